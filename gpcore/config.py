@@ -1,0 +1,48 @@
+"""Fit configuration: which model, how many starts, which series to accept."""
+from __future__ import annotations
+
+import dataclasses
+
+KERNELS = ("rbf", "matern32", "matern52", "periodic")
+
+
+@dataclasses.dataclass(frozen=True)
+class FitConfig:
+    """Settings of one GPFitter; fixed for its lifetime.
+
+    Attributes:
+      kernel: one of KERNELS.
+      restarts: starting points per series (the first data-driven, the
+        others spread in length scale), run as extra batch members.
+      min_points: fewer finite points than this -> status "skipped".
+      max_points: more finite points than this -> status "skipped".
+      batch_size: series fitted together in one compiled call.
+      max_iterations: L-BFGS iterations per fit.
+      tolerance: stop when the standardised negative log likelihood changes
+        by less than this (absolute, in nats) between iterations, or its
+        gradient max-norm falls below it.
+    """
+
+    kernel: str = "rbf"
+    restarts: int = 1
+    min_points: int = 3
+    max_points: int = 4096
+    batch_size: int = 32
+    max_iterations: int = 100
+    tolerance: float = 1e-6
+
+    def __post_init__(self):
+        if self.kernel not in KERNELS:
+            raise ValueError(
+                f"kernel must be one of {', '.join(KERNELS)}; got {self.kernel!r}")
+        for name in ("restarts", "min_points", "max_points", "batch_size",
+                     "max_iterations"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)!r}")
+        if self.min_points < 2:
+            raise ValueError(f"min_points must be >= 2; got {self.min_points}")
+        if self.max_points < self.min_points:
+            raise ValueError(
+                f"max_points ({self.max_points}) must be >= min_points ({self.min_points})")
+        if not self.tolerance > 0:
+            raise ValueError(f"tolerance must be > 0; got {self.tolerance!r}")

@@ -1,0 +1,58 @@
+"""FitResult: one output row per input series."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+# The output contract (DESIGN.md, "Contracts"), in column order.
+OUTPUT_COLUMNS = (
+    "series_id", "status", "error", "kernel", "n_points", "mean", "amplitude",
+    "length_scale", "period", "noise_variance", "nll", "converged", "iterations",
+)
+
+OK, SKIPPED, FAILED = "ok", "skipped", "failed"
+
+
+@dataclasses.dataclass
+class FitResult:
+    """Fitted hyperparameters of one series, in the caller's units.
+
+    `amplitude` is the kernel's standard deviation (units of y), `length_scale`
+    and `period` are in units of t, `noise_variance` in units of y squared.
+    `nll` is the negative log marginal likelihood (nats) of the observed raw
+    points under these parameters. Parameters are None unless status is "ok".
+    """
+
+    series_id: str
+    status: str
+    kernel: str
+    n_points: int
+    error: Optional[str] = None
+    mean: Optional[float] = None
+    amplitude: Optional[float] = None
+    length_scale: Optional[float] = None
+    period: Optional[float] = None
+    noise_variance: Optional[float] = None
+    nll: Optional[float] = None
+    converged: bool = False
+    iterations: int = 0
+
+    def to_row(self) -> dict:
+        """The output row: a dict with exactly OUTPUT_COLUMNS."""
+        row = {name: getattr(self, name) for name in OUTPUT_COLUMNS}
+        row["series_id"] = str(self.series_id)
+        row["n_points"] = int(self.n_points)
+        row["converged"] = bool(self.converged)
+        row["iterations"] = int(self.iterations)
+        for name in ("mean", "amplitude", "length_scale", "period",
+                     "noise_variance", "nll"):
+            if row[name] is not None:
+                row[name] = float(row[name])
+        return row
+
+    @property
+    def params(self) -> dict:
+        """Kernel and noise parameters, as accepted by gpcore.predict."""
+        return {"kernel": self.kernel, "mean": self.mean,
+                "amplitude": self.amplitude, "length_scale": self.length_scale,
+                "period": self.period, "noise_variance": self.noise_variance}

@@ -1,0 +1,71 @@
+"""Series: one time series as given, and its cleaning before a fit."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class Series:
+    """One time series.
+
+    Attributes:
+      series_id: its identifier (any value; reported as str).
+      t: [n] observation times, float (any units; results use the same).
+      y: [n] observed values; NaN or +-inf mark a missing value.
+    """
+
+    series_id: object
+    t: np.ndarray
+    y: np.ndarray
+
+
+@dataclasses.dataclass
+class CleanSeries:
+    """A series ready to fit: sorted by time, only finite observations.
+
+    Attributes:
+      t: [n] sorted times; repeated times are kept (repeated measurements).
+      y: [n] finite values.
+    """
+
+    series_id: object
+    t: np.ndarray
+    y: np.ndarray
+
+    @property
+    def n_points(self) -> int:
+        return int(self.t.shape[0])
+
+
+def clean(series: Series, min_points: int, max_points: int
+          ) -> tuple[Optional[CleanSeries], int, Optional[str]]:
+    """Sorts a series and drops missing points, or says why it can't be fitted.
+
+    Returns:
+      (clean series or None, number of finite points, reason or None).
+    """
+    t = np.asarray(series.t, dtype=np.float64).reshape(-1)
+    y = np.asarray(series.y, dtype=np.float64).reshape(-1)
+    if t.shape != y.shape:
+        return None, 0, (f"t has {t.size} values but y has {y.size}; "
+                         "give one time per value")
+    finite = np.isfinite(y) & np.isfinite(t)
+    n = int(finite.sum())
+    if n < min_points:
+        return None, n, (f"only {n} finite points (of {y.size}); at least "
+                         f"{min_points} are needed to fit a GP")
+    if n > max_points:
+        return None, n, (f"{n} finite points is more than max_points={max_points}; "
+                         "raise max_points (cost grows as n^3) or aggregate/"
+                         "split the series")
+    t, y = t[finite], y[finite]
+    if np.ptp(t) == 0.0:
+        return None, n, "all observation times are equal; a time span is needed"
+    if np.ptp(y) == 0.0:
+        return None, n, f"all {n} values are equal ({y[0]:g}); nothing to fit"
+    # Stable sort keeps repeated timestamps in input order (deterministic).
+    order = np.argsort(t, kind="stable")
+    return CleanSeries(series.series_id, t[order], y[order]), n, None

@@ -1,0 +1,45 @@
+"""gpfit: fit a Gaussian process to every time series in a Parquet data set.
+
+Every dependency is pinned exactly once, here. The Dockerfile installs this
+package (so it inherits these pins) and `make test` / CI install it too.
+"""
+from setuptools import find_packages, setup
+
+BEAM_VERSION = "2.77.0"
+
+INSTALL_REQUIRES = [
+    "tensorflow==2.21.0",
+    "tf-keras==2.21.0",  # TFP 0.25 imports it; it pins the TF minor version
+    "tensorflow-probability==0.25.0",
+    "numpy==2.4.6",  # Beam 2.77 needs numpy<2.5
+    "pyarrow==25.0.1",  # Beam 2.77 needs pyarrow<26
+    f"apache-beam=={BEAM_VERSION}",
+]
+
+EXTRAS_REQUIRE = {
+    "gcp": [f"apache-beam[gcp]=={BEAM_VERSION}"],
+    "report": ["matplotlib==3.11.2"],
+    "test": [
+        "pytest==9.2.0",
+        "scikit-learn==1.9.1",  # independent reference for fit quality
+        "matplotlib==3.11.2",
+        f"apache-beam[gcp]=={BEAM_VERSION}",  # Dataflow dry-run tests
+    ],
+}
+
+setup(
+    name="gpfit",
+    version="0.1.0",
+    description="Fit Gaussian-process hyperparameters to many time series with Apache Beam.",
+    python_requires=">=3.11,<3.12",
+    packages=find_packages(include=["gpcore", "gpcore.*", "pipeline", "pipeline.*"]),
+    include_package_data=True,
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS_REQUIRE,
+    entry_points={
+        "console_scripts": [
+            "gpfit=pipeline.cli:main",
+            "gpfit-report=pipeline.report.cli:main",
+        ]
+    },
+)
