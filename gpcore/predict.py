@@ -1,0 +1,139 @@
+"""Posterior predictions of a fitted GP at new times.
+
+The model is the one the fitter fits: y(t) = mean + f(t) + noise, with
+f ~ GP(0, amplitude^2 k(t, t')) for a unit-amplitude kernel k from
+gpcore.kernels and independent Gaussian noise of variance noise_variance.
+Given the observed points (t, y), the posterior of f at new times t* is
+Gaussian with
+
+    mean(t*) = mean + K*x A^-1 (y - mean)
+    var(t*)  = amplitude^2 k(t*, t*) - diag(K*x A^-1 Kx*),
+
+where A = amplitude^2 K + noise_variance I is factored once by Cholesky.
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping, Union
+
+import numpy as np
+import tensorflow as tf
+
+from gpcore.config import KERNELS
+from gpcore.kernels import unit_kernel
+from gpcore.result import OK, FitResult
+from gpcore.series import Series
+
+DTYPE = tf.float64
+
+# Diagonal jitter, relative to amplitude^2, tried in turn when A is not
+# numerically positive definite (e.g. noise_variance 0 and repeated times).
+# The first is 0: well-posed parameters are used exactly as given.
+JITTERS = (0.0, 1e-10, 1e-8, 1e-6)
+
+
+def predict(series: Series, params: Union[Mapping, FitResult], t_new,
+            include_noise: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior mean and standard deviation at t_new given a series' data.
+
+    Args:
+      series: the observed series; points where t or y is NaN or +-inf are
+        dropped, as the fitter drops them.
+      params: a FitResult with status "ok", or a mapping with keys kernel,
+        mean, amplitude (kernel standard deviation, units of y),
+        length_scale (units of t; unitless for "periodic"), period (units
+        of t; "periodic" only) and noise_variance (units of y squared), as
+        FitResult.params gives them.
+      t_new: [m] times at which to predict, in the units of series.t.
+      include_noise: if True, the standard deviation is that of a new
+        observation (f plus noise); by default that of the latent f.
+    Returns:
+      (mean [m], std [m]), float64 numpy arrays in the units of y. With no
+      finite observations this is the prior: (mean, amplitude).
+    Raises:
+      ValueError: params are missing, not finite or out of range, or the
+        series' t and y differ in length.
+    """
+    p = _checked_params(params)
+    t = np.asarray(series.t, dtype=np.float64).reshape(-1)
+    y = np.asarray(series.y, dtype=np.float64).reshape(-1)
+    if t.shape != y.shape:
+        raise ValueError(f"series {series.series_id!r}: t has {t.size} values but y has "
+                         f"{y.size}; give one time per value")
+    t_new = np.asarray(t_new, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(t_new)):
+        raise ValueError("t_new must be finite; it holds NaN or inf")
+    finite = np.isfinite(t) & np.isfinite(y)
+    t, y = t[finite], y[finite]
+
+    kernel = unit_kernel(
+        p["kernel"], tf.constant(p["length_scale"], DTYPE),
+        tf.constant(p["period"], DTYPE) if p["kernel"] == "periodic" else None)
+    amp2 = p["amplitude"] ** 2
+    xs = tf.constant(t_new[:, None])  # [m, 1]: one feature dimension
+    prior_var = amp2 * kernel.apply(xs, xs).numpy()  # [m]
+
+    if t.size == 0:
+        mean, var = np.full_like(t_new, p["mean"]), prior_var
+    else:
+        x = tf.constant(t[:, None])  # [n, 1]
+        kxx = amp2 * kernel.matrix(x, x)  # [n, n]
+        ksx = amp2 * kernel.matrix(xs, x)  # [m, n]
+        chol = _cholesky(kxx, p["noise_variance"], amp2)  # [n, n]
+        resid = tf.constant((y - p["mean"])[:, None])  # [n, 1]
+        alpha = tf.linalg.cholesky_solve(chol, resid)  # [n, 1] = A^-1 (y - mean)
+        v = tf.linalg.triangular_solve(chol, tf.transpose(ksx))  # [n, m] = L^-1 Kx*
+        mean = p["mean"] + tf.matmul(ksx, alpha)[:, 0].numpy()
+        # Round-off can make the difference slightly negative far inside the data.
+        var = np.maximum(prior_var - tf.reduce_sum(v * v, axis=0).numpy(), 0.0)
+    if include_noise:
+        var = var + p["noise_variance"]
+    return mean, np.sqrt(var)
+
+
+def _cholesky(kxx: tf.Tensor, noise_variance: float, amp2: float) -> tf.Tensor:
+    """Cholesky factor of kxx + noise I, adding jitter only if it fails."""
+    n = int(kxx.shape[0])
+    for jitter in JITTERS:
+        cov = kxx + (noise_variance + jitter * amp2) * tf.eye(n, dtype=DTYPE)
+        try:
+            chol = tf.linalg.cholesky(cov)
+        except tf.errors.InvalidArgumentError:  # raised on some builds instead of NaN
+            continue
+        if np.all(np.isfinite(tf.linalg.diag_part(chol).numpy())):
+            return chol
+    raise ValueError(
+        f"the covariance of the {n} observed points is not positive definite even with "
+        f"jitter {JITTERS[-1]:g} x amplitude^2; check noise_variance and amplitude")
+
+
+def _checked_params(params: Union[Mapping, FitResult]) -> dict:
+    """A FitResult or mapping -> dict of float parameters, checked."""
+    if isinstance(params, FitResult):
+        if params.status != OK:
+            raise ValueError(
+                f"series {params.series_id!r} has status {params.status!r}, not 'ok'; "
+                "only fitted series have parameters to predict with")
+        params = params.params
+    kernel = params.get("kernel")
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(KERNELS)}; got {kernel!r}")
+    names = ["mean", "amplitude", "length_scale", "noise_variance"]
+    if kernel == "periodic":
+        names.append("period")
+    out = {"kernel": kernel, "period": None}
+    for name in names:
+        value = params.get(name)
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"params[{name!r}] must be a number; got {value!r}") from None
+        if not math.isfinite(value):
+            raise ValueError(f"params[{name!r}] must be finite; got {value!r}")
+        out[name] = value
+    for name in ("amplitude", "length_scale") + (("period",) if kernel == "periodic" else ()):
+        if out[name] <= 0:
+            raise ValueError(f"params[{name!r}] must be > 0; got {out[name]!r}")
+    if out["noise_variance"] < 0:
+        raise ValueError(f"params['noise_variance'] must be >= 0; got {out['noise_variance']!r}")
+    return out

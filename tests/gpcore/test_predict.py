@@ -1,0 +1,162 @@
+"""gpcore.predict against a numpy reference and tfd.GaussianProcessRegressionModel."""
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_probability as tfp
+
+from gpcore.predict import predict
+from gpcore.result import FitResult
+from gpcore.series import Series
+
+tfd = tfp.distributions
+psd = tfp.math.psd_kernels
+
+KERNELS = ("rbf", "matern32", "matern52", "periodic")
+
+
+def assert_close(actual, expected, scale=1.0):
+    """float64 tolerance for the same O(n^3) algebra done two ways: the
+    Cholesky of a moderately conditioned n~40 matrix loses a few digits."""
+    np.testing.assert_allclose(actual, expected, rtol=1e-7, atol=1e-9 * scale)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20240607)
+
+
+def make_series(rng, n=40, missing=True):
+    t = np.sort(rng.uniform(0.0, 20.0, n))
+    y = 3.0 + 2.0 * np.sin(0.7 * t) + 0.3 * rng.standard_normal(n)
+    if missing:
+        y[[3, 17]] = np.nan
+        y[25] = np.inf
+    return Series("s", t, y)
+
+
+def make_params(kernel):
+    return {"kernel": kernel, "mean": 3.0, "amplitude": 1.7,
+            "length_scale": 0.8 if kernel == "periodic" else 2.5,
+            "period": 9.0 if kernel == "periodic" else None, "noise_variance": 0.09}
+
+
+def numpy_kernel(kernel, a, b, p):
+    """Unit-amplitude kernels written out from their formulas."""
+    r = np.abs(a[:, None] - b[None, :])
+    ell = p["length_scale"]
+    if kernel == "rbf":
+        return np.exp(-0.5 * (r / ell) ** 2)
+    if kernel == "matern32":
+        s = np.sqrt(3.0) * r / ell
+        return (1.0 + s) * np.exp(-s)
+    if kernel == "matern52":
+        s = np.sqrt(5.0) * r / ell
+        return (1.0 + s + s * s / 3.0) * np.exp(-s)
+    return np.exp(-2.0 * np.sin(np.pi * r / p["period"]) ** 2 / ell ** 2)
+
+
+def numpy_predict(series, p, t_new, include_noise=False):
+    ok = np.isfinite(series.y) & np.isfinite(series.t)
+    t, y = series.t[ok], series.y[ok]
+    a2 = p["amplitude"] ** 2
+    cov = a2 * numpy_kernel(p["kernel"], t, t, p) + p["noise_variance"] * np.eye(t.size)
+    cross = a2 * numpy_kernel(p["kernel"], t_new, t, p)  # [m, n]
+    mean = p["mean"] + cross @ np.linalg.solve(cov, y - p["mean"])
+    var = a2 - np.einsum("mn,nm->m", cross, np.linalg.solve(cov, cross.T))
+    if include_noise:
+        var = var + p["noise_variance"]
+    return mean, np.sqrt(np.maximum(var, 0.0))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("include_noise", [False, True])
+def test_matches_numpy_reference(rng, kernel, include_noise):
+    series = make_series(rng)
+    p = make_params(kernel)
+    t_new = np.linspace(-5.0, 25.0, 61)
+    mean, std = predict(series, p, t_new, include_noise=include_noise)
+    ref_mean, ref_std = numpy_predict(series, p, t_new, include_noise=include_noise)
+    assert mean.dtype == np.float64 and std.dtype == np.float64
+    assert mean.shape == std.shape == t_new.shape
+    assert_close(mean, ref_mean, scale=3.0)
+    assert_close(std, ref_std, scale=1.7)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_matches_tfp_regression_model(rng, kernel):
+    series = make_series(rng)
+    p = make_params(kernel)
+    ok = np.isfinite(series.y)
+    amp = tf.constant(p["amplitude"], tf.float64)
+    ell = tf.constant(p["length_scale"], tf.float64)
+    tfp_kernel = {
+        "rbf": lambda: psd.ExponentiatedQuadratic(amp, ell),
+        "matern32": lambda: psd.MaternThreeHalves(amp, ell),
+        "matern52": lambda: psd.MaternFiveHalves(amp, ell),
+        "periodic": lambda: psd.ExpSinSquared(amp, ell, tf.constant(9.0, tf.float64)),
+    }[kernel]()
+    t_new = np.linspace(-2.0, 22.0, 50)
+    for include_noise in (False, True):
+        gprm = tfd.GaussianProcessRegressionModel(
+            kernel=tfp_kernel, index_points=t_new[:, None],
+            observation_index_points=series.t[ok][:, None], observations=series.y[ok],
+            observation_noise_variance=tf.constant(p["noise_variance"], tf.float64),
+            predictive_noise_variance=tf.constant(
+                p["noise_variance"] if include_noise else 0.0, tf.float64),
+            mean_fn=lambda x: tf.fill(tf.shape(x)[:-1], tf.constant(p["mean"], tf.float64)),
+            jitter=0.0)  # its default 1e-6 would shift the answer by about that
+        mean, std = predict(series, p, t_new, include_noise=include_noise)
+        assert_close(mean, gprm.mean().numpy(), scale=3.0)
+        assert_close(std, gprm.stddev().numpy(), scale=1.7)
+
+
+def test_interpolates_noise_free_data_and_reverts_to_prior_far_away(rng):
+    t = np.sort(rng.uniform(0.0, 10.0, 15))
+    series = Series("smooth", t, 3.0 + np.sin(t))  # smooth: exact interpolation is tame
+    p = dict(make_params("rbf"), length_scale=1.0, noise_variance=1e-10)
+    mean, std = predict(series, p, series.t)
+    np.testing.assert_allclose(mean, series.y, atol=1e-4)
+    assert np.all(std < 1e-3)
+    mean, std = predict(series, p, np.array([1e4, -1e4]))
+    np.testing.assert_allclose(mean, p["mean"], rtol=1e-12)
+    np.testing.assert_allclose(std, p["amplitude"], rtol=1e-12)
+
+
+def test_no_finite_observations_gives_the_prior():
+    series = Series("empty", np.arange(3.0), np.full(3, np.nan))
+    p = make_params("matern52")
+    mean, std = predict(series, p, np.linspace(0, 1, 4), include_noise=True)
+    np.testing.assert_allclose(mean, 3.0)
+    np.testing.assert_allclose(std, np.sqrt(1.7 ** 2 + 0.09))
+
+
+def test_noise_free_repeated_times_use_jitter_and_stay_finite():
+    series = Series("dup", np.array([0.0, 0.0, 1.0, 1.0]), np.array([1.0, 1.0, 2.0, 2.0]))
+    p = dict(make_params("rbf"), noise_variance=0.0)
+    mean, std = predict(series, p, np.array([0.0, 0.5, 1.0]))
+    assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std))
+    np.testing.assert_allclose(mean[[0, 2]], [1.0, 2.0], atol=1e-5)
+
+
+def test_accepts_fit_result_and_refuses_unfitted_one(rng):
+    series = make_series(rng)
+    p = make_params("periodic")
+    fitted = FitResult(series_id="s", status="ok", n_points=37, **p)
+    t_new = np.linspace(0, 20, 7)
+    np.testing.assert_array_equal(predict(series, fitted, t_new)[0],
+                                  predict(series, p, t_new)[0])
+    with pytest.raises(ValueError, match="status 'failed'"):
+        predict(series, FitResult("s", "failed", "rbf", 37, error="boom"), t_new)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"kernel": "cosine"}, "kernel must be one of"),
+    ({"amplitude": None}, "amplitude.*must be a number"),
+    ({"length_scale": -1.0}, "length_scale.*> 0"),
+    ({"noise_variance": -1e-3}, "noise_variance.*>= 0"),
+    ({"mean": float("nan")}, "mean.*finite"),
+    ({"kernel": "periodic", "period": None}, "period.*must be a number"),
+])
+def test_bad_params_raise_value_error(rng, change, message):
+    with pytest.raises(ValueError, match=message):
+        predict(make_series(rng), dict(make_params("rbf"), **change), np.zeros(2))
