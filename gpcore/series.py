@@ -64,6 +64,11 @@ def clean(series: Series, min_points: int, max_points: int
     t, y = t[finite], y[finite]
     if np.ptp(t) == 0.0:
         return None, n, "all observation times are equal; a time span is needed"
+    with np.errstate(over="ignore", invalid="ignore"):
+        spread = float(np.std(y))
+    if not np.isfinite(spread):
+        return None, n, (f"values up to {np.abs(y).max():.3g} overflow float64 when "
+                         "squared; rescale the series (e.g. divide by 1e100)")
     if np.ptp(y) == 0.0:
         return None, n, f"all {n} values are equal ({y[0]:g}); nothing to fit"
     # Stable sort keeps repeated timestamps in input order (deterministic).

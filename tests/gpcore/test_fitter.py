@@ -1,0 +1,156 @@
+"""GPFitter: build once, trace once, report in the caller's units."""
+import threading
+
+import numpy as np
+import pytest
+
+import gp_reference as ref
+from gpcore import FitConfig, GPFitter, Series
+from gpcore.fitter import JITTERS
+
+
+@pytest.fixture(scope="module")
+def rbf_fitter():
+    return GPFitter(FitConfig(kernel="rbf"))
+
+
+def _random_series(rng, count, low, high, kernel="rbf"):
+    out = []
+    for i in range(count):
+        n = int(rng.integers(low, high + 1))
+        period = 3.0 if kernel == "periodic" else None
+        t, y = ref.sample(rng, kernel, n, amplitude=rng.uniform(0.5, 2.0),
+                          length_scale=rng.uniform(0.5, 2.0),
+                          noise_variance=rng.uniform(0.01, 0.2), mean=rng.normal(),
+                          period=period)
+        out.append(Series(f"s{i}", t, y))
+    return out
+
+
+def test_thousands_of_series_trace_once_and_keep_their_variables(rng):
+    # Trace count is independent of the iterations run, so cap them for speed.
+    fitter = GPFitter(FitConfig(kernel="matern32", max_iterations=2, batch_size=64))
+    variables = list(fitter.variables)
+    first = fitter.fit(_random_series(rng, 1000, 20, 300))
+    lengths = {r.n_points for r in first}
+    assert all(r.status == "ok" for r in first)
+    traces = fitter.tracing_count
+    assert 1 <= traces <= len(lengths)
+    fitter.fit(_random_series(rng, 1000, 20, 300))
+    assert fitter.tracing_count == traces
+    assert len(fitter.variables) == len(variables)
+    assert all(a is b for a, b in zip(fitter.variables, variables))
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "matern32", "matern52", "periodic"])
+def test_reported_nll_is_that_of_the_raw_points_under_reported_params(rng, kernel):
+    fitter = GPFitter(FitConfig(kernel=kernel, restarts=2))
+    series = _random_series(rng, 5, 40, 90, kernel)
+    # Raw units far from standard: the fitter standardises internally.
+    series = [Series(s.series_id, 1000.0 + 86400.0 * s.t, 5e3 + 300.0 * s.y) for s in series]
+    series[0].y[[3, 7]] = np.nan  # missing values are dropped
+    for s, r in zip(series, fitter.fit(series)):
+        assert r.status == "ok", r.error
+        assert r.kernel == kernel and r.n_points == np.isfinite(s.y).sum()
+        assert (r.period is not None) == (kernel == "periodic")
+        expected = ref.nll(kernel, s.t, s.y, r.mean, r.amplitude, r.length_scale,
+                           r.noise_variance, r.period)
+        # Reported values are float64 rounded once; the nll is a sum of ~100
+        # terms of size ~10, so 1e-6 relative is far above round-off.
+        assert r.nll == pytest.approx(expected, rel=1e-6)
+        row = r.to_row()
+        assert row["iterations"] >= 1 and isinstance(row["converged"], bool)
+
+
+def test_recovers_known_parameters_from_long_series(rng):
+    # 300 points over 30 length scales: the likelihood is sharp enough that
+    # the estimates sit within ~20% of the truth; 35% allows for the draw.
+    fitter = GPFitter(FitConfig(kernel="rbf", restarts=2))
+    truth = dict(amplitude=1.5, length_scale=0.5, noise_variance=0.04, mean=2.0)
+    series = [Series(i, *ref.sample(rng, "rbf", 300, span=15.0, **truth)) for i in range(6)]
+    results = fitter.fit(series)
+    ls = np.array([r.length_scale for r in results])
+    noise = np.array([r.noise_variance for r in results])
+    assert all(r.converged for r in results)
+    np.testing.assert_allclose(np.median(ls), truth["length_scale"], rtol=0.15)
+    np.testing.assert_allclose(np.median(noise), truth["noise_variance"], rtol=0.2)
+    np.testing.assert_allclose(ls, truth["length_scale"], rtol=0.35)
+    np.testing.assert_allclose(noise, truth["noise_variance"], rtol=0.35)
+
+
+def test_restarts_never_worse_than_one_start(rng):
+    series = _random_series(rng, 12, 50, 120)
+    one = GPFitter(FitConfig(restarts=1)).fit(series)
+    many = GPFitter(FitConfig(restarts=4)).fit(series)
+    for a, b in zip(one, many):
+        assert b.nll <= a.nll + 1e-6
+
+
+def test_bad_series_are_reported_not_raised(rbf_fitter, rng):
+    t = np.linspace(0.0, 10.0, 50)
+    y = np.sin(t)
+    cases = {
+        "too_few": Series("too_few", t[:2], y[:2]),
+        "no_finite": Series("no_finite", t, np.full(50, np.nan)),
+        "inf_only_two_finite": Series("inf_only_two_finite", t[:4], np.array([np.inf, 1.0, -np.inf, 2.0])),
+        "constant": Series("constant", t, np.full(50, 3.0)),
+        "same_time": Series("same_time", np.full(10, 2.0), rng.normal(size=10)),
+        "too_long": Series("too_long", np.arange(5000.0), rng.normal(size=5000)),
+        "length_mismatch": Series("length_mismatch", t, y[:-1]),
+        "unsorted_dupes": Series("unsorted_dupes", np.r_[t[::-1], t[:5]],
+                                 np.r_[y[::-1], y[:5] + 0.01]),
+        "with_inf": Series("with_inf", t, np.where(np.arange(50) % 7 == 0, np.inf, y)),
+    }
+    results = {r.series_id: r for r in rbf_fitter.fit(list(cases.values()))}
+    assert set(results) == set(cases)
+    for name in ("too_few", "no_finite", "inf_only_two_finite"):
+        assert results[name].status == "skipped"
+        assert "finite points" in results[name].error
+    assert results["constant"].status == "skipped" and "equal" in results["constant"].error
+    assert results["same_time"].status == "skipped" and "time" in results["same_time"].error
+    assert results["too_long"].status == "skipped" and "max_points" in results["too_long"].error
+    assert results["length_mismatch"].status == "skipped"
+    assert results["unsorted_dupes"].status == "ok" and results["unsorted_dupes"].n_points == 55
+    assert results["with_inf"].status == "ok" and results["with_inf"].n_points == 42
+    for r in results.values():
+        assert set(r.to_row()) == set(r.to_row().keys())
+        if r.status != "ok":
+            assert r.to_row()["nll"] is None and r.error
+
+
+def test_numerical_trouble_fails_one_series_not_the_batch(rbf_fitter, rng):
+    t = np.linspace(0.0, 1.0, 40)
+    good = Series("good", t, np.sin(6 * t) + 0.05 * rng.normal(size=40))
+    huge = Series("huge", t, 1e300 * np.sin(6 * t))  # its square overflows
+    tiny = Series("tiny", t, 1e-12 * np.sin(6 * t) + 1e-14 * rng.normal(size=40))
+    dense = Series("dense", np.r_[t, t + 1e-12], np.r_[np.sin(6 * t), np.sin(6 * t)])
+    results = {r.series_id: r for r in rbf_fitter.fit([good, huge, tiny, dense])}
+    assert results["good"].status == "ok"
+    assert results["tiny"].status == "ok" and results["tiny"].amplitude < 1e-10
+    assert results["dense"].status == "ok"
+    assert results["huge"].status == "skipped" and "rescale" in results["huge"].error
+    assert float(rbf_fitter.jitter.numpy()) == JITTERS[0]
+
+
+def test_concurrent_callers_are_serialised(rbf_fitter, rng):
+    series = _random_series(rng, 8, 30, 60)
+    expected = [r.nll for r in rbf_fitter.fit(series)]
+    outputs = [None] * 4
+
+    def work(k):
+        outputs[k] = [r.nll for r in rbf_fitter.fit(series)]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for out in outputs:
+        np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        FitConfig(kernel="linear")
+    with pytest.raises(ValueError, match="restarts"):
+        FitConfig(restarts=0)
