@@ -34,11 +34,13 @@ class BfgsResult(NamedTuple):
     converged: tf.Tensor
     failed: tf.Tensor
     iterations: tf.Tensor
+    inverse_hessian: tf.Tensor  # [C, P, P], to continue where this stopped
     evaluations: tf.Tensor  # scalar: batch evaluations of the objective
 
 
 def minimize(value_and_gradients: Callable, initial_position: tf.Tensor,
-             max_iterations: int, tolerance: float) -> BfgsResult:
+             max_iterations: int, tolerance: float, inverse_hessian=None,
+             iterations=None, min_active=0) -> BfgsResult:
     """Minimises C independent objectives of P parameters each.
 
     Args:
@@ -48,6 +50,11 @@ def minimize(value_and_gradients: Callable, initial_position: tf.Tensor,
       max_iterations: iterations per member.
       tolerance: a member converges when its objective changes by at most this
         (absolute) in an iteration, or its gradient's max-norm is at most this.
+      inverse_hessian: [C, P, P] to continue an earlier run; default identity.
+      iterations: [C] iterations already done (continuing); default zeros.
+      min_active: stop early once fewer members than this are still
+        iterating, so that the caller can continue them in a smaller batch
+        instead of evaluating the whole batch for a few stragglers.
     Returns:
       BfgsResult. Members with a non-finite start are `failed` and not moved.
     """
@@ -57,12 +64,14 @@ def minimize(value_and_gradients: Callable, initial_position: tf.Tensor,
     n_members, n_params = tf.shape(x)[0], x.shape[-1]
     eye = tf.eye(n_params, batch_shape=[n_members], dtype=dtype)
     finite = _finite(f, g)
+    if iterations is None:
+        iterations = tf.zeros([n_members], tf.int32)
     state = dict(
-        x=x, f=f, g=g, h=eye,
-        steepest=tf.ones([n_members], tf.bool),
+        x=x, f=f, g=g, h=eye if inverse_hessian is None else inverse_hessian,
+        steepest=tf.equal(iterations, 0),
         converged=finite & (_max_abs(g) <= tolerance),
         failed=~finite,
-        iterations=tf.zeros([n_members], tf.int32),
+        iterations=iterations,
         evaluations=tf.constant(1, tf.int32),
     )
 
@@ -104,11 +113,16 @@ def minimize(value_and_gradients: Callable, initial_position: tf.Tensor,
             evaluations=s["evaluations"] + evaluations,
         ),)
 
-    state = tf.while_loop(lambda s: tf.reduce_any(active(s)), iterate, (state,))[0]
+    def going_on(s):
+        live = tf.reduce_sum(tf.cast(active(s), tf.int32))
+        return (live > 0) & (live >= min_active)
+
+    state = tf.while_loop(going_on, iterate, (state,))[0]
     return BfgsResult(position=state["x"], value=state["f"], gradient=state["g"],
                       converged=state["converged"],
                       failed=state["failed"] & ~state["converged"],
-                      iterations=state["iterations"], evaluations=state["evaluations"])
+                      iterations=state["iterations"], inverse_hessian=state["h"],
+                      evaluations=state["evaluations"])
 
 
 def _backtrack(value_and_gradients, x, f, d, slope, alpha, live):

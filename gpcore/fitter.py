@@ -34,6 +34,10 @@ JITTERS = (1e-6, 1e-4, 1e-2)
 # 128 MB per float64 copy; autodiff keeps a few copies alive.
 MAX_BATCH_ELEMENTS = 1 << 24
 
+# A batch's compiled loop returns once fewer than this fraction of its members
+# are still iterating; they continue in a smaller batch (see _optimise_members).
+COMPACT_BELOW = 0.5
+
 # Padded lengths are rounded up to a multiple of this, so that similar
 # batches share shapes; the compiled function accepts any length.
 LENGTH_QUANTUM = 8
@@ -65,7 +69,13 @@ class GPFitter(tf.Module):
         # batch members, and the floating-point operations they needed.
         self.work = {"batches": 0, "member_evaluations": 0, "flops": 0.0}
         spec = tf.TensorSpec([None, None], DTYPE)
-        self._optimise = tf.function(self._optimise_batch, input_signature=[spec] * 3)
+        n_params = len(self.shape_parameters)
+        self._optimise = tf.function(self._optimise_batch, input_signature=[
+            spec, spec, spec,
+            tf.TensorSpec([None, n_params, n_params], DTYPE),  # inverse Hessian
+            tf.TensorSpec([None], tf.int32),  # iterations done
+            tf.TensorSpec([], tf.int32),  # min_active
+        ])
 
     @staticmethod
     def _positive(name: str) -> tfp.util.TransformedVariable:
@@ -97,8 +107,11 @@ class GPFitter(tf.Module):
         return likelihood.profiled_negative_log_likelihood(
             kmat, params[1] + self.jitter, y, mask)
 
-    def _optimise_batch(self, t, y, mask):
-        """Runs BFGS from the variables' current values; all [C, N] inputs.
+    def _optimise_batch(self, t, y, mask, inverse_hessian, iterations, min_active):
+        """Runs BFGS from the variables' current values; t, y, mask [C, N].
+
+        Continues from `inverse_hessian` [C, P, P] and `iterations` [C], and
+        returns early once fewer than `min_active` members are iterating.
 
         Gradients are taken with respect to the TransformedVariables'
         unconstrained (trainable) values, never through `.assign`.
@@ -112,7 +125,8 @@ class GPFitter(tf.Module):
         position = tf.stack([tv.trainable_variables[0] for tv in self.shape_parameters],
                             axis=-1)  # [C, P]
         state = bfgs.minimize(value_and_gradients, position,
-                              config.max_iterations, config.tolerance)
+                              config.max_iterations, config.tolerance,
+                              inverse_hessian, iterations, min_active)
         for i, tv in enumerate(self.shape_parameters):
             tv.trainable_variables[0].assign(state.position[:, i])
         nll, mean, scale2 = self._profiled_nll(state.position, t, y, mask)
@@ -121,7 +135,8 @@ class GPFitter(tf.Module):
             "nll": nll, "mean": mean, "scale2": scale2,
             "length_scale": params[0], "noise_ratio": params[1] + self.jitter,
             "period": params[2] if self.period is not None else tf.zeros_like(nll),
-            "converged": state.converged, "iterations": state.iterations,
+            "converged": state.converged, "failed": state.failed,
+            "iterations": state.iterations, "inverse_hessian": state.inverse_hessian,
             "evaluations": state.evaluations,
         }
 
@@ -191,13 +206,49 @@ class GPFitter(tf.Module):
             if tv is not None:
                 # Member (restart r, series b) sits at r * B + b.
                 tv.assign(np.stack([init[name] for init in inits], axis=1).reshape(-1))
-        out = {k: v.numpy() for k, v in self._optimise(data.t, data.y, data.mask).items()}
-        members, n = data.t.shape
-        evaluations = int(out["evaluations"]) * members
-        self.work["batches"] += 1
-        self.work["member_evaluations"] += evaluations
-        self.work["flops"] += evaluations * flops_per_evaluation(n)
+        out = self._optimise_members(data)
         return [data.result(b, out, self.config.kernel) for b in range(len(batch))]
+
+    def _optimise_members(self, data: "_StandardisedBatch") -> dict:
+        """Runs the compiled optimisation over all members of a batch.
+
+        When fewer than COMPACT_BELOW of the members are still iterating, the compiled
+        loop returns and the stragglers continue, with their BFGS state, in a
+        batch of their own: every evaluation costs the whole batch, so a few
+        slow members must not keep the converged ones busy.
+        """
+        n_params = len(self.shape_parameters)
+        members = np.arange(data.t.shape[0])
+        inverse_hessian = np.tile(np.eye(n_params), (members.size, 1, 1))
+        iterations = np.zeros(members.size, np.int32)
+        out = None
+        while members.size:
+            min_active = int(members.size * COMPACT_BELOW) if members.size >= 8 else 0
+            part = {k: v.numpy() for k, v in self._optimise(
+                data.t[members], data.y[members], data.mask[members],
+                inverse_hessian[members], iterations[members],
+                np.int32(min_active)).items()}
+            self._count_work(int(part.pop("evaluations")), members.size, data.t.shape[1])
+            if out is None:
+                out = {k: np.empty((data.t.shape[0],) + v.shape[1:], v.dtype)
+                       for k, v in part.items()}
+            for k, v in part.items():
+                out[k][members] = v
+            inverse_hessian[members] = part["inverse_hessian"]
+            iterations[members] = part["iterations"]
+            going = ~(part["converged"] | part["failed"]) & (
+                part["iterations"] < self.config.max_iterations)
+            # The variables hold the stragglers' positions for the next round.
+            for tv in self.shape_parameters:
+                position = tv.trainable_variables[0]
+                position.assign(tf.boolean_mask(position, going))
+            members = members[going]
+        return out
+
+    def _count_work(self, evaluations: int, members: int, n: int) -> None:
+        self.work["batches"] += 1
+        self.work["member_evaluations"] += evaluations * members
+        self.work["flops"] += evaluations * members * flops_per_evaluation(n)
 
 
 def flops_per_evaluation(n: int) -> float:

@@ -54,7 +54,7 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
       ValueError: params are missing, not finite or out of range, or the
         series' t and y differ in length.
     """
-    p = _checked_params(params)
+    p = checked_params(params)
     t = np.asarray(series.t, dtype=np.float64).reshape(-1)
     y = np.asarray(series.y, dtype=np.float64).reshape(-1)
     if t.shape != y.shape:
@@ -107,8 +107,13 @@ def _cholesky(kxx: tf.Tensor, noise_variance: float, amp2: float) -> tf.Tensor:
         f"jitter {JITTERS[-1]:g} x amplitude^2; check noise_variance and amplitude")
 
 
-def _checked_params(params: Union[Mapping, FitResult]) -> dict:
-    """A FitResult or mapping -> dict of float parameters, checked."""
+def checked_params(params: Union[Mapping, FitResult]) -> dict:
+    """A FitResult or mapping -> {kernel, mean, amplitude, length_scale,
+    period (None unless periodic), noise_variance} as floats, checked.
+
+    Raises:
+      ValueError: as predict does for bad params.
+    """
     if isinstance(params, FitResult):
         if params.status != OK:
             raise ValueError(
