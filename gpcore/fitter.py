@@ -135,6 +135,7 @@ class GPFitter(tf.Module):
             "nll": nll, "mean": mean, "scale2": scale2,
             "length_scale": params[0], "noise_ratio": params[1] + self.jitter,
             "period": params[2] if self.period is not None else tf.zeros_like(nll),
+            "jitter": self.jitter + tf.zeros_like(nll),
             "converged": state.converged, "failed": state.failed,
             "iterations": state.iterations, "inverse_hessian": state.inverse_hessian,
             "evaluations": state.evaluations,
@@ -176,26 +177,40 @@ class GPFitter(tf.Module):
             start += size
 
     def _fit_robustly(self, batch: list[CleanSeries]) -> list[FitResult]:
-        """Fits a batch, escalating jitter on Cholesky failure; a batch that
-        still fails is split so that one bad series fails alone."""
+        """Fits a batch, escalating the jitter for series whose likelihood is
+        not finite (a failed Cholesky gives NaN on CPU; some devices raise).
+        A batch that raises is split, so that one bad series fails alone."""
+        results: dict[int, FitResult] = {}
+        pending = list(range(len(batch)))
         error = None
-        for jitter in JITTERS:
-            self.jitter.assign(jitter)
-            try:
-                return self._fit_batch(batch)
-            except (tf.errors.InvalidArgumentError, FloatingPointError) as err:
-                error = err
-            except Exception as err:  # never let one series fail the caller
-                error = err
-                break
-        self.jitter.assign(JITTERS[0])
-        if len(batch) > 1:
-            return [r for s in batch for r in self._fit_robustly([s])]
-        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-        message = lines[-1] if lines else type(error).__name__
-        return [FitResult(str(batch[0].series_id), FAILED, self.config.kernel,
-                          batch[0].n_points,
-                          error=f"fit failed after jitter up to {JITTERS[-1]:g}: {message}")]
+        try:
+            for jitter in JITTERS:
+                self.jitter.assign(jitter)
+                try:
+                    fitted = self._fit_batch([batch[i] for i in pending])
+                except tf.errors.InvalidArgumentError as err:
+                    error = err
+                    continue
+                error = None
+                results.update(zip(pending, fitted))
+                pending = [i for i in pending if results[i].status == FAILED]
+                if not pending:
+                    break
+        except Exception as err:  # never let one series fail the caller
+            error = err
+        finally:
+            self.jitter.assign(JITTERS[0])
+        if error is not None and len(pending) > 1:
+            for i in pending:
+                results[i] = self._fit_robustly([batch[i]])[0]
+        elif error is not None:
+            lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+            series = batch[pending[0]]
+            results[pending[0]] = FitResult(
+                str(series.series_id), FAILED, self.config.kernel, series.n_points,
+                error=f"fit failed with jitter up to {JITTERS[-1]:g}: "
+                      f"{lines[-1] if lines else type(error).__name__}")
+        return [results[i] for i in range(len(batch))]
 
     def _fit_batch(self, batch: list[CleanSeries]) -> list[FitResult]:
         data = _StandardisedBatch(batch, self.config.restarts)
@@ -293,8 +308,10 @@ class _StandardisedBatch:
         nll = out["nll"][members]
         if not np.isfinite(nll).any():
             return FitResult(str(series.series_id), FAILED, kernel, series.n_points,
-                             error="likelihood is not finite at any start; check the "
-                                   "series for extreme values")
+                             error="likelihood is not finite at any start (covariance "
+                                   "not positive definite even with jitter "
+                                   f"{out['jitter'][b]:g}); check the series for "
+                                   "extreme or degenerate values")
         m = members[np.nanargmin(np.where(np.isfinite(nll), nll, np.nan))]
         sd, span = self.y_scale[b], self.span[b]
         scale2 = out["scale2"][m]

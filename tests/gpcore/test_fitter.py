@@ -3,6 +3,7 @@ import threading
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, Series
@@ -154,3 +155,33 @@ def test_config_rejects_bad_values():
         FitConfig(kernel="linear")
     with pytest.raises(ValueError, match="restarts"):
         FitConfig(restarts=0)
+
+
+class _IndefiniteBelow(GPFitter):
+    """A fitter whose covariance of series "bad" is indefinite unless the
+    jitter reaches `threshold`: the case a failed Cholesky produces."""
+
+    threshold = JITTERS[-1]
+
+    def _profiled_nll(self, position, t, y, mask):
+        nll, mean, scale2 = super()._profiled_nll(position, t, y, mask)
+        # Series "bad" has 37 points; the others have 40.
+        bad = tf.equal(tf.reduce_sum(mask, axis=-1), 37.0) & (self.jitter < self.threshold)
+        return tf.where(bad, tf.constant(np.nan, tf.float64), nll), mean, scale2
+
+
+@pytest.mark.parametrize("threshold, status", [(JITTERS[-1], "ok"), (1.0, "failed")])
+def test_jitter_escalates_for_the_failing_series_only(rng, threshold, status):
+    fitter = _IndefiniteBelow(FitConfig(kernel="rbf"))
+    fitter.threshold = threshold
+    t = np.linspace(0.0, 5.0, 40)
+    good = [Series(f"g{i}", t, np.sin(t + i) + 0.1 * rng.normal(size=40)) for i in range(3)]
+    bad = Series("bad", t[:37], np.cos(t[:37]) + 0.1 * rng.normal(size=37))
+    results = {r.series_id: r for r in fitter.fit(good + [bad])}
+    assert all(results[s.series_id].status == "ok" for s in good)
+    assert results["bad"].status == status
+    if status == "ok":
+        assert results["bad"].noise_variance > JITTERS[-1] * results["bad"].amplitude ** 2 * 0.99
+    else:
+        assert "not positive definite even with jitter 0.01" in results["bad"].error
+    assert float(fitter.jitter.numpy()) == JITTERS[0]
