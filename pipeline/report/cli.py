@@ -1,0 +1,144 @@
+"""`gpfit-report`: an HTML page showing the fits of a gpfit run.
+
+Exit codes: 0 written; 2 bad invocation or unusable input/params, said in
+one line on stderr before anything is written.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Optional, Sequence
+
+from pipeline.errors import UsageError
+
+USAGE = ("gpfit-report --input PATTERN --params DIR --out report.html "
+         "[--series ID ...] [--random N] [--worst N] [--seed S] [column options]")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Reports a bad option as a UsageError instead of exiting."""
+
+    def error(self, message):
+        raise UsageError(f"{message}; see gpfit-report --help")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="gpfit-report", usage=USAGE,
+        description="Write one self-contained HTML page about a gpfit run: counts by "
+                    "status, common failure reasons, histograms of the fitted parameters, "
+                    "and plots of sampled series with their posterior mean and ±2σ bands.",
+        epilog="Exit codes: 0 written; 2 bad invocation or unusable input.",
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30,
+                                                            width=100))
+
+    def add(flag, metavar, help, **kwargs):  # pylint: disable=redefined-builtin
+        p.add_argument(flag, metavar=metavar, help=help, **kwargs)
+
+    add("--input", "PATTERN", "the gpfit run's input: Parquet file, folder or glob (local or gs://)",
+        required=True)
+    add("--params", "DIR", "the gpfit run's --output folder (params-*.parquet)", required=True)
+    add("--out", "FILE", "HTML file to write (local or gs://)", required=True)
+    add("--id_column", "COLUMN", "input column naming the series (default %(default)s)",
+        default="series_id")
+    add("--time_column", "COLUMN", "input column of times (default %(default)s)", default="t")
+    add("--value_column", "COLUMN", "input column of values (default %(default)s)", default="y")
+    add("--series", "ID", "also plot this series; repeat for more", action="append", default=[])
+    add("--random", "N", "plot N fitted series drawn at random (default %(default)s)",
+        type=int, default=6)
+    add("--worst", "N", "plot the N fitted series with the highest nll per point "
+        "(default %(default)s)", type=int, default=3)
+    add("--seed", "S", "seed of the random draw (default %(default)s)", type=int, default=0)
+    return p
+
+
+def run(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs gpfit-report with these arguments; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as done:  # --help
+        return int(done.code or 0)
+    except UsageError as err:
+        return _refuse(err)
+    # Imported here, and the heavy part (TensorFlow, matplotlib: seconds to
+    # load) only once the input is known good: --help and mistakes answer fast.
+    from pipeline.inputs import Columns
+    from pipeline.report.scan import ReportOptions, scan
+    options = ReportOptions(
+        input=args.input, params=args.params,
+        columns=Columns(args.id_column, args.time_column, args.value_column),
+        series=args.series, random=args.random, worst=args.worst, seed=args.seed)
+    try:
+        _check_matplotlib()
+        _check_out(args.out)
+        scanned = scan(options)
+    except UsageError as err:
+        return _refuse(err)
+    _say(f"read {scanned.tally.rows:,} params rows from {len(scanned.run.files)} shard(s)")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from pipeline.report.build import build
+    report = build(scanned, log=_say)
+    size = _write(args.out, report.html)
+    _say(f"wrote {args.out} ({size / 1e6:.1f} MB): {report.rows:,} series, "
+         f"{report.plots} plotted")
+    return 0
+
+
+def main() -> None:
+    sys.exit(run())
+
+
+def _check_matplotlib() -> None:
+    """matplotlib is an extra (gpfit[report]): say how to get it."""
+    try:
+        import matplotlib  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    except ImportError as err:
+        raise UsageError("gpfit-report needs matplotlib, which is not installed; "
+                         "pip install 'gpfit[report]'") from err
+
+
+def _check_out(out: str) -> None:
+    from apache_beam.io.filesystems import FileSystems
+    if not out:
+        raise UsageError("no output given; pass --out report.html")
+    if FileSystems.get_scheme(out) is None:
+        if os.path.isdir(out):
+            raise UsageError(f"--out {out!r} is a folder; give a file name, e.g. "
+                             f"{os.path.join(out, 'report.html')}")
+        parent = os.path.dirname(os.path.abspath(out))
+        if os.path.exists(parent) and not os.path.isdir(parent):
+            raise UsageError(f"cannot write {out!r}: {parent!r} is not a folder")
+        if os.path.isdir(parent) and not os.access(parent, os.W_OK):
+            raise UsageError(f"cannot write {out!r}: folder {parent!r} is not writable")
+
+
+def _write(out: str, text: str) -> int:
+    """Writes the page whole (local: via a temporary file and a rename)."""
+    from apache_beam.io.filesystems import FileSystems
+    data = text.encode("utf-8")
+    if FileSystems.get_scheme(out) is None:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        temporary = out + ".tmp"
+        with open(temporary, "wb") as f:
+            f.write(data)
+        os.replace(temporary, out)
+    else:
+        with FileSystems.create(out, mime_type="text/html") as f:
+            f.write(data)
+    return len(data)
+
+
+def _refuse(err: Exception) -> int:
+    message = " ".join(str(err).split())  # one line, whatever the message
+    print(f"gpfit-report: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _say(message: str) -> None:
+    print(f"gpfit-report: {message}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Reads a few named series from the input, and nothing else.
+
+Each file is read with a filter on the id column, so Parquet row groups
+whose id statistics exclude the wanted ids are skipped and only the wanted
+rows are kept in memory. Times are converted as gpfit converts them
+(pipeline.columns: dates and timestamps become days since 1970-01-01).
+"""
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from gpcore.series import Series
+from pipeline import columns as col
+from pipeline.inputs import NESTED, InputSpec
+
+_READ_THREADS = 16
+
+
+def read_series(spec: InputSpec, ids: Sequence[str]) -> dict[str, Series]:
+    """The series with these ids (as strings, as gpfit reports them).
+
+    Returns:
+      {series id: Series} for each id found in the input, with t [n] as
+      float64 (sorted) and y [n] as float64 (NaN where null or missing).
+      Ids not found in the input are absent.
+    """
+    ids = list(dict.fromkeys(str(i) for i in ids))
+    if not ids:
+        return {}
+    files = spec.files
+    with concurrent.futures.ThreadPoolExecutor(min(_READ_THREADS, len(files))) as pool:
+        parts = list(pool.map(lambda path: _read_file(path, spec, ids), files))
+    keys = np.concatenate([p[0] for p in parts])
+    t = np.concatenate([p[1] for p in parts])
+    y = np.concatenate([p[2] for p in parts])
+    found = {}
+    wanted = set(ids)
+    for key in dict.fromkeys(keys):  # ids in input order
+        if key not in wanted:
+            continue
+        mine = keys == key
+        order = np.argsort(t[mine], kind="stable")
+        found[key] = Series(key, t[mine][order], y[mine][order])
+    return found
+
+
+def _read_file(path: str, spec: InputSpec, ids: list[str]
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """-> (ids [k] str, t [k], y [k]): the wanted observations of one file."""
+    names = spec.columns
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        id_type = pq.ParquetFile(f).schema_arrow.field(names.id).type
+        f.seek(0)
+        table = pq.read_table(f, columns=[names.id, names.time, names.value],
+                              filters=id_filter(names.id, id_type, ids))
+    table = table.filter(pc.is_valid(table.column(names.id)))
+    keys, t, y = table.column(names.id), table.column(names.time), table.column(names.value)
+    if spec.layout == NESTED:
+        # One row per series: repeat its id once per listed point. A row
+        # whose t and y lists differ in length cannot be paired: not drawn.
+        n_t, n_y = col.list_lengths(t), col.list_lengths(y)
+        same = pa.array(n_t == n_y)
+        keys, t, y = keys.filter(same), t.filter(same), y.filter(same)
+        repeats = n_t[n_t == n_y]
+        keys = np.repeat(col.as_str(keys), repeats)
+        t, y = col.list_values(t), col.list_values(y)
+    else:
+        keys = col.as_str(keys)
+    return keys, col.as_float(t), col.as_float(y)
+
+
+def id_filter(name: str, id_type: pa.DataType, ids: list[str]) -> ds.Expression:
+    """A filter keeping rows whose id, written as a string, is in ids.
+
+    Compared in the column's own type where possible (strings, integers),
+    so that Parquet statistics can skip row groups; otherwise (other types)
+    by casting the column to string, as gpfit names series.
+    """
+    field = ds.field(name)
+    if pa.types.is_string(id_type) or pa.types.is_large_string(id_type):
+        return field.isin(pa.array(ids, id_type))
+    if pa.types.is_integer(id_type):
+        values = []
+        for text in ids:
+            try:
+                value = int(text)
+            except ValueError:
+                continue  # not an integer: cannot name a row of this file
+            if str(value) == text:  # "007" is not how gpfit writes id 7
+                values.append(value)
+        try:
+            return field.isin(pa.array(values, id_type))
+        except (OverflowError, pa.ArrowInvalid):
+            pass  # a value out of the column's range; compare as strings
+    return field.cast(pa.string()).isin(pa.array(ids, pa.string()))

@@ -1,0 +1,143 @@
+"""The report as one self-contained HTML page (images inline, no scripts)."""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import html
+import struct
+from typing import Optional, Sequence
+
+from pipeline.report.summary import Reason
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+_STYLE = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222;
+       max-width: 1040px; margin: 24px auto; padding: 0 16px; }
+h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 32px; }
+h3 { font-size: 15px; margin: 20px 0 4px; }
+.meta, .why { color: #666; font-size: 13px; }
+.warn { background: #fff4e0; border-left: 4px solid #e0a000; padding: 6px 10px; }
+table { border-collapse: collapse; font-size: 13px; }
+th, td { border-bottom: 1px solid #ddd; padding: 4px 10px; text-align: left; vertical-align: top; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+code { font-size: 12px; } img { max-width: 100%; height: auto; }
+"""
+
+
+@dataclasses.dataclass
+class Card:
+    """One plotted series.
+
+    Attributes:
+      series_id: its id. reasons: why it is shown. status: its fit status.
+      png: the plot, or None when there is nothing to draw.
+      message: shown under the heading (e.g. why there is no fit).
+    """
+
+    series_id: str
+    reasons: Sequence[str]
+    status: str
+    png: Optional[bytes]
+    message: Optional[str] = None
+
+
+@dataclasses.dataclass
+class Page:
+    """Everything on the page, already computed."""
+
+    params_folder: str
+    input_pattern: str
+    generated: str
+    rows: int
+    status_counts: Sequence[tuple[str, int]]
+    converged: int
+    kernels: Sequence[tuple[str, int]]
+    reasons: Sequence[Reason]
+    histograms_png: Optional[bytes]
+    cards: Sequence[Card]
+    warnings: Sequence[str] = ()
+    time_units: str = "as given"
+
+
+def render(page: Page) -> str:
+    """The HTML text of the page."""
+    e = html.escape
+    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+           f"<title>gpfit report: {e(page.params_folder)}</title>",
+           f"<style>{_STYLE}</style>", "</head>", "<body>",
+           "<h1>gpfit report</h1>",
+           f'<p class="meta">params <code>{e(page.params_folder)}</code> · input '
+           f'<code>{e(page.input_pattern)}</code> · time in {e(_units(page.time_units))} · '
+           f"generated {e(page.generated)}</p>"]
+    out += [f'<p class="warn">{e(w)}</p>' for w in page.warnings]
+
+    out.append("<h2>Summary</h2>")
+    out.append("<table><tr><th>status</th><th>series</th><th>share</th></tr>")
+    for status, count in page.status_counts:
+        out.append(f"<tr><td>{e(status)}</td><td class=n>{count:,}</td>"
+                   f"<td class=n>{_share(count, page.rows)}</td></tr>")
+    out.append(f"<tr><th>total</th><th class=n>{page.rows:,}</th><th></th></tr></table>")
+    ok = dict(page.status_counts).get("ok", 0)
+    kernels = ", ".join(f"{e(str(k))} ({n:,})" for k, n in page.kernels)
+    out.append(f'<p class="meta">{page.converged:,} of {ok:,} fitted series converged '
+               f"before the iteration limit · kernel: {kernels or 'none'}</p>")
+
+    out.append("<h2>Most common reasons for skipped and failed series</h2>")
+    if page.reasons:
+        out.append("<table><tr><th>series</th><th>status</th><th>reason "
+                   "(numbers shown as #)</th><th>example</th></tr>")
+        for r in page.reasons:
+            out.append(f"<tr><td class=n>{r.count:,}</td><td>{e(r.status)}</td>"
+                       f"<td>{e(r.pattern)}</td><td>{e(r.example)}</td></tr>")
+        out.append("</table>")
+    else:
+        out.append("<p>None: every series was fitted.</p>")
+
+    out.append("<h2>Fitted parameters</h2>")
+    if page.histograms_png:
+        out.append('<p class="meta">Over the series with status ok. Time-like parameters '
+                   f"(length_scale, period) in {e(_units(page.time_units))}; the periodic "
+                   "kernel's length_scale is unitless.</p>")
+        out.append(_img(page.histograms_png, "histograms of the fitted parameters"))
+    else:
+        out.append("<p>No series was fitted.</p>")
+
+    out.append("<h2>Series</h2>")
+    out.append('<p class="meta">Dots: data. Line: posterior mean from the fitted parameters. '
+               "Dark band: ±2σ of the latent function; light band: ±2σ of a new "
+               "observation (with noise).</p>")
+    if not page.cards:
+        out.append("<p>No series selected.</p>")
+    for card in page.cards:
+        out.append(f"<h3>{e(card.series_id)}</h3>")
+        out.append(f'<p class="why">{e(", ".join(card.reasons))} · status {e(card.status)}</p>')
+        if card.message:
+            out.append(f"<p>{e(card.message)}</p>")
+        if card.png:
+            out.append(_img(card.png, f"series {card.series_id}"))
+    out += ["</body>", "</html>", ""]
+    return "\n".join(out)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) in pixels from a PNG's IHDR chunk."""
+    if data[:8] != PNG_SIGNATURE or data[12:16] != b"IHDR":
+        raise ValueError("not a PNG image")
+    return struct.unpack(">II", data[16:24])
+
+
+def _img(data: bytes, alt: str) -> str:
+    width, height = png_size(data)
+    encoded = base64.b64encode(data).decode("ascii")
+    return (f'<p><img src="data:image/png;base64,{encoded}" width="{width}" '
+            f'height="{height}" alt="{html.escape(alt)}"></p>')
+
+
+def _share(count: int, total: int) -> str:
+    return f"{100.0 * count / total:.1f}%" if total else "–"
+
+
+def _units(time_units: str) -> str:
+    return "days (dates and timestamps as days since 1970-01-01)" if time_units == "days" \
+        else "the units of t"

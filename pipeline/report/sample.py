@@ -1,0 +1,112 @@
+"""Which series to plot: the named ones, the worst fits, and a random few.
+
+One pass over the parameter batches keeps only the current candidates
+(at most `random + worst + len(named)` rows), whatever the run's size.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.report.summary import quantity
+
+NAMED, WORST, RANDOM = "named", "worst", "random"
+
+
+@dataclasses.dataclass
+class Pick:
+    """A series to plot.
+
+    Attributes:
+      row: its params row (a dict with the output columns).
+      reasons: why it was picked, e.g. ["named", "worst #2 by nll per point"].
+    """
+
+    row: dict
+    reasons: list[str]
+
+    @property
+    def series_id(self) -> str:
+        return self.row["series_id"]
+
+
+class Sampler:
+    """Keeps the named series, the `worst` fitted series with the highest
+    nll per point, and `random` fitted series drawn uniformly.
+
+    The random draw gives every row a uniform key from a generator seeded
+    with `seed` and keeps the smallest keys: the same seed and the same
+    params give the same series.
+    """
+
+    def __init__(self, named: Sequence[str] = (), random: int = 0, worst: int = 0,
+                 seed: int = 0):
+        if random < 0 or worst < 0:
+            raise ValueError(f"random and worst must be >= 0; got {random}, {worst}")
+        self.named = list(dict.fromkeys(str(s) for s in named))  # unique, in order
+        self.n_random, self.n_worst = int(random), int(worst)
+        self._rng = np.random.default_rng(seed)
+        self._seen = 0  # rows so far: a tie-breaker that keeps file order
+        self._named: dict[str, dict] = {}
+        self._random: list[tuple[float, int, dict]] = []  # (key, seq, row)
+        self._worst: list[tuple[float, int, dict]] = []  # (-score, seq, row)
+        self._named_set = pa.array(self.named, pa.string())
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        rows = batch.num_rows
+        seq = np.arange(self._seen, self._seen + rows)
+        self._seen += rows
+        keys = self._rng.random(rows)  # drawn for every row: independent of status
+        if self.named:
+            hit = pc.fill_null(pc.is_in(batch.column("series_id"), value_set=self._named_set),
+                               False)
+            for row in batch.filter(hit).to_pylist():
+                self._named.setdefault(row["series_id"], row)
+        ok = pc.fill_null(pc.equal(batch.column("status"), "ok"), False)
+        ok = ok.to_numpy(zero_copy_only=False)
+        if self.n_random:
+            self._random = _keep_smallest(self._random, keys, seq, ok, batch, self.n_random)
+        if self.n_worst:
+            score = quantity(batch, "nll per point")[0]
+            fine = ok & np.isfinite(score)
+            self._worst = _keep_smallest(self._worst, -score, seq, fine, batch, self.n_worst)
+
+    def missing(self) -> list[str]:
+        """Named series that are not in the params."""
+        return [name for name in self.named if name not in self._named]
+
+    def picks(self) -> list[Pick]:
+        """Named first (in the order given), then the worst (worst first),
+        then the random ones; a series picked twice appears once."""
+        picks: dict[str, Pick] = {}
+
+        def pick(row, reason):
+            entry = picks.setdefault(row["series_id"], Pick(row, []))
+            entry.reasons.append(reason)
+
+        for name in self.named:
+            if name in self._named:
+                pick(self._named[name], NAMED)
+        for rank, (_, _, row) in enumerate(sorted(self._worst, key=lambda e: e[:2]), 1):
+            pick(row, f"{WORST} #{rank} by nll per point")
+        for _, _, row in sorted(self._random, key=lambda e: e[:2]):
+            pick(row, RANDOM)
+        return list(picks.values())
+
+
+def _keep_smallest(kept, key, seq, eligible, batch, n):
+    """Merges the batch's n smallest eligible keys into `kept` (n at most)."""
+    index = np.flatnonzero(eligible)
+    if index.size > n:
+        # Ties broken by row order, so the choice does not depend on batching.
+        index = index[np.lexsort((seq[index], key[index]))[:n]]
+    if not index.size:
+        return kept
+    rows = batch.take(pa.array(index)).to_pylist()
+    merged = kept + [(float(key[i]), int(seq[i]), row) for i, row in zip(index, rows)]
+    merged.sort(key=lambda e: e[:2])
+    return merged[:n]

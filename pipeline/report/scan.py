@@ -1,0 +1,67 @@
+"""Checks the input and the params, then streams the params once.
+
+Everything a user can get wrong is found here, before TensorFlow and
+matplotlib are loaded and before anything is drawn or written: the input
+(pipeline.inputs.inspect), the params folder, and --series ids that are
+not in the params. The one pass counts (summary.Tally) and samples
+(sample.Sampler) at the same time.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+from pipeline.errors import UsageError
+from pipeline.inputs import Columns, InputSpec, inspect
+from pipeline.report import params as params_io
+from pipeline.report.sample import Sampler
+from pipeline.report.summary import Tally
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportOptions:
+    """What to report on, and which series to plot."""
+
+    input: str
+    params: str
+    columns: Columns = Columns()
+    series: Sequence[str] = ()
+    random: int = 6
+    worst: int = 3
+    seed: int = 0
+
+
+@dataclasses.dataclass
+class Scan:
+    """A checked run after one pass over its params."""
+
+    options: ReportOptions
+    spec: InputSpec
+    run: params_io.ParamsRun
+    tally: Tally
+    sampler: Sampler
+
+
+def scan(options: ReportOptions) -> Scan:
+    """Checks the input and params and makes the first pass over the params.
+
+    Raises:
+      UsageError (incl. InputError): the input or the params cannot be used,
+        or a --series is not in the params.
+    """
+    if options.random < 0 or options.worst < 0:
+        raise UsageError(f"--random and --worst must be >= 0; got {options.random} "
+                         f"and {options.worst}")
+    spec = inspect(options.input, options.columns)
+    run = params_io.locate(options.params)
+    tally = Tally()
+    sampler = Sampler(options.series, options.random, options.worst, options.seed)
+    for batch in params_io.iter_batches(run):
+        tally.add(batch)
+        sampler.add(batch)
+    missing = sampler.missing()
+    if missing:
+        shown = ", ".join(repr(m) for m in missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise UsageError(f"--series {shown} not in the params in {options.params} "
+                         f"({tally.rows:,} series); check the id and the --params folder")
+    return Scan(options, spec, run, tally, sampler)

@@ -1,0 +1,35 @@
+"""Helpers for the report tests: gpfit-style params shards, output rows."""
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.schema import OUTPUT_SCHEMA
+
+# Deliberately awkward: HTML and matplotlib-mathtext characters in an id.
+ODD_ID = "<b>&$x_1$"
+
+
+def write_params(folder, rows, shards=1, manifest=True):
+    """Writes rows (dicts with the output columns) as gpfit does: shards
+    params-SSSSS-of-NNNNN.parquet and, unless told not to, _SUCCESS.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for shard, part in enumerate(np.array_split(np.arange(len(rows)), shards)):
+        table = pa.Table.from_pylist([rows[i] for i in part], schema=OUTPUT_SCHEMA)
+        pq.write_table(table, folder / f"params-{shard:05d}-of-{shards:05d}.parquet")
+    if manifest:
+        (folder / "_SUCCESS.json").write_text(json.dumps({"series": len(rows)}))
+    return folder
+
+
+def params_row(series_id, status="ok", kernel="rbf", n_points=30, **values):
+    """One output row; "ok" rows get plausible parameters unless given."""
+    row = dict(series_id=series_id, status=status, error=None, kernel=kernel,
+               n_points=n_points, mean=None, amplitude=None, length_scale=None,
+               period=None, noise_variance=None, nll=None, converged=False, iterations=0)
+    if status == "ok":
+        row.update(mean=0.0, amplitude=1.0, length_scale=2.0, noise_variance=0.1,
+                   nll=float(n_points), converged=True, iterations=12)
+    row.update(values)
+    return row

@@ -1,0 +1,213 @@
+"""gpfit-report end to end: a valid page with decodable images, and exit 2 for bad input."""
+import base64
+import html.parser
+import io
+import struct
+import zlib
+
+import pytest
+from PIL import Image
+
+from report_helpers import ODD_ID, params_row, write_params
+from pipeline.report.cli import run
+
+VOID = {"meta", "img", "br", "hr", "link", "input"}
+# Screen-sized plots: any smaller is unreadable, any larger bloats the page.
+MIN_SIDE, MAX_SIDE = 200, 2000
+
+
+class PageParser(html.parser.HTMLParser):
+    """Collects images, headings and text, and checks that tags nest."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.errors, self.images = [], [], []
+        self.headings, self.text, self.doctype = [], [], None
+        self._heading = None
+
+    def handle_decl(self, decl):
+        self.doctype = decl
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs)
+        if tag not in VOID:
+            self.stack.append(tag)
+        if tag == "h3":
+            self._heading = []
+
+    def handle_endtag(self, tag):
+        # <td>/<tr> may close implicitly in HTML5; the page closes <tr> only.
+        while self.stack and self.stack[-1] in ("td", "th") and tag != self.stack[-1]:
+            self.stack.pop()
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+            return
+        self.stack.pop()
+        if tag == "h3":
+            self.headings.append("".join(self._heading))
+            self._heading = None
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._heading is not None:
+            self._heading.append(data)
+
+
+def parse_page(path):
+    parser = PageParser()
+    parser.feed(path.read_text(encoding="utf-8"))
+    parser.close()
+    assert parser.doctype and parser.doctype.lower() == "doctype html"
+    assert not parser.errors, parser.errors
+    assert not parser.stack, f"unclosed tags {parser.stack}"
+    return parser
+
+
+def decode_png(src):
+    """data: URI -> (width, height), checking the PNG by hand and with Pillow."""
+    prefix = "data:image/png;base64,"
+    assert src.startswith(prefix)
+    data = base64.b64decode(src[len(prefix):], validate=True)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    length, kind = struct.unpack(">I4s", data[8:16])
+    assert kind == b"IHDR" and length == 13
+    width, height = struct.unpack(">II", data[16:24])
+    assert struct.unpack(">I", data[29:33])[0] == zlib.crc32(data[12:29])
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()  # decodes every pixel
+        assert image.size == (width, height)
+    return width, height
+
+
+def test_report_for_a_fitted_run(fitted_run, tmp_path, capsys):
+    out = tmp_path / "sub" / "report.html"
+    code = run(["--input", fitted_run.data, "--params", fitted_run.params, "--out", str(out),
+                "--series", ODD_ID, "--series", "short", "--series", "ghost",
+                "--random", "3", "--worst", "2", "--seed", "5"])
+    assert code == 0, capsys.readouterr().err
+    page = parse_page(out)
+    text = " ".join(page.text)
+
+    # Named first, in order, then 2 worst and 3 random (fewer if overlapping).
+    assert page.headings[:3] == [ODD_ID, "short", "ghost"]
+    assert 6 <= len(page.headings) <= 8
+    assert len(set(page.headings)) == len(page.headings)
+    assert "worst #1 by nll per point" in text and "random" in text
+    # Summary: 12 fitted, 1 skipped, 1 failed; the reasons table shows both.
+    assert "only # finite points" in text and "fit failed after jitter up to #" in text
+    assert "No rows with this id" in text  # ghost has params but no data
+
+    # One histogram figure plus one plot per series with data (not ghost).
+    assert len(page.images) == 1 + len(page.headings) - 1
+    for image in page.images:
+        width, height = decode_png(image["src"])
+        assert MIN_SIDE <= width <= MAX_SIDE and MIN_SIDE <= height <= MAX_SIDE
+        assert (int(image["width"]), int(image["height"])) == (width, height)
+    assert out.stat().st_size < 3_000_000
+    err = capsys.readouterr().err
+    assert f"wrote {out}" in err
+
+
+def test_options_reach_the_sampler_and_the_same_seed_picks_the_same(fitted_run):
+    from pipeline.inputs import Columns
+    from pipeline.report.scan import ReportOptions, scan
+
+    def picked(seed):
+        options = ReportOptions(fitted_run.data, fitted_run.params, Columns(),
+                                series=["short"], random=3, worst=1, seed=seed)
+        return [(p.series_id, p.reasons) for p in scan(options).sampler.picks()]
+
+    first = picked(9)
+    assert first == picked(9)
+    assert first[0] == ("short", ["named"])
+    assert first[1][1][0] == "worst #1 by nll per point"
+    assert sum("random" in reasons for _, reasons in first) == 3
+    assert any(picked(seed) != first for seed in (1, 2, 3))
+
+
+def test_run_without_manifest_is_reported_with_a_warning(fitted_run, tmp_path):
+    params = write_params(tmp_path / "params", fitted_run.rows[:4], manifest=False)
+    out = tmp_path / "r.html"
+    assert run(["--input", fitted_run.data, "--params", str(params), "--out", str(out),
+                "--random", "0", "--worst", "0"]) == 0
+    page = parse_page(out)
+    assert "did not finish" in " ".join(page.text)
+    assert page.headings == [] and len(page.images) == 1  # the histograms only
+
+
+@pytest.mark.parametrize("make_args, message", [
+    (lambda r, t: ["--params", r.params, "--out", str(t / "o.html")], "required: --input"),
+    (lambda r, t: ["--input", str(t / "nothing"), "--params", r.params,
+                   "--out", str(t / "o.html")], "no file or folder"),
+    (lambda r, t: ["--input", r.data, "--params", str(t),
+                   "--out", str(t / "o.html")], "no params-*.parquet files"),
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
+                   "--series", "nope"], "--series 'nope' not in the params"),
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t)], "is a folder"),
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
+                   "--random", "-1"], "must be >= 0"),
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
+                   "--value_column", "v"], "no column 'v'"),
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
+                   "--worst", "x"], "invalid int value"),
+])
+def test_bad_input_exits_2_with_one_line(fitted_run, tmp_path, capsys, make_args, message):
+    assert run(make_args(fitted_run, tmp_path)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gpfit-report: error: ") and "\n" not in err, err
+    assert message in err
+    assert not (tmp_path / "o.html").exists()
+
+
+def test_params_without_output_columns_exit_2(fitted_run, tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"series_id": ["a"]}), tmp_path / "params-00000-of-00001.parquet")
+    assert run(["--input", fitted_run.data, "--params", str(tmp_path),
+                "--out", str(tmp_path / "o.html")]) == 2
+    assert "lacks column(s) status" in capsys.readouterr().err
+
+
+def test_help_exits_0(capsys):
+    assert run(["--help"]) == 0
+    assert "--series ID" in capsys.readouterr().out
+
+
+def test_params_row_helper_matches_output_schema():
+    # The helper above must keep up with the output contract.
+    from pipeline.schema import OUTPUT_SCHEMA
+    assert list(params_row("x")) == OUTPUT_SCHEMA.names
+
+
+def test_nested_input_with_dates_and_periodic_params(tmp_path):
+    import datetime
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    start = datetime.datetime(2024, 1, 1)
+    times = [start + datetime.timedelta(hours=12 * i) for i in range(60)]
+    values = [float(np.sin(2 * np.pi * i / 14)) for i in range(60)]
+    pq.write_table(pa.table({
+        "key": ["p", "q"],
+        "when": pa.array([times, times[:30]], pa.list_(pa.timestamp("ms"))),
+        "value": pa.array([values, values[:30]], pa.list_(pa.float64())),
+    }), tmp_path / "nested.parquet")
+    params = write_params(tmp_path / "params", [
+        params_row("p", kernel="periodic", n_points=60, period=7.0, length_scale=0.9),
+        params_row("q", kernel="periodic", n_points=30, period=None, length_scale=0.9,
+                   converged=False, nll=None),  # broken row: drawn without a fit
+    ])
+    out = tmp_path / "dates.html"
+    assert run(["--input", str(tmp_path / "nested.parquet"), "--params", str(params),
+                "--out", str(out), "--id_column", "key", "--time_column", "when",
+                "--value_column", "value", "--random", "5", "--worst", "5"]) == 0
+    page = parse_page(out)
+    assert sorted(page.headings) == ["p", "q"]
+    assert "time in days" in " ".join(page.text)
+    assert len(page.images) == 3
+    for image in page.images:
+        decode_png(image["src"])

@@ -1,0 +1,58 @@
+"""Reading only the sampled series from long and nested Parquet input."""
+import datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.inputs import Columns, inspect
+from pipeline.report.data import id_filter, read_series
+
+
+def test_long_format_across_files_sorted_with_missing_values(tmp_path):
+    pq.write_table(pa.table({"id": ["a", "b", "a", "c"], "time": [3.0, 1.0, 1.0, 0.0],
+                             "v": [30.0, 10.0, None, 0.0]}), tmp_path / "p0.parquet")
+    pq.write_table(pa.table({"id": ["a", "c"], "time": [2.0, 5.0], "v": [20.0, 5.0]}),
+                   tmp_path / "p1.parquet")
+    spec = inspect(str(tmp_path), Columns("id", "time", "v"))
+    found = read_series(spec, ["a", "zzz"])
+    assert list(found) == ["a"]
+    np.testing.assert_array_equal(found["a"].t, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(found["a"].y, [np.nan, 20.0, 30.0])
+    assert read_series(spec, []) == {}
+
+
+def test_integer_ids_match_as_gpfit_writes_them(tmp_path):
+    pq.write_table(pa.table({"series_id": pa.array([7, 7, 8, 70], pa.int32()),
+                             "t": [0.0, 1.0, 0.0, 0.0], "y": [1.0, 2.0, 3.0, 4.0]}),
+                   tmp_path / "p.parquet")
+    spec = inspect(str(tmp_path), Columns())
+    assert set(read_series(spec, ["7", "007", "x", "70"])) == {"7", "70"}
+    assert set(read_series(spec, ["99999999999", "8"])) == {"8"}  # beyond int32: as strings
+
+
+def test_nested_dates_become_days_since_epoch(tmp_path):
+    day = datetime.date(2024, 1, 1)
+    epoch_days = (day - datetime.date(1970, 1, 1)).days
+    pq.write_table(pa.table({
+        "series_id": ["a", "b", "bad"],
+        "t": pa.array([[day, day + datetime.timedelta(2)], [day], [day, day]],
+                      pa.list_(pa.date32())),
+        "y": pa.array([[1.0, None], [5.0], [1.0]], pa.list_(pa.float64())),
+    }), tmp_path / "n.parquet")
+    spec = inspect(str(tmp_path / "n.parquet"), Columns())
+    assert spec.layout == "nested" and spec.time_units == "days"
+    found = read_series(spec, ["a", "bad"])
+    assert list(found) == ["a"]  # "bad" has 2 times but 1 value: no pairs to draw
+    np.testing.assert_array_equal(found["a"].t, [epoch_days, epoch_days + 2])
+    np.testing.assert_array_equal(found["a"].y, [1.0, np.nan])
+
+
+def test_filter_uses_the_column_type_and_falls_back_to_strings():
+    assert "cast" not in str(id_filter("id", pa.string(), ["a"]))
+    assert "cast" not in str(id_filter("id", pa.int64(), ["1", "x"]))
+    assert "cast" in str(id_filter("id", pa.float64(), ["1.5"]))
+    table = pa.table({"id": [1.5, 2.0]})
+    import pyarrow.dataset as ds
+    kept = ds.dataset(table).to_table(filter=id_filter("id", pa.float64(), ["1.5"]))
+    assert kept.column("id").to_pylist() == [1.5]

@@ -1,0 +1,118 @@
+"""Counts, failure reasons and histograms, accumulated batch by batch."""
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from report_helpers import params_row
+from pipeline.report import summary
+from pipeline.report.summary import Tally, histograms, reason_pattern
+from pipeline.schema import OUTPUT_SCHEMA
+
+
+def batches(rows, size):
+    table = pa.Table.from_pylist(rows, schema=OUTPUT_SCHEMA)
+    return table.to_batches(max_chunksize=size)
+
+
+def mixed_rows(rng, n=200):
+    rows = []
+    for i in range(n):
+        if i % 10 == 3:
+            rows.append(params_row(f"k{i}", status="skipped", n_points=i % 3,
+                                   error=f"only {i % 3} finite points (of {i}); at least 3 "
+                                         "are needed to fit a GP"))
+        elif i % 25 == 7:
+            rows.append(params_row(f"k{i}", status="failed", error="boom\nsecond line"))
+        else:
+            rows.append(params_row(
+                f"k{i}", n_points=int(rng.integers(10, 500)), mean=float(rng.normal(0, 50)),
+                amplitude=float(10 ** rng.uniform(-3, 3)), length_scale=float(rng.uniform(1, 9)),
+                noise_variance=float(10 ** rng.uniform(-6, 0)),
+                nll=float(rng.normal(100, 30)), converged=bool(i % 7)))
+    return rows
+
+
+def tally_of(rows, size):
+    tally = Tally()
+    for batch in batches(rows, size):
+        tally.add(batch)
+    return tally, histograms(tally, batches(rows, size))
+
+
+def test_reason_pattern_groups_messages_that_differ_in_numbers():
+    assert reason_pattern("only 2 finite points (of 5); at least 3") == \
+        reason_pattern("only 0 finite points (of 12); at least 3") == \
+        "only # finite points (of #); at least #"
+    assert reason_pattern("jitter up to 1e-06: x") == "jitter up to #: x"
+    assert reason_pattern(None) == "(no message)"
+
+
+def test_counts_reasons_and_convergence(rng):
+    rows = mixed_rows(rng)
+    tally, _ = tally_of(rows, 1000)
+    counts = dict(tally.status_counts())
+    assert counts == {"ok": sum(r["status"] == "ok" for r in rows),
+                      "skipped": 20, "failed": sum(r["status"] == "failed" for r in rows)}
+    assert [s for s, _ in tally.status_counts()] == ["ok", "skipped", "failed"]
+    assert tally.rows == 200 and tally.kernels == {"rbf": 200}
+    assert tally.converged == sum(r["converged"] for r in rows if r["status"] == "ok")
+    reasons = tally.reasons()
+    assert reasons[0].status == "skipped" and reasons[0].count == 20
+    assert reasons[0].pattern.startswith("only # finite points")
+    assert reasons[1].pattern == "boom" and reasons[1].example.startswith("boom")
+
+
+def test_batching_does_not_change_anything(rng):
+    rows = mixed_rows(rng)
+    one, one_hists = tally_of(rows, 1000)
+    many, many_hists = tally_of(rows, 7)
+    assert one.status == many.status and one.converged == many.converged
+    assert one.ranges == many.ranges
+    assert [r.__dict__ for r in one.reasons()] == [r.__dict__ for r in many.reasons()]
+    for a, b in zip(one_hists, many_hists, strict=True):
+        np.testing.assert_array_equal(a.counts, b.counts)
+        np.testing.assert_array_equal(a.edges, b.edges)
+
+
+def test_histograms_log_where_values_span_decades(rng):
+    rows = mixed_rows(rng)
+    _, hists = tally_of(rows, 50)
+    by_name = {h.name: h for h in hists}
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert "period" not in by_name  # rbf: no periods to show
+    assert by_name["amplitude"].log and by_name["noise_variance"].log
+    assert not by_name["mean"].log and not by_name["length_scale"].log
+    for hist in hists:
+        assert hist.total == len(ok)  # every value lands in a bin, extremes included
+        assert hist.edges[0] == min(_values(ok, hist.name))
+        assert hist.edges[-1] == max(_values(ok, hist.name))
+
+
+def test_histogram_of_one_value_and_non_finite_values():
+    rows = [params_row("a", amplitude=2.0), params_row("b", amplitude=2.0),
+            params_row("c", amplitude=float("inf")), params_row("d", amplitude=float("nan"))]
+    tally, hists = tally_of(rows, 10)
+    amplitude = {h.name: h for h in hists}["amplitude"]
+    assert amplitude.total == 2 and amplitude.nonfinite == 2
+    assert amplitude.edges[0] < 2.0 < amplitude.edges[-1]
+
+
+def test_distinct_reasons_are_capped(monkeypatch):
+    monkeypatch.setattr(summary, "MAX_REASONS", 2)
+    rows = [params_row(f"x{i}", status="failed", error=f"series x{chr(97 + i)} broke")
+            for i in range(5)]
+    tally, _ = tally_of(rows, 10)
+    reasons = tally.reasons()
+    assert sum(r.count for r in reasons) == 5
+    assert reasons[0].pattern == summary.OTHER_REASONS and reasons[0].count == 3
+
+
+def _values(rows, name):
+    if name == "nll per point":
+        return [r["nll"] / r["n_points"] for r in rows]
+    return [r[name] for r in rows]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(3)
