@@ -10,7 +10,7 @@ PY     := $(BIN)/python
 export OPENBLAS_NUM_THREADS ?= 1
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: run test bench dataflow-dry-run clean
+.PHONY: run test bench report dataflow-dry-run clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,29 @@ run: $(VENV)/.installed-run
 
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q tests
+
+# The Dataflow job for gs:// input and output, built offline: DataflowRunner
+# with --dry_run and --no_auth translates the pipeline and builds the setup
+# package, then stops before staging or submitting anything (any socket the
+# run opens fails it). Override the arguments with DRY_RUN_ARGS="...".
+DRY_RUN_ARGS ?= --input='gs://gpfit-example/series/date=2026-11-29/*.parquet' \
+	--output=gs://gpfit-example/gp-params/run_date=2026-11-29/ \
+	--project=gpfit-example --region=us-central1 \
+	--temp_location=gs://gpfit-example/dataflow/temp --setup_file=./setup.py \
+	--machine_type=n2-standard-4 --max_num_workers=50 --experiments=use_runner_v2
+
+dataflow-dry-run: $(VENV)/.installed-test
+	$(PY) deploy/dataflow_dry_run.py $(DRY_RUN_ARGS)
+
+# The HTML report of the `make run` demo output (see README, "See the fits").
+report: $(VENV)/.installed-test
+	$(PY) -m pipeline.report --input demo/data/series --params demo/output \
+		--out demo/report.html --series demo-0001 --worst 3 --random 6 --seed 0
+
+# Speed, memory and fit quality against scikit-learn (issue 6); ~20-40 min.
+# Quick look: make bench BENCH_ARGS="--count 50 --workloads a".
+bench: $(VENV)/.installed-test
+	$(PY) benchmarks/speed.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) demo/data demo/output build dist *.egg-info

@@ -1,0 +1,62 @@
+# gpfit's one image. It is both
+#   - the Dataflow worker SDK container (--sdk_container_image), and
+#   - the Flex Template launcher image (gcloud dataflow flex-template build --image),
+# so a job is built and run by exactly the same code and dependencies.
+# Build, push and use it: README.md, "Run on Dataflow". Docker is not needed
+# for tests: tests/deploy/test_dockerfile.py checks this file statically.
+
+# Stage 1: Google's Flex Template launcher image, used only as the source of
+# its launcher binary (copied below). Pin a dated tag with
+# --build-arg LAUNCHER_IMAGE=... for byte-identical rebuilds.
+ARG LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/python311-template-launcher-base:latest
+FROM ${LAUNCHER_IMAGE} AS launcher
+
+# Stage 2, the image: Beam's Python SDK worker image of exactly the Beam and
+# Python versions setup.py pins (BEAM_VERSION, python_requires; a test keeps
+# the three equal). It brings the worker boot program and apache-beam[gcp].
+FROM apache/beam_python3.11_sdk:2.77.0
+
+# The launcher binary lets Dataflow start Flex Template launches from this
+# image; without it the image could only be a worker container.
+COPY --from=launcher /opt/google/dataflow/python_template_launcher /opt/google/dataflow/python_template_launcher
+
+# Only what the package build needs (.dockerignore keeps the rest of the
+# checkout, caches and .venv out of the build context).
+WORKDIR /src
+COPY setup.py ./
+COPY gpcore/ gpcore/
+COPY pipeline/ pipeline/
+
+# Install gpfit as a regular (not editable) package with setup.py's pins;
+# the gcp extra pins apache-beam[gcp] to the version already in the base
+# image, so pip keeps Beam and replaces only what our pins differ on. The
+# sources are deleted so that the installed copy is the only one on the image.
+RUN pip install --no-cache-dir --disable-pip-version-check --root-user-action=ignore ".[gcp]" \
+    && rm -rf /src
+
+# Fail the build, not the job, if our pins and the base image's packages conflict.
+RUN pip check
+
+# The Flex Template entry point: the launcher runs `python $FLEX_TEMPLATE_PYTHON_PY_FILE
+# <parameters>`, and main.py is just the `gpfit` command. There is deliberately
+# no FLEX_TEMPLATE_PYTHON_SETUP_FILE (nor _REQUIREMENTS_FILE): the package and
+# its dependencies are already installed here, in the image the workers run,
+# so staging setup.py would only make every launch build an sdist and every
+# worker reinstall it at start-up.
+WORKDIR /template
+COPY deploy/flex-template/main.py ./main.py
+ENV FLEX_TEMPLATE_PYTHON_PY_FILE=/template/main.py
+
+# Dataflow starts one SDK worker process per vCPU, so each process gets one
+# TensorFlow intra-op thread, one inter-op thread and one BLAS thread:
+# small GP matrices are slower with oversubscribed thread pools (DESIGN.md,
+# "Measured"). pipeline/workers.py reads the TF values from here.
+ENV TF_NUM_INTRAOP_THREADS=1 \
+    TF_NUM_INTEROP_THREADS=1 \
+    OPENBLAS_NUM_THREADS=1
+
+# As a worker container the entry point must be Beam's boot program, which
+# Dataflow starts with its own arguments. For Flex Template launches Dataflow
+# runs /opt/google/dataflow/python_template_launcher by path, overriding this
+# entry point, so one entry point serves both roles.
+ENTRYPOINT ["/opt/apache/beam/boot"]

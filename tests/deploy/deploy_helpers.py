@@ -1,0 +1,156 @@
+"""Helpers of the deployment tests: the repository's files, setup.py's pins
+(read, not executed), the dry-run module, small Parquet inputs, sdists."""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Stand-ins for a real project: syntactically valid, never contacted.
+PROJECT = "gpfit-offline-test"
+REGION = "europe-west4"
+BUCKET = "gpfit-offline-test-bucket"
+IMAGE = f"{REGION}-docker.pkg.dev/{PROJECT}/gpfit/gpfit:0.1.0"
+
+
+def read_setup() -> dict:
+    """setup.py's BEAM_VERSION, install_requires, extras, python_requires,
+    packages spec and entry points, read from its syntax tree: running
+    setup.py would need setuptools' command line."""
+    tree = ast.parse((REPO / "setup.py").read_text())
+    names = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            names[node.targets[0].id] = node.value
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                and getattr(n.func, "id", None) == "setup")
+    keywords = {k.arg: k.value for k in call.keywords}
+    beam = ast.literal_eval(names["BEAM_VERSION"])
+
+    def value(node):
+        # Resolve names defined in setup.py and f-strings over BEAM_VERSION.
+        if isinstance(node, ast.Name):
+            return value(names[node.id])
+        if isinstance(node, ast.JoinedStr):
+            return "".join(value(v) for v in node.values)
+        if isinstance(node, ast.FormattedValue):
+            assert getattr(node.value, "id", None) == "BEAM_VERSION"
+            return beam
+        if isinstance(node, ast.List):
+            return [value(v) for v in node.elts]
+        if isinstance(node, ast.Dict):
+            return {value(k): value(v) for k, v in zip(node.keys, node.values)}
+        return ast.literal_eval(node)
+
+    return {
+        "BEAM_VERSION": beam,
+        "name": value(keywords["name"]),
+        "version": value(keywords["version"]),
+        "python_requires": value(keywords["python_requires"]),
+        "install_requires": value(keywords["install_requires"]),
+        "extras_require": value(keywords["extras_require"]),
+        "console_scripts": value(keywords["entry_points"])["console_scripts"],
+    }
+
+
+def load_dry_run_module():
+    """deploy/dataflow_dry_run.py, imported from its path (deploy/ is not a
+    package: it is not shipped)."""
+    name = "gpfit_deploy_dataflow_dry_run"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, REPO / "deploy" / "dataflow_dry_run.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up here
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def write_long_parquet(folder: Path, n_series: int = 3, n_points: int = 24,
+                       seed: int = 11) -> Path:
+    """A small long-layout Parquet file: smooth noisy series s0, s1, ..."""
+    rng = np.random.default_rng(seed)
+    ids, ts, ys = [], [], []
+    for i in range(n_series):
+        t = np.sort(rng.uniform(0.0, 10.0, n_points))
+        y = np.sin(t * (1 + i / 3)) + 0.05 * rng.standard_normal(n_points)
+        ids += [f"s{i}"] * n_points
+        ts.append(t)
+        ys.append(y)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "part-00000.parquet"
+    pq.write_table(pa.table({"series_id": ids, "t": np.concatenate(ts),
+                             "y": np.concatenate(ys)}), path)
+    return path
+
+
+def sdist_members(path) -> dict[str, bytes]:
+    """{member name: bytes} of the files in an sdist tarball."""
+    with tarfile.open(path) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def package_sources(package: str) -> list[Path]:
+    """The .py files of a package folder in the checkout."""
+    return sorted(p for p in (REPO / package).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def check_gpfit_sdist(path, setup: dict) -> None:
+    """The file is the sdist of this checkout's setup.py, with both packages."""
+    members = sdist_members(path)
+    root = f"{setup['name']}-{setup['version']}"
+    assert members[f"{root}/setup.py"] == (REPO / "setup.py").read_bytes()
+    for package in ("gpcore", "pipeline"):
+        for source in package_sources(package):
+            name = f"{root}/{source.relative_to(REPO).as_posix()}"
+            assert members.get(name) == source.read_bytes(), f"{name} missing or stale"
+    pkg_info = members[f"{root}/PKG-INFO"].decode()
+    assert f"Name: {setup['name']}" in pkg_info
+    assert f"Version: {setup['version']}" in pkg_info
+
+
+def fresh_venv(folder: Path) -> Path:
+    """A new virtual environment (no pip of its own) that also sees this
+    interpreter's site-packages through a .pth file, so that gpfit's pinned
+    dependencies are importable offline. Returns its bin folder.
+
+    Its own site-packages comes first on sys.path, so a package installed
+    into it is imported from there, not from the checkout or from .venv.
+    """
+    import sysconfig
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    (site,) = (folder / "lib").glob("python3*/site-packages")
+    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (site / "zz_offline_dependencies.pth").write_text("".join(f"{p}\n" for p in sorted(deps)))
+    return folder / "bin"
+
+
+def pip_install(bin_folder: Path, requirement: str) -> None:
+    """pip install REQUIREMENT into the venv, offline and without dependencies
+    (they are visible already); this interpreter's pip drives the venv's."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(bin_folder / "python"), "install",
+         "--quiet", "--no-deps", "--no-index", "--no-build-isolation",
+         "--disable-pip-version-check", requirement],
+        capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def run_in(bin_folder: Path, args: list[str], cwd: Path, env: dict | None = None):
+    """Runs a command of the venv (bin_folder/args[0]) outside the checkout."""
+    full_env = {**os.environ, "PYTHONNOUSERSITE": "1", **(env or {})}
+    full_env.pop("PYTHONPATH", None)
+    return subprocess.run([str(bin_folder / args[0]), *args[1:]], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=300)

@@ -1,0 +1,216 @@
+"""The Dataflow job, built offline: a --dry_run job and a classic template.
+
+Both build the job Beam's DataflowRunner would send for gs:// input and
+output, with every socket refused (deploy/dataflow_dry_run.py, no_network):
+a step that needed Google's services would fail these tests, not hang them.
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+import shlex
+import socket
+import subprocess
+import urllib.request
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import cloudpickle
+import pytest
+from apache_beam.internal import pickler
+from apache_beam.portability import common_urns
+from apache_beam.portability.api import beam_runner_api_pb2
+
+from deploy_helpers import BUCKET, IMAGE, PROJECT, REGION, REPO, check_gpfit_sdist
+
+RUN_DATE = "2026-11-29"
+INPUT = f"gs://{BUCKET}/series/date={RUN_DATE}/*.parquet"
+OUTPUT = f"gs://{BUCKET}/gp-params/run_date={RUN_DATE}/"
+STEPS = ["ReadSeries", "FitSeries", "AllRows", "CountStatus", "WriteParams"]
+
+# The worker options README.md recommends; they must reach the job.
+WORKER_OPTIONS = ["--machine_type=n2-standard-4", "--max_num_workers=50",
+                  "--number_of_worker_harness_threads=4", "--experiments=use_runner_v2"]
+
+
+def pardo_fns(proto: beam_runner_api_pb2.Pipeline) -> dict[str, object]:
+    """{transform label: the DoFn (or callable wrapper) unpickled from its payload}."""
+    fns = {}
+    for transform in proto.components.transforms.values():
+        if transform.spec.urn != common_urns.primitives.PAR_DO.urn:
+            continue
+        payload = beam_runner_api_pb2.ParDoPayload.FromString(transform.spec.payload)
+        fns[transform.unique_name] = pickler.loads(payload.do_fn.payload)
+    return fns
+
+
+# --- the --dry_run job -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def dry_job(dry_run_module):
+    return dry_run_module.dry_run([
+        f"--input={INPUT}", f"--output={OUTPUT}", f"--project={PROJECT}",
+        f"--region={REGION}", f"--temp_location=gs://{BUCKET}/dataflow/temp",
+        f"--setup_file={REPO / 'setup.py'}", f"--sdk_container_image={IMAGE}",
+        "--kernel=matern52", "--restarts=2", *WORKER_OPTIONS])
+
+
+def test_dry_run_builds_the_whole_gpfit_job(dry_job, dry_run_module):
+    assert dry_job.proto.type_.name == "JOB_TYPE_BATCH"
+    assert dry_run_module.top_level_steps(dry_job) == STEPS
+    labels = {t.unique_name for t in dry_job.proto_pipeline.components.transforms.values()}
+    assert {"ReadSeries/ListFiles", "ReadSeries/ReadRowGroups", "ReadSeries/GroupBySeries",
+            "FitSeries/BatchByLength", "FitSeries/FitBatches"} <= labels
+    # Every environment runs the gpfit image (Dataflow accepts only Docker).
+    assert dry_run_module.container_images(dry_job) == [IMAGE]
+    for env in dry_job.proto_pipeline.components.environments.values():
+        assert env.urn == common_urns.environments.DOCKER.urn
+
+
+def test_dry_run_job_carries_the_options_to_the_workers(dry_job):
+    fns = pardo_fns(dry_job.proto_pipeline)
+    fit = fns["FitSeries/FitBatches"][0]
+    assert type(fit).__name__ == "FitDoFn"
+    assert (fit._config.kernel, fit._config.restarts) == ("matern52", 2)
+    # The job reads the --input pattern itself (the files are listed on the workers).
+    list_files = next(fn for label, fn in fns.items()
+                      if label.startswith("ReadSeries/ListFiles/FlatMap"))
+    assert INPUT.encode() in cloudpickle.dumps(list_files)
+    sinks = [arg for label, fn in fns.items() if label.startswith("WriteParams/")
+             for arg in fn[1] if type(arg).__name__ == "_ParquetSink"]
+    assert sinks and {s.file_path_prefix.get() for s in sinks} == {OUTPUT + "params"}
+    options = dry_job.options.get_all_options(drop_default=True)
+    assert options["input"] == INPUT and options["output"] == OUTPUT
+    assert options["machine_type"] == "n2-standard-4" and options["max_num_workers"] == 50
+    assert options["number_of_worker_harness_threads"] == 4
+    assert "use_runner_v2" in options["experiments"]
+
+
+def test_dry_run_stages_the_setup_package(dry_job, dry_run_module, setup_info):
+    staged = dry_run_module.staged_artifacts(dry_job)
+    assert "workflow.tar.gz" in staged  # the name Beam's workers pip-install
+    check_gpfit_sdist(staged["workflow.tar.gz"], setup_info)
+    assert dry_run_module.sdist_packages(staged["workflow.tar.gz"]) == ["gpcore", "pipeline"]
+
+
+def test_dry_run_submits_nothing(dry_job):
+    # No job id was ever assigned, and the staging location was never used:
+    # the fixture ran under no_network, so a request would have failed it.
+    assert dry_job.proto.id == ""
+    assert dry_job.options.get_all_options()["staging_location"].startswith(
+        f"gs://{BUCKET}/dataflow/temp/")
+
+
+def test_network_guard_refuses_and_reports(dry_run_module):
+    dry_run_module._install_hook()
+    with pytest.raises(dry_run_module.NetworkUsed):
+        with dry_run_module.no_network():
+            socket.getaddrinfo("dataflow.googleapis.com", 443)
+    # Swallowed refusals still fail the block: a library that catches the
+    # error and carries on offline is caught too.
+    with pytest.raises(dry_run_module.NetworkUsed, match="socket.connect"):
+        with dry_run_module.no_network() as attempts:
+            with socket.socket() as sock:
+                try:
+                    sock.connect(("127.0.0.1", 9))
+                except Exception:  # pylint: disable=broad-except
+                    pass
+            assert [a.event for a in attempts] == ["socket.connect"]
+    with pytest.raises(dry_run_module.NetworkUsed, match="getaddrinfo 'storage.googleapis.com'"):
+        with dry_run_module.no_network():
+            urllib.request.urlopen("https://storage.googleapis.com/", timeout=1)
+    with dry_run_module.no_network() as attempts:  # allowed outside it again
+        pass
+    assert attempts == []
+
+
+def test_make_dataflow_dry_run_target(dry_run_module, monkeypatch):
+    """`make dataflow-dry-run` runs deploy/dataflow_dry_run.py; its arguments
+    (read with `make -n`, nothing installed) build the job offline."""
+    shown = subprocess.run(["make", "-n", "dataflow-dry-run"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout
+    line = next(l for l in shown.splitlines() if "deploy/dataflow_dry_run.py" in l)
+    words = shlex.split(line)
+    argv = words[words.index("deploy/dataflow_dry_run.py") + 1:]
+    assert any(a.startswith("--input=gs://") for a in argv)
+    assert any(a.startswith("--output=gs://") for a in argv)
+    monkeypatch.chdir(REPO)  # as make runs it: --setup_file=./setup.py
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert dry_run_module.main(argv) == 0
+    text = out.getvalue()
+    assert "steps: " + ", ".join(STEPS) in text
+    assert "setup package contains: gpcore, pipeline" in text
+    assert "nothing staged or submitted, no network used" in text
+
+
+# --- the classic template ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory, dry_run_module):
+    """A classic template written to a local file, staged to a local folder.
+
+    An endpoint on localhost makes Beam treat the run as not going to the
+    service (no gs:// checks of the locations); port 9 has no server, and
+    writing a template sends nothing anyway.
+    """
+    root = tmp_path_factory.mktemp("template")
+    (root / "staging").mkdir()
+    (root / "temp").mkdir()
+    argv = [f"--input={INPUT}", f"--output={OUTPUT}", "--runner=DataflowRunner",
+            f"--project={PROJECT}", f"--region={REGION}", "--no_auth",
+            "--dataflow_endpoint=http://localhost:9",
+            f"--template_location={root / 'template.json'}",
+            f"--staging_location={root / 'staging'}", f"--temp_location={root / 'temp'}",
+            f"--setup_file={REPO / 'setup.py'}", f"--sdk_container_image={IMAGE}",
+            *WORKER_OPTIONS]
+    dry_run_module._install_hook()
+    with dry_run_module.no_network():
+        result = dry_run_module.build_pipeline(argv).run()
+    assert not result.has_job  # written, not submitted
+    return root, json.loads((root / "template.json").read_text())
+
+
+def test_template_names_the_gpfit_container_image(template):
+    _, job = template
+    options = job["environment"]["sdkPipelineOptions"]["options"]
+    assert options["sdk_container_image"] == IMAGE
+    (pool,) = job["environment"]["workerPools"]
+    assert pool["workerHarnessContainerImage"] == IMAGE
+    assert {c["containerImage"] for c in pool["sdkHarnessContainerImages"]} == {IMAGE}
+    assert pool["machineType"] == "n2-standard-4"
+    assert pool["autoscalingSettings"]["maxNumWorkers"] == 50
+    assert options["number_of_worker_harness_threads"] == 4
+    assert "use_runner_v2" in job["environment"]["experiments"]
+    assert (options["input"], options["output"]) == (INPUT, OUTPUT)
+
+
+def test_template_stages_the_sdist_of_setup_py(template, setup_info):
+    root, job = template
+    (pool,) = job["environment"]["workerPools"]
+    packages = {p["name"]: p["location"] for p in pool["packages"]}
+    assert packages["workflow.tar.gz"] == str(root / "staging" / "workflow.tar.gz")
+    check_gpfit_sdist(packages["workflow.tar.gz"], setup_info)
+
+
+def test_template_stages_the_pipeline_proto(template):
+    root, job = template
+    options = job["environment"]["sdkPipelineOptions"]["options"]
+    assert options["pipelineUrl"] == str(root / "staging" / "pipeline.pb")
+    proto = beam_runner_api_pb2.Pipeline.FromString((root / "staging" / "pipeline.pb").read_bytes())
+    labels = {t.unique_name for t in proto.components.transforms.values()}
+    assert set(STEPS) | {"FitSeries/FitBatches"} <= labels
+    assert re.fullmatch(r"beamapp-[-a-z0-9]+", job["name"])
+
+
+def test_dry_run_refuses_what_it_cannot_prove(dry_run_module):
+    from pipeline.errors import UsageError
+
+    with pytest.raises(UsageError, match="DataflowRunner"):
+        dry_run_module.dry_run([f"--input={INPUT}", f"--output={OUTPUT}",
+                                "--runner=DirectRunner"])
+    with pytest.raises(UsageError, match="kernal"):  # gpfit's strict parsing
+        dry_run_module.dry_run([f"--input={INPUT}", f"--output={OUTPUT}", "--kernal=rbf"])
+    with pytest.raises(UsageError, match="--input"):
+        dry_run_module.dry_run([f"--output={OUTPUT}"])

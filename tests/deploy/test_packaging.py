@@ -1,0 +1,89 @@
+"""The source distribution: what --setup_file stages and what workers install.
+
+A fresh virtual environment installs it and runs `gpfit --help`, offline:
+the environment sees the pinned dependencies of this interpreter through a
+.pth file, and gpfit itself only from the installed sdist.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from deploy_helpers import (REPO, check_gpfit_sdist, fresh_venv, pip_install, run_in,
+                            sdist_members)
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory):
+    """`python setup.py sdist`, as Beam's stager runs it when `build` is absent."""
+    dist = tmp_path_factory.mktemp("dist")
+    done = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--dist-dir", str(dist)],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    (path,) = dist.glob("*.tar.gz")
+    return path
+
+
+@pytest.fixture(scope="module")
+def installed(sdist, tmp_path_factory):
+    """A fresh venv with the sdist installed: its bin folder."""
+    bin_folder = fresh_venv(tmp_path_factory.mktemp("venv") / "gpfit-venv")
+    pip_install(bin_folder, str(sdist))
+    return bin_folder
+
+
+def test_sdist_has_both_packages_and_the_console_scripts(sdist, setup_info):
+    check_gpfit_sdist(sdist, setup_info)
+    members = sdist_members(sdist)
+    root = f"{setup_info['name']}-{setup_info['version']}"
+    entry_points = members[f"{root}/{setup_info['name']}.egg-info/entry_points.txt"].decode()
+    scripts = [line.replace(" ", "") for line in entry_points.splitlines()]
+    for script in setup_info["console_scripts"]:
+        assert script.replace(" ", "") in scripts
+    assert "gpfit=pipeline.cli:main" in scripts
+    # Only the packages: no tests, data or environments ride along to workers.
+    tops = {name.split("/")[1] for name in members if name.count("/") >= 2}
+    assert tops <= {"gpcore", "pipeline", f"{setup_info['name']}.egg-info"}, tops
+    assert sdist.stat().st_size < 1_000_000
+
+
+def test_fresh_venv_runs_gpfit_help(installed, tmp_path):
+    done = run_in(installed, ["gpfit", "--help"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: gpfit")
+    for option in ("--input", "--output", "--kernel", "--max_failure_fraction"):
+        assert option in done.stdout
+
+
+def test_fresh_venv_imports_gpfit_from_the_installed_sdist(installed, tmp_path):
+    # find_spec locates without executing (importing gpcore starts TensorFlow).
+    done = run_in(installed, ["python", "-c",
+                              "from importlib.util import find_spec as f; "
+                              "print(f('gpcore').origin, f('pipeline.cli').origin)"],
+                  cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    site = str(installed.parent / "lib")
+    for path in done.stdout.split():
+        assert path.startswith(site), f"{path} is not the installed copy"
+
+
+def test_every_console_script_resolves(installed, setup_info, tmp_path):
+    for script in setup_info["console_scripts"]:
+        name, target = (part.strip() for part in script.split("="))
+        module, function = target.split(":")
+        assert (installed / name).exists(), f"console script {name} was not installed"
+        done = run_in(installed, ["python", "-c",
+                                  f"import {module} as m; assert callable(m.{function})"],
+                      cwd=tmp_path)
+        assert done.returncode == 0, f"{name} = {target}: {done.stderr.strip()[-500:]}"
+
+
+def test_pinned_dependencies_are_consistent(installed, tmp_path):
+    """pip check in the fresh venv: gpfit's pins (and their dependencies) are
+    all satisfied together, as the Dockerfile's `pip check` requires."""
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(installed / "python"),
+                           "check", "--disable-pip-version-check"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,199 @@
+"""The scheduled runs and the README's Dataflow commands, checked offline.
+
+Airflow is not installed here, so the DAG is compiled and read, not run: its
+options are turned into the command line Beam's Airflow operator passes,
+and that command line builds the Dataflow job offline. The README's gpfit
+command lines go through gpfit's strict option parser and the same dry run.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import py_compile
+import re
+import shlex
+import subprocess
+
+import pytest
+
+from deploy_helpers import BUCKET, IMAGE, PROJECT, REGION, REPO
+
+DAG = REPO / "deploy" / "airflow" / "gpfit_dag.py"
+README = REPO / "README.md"
+DS = "2026-11-29"
+SHELL_VARS = {"PROJECT": PROJECT, "REGION": REGION, "BUCKET": BUCKET, "IMAGE": IMAGE,
+              "TAG": "0.1.0", "AR_REPO": "gpfit"}
+
+
+def render(text: str) -> str:
+    """Airflow's templating, for the two macros the DAG uses."""
+    return text.replace("{{ ds }}", DS).replace("{{ ds_nodash }}", DS.replace("-", ""))
+
+
+def beam_operator_argv(options: dict) -> list[str]:
+    """pipeline_options as Beam's Airflow hook passes them: --key=value,
+    one flag per list item, a bare flag for True."""
+    argv = []
+    for key, value in options.items():
+        if value is True or value is None:
+            argv.append(f"--{key}")
+        elif value is False:
+            continue
+        elif isinstance(value, list):
+            argv += [f"--{key}={item}" for item in value]
+        elif isinstance(value, dict):
+            argv.append(f"--{key}={json.dumps(value)}")
+        else:
+            argv.append(f"--{key}={value}")
+    return argv
+
+
+@pytest.fixture(scope="module")
+def dag(tmp_path_factory) -> dict:
+    """The DAG's settings, evaluated from its source: module constants, the
+    operators' keyword arguments."""
+    py_compile.compile(str(DAG), cfile=str(tmp_path_factory.mktemp("dag") / "dag.pyc"),
+                       doraise=True)
+    tree = ast.parse(DAG.read_text())
+    names: dict = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Constant, ast.JoinedStr)):
+            names[node.targets[0].id] = eval(  # pylint: disable=eval-used
+                compile(ast.Expression(node.value), str(DAG), "eval"), {}, names)
+    calls = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            kwargs = {}
+            for keyword in node.keywords:
+                try:
+                    kwargs[keyword.arg] = eval(  # pylint: disable=eval-used
+                        compile(ast.Expression(keyword.value), str(DAG), "eval"), {}, names)
+                except NameError:
+                    kwargs[keyword.arg] = keyword.value  # e.g. nested calls
+            calls.setdefault(node.func.id, []).append(kwargs)
+    return {"names": names, "calls": calls}
+
+
+def test_dag_compiles_and_uses_the_beam_operator_and_a_marker_sensor(dag):
+    calls = dag["calls"]
+    assert len(calls["BeamRunPythonPipelineOperator"]) == 1
+    assert len(calls["GCSObjectExistenceSensor"]) == 1
+    assert "fit >> success_marker" in DAG.read_text()
+
+
+def test_dag_writes_one_folder_per_date_and_waits_for_its_marker(dag):
+    (fit,) = dag["calls"]["BeamRunPythonPipelineOperator"]
+    (sensor,) = dag["calls"]["GCSObjectExistenceSensor"]
+    output = fit["pipeline_options"]["output"]
+    assert output.endswith("/gp-params/run_date={{ ds }}/")
+    assert f"gs://{sensor['bucket']}/{sensor['object']}" == output + "_SUCCESS.json"
+    assert "{{ ds }}" in fit["pipeline_options"]["input"]
+    assert fit["runner"] == "DataflowRunner"
+
+
+def test_dag_runs_the_images_gpfit_release(dag, setup_info):
+    names = dag["names"]
+    (fit,) = dag["calls"]["BeamRunPythonPipelineOperator"]
+    assert names["GPFIT_VERSION"] == setup_info["version"]
+    assert names["GPFIT_IMAGE"].endswith(f":{setup_info['version']}")
+    assert fit["pipeline_options"]["sdk_container_image"] == names["GPFIT_IMAGE"]
+    (requirement,) = fit["py_requirements"]
+    assert requirement.endswith(f"/{setup_info['name']}-{setup_info['version']}.tar.gz")
+    assert requirement.startswith(f"{setup_info['name']}[gcp] @ file:///")
+    assert fit["py_file"].endswith("/main.py")
+
+
+def test_dag_command_line_builds_the_dataflow_job(dag, dry_run_module):
+    (fit,) = dag["calls"]["BeamRunPythonPipelineOperator"]
+    (keywords,) = dag["calls"]["DataflowConfiguration"]
+    options = {**fit["pipeline_options"], "job_name": keywords["job_name"],
+               "project": keywords["project_id"], "region": keywords["location"],
+               "labels": {"airflow-version": "v2-10-5"}}
+    argv = [render(a) for a in beam_operator_argv(options)]
+    job = dry_run_module.dry_run(argv)
+    assert job.proto.name == f"gpfit-{DS.replace('-', '')}"
+    got = job.options.get_all_options(drop_default=True)
+    assert got["output"] == f"gs://{dag['names']['BUCKET']}/gp-params/run_date={DS}/"
+    assert dry_run_module.container_images(job) == [dag["names"]["GPFIT_IMAGE"]]
+
+
+# --- README.md --------------------------------------------------------------
+
+def readme_section(title: str) -> str:
+    text = README.read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else len(text)]
+
+
+def shell_commands(section: str) -> list[str]:
+    """The commands of the section's ```bash blocks, continuation lines joined."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", section, re.S):
+        for command in block.replace("\\\n", " ").splitlines():
+            command = command.split("  #")[0].strip()
+            if command:
+                commands.append(command)
+    return commands
+
+
+def expand(command: str) -> list[str]:
+    """shlex words of a command, with the README's shell variables set."""
+    words = shlex.split(command)
+    return [re.sub(r"\$(\w+)", lambda m: SHELL_VARS.get(m.group(1), m.group(0)), w)
+            for w in words]
+
+
+def test_readme_direct_run_builds_the_dataflow_job(dry_run_module):
+    from pipeline.options import parse_options
+
+    (command,) = [c for c in shell_commands(readme_section("Run on Dataflow"))
+                  if c.startswith("gpfit ") and "DataflowRunner" in c]
+    argv = expand(command)[1:]
+    parse_options(argv)  # gpfit's own, strict parser: every flag is known
+    job = dry_run_module.dry_run(argv)
+    assert dry_run_module.container_images(job) == [IMAGE]
+    assert dry_run_module.top_level_steps(job)[-1] == "WriteParams"
+
+
+def test_readme_flex_template_parameters_are_gpfit_or_beam_options():
+    from pipeline.options import parse_options
+
+    metadata = json.loads((REPO / "deploy/flex-template/metadata.json").read_text())
+    declared = {p["name"] for p in metadata["parameters"]}
+    commands = shell_commands(readme_section("Run on Dataflow"))
+    (build,) = [c for c in commands if c.startswith("gcloud dataflow flex-template build")]
+    assert "--metadata-file deploy/flex-template/metadata.json" in build
+    (run,) = [c for c in commands if c.startswith("gcloud dataflow flex-template run")]
+    words = expand(run)
+    parameters = [words[i + 1] for i, w in enumerate(words) if w == "--parameters"]
+    assert {p.split("=", 1)[0] for p in parameters} >= {"input", "output"}
+    assert {"input", "output"} <= declared
+    # As the launcher passes them, they parse (declared ones are gpfit's).
+    parse_options([f"--{p}" for p in parameters])
+
+
+def test_readme_cloud_run_job_runs_a_valid_gpfit_command(tmp_path):
+    """The `gcloud run jobs create` line, through bash (gcloud captured), then
+    its --args through sh -c as the container would (gpfit captured): the
+    gpfit command line it produces parses, for yesterday's folder."""
+    from pipeline.options import GPFitOptions, parse_options
+
+    (create,) = [c for c in shell_commands(readme_section("Schedule it"))
+                 if c.startswith("gcloud run jobs create")]
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in SHELL_VARS.items())
+    script = f'gcloud() {{ printf "%s\\0" "$@"; }}\n{exports}\n{create}\n'
+    words = subprocess.run(["bash", "-c", script], capture_output=True, check=True).stdout
+    words = words.decode().split("\0")[:-1]
+    (args,) = [w.split("=", 1)[1] for w in words if w.startswith("--args=")]
+    shell_flag, gpfit_line = args.split(",", 1)  # gcloud splits --args on commas
+    assert shell_flag == "-c" and "," not in gpfit_line
+    assert words[words.index("--command") + 1] == "/bin/sh"
+    container = f'gpfit() {{ printf "%s\\0" "$@"; }}\n{gpfit_line}\n'
+    argv = subprocess.run(["sh", "-c", container], capture_output=True, check=True,
+                          cwd=tmp_path).stdout.decode().split("\0")[:-1]
+    gp = parse_options(argv).view_as(GPFitOptions)
+    yesterday = subprocess.run(["date", "-u", "-d", "yesterday", "+%F"], capture_output=True,
+                               text=True, check=True).stdout.strip()
+    assert gp.output == f"gs://{BUCKET}/gp-params/run_date={yesterday}/"
+    assert gp.input == f"gs://{BUCKET}/series/date={yesterday}/*.parquet"
