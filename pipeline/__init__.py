@@ -1,0 +1,6 @@
+"""pipeline: gpfit's Apache Beam batch pipeline around gpcore.
+
+Parquet series in, one row of fitted GP hyperparameters per series out. The
+entry point is `pipeline.cli.run(argv)` (console script `gpfit`,
+`python -m pipeline`); `python -m pipeline.demo` runs it on synthetic data.
+"""

@@ -1,0 +1,85 @@
+"""Input column types: which are accepted, and their conversion to float64.
+
+Times may be numbers (any units; results use the same units) or dates and
+timestamps, which become days since 1970-01-01 UTC, so that time-like
+parameters (length scale, period) come out in days.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+DAYS_PER_UNIT = {"s": 1 / 86_400, "ms": 1 / 86_400_000, "us": 1 / 86_400_000_000,
+                 "ns": 1 / 86_400_000_000_000}
+
+
+def is_list(type_: pa.DataType) -> bool:
+    return (pa.types.is_list(type_) or pa.types.is_large_list(type_)
+            or pa.types.is_fixed_size_list(type_) or pa.types.is_list_view(type_)
+            or pa.types.is_large_list_view(type_))
+
+
+def is_number(type_: pa.DataType) -> bool:
+    """Integers, floats and decimals; an all-null column counts too."""
+    return (pa.types.is_integer(type_) or pa.types.is_floating(type_)
+            or pa.types.is_decimal(type_) or pa.types.is_null(type_))
+
+
+def is_calendar(type_: pa.DataType) -> bool:
+    """Dates and timestamps (any unit, with or without time zone)."""
+    return pa.types.is_date(type_) or pa.types.is_timestamp(type_)
+
+
+def is_id(type_: pa.DataType) -> bool:
+    """Any scalar type can name a series; it is reported as a string."""
+    return not (pa.types.is_nested(type_) or pa.types.is_null(type_))
+
+
+def as_float(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Numbers, dates or timestamps -> [n] float64; null -> NaN.
+
+    Dates and timestamps become days since 1970-01-01 UTC (fractional days
+    for timestamps).
+    """
+    type_ = array.type
+    if pa.types.is_timestamp(type_):
+        scale = DAYS_PER_UNIT[type_.unit]
+        array = pc.cast(array, pa.int64())
+    elif pa.types.is_date32(type_):
+        scale = 1.0
+        array = pc.cast(array, pa.int32())
+    elif pa.types.is_date64(type_):
+        scale = DAYS_PER_UNIT["ms"]
+        array = pc.cast(array, pa.int64())
+    else:
+        scale = None
+    # Unsafe: rounding big integers (epoch nanoseconds) to float64 is the point.
+    values = _to_numpy(pc.cast(array, pa.float64(), safe=False))
+    return values * scale if scale is not None else values
+
+
+def as_str(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Series ids -> [n] object array of str (nulls must be removed first)."""
+    if pa.types.is_dictionary(array.type):
+        array = pc.cast(array, array.type.value_type)
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        array = pc.cast(array, pa.string())
+    return np.asarray(array.to_pylist(), dtype=object)
+
+
+def list_lengths(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """[rows] int64 length of each list; a null list has length 0."""
+    lengths = pc.fill_null(pc.list_value_length(array), 0)
+    return _to_numpy(pc.cast(lengths, pa.int64())).astype(np.int64)
+
+
+def list_values(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The concatenated elements of all non-null lists, in row order."""
+    return pc.list_flatten(array)
+
+
+def _to_numpy(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks else pa.array([], array.type)
+    return array.to_numpy(zero_copy_only=False)

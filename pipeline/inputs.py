@@ -1,0 +1,208 @@
+"""Finding the input files and checking them before any work starts.
+
+Every problem found here is an InputError with a one-line message (exit
+code 2): it is far cheaper to refuse a run up front than to fail a
+distributed job after its workers have started.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+import posixpath
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline import columns as col
+from pipeline.errors import InputError
+
+LONG, NESTED = "long", "nested"
+
+# Footers are read in parallel: on gs:// each is a round trip.
+_FOOTER_THREADS = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class Columns:
+    """Names of the input columns."""
+
+    id: str = "series_id"
+    time: str = "t"
+    value: str = "y"
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSpec:
+    """A checked input.
+
+    Attributes:
+      pattern: as given by the user.
+      files: every data file, sorted.
+      columns: the column names.
+      layout: LONG (one row per observation) or NESTED (one row per series,
+        list columns).
+      time_units: "days" when t is a date or timestamp (converted to days
+        since 1970-01-01 UTC), else "as given".
+      rows: total rows over all files.
+    """
+
+    pattern: str
+    files: tuple[str, ...]
+    columns: Columns
+    layout: str
+    time_units: str
+    rows: int
+
+
+def inspect(pattern: str, columns: Columns) -> InputSpec:
+    """Resolves the input and checks every file's footer and schema.
+
+    Raises:
+      InputError: no file matches; a file is empty or not Parquet; a column
+        is missing or of the wrong type; files disagree; there are no rows.
+    """
+    files = resolve(pattern)
+    with concurrent.futures.ThreadPoolExecutor(min(_FOOTER_THREADS, len(files))) as pool:
+        footers = list(pool.map(lambda f: _check_file(f[0], f[1], columns), files))
+    # The first problem in file order, so that the message is deterministic.
+    for footer in footers:
+        if isinstance(footer, InputError):
+            raise footer
+    first = footers[0]
+    for (path, _), footer in zip(files, footers):
+        if footer.layout != first.layout:
+            raise InputError(
+                f"{path} is in {footer.layout} layout but {files[0][0]} is {first.layout}; "
+                "give files of one layout")
+        if footer.time_units != first.time_units:
+            raise InputError(
+                f"column {columns.time!r} holds {_units_words(footer.time_units)} in {path} "
+                f"but {_units_words(first.time_units)} in {files[0][0]}; give one kind of time")
+    rows = sum(f.rows for f in footers)
+    if rows == 0:
+        raise InputError(f"the {len(files)} input file(s) matching {pattern!r} hold no rows")
+    return InputSpec(pattern, tuple(path for path, _ in files), columns, first.layout,
+                     first.time_units, rows)
+
+
+def resolve(pattern: str) -> list[tuple[str, int]]:
+    """A file, a folder or a glob -> sorted [(path, size in bytes)].
+
+    A folder means the files directly in it. As in Hadoop and Spark, names
+    starting with "_" or "." (_SUCCESS, .crc files) are not data and are
+    left out of folders and globs.
+
+    Raises:
+      InputError: nothing matches.
+    """
+    if not pattern:
+        raise InputError("no input given; pass --input FILE, FOLDER or GLOB")
+    if any(ch in pattern for ch in "*?["):
+        found = _data_files(_match(pattern))
+        if not found:
+            raise InputError(f"no file matches {pattern!r}")
+        return found
+    if _is_local_folder(pattern) or pattern.endswith("/"):
+        return _folder(pattern)
+    found = [m for m in _match(pattern) if m[0].rstrip("/") == pattern.rstrip("/")]
+    if found:
+        return found
+    # On object stores (gs://) a folder is only a prefix: try it as one.
+    if _match(FileSystems.join(pattern, "*")):
+        return _folder(pattern)
+    raise InputError(f"no file or folder {pattern!r}; check the --input path")
+
+
+def _folder(path: str) -> list[tuple[str, int]]:
+    found = _data_files(_match(FileSystems.join(path.rstrip("/"), "*")))
+    if not found:
+        raise InputError(f"folder {path!r} holds no data files")
+    return found
+
+
+def _match(pattern: str) -> list[tuple[str, int]]:
+    try:
+        result = FileSystems.match([pattern])[0]
+    except Exception as err:  # Beam raises BeamIOError for bad paths and schemes
+        raise InputError(f"cannot list {pattern!r}: {_first_line(err)}") from err
+    return sorted((m.path, m.size_in_bytes) for m in result.metadata_list)
+
+
+def _data_files(matches: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    return [(path, size) for path, size in matches
+            if not posixpath.basename(path.rstrip("/")).startswith(("_", "."))
+            and not _is_local_folder(path)]
+
+
+def _is_local_folder(path: str) -> bool:
+    return FileSystems.get_scheme(path) is None and os.path.isdir(path)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Footer:
+    layout: str
+    time_units: str
+    rows: int
+
+
+def _check_file(path: str, size: int, columns: Columns) -> _Footer | InputError:
+    """Reads one footer; returns (not raises) the problem, for the pool."""
+    if size == 0:
+        return InputError(f"{path} is empty (0 bytes); expected a Parquet file")
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            parquet = pq.ParquetFile(f)
+            schema, rows = parquet.schema_arrow, parquet.metadata.num_rows
+    except (pa.ArrowException, OSError, ValueError) as err:
+        return InputError(f"{path} is not a Parquet file ({_first_line(err)})")
+    try:
+        layout, time_units = _check_schema(path, schema, columns)
+    except InputError as err:
+        return err
+    return _Footer(layout, time_units, rows)
+
+
+def _check_schema(path: str, schema: pa.Schema, columns: Columns) -> tuple[str, str]:
+    """-> (layout, time units) of one file, or InputError naming the problem."""
+    for name, option in ((columns.id, "id_column"), (columns.time, "time_column"),
+                         (columns.value, "value_column")):
+        if name not in schema.names:
+            raise InputError(
+                f"{path} has no column {name!r} (its columns: {', '.join(schema.names)}); "
+                f"name the right one with --{option}")
+    id_type = schema.field(columns.id).type
+    time_type = schema.field(columns.time).type
+    value_type = schema.field(columns.value).type
+    if not col.is_id(id_type):
+        raise InputError(f"id column {columns.id!r} in {path} has type {id_type}; "
+                         "expected strings or integers")
+    if col.is_list(time_type) != col.is_list(value_type):
+        listed, scalar = ((columns.time, columns.value) if col.is_list(time_type)
+                          else (columns.value, columns.time))
+        raise InputError(
+            f"in {path} column {listed!r} holds lists but {scalar!r} does not; give both "
+            "as lists (one row per series) or neither (one row per observation)")
+    layout = NESTED if col.is_list(time_type) else LONG
+    if layout == NESTED:
+        time_type, value_type = time_type.value_type, value_type.value_type
+    if not (col.is_number(time_type) or col.is_calendar(time_type)):
+        raise InputError(
+            f"time column {columns.time!r} in {path} has type {time_type}; expected "
+            "numbers, dates or timestamps (or name another with --time_column)")
+    if not col.is_number(value_type):
+        raise InputError(
+            f"value column {columns.value!r} in {path} has type {value_type}; expected "
+            "numbers (convert it, or name another with --value_column)")
+    return layout, "days" if col.is_calendar(time_type) else "as given"
+
+
+def _units_words(units: str) -> str:
+    return "dates or timestamps" if units == "days" else "plain numbers"
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

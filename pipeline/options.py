@@ -1,0 +1,97 @@
+"""gpfit's own options, as a Beam PipelineOptions subclass.
+
+Being PipelineOptions, they parse from the same argv as Beam's options and
+also serve as Dataflow (Flex Template) parameters.
+"""
+from __future__ import annotations
+
+import argparse
+
+from apache_beam.options.pipeline_options import PipelineOptions
+# Beam's own parser class: it knows add_value_provider_argument, which some
+# of Beam's option classes use.
+from apache_beam.options.pipeline_options import _BeamArgumentParser
+
+from pipeline.errors import UsageError
+
+# Mirrors gpcore.KERNELS (a test keeps them equal); spelled out here so that
+# `gpfit --help` answers without importing TensorFlow.
+KERNEL_NAMES = ("rbf", "matern32", "matern52", "periodic")
+
+
+class GPFitOptions(PipelineOptions):
+    """Input, output, model and failure policy of one gpfit run."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        def add(flag, metavar, help, **kwargs):  # pylint: disable=redefined-builtin
+            parser.add_argument(flag, metavar=metavar, help=help, **kwargs)
+
+        add("--input", "PATTERN", "Parquet file, folder or glob (local or gs://)")
+        add("--output", "DIR", "output folder (local or gs://); its old contents are replaced")
+        add("--kernel", "NAME", f"covariance kernel: {', '.join(KERNEL_NAMES)} (default %(default)s)",
+            default="rbf")
+        add("--id_column", "COLUMN", "input column naming the series (default %(default)s)",
+            default="series_id")
+        add("--time_column", "COLUMN",
+            "input column of times: number, date or timestamp (default %(default)s)", default="t")
+        add("--value_column", "COLUMN",
+            "input column of values, NaN or null = missing (default %(default)s)", default="y")
+        add("--restarts", "N", "optimiser starting points per series (default %(default)s)",
+            type=int, default=1)
+        add("--min_points", "N", "skip series with fewer finite points (default %(default)s)",
+            type=int, default=3)
+        add("--max_points", "N",
+            "skip series with more finite points; cost ~ n^3 (default %(default)s)",
+            type=int, default=4096)
+        add("--batch_size", "N", "series fitted together in one compiled call (default %(default)s)",
+            type=int, default=32)
+        add("--max_failure_fraction", "F",
+            "exit 1 if a larger fraction of series failed (default %(default)s)",
+            type=float, default=1.0)
+
+
+def help_parser() -> argparse.ArgumentParser:
+    """The parser behind `gpfit --help`: gpfit's options, one line each."""
+    parser = argparse.ArgumentParser(
+        prog="gpfit",
+        usage="gpfit --input PATTERN --output DIR [options] [Beam options]",
+        description="Fit a Gaussian process to every time series in a Parquet "
+                    "data set; write one row of hyperparameters per series.",
+        epilog="Any Beam pipeline option may follow, e.g. --runner DataflowRunner, "
+               "--direct_num_workers 2 --direct_running_mode multi_processing. "
+               "Exit codes: 0 done; 1 too many series failed; 2 bad invocation "
+               "or unusable input; 3 the pipeline itself failed.",
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=32,
+                                                            width=100))
+    GPFitOptions._add_argparse_args(parser)  # pylint: disable=protected-access
+    return parser
+
+
+class _RaisingParser(_BeamArgumentParser):
+    """Reports a bad option as a UsageError instead of exiting."""
+
+    def error(self, message):
+        raise UsageError(f"{message}; see gpfit --help")
+
+
+def parse_options(argv: list[str]) -> PipelineOptions:
+    """Parses gpfit's and Beam's options from argv, strictly.
+
+    Beam alone drops unknown flags with a warning; a CLI should refuse them,
+    so that a misspelt `--kernal` is not silently ignored.
+
+    Raises:
+      UsageError: an unknown flag, a missing value or a value of the wrong type.
+    """
+    parser = _RaisingParser(allow_abbrev=False)
+    # Same de-duplication as PipelineOptions.get_all_options.
+    classes = {}
+    for cls in PipelineOptions.__subclasses__():
+        classes.setdefault(str(cls), cls)
+    for cls in classes.values():
+        cls._add_argparse_args(parser)  # pylint: disable=protected-access
+    _, unknown = parser.parse_known_args(argv)
+    if unknown:
+        raise UsageError(f"unrecognised arguments: {' '.join(unknown)}; see gpfit --help")
+    return PipelineOptions(argv)

@@ -1,0 +1,112 @@
+"""Test data for the pipeline: small real Parquet data sets, and running
+gpfit in-process."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import os
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import cli
+
+EPOCH_DAY0 = 19_000  # series start near 2022-01-08 (days since 1970-01-01)
+
+
+def make_series(seed: int = 7, n_series: int = 22) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{id: (t [n] whole days since 1970-01-01, y [n])}: smooth series of 30-60
+    points, one with missing values, plus one too short to fit."""
+    rng = np.random.default_rng(seed)
+    series = {}
+    for i in range(n_series):
+        n = int(rng.integers(30, 61))
+        days = np.sort(rng.choice(90, size=n, replace=False)).astype(np.float64)
+        y = (rng.uniform(0.5, 2.0) * np.sin(2 * np.pi * days / rng.uniform(20, 60))
+             + rng.uniform(-3, 3) + 0.1 * rng.standard_normal(n))
+        if i == 3:
+            y[[2, 10, 11]] = np.nan
+        series[f"s{i:02d}"] = (EPOCH_DAY0 + days, y)
+    series["short"] = (EPOCH_DAY0 + np.array([1.0, 2.0]), np.array([1.0, 2.0]))
+    return series
+
+
+def write_long(folder: str, series: dict, time_type: pa.DataType = pa.float64(),
+               null_id_rows: int = 3, seed: int = 3) -> str:
+    """Long layout in two files, rows shuffled so every series spans both
+    files and several row groups. Returns the folder."""
+    ids = np.concatenate([[sid] * len(t) for sid, (t, _) in series.items()]).tolist()
+    t = np.concatenate([t for t, _ in series.values()])
+    y = np.concatenate([y for _, y in series.values()])
+    ids += [None] * null_id_rows
+    t = np.concatenate([t, np.full(null_id_rows, EPOCH_DAY0 + 5.0)])
+    y = np.concatenate([y, np.ones(null_id_rows)])
+    order = np.random.default_rng(seed).permutation(len(ids))
+    if pa.types.is_timestamp(time_type):
+        times = pa.array((t[order] * 86_400_000).astype(np.int64), pa.int64()).cast(time_type)
+    else:
+        times = pa.array(t[order], time_type)
+    table = pa.table({"series_id": pa.array([ids[i] for i in order], pa.string()),
+                      "t": times, "y": pa.array(y[order], pa.float64())})
+    os.makedirs(folder, exist_ok=True)
+    half = table.num_rows // 2
+    pq.write_table(table.slice(0, half), os.path.join(folder, "part-0.parquet"), row_group_size=200)
+    pq.write_table(table.slice(half), os.path.join(folder, "part-1.parquet"), row_group_size=200)
+    return folder
+
+
+def write_nested_dates(path: str, series: dict) -> str:
+    """Nested layout, one row per series, t as list<date32>, plus a null-id row."""
+    ids = list(series) + [None]
+    times = [t.astype(np.int32).tolist() for t, _ in series.values()] + [[EPOCH_DAY0]]
+    values = [y.tolist() for _, y in series.values()] + [[1.0]]
+    table = pa.table({
+        "series_id": pa.array(ids, pa.string()),
+        "t": pa.array(times, pa.list_(pa.int32())).cast(pa.list_(pa.date32())),
+        "y": pa.array(values, pa.list_(pa.float64())),
+    })
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(table, path, row_group_size=8)
+    return path
+
+
+@dataclasses.dataclass
+class Run:
+    """One gpfit invocation: exit code, what it printed, where it wrote."""
+
+    code: int
+    stdout: str
+    stderr: str
+    output: str
+
+    @property
+    def manifest(self) -> Optional[dict]:
+        path = os.path.join(self.output, "_SUCCESS.json")
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return json.load(f)
+
+    def rows(self) -> list[dict]:
+        """Output rows sorted by series id."""
+        return sorted(pq.read_table(self.output).to_pylist(), key=lambda r: r["series_id"])
+
+    def shards(self) -> list[str]:
+        return sorted(n for n in os.listdir(self.output) if n.startswith("params-"))
+
+
+def gpfit(input_: str, output: str, *extra: str) -> Run:
+    """Runs the gpfit CLI in this process (the local runner's default)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.run(["--input", input_, "--output", output, *extra])
+    return Run(code, out.getvalue(), err.getvalue(), output)
+
+
+# Options shared by the end-to-end runs: small batches, so that one fitter
+# serves many batches.
+RUN_OPTIONS = ("--kernel", "rbf", "--batch_size", "4")

@@ -1,0 +1,152 @@
+"""Bad invocations and unusable input: exit code 2, one line on stderr, and
+the output folder untouched (here: never created)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline_data import gpfit
+
+
+def _good_table(n: int = 5) -> pa.Table:
+    return pa.table({"series_id": ["a"] * n, "t": np.arange(n, dtype=float),
+                     "y": np.arange(n, dtype=float)})
+
+
+def _write(path, table):
+    pq.write_table(table, path)
+    return str(path)
+
+
+def no_match(tmp):
+    return str(tmp / "nothing-*.parquet"), "no file matches"
+
+
+def no_such_path(tmp):
+    return str(tmp / "absent"), "no file or folder"
+
+
+def empty_folder(tmp):
+    os.makedirs(tmp / "empty")
+    (tmp / "empty" / "_SUCCESS").write_text("")  # not a data file
+    return str(tmp / "empty"), "holds no data files"
+
+
+def missing_column(tmp):
+    table = _good_table().rename_columns(["series_id", "t", "value"])
+    return _write(tmp / "x.parquet", table), (
+        "has no column 'y' (its columns: series_id, t, value); name the right one with "
+        "--value_column")
+
+
+def not_parquet(tmp):
+    (tmp / "data.parquet").write_text("series_id,t,y\na,1,2\n")
+    return str(tmp / "data.parquet"), "data.parquet is not a Parquet file"
+
+
+def one_bad_file_among_good(tmp):
+    os.makedirs(tmp / "mixed")
+    _write(tmp / "mixed" / "a.parquet", _good_table())
+    (tmp / "mixed" / "notes.txt").write_text("hello")
+    return str(tmp / "mixed"), "notes.txt is not a Parquet file"
+
+
+def empty_file(tmp):
+    (tmp / "zero.parquet").write_bytes(b"")
+    return str(tmp / "zero.parquet"), "zero.parquet is empty (0 bytes)"
+
+
+def string_values(tmp):
+    table = pa.table({"series_id": ["a", "a"], "t": [1.0, 2.0], "y": ["1", "2"]})
+    return _write(tmp / "s.parquet", table), "value column 'y' in"
+
+
+def string_times(tmp):
+    table = pa.table({"series_id": ["a", "a"], "t": ["mon", "tue"], "y": [1.0, 2.0]})
+    return _write(tmp / "s.parquet", table), "time column 't' in"
+
+
+def half_nested(tmp):
+    table = pa.table({"series_id": ["a"], "t": [[1.0, 2.0]], "y": [1.0]})
+    return _write(tmp / "h.parquet", table), "column 't' holds lists but 'y' does not"
+
+
+def no_rows(tmp):
+    return _write(tmp / "none.parquet", _good_table().slice(0, 0)), "hold no rows"
+
+
+def mixed_time_kinds(tmp):
+    os.makedirs(tmp / "kinds")
+    _write(tmp / "kinds" / "a.parquet", _good_table())
+    table = _good_table().set_column(1, "t", pa.array(np.arange(5, dtype=np.int32)).cast(pa.date32()))
+    _write(tmp / "kinds" / "b.parquet", table)
+    return str(tmp / "kinds"), "give one kind of time"
+
+
+@pytest.mark.parametrize("make_input", [
+    no_match, no_such_path, empty_folder, missing_column, not_parquet,
+    one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
+    mixed_time_kinds,
+])
+def test_unusable_input_exits_2(tmp_path, make_input):
+    input_, expected = make_input(tmp_path)
+    run = gpfit(input_, str(tmp_path / "out"))
+    assert_usage_error(run, expected)
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--kernal", "rbf"], "unrecognised arguments: --kernal rbf"),
+    (["--kernel", "cubic"], "kernel must be one of"),
+    (["--restarts", "two"], "argument --restarts: invalid int value: 'two'"),
+    (["--min_points", "0"], "min_points must be >= 1"),
+    (["--max_failure_fraction", "1.5"], "--max_failure_fraction must be between 0 and 1"),
+    (["--time_column", "when"], "has no column 'when'"),
+])
+def test_bad_options_exit_2(tmp_path, extra, expected):
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    run = gpfit(input_, str(tmp_path / "out"), *extra)
+    assert_usage_error(run, expected)
+
+
+def test_missing_input_option_exits_2(tmp_path, capsys):
+    from pipeline import cli
+    assert cli.run(["--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "gpfit: error: --input is required: a Parquet file, folder or glob"
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_foreign_files_in_output_folder_are_never_deleted(tmp_path):
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    os.makedirs(tmp_path / "out")
+    (tmp_path / "out" / "thesis.tex").write_text("precious")
+    run = gpfit(input_, str(tmp_path / "out"))
+    assert run.code == 2
+    assert "holds 'thesis.tex', which gpfit did not write" in run.stderr
+    assert os.listdir(tmp_path / "out") == ["thesis.tex"]
+
+
+def test_output_inside_input_is_refused(tmp_path):
+    os.makedirs(tmp_path / "data")
+    input_ = _write(tmp_path / "data" / "a.parquet", _good_table())
+    run = gpfit(input_, str(tmp_path / "data"))
+    assert run.code == 2 and "lies inside the output folder" in run.stderr
+
+
+def test_output_that_is_a_file_is_refused(tmp_path):
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    (tmp_path / "out").write_text("")
+    run = gpfit(input_, str(tmp_path / "out"))
+    assert run.code == 2 and "is a file; --output takes a folder" in run.stderr
+
+
+def assert_usage_error(run, expected: str) -> None:
+    assert run.code == 2, (run.stdout, run.stderr)
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("gpfit: error: ") and expected in lines[0], lines[0]
+    assert not os.path.exists(run.output)
