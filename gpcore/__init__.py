@@ -1,13 +1,22 @@
 """gpcore: batched, compiled Gaussian-process hyperparameter fitting.
 
 Pure numerics (TensorFlow, TensorFlow Probability, numpy); knows nothing of
-Beam, Parquet or files.
+Beam, Parquet or files. TensorFlow loads only when GPFitter or predict is
+first used, so configuration and data types are cheap to import.
 """
 from gpcore.config import KERNELS, FitConfig
-from gpcore.fitter import GPFitter
-from gpcore.predict import predict
 from gpcore.result import OUTPUT_COLUMNS, FitResult
 from gpcore.series import Series
 
 __all__ = ["FitConfig", "FitResult", "GPFitter", "KERNELS", "OUTPUT_COLUMNS",
            "Series", "predict"]
+
+
+def __getattr__(name):
+    if name == "GPFitter":
+        from gpcore.fitter import GPFitter
+        return GPFitter
+    if name == "predict":
+        from gpcore.predict import predict
+        return predict
+    raise AttributeError(f"module 'gpcore' has no attribute {name!r}")

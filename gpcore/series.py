@@ -7,6 +7,10 @@ from typing import Optional
 import numpy as np
 
 
+# Standard deviations of y that a fit accepts: their squares stay normal floats.
+SPREAD_RANGE = (1e-150, 1e150)
+
+
 @dataclasses.dataclass
 class Series:
     """One time series.
@@ -64,11 +68,15 @@ def clean(series: Series, min_points: int, max_points: int
     t, y = t[finite], y[finite]
     if np.ptp(t) == 0.0:
         return None, n, "all observation times are equal; a time span is needed"
-    with np.errstate(over="ignore", invalid="ignore"):
-        spread = float(np.std(y))
-    if not np.isfinite(spread):
-        return None, n, (f"values up to {np.abs(y).max():.3g} overflow float64 when "
-                         "squared; rescale the series (e.g. divide by 1e100)")
+    # Scaled by the largest magnitude so that computing it cannot overflow or
+    # underflow; variances (spread^2) are reported, so keep them in range.
+    with np.errstate(over="ignore", under="ignore"):
+        biggest = float(np.max(np.abs(y)))
+        spread = float(np.std(y / biggest)) * biggest if biggest > 0 else 0.0
+    if spread != 0.0 and not (SPREAD_RANGE[0] <= spread <= SPREAD_RANGE[1]):
+        return None, n, (f"the values' standard deviation {spread:.3g} is outside "
+                         f"[{SPREAD_RANGE[0]:g}, {SPREAD_RANGE[1]:g}], where their "
+                         "variance would overflow or underflow; rescale the series")
     if np.ptp(y) == 0.0:
         return None, n, f"all {n} values are equal ({y[0]:g}); nothing to fit"
     # Stable sort keeps repeated timestamps in input order (deterministic).

@@ -130,6 +130,7 @@ def test_numerical_trouble_fails_one_series_not_the_batch(rbf_fitter, rng):
     assert results["tiny"].status == "ok" and results["tiny"].amplitude < 1e-10
     assert results["dense"].status == "ok"
     assert results["huge"].status == "skipped" and "rescale" in results["huge"].error
+    assert fitter_skips_denormals(rbf_fitter)
     assert float(rbf_fitter.jitter.numpy()) == JITTERS[0]
 
 
@@ -185,3 +186,9 @@ def test_jitter_escalates_for_the_failing_series_only(rng, threshold, status):
     else:
         assert "not positive definite even with jitter 0.01" in results["bad"].error
     assert float(fitter.jitter.numpy()) == JITTERS[0]
+
+
+def fitter_skips_denormals(fitter):
+    t = np.linspace(0.0, 1.0, 30)
+    (result,) = fitter.fit([Series("denormal", t, 1e-320 * np.arange(30.0))])
+    return result.status == "skipped" and "rescale" in result.error
