@@ -10,6 +10,8 @@ client, so nothing is uploaded or submitted. Every socket the run tries to open
 is refused and reported (see `no_network`); a dry run that needed the network
 fails. `make dataflow-dry-run` runs this; tests/deploy use its functions.
 
+The pipeline is built by pipeline.builder.build_from_options with
+check_paths=False, as `gpfit --runner DataflowRunner --dry_run ...` builds it.
 The input is not inspected: listing and reading Parquet footers on gs:// needs
 the network. The job reads the --input pattern itself (Beam's ReadAll
 transforms match patterns on the workers), so its graph is the graph of a real
@@ -125,37 +127,20 @@ def with_defaults(argv: list[str]) -> list[str]:
 
 
 def build_pipeline(argv: list[str]):
-    """gpfit's pipeline for argv, built (not run) with pipeline.builder.
+    """gpfit's pipeline for argv, built (not run) as `gpfit --dry_run` builds it.
 
-    Options are parsed as strictly as `gpfit` parses them. The input is not
-    inspected (see the module docstring): the job reads the --input pattern.
+    Options are parsed and checked as strictly as `gpfit` does it
+    (pipeline.builder.build_from_options); the input and the output folder
+    are not looked at (see the module docstring): the job reads the --input
+    pattern itself.
 
     Raises:
       pipeline.errors.UsageError: a bad option, as `gpfit` would report it.
     """
-    import apache_beam as beam
+    from pipeline import builder
+    from pipeline.options import parse_options
 
-    from gpcore import FitConfig
-    from pipeline import builder, workers
-    from pipeline.errors import UsageError
-    from pipeline.inputs import Columns, InputSpec
-    from pipeline.options import GPFitOptions, parse_options
-
-    options = parse_options(argv)
-    gp = options.view_as(GPFitOptions)
-    if not gp.input or not gp.output:
-        raise UsageError("--input and --output are required")
-    try:
-        config = FitConfig(kernel=gp.kernel, restarts=gp.restarts, min_points=gp.min_points,
-                           max_points=gp.max_points, batch_size=gp.batch_size)
-    except ValueError as err:
-        raise UsageError(str(err)) from err
-    spec = InputSpec(pattern=gp.input, files=(gp.input,),
-                     columns=Columns(gp.id_column, gp.time_column, gp.value_column),
-                     layout="not inspected", time_units="not inspected", rows=0)
-    pipeline = beam.Pipeline(options=options)
-    builder.build(pipeline, spec, config, gp.output, workers.processes_per_machine(options))
-    return pipeline
+    return builder.build_from_options(parse_options(argv), check_paths=False).pipeline
 
 
 def dry_run(argv: list[str]):

@@ -60,12 +60,24 @@ def as_float(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def as_str(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Series ids -> [n] object array of str (nulls must be removed first)."""
+    """Series ids -> [n] object array of str (nulls must be removed first).
+
+    Bytes ids need not be UTF-8: bytes that are not are kept as \\xNN escapes
+    (a cast to string would fail the whole read on the worker).
+    """
     if pa.types.is_dictionary(array.type):
         array = pc.cast(array, array.type.value_type)
+    if _is_bytes(array.type):
+        return np.asarray([value.decode("utf-8", "backslashreplace")
+                           for value in array.to_pylist()], dtype=object)
     if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
         array = pc.cast(array, pa.string())
     return np.asarray(array.to_pylist(), dtype=object)
+
+
+def _is_bytes(type_: pa.DataType) -> bool:
+    return (pa.types.is_binary(type_) or pa.types.is_large_binary(type_)
+            or pa.types.is_fixed_size_binary(type_) or pa.types.is_binary_view(type_))
 
 
 def list_lengths(array: pa.Array | pa.ChunkedArray) -> np.ndarray:

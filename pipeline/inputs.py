@@ -83,7 +83,8 @@ def inspect(pattern: str, columns: Columns) -> InputSpec:
                 f"but {_units_words(first.time_units)} in {files[0][0]}; give one kind of time")
     rows = sum(f.rows for f in footers)
     if rows == 0:
-        raise InputError(f"the {len(files)} input file(s) matching {pattern!r} hold no rows")
+        raise InputError(f"the {len(files)} input file(s) matching {pattern!r} hold no rows; "
+                         "check the --input path")
     return InputSpec(pattern, tuple(path for path, _ in files), columns, first.layout,
                      first.time_units, rows)
 
@@ -103,7 +104,8 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
     if any(ch in pattern for ch in "*?["):
         found = _data_files(_match(pattern))
         if not found:
-            raise InputError(f"no file matches {pattern!r}")
+            raise InputError(f"no file matches {pattern!r}; check the --input pattern "
+                             "(names starting with _ or . are not data)")
         return found
     if _is_local_folder(pattern) or pattern.endswith("/"):
         return _folder(pattern)
@@ -119,7 +121,8 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
 def _folder(path: str) -> list[tuple[str, int]]:
     found = _data_files(_match(FileSystems.join(path.rstrip("/"), "*")))
     if not found:
-        raise InputError(f"folder {path!r} holds no data files")
+        raise InputError(f"folder {path!r} holds no data files; put the Parquet files directly "
+                         f"in it or give a glob such as '{path.rstrip('/')}/**/*.parquet'")
     return found
 
 
@@ -151,13 +154,15 @@ class _Footer:
 def _check_file(path: str, size: int, columns: Columns) -> _Footer | InputError:
     """Reads one footer; returns (not raises) the problem, for the pool."""
     if size == 0:
-        return InputError(f"{path} is empty (0 bytes); expected a Parquet file")
+        return InputError(f"{path} is empty (0 bytes); expected a Parquet file: remove it "
+                          "or rewrite it")
     try:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             parquet = pq.ParquetFile(f)
             schema, rows = parquet.schema_arrow, parquet.metadata.num_rows
     except (pa.ArrowException, OSError, ValueError) as err:
-        return InputError(f"{path} is not a Parquet file ({_first_line(err)})")
+        return InputError(f"{path} is not a Parquet file ({_first_line(err)}); remove it from "
+                          "the input or convert it to Parquet")
     try:
         layout, time_units = _check_schema(path, schema, columns)
     except InputError as err:
@@ -173,6 +178,10 @@ def _check_schema(path: str, schema: pa.Schema, columns: Columns) -> tuple[str, 
             raise InputError(
                 f"{path} has no column {name!r} (its columns: {', '.join(schema.names)}); "
                 f"name the right one with --{option}")
+        if schema.names.count(name) > 1:
+            raise InputError(
+                f"{path} has {schema.names.count(name)} columns named {name!r}; give its "
+                f"columns unique names, or name another with --{option}")
     id_type = schema.field(columns.id).type
     time_type = schema.field(columns.time).type
     value_type = schema.field(columns.value).type

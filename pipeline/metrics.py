@@ -1,11 +1,15 @@
-"""Beam metrics of a gpfit run: their names, and reading them back.
+"""Beam metrics of a gpfit run: their names, and the fitter's figures as data.
 
-Counters add up across workers and bundle retries are excluded where the
-runner commits metrics, so the manifest's counts are the run's counts.
+The metrics are for watching a run (Dataflow's job page, a local run's
+result). The manifest is not built from them: the job combines its counts
+from the rows it writes (pipeline/manifest.py), and FitStats carries the
+fitter's figures there as ordinary pipeline elements.
 """
 from __future__ import annotations
 
-from apache_beam.metrics.metric import Metrics, MetricsFilter
+from typing import NamedTuple
+
+from apache_beam.metrics.metric import Metrics
 
 NAMESPACE = "gpfit"
 
@@ -19,6 +23,15 @@ TRACING_COUNT = "tracing_count"    # distribution and gauge: fitter traces
 COUNT_NAMES = (SERIES_READ, OK, SKIPPED, FAILED, NULL_IDS)
 
 
+class FitStats(NamedTuple):
+    """One fitted batch, as the fitting DoFn saw it (what its metrics record)."""
+
+    series: int            # series in the batch
+    ms_per_series: int     # wall ms of the batch's fit / series
+    tracing_count: int     # the fitter's traces after the batch
+    fitters_built: int     # 1 if this batch was its process's fitter's first, else 0
+
+
 def counter(name: str):
     return Metrics.counter(NAMESPACE, name)
 
@@ -29,34 +42,3 @@ def distribution(name: str):
 
 def gauge(name: str):
     return Metrics.gauge(NAMESPACE, name)
-
-
-def counters(result) -> dict[str, int]:
-    """{counter name: total over all steps}, every gpfit counter present."""
-    totals = {name: 0 for name in COUNT_NAMES + (FITTERS_BUILT,)}
-    found = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
-    for item in found["counters"]:
-        totals[item.key.metric.name] = totals.get(item.key.metric.name, 0) + _value(item)
-    return totals
-
-
-def distributions(result) -> dict[str, dict]:
-    """{distribution name: {count, sum, min, max, mean}} over all steps."""
-    out = {}
-    found = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
-    for item in found["distributions"]:
-        data = _value(item)
-        if data is None or not data.count:
-            continue
-        out[item.key.metric.name] = {"count": data.count, "sum": data.sum, "min": data.min,
-                                     "max": data.max, "mean": data.sum / data.count}
-    return out
-
-
-def _value(item):
-    # Not every runner commits metrics; fall back to the attempted value.
-    try:
-        committed = item.committed
-    except Exception:  # some runners raise instead of returning None
-        committed = None
-    return committed if committed is not None else item.attempted

@@ -95,3 +95,22 @@ def parse_options(argv: list[str]) -> PipelineOptions:
     if unknown:
         raise UsageError(f"unrecognised arguments: {' '.join(unknown)}; see gpfit --help")
     return PipelineOptions(argv)
+
+
+def check(gp: GPFitOptions) -> None:
+    """Checks gpfit's options that need neither the input nor TensorFlow.
+
+    Raises:
+      UsageError: no --input or --output, an unknown kernel, a failure
+        fraction outside [0, 1].
+    """
+    if not gp.input:
+        raise UsageError("--input is required: a Parquet file, folder or glob")
+    if not gp.output:
+        raise UsageError("--output is required: the folder to write the parameters to")
+    if gp.kernel not in KERNEL_NAMES:
+        raise UsageError(f"kernel must be one of {', '.join(KERNEL_NAMES)}; got {gp.kernel!r}; "
+                         "see gpfit --help")
+    if not 0.0 <= gp.max_failure_fraction <= 1.0:
+        raise UsageError(f"--max_failure_fraction must be between 0 and 1; "
+                         f"got {gp.max_failure_fraction:g}")

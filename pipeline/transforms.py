@@ -4,14 +4,16 @@
   FitSeries:  Series -> batches of similar length -> FitDoFn -> output rows
 
 Rows whose series cannot be assembled (a nested row whose t and y differ in
-length) leave ReadSeries as ready "skipped" rows on the UNFITTABLE output.
+length) leave ReadSeries as ready "skipped" rows on the UNFITTABLE output;
+the count of rows with a null id leaves it on NULL_IDS. FitSeries also puts
+out one FitStats per batch (FIT_STATS). Both feed the manifest.
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, NamedTuple, Optional
 
 import apache_beam as beam
 import numpy as np
@@ -30,15 +32,28 @@ from pipeline.inputs import Columns
 _LOG = logging.getLogger(__name__)
 
 UNFITTABLE = "unfittable"
+NULL_IDS = metrics.NULL_IDS  # output tag: ints, rows with a null id in a row group
+FIT_STATS = "fit_stats"      # output tag: metrics.FitStats, one per fitted batch
 
 # (t [n] float64, y [n] float64, problem or None): part of one series.
 Chunk = tuple[np.ndarray, np.ndarray, Optional[str]]
 
 
+class ReadOutputs(NamedTuple):
+    """ReadSeries' outputs, by name or by tag (outputs[UNFITTABLE])."""
+
+    series: beam.PCollection      # Series, one per distinct id
+    unfittable: beam.PCollection  # output rows, status "skipped"
+    null_ids: beam.PCollection    # ints: rows with a null id (one per row group that has any)
+
+    def __getitem__(self, key):
+        return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
+
+
 class ReadSeries(beam.PTransform):
     """Parquet files (long or nested layout) -> Series, one per distinct id.
 
-    Outputs: main (Series) and UNFITTABLE (output rows, status "skipped").
+    Returns ReadOutputs: series, UNFITTABLE and NULL_IDS.
     """
 
     def __init__(self, files: Iterable[str], columns: Columns, kernel: str):
@@ -49,17 +64,20 @@ class ReadSeries(beam.PTransform):
 
     def expand(self, pbegin):
         c = self._columns
-        return (pbegin
-                | "ListFiles" >> beam.Create(self._files)
-                # One pyarrow Table per row group; spreads files over workers.
-                | "ReadRowGroups" >> ReadAllFromParquetBatched(columns=[c.id, c.time, c.value])
-                | "SplitBySeries" >> beam.ParDo(SplitBySeries(c))
-                # Grouping by id gathers a series spread over row groups and
-                # files, and is also the shuffle that spreads series over
-                # workers: no separate Reshuffle is needed before fitting.
-                | "GroupBySeries" >> beam.GroupByKey()
-                | "MergeChunks" >> beam.ParDo(MergeChunks(self._kernel)).with_outputs(
-                    UNFITTABLE, main="series"))
+        chunks = (pbegin
+                  | "ListFiles" >> beam.Create(self._files)
+                  # One pyarrow Table per row group; spreads files over workers.
+                  | "ReadRowGroups" >> ReadAllFromParquetBatched(columns=[c.id, c.time, c.value])
+                  | "SplitBySeries" >> beam.ParDo(SplitBySeries(c)).with_outputs(
+                      NULL_IDS, main="chunks"))
+        series = (chunks.chunks
+                  # Grouping by id gathers a series spread over row groups and
+                  # files, and is also the shuffle that spreads series over
+                  # workers: no separate Reshuffle is needed before fitting.
+                  | "GroupBySeries" >> beam.GroupByKey()
+                  | "MergeChunks" >> beam.ParDo(MergeChunks(self._kernel)).with_outputs(
+                      UNFITTABLE, main="series"))
+        return ReadOutputs(series.series, series[UNFITTABLE], chunks[NULL_IDS])
 
 
 class SplitBySeries(beam.DoFn):
@@ -67,7 +85,8 @@ class SplitBySeries(beam.DoFn):
 
     Long layout: rows are grouped by id within the table (one chunk per id
     and row group, not one element per observation). Nested layout: one
-    chunk per row. Rows with a null id are counted and dropped.
+    chunk per row. Rows with a null id are dropped, and counted: a metric,
+    and their number on the NULL_IDS output.
     """
 
     def __init__(self, columns: Columns):
@@ -79,13 +98,14 @@ class SplitBySeries(beam.DoFn):
         ids = table.column(c.id)
         if ids.null_count:
             self._null_ids.inc(ids.null_count)
+            yield beam.pvalue.TaggedOutput(NULL_IDS, ids.null_count)
             table = table.filter(pc.is_valid(ids))
         if table.num_rows == 0:
             return
         ids = col.as_str(table.column(c.id))
         times, values = table.column(c.time), table.column(c.value)
         if col.is_list(times.type):
-            yield from _nested_chunks(ids, times, values)
+            yield from _nested_chunks(ids, times, values, c)
         else:
             yield from _long_chunks(ids, col.as_float(times), col.as_float(values))
 
@@ -98,14 +118,15 @@ def _long_chunks(ids: np.ndarray, t: np.ndarray, y: np.ndarray):
         yield str(series_id), (t[part], y[part], None)
 
 
-def _nested_chunks(ids: np.ndarray, times, values):
+def _nested_chunks(ids: np.ndarray, times, values, columns: Columns):
     t_len, y_len = col.list_lengths(times), col.list_lengths(values)
     t_all = np.split(col.as_float(col.list_values(times)), np.cumsum(t_len)[:-1])
     y_all = np.split(col.as_float(col.list_values(values)), np.cumsum(y_len)[:-1])
     for series_id, t, y in zip(ids, t_all, y_all):
         problem = None
         if t.size != y.size:
-            problem = f"a row of this series has {t.size} times but {y.size} values"
+            problem = (f"a row of this series has {t.size} times but {y.size} values; give "
+                       f"its {columns.time!r} and {columns.value!r} lists equal length")
         yield str(series_id), (t, y, problem)
 
 
@@ -136,7 +157,10 @@ class MergeChunks(beam.DoFn):
 
 
 class FitSeries(beam.PTransform):
-    """Series -> output rows (dicts of gpcore.OUTPUT_COLUMNS)."""
+    """Series -> output rows (dicts of gpcore.OUTPUT_COLUMNS).
+
+    Returns the outputs of FitBatches: rows (main) and FIT_STATS.
+    """
 
     def __init__(self, config: FitConfig, processes_per_machine: Optional[int]):
         super().__init__()
@@ -146,7 +170,8 @@ class FitSeries(beam.PTransform):
     def expand(self, series):
         return (series
                 | "BatchByLength" >> beam.ParDo(BatchByLength(self._config.batch_size))
-                | "FitBatches" >> beam.ParDo(FitDoFn(self._config, self._processes)))
+                | "FitBatches" >> beam.ParDo(FitDoFn(self._config, self._processes)).with_outputs(
+                    FIT_STATS, main="rows"))
 
 
 def length_bucket(n: int) -> int:
@@ -202,9 +227,10 @@ class FitDoFn(beam.DoFn):
     Beam runs several instances of a DoFn per process, on threads. Building
     a fitter costs seconds (TF variables, a traced function), so the process
     builds one, in the first setup(), through a Shared handle, and every
-    instance uses it under a lock. A fit that raises becomes "failed" rows
-    with the reason: on Dataflow an exception would retry the bundle four
-    times and then fail the job.
+    instance uses it under a lock. Besides the rows, each batch puts out a
+    FitStats on FIT_STATS (the figures of its metrics, for the manifest).
+    A fit that raises becomes "failed" rows with the reason: on Dataflow an
+    exception would retry the bundle four times and then fail the job.
     """
 
     def __init__(self, config: FitConfig, processes_per_machine: Optional[int],
@@ -234,7 +260,8 @@ class FitDoFn(beam.DoFn):
     def process(self, batch: list[Series]):
         slot = self._slot
         with slot.lock:
-            if not slot.counted:
+            built = not slot.counted
+            if built:
                 # Metrics only count inside a bundle, not in setup().
                 self._fitters_built.inc()
                 slot.counted = True
@@ -252,6 +279,8 @@ class FitDoFn(beam.DoFn):
         self._traces_now.set(traces)
         for result in results:
             yield result.to_row()
+        yield beam.pvalue.TaggedOutput(FIT_STATS, metrics.FitStats(
+            len(batch), per_series_ms, traces, int(built)))
 
 
 def fit_safely(fitter: GPFitter, batch: list[Series], kernel: str) -> list[FitResult]:

@@ -5,10 +5,10 @@ gs://BUCKET/gp-params/run_date=YYYY-MM-DD/, so a re-run replaces only that
 date and no stale shard of another run can mix in (DESIGN.md, "Measured").
 
 The `fit` task runs the `gpfit` command with the DataflowRunner through
-Beam's operator: gpfit checks the input, submits the job, waits for it, and
-writes `_SUCCESS.json` last, and its exit code fails the task (1: too many
-series failed, 2: bad input, 3: the job failed), so Airflow alerts. The
-sensor then confirms the marker that downstream DAGs wait on.
+Beam's operator: gpfit checks the input, submits the job (which writes
+`_SUCCESS.json` last) and waits for it, and its exit code fails the task
+(1: too many series failed, 2: bad input, 3: the job failed), so Airflow
+alerts. The sensor then confirms the marker that downstream DAGs wait on.
 
 Setup (once per gpfit release; README.md, "Schedule it"):
   - the gpfit image pushed to Artifact Registry (GPFIT_IMAGE): Dataflow's

@@ -19,7 +19,7 @@ from pathlib import Path
 import cloudpickle
 import pytest
 from apache_beam.internal import pickler
-from apache_beam.portability import common_urns
+from apache_beam.portability import common_urns, python_urns
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from deploy_helpers import BUCKET, IMAGE, PROJECT, REGION, REPO, check_gpfit_sdist
@@ -27,7 +27,7 @@ from deploy_helpers import BUCKET, IMAGE, PROJECT, REGION, REPO, check_gpfit_sdi
 RUN_DATE = "2026-11-29"
 INPUT = f"gs://{BUCKET}/series/date={RUN_DATE}/*.parquet"
 OUTPUT = f"gs://{BUCKET}/gp-params/run_date={RUN_DATE}/"
-STEPS = ["ReadSeries", "FitSeries", "AllRows", "CountStatus", "WriteParams"]
+STEPS = ["ReadSeries", "FitSeries", "AllRows", "CountStatus", "WriteParams", "WriteManifest"]
 
 # The worker options README.md recommends; they must reach the job.
 WORKER_OPTIONS = ["--machine_type=n2-standard-4", "--max_num_workers=50",
@@ -35,12 +35,15 @@ WORKER_OPTIONS = ["--machine_type=n2-standard-4", "--max_num_workers=50",
 
 
 def pardo_fns(proto: beam_runner_api_pb2.Pipeline) -> dict[str, object]:
-    """{transform label: the DoFn (or callable wrapper) unpickled from its payload}."""
+    """{transform label: the DoFn (or callable wrapper) unpickled from its payload};
+    ParDos whose DoFn Beam names by URN (CombineGlobally's key-with-None) are left out."""
     fns = {}
     for transform in proto.components.transforms.values():
         if transform.spec.urn != common_urns.primitives.PAR_DO.urn:
             continue
         payload = beam_runner_api_pb2.ParDoPayload.FromString(transform.spec.payload)
+        if payload.do_fn.urn != python_urns.PICKLED_DOFN_INFO:
+            continue
         fns[transform.unique_name] = pickler.loads(payload.do_fn.payload)
     return fns
 
@@ -61,7 +64,7 @@ def test_dry_run_builds_the_whole_gpfit_job(dry_job, dry_run_module):
     assert dry_run_module.top_level_steps(dry_job) == STEPS
     labels = {t.unique_name for t in dry_job.proto_pipeline.components.transforms.values()}
     assert {"ReadSeries/ListFiles", "ReadSeries/ReadRowGroups", "ReadSeries/GroupBySeries",
-            "FitSeries/BatchByLength", "FitSeries/FitBatches"} <= labels
+            "FitSeries/BatchByLength", "FitSeries/FitBatches", "WriteManifest/Write"} <= labels
     # Every environment runs the gpfit image (Dataflow accepts only Docker).
     assert dry_run_module.container_images(dry_job) == [IMAGE]
     for env in dry_job.proto_pipeline.components.environments.values():
@@ -70,7 +73,7 @@ def test_dry_run_builds_the_whole_gpfit_job(dry_job, dry_run_module):
 
 def test_dry_run_job_carries_the_options_to_the_workers(dry_job):
     fns = pardo_fns(dry_job.proto_pipeline)
-    fit = fns["FitSeries/FitBatches"][0]
+    fit = fns["FitSeries/FitBatches/ParDo(FitDoFn)"][0]  # a ParDo with two outputs
     assert type(fit).__name__ == "FitDoFn"
     assert (fit._config.kernel, fit._config.restarts) == ("matern52", 2)
     # The job reads the --input pattern itself (the files are listed on the workers).
@@ -80,6 +83,10 @@ def test_dry_run_job_carries_the_options_to_the_workers(dry_job):
     sinks = [arg for label, fn in fns.items() if label.startswith("WriteParams/")
              for arg in fn[1] if type(arg).__name__ == "_ParquetSink"]
     assert sinks and {s.file_path_prefix.get() for s in sinks} == {OUTPUT + "params"}
+    # The job writes its own manifest, with what the launcher knew.
+    record = fns["WriteManifest/Write"][0]._record
+    assert (record.output, record.kernel, record.input["pattern"]) == (OUTPUT, "matern52", INPUT)
+    assert record.options["restarts"] == 2 and record.options["beam"]["max_num_workers"] == 50
     options = dry_job.options.get_all_options(drop_default=True)
     assert options["input"] == INPUT and options["output"] == OUTPUT
     assert options["machine_type"] == "n2-standard-4" and options["max_num_workers"] == 50

@@ -111,13 +111,7 @@ def test_metadata_is_where_the_readme_builds_it_from():
     assert "--metadata-file deploy/flex-template/metadata.json" in readme
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "Known gap (README, Run on Dataflow): pipeline/cli.py waits for the job and reads "
-    "its metrics before writing _SUCCESS.json, but a Flex launch builds the job in "
-    "template mode, where there is no job: run() raises 'Can not query metrics. Job id "
-    "is unknown.' Fixed when the job itself writes the manifest and the CLI returns 0 "
-    "after building it; then remove this mark."))
-def test_flex_launch_builds_the_job_and_exits_0(tmp_path, dry_run_module):
+def test_flex_launch_builds_the_job_and_exits_0(tmp_path, dry_run_module, capsys):
     """`main.py` as the Python Flex launcher runs it: the job is written with
     --template_location (here a local file, staged locally, no network) and
     gpfit must exit 0 without a marker: the job writes it when it finishes."""
@@ -138,3 +132,39 @@ def test_flex_launch_builds_the_job_and_exits_0(tmp_path, dry_run_module):
     assert (tmp_path / "job_object").is_file()
     assert code == 0
     assert not list((tmp_path / "out").glob("_*.json"))
+    out, err = capsys.readouterr()
+    assert f"writes {tmp_path / 'out' / '_SUCCESS.json'} last" in out
+    assert "Traceback" not in err
+    # The job that the launcher hands over writes the manifest itself.
+    proto = (tmp_path / "staging" / "pipeline.pb").read_bytes()
+    assert b"WriteManifest/Write" in proto
+
+
+def test_gpfit_dry_run_builds_the_dataflow_job_offline(dry_run_module, capsys):
+    """`gpfit --dry_run` on gs:// paths: nothing is listed, read, written or
+    submitted, so it needs no network, and it exits 0."""
+    from pipeline import cli
+
+    argv = ["--input=gs://gpfit-offline-test-bucket/series/*.parquet",
+            "--output=gs://gpfit-offline-test-bucket/gp-params/run_date=2026-11-29/",
+            "--runner=DataflowRunner", f"--project={PROJECT}", f"--region={REGION}",
+            "--temp_location=gs://gpfit-offline-test-bucket/dataflow/temp",
+            f"--sdk_container_image={IMAGE}", "--dry_run=True", "--no_auth"]
+    dry_run_module._install_hook()
+    with dry_run_module.no_network():
+        code = cli.run(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "dry run: the Dataflow job was built" in out
+    assert "Traceback" not in err
+
+
+def test_gpfit_dry_run_needs_the_dataflow_runner(tmp_path, capsys):
+    from pipeline import cli
+
+    code = cli.run([f"--input={tmp_path}/*.parquet", f"--output={tmp_path / 'out'}",
+                    "--dry_run=True"])
+    assert code == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "it needs --runner DataflowRunner, got the local runner")
+    assert not (tmp_path / "out").exists()

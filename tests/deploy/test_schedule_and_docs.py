@@ -153,7 +153,7 @@ def test_readme_direct_run_builds_the_dataflow_job(dry_run_module):
     parse_options(argv)  # gpfit's own, strict parser: every flag is known
     job = dry_run_module.dry_run(argv)
     assert dry_run_module.container_images(job) == [IMAGE]
-    assert dry_run_module.top_level_steps(job)[-1] == "WriteParams"
+    assert dry_run_module.top_level_steps(job)[-2:] == ["WriteParams", "WriteManifest"]
 
 
 def test_readme_flex_template_parameters_are_gpfit_or_beam_options():

@@ -98,7 +98,8 @@ def test_nested_row_with_mismatched_lists_is_skipped_with_reason(tmp_path):
         assert_that(series.series | beam.Map(lambda s: s.series_id), equal_to(["ok"]))
         assert_that(series[UNFITTABLE] | beam.Map(lambda r: (r["series_id"], r["status"],
                                                              r["error"])),
-                    equal_to([("bad", "skipped", "a row of this series has 3 times but 1 values")]),
+                    equal_to([("bad", "skipped", "a row of this series has 3 times but 1 values; "
+                                        "give its 't' and 'y' lists equal length")]),
                     label="Unfittable")
 
     _run(build)

@@ -1,0 +1,150 @@
+"""The manifest is written by the job itself, last, whoever launched it.
+
+Here the pipeline is built with pipeline.builder and run on the local
+FnApiRunner directly, without the gpfit command: nothing outside the job
+writes _SUCCESS.json or _FAILED.json.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline import builder, manifest, metrics
+from pipeline.options import parse_options
+from pipeline_data import make_series, write_long
+
+
+def build_and_run(input_: str, output: str, *extra: str, started_at: float) -> None:
+    options = parse_options(["--input", input_, "--output", output, "--batch_size", "2",
+                             *extra])
+    built = builder.build_from_options(options, started_at=started_at)
+    assert built.previous_files == ()  # a new folder: nothing to clear
+    built.pipeline.run().wait_until_finish()
+
+
+def read_json(path) -> dict:
+    with open(path) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def small_series():
+    return make_series(seed=5, n_series=3)  # 3 fittable series and "short"
+
+
+def test_the_job_writes_success_json_with_the_counts(tmp_path, small_series):
+    started_at = time.time() - 1.0
+    output = str(tmp_path / "out")
+    build_and_run(write_long(str(tmp_path / "in"), small_series, null_id_rows=2), output,
+                  "--kernel", "matern32", started_at=started_at)
+    shards = sorted(n for n in os.listdir(output) if n.startswith("params-"))
+    assert sorted(os.listdir(output)) == sorted(shards + ["_SUCCESS.json"])
+    found = read_json(os.path.join(output, "_SUCCESS.json"))
+    assert found["status"] == "succeeded"
+    assert found["counts"] == {"series_read": 4, "ok": 3, "skipped": 1, "failed": 0,
+                               "null_ids": 2}
+    assert found["kernel"] == "matern32" and found["time_units"] == "as given"
+    assert found["input"]["files"] == 2 and found["input"]["layout"] == "long"
+    assert found["output_files"] == shards
+    assert found["options"]["kernel"] == "matern32" and found["options"]["batch_size"] == 2
+    assert found["fitters_built"] == 1
+    assert found["fit_ms_per_series"]["count"] == 4  # "short" reaches the fitter too
+    assert found["tracing_count_max"] >= 1
+    assert found["started_at"] == datetime.datetime.fromtimestamp(
+        started_at, datetime.timezone.utc).isoformat(timespec="seconds")
+    assert 1.0 <= found["wall_time_s"] < 600
+    # Written last: after every shard.
+    mtime = lambda name: os.stat(os.path.join(output, name)).st_mtime_ns  # noqa: E731
+    assert all(mtime("_SUCCESS.json") >= mtime(shard) for shard in shards)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")
+def test_the_job_writes_failed_json_when_too_many_series_fail(tmp_path, small_series):
+    # Times spanning +-1e308 overflow float64 when standardised: gpcore
+    # reports the series as failed (see test_too_many_failures_exit_1).
+    t0, y0 = small_series["s00"]
+    table = pa.table({
+        "series_id": ["extreme"] * 6 + ["s00"] * len(t0),
+        "t": np.concatenate([[-1e308, -5e307, 0.0, 5e307, 1e308, 2e307], t0]),
+        "y": np.concatenate([[1.0, 2, 3, 1, 2, 5], y0]),
+    })
+    pq.write_table(table, tmp_path / "in.parquet")
+    output = str(tmp_path / "out")
+    build_and_run(str(tmp_path / "in.parquet"), output, "--max_failure_fraction", "0.25",
+                  started_at=time.time())
+    assert not os.path.exists(os.path.join(output, "_SUCCESS.json"))
+    found = read_json(os.path.join(output, "_FAILED.json"))
+    assert found["status"] == "failed"
+    assert found["counts"] == {"series_read": 2, "ok": 1, "skipped": 0, "failed": 1,
+                               "null_ids": 0}
+    assert found["failed_fraction"] == 0.5 and found["max_failure_fraction"] == 0.25
+    assert manifest.read(output) == ("_FAILED.json", found)
+
+
+def test_fit_stats_combine_into_the_manifests_figures():
+    combine = manifest.SummariseFits()
+    parts = [[metrics.FitStats(4, 10, 1, 1), metrics.FitStats(2, 40, 1, 0)],
+             [metrics.FitStats(3, 20, 2, 1)], []]
+    accumulators = []
+    for part in parts:
+        acc = combine.create_accumulator()
+        for stats in part:
+            acc = combine.add_input(acc, stats)
+        accumulators.append(acc)
+    found = combine.extract_output(combine.merge_accumulators(accumulators))
+    assert found == {"fitters_built": 2, "tracing_count_max": 2, "fit_ms_per_series": {
+        "count": 9, "sum": 4 * 10 + 2 * 40 + 3 * 20, "min": 10, "max": 40,
+        "mean": (4 * 10 + 2 * 40 + 3 * 20) / 9}}
+    nothing = combine.extract_output(combine.create_accumulator())
+    assert nothing == {"fitters_built": 0, "fit_ms_per_series": None, "tracing_count_max": None}
+
+
+def test_status_counts_and_the_failure_policy():
+    count = manifest.CountStatuses()
+    acc = count.create_accumulator()
+    for status in ["ok", "ok", "skipped", "failed"]:
+        acc = count.add_input(acc, {"status": status})
+    counts = count.extract_output(count.merge_accumulators([acc, count.create_accumulator()]))
+    assert counts == {"ok": 2, "skipped": 1, "failed": 1}
+    fits = manifest.SummariseFits().extract_output(manifest.SummariseFits().create_accumulator())
+    for limit, status in ((0.25, "succeeded"), (0.2, "failed")):
+        record = manifest.RunRecord("out", "rbf", limit, "days", {}, {}, 0.0)
+        found = manifest.compose(record, counts, 5, fits, ["params-00000-of-00001.parquet"],
+                                 finished_at=12.5)
+        assert found["status"] == status and found["failed_fraction"] == 0.25
+        assert found["counts"] == {"series_read": 4, "ok": 2, "skipped": 1, "failed": 1,
+                                   "null_ids": 5}
+        assert (found["started_at"], found["wall_time_s"]) == ("1970-01-01T00:00:00+00:00", 12.5)
+    # Nothing read: nothing failed, the run succeeded.
+    empty = manifest.compose(manifest.RunRecord("out", "rbf", 0.0, "days", {}, {}, 0.0),
+                             count.create_accumulator(), 0, fits, [], finished_at=1.0)
+    assert empty["status"] == "succeeded" and empty["counts"]["series_read"] == 0
+
+
+def test_a_job_that_ends_without_a_manifest_exits_3(tmp_path, monkeypatch, capsys):
+    """gpfit decides from the manifest the job wrote; no manifest, no success."""
+    import apache_beam as beam
+
+    from pipeline import cli
+    from pipeline.inputs import Columns
+    from pipeline.options import GPFitOptions
+    from pipeline.runner import local_runner
+
+    def build_nothing(options, check_paths=True, started_at=None):
+        pipeline = beam.Pipeline(runner=local_runner(options), options=options)
+        _ = pipeline | beam.Create([1])  # a job that writes no manifest
+        return builder.Built(pipeline, options.view_as(GPFitOptions),
+                             builder.uninspected("in", Columns()), ())
+
+    monkeypatch.setattr(builder, "build_from_options", build_nothing)
+    assert cli.run(["--input", "in", "--output", str(tmp_path / "out")]) == 3
+    assert capsys.readouterr().err.strip().endswith(
+        f"wrote neither _SUCCESS.json nor _FAILED.json in {tmp_path / 'out'}")
