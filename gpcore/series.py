@@ -7,6 +7,10 @@ from typing import Optional
 import numpy as np
 
 
+# A time span below this fraction of the times' magnitude has fewer than ~1e4
+# distinguishable float64 steps (eps = 2.2e-16): the times are mostly offset.
+TIME_RESOLUTION = 1e-11
+
 # Standard deviations of y that a fit accepts: their squares stay normal floats.
 SPREAD_RANGE = (1e-150, 1e150)
 
@@ -66,8 +70,13 @@ def clean(series: Series, min_points: int, max_points: int
                          "raise max_points (cost grows as n^3) or aggregate/"
                          "split the series")
     t, y = t[finite], y[finite]
-    if np.ptp(t) == 0.0:
+    span, biggest_t = float(np.ptp(t)), float(np.max(np.abs(t)))
+    if span == 0.0:
         return None, n, "all observation times are equal; a time span is needed"
+    if span < TIME_RESOLUTION * biggest_t:
+        return None, n, (f"the times span {span:.3g} at magnitude {biggest_t:.3g}, "
+                         "beyond what float64 resolves; subtract an offset from t "
+                         "(e.g. its first value) or change its units")
     # Scaled by the largest magnitude so that computing it cannot overflow or
     # underflow; variances (spread^2) are reported, so keep them in range.
     with np.errstate(over="ignore", under="ignore"):

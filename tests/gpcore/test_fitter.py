@@ -96,6 +96,7 @@ def test_bad_series_are_reported_not_raised(rbf_fitter, rng):
         "inf_only_two_finite": Series("inf_only_two_finite", t[:4], np.array([np.inf, 1.0, -np.inf, 2.0])),
         "constant": Series("constant", t, np.full(50, 3.0)),
         "same_time": Series("same_time", np.full(10, 2.0), rng.normal(size=10)),
+        "offset_time": Series("offset_time", 1e17 + t, y),
         "too_long": Series("too_long", np.arange(5000.0), rng.normal(size=5000)),
         "length_mismatch": Series("length_mismatch", t, y[:-1]),
         "unsorted_dupes": Series("unsorted_dupes", np.r_[t[::-1], t[:5]],
@@ -109,6 +110,7 @@ def test_bad_series_are_reported_not_raised(rbf_fitter, rng):
         assert "finite points" in results[name].error
     assert results["constant"].status == "skipped" and "equal" in results["constant"].error
     assert results["same_time"].status == "skipped" and "time" in results["same_time"].error
+    assert results["offset_time"].status == "skipped" and "offset" in results["offset_time"].error
     assert results["too_long"].status == "skipped" and "max_points" in results["too_long"].error
     assert results["length_mismatch"].status == "skipped"
     assert results["unsorted_dupes"].status == "ok" and results["unsorted_dupes"].n_points == 55
