@@ -1,0 +1,259 @@
+"""The benchmark's contenders; speed.py runs each in a process of its own so
+that its time and memory are its own.
+
+    python benchmarks/contenders.py KIND SPEC.json OUT.json
+
+KIND is one of:
+  prepare  generate a workload (fixed seed) into SPEC["data"] (.npz for the
+           in-process contenders) and SPEC["parquet"] (long format for the
+           pipeline). Imports gpcore, hence TensorFlow: kept out of the others.
+  gpcore   GPFitter.fit over the series, TF intra-op threads set first; also
+           measures this machine's float64 matrix-multiply rate.
+  sklearn  GaussianProcessRegressor over the series in a Pool of processes,
+           one BLAS thread each.
+(The pipeline contender is the `gpfit` command itself; speed.py runs it.)
+
+Every contender writes OUT.json: {"ids": [...], "nll": [... or null],
+"ok": [...], "timing": {...}, "info": {...}}. Times are seconds.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "sklearn":
+    # Before numpy loads, here and in the forked pool workers: one BLAS/OpenMP
+    # thread per process (DESIGN.md, "Measured": threaded BLAS on small
+    # matrices was 40x slower). speed.py also sets these in the environment.
+    for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_name] = "1"
+
+import json  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+WARMUP_SERIES = 2  # series used to build and trace the fitter, ...
+WARMUP_POINTS = 32  # ... cut to this many points, so the warm-up is nearly all overhead
+MATMUL_N = 1024
+
+
+# ---- data -------------------------------------------------------------------
+
+def prepare(spec: dict) -> dict:
+    """Writes the workload as .npz (ids, lengths, t, y concatenated) and Parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    workload = _workloads().workload
+
+    series = workload(spec["workload"], spec["count"])
+    ids = np.array([str(s.series_id) for s in series])
+    lengths = np.array([s.t.size for s in series])
+    t = np.concatenate([s.t for s in series])
+    y = np.concatenate([s.y for s in series])
+    np.savez(spec["data"], ids=ids, lengths=lengths, t=t, y=y)
+    os.makedirs(spec["parquet"], exist_ok=True)
+    table = pa.table({"series_id": pa.array(np.repeat(ids, lengths), pa.string()),
+                      "t": pa.array(t, pa.float64()),
+                      # NaN marks a missing value (workload c), as in the input contract.
+                      "y": pa.array(y, pa.float64())})
+    pq.write_table(table, os.path.join(spec["parquet"], "series.parquet"))
+    return {"ids": ids.tolist(), "points": int(lengths.sum()),
+            "finite_points": int(np.isfinite(y).sum())}
+
+
+def _workloads():
+    """benchmarks/workloads.py, imported without starting TensorFlow.
+
+    It needs only gpcore.Series, a dataclass; importing the gpcore package
+    imports the fitter and with it TensorFlow (seconds, and memory) in a
+    process that only writes files. So gpcore/series.py is loaded alone.
+    """
+    import importlib.util
+    import types
+
+    if "gpcore" not in sys.modules:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        spec = importlib.util.spec_from_file_location(
+            "gpcore.series", os.path.join(root, "gpcore", "series.py"))
+        series = importlib.util.module_from_spec(spec)
+        sys.modules["gpcore.series"] = series
+        spec.loader.exec_module(series)
+        package = types.ModuleType("gpcore")
+        package.Series = series.Series
+        sys.modules["gpcore"] = package
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import workloads
+    return workloads
+
+
+def load(path: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """[(series id, t, y)] from prepare's .npz."""
+    with np.load(path) as data:
+        # Each data[...] reads the whole array again: read each once.
+        ids, lengths, t, y = (data[k] for k in ("ids", "lengths", "t", "y"))
+    bounds = np.concatenate([[0], np.cumsum(lengths)])
+    return [(str(i), t[a:b].copy(), y[a:b].copy())
+            for i, a, b in zip(ids, bounds[:-1], bounds[1:])]
+
+
+# ---- gpcore -----------------------------------------------------------------
+
+def run_gpcore(spec: dict) -> dict:
+    """Times GPFitter.fit over the workload, the one-off build/trace apart."""
+    start = time.perf_counter()
+    from gpcore.threads import configure_threads
+    configure_threads(spec["threads"], 1)  # before TensorFlow runs any op
+    from gpcore import FitConfig, GPFitter, Series
+    imported = time.perf_counter()
+
+    series = [Series(i, t, y) for i, t, y in load(spec["data"])]
+    config = FitConfig(kernel="rbf", restarts=spec["restarts"], batch_size=spec["batch_size"],
+                       max_iterations=spec["max_iterations"], tolerance=spec["tolerance"])
+    built = time.perf_counter()
+    fitter = GPFitter(config)
+    fitter.fit([Series(s.series_id, s.t[:WARMUP_POINTS], s.y[:WARMUP_POINTS])
+                for s in series[:WARMUP_SERIES]])
+    traced = time.perf_counter()
+
+    before = dict(fitter.work)
+    results = fitter.fit(series)
+    fitted = time.perf_counter()
+    work = {k: fitter.work[k] - before[k] for k in before}
+
+    rates = matmul_rates(spec["threads"])
+    fit_s = fitted - traced
+    return {
+        "ids": [r.series_id for r in results],
+        "nll": [r.nll if r.status == "ok" else None for r in results],
+        "ok": [r.status == "ok" for r in results],
+        "timing": {"import_s": imported - start, "build_trace_s": traced - built,
+                   "one_off_s": (imported - start) + (traced - built), "fit_s": fit_s},
+        "info": {
+            "config": {k: getattr(config, k) for k in
+                       ("restarts", "batch_size", "max_iterations", "tolerance")},
+            "intra_op_threads": spec["threads"],
+            "traces": fitter.tracing_count,
+            "batches": work["batches"],
+            "member_evaluations": work["member_evaluations"],
+            "iterations_mean": float(np.mean([r.iterations for r in results])),
+            "converged_share": float(np.mean([r.converged for r in results])),
+            "gflop": work["flops"] / 1e9,
+            "gflops": work["flops"] / 1e9 / fit_s,
+            **rates,
+        },
+    }
+
+
+def matmul_rates(threads: int) -> dict:
+    """This machine's float64 matrix-multiply rate, GFLOP/s: TensorFlow (its
+    thread pools as configured) and numpy (1 and `threads` BLAS threads)."""
+    import tensorflow as tf
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, MATMUL_N, MATMUL_N))
+    flop = 2.0 * MATMUL_N ** 3
+
+    def best_rate(multiply, repeats=5):
+        multiply()  # warm: allocation, thread start, kernel choice
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            multiply()
+            times.append(time.perf_counter() - start)
+        return flop / min(times) / 1e9  # best of: least disturbed by other load
+
+    ta, tb = tf.constant(a), tf.constant(b)
+    rates = {"matmul_tf_gflops": best_rate(lambda: tf.linalg.matmul(ta, tb).numpy())}
+    for n in sorted({1, threads}):
+        with threadpool_limits(limits=n, user_api="blas"):
+            rates[f"matmul_numpy_{n}thread_gflops"] = best_rate(lambda: a @ b)
+    rates["matmul_peak_gflops"] = max(rates.values())
+    return rates
+
+
+# ---- scikit-learn -----------------------------------------------------------
+
+_WORKER_THREADS = None  # BLAS/OpenMP threads seen by this pool worker
+
+
+def _init_worker():
+    global _WORKER_THREADS
+    from threadpoolctl import threadpool_info
+    _WORKER_THREADS = max((p["num_threads"] for p in threadpool_info()), default=1)
+
+
+def _fit_sklearn(task):
+    """Fits one series; returns (nll in raw units or None, seconds, pid, BLAS threads)."""
+    import warnings
+
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    t, y, restarts, seed = task
+    start = time.perf_counter()
+    finite = np.isfinite(y)
+    t, y = t[finite], y[finite]
+    gp = GaussianProcessRegressor(ConstantKernel() * RBF() + WhiteKernel(),
+                                  normalize_y=True, optimizer="fmin_l_bfgs_b",
+                                  n_restarts_optimizer=restarts - 1, random_state=seed)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ConvergenceWarning at bounds
+            gp.fit(t[:, None], y)
+        # normalize_y fits (y - mean) / std (std with ddof=0); standardising
+        # by std divides the density by std^n.
+        nll = float(-gp.log_marginal_likelihood_value_ + y.size * np.log(np.std(y)))
+    except Exception:  # pylint: disable=broad-except
+        nll = None
+    return nll, time.perf_counter() - start, os.getpid(), _WORKER_THREADS
+
+
+def run_sklearn(spec: dict) -> dict:
+    """Times a Pool of processes fitting GaussianProcessRegressor per series."""
+    import multiprocessing
+
+    start = time.perf_counter()
+    import sklearn
+    import sklearn.gaussian_process  # noqa: F401  (import cost is one-off)
+    imported = time.perf_counter()
+    series = load(spec["data"])
+    # Same number of starts as gpcore's `restarts`: the first from the
+    # kernel's initial values, the others drawn by sklearn (seeded per series).
+    tasks = [(t, y, spec["restarts"], seed) for seed, (_, t, y) in enumerate(series)]
+    begun = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(spec["processes"],
+                                                  initializer=_init_worker) as pool:
+        out = list(pool.imap(_fit_sklearn, tasks, chunksize=1))
+    fit_s = time.perf_counter() - begun
+    return {
+        "ids": [i for i, _, _ in series],
+        "nll": [o[0] for o in out],
+        "ok": [o[0] is not None for o in out],
+        "timing": {"import_s": imported - start, "one_off_s": imported - start,
+                   "fit_s": fit_s},
+        "info": {
+            "sklearn_version": sklearn.__version__,
+            "n_restarts_optimizer": spec["restarts"] - 1,
+            "processes": spec["processes"],
+            "worker_pids": len({o[2] for o in out}),
+            # threadpoolctl in each worker: every BLAS/OpenMP pool has this many threads.
+            "blas_threads_max": max(o[3] for o in out),
+            "cpu_s_per_series": float(np.mean([o[1] for o in out])),
+        },
+    }
+
+
+def main(argv: list[str]) -> None:
+    kind, spec_path, out_path = argv
+    with open(spec_path) as f:
+        spec = json.load(f)
+    out = {"prepare": prepare, "gpcore": run_gpcore, "sklearn": run_sklearn}[kind](spec)
+    with open(out_path, "w") as f:
+        json.dump(out, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,405 @@
+"""gpfit against a tuned scikit-learn loop: speed, memory and fit quality
+(issue 6). `make bench` runs it; `--help` lists the options.
+
+Contenders, each in a process tree of its own (its memory is its own):
+  gpcore    GPFitter.fit in one process, TF intra-op threads = --threads;
+            series/s over the fits only, the one-off import + build + trace
+            reported apart.
+  pipeline  the `gpfit` command, Parquet -> Parquet on the local runner with
+            --pipeline-workers worker processes; series/s over the whole command,
+            start-up included.
+  sklearn   GaussianProcessRegressor(ConstantKernel() * RBF() + WhiteKernel(),
+            normalize_y=True, L-BFGS-B) per series in a Pool of --processes
+            processes with one BLAS thread each; series/s over pool + fits.
+
+R (starts per series) is matched: sklearn gets n_restarts_optimizer = R - 1.
+Quality of gpcore and pipeline is judged per series against sklearn at the
+same R. Results: a markdown table on stdout and in RESULTS_DIR/latest.md,
+everything measured in latest.json, a chart in speed.png.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import shutil
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import report  # noqa: E402
+from measure import Measured, run_measured  # noqa: E402
+
+AUTO_RESTARTS = (1, 2, 3)
+PACKAGES = ("tensorflow", "tensorflow-probability", "apache-beam", "scikit-learn", "numpy")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/speed.py",
+        description="Benchmark gpcore, the gpfit pipeline and a scikit-learn loop.")
+    parser.add_argument("--workloads", default="a,b,c",
+                        help="comma-separated workloads from benchmarks/workloads.py (default %(default)s)")
+    parser.add_argument("--count", type=int, default=None,
+                        help="only the first N series of each workload (quick runs)")
+    parser.add_argument("--restarts", default="auto",
+                        help="starts per series: a comma list (each measured; the pipeline "
+                             "runs the smallest that meets the quality target), or 'auto': "
+                             f"try {', '.join(map(str, AUTO_RESTARTS))} in turn until gpcore "
+                             "meets it (default %(default)s)")
+    parser.add_argument("--skip-pipeline", action="store_true", help="leave out the pipeline")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="TF intra-op threads of the gpcore contender (default %(default)s)")
+    parser.add_argument("--processes", type=int, default=2,
+                        help="sklearn pool processes (default %(default)s)")
+    parser.add_argument("--pipeline-workers", type=int, default=2,
+                        help="pipeline worker processes (--direct_num_workers, multi_processing); "
+                             "1: the pipeline's default single process (default %(default)s)")
+    parser.add_argument("--batch-size", type=int, default=32,
+                        help="FitConfig.batch_size, gpcore and pipeline (default %(default)s)")
+    parser.add_argument("--tolerance", type=float, default=1e-6,
+                        help="FitConfig.tolerance, gpcore only (default %(default)s)")
+    parser.add_argument("--max-iterations", type=int, default=100,
+                        help="FitConfig.max_iterations, gpcore only (default %(default)s)")
+    parser.add_argument("--reuse-sklearn", action="store_true",
+                        help="reuse sklearn results cached by an earlier run with the same "
+                             "workload, count and R (marked 'cached'; for sweeping gpcore levers)")
+    parser.add_argument("--results-dir", default=os.path.join(HERE, "results"),
+                        help="where latest.md, latest.json, speed.png and logs go "
+                             "(default benchmarks/results)")
+    parser.add_argument("--timeout", type=float, default=3600.0,
+                        help="seconds before a contender is killed (default %(default)s)")
+    args = parser.parse_args(argv)
+    args.workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    bad = [w for w in args.workloads if w not in ("a", "b", "c")]
+    if bad:
+        parser.error(f"--workloads: expected names among a, b, c; got {','.join(bad)}")
+    if args.restarts != "auto":
+        try:
+            args.restarts = sorted({int(r) for r in args.restarts.split(",")})
+        except ValueError:
+            parser.error(f"--restarts: expected 'auto' or integers like 1,3; got {args.restarts!r}")
+        if args.restarts[0] < 1:
+            parser.error("--restarts: every R must be >= 1")
+    return args
+
+
+def _manifest_summary(output: str) -> dict:
+    """Fitting time, fitter builds and traces from the run's _SUCCESS.json
+    (whatever of them it records): where the pipeline's time went."""
+    try:
+        with open(os.path.join(output, "_SUCCESS.json")) as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    fit_ms = record.get("fit_ms_per_series") or {}
+    summary = {"fitters_built": record.get("fitters_built"),
+               "traces_max": record.get("tracing_count_max")}
+    if isinstance(fit_ms, dict) and fit_ms.get("sum") is not None:
+        summary["fit_s_summed"] = fit_ms["sum"] / 1000.0
+    return summary
+
+
+class Bench:
+    """One benchmark run: its scratch folder, environment and measured rows."""
+
+    def __init__(self, args):
+        self.args = args
+        os.makedirs(os.path.join(args.results_dir, "logs"), exist_ok=True)
+        os.makedirs(os.path.join(args.results_dir, "sklearn-cache"), exist_ok=True)
+        self.scratch = tempfile.mkdtemp(prefix="gpfit-bench-")
+        self.env = dict(os.environ)
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+        self.env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        self.env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        self.rows: list[report.Row] = []
+        self.notes: list[str] = []
+        self.problems: list[str] = []
+        self._tiny = None  # 2 series, for the pipeline's start-up time
+
+    # ---- running ----------------------------------------------------------
+
+    def _log(self, name):
+        return os.path.join(self.args.results_dir, "logs", f"{name}.log")
+
+    def _contender(self, kind: str, name: str, spec: dict, env=None):
+        """Runs contenders.py KIND; returns (its JSON output or None, Measured)."""
+        spec_path = os.path.join(self.scratch, f"{name}.spec.json")
+        out_path = os.path.join(self.scratch, f"{name}.out.json")
+        with open(spec_path, "w") as f:
+            json.dump(spec, f)
+        measured = run_measured(
+            [sys.executable, os.path.join(HERE, "contenders.py"), kind, spec_path, out_path],
+            env or self.env, ROOT, self._log(name), self.args.timeout)
+        if not self._succeeded(name, measured) or not os.path.exists(out_path):
+            return None, measured
+        with open(out_path) as f:
+            return json.load(f), measured
+
+    def _succeeded(self, name: str, measured: Measured) -> bool:
+        if measured.returncode == 0 and not measured.timed_out:
+            return True
+        with open(self._log(name), errors="replace") as f:
+            tail = f.read()[-2000:]
+        why = "timed out" if measured.timed_out else f"exit {measured.returncode}"
+        self.problems.append(f"{name}: {why}; log {self._log(name)}")
+        print(f"!! {name} {why}; last lines of {self._log(name)}:\n{tail}", file=sys.stderr)
+        return False
+
+    def prepare(self, workload: str, count) -> dict:
+        name = f"{workload}-{count or 'all'}"
+        spec = {"workload": workload, "count": count,
+                "data": os.path.join(self.scratch, f"{name}.npz"),
+                "parquet": os.path.join(self.scratch, f"{name}-parquet")}
+        out, _ = self._contender("prepare", f"prepare-{name}", spec)
+        if out is None:
+            raise SystemExit(f"could not generate workload {workload}; see {self._log('prepare-' + name)}")
+        return {**spec, **out}
+
+    def gpcore(self, workload: str, data: dict, restarts: int):
+        spec = {"data": data["data"], "restarts": restarts, "threads": self.args.threads,
+                "batch_size": self.args.batch_size, "tolerance": self.args.tolerance,
+                "max_iterations": self.args.max_iterations}
+        out, m = self._contender("gpcore", f"{workload}-gpcore-R{restarts}", spec)
+        if out is None:
+            return None
+        return self._add(report.Row(
+            workload, "gpcore", restarts, len(out["ids"]), out["timing"]["fit_s"], "fits only",
+            out["timing"]["one_off_s"], m.wall_s, m.tree_peak_mb, m.largest_process_mb,
+            dict(zip(out["ids"], out["nll"])), {**out["info"], "timing": out["timing"]}))
+
+    def sklearn(self, workload: str, data: dict, restarts: int):
+        version = importlib.metadata.version("scikit-learn")
+        cache = os.path.join(self.args.results_dir, "sklearn-cache",
+                             f"{workload}-{self.args.count or 'all'}-R{restarts}-"
+                             f"p{self.args.processes}-{version}.json")
+        if self.args.reuse_sklearn and os.path.exists(cache):
+            with open(cache) as f:
+                row = report.Row(**{k: v for k, v in json.load(f).items()
+                                    if k not in ("gaps", "series_per_s", "speedup")})
+            row.info["cached"] = True
+            self.notes.append(f"sklearn on {workload} at R={restarts} reused from {cache} "
+                              f"(measured {row.info.get('measured_at', '?')}).")
+            return self._add(row)
+        env = dict(self.env, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+                   MKL_NUM_THREADS="1")
+        spec = {"data": data["data"], "restarts": restarts, "processes": self.args.processes}
+        out, m = self._contender("sklearn", f"{workload}-sklearn-R{restarts}", spec, env)
+        if out is None:
+            return None
+        info = {**out["info"], "timing": out["timing"],
+                "measured_at": datetime.datetime.now().isoformat(timespec="seconds")}
+        if info["blas_threads_max"] != 1:
+            self.problems.append(f"sklearn workers ran {info['blas_threads_max']} BLAS threads, "
+                                 "not 1 (threadpoolctl)")
+        row = report.Row(
+            workload, "sklearn", restarts, len(out["ids"]), out["timing"]["fit_s"],
+            "pool + fits", out["timing"]["one_off_s"], m.wall_s, m.tree_peak_mb,
+            m.largest_process_mb, dict(zip(out["ids"], out["nll"])), info)
+        with open(cache, "w") as f:
+            json.dump(row.to_json(), f)
+        return self._add(row)
+
+    def pipeline(self, workload: str, data: dict, restarts: int):
+        """The gpfit command on the workload's Parquet; whole command timed."""
+        import pyarrow.parquet as pq
+
+        # Start-up cost alone: the same command on the first 2 series of a,
+        # just before, so that both see about the same load on the machine.
+        if self._tiny is None:
+            self._tiny = self.prepare("a", 2)
+        startup, _ = self._run_pipeline(f"{workload}-pipeline-startup-R{restarts}",
+                                        self._tiny, restarts)
+        one_off = startup.wall_s if startup else None
+        measured, output = self._run_pipeline(f"{workload}-pipeline-R{restarts}", data, restarts)
+        if measured is None:
+            return None
+        table = pq.read_table(output, columns=["series_id", "status", "nll"]).to_pydict()
+        nll = {i: (v if s == "ok" else None)
+               for i, s, v in zip(table["series_id"], table["status"], table["nll"])}
+        missing = set(data["ids"]) - set(nll)
+        if missing:
+            self.problems.append(f"pipeline on {workload}: {len(missing)} series missing "
+                                 "from the output")
+        info = {"statuses": {s: table["status"].count(s) for s in set(table["status"])},
+                "workers": self.args.pipeline_workers,
+                **_manifest_summary(output)}
+        return self._add(report.Row(
+            workload, "pipeline", restarts, len(data["ids"]), measured.wall_s,
+            "whole command", one_off, measured.wall_s,
+            measured.tree_peak_mb, measured.largest_process_mb, nll, info))
+
+    def _run_pipeline(self, name: str, data: dict, restarts: int):
+        output = os.path.join(self.scratch, f"{name}-output")
+        command = [sys.executable, "-m", "pipeline", "--input", data["parquet"],
+                   "--output", output, "--kernel", "rbf", "--restarts", str(restarts),
+                   "--batch_size", str(self.args.batch_size)]
+        if self.args.pipeline_workers > 1:
+            command += ["--direct_num_workers", str(self.args.pipeline_workers),
+                        "--direct_running_mode", "multi_processing"]
+        measured = run_measured(command, self.env, ROOT, self._log(name), self.args.timeout)
+        if not self._succeeded(name, measured):
+            return None, output
+        return measured, output
+
+    def _add(self, row):
+        self.rows.append(row)
+        return row
+
+    # ---- the run ------------------------------------------------------------
+
+    def run(self):
+        args = self.args
+        self.chosen = {}
+        for workload in args.workloads:
+            data = self.prepare(workload, args.count)
+            print(f"== workload {workload}: {len(data['ids'])} series, "
+                  f"{data['finite_points']} of {data['points']} points observed", flush=True)
+            candidates = AUTO_RESTARTS if args.restarts == "auto" else args.restarts
+            chosen = None
+            for restarts in candidates:
+                theirs = self.sklearn(workload, data, restarts)
+                ours = self.gpcore(workload, data, restarts)
+                if theirs is None or ours is None:
+                    continue
+                q = report.quality(report.quality_gaps(ours.nll, theirs.nll))
+                print(f"   R={restarts}: gpcore {ours.series_per_s:.2f} series/s, sklearn "
+                      f"{theirs.series_per_s:.2f} series/s; {100 * (1 - q['share_over']):.1f} % "
+                      f"of series within {report.QUALITY_GAP}", flush=True)
+                if q["met"] and chosen is None:
+                    chosen = restarts
+                    if args.restarts == "auto":
+                        break
+            if chosen is None:
+                chosen = candidates[-1]
+                self.notes.append(f"Workload {workload}: no R tried met the quality target; "
+                                  f"the pipeline ran with R={chosen}.")
+            self.chosen[workload] = chosen
+            if not args.skip_pipeline:
+                row = self.pipeline(workload, data, chosen)
+                if row is not None:
+                    print(f"   pipeline R={chosen}: {row.series_per_s:.2f} series/s "
+                          f"(whole command, {row.wall_s:.0f} s)", flush=True)
+        report.compare(self.rows)
+
+
+def header(args, argv, load_before, load_after) -> str:
+    versions = []
+    for name in PACKAGES:
+        try:
+            versions.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    fmt = lambda load: " / ".join(f"{x:.2f}" for x in load)  # noqa: E731
+    return "\n".join([
+        f"Measured {datetime.datetime.now().isoformat(timespec='seconds')} with "
+        f"`python benchmarks/speed.py {shlex.join(argv)}`",
+        "",
+        f"- machine: {os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}; "
+        + ", ".join(versions),
+        f"- load average (1 / 5 / 15 min) before: {fmt(load_before)}; after: {fmt(load_after)} "
+        f"(other work on this machine slows every contender)",
+        f"- gpcore: TF intra-op threads {args.threads}, batch_size {args.batch_size}, "
+        f"tolerance {args.tolerance:g}, max_iterations {args.max_iterations}; sklearn: "
+        f"{args.processes} processes; pipeline: {args.pipeline_workers} worker process(es), "
+        f"batch_size {args.batch_size}",
+        "",
+    ])
+
+
+READING = """\
+How to read it: R = starts per series (sklearn: n_restarts_optimizer = R − 1).
+series/s is over the *timed span*: gpcore's fits alone (its one-off import,
+build and trace are the *one-off* column), sklearn's process pool and fits
+(one-off = its imports), the pipeline's whole command, start-up included (its
+one-off = the same command on 2 series). × sklearn compares with sklearn on
+the same workload and R. Peak memory: *tree* is the sampled peak of the summed
+proportional set size of all the contender's processes; *largest proc* is the
+peak RSS of its largest process. gap = nll_ours − nll_sklearn per series (nats,
+raw units; negative = ours fits better); the target is gap ≤ 0.01 on ≥ 99 % of
+series (✓/✗); a series not fitted counts as +inf.
+"""
+
+
+def targets(rows, chosen) -> list[str]:
+    """Lines saying whether issue 6's targets are met on workload a."""
+    out = []
+    for contender, factor in (("gpcore", 2.0), ("pipeline", 1.5)):
+        for r in rows:
+            if (r.workload == "a" and r.contender == contender
+                    and r.restarts == chosen.get("a") and r.gaps is not None):
+                q = report.quality(r.gaps)
+                speed_ok = r.speedup is not None and r.speedup >= factor
+                out.append(
+                    f"- {contender} on a (R={r.restarts}): {r.speedup:.2f}× sklearn "
+                    f"(target ≥ {factor}×: {'met' if speed_ok else 'NOT met'}); quality "
+                    f"{100 * (1 - q['share_over']):.1f} % within {report.QUALITY_GAP} "
+                    f"(target ≥ 99 %: {'met' if q['met'] else 'NOT met'})")
+    return out
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    load_before = os.getloadavg()
+    bench = Bench(args)
+    try:
+        bench.run()
+    finally:
+        shutil.rmtree(bench.scratch, ignore_errors=True)
+    load_after = os.getloadavg()
+
+    rows = bench.rows
+    lines = [header(args, argv, load_before, load_after), report.markdown(rows) if rows else "",
+             READING]
+    lines += [f"Restarts used by the pipeline (smallest R meeting the quality target): "
+              + ", ".join(f"{w}: R={r}" for w, r in bench.chosen.items())]
+    for r in rows:
+        if r.contender == "pipeline" and r.one_off_s and r.wall_s > r.one_off_s:
+            fit_s = r.info.get("fit_s_summed")
+            lines.append(
+                f"- pipeline on {r.workload}: {r.series / (r.wall_s - r.one_off_s):.1f} "
+                f"series/s after its {r.one_off_s:.0f} s start-up; statuses "
+                f"{r.info.get('statuses')}; fitters built {r.info.get('fitters_built')}, "
+                f"traces per worker ≤ {r.info.get('traces_max')}"
+                + (f"; fitting {fit_s:.0f} s summed over workers "
+                   f"({r.series / fit_s * r.info.get('workers', 1):.1f} series/s while fitting) "
+                   f"of {r.wall_s:.0f} s wall" if fit_s else ""))
+        if r.contender == "sklearn":
+            lines.append(f"- sklearn on {r.workload} R={r.restarts}: "
+                         f"{r.info.get('processes')} processes, threadpoolctl saw at most "
+                         f"{r.info.get('blas_threads_max')} BLAS thread(s) per worker"
+                         + (" (cached)" if r.info.get("cached") else ""))
+    lines += targets(rows, bench.chosen)
+    lines += [f"- note: {n}" for n in bench.notes]
+    lines += [f"- PROBLEM: {p}" for p in bench.problems]
+    text = "\n".join(lines) + "\n"
+    print("\n" + text)
+
+    with open(os.path.join(args.results_dir, "latest.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(args.results_dir, "latest.json"), "w") as f:
+        json.dump({"argv": argv, "load_before": load_before, "load_after": load_after,
+                   "chosen_restarts": bench.chosen, "rows": [r.to_json() for r in rows],
+                   "notes": bench.notes, "problems": bench.problems}, f)
+    if rows:
+        report.chart(rows, os.path.join(args.results_dir, "speed.png"))
+    return 1 if bench.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

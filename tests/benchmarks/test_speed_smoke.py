@@ -1,0 +1,45 @@
+"""Smoke test of the benchmark (issue 6): it runs end to end on a few series
+and prints a table that parses. No timing assertions: timings on a shared
+machine are noise at this size."""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _cells(line):
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def test_speed_runs_and_prints_a_table(tmp_path):
+    command = [sys.executable, os.path.join(ROOT, "benchmarks", "speed.py"),
+               "--count", "6", "--workloads", "a", "--skip-pipeline", "--restarts", "1",
+               "--results-dir", str(tmp_path)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    table = (tmp_path / "latest.md").read_text()
+    assert table in done.stdout
+    lines = table.splitlines()
+    head = lines.index(next(l for l in lines if l.startswith("| workload | contender")))
+    columns = _cells(lines[head])
+    rows = {}
+    for line in lines[head + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = dict(zip(columns, _cells(line)))
+        rows[cells["contender"]] = cells
+    assert set(rows) == {"gpcore", "sklearn"}
+    for cells in rows.values():
+        assert cells["workload"] == "a" and cells["R"] == "1" and cells["series"] == "6"
+        assert float(cells["series/s"]) > 0
+        assert float(cells["peak MB (tree)"]) > 0
+    gpcore = rows["gpcore"]
+    assert float(gpcore["× sklearn"].rstrip("×")) > 0
+    assert float(gpcore["gap median"]) < 1.0
+    assert re.fullmatch(r"[\d.]+ % [✓✗]", gpcore["share gap > 0.01"])
+    assert float(gpcore["worst gap"]) < 1e3
+    assert "fraction of peak" in table
+    assert (tmp_path / "speed.png").stat().st_size > 0
