@@ -2,18 +2,13 @@
 gpfit in-process."""
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import io
-import json
 import os
-from typing import Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import cli
+from gpfit_runs import gpfit_here
 
 EPOCH_DAY0 = 19_000  # series start near 2022-01-08 (days since 1970-01-01)
 
@@ -74,37 +69,8 @@ def write_nested_dates(path: str, series: dict) -> str:
     return path
 
 
-@dataclasses.dataclass
-class Run:
-    """One gpfit invocation: exit code, what it printed, where it wrote."""
-
-    code: int
-    stdout: str
-    stderr: str
-    output: str
-
-    @property
-    def manifest(self) -> Optional[dict]:
-        path = os.path.join(self.output, "_SUCCESS.json")
-        if not os.path.exists(path):
-            return None
-        with open(path) as f:
-            return json.load(f)
-
-    def rows(self) -> list[dict]:
-        """Output rows sorted by series id."""
-        return sorted(pq.read_table(self.output).to_pylist(), key=lambda r: r["series_id"])
-
-    def shards(self) -> list[str]:
-        return sorted(n for n in os.listdir(self.output) if n.startswith("params-"))
-
-
-def gpfit(input_: str, output: str, *extra: str) -> Run:
-    """Runs the gpfit CLI in this process (the local runner's default)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.run(["--input", input_, "--output", output, *extra])
-    return Run(code, out.getvalue(), err.getvalue(), output)
+# Runs gpfit in this process (see tests/gpfit_runs.py).
+gpfit = gpfit_here
 
 
 # Options shared by the end-to-end runs: small batches, so that one fitter

@@ -1,0 +1,57 @@
+"""Running the gpfit CLI in tests and reading what it wrote; shared by the
+pipeline, reliability and other end-to-end tests (tests/ is on sys.path
+through tests/conftest.py's folder)."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import os
+from typing import Optional
+
+import pyarrow.parquet as pq
+
+
+@dataclasses.dataclass
+class Run:
+    """One gpfit invocation: exit code, what it printed, where it wrote."""
+
+    code: int
+    stdout: str
+    stderr: str
+    output: str
+
+    @property
+    def manifest(self) -> Optional[dict]:
+        path = os.path.join(self.output, "_SUCCESS.json")
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return json.load(f)
+
+    def shards(self) -> list[str]:
+        return sorted(n for n in os.listdir(self.output)
+                      if n.startswith("params-") and n.endswith(".parquet"))
+
+    def rows(self) -> list[dict]:
+        """Every output row, duplicates kept, sorted by series id."""
+        return sorted(read_rows(self.output), key=lambda r: r["series_id"])
+
+
+def read_rows(folder: str) -> list[dict]:
+    """Every row of every params shard, in file order (duplicates kept)."""
+    shards = sorted(n for n in os.listdir(folder)
+                    if n.startswith("params-") and n.endswith(".parquet"))
+    return [row for name in shards
+            for row in pq.read_table(os.path.join(folder, name)).to_pylist()]
+
+
+def gpfit_here(input_: str, output: str, *extra: str) -> Run:
+    """Runs the gpfit CLI in this process (the local runner's default)."""
+    from pipeline import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.run(["--input", input_, "--output", output, *extra])
+    return Run(code, out.getvalue(), err.getvalue(), output)
