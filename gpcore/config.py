@@ -17,7 +17,7 @@ class FitConfig:
       min_points: fewer finite points than this -> status "skipped".
       max_points: more finite points than this -> status "skipped".
       batch_size: series fitted together in one compiled call.
-      max_iterations: L-BFGS iterations per fit.
+      max_iterations: BFGS iterations per fit (per batch member).
       tolerance: stop when the standardised negative log likelihood changes
         by less than this (absolute, in nats) between iterations, or its
         gradient max-norm falls below it.

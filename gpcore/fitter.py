@@ -3,7 +3,7 @@ after batch of series.
 
 Its variables (the unconstrained shape parameters of a batch, behind TFP
 bijectors) are created once in __init__; each batch `.assign`s data-driven
-starting values and runs one `tf.function` that holds the whole L-BFGS loop.
+starting values and runs one `tf.function` that holds the whole BFGS loop (gpcore/bfgs.py).
 The compiled function has an input signature with unknown batch size and
 length, so it is traced once per fitter, never per series or per batch.
 """
@@ -48,7 +48,7 @@ class GPFitter(tf.Module):
     marginal likelihood, batched, in one compiled TensorFlow function.
 
     The constant mean and the kernel variance have closed-form maximisers
-    (profiled out, see likelihood.py); L-BFGS searches the log length scale,
+    (profiled out, see likelihood.py); BFGS searches the log length scale,
     the log noise-to-signal ratio and, for "periodic", the log period.
 
     Not thread-safe by nature (variables are shared state): `fit` holds a

@@ -1,7 +1,7 @@
 """Data-driven starting points for the optimiser, in standardised units.
 
 Good starts are the main lever on speed (DESIGN.md, "Measured"): each saved
-L-BFGS iteration saves a Cholesky per series. All inputs here are
+BFGS iteration saves a Cholesky per series. All inputs here are
 standardised: t in [0, 1], y with zero mean and unit variance.
 """
 from __future__ import annotations
