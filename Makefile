@@ -50,7 +50,7 @@ report: $(VENV)/.installed-test
 	$(PY) -m pipeline.report --input demo/data/series --params demo/output \
 		--out demo/report.html --series demo-0001 --worst 3 --random 6 --seed 0
 
-# Speed, memory and fit quality against scikit-learn (issue 6); 30-60 min.
+# Speed, memory and fit quality against scikit-learn (issue 6); 20-35 min on 2 cores.
 # Quick look: make bench BENCH_ARGS="--count 50 --workloads a".
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/speed.py $(BENCH_ARGS)
