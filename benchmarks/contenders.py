@@ -64,25 +64,8 @@ def prepare(spec: dict) -> dict:
 
 
 def _workloads():
-    """benchmarks/workloads.py, imported without starting TensorFlow.
-
-    It needs only gpcore.Series, a dataclass; importing the gpcore package
-    imports the fitter and with it TensorFlow (seconds, and memory) in a
-    process that only writes files. So gpcore/series.py is loaded alone.
-    """
-    import importlib.util
-    import types
-
-    if "gpcore" not in sys.modules:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        spec = importlib.util.spec_from_file_location(
-            "gpcore.series", os.path.join(root, "gpcore", "series.py"))
-        series = importlib.util.module_from_spec(spec)
-        sys.modules["gpcore.series"] = series
-        spec.loader.exec_module(series)
-        package = types.ModuleType("gpcore")
-        package.Series = series.Series
-        sys.modules["gpcore"] = package
+    """benchmarks/workloads.py. Importing it does not start TensorFlow:
+    gpcore loads TF only when GPFitter or predict is first used."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import workloads
     return workloads
