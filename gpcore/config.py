@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 
-KERNELS = ("rbf", "matern32", "matern52", "periodic")
+from gpcore.kernels import KERNELS, kernel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -12,15 +12,16 @@ class FitConfig:
 
     Attributes:
       kernel: one of KERNELS.
-      restarts: starting points per series (the first data-driven, the
-        others spread in length scale), run as extra batch members.
+      restarts: Newton starts per series, run as extra batch members: from
+        the best point of the search grid, then from the best points of the
+        next-best length-scale rows (gpcore/starts.py).
       min_points: fewer finite points than this -> status "skipped".
       max_points: more finite points than this -> status "skipped".
       batch_size: series fitted together in one compiled call.
-      max_iterations: BFGS iterations per fit (per batch member).
-      tolerance: stop when the standardised negative log likelihood changes
-        by less than this (absolute, in nats) between iterations, or its
-        gradient max-norm falls below it.
+      max_iterations: Newton steps per fit (per batch member).
+      tolerance: converged when the Newton model predicts at most this
+        decrease (nats) to the optimum of the standardised negative log
+        likelihood, or its gradient's max-norm is at most this.
     """
 
     kernel: str = "rbf"
@@ -32,9 +33,7 @@ class FitConfig:
     tolerance: float = 1e-6
 
     def __post_init__(self):
-        if self.kernel not in KERNELS:
-            raise ValueError(
-                f"kernel must be one of {', '.join(KERNELS)}; got {self.kernel!r}")
+        kernel(self.kernel)  # ValueError naming the choices
         for name in ("restarts", "min_points", "max_points", "batch_size",
                      "max_iterations"):
             if int(getattr(self, name)) < 1:

@@ -1,11 +1,12 @@
 """GPFitter: one compiled Gaussian-process fitter, built once, fitting batch
 after batch of series.
 
-Its variables (the unconstrained shape parameters of a batch, behind TFP
-bijectors) are created once in __init__; each batch `.assign`s data-driven
-starting values and runs one `tf.function` that holds the whole BFGS loop (gpcore/bfgs.py).
-The compiled function has an input signature with unknown batch size and
-length, so it is traced once per fitter, never per series or per batch.
+Its variables (the log shape parameters and noise ratio of a batch, behind
+TFP bijectors) are created once in __init__. Each batch runs one
+`tf.function` that scores a grid of starting points (value only), assigns
+the best to the variables, runs damped Newton from there (gpcore/newton.py)
+and assigns the optimum back. The function's input signature has unknown
+batch size and length, so it is traced once per fitter, never per series.
 """
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
 
-from gpcore import bfgs, likelihood, starts
+from gpcore import likelihood, newton, starts
 from gpcore.config import FitConfig
-from gpcore.kernels import unit_kernel_matrix
+from gpcore.kernels import distances, kernel as kernel_named
 from gpcore.result import FAILED, OK, SKIPPED, FitResult
 from gpcore.series import CleanSeries, Series, clean
 
@@ -26,17 +27,14 @@ tfb = tfp.bijectors
 DTYPE = tf.float64
 
 # Diagonal jitter added to the noise ratio (units of the kernel variance).
-# Tried in order when a Cholesky factorisation fails; the reported noise
-# variance includes it, so the reported parameters reproduce the reported nll.
-JITTERS = (1e-6, 1e-4, 1e-2)
+# Tried in order while a series' likelihood is not finite at any start; the
+# reported noise variance includes it, so the reported parameters reproduce
+# the reported nll.
+JITTERS = (0.0, 1e-6, 1e-4, 1e-2)
 
-# Largest batch covariance, in matrix elements (batch members x N x N): about
-# 128 MB per float64 copy; autodiff keeps a few copies alive.
-MAX_BATCH_ELEMENTS = 1 << 24
-
-# A batch's compiled loop returns once fewer than this fraction of its members
-# are still iterating; they continue in a smaller batch (see _optimise_members).
-COMPACT_BELOW = 0.5
+# Largest batch, in covariance elements (batch members x N x N): a Newton
+# evaluation keeps about ten such float64 tensors alive (~64 MB each).
+MAX_BATCH_ELEMENTS = 1 << 23
 
 # Padded lengths are rounded up to a multiple of this, so that similar
 # batches share shapes; the compiled function accepts any length.
@@ -48,8 +46,9 @@ class GPFitter(tf.Module):
     marginal likelihood, batched, in one compiled TensorFlow function.
 
     The constant mean and the kernel variance have closed-form maximisers
-    (profiled out, see likelihood.py); BFGS searches the log length scale,
-    the log noise-to-signal ratio and, for "periodic", the log period.
+    (profiled out, see likelihood.py); the optimiser searches the log shape
+    parameters of the kernel and the log noise-to-signal ratio, within
+    bounds set from each series' spacing and span (starts.py).
 
     Not thread-safe by nature (variables are shared state): `fit` holds a
     lock, so concurrent callers are served one at a time.
@@ -58,24 +57,29 @@ class GPFitter(tf.Module):
     def __init__(self, config: FitConfig | None = None, name: str = "gp_fitter"):
         super().__init__(name=name)
         self.config = config or FitConfig()
+        self.kernel = kernel_named(self.config.kernel)
         self._lock = threading.Lock()
         # Batch-shaped [C] (C = series x restarts in flight) with unknown
         # size, so that batches of any size re-use the same variables.
-        self.length_scale = self._positive("length_scale")
+        self.shape_parameters = [self._positive(name) for name in self.kernel.parameters]
         self.noise_ratio = self._positive("noise_ratio")
-        self.period = self._positive("period") if self.config.kernel == "periodic" else None
         self.jitter = tf.Variable(JITTERS[0], dtype=DTYPE, trainable=False, name="jitter")
-        # Work done so far, for benchmarks: objective evaluations summed over
-        # batch members, and the floating-point operations they needed.
-        self.work = {"batches": 0, "member_evaluations": 0, "flops": 0.0}
-        spec = tf.TensorSpec([None, None], DTYPE)
-        n_params = len(self.shape_parameters)
-        self._optimise = tf.function(self._optimise_batch, input_signature=[
-            spec, spec, spec,
-            tf.TensorSpec([None, n_params, n_params], DTYPE),  # inverse Hessian
-            tf.TensorSpec([None], tf.int32),  # iterations done
-            tf.TensorSpec([], tf.int32),  # min_active
+        # Work done so far, for benchmarks: member evaluations of the value
+        # alone (grid) and of value, gradient and Hessian (Newton), and the
+        # floating-point operations they needed.
+        self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
+                     "member_evaluations": 0, "flops": 0.0}
+        n_params = len(self.parameters)
+        rows, columns = starts.grid_shape(self.kernel.has_period)
+        vector, matrix = tf.TensorSpec([None, None], DTYPE), tf.TensorSpec([None, None], DTYPE)
+        self._fit_members = tf.function(self._fit_members_graph, input_signature=[
+            vector, vector, vector,                                   # t, y, mask [C, N]
+            matrix, matrix,                                           # lower, upper [C, P]
+            tf.TensorSpec([None, rows, n_params - 1], DTYPE),         # kernel grid rows
+            tf.TensorSpec([None, columns], DTYPE),                    # noise grid columns
+            tf.TensorSpec([None], tf.int32),                          # restart rank [C]
         ])
+        del vector, matrix
 
     @staticmethod
     def _positive(name: str) -> tfp.util.TransformedVariable:
@@ -84,62 +88,79 @@ class GPFitter(tf.Module):
             tf.ones([1], DTYPE), tfb.Exp(), shape=tf.TensorShape([None]), name=name)
 
     @property
-    def shape_parameters(self) -> list[tfp.util.TransformedVariable]:
+    def parameters(self) -> list[tfp.util.TransformedVariable]:
         """The TransformedVariables the optimiser searches, in position order."""
-        return [v for v in (self.length_scale, self.noise_ratio, self.period) if v is not None]
+        return self.shape_parameters + [self.noise_ratio]
 
     @property
     def tracing_count(self) -> int:
-        """Total traces of the compiled optimisation so far."""
-        return self._optimise.experimental_get_tracing_count()
+        """Total traces of the compiled fit so far."""
+        return self._fit_members.experimental_get_tracing_count()
 
     # ---- compiled part -------------------------------------------------
 
-    def _constrained(self, position: tf.Tensor) -> list[tf.Tensor]:
-        """[C, P] unconstrained position -> list of P [C] positive parameters."""
-        return [tv.bijector.forward(position[:, i])
-                for i, tv in enumerate(self.shape_parameters)]
+    def _fit_members_graph(self, t, y, mask, lower, upper, kernel_grid, noise_grid, rank):
+        """Grid search, then Newton, for C members; t, y, mask [C, N].
 
-    def _profiled_nll(self, position, t, y, mask):
-        params = self._constrained(position)
-        period = params[2] if self.period is not None else None
-        kmat = unit_kernel_matrix(self.config.kernel, t, params[0], period)
-        return likelihood.profiled_negative_log_likelihood(
-            kmat, params[1] + self.jitter, y, mask)
-
-    def _optimise_batch(self, t, y, mask, inverse_hessian, iterations, min_active):
-        """Runs BFGS from the variables' current values; t, y, mask [C, N].
-
-        Continues from `inverse_hessian` [C, P, P] and `iterations` [C], and
-        returns early once fewer than `min_active` members are iterating.
-
-        Gradients are taken with respect to the TransformedVariables'
-        unconstrained (trainable) values, never through `.assign`.
+        Member c starts from the best grid point of the rank[c]-th best
+        kernel row (ranked by their best noise column): restarts of one
+        series start in different length-scale rows.
         """
-        config = self.config
+        distance = distances(t, t)  # [C, N, N], fixed for the batch
+        start, grid_values = self._grid_start(distance, y, mask, kernel_grid, noise_grid, rank)
+        for i, tv in enumerate(self.parameters):
+            tv.trainable_variables[0].assign(start[:, i])
+        position = tf.stack([tv.trainable_variables[0] for tv in self.parameters], axis=-1)
 
-        def value_and_gradients(position):
-            return tfp.math.value_and_gradient(
-                lambda p: self._profiled_nll(p, t, y, mask)[0], position)
+        def evaluate(x, members):
+            everyone = tf.equal(tf.shape(members)[0], tf.shape(t)[0])
+            take = lambda v: tf.cond(everyone, lambda: v, lambda: tf.gather(v, members))
+            return self._newton_terms(x, take(distance), take(y), take(mask))
 
-        position = tf.stack([tv.trainable_variables[0] for tv in self.shape_parameters],
-                            axis=-1)  # [C, P]
-        state = bfgs.minimize(value_and_gradients, position,
-                              config.max_iterations, config.tolerance,
-                              inverse_hessian, iterations, min_active)
-        for i, tv in enumerate(self.shape_parameters):
-            tv.trainable_variables[0].assign(state.position[:, i])
-        nll, mean, scale2 = self._profiled_nll(state.position, t, y, mask)
-        params = self._constrained(state.position)
+        result = newton.minimize(evaluate, position, lower, upper,
+                                 self.config.max_iterations, self.config.tolerance)
+        for i, tv in enumerate(self.parameters):
+            tv.trainable_variables[0].assign(result.position[:, i])
+        params = tf.exp(result.position)
         return {
-            "nll": nll, "mean": mean, "scale2": scale2,
-            "length_scale": params[0], "noise_ratio": params[1] + self.jitter,
-            "period": params[2] if self.period is not None else tf.zeros_like(nll),
-            "jitter": self.jitter + tf.zeros_like(nll),
-            "converged": state.converged, "failed": state.failed,
-            "iterations": state.iterations, "inverse_hessian": state.inverse_hessian,
-            "evaluations": state.evaluations,
+            "nll": result.value, "mean": result.aux["mean"], "scale2": result.aux["scale2"],
+            "params": params, "noise_ratio": params[:, -1] + self.jitter,
+            "jitter": self.jitter + tf.zeros_like(result.value),
+            "status": result.status, "at_bound": result.at_bound,
+            "iterations": result.iterations, "evaluations": result.evaluations,
+            "grid_best": tf.reduce_min(tf.where(tf.math.is_nan(grid_values),
+                                                tf.constant(np.inf, DTYPE), grid_values),
+                                       axis=[-2, -1]),
         }
+
+    def _grid_start(self, distance, y, mask, kernel_grid, noise_grid, rank):
+        """Scores every grid point, value only; returns the start [C, P] and
+        the values [C, G1, G2] (NaN where the covariance is not PD)."""
+        rows, columns = kernel_grid.shape[1], noise_grid.shape[1]
+        values = []
+        for i in range(rows):
+            shape = tf.exp(kernel_grid[:, i])
+            kmat = self.kernel.matrix(distance, tf.unstack(shape, axis=-1))
+            values.append(tf.stack([
+                likelihood.profiled_nll(kmat, tf.exp(noise_grid[:, j]) + self.jitter, y, mask)[0]
+                for j in range(columns)], axis=-1))
+        values = tf.stack(values, axis=1)  # [C, G1, G2]
+        scored = tf.where(tf.math.is_finite(values), values, tf.constant(np.inf, DTYPE))
+        best_column = tf.argmin(scored, axis=-1, output_type=tf.int32)  # [C, G1]
+        row_order = tf.argsort(tf.reduce_min(scored, axis=-1), axis=-1)  # [C, G1]
+        row = tf.gather(row_order, rank % rows, batch_dims=1)           # [C]
+        column = tf.gather(best_column, row, batch_dims=1)
+        start = tf.concat([tf.gather(kernel_grid, row, batch_dims=1),
+                           tf.gather(noise_grid, column, batch_dims=1)[:, None]], axis=-1)
+        return start, values
+
+    def _newton_terms(self, x, distance, y, mask):
+        """Profiled nll, gradient and Hessian at log parameters x [M, P]."""
+        shape = tf.unstack(tf.exp(x[:, :-1]), axis=-1)
+        kmat, first, second = self.kernel.matrix_and_derivatives(distance, shape)
+        nll, gradient, hessian, mean, scale2 = likelihood.profiled_nll_newton(
+            kmat, first, second, tf.exp(x[:, -1]) + self.jitter, x[:, -1], y, mask)
+        return nll, gradient, hessian, {"mean": mean, "scale2": scale2}
 
     # ---- Python side ---------------------------------------------------
 
@@ -178,8 +199,9 @@ class GPFitter(tf.Module):
 
     def _fit_robustly(self, batch: list[CleanSeries]) -> list[FitResult]:
         """Fits a batch, escalating the jitter for series whose likelihood is
-        not finite (a failed Cholesky gives NaN on CPU; some devices raise).
-        A batch that raises is split, so that one bad series fails alone."""
+        not finite at any start (a failed Cholesky gives NaN on CPU; some
+        devices raise). A batch that raises is split, so that one bad series
+        fails alone."""
         results: dict[int, FitResult] = {}
         pending = list(range(len(batch)))
         error = None
@@ -214,64 +236,41 @@ class GPFitter(tf.Module):
 
     def _fit_batch(self, batch: list[CleanSeries]) -> list[FitResult]:
         data = _StandardisedBatch(batch, self.config.restarts)
-        inits = [starts.starting_points(self.config.kernel, t, y, self.config.restarts)
-                 for t, y in zip(data.t_std, data.y_standard)]
-        for name, tv in (("length_scale", self.length_scale),
-                         ("noise_ratio", self.noise_ratio), ("period", self.period)):
-            if tv is not None:
-                # Member (restart r, series b) sits at r * B + b.
-                tv.assign(np.stack([init[name] for init in inits], axis=1).reshape(-1))
-        out = self._optimise_members(data)
-        return [data.result(b, out, self.config.kernel) for b in range(len(batch))]
+        has_period = self.kernel.has_period
+        grids = [starts.search_grid(has_period, t, y) for t, y in zip(data.t_std, data.y_standard)]
+        limits = [starts.bounds(has_period, t) for t in data.t_std]
+        tile = lambda arrays: np.tile(np.stack(arrays), (self.config.restarts,) + (1,) * arrays[0].ndim)
+        rank = np.repeat(np.arange(self.config.restarts, dtype=np.int32), len(batch))
+        out = {k: v.numpy() for k, v in self._fit_members(
+            data.t, data.y, data.mask,
+            tile([lo for lo, _ in limits]), tile([hi for _, hi in limits]),
+            tile([rows for rows, _ in grids]), tile([columns for _, columns in grids]),
+            rank).items()}
+        members, n_pad = data.t.shape
+        grid_points = int(np.prod(starts.grid_shape(has_period)))
+        self._count_work(members, grid_points, int(out.pop("evaluations")), n_pad)
+        return [data.result(b, out, self.kernel) for b in range(len(batch))]
 
-    def _optimise_members(self, data: "_StandardisedBatch") -> dict:
-        """Runs the compiled optimisation over all members of a batch.
-
-        When fewer than COMPACT_BELOW of the members are still iterating, the compiled
-        loop returns and the stragglers continue, with their BFGS state, in a
-        batch of their own: every evaluation costs the whole batch, so a few
-        slow members must not keep the converged ones busy.
-        """
-        n_params = len(self.shape_parameters)
-        members = np.arange(data.t.shape[0])
-        inverse_hessian = np.tile(np.eye(n_params), (members.size, 1, 1))
-        iterations = np.zeros(members.size, np.int32)
-        out = None
-        while members.size:
-            min_active = int(members.size * COMPACT_BELOW) if members.size >= 8 else 0
-            part = {k: v.numpy() for k, v in self._optimise(
-                data.t[members], data.y[members], data.mask[members],
-                inverse_hessian[members], iterations[members],
-                np.int32(min_active)).items()}
-            self._count_work(int(part.pop("evaluations")), members.size, data.t.shape[1])
-            if out is None:
-                out = {k: np.empty((data.t.shape[0],) + v.shape[1:], v.dtype)
-                       for k, v in part.items()}
-            for k, v in part.items():
-                out[k][members] = v
-            inverse_hessian[members] = part["inverse_hessian"]
-            iterations[members] = part["iterations"]
-            going = ~(part["converged"] | part["failed"]) & (
-                part["iterations"] < self.config.max_iterations)
-            # The variables hold the stragglers' positions for the next round.
-            for tv in self.shape_parameters:
-                position = tv.trainable_variables[0]
-                position.assign(tf.boolean_mask(position, going))
-            members = members[going]
-        return out
-
-    def _count_work(self, evaluations: int, members: int, n: int) -> None:
+    def _count_work(self, members: int, grid_points: int, evaluations: int, n: int) -> None:
         self.work["batches"] += 1
-        self.work["member_evaluations"] += evaluations * members
-        self.work["flops"] += evaluations * members * flops_per_evaluation(n)
+        self.work["members"] += members
+        self.work["grid_evaluations"] += members * grid_points
+        self.work["member_evaluations"] += evaluations
+        self.work["flops"] += (members * grid_points * flops_per_value(n)
+                               + evaluations * flops_per_newton_evaluation(n, len(self.parameters)))
 
 
-def flops_per_evaluation(n: int) -> float:
-    """Floating-point operations of one value-and-gradient at N points: the
-    Cholesky (N^3/3), the inverse from it for the gradient (two triangular
-    solves with N right-hand sides, 2 N^3) and the kernel matrix and its
-    gradient (~20 N^2)."""
-    return n ** 3 / 3.0 + 2.0 * n ** 3 + 20.0 * n ** 2
+def flops_per_value(n: int) -> float:
+    """Floating-point operations of one likelihood value at N points: the
+    Cholesky (N^3/3) and the kernel matrix (~10 N^2)."""
+    return n ** 3 / 3.0 + 10.0 * n ** 2
+
+
+def flops_per_newton_evaluation(n: int, n_params: int) -> float:
+    """... and of value, gradient and Hessian: the Cholesky, the inverse
+    (two triangular solves with N right-hand sides, 2 N^3), one matrix
+    product per kernel parameter (2 N^3 each) and ~40 N^2 elementwise."""
+    return n ** 3 / 3.0 + 2.0 * n ** 3 + 2.0 * (n_params - 1) * n ** 3 + 40.0 * n ** 2
 
 
 def _padded_length(n: int) -> int:
@@ -301,13 +300,13 @@ class _StandardisedBatch:
             t[b, ts.size:] = ts[-1]
         self.t, self.y, self.mask = (np.tile(a, (restarts, 1)) for a in (t, y, mask))
 
-    def result(self, b: int, out: dict, kernel: str) -> FitResult:
+    def result(self, b: int, out: dict, kernel) -> FitResult:
         """FitResult of series b, from its best restart, in the caller's units."""
         series = self.batch[b]
         members = b + len(self.batch) * np.arange(self.restarts)
         nll = out["nll"][members]
         if not np.isfinite(nll).any():
-            return FitResult(str(series.series_id), FAILED, kernel, series.n_points,
+            return FitResult(str(series.series_id), FAILED, kernel.name, series.n_points,
                              error="likelihood is not finite at any start (covariance "
                                    "not positive definite even with jitter "
                                    f"{out['jitter'][b]:g}); check the series for "
@@ -315,20 +314,25 @@ class _StandardisedBatch:
         m = members[np.nanargmin(np.where(np.isfinite(nll), nll, np.nan))]
         sd, span = self.y_scale[b], self.span[b]
         scale2 = out["scale2"][m]
+        shape = dict(zip(kernel.parameters, out["params"][m]))
+        for name in kernel.time_parameters:
+            shape[name] *= span
         fitted = dict(
             mean=self.y_mean[b] + sd * out["mean"][m],
             amplitude=sd * np.sqrt(scale2),
-            # ExpSinSquared's length scale is unitless (relative to the sine).
-            length_scale=out["length_scale"][m] * (1.0 if kernel == "periodic" else span),
-            period=out["period"][m] * span if kernel == "periodic" else None,
+            length_scale=shape["length_scale"],
+            period=shape.get("period"),
             noise_variance=sd * sd * scale2 * out["noise_ratio"][m],
             # Standardising y by sd divides the density by sd^n.
             nll=out["nll"][m] + series.n_points * np.log(sd),
         )
         if not all(np.isfinite(v) for v in fitted.values() if v is not None):
-            return FitResult(str(series.series_id), FAILED, kernel, series.n_points,
+            return FitResult(str(series.series_id), FAILED, kernel.name, series.n_points,
                              error=f"fit gave non-finite parameters {fitted}; check the "
                                    "series for extreme values")
-        return FitResult(str(series.series_id), OK, kernel, series.n_points,
-                         converged=bool(out["converged"][m]),
+        status = int(out["status"][m])
+        return FitResult(str(series.series_id), OK, kernel.name, series.n_points,
+                         converged=status == newton.CONVERGED,
+                         stop_reason=newton.STOP_REASONS[status],
+                         at_bound=bool(out["at_bound"][m]),
                          iterations=int(out["iterations"][m]), **fitted)

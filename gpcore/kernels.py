@@ -1,39 +1,156 @@
-"""Unit-amplitude covariance functions, by name.
+"""The kernels gpcore fits, each described once: name, shape parameters,
+their units, the covariance matrix and its derivatives.
 
-The amplitude is profiled out of the likelihood (see likelihood.py), so every
-kernel here has amplitude 1; its other parameters are batch vectors [C].
+Every kernel here has unit amplitude: the amplitude is profiled out of the
+likelihood (see likelihood.py). Matrices are functions of the distance
+|t_i - t_j|, computed directly from the times (never as x^2 + y^2 - 2xy,
+which loses all precision for times such as Unix seconds). Parameters are
+TFP's (tfp.math.psd_kernels): `periodic` is ExpSinSquared, whose length
+scale is unitless (relative to the sine's argument).
+
+Derivatives are with respect to the log of each shape parameter, the
+coordinates the optimiser searches; the fitter's Newton steps need the
+first and second derivatives of the matrix (docs/design.md, "The fitter").
+TensorFlow is imported only when a matrix is first built.
 """
 from __future__ import annotations
 
-import tensorflow as tf
-import tensorflow_probability as tfp
+import dataclasses
+import math
 
-psd = tfp.math.psd_kernels
+SQRT3, SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
 
 
-def unit_kernel(kernel: str, length_scale: tf.Tensor, period: tf.Tensor | None = None):
-    """A PositiveSemidefiniteKernel with batch shape [C] and amplitude 1.
+def _tf():
+    import tensorflow as tf  # lazily: the table itself is cheap to import
+    return tf
 
-    Args:
-      kernel: "rbf", "matern32", "matern52" or "periodic".
-      length_scale: [C] length scales, in the units of t (for "periodic", in
-        the units of the sine argument, as tfp's ExpSinSquared defines it).
-      period: [C] periods in the units of t; only for "periodic".
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    """A unit-amplitude stationary kernel.
+
+    Attributes:
+      name: as given to FitConfig and written to the output's `kernel`.
+      parameters: its shape parameters, in the optimiser's order.
+      time_parameters: those measured in units of t (scaled with t); the
+        others are unitless.
     """
-    one = tf.ones([], dtype=length_scale.dtype)
-    if kernel == "rbf":
-        return psd.ExponentiatedQuadratic(amplitude=one, length_scale=length_scale)
-    if kernel == "matern32":
-        return psd.MaternThreeHalves(amplitude=one, length_scale=length_scale)
-    if kernel == "matern52":
-        return psd.MaternFiveHalves(amplitude=one, length_scale=length_scale)
-    if kernel == "periodic":
-        return psd.ExpSinSquared(amplitude=one, length_scale=length_scale, period=period)
-    raise ValueError(f"unknown kernel {kernel!r}")
+
+    name: str
+    parameters: tuple[str, ...]
+    time_parameters: tuple[str, ...]
+
+    @property
+    def has_period(self) -> bool:
+        return "period" in self.parameters
+
+    def matrix(self, distance, params):
+        """[..., N, M] covariances at distances |t_i - t_j| [..., N, M], for
+        parameters params (list of [...] tensors, in `parameters` order)."""
+        return self.matrix_and_derivatives(distance, params, order=0)[0]
+
+    def matrix_and_derivatives(self, distance, params, order: int = 2):
+        """(K, [dK/dlog p_i], {(i, j): d2K/dlog p_i dlog p_j, i <= j}).
+
+        Args:
+          distance: [C, N, M] |t_i - t_j|. params: list of [C] tensors.
+          order: 0 (K only), 1 (and first derivatives) or 2 (and second).
+        """
+        raise NotImplementedError
 
 
-def unit_kernel_matrix(kernel: str, t: tf.Tensor, length_scale: tf.Tensor,
-                       period: tf.Tensor | None = None) -> tf.Tensor:
-    """[C, N, N] covariance of times t [C, N] under unit-amplitude kernels [C]."""
-    x = t[..., tf.newaxis]  # [C, N, 1]: one feature dimension
-    return unit_kernel(kernel, length_scale, period).matrix(x, x)
+def _scaled(distance, length_scale, factor):
+    """z = factor * d / l, with l [C] broadcast over [C, N, M]."""
+    return distance * (factor / length_scale)[:, None, None]
+
+
+class _RBF(Kernel):
+    def matrix_and_derivatives(self, distance, params, order=2):
+        tf = _tf()
+        u = 0.5 * tf.square(_scaled(distance, params[0], 1.0))  # d^2 / 2l^2
+        k = tf.exp(-u)
+        if order == 0:
+            return k, [], {}
+        dk = 2.0 * u * k  # dk/dlog l
+        if order == 1:
+            return k, [dk], {}
+        return k, [dk], {(0, 0): dk * (2.0 * u - 2.0)}
+
+
+class _Matern(Kernel):
+    """Matern 3/2 (nu=1.5) and 5/2 (nu=2.5), with z = sqrt(2 nu) d / l."""
+
+    def __init__(self, name, nu):
+        super().__init__(name, ("length_scale",), ("length_scale",))
+        object.__setattr__(self, "nu", nu)
+
+    def matrix_and_derivatives(self, distance, params, order=2):
+        tf = _tf()
+        three_halves = self.nu == 1.5
+        z = _scaled(distance, params[0], SQRT3 if three_halves else SQRT5)
+        e = tf.exp(-z)
+        z2e = z * z * e
+        if three_halves:
+            k = (1.0 + z) * e
+            dk = z2e                                   # -z dk/dz
+            d2k = (z - 2.0) * z2e
+        else:
+            k = (1.0 + z + z * z / 3.0) * e
+            dk = z2e * (1.0 + z) / 3.0
+            d2k = z2e * (z * z - 2.0 * z - 2.0) / 3.0
+        if order == 0:
+            return k, [], {}
+        if order == 1:
+            return k, [dk], {}
+        return k, [dk], {(0, 0): d2k}
+
+
+class _Periodic(Kernel):
+    """ExpSinSquared: exp(-2 sin^2(pi d / p) / l^2), l unitless."""
+
+    def matrix_and_derivatives(self, distance, params, order=2):
+        tf = _tf()
+        length_scale, period = params
+        phase = distance * (math.pi / period)[:, None, None]
+        inv_l2 = (1.0 / tf.square(length_scale))[:, None, None]
+        s = 2.0 * tf.square(tf.sin(phase)) * inv_l2   # S; k = exp(-S)
+        k = tf.exp(-s)
+        if order == 0:
+            return k, [], {}
+        # dS/dlog l = -2S; dS/dlog p = -2 phase sin(2 phase) / l^2 =: sp.
+        sin2 = tf.sin(2.0 * phase)
+        sp = -2.0 * phase * sin2 * inv_l2
+        dk_l = 2.0 * s * k
+        dk_p = -sp * k
+        if order == 1:
+            return k, [dk_l, dk_p], {}
+        dsp_p = 2.0 * phase * inv_l2 * (sin2 + 2.0 * phase * tf.cos(2.0 * phase))
+        return k, [dk_l, dk_p], {
+            (0, 0): dk_l * (2.0 * s - 2.0),
+            (0, 1): dk_p * (2.0 * s - 2.0),
+            (1, 1): k * (sp * sp - dsp_p),
+        }
+
+
+RBF = _RBF("rbf", ("length_scale",), ("length_scale",))
+MATERN32 = _Matern("matern32", 1.5)
+MATERN52 = _Matern("matern52", 2.5)
+PERIODIC = _Periodic("periodic", ("length_scale", "period"), ("period",))
+
+# Name -> kernel, in the order options and help text list them.
+TABLE = {k.name: k for k in (RBF, MATERN32, MATERN52, PERIODIC)}
+KERNELS = tuple(TABLE)
+
+
+def kernel(name: str) -> Kernel:
+    """The kernel called `name`; ValueError naming the choices otherwise."""
+    try:
+        return TABLE[name]
+    except KeyError:
+        raise ValueError(f"kernel must be one of {', '.join(KERNELS)}; got {name!r}") from None
+
+
+def distances(t1, t2):
+    """[..., N, M] |t1_i - t2_j| for times t1 [..., N], t2 [..., M]."""
+    return _tf().abs(t1[..., :, None] - t2[..., None, :])

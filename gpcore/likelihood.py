@@ -5,6 +5,13 @@ covariance are replaced by those of the identity and its value by zero, so
 it adds exactly nothing to the log-determinant or the quadratic form. The
 masked likelihood therefore equals the likelihood of the observed points
 alone, to round-off.
+
+The fitter's objective is the *profiled* likelihood: with covariance
+s^2 (K1 + r I), the maximum-likelihood constant mean (the GLS estimate) and
+scale s^2 have closed forms, so only the kernel's shape parameters and the
+noise ratio r are searched. `profiled_nll` gives its value (one Cholesky);
+`profiled_nll_newton` adds its exact gradient and Hessian in log-parameter
+coordinates (docs/design.md, "The fitter").
 """
 from __future__ import annotations
 
@@ -26,8 +33,8 @@ def masked_covariance(kmat: tf.Tensor, noise: tf.Tensor, mask: tf.Tensor) -> tf.
       [C, N, N] m m^T * (K + noise I) + diag(1 - m).
     """
     outer = mask[:, :, tf.newaxis] * mask[:, tf.newaxis, :]
-    diag = mask * noise[:, tf.newaxis] + (1.0 - mask)
-    return outer * kmat + tf.linalg.diag(diag)
+    diag = mask * (tf.linalg.diag_part(kmat) + noise[:, tf.newaxis]) + (1.0 - mask)
+    return tf.linalg.set_diag(outer * kmat, diag)
 
 
 def negative_log_likelihood(kmat, noise, y, mask, mean):
@@ -47,36 +54,12 @@ def negative_log_likelihood(kmat, noise, y, mask, mean):
     return 0.5 * (tf.reduce_sum(z * z, axis=-1) + log_det + n * LOG_2PI)
 
 
-def profiled_negative_log_likelihood(kmat_unit, noise_ratio, y, mask):
-    """Likelihood with the constant mean and the overall scale profiled out.
+def _profile(cov, y, mask):
+    """Cholesky of A = cov and the profiled nll, GLS mean and scale s^2.
 
-    With covariance s^2 (K1 + r I), the maximum-likelihood mean is the GLS
-    estimate mu = 1'A^-1 y / 1'A^-1 1 and the scale s^2 = (y-mu)'A^-1(y-mu) / n,
-    where A = K1 + r I. Both are closed forms, so the optimiser only searches
-    the kernel's shape parameters and r: fewer parameters, fewer evaluations.
-
-    Args:
-      kmat_unit: [C, N, N] unit-amplitude kernel matrix K1.
-      noise_ratio: [C] r = noise variance / kernel variance.
-      y: [C, N] values (masked entries ignored). mask: [C, N].
-    Returns:
-      (nll [C], mean [C], scale2 [C]): the profiled negative log likelihood
-      (nats) and the maximising mean and kernel variance s^2. Gradients flow
-      through nll only (mean and scale2 are reported, not differentiated).
-    """
-    return _profiled_nll_of_covariance(
-        masked_covariance(kmat_unit, noise_ratio, mask), y, mask)
-
-
-@tf.custom_gradient
-def _profiled_nll_of_covariance(cov, y, mask):
-    """Profiled nll of a [C, N, N] covariance A, with an analytic gradient.
-
-    Because mu and s^2 maximise the likelihood, d nll / dA is the partial
-    derivative at fixed mu, s^2 (envelope theorem):
-        d nll / dA = 1/2 (A^-1 - alpha alpha' / s^2),  alpha = A^-1 (y - mu).
-    Autodiff through the Cholesky costs about 8x the forward pass here;
-    this costs one Cholesky solve more.
+    With A = K1 + r I: mu = 1'A^-1 y / 1'A^-1 1, s^2 = (y-mu)'A^-1(y-mu) / n,
+    nll = n/2 (log 2 pi + log s^2 + 1) + 1/2 log|A|. Non-positive-definite
+    covariances give NaN (CPU Cholesky does not raise).
     """
     chol = tf.linalg.cholesky(cov)
     rhs = tf.stack([y * mask, mask], axis=-1)  # [C, N, 2]
@@ -90,14 +73,95 @@ def _profiled_nll_of_covariance(cov, y, mask):
     scale2 = (yy - y1 * mean) / n
     log_det = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol)), axis=-1)
     nll = 0.5 * (n * (LOG_2PI + tf.math.log(scale2) + 1.0) + log_det)
+    return chol, nll, mean, scale2
 
-    def gradient(d_nll, d_mean, d_scale2):
-        del d_mean, d_scale2  # reported only; see the docstring
-        resid = (y - mean[:, tf.newaxis]) * mask
-        alpha = tf.linalg.cholesky_solve(chol, resid[..., tf.newaxis])  # [C, N, 1]
-        eye = tf.eye(tf.shape(cov)[-1], batch_shape=tf.shape(cov)[:1], dtype=cov.dtype)
-        weights = (tf.linalg.cholesky_solve(chol, eye)
-                   - tf.matmul(alpha, alpha, transpose_b=True) / scale2[:, None, None])
-        return 0.5 * d_nll[:, None, None] * weights, None, None
 
-    return (nll, mean, scale2), gradient
+def profiled_nll(kmat_unit, noise_ratio, y, mask):
+    """The profiled negative log likelihood alone: one Cholesky, no inverse.
+
+    Args:
+      kmat_unit: [C, N, N] unit-amplitude kernel matrix K1.
+      noise_ratio: [C] r = noise variance / kernel variance.
+      y: [C, N] values (masked entries ignored). mask: [C, N].
+    Returns:
+      (nll [C], mean [C], scale2 [C]): nats, and the maximising mean and
+      kernel variance s^2.
+    """
+    _, nll, mean, scale2 = _profile(masked_covariance(kmat_unit, noise_ratio, mask), y, mask)
+    return nll, mean, scale2
+
+
+def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, mask):
+    """Profiled nll with its gradient and Hessian in (log shape, log r).
+
+    With q = min_mu (y-mu)'A^-1(y-mu), P the GLS projector (dP = -P dA P),
+    alpha = P y and A_i = dA/dtheta_i:
+        q_i  = -alpha' A_i alpha
+        q_ij = 2 alpha' A_i P A_j alpha - alpha' A_ij alpha
+        f_i  = (q_i / s^2 + tr(A^-1 A_i)) / 2
+        f_ij = (q_ij / s^2 - q_i q_j / (n s^4)
+                + tr(A^-1 A_ij) - tr(A^-1 A_i A^-1 A_j)) / 2.
+    The noise direction is A_r = r diag(m), so only kernel directions need
+    a matrix product (one GEMM each).
+
+    Args:
+      kmat: [C, N, N] unit kernel matrix K1 (unmasked; masked here).
+      dkmats: list of K kernel-parameter derivatives [C, N, N] (d/dlog p).
+      d2kmats: dict (i, j) -> [C, N, N] second derivatives, i <= j < K.
+      noise_ratio: [C] r plus any jitter (the diagonal added to K1).
+      log_noise_ratio: [C] log r, the searched coordinate (without jitter).
+      y, mask: [C, N].
+    Returns:
+      (nll [C], gradient [C, K+1], hessian [C, K+1, K+1], mean [C], scale2 [C]).
+    """
+    chol, nll, mean, scale2 = _profile(masked_covariance(kmat, noise_ratio, mask), y, mask)
+    r = tf.exp(log_noise_ratio)
+    n = tf.reduce_sum(mask, axis=-1)
+    # B = A^-1 restricted to observed points (zero rows/columns elsewhere):
+    # solving against diag(m) instead of I spares masking the derivatives.
+    b = tf.linalg.cholesky_solve(chol, tf.linalg.diag(mask))  # [C, N, N]
+    alpha = tf.linalg.matvec(b, (y - mean[:, None]) * mask)    # [C, N]
+    w = tf.linalg.matvec(b, mask)                               # A^-1 1
+    one1 = tf.reduce_sum(w * mask, axis=-1)
+
+    def project(v):  # P v = A^-1 v - A^-1 1 (1'A^-1 v) / (1'A^-1 1)
+        return tf.linalg.matvec(b, v) - w * (tf.reduce_sum(w * v, axis=-1) / one1)[:, None]
+
+    k = len(dkmats)
+    # Directions A_i alpha (masked rows: derivatives are not masked).
+    v = [mask * tf.linalg.matvec(d, alpha) for d in dkmats] + [r[:, None] * alpha]
+    pv = [project(vi) for vi in v]
+    q1 = [-tf.reduce_sum(alpha * vi, axis=-1) for vi in v]
+    trace_b = tf.linalg.trace(b)
+    ld1 = [_inner(b, d) for d in dkmats] + [r * trace_b]
+    products = [tf.matmul(b, d) for d in dkmats]  # A^-1 A_i, kernel directions
+    alpha2 = tf.reduce_sum(alpha * alpha, axis=-1)
+
+    def second(i, j):
+        q = 2.0 * tf.reduce_sum(v[i] * pv[j], axis=-1)
+        if i < k and j < k:
+            d2 = d2kmats[(i, j)]
+            q -= tf.reduce_sum(alpha * tf.linalg.matvec(d2, alpha), axis=-1)
+            ld = _inner(b, d2) - _inner(products[i], products[j], transpose=True)
+        elif i < k:  # kernel x noise: A_ir = 0
+            ld = -r * _inner(products[i], b)
+        else:  # noise x noise: A_rr = A_r
+            q -= r * alpha2
+            ld = r * trace_b - r * r * _inner(b, b)
+        return 0.5 * (q / scale2 - q1[i] * q1[j] / (n * scale2 * scale2) + ld)
+
+    p = k + 1
+    gradient = tf.stack([0.5 * (q1[i] / scale2 + ld1[i]) for i in range(p)], axis=-1)
+    rows = [[None] * p for _ in range(p)]
+    for i in range(p):
+        for j in range(i, p):
+            rows[i][j] = rows[j][i] = second(i, j)
+    hessian = tf.stack([tf.stack(row, axis=-1) for row in rows], axis=-2)
+    return nll, gradient, hessian, mean, scale2
+
+
+def _inner(a, b, transpose=False):
+    """[C] sum_ij a_ij b_ij (or b_ji with transpose): tr(a' b) or tr(a b)."""
+    if transpose:
+        b = tf.linalg.matrix_transpose(b)
+    return tf.reduce_sum(a * b, axis=[-2, -1])

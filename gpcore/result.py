@@ -7,7 +7,8 @@ from typing import Optional
 # The output contract (DESIGN.md, "Contracts"), in column order.
 OUTPUT_COLUMNS = (
     "series_id", "status", "error", "kernel", "n_points", "mean", "amplitude",
-    "length_scale", "period", "noise_variance", "nll", "converged", "iterations",
+    "length_scale", "period", "noise_variance", "nll", "converged", "stop_reason",
+    "at_bound", "iterations",
 )
 
 OK, SKIPPED, FAILED = "ok", "skipped", "failed"
@@ -21,6 +22,10 @@ class FitResult:
     and `period` are in units of t, `noise_variance` in units of y squared.
     `nll` is the negative log marginal likelihood (nats) of the observed raw
     points under these parameters. Parameters are None unless status is "ok".
+    `converged` is true only when the optimiser's tolerance was met;
+    `stop_reason` says why it stopped ("converged", "max_iterations",
+    "stalled"), and `at_bound` that some parameter ended held at a bound
+    of its search box (see gpcore/starts.py).
     """
 
     series_id: str
@@ -35,6 +40,8 @@ class FitResult:
     noise_variance: Optional[float] = None
     nll: Optional[float] = None
     converged: bool = False
+    stop_reason: Optional[str] = None
+    at_bound: bool = False
     iterations: int = 0
 
     def to_row(self) -> dict:
@@ -43,6 +50,7 @@ class FitResult:
         row["series_id"] = str(self.series_id)
         row["n_points"] = int(self.n_points)
         row["converged"] = bool(self.converged)
+        row["at_bound"] = bool(self.at_bound)
         row["iterations"] = int(self.iterations)
         for name in ("mean", "amplitude", "length_scale", "period",
                      "noise_variance", "nll"):

@@ -1,74 +1,106 @@
-"""Data-driven starting points for the optimiser, in standardised units.
+"""Where the optimiser may go and where it starts: bounds and a search grid
+per series, in standardised units (t in [0, 1], y with zero mean and unit
+variance).
 
-Good starts are the main lever on speed (DESIGN.md, "Measured"): each saved
-BFGS iteration saves a Cholesky per series. All inputs here are
-standardised: t in [0, 1], y with zero mean and unit variance.
+Real series are often bimodal in (length scale, noise ratio): a long length
+scale with high noise competes with a short one with low noise, and a
+single data-driven start lands in the wrong basin on about one series in
+eight (docs/design.md, "Measured on these machines"). So the fitter scores
+a grid over both, value only (a Cholesky each, no inverse), and starts
+Newton from the best grid point; restarts start from the best points of
+other length-scale rows. Bounds keep flat likelihoods from drifting to 0
+or infinity; they are set relative to the data's spacing and span.
 """
 from __future__ import annotations
 
 import numpy as np
 
-def length_scale_spread(restarts: int) -> np.ndarray:
-    """[R] multipliers of the first start's length scale: 1, 1/4, 4, 1/16,
-    16, ... alternately shorter and longer, so that R starts bracket the
-    data-driven one."""
-    r = np.arange(restarts)
-    return 4.0 ** (np.ceil(r / 2.0) * np.where(r % 2 == 1, -1.0, 1.0))
+# Noise-to-signal ratios r scored at every grid length scale: nearly
+# noise-free, moderate, and noise as strong as the signal.
+NOISE_GRID = (1e-3, 3e-2, 1.0)
+NOISE_BOUNDS = (1e-8, 1e6)
+# Length scales scored, log-spaced from LENGTH_GRID_SPAN[0] x the median
+# spacing to LENGTH_GRID_SPAN[1] x the span.
+LENGTH_GRID_SIZE = 5
+LENGTH_GRID_SPAN = (2.0, 2.0)
+# Length scale bounds: down to a quarter of the median spacing (and at
+# least to span/1000), up to 10 spans (beyond that RBF is a polynomial).
+LENGTH_BOUNDS = (0.25, 1e-3, 10.0)
+# ExpSinSquared's length scale is unitless (relative to the sine).
+PERIODIC_LENGTH_GRID = (0.7, 2.0)
+PERIODIC_LENGTH_BOUNDS = (1e-2, 1e2)
+PERIODS = 3            # periodogram peaks scored as candidate periods
+PERIODOGRAM_OVERSAMPLE = 4  # frequency steps per 1/span: peaks are ~1/span wide
+PERIODOGRAM_MAX_FREQUENCIES = 20000
 
 
-def starting_points(kernel: str, t: np.ndarray, y: np.ndarray, restarts: int) -> dict:
-    """Starting hyperparameters for R restarts of one standardised series.
+def grid_shape(has_period: bool) -> tuple[int, int]:
+    """(kernel-parameter rows, noise columns) of every series' grid."""
+    rows = PERIODS * len(PERIODIC_LENGTH_GRID) if has_period else LENGTH_GRID_SIZE
+    return rows, len(NOISE_GRID)
+
+
+def median_spacing(t: np.ndarray) -> float:
+    """Median positive gap between sorted times t [n] (repeats skipped)."""
+    gaps = np.diff(t)
+    gaps = gaps[gaps > 0]
+    return float(np.median(gaps)) if gaps.size else 1.0
+
+
+def bounds(has_period: bool, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lower [P], upper [P]) log bounds: kernel parameters, then log r."""
+    h = median_spacing(t)
+    if has_period:
+        lower = [PERIODIC_LENGTH_BOUNDS[0], h]
+        upper = [PERIODIC_LENGTH_BOUNDS[1], 1.0]
+    else:
+        lower = [min(LENGTH_BOUNDS[0] * h, LENGTH_BOUNDS[1])]
+        upper = [LENGTH_BOUNDS[2]]
+    return (np.log(lower + [NOISE_BOUNDS[0]]), np.log(upper + [NOISE_BOUNDS[1]]))
+
+
+def search_grid(has_period: bool, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(kernel rows [G1, K], noise columns [G2]), both log, for one series.
 
     Args:
-      kernel: kernel name. t: [n] sorted times in [0, 1]. y: [n] standardised.
-      restarts: R.
-    Returns:
-      dict of [R] arrays: length_scale, noise_ratio and, for "periodic", period.
+      has_period: the kernel's parameters are (length scale, period), else
+        (length scale,). t: [n] sorted times in [0, 1]. y: [n] standardised.
     """
-    noise_ratio = np.full(restarts, _noise_ratio(t, y))
-    if kernel == "periodic":
-        periods = _periodogram_peaks(t, y, restarts)
-        period = periods[np.arange(restarts) % periods.size]
-        # ExpSinSquared's length scale is relative to the sine's argument.
-        length_scale = 1.0 * length_scale_spread(restarts) ** 0.5
-        return {"length_scale": length_scale, "noise_ratio": noise_ratio,
-                "period": period}
-    length_scale = _length_scale(t, y) * length_scale_spread(restarts)
-    return {"length_scale": length_scale, "noise_ratio": noise_ratio}
+    noise = np.log(NOISE_GRID)
+    if has_period:
+        periods = periodogram_peaks(t, y, PERIODS)
+        periods = periods[np.arange(PERIODS) % periods.size]
+        rows = [(np.log(l), np.log(p)) for p in periods for l in PERIODIC_LENGTH_GRID]
+        return np.array(rows), noise
+    h = median_spacing(t)
+    lo = max(LENGTH_GRID_SPAN[0] * h, min(LENGTH_BOUNDS[0] * h, LENGTH_BOUNDS[1]))
+    rows = np.linspace(np.log(lo), np.log(LENGTH_GRID_SPAN[1]), LENGTH_GRID_SIZE)
+    return rows[:, None], noise
 
 
-def _length_scale(t: np.ndarray, y: np.ndarray) -> float:
-    """From the rate of mean crossings: a stationary RBF process crosses its
-    mean 1 / (pi * l) times per unit time. Noise adds crossings, so smooth
-    with a 3-point running mean first."""
-    smooth = np.convolve(y, np.ones(3) / 3.0, mode="same") if y.size >= 5 else y
-    crossings = np.count_nonzero(np.diff(np.signbit(smooth)))
-    spacing = np.median(np.diff(t)) if t.size > 1 else 1.0
-    return float(np.clip(1.0 / (np.pi * max(crossings, 1)), max(spacing, 1e-3), 1.0))
+def periodogram_peaks(t: np.ndarray, y: np.ndarray, count: int) -> np.ndarray:
+    """[<=count] periods (units of t) at the highest periodogram peaks.
 
-
-def _noise_ratio(t: np.ndarray, y: np.ndarray) -> float:
-    """Noise variance / signal variance, from successive differences: for a
-    smooth signal sampled densely, half the mean squared difference is the
-    noise variance (y has unit variance)."""
-    if y.size < 3:
-        return 0.1
-    noise = 0.5 * float(np.mean(np.diff(y) ** 2))
-    return float(np.clip(noise / max(1.0 - noise, 0.05), 1e-3, 1.0))
-
-
-def _periodogram_peaks(t: np.ndarray, y: np.ndarray, count: int) -> np.ndarray:
-    """[<=count] periods (units of t) at the highest peaks of the periodogram,
-    searched from 2 cycles per span up to half the mean sampling rate."""
+    Frequencies run from 1 cycle per span up to half the mean sampling rate
+    in steps of 1/(PERIODOGRAM_OVERSAMPLE x span): a peak is about 1/span
+    wide, so a coarser grid misses the true period's basin on long series.
+    """
     n = y.size
-    f_max = max(2.0, 0.5 * (n - 1))
-    freqs = np.linspace(1.0, f_max, int(min(400, 4 * f_max)))
-    phase = 2.0 * np.pi * freqs[:, None] * t[None, :]
-    power = (np.cos(phase) @ y) ** 2 + (np.sin(phase) @ y) ** 2
-    is_peak = np.r_[power[0] > power[1], (power[1:-1] > power[:-2]) & (power[1:-1] >= power[2:]),
+    span = max(float(t[-1] - t[0]), 1e-300)
+    f_max = max(2.0, 0.5 * (n - 1)) / span
+    step = 1.0 / (PERIODOGRAM_OVERSAMPLE * span)
+    count_f = int(min(PERIODOGRAM_MAX_FREQUENCIES, max(8, (f_max - 1.0 / span) / step)))
+    freqs = np.linspace(1.0 / span, f_max, count_f)
+    power = np.empty(freqs.size)
+    # In blocks: [F, n] phases for a 4,000-point series would take ~1 GB at once.
+    for start in range(0, freqs.size, 512):
+        phase = 2.0 * np.pi * freqs[start:start + 512, None] * t[None, :]
+        power[start:start + 512] = (np.cos(phase) @ y) ** 2 + (np.sin(phase) @ y) ** 2
+    is_peak = np.r_[power[0] > power[1],
+                    (power[1:-1] > power[:-2]) & (power[1:-1] >= power[2:]),
                     power[-1] > power[-2]]
     peaks = np.flatnonzero(is_peak)
     if peaks.size == 0:
-        return np.array([0.5])
+        return np.array([0.5 * span])
     best = peaks[np.argsort(power[peaks])[::-1][:count]]
     return 1.0 / freqs[best]

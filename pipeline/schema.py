@@ -30,5 +30,9 @@ OUTPUT_SCHEMA = pa.schema([
     _field("nll", pa.float64(), True,
            "negative log marginal likelihood of the observed points (nats)"),
     _field("converged", pa.bool_(), False, "the optimiser met its tolerance"),
+    _field("stop_reason", pa.string(), True,
+           "why the optimiser stopped: converged, max_iterations or stalled; null if not ok"),
+    _field("at_bound", pa.bool_(), False,
+           "a parameter ended at a bound of its search range (see docs/design.md)"),
     _field("iterations", pa.int64(), False, "optimiser iterations"),
 ])
