@@ -106,8 +106,8 @@ class GPFitter(tf.Module):
         kernel row (ranked by their best noise column): restarts of one
         series start in different length-scale rows.
         """
-        distance = distances(t, t)  # [C, N, N], fixed for the batch
-        start, grid_values = self._grid_start(distance, y, mask, kernel_grid, noise_grid, rank)
+        feature = self.kernel.feature(distances(t, t))  # [C, N, N], fixed for the batch
+        start, grid_values = self._grid_start(feature, y, mask, kernel_grid, noise_grid, rank)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(start[:, i])
         position = tf.stack([tv.trainable_variables[0] for tv in self.parameters], axis=-1)
@@ -115,7 +115,7 @@ class GPFitter(tf.Module):
         def evaluate(x, members):
             everyone = tf.equal(tf.shape(members)[0], tf.shape(t)[0])
             take = lambda v: tf.cond(everyone, lambda: v, lambda: tf.gather(v, members))
-            return self._newton_terms(x, take(distance), take(y), take(mask))
+            return self._newton_terms(x, take(feature), take(y), take(mask))
 
         result = newton.minimize(evaluate, position, lower, upper,
                                  self.config.max_iterations, self.config.tolerance)
@@ -133,14 +133,14 @@ class GPFitter(tf.Module):
                                        axis=[-2, -1]),
         }
 
-    def _grid_start(self, distance, y, mask, kernel_grid, noise_grid, rank):
+    def _grid_start(self, feature, y, mask, kernel_grid, noise_grid, rank):
         """Scores every grid point, value only; returns the start [C, P] and
         the values [C, G1, G2] (NaN where the covariance is not PD)."""
         rows, columns = kernel_grid.shape[1], noise_grid.shape[1]
         values = []
         for i in range(rows):
             shape = tf.exp(kernel_grid[:, i])
-            kmat = self.kernel.matrix(distance, tf.unstack(shape, axis=-1))
+            kmat = self.kernel.matrix(feature, tf.unstack(shape, axis=-1))
             values.append(tf.stack([
                 likelihood.profiled_nll(kmat, tf.exp(noise_grid[:, j]) + self.jitter, y, mask)[0]
                 for j in range(columns)], axis=-1))
@@ -154,10 +154,10 @@ class GPFitter(tf.Module):
                            tf.gather(noise_grid, column, batch_dims=1)[:, None]], axis=-1)
         return start, values
 
-    def _newton_terms(self, x, distance, y, mask):
+    def _newton_terms(self, x, feature, y, mask):
         """Profiled nll, gradient and Hessian at log parameters x [M, P]."""
         shape = tf.unstack(tf.exp(x[:, :-1]), axis=-1)
-        kmat, first, second = self.kernel.matrix_and_derivatives(distance, shape)
+        kmat, first, second = self.kernel.matrix_and_derivatives(feature, shape)
         nll, gradient, hessian, mean, scale2 = likelihood.profiled_nll_newton(
             kmat, first, second, tf.exp(x[:, -1]) + self.jitter, x[:, -1], y, mask)
         return nll, gradient, hessian, {"mean": mean, "scale2": scale2}

@@ -45,16 +45,22 @@ class Kernel:
     def has_period(self) -> bool:
         return "period" in self.parameters
 
-    def matrix(self, distance, params):
-        """[..., N, M] covariances at distances |t_i - t_j| [..., N, M], for
-        parameters params (list of [...] tensors, in `parameters` order)."""
-        return self.matrix_and_derivatives(distance, params, order=0)[0]
+    def feature(self, distance):
+        """What the matrix is computed from, per batch: the distance
+        |t_i - t_j| [C, N, M] itself, or a function of it that spares
+        elementwise passes in every evaluation."""
+        return distance
 
-    def matrix_and_derivatives(self, distance, params, order: int = 2):
+    def matrix(self, feature, params):
+        """[C, N, M] covariances from `feature(distance)`, for parameters
+        params (list of [C] tensors, in `parameters` order)."""
+        return self.matrix_and_derivatives(feature, params, order=0)[0]
+
+    def matrix_and_derivatives(self, feature, params, order: int = 2):
         """(K, [dK/dlog p_i], {(i, j): d2K/dlog p_i dlog p_j, i <= j}).
 
         Args:
-          distance: [C, N, M] |t_i - t_j|. params: list of [C] tensors.
+          feature: [C, N, M] from `feature`. params: list of [C] tensors.
           order: 0 (K only), 1 (and first derivatives) or 2 (and second).
         """
         raise NotImplementedError
@@ -66,16 +72,20 @@ def _scaled(distance, length_scale, factor):
 
 
 class _RBF(Kernel):
-    def matrix_and_derivatives(self, distance, params, order=2):
+    def feature(self, distance):
+        return -0.5 * _tf().square(distance)  # -d^2 / 2
+
+    def matrix_and_derivatives(self, feature, params, order=2):
         tf = _tf()
-        u = 0.5 * tf.square(_scaled(distance, params[0], 1.0))  # d^2 / 2l^2
-        k = tf.exp(-u)
+        inv_l2 = 1.0 / tf.square(params[0])[:, None, None]
+        k = tf.exp(feature * inv_l2)  # exp(-u), u = d^2 / 2l^2
         if order == 0:
             return k, [], {}
-        dk = 2.0 * u * k  # dk/dlog l
+        two_u = feature * (-2.0 * inv_l2)
+        dk = two_u * k  # dk/dlog l = 2u k
         if order == 1:
             return k, [dk], {}
-        return k, [dk], {(0, 0): dk * (2.0 * u - 2.0)}
+        return k, [dk], {(0, 0): dk * (two_u - 2.0)}
 
 
 class _Matern(Kernel):

@@ -120,17 +120,16 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
     # B = A^-1 restricted to observed points (zero rows/columns elsewhere):
     # solving against diag(m) instead of I spares masking the derivatives.
     b = tf.linalg.cholesky_solve(chol, tf.linalg.diag(mask))  # [C, N, N]
-    alpha = tf.linalg.matvec(b, (y - mean[:, None]) * mask)    # [C, N]
-    w = tf.linalg.matvec(b, mask)                               # A^-1 1
+    # alpha = A^-1 (y - mu), w = A^-1 1: one pass over b for both.
+    alpha, w = tf.unstack(tf.matmul(b, tf.stack([(y - mean[:, None]) * mask, mask], axis=-1)),
+                          axis=-1)
     one1 = tf.reduce_sum(w * mask, axis=-1)
-
-    def project(v):  # P v = A^-1 v - A^-1 1 (1'A^-1 v) / (1'A^-1 1)
-        return tf.linalg.matvec(b, v) - w * (tf.reduce_sum(w * v, axis=-1) / one1)[:, None]
-
     k = len(dkmats)
     # Directions A_i alpha (masked rows: derivatives are not masked).
     v = [mask * tf.linalg.matvec(d, alpha) for d in dkmats] + [r[:, None] * alpha]
-    pv = [project(vi) for vi in v]
+    # P v = A^-1 v - A^-1 1 (1'A^-1 v) / (1'A^-1 1), all directions in one pass.
+    pv = tf.unstack(tf.matmul(b, tf.stack(v, axis=-1)), axis=-1)
+    pv = [p - w * (tf.reduce_sum(w * vi, axis=-1) / one1)[:, None] for p, vi in zip(pv, v)]
     q1 = [-tf.reduce_sum(alpha * vi, axis=-1) for vi in v]
     trace_b = tf.linalg.trace(b)
     ld1 = [_inner(b, d) for d in dkmats] + [r * trace_b]
