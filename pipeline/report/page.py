@@ -7,6 +7,7 @@ import html
 import struct
 from typing import Optional, Sequence
 
+from gpcore.result import OK
 from pipeline.report.summary import Reason
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -78,7 +79,7 @@ def render(page: Page) -> str:
         out.append(f"<tr><td>{e(status)}</td><td class=n>{count:,}</td>"
                    f"<td class=n>{_share(count, page.rows)}</td></tr>")
     out.append(f"<tr><th>total</th><th class=n>{page.rows:,}</th><th></th></tr></table>")
-    ok = dict(page.status_counts).get("ok", 0)
+    ok = dict(page.status_counts).get(OK, 0)
     kernels = ", ".join(f"{e(str(k))} ({n:,})" for k, n in page.kernels)
     out.append(f'<p class="meta">{page.converged:,} of {ok:,} fitted series converged '
                f"before the iteration limit · kernel: {kernels or 'none'}</p>")

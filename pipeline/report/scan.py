@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from pipeline.errors import UsageError
-from pipeline.inputs import Columns, InputSpec, inspect
+from pipeline.io.errors import UsageError
+from pipeline.io.inputs import Columns, InputSpec, inspect
 from pipeline.report import params as params_io
 from pipeline.report.sample import Sampler
 from pipeline.report.summary import Tally

@@ -29,7 +29,7 @@ INPUT = f"gs://{BUCKET}/series/date={RUN_DATE}/*.parquet"
 OUTPUT = f"gs://{BUCKET}/gp-params/run_date={RUN_DATE}/"
 STEPS = ["ReadSeries", "FitSeries", "AllRows", "CountStatus", "WriteParams", "WriteManifest"]
 
-# The worker options README.md recommends; they must reach the job.
+# The worker options docs/dataflow.md recommends; they must reach the job.
 WORKER_OPTIONS = ["--machine_type=n2-standard-4", "--max_num_workers=50",
                   "--number_of_worker_harness_threads=4", "--experiments=use_runner_v2"]
 
@@ -212,7 +212,7 @@ def test_template_stages_the_pipeline_proto(template):
 
 
 def test_dry_run_refuses_what_it_cannot_prove(dry_run_module):
-    from pipeline.errors import UsageError
+    from pipeline.io.errors import UsageError
 
     with pytest.raises(UsageError, match="DataflowRunner"):
         dry_run_module.dry_run([f"--input={INPUT}", f"--output={OUTPUT}",
