@@ -137,6 +137,7 @@ class Progress:
         return (f"gpfit progress: {self.done} series fitted in process {os.getpid()} "
                 f"in {now - self._start:.0f} s ({rate:.1f} series/s)")
 
+
 # ---- log lines -------------------------------------------------------------------
 # Worker processes of the local runner send their log records to the runner,
 # which logs each as 'Worker: <protobuf text>' at INFO. Those lines are cut

@@ -47,7 +47,7 @@ class RunRecord:
       kernel: the kernel fitted.
       max_failure_fraction: above this failed fraction the run writes
         _FAILED.json instead of _SUCCESS.json.
-      time_units: "days", "as given", or NOT_INSPECTED.
+      time_units: inputs.DAYS, inputs.AS_GIVEN, or NOT_INSPECTED.
       input: {"pattern", "files", "layout", "rows"}: input_record(spec).
       options: the options recorded (pipeline.options.recorded).
       started_at: when the run was started, seconds since the epoch (UTC).

@@ -8,6 +8,7 @@ import struct
 from typing import Optional, Sequence
 
 from gpcore.result import OK
+from pipeline.io.inputs import AS_GIVEN, DAYS
 from pipeline.report.summary import Reason
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -58,7 +59,7 @@ class Page:
     histograms_png: Optional[bytes]
     cards: Sequence[Card]
     warnings: Sequence[str] = ()
-    time_units: str = "as given"
+    time_units: str = AS_GIVEN
 
 
 def render(page: Page) -> str:
@@ -140,5 +141,5 @@ def _share(count: int, total: int) -> str:
 
 
 def _units(time_units: str) -> str:
-    return "days (dates and timestamps as days since 1970-01-01)" if time_units == "days" \
+    return "days (dates and timestamps as days since 1970-01-01)" if time_units == DAYS \
         else "the units of t"
