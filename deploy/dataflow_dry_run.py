@@ -58,6 +58,7 @@ def no_network() -> Iterator[list[NetworkAttempt]]:
     still fails the check: the block raises NetworkUsed on exit if any were
     recorded. Unix-domain sockets are allowed.
     """
+    _install_hook()
     attempts: list[NetworkAttempt] = []
     _GUARD.append(attempts)
     try:
@@ -161,7 +162,6 @@ def dry_run(argv: list[str]):
     if runner not in (None, "DataflowRunner"):
         raise UsageError(f"a Dataflow dry run needs --runner DataflowRunner; got {runner}")
     argv = with_defaults(argv) + ["--dry_run=True", "--no_auth"]
-    _install_hook()
     with no_network():
         pipeline = build_pipeline(argv)
         result = pipeline.run()

@@ -110,7 +110,6 @@ def test_dry_run_submits_nothing(dry_job):
 
 
 def test_network_guard_refuses_and_reports(dry_run_module):
-    dry_run_module._install_hook()
     with pytest.raises(dry_run_module.NetworkUsed):
         with dry_run_module.no_network():
             socket.getaddrinfo("dataflow.googleapis.com", 443)
@@ -172,7 +171,6 @@ def template(tmp_path_factory, dry_run_module):
             f"--staging_location={root / 'staging'}", f"--temp_location={root / 'temp'}",
             f"--setup_file={REPO / 'setup.py'}", f"--sdk_container_image={IMAGE}",
             *WORKER_OPTIONS]
-    dry_run_module._install_hook()
     with dry_run_module.no_network():
         result = dry_run_module.build_pipeline(argv).run()
     assert not result.has_job  # written, not submitted

@@ -127,7 +127,6 @@ def test_flex_launch_builds_the_job_and_exits_0(tmp_path, dry_run_module, capsys
             f"--template_location={tmp_path / 'job_object'}",
             f"--staging_location={tmp_path / 'staging'}",
             f"--temp_location={tmp_path / 'temp'}", f"--sdk_container_image={IMAGE}"]
-    dry_run_module._install_hook()
     with dry_run_module.no_network():
         code = cli.run(argv)
     assert (tmp_path / "job_object").is_file()
@@ -151,7 +150,6 @@ def test_gpfit_dry_run_builds_the_dataflow_job_offline(dry_run_module, capsys):
             "--runner=DataflowRunner", f"--project={PROJECT}", f"--region={REGION}",
             "--temp_location=gs://gpfit-offline-test-bucket/dataflow/temp",
             f"--sdk_container_image={IMAGE}", "--dry_run=True", "--no_auth"]
-    dry_run_module._install_hook()
     with dry_run_module.no_network():
         code = cli.run(argv)
     out, err = capsys.readouterr()
