@@ -34,7 +34,7 @@ class Columns:
 
 @dataclasses.dataclass(frozen=True)
 class InputSpec:
-    """A checked input.
+    """An input: checked by inspect(), or only its pattern (uninspected()).
 
     Attributes:
       pattern: as given by the user.

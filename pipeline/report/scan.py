@@ -2,7 +2,7 @@
 
 Everything a user can get wrong is found here, before TensorFlow and
 matplotlib are loaded and before anything is drawn or written: the input
-(pipeline.inputs.inspect), the params folder, and --series ids that are
+(pipeline.io.inputs.inspect), the params folder, and --series ids that are
 not in the params. The one pass counts (summary.Tally) and samples
 (sample.Sampler) at the same time.
 """
