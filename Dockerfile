@@ -2,7 +2,7 @@
 #   - the Dataflow worker SDK container (--sdk_container_image), and
 #   - the Flex Template launcher image (gcloud dataflow flex-template build --image),
 # so a job is built and run by exactly the same code and dependencies.
-# Build, push and use it: README.md, "Run on Dataflow". Docker is not needed
+# Build, push and use it: docs/dataflow.md. Docker is not needed
 # for tests: tests/deploy/test_dockerfile.py checks this file statically.
 
 # Stage 1: Google's Flex Template launcher image, used only as the source of
@@ -49,8 +49,8 @@ ENV FLEX_TEMPLATE_PYTHON_PY_FILE=/template/main.py
 
 # Dataflow starts one SDK worker process per vCPU, so each process gets one
 # TensorFlow intra-op thread, one inter-op thread and one BLAS thread:
-# small GP matrices are slower with oversubscribed thread pools (DESIGN.md,
-# "Measured"). pipeline/workers.py reads the TF values from here.
+# small GP matrices are slower with oversubscribed thread pools (docs/design.md,
+# "Measured facts"). pipeline/runtime.py reads the TF values from here.
 ENV TF_NUM_INTRAOP_THREADS=1 \
     TF_NUM_INTEROP_THREADS=1 \
     OPENBLAS_NUM_THREADS=1

@@ -19,6 +19,7 @@ run; the CLI's up-front input and output checks are not part of this proof.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import os
@@ -57,6 +58,7 @@ def no_network() -> Iterator[list[NetworkAttempt]]:
     still fails the check: the block raises NetworkUsed on exit if any were
     recorded. Unix-domain sockets are allowed.
     """
+    _install_hook()
     attempts: list[NetworkAttempt] = []
     _GUARD.append(attempts)
     try:
@@ -96,32 +98,35 @@ def _install_hook() -> None:
         _HOOKED = True
 
 
-def _has_flag(argv: list[str], name: str) -> bool:
-    return any(a == f"--{name}" or a.startswith(f"--{name}=") for a in argv)
-
-
-def _flag_value(argv: list[str], name: str) -> Optional[str]:
-    for i, arg in enumerate(argv):
-        if arg.startswith(f"--{name}="):
-            return arg.split("=", 1)[1]
-        if arg == f"--{name}" and i + 1 < len(argv):
-            return argv[i + 1]
-    return None
+def parser() -> argparse.ArgumentParser:
+    """The options this script looks at; all others (gpfit's and Beam's) pass
+    through to gpfit untouched (parse_known_args)."""
+    p = argparse.ArgumentParser(
+        prog="dataflow_dry_run.py", allow_abbrev=False,
+        usage="python deploy/dataflow_dry_run.py --input PATTERN --output gs://... "
+              "[gpfit and Beam options]",
+        description="Build gpfit's Dataflow job offline, without submitting it.")
+    for name in ("runner", "output", "project", "region", "temp_location", "setup_file",
+                 "sdk_container_image"):
+        # nargs="?": a flag given without a value is passed on for gpfit to refuse.
+        p.add_argument(f"--{name}", nargs="?", const="", metavar=name.upper())
+    return p
 
 
 def with_defaults(argv: list[str]) -> list[str]:
     """argv plus what a Dataflow dry run needs and the user left out."""
     argv = list(argv)
-    if not _has_flag(argv, "runner"):
+    given, _ = parser().parse_known_args(argv)
+    if given.runner is None:
         argv.append("--runner=DataflowRunner")
     for name, value in _DEFAULTS.items():
-        if not _has_flag(argv, name):
+        if getattr(given, name) is None:
             argv.append(f"--{name}={value}")
-    output = _flag_value(argv, "output") or ""
-    if not _has_flag(argv, "temp_location") and output.startswith("gs://"):
+    output = given.output or ""
+    if given.temp_location is None and output.startswith("gs://"):
         bucket = output[len("gs://"):].split("/", 1)[0]
         argv.append(f"--temp_location=gs://{bucket}/dataflow/temp")
-    if not _has_flag(argv, "setup_file") and not _has_flag(argv, "sdk_container_image"):
+    if given.setup_file is None and given.sdk_container_image is None:
         argv.append(f"--setup_file={SETUP_FILE}")
     return argv
 
@@ -135,7 +140,7 @@ def build_pipeline(argv: list[str]):
     pattern itself.
 
     Raises:
-      pipeline.errors.UsageError: a bad option, as `gpfit` would report it.
+      pipeline.io.errors.UsageError: a bad option, as `gpfit` would report it.
     """
     from pipeline import builder
     from pipeline.options import parse_options
@@ -148,16 +153,15 @@ def dry_run(argv: list[str]):
 
     Raises:
       NetworkUsed: building the job tried to use the network.
-      pipeline.errors.UsageError: a bad option, or a runner other than Dataflow
+      pipeline.io.errors.UsageError: a bad option, or a runner other than Dataflow
         (which would run the pipeline for real).
     """
-    from pipeline.errors import UsageError
+    from pipeline.io.errors import UsageError
 
-    runner = _flag_value(argv, "runner")
+    runner = parser().parse_known_args(argv)[0].runner
     if runner not in (None, "DataflowRunner"):
         raise UsageError(f"a Dataflow dry run needs --runner DataflowRunner; got {runner}")
     argv = with_defaults(argv) + ["--dry_run=True", "--no_auth"]
-    _install_hook()
     with no_network():
         pipeline = build_pipeline(argv)
         result = pipeline.run()
@@ -209,8 +213,9 @@ def sdist_packages(path: str) -> list[str]:
 
 def main(argv: Optional[list[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser().parse_known_args(argv)  # answers --help
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from pipeline.errors import UsageError
+    from pipeline.io.errors import UsageError
 
     try:
         job = dry_run(argv)

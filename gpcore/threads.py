@@ -1,11 +1,9 @@
 """TensorFlow thread pools, set deliberately.
 
 GP matrices here are small (tens to a few thousand points); oversubscribed
-thread pools make them slower, not faster (DESIGN.md, "Measured").
+thread pools make them slower, not faster (docs/design.md, "Measured facts").
 """
 from __future__ import annotations
-
-import os
 
 
 def configure_threads(intra_op: int | None = None, inter_op: int | None = None) -> None:
@@ -13,13 +11,12 @@ def configure_threads(intra_op: int | None = None, inter_op: int | None = None) 
 
     Must run before TensorFlow starts its runtime (before the first op);
     afterwards TF refuses, and this raises RuntimeError unless the requested
-    counts are already in force. None reads TF_NUM_INTRAOP_THREADS /
-    TF_NUM_INTEROP_THREADS from the environment, else leaves TF's default.
+    counts are already in force. None leaves that count as it is. The caller
+    decides the counts (the pipeline lets TF_NUM_INTRAOP_THREADS /
+    TF_NUM_INTEROP_THREADS win: pipeline/runtime.py).
     """
     import tensorflow as tf
 
-    intra_op = intra_op if intra_op is not None else _env_int("TF_NUM_INTRAOP_THREADS")
-    inter_op = inter_op if inter_op is not None else _env_int("TF_NUM_INTEROP_THREADS")
     for value, getter, setter in (
         (intra_op, tf.config.threading.get_intra_op_parallelism_threads,
          tf.config.threading.set_intra_op_parallelism_threads),
@@ -34,8 +31,3 @@ def configure_threads(intra_op: int | None = None, inter_op: int | None = None) 
             raise RuntimeError(
                 "TensorFlow thread counts must be set before TensorFlow runs its "
                 f"first op (wanted {value}, in force {getter()})") from err
-
-
-def _env_int(name: str) -> int | None:
-    value = os.environ.get(name)
-    return int(value) if value else None

@@ -15,13 +15,12 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline import inputs, manifest, outputs, runner, workers
-from pipeline.errors import UsageError
-from pipeline.inputs import Columns, InputSpec
-from pipeline.options import GPFitOptions, check
-
-# layout and time_units of an input that was not inspected (an offline dry run).
-NOT_INSPECTED = "not inspected"
+from gpcore.config import FitConfig
+from pipeline import runtime
+from pipeline.io import inputs, manifest, outputs
+from pipeline.io.errors import UsageError
+from pipeline.io.inputs import Columns, InputSpec
+from pipeline.options import GPFitOptions, check, recorded
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +48,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
 
     Args:
       options: gpfit's and Beam's options. The runner is gpfit's local
-        FnApiRunner for local runs (pipeline.runner), else the one named.
+        FnApiRunner for local runs (pipeline.runtime), else the one named.
       check_paths: inspect the input (list the files, read every footer) and
         check the output folder, as `gpfit` does before any work; on gs://
         this needs the network. False for an offline dry run: the job then
@@ -60,8 +59,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
 
     Raises:
       UsageError: a bad option, unusable input or an unsafe output folder,
-        in one line for stderr. All but a bad fitter option (FitConfig's
-        checks) are found before TensorFlow loads.
+        in one line for stderr, found before TensorFlow loads.
     """
     gp = options.view_as(GPFitOptions)
     check(gp)
@@ -70,44 +68,41 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
         spec = inputs.inspect(gp.input, columns)
         previous = tuple(outputs.check_output(gp.output, spec.files))
     else:
-        spec = uninspected(gp.input, columns)
+        spec = inputs.uninspected(gp.input, columns)
         previous = ()
     config = fit_config(gp)
-    record = manifest.RunRecord(
-        output=gp.output, kernel=config.kernel, max_failure_fraction=gp.max_failure_fraction,
-        time_units=spec.time_units, input=input_record(spec),
-        options=manifest.recorded_options(options),
-        started_at=time.time() if started_at is None else started_at)
-    pipeline = beam.Pipeline(runner=runner.local_runner(options), options=options)
-    build(pipeline, spec, config, gp.output, workers.processes_per_machine(options), record)
+    record = manifest.run_record(
+        spec, gp.output, config.kernel, gp.max_failure_fraction, recorded(options),
+        time.time() if started_at is None else started_at)
+    pipeline = beam.Pipeline(runner=runtime.local_runner(options), options=options)
+    build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record)
     return Built(pipeline, gp, spec, previous)
 
 
-def build(pipeline: beam.Pipeline, spec: InputSpec, config, output: str,
+def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: str,
           processes_per_machine: Optional[int],
           record: Optional[manifest.RunRecord] = None) -> None:
     """Adds gpfit's steps to `pipeline`.
 
     Args:
-      spec: the checked input (inputs.inspect), or uninspected(...).
-      config: the fitter's configuration (gpcore.FitConfig).
+      spec: the checked input (inputs.inspect), or inputs.uninspected(...).
+      config: the fitter's configuration.
       output: the output folder, already cleared (outputs.clear_output).
       processes_per_machine: worker processes sharing a machine's cores
-        (workers.processes_per_machine), for TF's thread pools.
+        (runtime.processes_per_machine), for TF's thread pools.
       record: what the manifest reports beyond the counts; default: the
         spec, the kernel, no options, started now, max_failure_fraction 1.
     """
-    # Loads TensorFlow (gpcore): only once the cheap checks have passed.
+    # The transforms load TensorFlow (gpcore's fitter): only once the cheap
+    # checks have passed.
     from apache_beam.io.parquetio import WriteToParquet
 
-    from pipeline.schema import OUTPUT_SCHEMA
+    from pipeline.io.schema import OUTPUT_SCHEMA
+    from pipeline.manifest_step import WriteManifest
     from pipeline.transforms import FIT_STATS, FitSeries, ReadSeries, count_status
 
     if record is None:
-        record = manifest.RunRecord(output=output, kernel=config.kernel,
-                                    max_failure_fraction=1.0, time_units=spec.time_units,
-                                    input=input_record(spec), options={},
-                                    started_at=time.time())
+        record = manifest.run_record(spec, output, config.kernel, 1.0, {}, time.time())
     read = pipeline | "ReadSeries" >> ReadSeries(spec.files, spec.columns, config.kernel)
     fitted = read.series | "FitSeries" >> FitSeries(config, processes_per_machine)
     rows = (
@@ -121,35 +116,18 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config, output: str,
         shard_name_template=outputs.SHARD_TEMPLATE)
     # Last: WriteManifest waits for `written`, the finalised shards.
     ({"rows": rows, "null_ids": read.null_ids, "fits": fitted[FIT_STATS], "written": written}
-     | "WriteManifest" >> manifest.WriteManifest(record))
+     | "WriteManifest" >> WriteManifest(record))
 
 
-def fit_config(gp: GPFitOptions):
+def fit_config(gp: GPFitOptions) -> FitConfig:
     """The fitter's configuration (gpcore.FitConfig) from gpfit's options.
 
     Raises:
       UsageError: an option FitConfig refuses (e.g. --min_points 0).
     """
-    from gpcore import FitConfig  # loads TensorFlow: only once the input is known good
-
     try:
         return FitConfig(kernel=gp.kernel, restarts=gp.restarts, min_points=gp.min_points,
                          max_points=gp.max_points, batch_size=gp.batch_size)
     except ValueError as err:
         raise UsageError(f"{err}; see gpfit --help") from err
 
-
-def uninspected(pattern: str, columns: Columns) -> InputSpec:
-    """An InputSpec holding only the --input pattern, for a build that may not
-    read the input (an offline dry run): the job's ListFiles step passes the
-    pattern on, and the reading step matches it on the workers."""
-    return InputSpec(pattern=pattern, files=(pattern,), columns=columns, layout=NOT_INSPECTED,
-                     time_units=NOT_INSPECTED, rows=0)
-
-
-def input_record(spec: InputSpec) -> dict:
-    """The manifest's "input": pattern, files, layout, rows (None when not
-    inspected)."""
-    inspected = spec.layout != NOT_INSPECTED
-    return {"pattern": spec.pattern, "files": len(spec.files) if inspected else None,
-            "layout": spec.layout, "rows": spec.rows if inspected else None}

@@ -1,6 +1,6 @@
 """The `gpfit` command: check everything, build and run the job, report.
 
-The job writes its own manifest, last (pipeline/manifest.py): _SUCCESS.json,
+The job writes its own manifest, last (pipeline/manifest_step.py): _SUCCESS.json,
 or _FAILED.json when more series failed than --max_failure_fraction allows.
 Where the runner hands back a job to wait for, gpfit waits, reads the
 manifest and reports it. Where it does not (a template, as a Flex Template
@@ -26,8 +26,9 @@ import logging  # noqa: E402  (after the environment above)
 import sys  # noqa: E402
 import time  # noqa: E402
 
-from pipeline import builder, logs, manifest, outputs  # noqa: E402
-from pipeline.errors import UsageError  # noqa: E402
+from pipeline import builder, runtime  # noqa: E402
+from pipeline.io import inputs, manifest, outputs  # noqa: E402
+from pipeline.io.errors import UsageError, first_line  # noqa: E402
 from pipeline.options import help_parser, parse_options  # noqa: E402
 
 _LOG = logging.getLogger("gpfit")
@@ -41,7 +42,7 @@ def run(argv: list[str] | None = None) -> int:
     if "-h" in argv or "--help" in argv:
         help_parser().print_help()
         return EXIT_OK
-    logs.configure()
+    runtime.configure_logs()
     started_at, started = time.time(), time.monotonic()
     try:
         options = parse_options(argv)
@@ -66,7 +67,7 @@ def run(argv: list[str] | None = None) -> int:
         name, found = manifest.read(output)
     except Exception as err:  # pylint: disable=broad-except
         _LOG.exception("gpfit: the pipeline failed")
-        print(f"gpfit: error: the pipeline failed: {_first_line(err)}", file=sys.stderr)
+        print(f"gpfit: error: the pipeline failed: {first_line(err)}", file=sys.stderr)
         return EXIT_PIPELINE_FAILED
     return _report(name, found, output, time.monotonic() - started)
 
@@ -97,9 +98,12 @@ def _prepare_output(built: builder.Built) -> None:
     """Clears the previous run's files (no stale shard or manifest survives)."""
     outputs.clear_output(built.gp.output, list(built.previous_files))
     spec = built.spec
+    if not spec.inspected:  # a build that did not read the input has nothing to say of it
+        return
     _LOG.info("gpfit: %d rows in %d file(s), %s layout, t %s -> %s", spec.rows,
               len(spec.files), spec.layout,
-              "in days" if spec.time_units == "days" else "as given", built.gp.output)
+              "in days" if spec.time_units == inputs.DAYS else inputs.AS_GIVEN,
+              built.gp.output)
 
 
 def _wait(result) -> None:
@@ -123,28 +127,23 @@ def _say_built(options, built: builder.Built, dry_run: bool) -> None:
         return
     template = options.view_as(GoogleCloudOptions).template_location
     where = f" as a template, {template}" if template else ""
-    marker = FileSystems.join(gp.output, outputs.SUCCESS)
+    marker = FileSystems.join(gp.output, outputs.SUCCESS_MARKER)
     print(f"gpfit: the job was built{where}, and is not waited for here; when it finishes, "
-          f"it writes {marker} last ({outputs.FAILED} instead if the fraction of series "
+          f"it writes {marker} last ({outputs.FAILED_MARKER} instead if the fraction of series "
           f"that failed is above {gp.max_failure_fraction:g})")
 
 
 def _report(name, found, output: str, wall_time_s: float) -> int:
     """Says how the run went, from the manifest the job wrote; -> exit code."""
     if name is None:
-        print(f"gpfit: error: the pipeline finished but wrote neither {outputs.SUCCESS} nor "
-              f"{outputs.FAILED} in {output}", file=sys.stderr)
+        print(f"gpfit: error: the pipeline finished but wrote neither {outputs.SUCCESS_MARKER} "
+              f"nor {outputs.FAILED_MARKER} in {output}", file=sys.stderr)
         return EXIT_PIPELINE_FAILED
     summary = manifest.summary(found)
-    if name == outputs.FAILED:
+    if name == outputs.FAILED_MARKER:
         print(f"gpfit: error: {summary}: failed fraction {found['failed_fraction']:.3g} is "
               f"above --max_failure_fraction {found['max_failure_fraction']:g}; see the error "
-              f"column and {outputs.FAILED} in {output}", file=sys.stderr)
+              f"column and {outputs.FAILED_MARKER} in {output}", file=sys.stderr)
         return EXIT_TOO_MANY_FAILED
     print(f"gpfit: {summary} -> {output} ({wall_time_s:.1f} s)")
     return EXIT_OK
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__

@@ -19,7 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gpcore.result import OK
 from pipeline import cli
+from pipeline.io.outputs import SUCCESS_MARKER
 
 DATA = os.path.join("demo", "data")
 SERIES = os.path.join(DATA, "series")
@@ -86,14 +88,14 @@ def report(output: str = OUTPUT, truth_path: str = TRUTH, shown: int = 8) -> str
     fitted = pq.read_table(output).to_pylist()
     with open(truth_path, newline="") as f:
         truth = {row["series_id"]: row for row in csv.DictReader(f)}
-    with open(os.path.join(output, "_SUCCESS.json")) as f:
+    with open(os.path.join(output, SUCCESS_MARKER)) as f:
         manifest = json.load(f)
     fitted.sort(key=lambda row: row["series_id"])
     lines = [f"{'series':<10} {'n':>4}  {'length scale (d)':>17}  {'amplitude':>13}  "
              f"{'noise sd':>13}  {'mean':>13}",
              f"{'':<10} {'':>4}  {'true':>8} {'fit':>8}  {'true':>6} {'fit':>6}  "
              f"{'true':>6} {'fit':>6}  {'true':>6} {'fit':>6}"]
-    ok = [row for row in fitted if row["status"] == "ok"]
+    ok = [row for row in fitted if row["status"] == OK]
     for row in ok[:shown]:
         true = truth[row["series_id"]]
         lines.append(
@@ -102,7 +104,7 @@ def report(output: str = OUTPUT, truth_path: str = TRUTH, shown: int = 8) -> str
             f"{float(true['amplitude']):>6.2f} {row['amplitude']:>6.2f}  "
             f"{np.sqrt(float(true['noise_variance'])):>6.3f} {np.sqrt(row['noise_variance']):>6.3f}  "
             f"{float(true['mean']):>6.2f} {row['mean']:>6.2f}")
-    for row in [r for r in fitted if r["status"] != "ok"][:3]:
+    for row in [r for r in fitted if r["status"] != OK][:3]:
         lines.append(f"{row['series_id']:<10} {row['n_points']:>4}  {row['status']}: {row['error']}")
     ratio = [row["length_scale"] / float(truth[row["series_id"]]["length_scale"]) for row in ok]
     counts = manifest["counts"]
@@ -113,7 +115,7 @@ def report(output: str = OUTPUT, truth_path: str = TRUTH, shown: int = 8) -> str
               f"counts: {counts['series_read']} series read, {counts['ok']} ok, "
               f"{counts['skipped']} skipped, {counts['failed']} failed, "
               f"{counts['null_ids']} rows with a null id; {manifest['wall_time_s']:.1f} s",
-              f"output: {output}/ ({', '.join(manifest['output_files'])}, _SUCCESS.json)"]
+              f"output: {output}/ ({', '.join(manifest['output_files'])}, {SUCCESS_MARKER})"]
     return "\n".join(lines)
 
 

@@ -2,8 +2,10 @@
 
 The metrics are for watching a run (Dataflow's job page, a local run's
 result). The manifest is not built from them: the job combines its counts
-from the rows it writes (pipeline/manifest.py), and FitStats carries the
-fitter's figures there as ordinary pipeline elements.
+from the rows it writes (pipeline/manifest_step.py), and FitStats carries
+the fitter's figures there as ordinary pipeline elements. Counters share the
+manifest's count names: SERIES_READ, NULL_IDS, and one per status
+(gpcore.result's OK, SKIPPED, FAILED).
 """
 from __future__ import annotations
 
@@ -11,16 +13,13 @@ from typing import NamedTuple
 
 from apache_beam.metrics.metric import Metrics
 
+from pipeline.io.manifest import NULL_IDS, SERIES_READ  # noqa: F401  (metric names)
+
 NAMESPACE = "gpfit"
 
-SERIES_READ = "series_read"        # distinct series ids in the input
-NULL_IDS = "null_ids"              # input rows whose id is null (not fitted)
-OK, SKIPPED, FAILED = "ok", "skipped", "failed"  # output rows by status
 FITTERS_BUILT = "fitters_built"    # GPFitter instances built (one per process)
 FIT_MS = "fit_ms_per_series"       # distribution: wall ms per series in a batch
 TRACING_COUNT = "tracing_count"    # distribution and gauge: fitter traces
-
-COUNT_NAMES = (SERIES_READ, OK, SKIPPED, FAILED, NULL_IDS)
 
 
 class FitStats(NamedTuple):

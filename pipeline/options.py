@@ -12,11 +12,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 # of Beam's option classes use.
 from apache_beam.options.pipeline_options import _BeamArgumentParser
 
-from pipeline.errors import UsageError
-
-# Mirrors gpcore.KERNELS (a test keeps them equal); spelled out here so that
-# `gpfit --help` answers without importing TensorFlow.
-KERNEL_NAMES = ("rbf", "matern32", "matern52", "periodic")
+# gpcore.config loads no TensorFlow: `gpfit --help` stays quick.
+from gpcore.config import KERNELS
+from pipeline.io.errors import UsageError
 
 
 class GPFitOptions(PipelineOptions):
@@ -29,7 +27,7 @@ class GPFitOptions(PipelineOptions):
 
         add("--input", "PATTERN", "Parquet file, folder or glob (local or gs://)")
         add("--output", "DIR", "output folder (local or gs://); its old contents are replaced")
-        add("--kernel", "NAME", f"covariance kernel: {', '.join(KERNEL_NAMES)} (default %(default)s)",
+        add("--kernel", "NAME", f"covariance kernel: {', '.join(KERNELS)} (default %(default)s)",
             default="rbf")
         add("--id_column", "COLUMN", "input column naming the series (default %(default)s)",
             default="series_id")
@@ -49,6 +47,24 @@ class GPFitOptions(PipelineOptions):
         add("--max_failure_fraction", "F",
             "exit 1 if a larger fraction of series failed (default %(default)s)",
             type=float, default=1.0)
+
+
+def option_names() -> tuple[str, ...]:
+    """gpfit's own option names (GPFitOptions'), in the order --help lists them."""
+    parser = argparse.ArgumentParser(add_help=False)
+    GPFitOptions._add_argparse_args(parser)  # pylint: disable=protected-access
+    return tuple(action.dest for action in parser._actions)  # pylint: disable=protected-access
+
+
+def recorded(options: PipelineOptions) -> dict:
+    """The options a manifest records: all of gpfit's and, under "beam", the
+    Beam options given (non-default, as JSON values)."""
+    gp = options.view_as(GPFitOptions)
+    ours = {name: getattr(gp, name) for name in option_names()}
+    given = options.get_all_options(drop_default=True)
+    beam_options = {k: v for k, v in given.items() if k not in ours}
+    return {**ours, "beam": {k: v if isinstance(v, (bool, int, float, str, type(None)))
+                             else str(v) for k, v in beam_options.items()}}
 
 
 def help_parser() -> argparse.ArgumentParser:
@@ -108,8 +124,8 @@ def check(gp: GPFitOptions) -> None:
         raise UsageError("--input is required: a Parquet file, folder or glob")
     if not gp.output:
         raise UsageError("--output is required: the folder to write the parameters to")
-    if gp.kernel not in KERNEL_NAMES:
-        raise UsageError(f"kernel must be one of {', '.join(KERNEL_NAMES)}; got {gp.kernel!r}; "
+    if gp.kernel not in KERNELS:
+        raise UsageError(f"kernel must be one of {', '.join(KERNELS)}; got {gp.kernel!r}; "
                          "see gpfit --help")
     if not 0.0 <= gp.max_failure_fraction <= 1.0:
         raise UsageError(f"--max_failure_fraction must be between 0 and 1; "

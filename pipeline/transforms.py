@@ -24,10 +24,11 @@ from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils import shared
 
 from gpcore import FitConfig, FitResult, GPFitter, Series
-from gpcore.result import FAILED
-from pipeline import columns as col
-from pipeline import metrics, workers
-from pipeline.inputs import Columns
+from gpcore.result import FAILED, SKIPPED
+from pipeline import metrics, runtime
+from pipeline.io import columns as col
+from pipeline.io.errors import first_line
+from pipeline.io.inputs import Columns
 
 _LOG = logging.getLogger(__name__)
 
@@ -40,20 +41,17 @@ Chunk = tuple[np.ndarray, np.ndarray, Optional[str]]
 
 
 class ReadOutputs(NamedTuple):
-    """ReadSeries' outputs, by name or by tag (outputs[UNFITTABLE])."""
+    """ReadSeries' outputs."""
 
     series: beam.PCollection      # Series, one per distinct id
     unfittable: beam.PCollection  # output rows, status "skipped"
     null_ids: beam.PCollection    # ints: rows with a null id (one per row group that has any)
 
-    def __getitem__(self, key):
-        return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
-
 
 class ReadSeries(beam.PTransform):
     """Parquet files (long or nested layout) -> Series, one per distinct id.
 
-    Returns ReadOutputs: series, UNFITTABLE and NULL_IDS.
+    Returns ReadOutputs: series, unfittable and null_ids.
     """
 
     def __init__(self, files: Iterable[str], columns: Columns, kernel: str):
@@ -148,7 +146,7 @@ class MergeChunks(beam.DoFn):
         problems = [problem for _, _, problem in chunks if problem]
         if problems:
             yield beam.pvalue.TaggedOutput(UNFITTABLE, FitResult(
-                series_id, "skipped", self._kernel, 0, error=problems[0]).to_row())
+                series_id, SKIPPED, self._kernel, 0, error=problems[0]).to_row())
             return
         t = np.concatenate([chunk[0] for chunk in chunks])
         y = np.concatenate([chunk[1] for chunk in chunks])
@@ -223,7 +221,7 @@ class _FitterSlot:
     A plain class so that apache_beam.utils.shared can hold a weak reference.
     """
 
-    def __init__(self, fitter: GPFitter, progress: workers.Progress):
+    def __init__(self, fitter: GPFitter, progress: runtime.Progress):
         self.fitter = fitter
         self.progress = progress
         self.lock = threading.Lock()
@@ -259,12 +257,12 @@ class FitDoFn(beam.DoFn):
         self._slot = self._shared.acquire(self._build_slot)
 
     def _build_slot(self) -> _FitterSlot:
-        intra = workers.configure_tf_threads(self._processes)
+        intra = runtime.configure_tf_threads(self._processes)
         start = time.monotonic()
         fitter = GPFitter(self._config)
         _LOG.info("gpfit: built a %s fitter in %.1f s (%d intra-op threads)",
                   self._config.kernel, time.monotonic() - start, intra)
-        return _FitterSlot(fitter, workers.Progress(self._clock, self._progress_every_s))
+        return _FitterSlot(fitter, runtime.Progress(self._clock, self._progress_every_s))
 
     def process(self, batch: list[Series]):
         slot = self._slot
@@ -306,11 +304,11 @@ def fit_safely(fitter: GPFitter, batch: list[Series], kernel: str) -> list[FitRe
     except Exception as err:  # pylint: disable=broad-except
         if len(batch) > 1:
             _LOG.warning("gpfit: a batch of %d series raised (%s); fitting them one by one",
-                         len(batch), _first_line(err))
+                         len(batch), first_line(err))
             return [r for s in batch for r in fit_safely(fitter, [s], kernel)]
         series = batch[0]
         return [FitResult(str(series.series_id), FAILED, kernel, _finite_points(series),
-                          error=f"fit raised {type(err).__name__}: {_first_line(err)}")]
+                          error=f"fit raised {type(err).__name__}: {first_line(err)}")]
 
 
 def _finite_points(series: Series) -> int:
@@ -320,11 +318,6 @@ def _finite_points(series: Series) -> int:
         return int((np.isfinite(t) & np.isfinite(y)).sum()) if t.shape == y.shape else 0
     except (TypeError, ValueError):
         return 0
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
 
 
 def count_status(row: dict) -> dict:

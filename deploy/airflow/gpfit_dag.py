@@ -2,7 +2,7 @@
 
 Each run reads one date's input and writes its own output folder,
 gs://BUCKET/gp-params/run_date=YYYY-MM-DD/, so a re-run replaces only that
-date and no stale shard of another run can mix in (DESIGN.md, "Measured").
+date and no stale shard of another run can mix in (docs/design.md, "Measured facts").
 
 The `fit` task runs the `gpfit` command with the DataflowRunner through
 Beam's operator: gpfit checks the input, submits the job (which writes
@@ -10,7 +10,7 @@ Beam's operator: gpfit checks the input, submits the job (which writes
 (1: too many series failed, 2: bad input, 3: the job failed), so Airflow
 alerts. The sensor then confirms the marker that downstream DAGs wait on.
 
-Setup (once per gpfit release; README.md, "Schedule it"):
+Setup (once per gpfit release; docs/scheduling.md):
   - the gpfit image pushed to Artifact Registry (GPFIT_IMAGE): Dataflow's
     workers run it, so they have exactly the code that builds the job;
   - the same release's sdist and Flex entry point copied to the Composer

@@ -14,9 +14,10 @@ from typing import Callable, Optional
 import numpy as np
 
 from gpcore.predict import checked_params, predict
+from gpcore.result import OK
 from gpcore.series import Series
-from pipeline.inputs import InputSpec
-from pipeline.outputs import FAILED, SUCCESS
+from pipeline.io.inputs import DAYS, InputSpec
+from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER
 from pipeline.report import params as params_io
 from pipeline.report.data import read_series
 from pipeline.report.page import Card, Page, render
@@ -85,7 +86,7 @@ def posterior_curve(series: Series, row: dict) -> Curve:
 def title(row: dict) -> str:
     """Two lines: the fitted parameters, then the fit's diagnostics."""
     head = [str(row["series_id"]), str(row.get("kernel"))]
-    if row["status"] != "ok":
+    if row["status"] != OK:
         return " · ".join(head + [f"{row['status']}, {row['n_points']} finite points"])
     head.append(f"mean {_g(row['mean'])}")
     head.append(f"amplitude {_g(row['amplitude'])}")
@@ -105,12 +106,12 @@ def title(row: dict) -> str:
 
 def _card(pick: Pick, series: Optional[Series], spec: InputSpec) -> Card:
     row = pick.row
-    dates = spec.time_units == "days"
+    dates = spec.time_units == DAYS
     if series is None:
         return Card(pick.series_id, pick.reasons, row["status"], None,
                     f"No rows with this id in {spec.pattern}: is it the input of this run?")
     note, curve = None, None
-    if row["status"] == "ok":
+    if row["status"] == OK:
         try:
             curve = posterior_curve(series, row)
         except ValueError as err:
@@ -123,11 +124,11 @@ def _card(pick: Pick, series: Optional[Series], spec: InputSpec) -> Card:
 
 def _warnings(run: params_io.ParamsRun) -> list[str]:
     if run.manifest_name is None:
-        return [f"No {SUCCESS} in {run.folder}: that run did not finish (or is still "
+        return [f"No {SUCCESS_MARKER} in {run.folder}: that run did not finish (or is still "
                 "running). This report shows the shards present, which may be incomplete "
                 "or stale."]
-    if run.manifest_name == FAILED:
-        return [f"That run wrote {FAILED}: more series failed than its "
+    if run.manifest_name == FAILED_MARKER:
+        return [f"That run wrote {FAILED_MARKER}: more series failed than its "
                 "--max_failure_fraction allowed."]
     return []
 

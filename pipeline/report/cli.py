@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from pipeline.errors import UsageError
+from pipeline.io.errors import UsageError
 
 USAGE = ("gpfit-report --input PATTERN --params DIR --out report.html "
          "[--series ID ...] [--random N] [--worst N] [--seed S] [column options]")
@@ -64,7 +64,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         return _refuse(err)
     # Imported here, and the heavy part (TensorFlow, matplotlib: seconds to
     # load) only once the input is known good: --help and mistakes answer fast.
-    from pipeline.inputs import Columns
+    from pipeline.io.inputs import Columns
     from pipeline.report.scan import ReportOptions, scan
     options = ReportOptions(
         input=args.input, params=args.params,

@@ -3,11 +3,10 @@
 Each file is read with a filter on the id column, so Parquet row groups
 whose id statistics exclude the wanted ids are skipped and only the wanted
 rows are kept in memory. Times are converted as gpfit converts them
-(pipeline.columns: dates and timestamps become days since 1970-01-01).
+(pipeline.io.columns: dates and timestamps become days since 1970-01-01).
 """
 from __future__ import annotations
 
-import concurrent.futures
 from typing import Sequence
 
 import numpy as np
@@ -15,14 +14,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
 from gpcore.series import Series
-from pipeline import columns as col
-from pipeline.inputs import NESTED, InputSpec
-
-_READ_THREADS = 16
+from pipeline.io import columns as col
+from pipeline.io.files import map_files, open_file
+from pipeline.io.inputs import NESTED, InputSpec
 
 
 def read_series(spec: InputSpec, ids: Sequence[str]) -> dict[str, Series]:
@@ -36,9 +32,7 @@ def read_series(spec: InputSpec, ids: Sequence[str]) -> dict[str, Series]:
     ids = list(dict.fromkeys(str(i) for i in ids))
     if not ids:
         return {}
-    files = spec.files
-    with concurrent.futures.ThreadPoolExecutor(min(_READ_THREADS, len(files))) as pool:
-        parts = list(pool.map(lambda path: _read_file(path, spec, ids), files))
+    parts = map_files(lambda path: _read_file(path, spec, ids), spec.files)
     keys = np.concatenate([p[0] for p in parts])
     t = np.concatenate([p[1] for p in parts])
     y = np.concatenate([p[2] for p in parts])
@@ -57,7 +51,7 @@ def _read_file(path: str, spec: InputSpec, ids: list[str]
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """-> (ids [k] str, t [k], y [k]): the wanted observations of one file."""
     names = spec.columns
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with open_file(path) as f:
         id_type = pq.ParquetFile(f).schema_arrow.field(names.id).type
         f.seek(0)
         table = pq.read_table(f, columns=[names.id, names.time, names.value],

@@ -7,6 +7,8 @@ import html
 import struct
 from typing import Optional, Sequence
 
+from gpcore.result import OK
+from pipeline.io.inputs import AS_GIVEN, DAYS
 from pipeline.report.summary import Reason
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -57,7 +59,7 @@ class Page:
     histograms_png: Optional[bytes]
     cards: Sequence[Card]
     warnings: Sequence[str] = ()
-    time_units: str = "as given"
+    time_units: str = AS_GIVEN
 
 
 def render(page: Page) -> str:
@@ -78,7 +80,7 @@ def render(page: Page) -> str:
         out.append(f"<tr><td>{e(status)}</td><td class=n>{count:,}</td>"
                    f"<td class=n>{_share(count, page.rows)}</td></tr>")
     out.append(f"<tr><th>total</th><th class=n>{page.rows:,}</th><th></th></tr></table>")
-    ok = dict(page.status_counts).get("ok", 0)
+    ok = dict(page.status_counts).get(OK, 0)
     kernels = ", ".join(f"{e(str(k))} ({n:,})" for k, n in page.kernels)
     out.append(f'<p class="meta">{page.converged:,} of {ok:,} fitted series converged '
                f"before the iteration limit · kernel: {kernels or 'none'}</p>")
@@ -139,5 +141,5 @@ def _share(count: int, total: int) -> str:
 
 
 def _units(time_units: str) -> str:
-    return "days (dates and timestamps as days since 1970-01-01)" if time_units == "days" \
+    return "days (dates and timestamps as days since 1970-01-01)" if time_units == DAYS \
         else "the units of t"

@@ -5,23 +5,21 @@ batch of them at a time.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
-import json
 from typing import Iterator, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.errors import InputError
-from pipeline.outputs import FAILED, PARAMS_PREFIX, PARAMS_SUFFIX, SUCCESS
-from pipeline.schema import OUTPUT_SCHEMA
+from pipeline.io import manifest
+from pipeline.io.errors import InputError, first_line
+from pipeline.io.files import map_files, open_file
+from pipeline.io.outputs import PARAMS_PREFIX, PARAMS_SUFFIX, params_pattern
+from pipeline.io.schema import OUTPUT_SCHEMA
 
 COLUMNS = tuple(OUTPUT_SCHEMA.names)
 BATCH_ROWS = 65_536
-_FOOTER_THREADS = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,22 +51,18 @@ def locate(folder: str) -> ParamsRun:
     """
     if not folder:
         raise InputError("no params folder given; pass --params, the --output folder of gpfit")
-    pattern = FileSystems.join(folder.rstrip("/"), f"{PARAMS_PREFIX}-*{PARAMS_SUFFIX}")
+    pattern = params_pattern(folder)
     try:
         matched = FileSystems.match([pattern])[0].metadata_list
     except Exception as err:  # BeamIOError for unreachable buckets and bad schemes
-        raise InputError(f"cannot list {pattern!r}: {_first_line(err)}") from err
+        raise InputError(f"cannot list {pattern!r}: {first_line(err)}") from err
     files = sorted(m.path for m in matched)
     if not files:
         raise InputError(f"no {PARAMS_PREFIX}-*{PARAMS_SUFFIX} files in {folder!r}; "
                          "pass the folder that gpfit --output wrote")
-    with concurrent.futures.ThreadPoolExecutor(min(_FOOTER_THREADS, len(files))) as pool:
-        rows = list(pool.map(_checked_rows, files))
-    for row_count in rows:  # the first problem in file order
-        if isinstance(row_count, InputError):
-            raise row_count
-    name, manifest = _manifest(folder)
-    return ParamsRun(folder, tuple(files), sum(rows), name, manifest)
+    rows = map_files(_checked_rows, files)
+    name = manifest.find(folder)
+    return ParamsRun(folder, tuple(files), sum(rows), name, _content(folder, name))
 
 
 def iter_batches(run: ParamsRun, columns: Sequence[str] = COLUMNS,
@@ -76,7 +70,7 @@ def iter_batches(run: ParamsRun, columns: Sequence[str] = COLUMNS,
     """Yields the shards' rows in file order, batch_rows at a time, with
     only the given columns (series_id always as string)."""
     for path in run.files:
-        with _open(path) as f:
+        with open_file(path) as f:
             for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows,
                                                         columns=list(columns)):
                 if "series_id" in batch.schema.names:
@@ -87,39 +81,31 @@ def iter_batches(run: ParamsRun, columns: Sequence[str] = COLUMNS,
                 yield batch
 
 
-def _checked_rows(path: str) -> int | InputError:
-    """Row count of one shard, or (returned, for the pool) its problem."""
+def _checked_rows(path: str) -> int:
+    """Row count of one shard.
+
+    Raises:
+      InputError: it is not Parquet, or lacks an output column.
+    """
     try:
-        with _open(path) as f:
+        with open_file(path) as f:
             parquet = pq.ParquetFile(f)
             names, rows = parquet.schema_arrow.names, parquet.metadata.num_rows
     except (pa.ArrowException, OSError, ValueError) as err:
-        return InputError(f"{path} is not a Parquet file ({_first_line(err)})")
+        raise InputError(f"{path} is not a Parquet file ({first_line(err)})") from err
     missing = [name for name in COLUMNS if name not in names]
     if missing:
-        return InputError(f"{path} lacks column(s) {', '.join(missing)}; expected a gpfit "
+        raise InputError(f"{path} lacks column(s) {', '.join(missing)}; expected a gpfit "
                           "params shard with " + ", ".join(COLUMNS))
     return rows
 
 
-def _manifest(folder: str) -> tuple[Optional[str], Optional[dict]]:
-    for name in (SUCCESS, FAILED):
-        path = FileSystems.join(folder.rstrip("/"), name)
-        if not FileSystems.exists(path):
-            continue
-        try:
-            with _open(path) as f:
-                content = json.loads(f.read().decode("utf-8"))
-        except (OSError, ValueError):
-            content = None  # shown as present but unreadable
-        return name, content if isinstance(content, dict) else None
-    return None, None
-
-
-def _open(path: str):
-    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+def _content(folder: str, name: Optional[str]) -> Optional[dict]:
+    """The manifest's content; None if there is none, or it is unreadable
+    (the page then shows it as present but unreadable)."""
+    if name is None:
+        return None
+    try:
+        return manifest.load(folder, name)
+    except (OSError, ValueError):
+        return None

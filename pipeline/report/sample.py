@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gpcore.result import OK
 from pipeline.report.summary import quantity
 
 NAMED, WORST, RANDOM = "named", "worst", "random"
@@ -66,7 +67,7 @@ class Sampler:
                                False)
             for row in batch.filter(hit).to_pylist():
                 self._named.setdefault(row["series_id"], row)
-        ok = pc.fill_null(pc.equal(batch.column("status"), "ok"), False)
+        ok = pc.fill_null(pc.equal(batch.column("status"), OK), False)
         ok = ok.to_numpy(zero_copy_only=False)
         if self.n_random:
             self._random = _keep_smallest(self._random, keys, seq, ok, batch, self.n_random)

@@ -2,7 +2,7 @@
 
 Everything a user can get wrong is found here, before TensorFlow and
 matplotlib are loaded and before anything is drawn or written: the input
-(pipeline.inputs.inspect), the params folder, and --series ids that are
+(pipeline.io.inputs.inspect), the params folder, and --series ids that are
 not in the params. The one pass counts (summary.Tally) and samples
 (sample.Sampler) at the same time.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from pipeline.errors import UsageError
-from pipeline.inputs import Columns, InputSpec, inspect
+from pipeline.io.errors import UsageError
+from pipeline.io.inputs import Columns, InputSpec, inspect
 from pipeline.report import params as params_io
 from pipeline.report.sample import Sampler
 from pipeline.report.summary import Tally

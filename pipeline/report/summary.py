@@ -15,7 +15,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-STATUS_ORDER = ("ok", "skipped", "failed")
+from gpcore.result import FAILED, OK, SKIPPED
+
+STATUS_ORDER = (OK, SKIPPED, FAILED)
 
 # (name on the page, how to get it from a batch of "ok" rows). Derived
 # quantities come last; nll per point compares series of unequal lengths.
@@ -97,7 +99,7 @@ class Tally:
             self.status[item["values"] if item["values"] is not None else "(null)"] += item["counts"]
         for item in pc.value_counts(batch.column("kernel")).to_pylist():
             self.kernels[item["values"]] += item["counts"]
-        ok = pc.fill_null(pc.equal(status, "ok"), False)
+        ok = pc.fill_null(pc.equal(status, OK), False)
         good = batch.filter(ok)
         self.converged += int(pc.sum(pc.fill_null(good.column("converged"), False)).as_py() or 0)
         for name in QUANTITIES:
@@ -162,7 +164,7 @@ def histograms(tally: Tally, batches: Iterable[pa.RecordBatch]) -> list[Histogra
             hists[name] = Histogram(name, edges, np.zeros(len(edges) - 1, np.int64), log,
                                     r.nonfinite)
     for batch in batches:
-        good = batch.filter(pc.fill_null(pc.equal(batch.column("status"), "ok"), False))
+        good = batch.filter(pc.fill_null(pc.equal(batch.column("status"), OK), False))
         for name, hist in hists.items():
             values = quantity(good, name)[0]
             values = values[np.isfinite(values)]

@@ -29,7 +29,7 @@ INPUT = f"gs://{BUCKET}/series/date={RUN_DATE}/*.parquet"
 OUTPUT = f"gs://{BUCKET}/gp-params/run_date={RUN_DATE}/"
 STEPS = ["ReadSeries", "FitSeries", "AllRows", "CountStatus", "WriteParams", "WriteManifest"]
 
-# The worker options README.md recommends; they must reach the job.
+# The worker options docs/dataflow.md recommends; they must reach the job.
 WORKER_OPTIONS = ["--machine_type=n2-standard-4", "--max_num_workers=50",
                   "--number_of_worker_harness_threads=4", "--experiments=use_runner_v2"]
 
@@ -110,7 +110,6 @@ def test_dry_run_submits_nothing(dry_job):
 
 
 def test_network_guard_refuses_and_reports(dry_run_module):
-    dry_run_module._install_hook()
     with pytest.raises(dry_run_module.NetworkUsed):
         with dry_run_module.no_network():
             socket.getaddrinfo("dataflow.googleapis.com", 443)
@@ -172,7 +171,6 @@ def template(tmp_path_factory, dry_run_module):
             f"--staging_location={root / 'staging'}", f"--temp_location={root / 'temp'}",
             f"--setup_file={REPO / 'setup.py'}", f"--sdk_container_image={IMAGE}",
             *WORKER_OPTIONS]
-    dry_run_module._install_hook()
     with dry_run_module.no_network():
         result = dry_run_module.build_pipeline(argv).run()
     assert not result.has_job  # written, not submitted
@@ -212,7 +210,7 @@ def test_template_stages_the_pipeline_proto(template):
 
 
 def test_dry_run_refuses_what_it_cannot_prove(dry_run_module):
-    from pipeline.errors import UsageError
+    from pipeline.io.errors import UsageError
 
     with pytest.raises(UsageError, match="DataflowRunner"):
         dry_run_module.dry_run([f"--input={INPUT}", f"--output={OUTPUT}",

@@ -168,9 +168,9 @@ def test_thread_counts_suit_one_sdk_process_per_vcpu(image):
     env = env_of(image["steps"])
     for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OPENBLAS_NUM_THREADS"):
         assert env.get(name) == "1", name
-    # pipeline/workers.py lets these environment values win over its own count.
-    from pipeline import workers
-    assert "TF_NUM_INTRAOP_THREADS" in Path(workers.__file__).read_text()
+    # pipeline/runtime.py lets these environment values win over its own count.
+    from pipeline import runtime
+    assert "TF_NUM_INTRAOP_THREADS" in Path(runtime.__file__).read_text()
 
 
 def test_every_step_says_why(dockerfile):

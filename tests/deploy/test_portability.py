@@ -47,7 +47,7 @@ def test_beam_pickles_with_cloudpickle():
 
 def test_gpfit_transforms_pickle_small_and_whole():
     from gpcore import FitConfig
-    from pipeline.inputs import Columns
+    from pipeline.io.inputs import Columns
     from pipeline.transforms import (BatchByLength, FitDoFn, FitSeries, MergeChunks,
                                      ReadSeries, SplitBySeries)
 
@@ -79,7 +79,7 @@ def built(tmp_path_factory, dry_run_module):
 
 
 def test_pipeline_survives_the_runner_api_round_trip(built):
-    from pipeline.runner import local_runner
+    from pipeline.runtime import local_runner
 
     pipeline, argv, root = built
     proto = pipeline.to_runner_api()

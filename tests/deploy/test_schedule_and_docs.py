@@ -1,9 +1,10 @@
-"""The scheduled runs and the README's Dataflow commands, checked offline.
+"""The scheduled runs and the documented Dataflow commands, checked offline.
 
 Airflow is not installed here, so the DAG is compiled and read, not run: its
 options are turned into the command line Beam's Airflow operator passes,
-and that command line builds the Dataflow job offline. The README's gpfit
-command lines go through gpfit's strict option parser and the same dry run.
+and that command line builds the Dataflow job offline. The gpfit command
+lines of docs/dataflow.md and docs/scheduling.md go through gpfit's strict
+option parser and the same dry run.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import pytest
 from deploy_helpers import BUCKET, IMAGE, PROJECT, REGION, REPO
 
 DAG = REPO / "deploy" / "airflow" / "gpfit_dag.py"
-README = REPO / "README.md"
+DATAFLOW_DOC = REPO / "docs" / "dataflow.md"
+SCHEDULING_DOC = REPO / "docs" / "scheduling.md"
 DS = "2026-11-29"
 SHELL_VARS = {"PROJECT": PROJECT, "REGION": REGION, "BUCKET": BUCKET, "IMAGE": IMAGE,
               "TAG": "0.1.0", "AR_REPO": "gpfit"}
@@ -117,19 +119,12 @@ def test_dag_command_line_builds_the_dataflow_job(dag, dry_run_module):
     assert dry_run_module.container_images(job) == [dag["names"]["GPFIT_IMAGE"]]
 
 
-# --- README.md --------------------------------------------------------------
+# --- docs/dataflow.md, docs/scheduling.md -----------------------------------
 
-def readme_section(title: str) -> str:
-    text = README.read_text()
-    start = text.index(f"\n## {title}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start:end if end > 0 else len(text)]
-
-
-def shell_commands(section: str) -> list[str]:
-    """The commands of the section's ```bash blocks, continuation lines joined."""
+def shell_commands(text: str) -> list[str]:
+    """The commands of the text's ```bash blocks, continuation lines joined."""
     commands = []
-    for block in re.findall(r"```bash\n(.*?)```", section, re.S):
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         for command in block.replace("\\\n", " ").splitlines():
             command = command.split("  #")[0].strip()
             if command:
@@ -138,16 +133,16 @@ def shell_commands(section: str) -> list[str]:
 
 
 def expand(command: str) -> list[str]:
-    """shlex words of a command, with the README's shell variables set."""
+    """shlex words of a command, with the docs' shell variables set."""
     words = shlex.split(command)
     return [re.sub(r"\$(\w+)", lambda m: SHELL_VARS.get(m.group(1), m.group(0)), w)
             for w in words]
 
 
-def test_readme_direct_run_builds_the_dataflow_job(dry_run_module):
+def test_documented_direct_run_builds_the_dataflow_job(dry_run_module):
     from pipeline.options import parse_options
 
-    (command,) = [c for c in shell_commands(readme_section("Run on Dataflow"))
+    (command,) = [c for c in shell_commands(DATAFLOW_DOC.read_text())
                   if c.startswith("gpfit ") and "DataflowRunner" in c]
     argv = expand(command)[1:]
     parse_options(argv)  # gpfit's own, strict parser: every flag is known
@@ -156,12 +151,12 @@ def test_readme_direct_run_builds_the_dataflow_job(dry_run_module):
     assert dry_run_module.top_level_steps(job)[-2:] == ["WriteParams", "WriteManifest"]
 
 
-def test_readme_flex_template_parameters_are_gpfit_or_beam_options():
+def test_documented_flex_template_parameters_are_gpfit_or_beam_options():
     from pipeline.options import parse_options
 
     metadata = json.loads((REPO / "deploy/flex-template/metadata.json").read_text())
     declared = {p["name"] for p in metadata["parameters"]}
-    commands = shell_commands(readme_section("Run on Dataflow"))
+    commands = shell_commands(DATAFLOW_DOC.read_text())
     (build,) = [c for c in commands if c.startswith("gcloud dataflow flex-template build")]
     assert "--metadata-file deploy/flex-template/metadata.json" in build
     (run,) = [c for c in commands if c.startswith("gcloud dataflow flex-template run")]
@@ -173,13 +168,13 @@ def test_readme_flex_template_parameters_are_gpfit_or_beam_options():
     parse_options([f"--{p}" for p in parameters])
 
 
-def test_readme_cloud_run_job_runs_a_valid_gpfit_command(tmp_path):
+def test_documented_cloud_run_job_runs_a_valid_gpfit_command(tmp_path):
     """The `gcloud run jobs create` line, through bash (gcloud captured), then
     its --args through sh -c as the container would (gpfit captured): the
     gpfit command line it produces parses, for yesterday's folder."""
     from pipeline.options import GPFitOptions, parse_options
 
-    (create,) = [c for c in shell_commands(readme_section("Schedule it"))
+    (create,) = [c for c in shell_commands(SCHEDULING_DOC.read_text())
                  if c.startswith("gcloud run jobs create")]
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in SHELL_VARS.items())
     script = f'gcloud() {{ printf "%s\\0" "$@"; }}\n{exports}\n{create}\n'

@@ -18,7 +18,7 @@ import pytest
 from apache_beam.runners.portability import prism_runner
 
 from gpcore import OUTPUT_COLUMNS
-from pipeline.schema import OUTPUT_SCHEMA
+from pipeline.io.schema import OUTPUT_SCHEMA
 from pipeline_data import RUN_OPTIONS, gpfit, make_series, write_long, write_nested_dates
 
 FLOAT_COLUMNS = ("mean", "amplitude", "length_scale", "noise_variance", "nll")

@@ -29,7 +29,8 @@ import pytest
 from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner
 
 from gpcore import FitConfig
-from pipeline import builder, inputs, transforms
+from pipeline import builder, transforms
+from pipeline.io import inputs
 from reliability_corpus import write_corpus
 from reliability_runs import ENV, REPO, gpfit_command, gpfit_here, listing, read_rows
 

@@ -5,7 +5,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.schema import OUTPUT_SCHEMA
+from pipeline.io.schema import OUTPUT_SCHEMA
 
 # Deliberately awkward: HTML and matplotlib-mathtext characters in an id.
 ODD_ID = "<b>&$x_1$"

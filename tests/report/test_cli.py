@@ -111,7 +111,7 @@ def test_report_for_a_fitted_run(fitted_run, tmp_path, capsys):
 
 
 def test_options_reach_the_sampler_and_the_same_seed_picks_the_same(fitted_run):
-    from pipeline.inputs import Columns
+    from pipeline.io.inputs import Columns
     from pipeline.report.scan import ReportOptions, scan
 
     def picked(seed):
@@ -177,7 +177,7 @@ def test_help_exits_0(capsys):
 
 def test_params_row_helper_matches_output_schema():
     # The helper above must keep up with the output contract.
-    from pipeline.schema import OUTPUT_SCHEMA
+    from pipeline.io.schema import OUTPUT_SCHEMA
     assert list(params_row("x")) == OUTPUT_SCHEMA.names
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.inputs import Columns, inspect
+from pipeline.io.inputs import Columns, inspect
 from pipeline.report.data import id_filter, read_series
 
 

@@ -3,7 +3,7 @@ import pyarrow as pa
 
 from report_helpers import params_row
 from pipeline.report.sample import Sampler
-from pipeline.schema import OUTPUT_SCHEMA
+from pipeline.io.schema import OUTPUT_SCHEMA
 
 
 def rows_():

@@ -6,7 +6,7 @@ import pytest
 from report_helpers import params_row
 from pipeline.report import summary
 from pipeline.report.summary import Tally, histograms, reason_pattern
-from pipeline.schema import OUTPUT_SCHEMA
+from pipeline.io.schema import OUTPUT_SCHEMA
 
 
 def batches(rows, size):

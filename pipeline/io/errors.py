@@ -9,3 +9,10 @@ class UsageError(ValueError):
 class InputError(UsageError):
     """The input cannot be used: no file matches, a file is not Parquet, a
     column is missing or of the wrong type, there are no rows."""
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of an exception's message (its type if it has none),
+    for one-line error messages."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -1,4 +1,4 @@
-"""The manifest is written by the job itself, last, whoever launched it.
+"""WriteManifest: the manifest is written by the job itself, last, whoever launched it.
 
 Here the pipeline is built with pipeline.builder and run on the local
 FnApiRunner directly, without the gpfit command: nothing outside the job
@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import builder, manifest, metrics
+from pipeline import builder, manifest_step, metrics
+from pipeline.io import inputs, manifest
 from pipeline.options import parse_options
 from pipeline_data import make_series, write_long
 
@@ -90,7 +91,7 @@ def test_the_job_writes_failed_json_when_too_many_series_fail(tmp_path, small_se
 
 
 def test_fit_stats_combine_into_the_manifests_figures():
-    combine = manifest.SummariseFits()
+    combine = manifest_step.SummariseFits()
     parts = [[metrics.FitStats(4, 10, 1, 1), metrics.FitStats(2, 40, 1, 0)],
              [metrics.FitStats(3, 20, 2, 1)], []]
     accumulators = []
@@ -108,13 +109,14 @@ def test_fit_stats_combine_into_the_manifests_figures():
 
 
 def test_status_counts_and_the_failure_policy():
-    count = manifest.CountStatuses()
+    count = manifest_step.CountStatuses()
     acc = count.create_accumulator()
     for status in ["ok", "ok", "skipped", "failed"]:
         acc = count.add_input(acc, {"status": status})
     counts = count.extract_output(count.merge_accumulators([acc, count.create_accumulator()]))
     assert counts == {"ok": 2, "skipped": 1, "failed": 1}
-    fits = manifest.SummariseFits().extract_output(manifest.SummariseFits().create_accumulator())
+    summarise = manifest_step.SummariseFits()
+    fits = summarise.extract_output(summarise.create_accumulator())
     for limit, status in ((0.25, "succeeded"), (0.2, "failed")):
         record = manifest.RunRecord("out", "rbf", limit, "days", {}, {}, 0.0)
         found = manifest.compose(record, counts, 5, fits, ["params-00000-of-00001.parquet"],
@@ -134,15 +136,15 @@ def test_a_job_that_ends_without_a_manifest_exits_3(tmp_path, monkeypatch, capsy
     import apache_beam as beam
 
     from pipeline import cli
-    from pipeline.inputs import Columns
+    from pipeline.io.inputs import Columns
     from pipeline.options import GPFitOptions
-    from pipeline.runner import local_runner
+    from pipeline.runtime import local_runner
 
     def build_nothing(options, check_paths=True, started_at=None):
         pipeline = beam.Pipeline(runner=local_runner(options), options=options)
         _ = pipeline | beam.Create([1])  # a job that writes no manifest
         return builder.Built(pipeline, options.view_as(GPFitOptions),
-                             builder.uninspected("in", Columns()), ())
+                             inputs.uninspected("in", Columns()), ())
 
     monkeypatch.setattr(builder, "build_from_options", build_nothing)
     assert cli.run(["--input", "in", "--output", str(tmp_path / "out")]) == 3

@@ -1,38 +1,44 @@
-"""The output folder: made ready before a run, crowned with a manifest after.
+"""The output folder: its file names, and the rules for (re)writing it.
 
 Layout of a finished run:
   <output>/params-SSSSS-of-NNNNN.parquet   one row per series (schema.py)
   <output>/_SUCCESS.json                   written last: counts, options, time
 A run that finishes with too many failed series writes _FAILED.json instead
-(same content); a run that crashes writes neither.
+(same content); a run that crashes writes neither (manifest.py).
 """
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import re
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.errors import UsageError
+from pipeline.io.errors import UsageError
 
 PARAMS_PREFIX = "params"
 PARAMS_SUFFIX = ".parquet"
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
-SUCCESS = "_SUCCESS.json"
-FAILED = "_FAILED.json"
+# The manifest's two names: the run succeeded, or too many series failed.
+SUCCESS_MARKER = "_SUCCESS.json"
+FAILED_MARKER = "_FAILED.json"
 
 # Files a previous gpfit run may have left: its shards, its manifest, and
 # WriteToParquet's temporary folder of an interrupted run.
 _OURS = re.compile(
-    r"^(params-\d{5}-of-\d{5}\.parquet|_SUCCESS\.json|_FAILED\.json|[^/]*\.json\.tmp"
-    r"|beam-temp-params-[^/]+/.*)$")
+    rf"^({PARAMS_PREFIX}-\d{{5}}-of-\d{{5}}{re.escape(PARAMS_SUFFIX)}"
+    rf"|{re.escape(SUCCESS_MARKER)}|{re.escape(FAILED_MARKER)}|[^/]*\.json\.tmp"
+    rf"|beam-temp-{PARAMS_PREFIX}-[^/]+/.*)$")
 
 
 def params_prefix(output: str) -> str:
     """The WriteToParquet file prefix inside the output folder."""
     return FileSystems.join(output, PARAMS_PREFIX)
+
+
+def params_pattern(output: str) -> str:
+    """The glob matching the parameter shards in the output folder."""
+    return FileSystems.join(output.rstrip("/"), f"{PARAMS_PREFIX}-*{PARAMS_SUFFIX}")
 
 
 def existing_files(output: str) -> list[str]:
@@ -90,23 +96,8 @@ def clear_output(output: str, files: list[str]) -> None:
 
 def params_files(output: str) -> list[str]:
     """Names (not paths) of the parameter shards in the output folder."""
-    pattern = FileSystems.join(output, f"{PARAMS_PREFIX}-*{PARAMS_SUFFIX}")
     return sorted(posixpath.basename(m.path)
-                  for m in FileSystems.match([pattern])[0].metadata_list)
-
-
-def write_manifest(output: str, name: str, manifest: dict) -> str:
-    """Writes <output>/<name> as JSON; returns its path.
-
-    Written under a temporary name and renamed, so that a reader never sees
-    a half-written manifest.
-    """
-    path = FileSystems.join(output, name)
-    temporary = path + ".tmp"
-    with FileSystems.create(temporary, mime_type="application/json") as f:
-        f.write(json.dumps(manifest, indent=2, sort_keys=False).encode("utf-8") + b"\n")
-    FileSystems.rename([temporary], [path])
-    return path
+                  for m in FileSystems.match([params_pattern(output)])[0].metadata_list)
 
 
 def _normalised(path: str) -> str:

@@ -6,23 +6,21 @@ distributed job after its workers have started.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import os
 import posixpath
+from typing import Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline import columns as col
-from pipeline.errors import InputError
+from pipeline.io import columns as col
+from pipeline.io.errors import InputError, first_line
+from pipeline.io.files import map_files, open_file
 
-LONG, NESTED = "long", "nested"
-
-# Footers are read in parallel: on gs:// each is a round trip.
-_FOOTER_THREADS = 16
+LONG, NESTED = "long", "nested"  # layouts
+DAYS, AS_GIVEN = "days", "as given"  # time units of the results
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,25 +34,29 @@ class Columns:
 
 @dataclasses.dataclass(frozen=True)
 class InputSpec:
-    """A checked input.
+    """An input: checked by inspect(), or only its pattern (uninspected()).
 
     Attributes:
       pattern: as given by the user.
       files: every data file, sorted.
       columns: the column names.
       layout: LONG (one row per observation) or NESTED (one row per series,
-        list columns).
-      time_units: "days" when t is a date or timestamp (converted to days
-        since 1970-01-01 UTC), else "as given".
-      rows: total rows over all files.
+        list columns); None when not inspected.
+      time_units: DAYS when t is a date or timestamp (converted to days
+        since 1970-01-01 UTC), else AS_GIVEN; None when not inspected.
+      rows: total rows over all files; None when not inspected.
     """
 
     pattern: str
     files: tuple[str, ...]
     columns: Columns
-    layout: str
-    time_units: str
-    rows: int
+    layout: Optional[str]
+    time_units: Optional[str]
+    rows: Optional[int]
+
+    @property
+    def inspected(self) -> bool:
+        return self.layout is not None
 
 
 def inspect(pattern: str, columns: Columns) -> InputSpec:
@@ -65,12 +67,7 @@ def inspect(pattern: str, columns: Columns) -> InputSpec:
         is missing or of the wrong type; files disagree; there are no rows.
     """
     files = resolve(pattern)
-    with concurrent.futures.ThreadPoolExecutor(min(_FOOTER_THREADS, len(files))) as pool:
-        footers = list(pool.map(lambda f: _check_file(f[0], f[1], columns), files))
-    # The first problem in file order, so that the message is deterministic.
-    for footer in footers:
-        if isinstance(footer, InputError):
-            raise footer
+    footers = map_files(lambda f: _check_file(f[0], f[1], columns), files)
     first = footers[0]
     for (path, _), footer in zip(files, footers):
         if footer.layout != first.layout:
@@ -87,6 +84,14 @@ def inspect(pattern: str, columns: Columns) -> InputSpec:
                          "check the --input path")
     return InputSpec(pattern, tuple(path for path, _ in files), columns, first.layout,
                      first.time_units, rows)
+
+
+def uninspected(pattern: str, columns: Columns) -> InputSpec:
+    """An InputSpec holding only the --input pattern, for a build that may not
+    read the input (an offline dry run): the job's ListFiles step passes the
+    pattern on, and the reading step matches it on the workers."""
+    return InputSpec(pattern=pattern, files=(pattern,), columns=columns, layout=None,
+                     time_units=None, rows=None)
 
 
 def resolve(pattern: str) -> list[tuple[str, int]]:
@@ -130,7 +135,7 @@ def _match(pattern: str) -> list[tuple[str, int]]:
     try:
         result = FileSystems.match([pattern])[0]
     except Exception as err:  # Beam raises BeamIOError for bad paths and schemes
-        raise InputError(f"cannot list {pattern!r}: {_first_line(err)}") from err
+        raise InputError(f"cannot list {pattern!r}: {first_line(err)}") from err
     return sorted((m.path, m.size_in_bytes) for m in result.metadata_list)
 
 
@@ -151,22 +156,23 @@ class _Footer:
     rows: int
 
 
-def _check_file(path: str, size: int, columns: Columns) -> _Footer | InputError:
-    """Reads one footer; returns (not raises) the problem, for the pool."""
+def _check_file(path: str, size: int, columns: Columns) -> _Footer:
+    """Reads and checks one footer.
+
+    Raises:
+      InputError: the file is empty, not Parquet, or its columns do not fit.
+    """
     if size == 0:
-        return InputError(f"{path} is empty (0 bytes); expected a Parquet file: remove it "
-                          "or rewrite it")
+        raise InputError(f"{path} is empty (0 bytes); expected a Parquet file: remove it "
+                         "or rewrite it")
     try:
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        with open_file(path) as f:
             parquet = pq.ParquetFile(f)
             schema, rows = parquet.schema_arrow, parquet.metadata.num_rows
     except (pa.ArrowException, OSError, ValueError) as err:
-        return InputError(f"{path} is not a Parquet file ({_first_line(err)}); remove it from "
-                          "the input or convert it to Parquet")
-    try:
-        layout, time_units = _check_schema(path, schema, columns)
-    except InputError as err:
-        return err
+        raise InputError(f"{path} is not a Parquet file ({first_line(err)}); remove it from "
+                         "the input or convert it to Parquet") from err
+    layout, time_units = _check_schema(path, schema, columns)
     return _Footer(layout, time_units, rows)
 
 
@@ -205,13 +211,8 @@ def _check_schema(path: str, schema: pa.Schema, columns: Columns) -> tuple[str, 
         raise InputError(
             f"value column {columns.value!r} in {path} has type {value_type}; expected "
             "numbers (convert it, or name another with --value_column)")
-    return layout, "days" if col.is_calendar(time_type) else "as given"
+    return layout, DAYS if col.is_calendar(time_type) else AS_GIVEN
 
 
 def _units_words(units: str) -> str:
-    return "dates or timestamps" if units == "days" else "plain numbers"
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+    return "dates or timestamps" if units == DAYS else "plain numbers"

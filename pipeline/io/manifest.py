@@ -1,0 +1,181 @@
+"""The run's manifest, _SUCCESS.json or _FAILED.json: what it holds, and
+reading and writing it.
+
+The job writes it last (pipeline/manifest_step.py), so its presence says the
+shards beside it are complete. It holds: status ("succeeded" | "failed"),
+counts (series_read, ok, skipped, failed, null_ids), failed_fraction,
+max_failure_fraction, kernel, time_units, input (pattern, files, layout,
+rows), output_files, options (gpfit's, and the Beam options given in
+"beam"), fitters_built, fit_ms_per_series (count, sum, min, max, mean),
+tracing_count_max, started_at, finished_at (ISO 8601, UTC) and wall_time_s.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+from typing import Optional
+
+from apache_beam.io.filesystems import FileSystems
+
+from gpcore.result import FAILED, OK, SKIPPED
+from pipeline.io.files import open_file
+from pipeline.io.inputs import InputSpec
+from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER
+
+# Counts beside the statuses: distinct series ids read, and input rows whose
+# id is null (dropped, not fitted). The job's Beam metrics share these names.
+SERIES_READ = "series_read"
+NULL_IDS = "null_ids"
+
+# The run's status (not a series'): FAILED_RUN when more series failed than
+# max_failure_fraction allows.
+SUCCEEDED, FAILED_RUN = "succeeded", "failed"
+# time_units and input layout of a run whose launcher did not read the input
+# (an offline build): the job learns them only on its workers.
+NOT_INSPECTED = "not inspected"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """What the manifest says that is known when the pipeline is built.
+
+    Small and picklable: it travels to the worker that writes the manifest.
+
+    Attributes:
+      output: the output folder.
+      kernel: the kernel fitted.
+      max_failure_fraction: above this failed fraction the run writes
+        _FAILED.json instead of _SUCCESS.json.
+      time_units: inputs.DAYS, inputs.AS_GIVEN, or NOT_INSPECTED.
+      input: {"pattern", "files", "layout", "rows"}: input_record(spec).
+      options: the options recorded (pipeline.options.recorded).
+      started_at: when the run was started, seconds since the epoch (UTC).
+    """
+
+    output: str
+    kernel: str
+    max_failure_fraction: float
+    time_units: str
+    input: dict
+    options: dict
+    started_at: float
+
+
+def run_record(spec: InputSpec, output: str, kernel: str, max_failure_fraction: float,
+               options: dict, started_at: float) -> RunRecord:
+    """The RunRecord of a run on this input (inspected or not)."""
+    return RunRecord(output=output, kernel=kernel, max_failure_fraction=max_failure_fraction,
+                     time_units=spec.time_units if spec.inspected else NOT_INSPECTED,
+                     input=input_record(spec), options=options, started_at=started_at)
+
+
+def input_record(spec: InputSpec) -> dict:
+    """The manifest's "input": pattern, files, layout (NOT_INSPECTED), rows
+    (None when not inspected)."""
+    if not spec.inspected:
+        return {"pattern": spec.pattern, "files": None, "layout": NOT_INSPECTED, "rows": None}
+    return {"pattern": spec.pattern, "files": len(spec.files), "layout": spec.layout,
+            "rows": spec.rows}
+
+
+def compose(record: RunRecord, status_counts: dict, null_ids: int, fits: dict,
+            output_files: list[str], finished_at: float) -> dict:
+    """The manifest (a JSON-ready dict) of a finished run.
+
+    Args:
+      status_counts: {status: output rows}.
+      null_ids: input rows with a null id.
+      fits: fitters_built, fit_ms_per_series and tracing_count_max.
+      output_files: names of the parameter shards.
+      finished_at: seconds since the epoch.
+    """
+    series = sum(status_counts.values())  # every series is exactly one row
+    counts = {SERIES_READ: series, OK: status_counts.get(OK, 0),
+              SKIPPED: status_counts.get(SKIPPED, 0), FAILED: status_counts.get(FAILED, 0),
+              NULL_IDS: int(null_ids)}
+    failed_fraction = counts[FAILED] / max(series, 1)
+    too_many_failed = failed_fraction > record.max_failure_fraction
+    return {
+        "status": FAILED_RUN if too_many_failed else SUCCEEDED,
+        "counts": counts,
+        "failed_fraction": failed_fraction,
+        "max_failure_fraction": record.max_failure_fraction,
+        "kernel": record.kernel,
+        "time_units": record.time_units,
+        "input": record.input,
+        "output_files": output_files,
+        "options": record.options,
+        "fitters_built": fits["fitters_built"],
+        "fit_ms_per_series": fits["fit_ms_per_series"],
+        "tracing_count_max": fits["tracing_count_max"],
+        "started_at": _iso(record.started_at),
+        "finished_at": _iso(finished_at),
+        "wall_time_s": round(finished_at - record.started_at, 3),
+    }
+
+
+def file_name(manifest: dict) -> str:
+    """Where a composed manifest goes: SUCCESS_MARKER or FAILED_MARKER."""
+    return SUCCESS_MARKER if manifest["status"] == SUCCEEDED else FAILED_MARKER
+
+
+def write(output: str, manifest: dict) -> str:
+    """Writes the manifest into the output folder; returns its path.
+
+    Written under a temporary name and renamed, so that a reader never sees
+    a half-written manifest.
+    """
+    path = FileSystems.join(output, file_name(manifest))
+    temporary = path + ".tmp"
+    with FileSystems.create(temporary, mime_type="application/json") as f:
+        f.write(json.dumps(manifest, indent=2, sort_keys=False).encode("utf-8") + b"\n")
+    FileSystems.rename([temporary], [path])
+    return path
+
+
+def find(output: str) -> Optional[str]:
+    """The name of the manifest in the output folder: SUCCESS_MARKER if
+    present, else FAILED_MARKER; None if neither is there."""
+    for name in (SUCCESS_MARKER, FAILED_MARKER):
+        if FileSystems.exists(FileSystems.join(output.rstrip("/"), name)):
+            return name
+    return None
+
+
+def load(output: str, name: str) -> dict:
+    """The content of the manifest `name` in the output folder.
+
+    Raises:
+      OSError: it cannot be read.
+      ValueError: it is not a JSON object.
+    """
+    path = FileSystems.join(output.rstrip("/"), name)
+    with open_file(path) as f:
+        content = json.loads(f.read().decode("utf-8"))
+    if not isinstance(content, dict):
+        raise ValueError(f"{path} holds no JSON object")
+    return content
+
+
+def read(output: str) -> tuple[Optional[str], Optional[dict]]:
+    """(name, content) of the manifest in the output folder (see find);
+    (None, None) if there is none.
+
+    Raises:
+      OSError, ValueError: it is there but cannot be read (see load).
+    """
+    name = find(output)
+    return (name, load(output, name)) if name else (None, None)
+
+
+def summary(manifest: dict) -> str:
+    """'23 series: 22 ok, 1 skipped, 0 failed; 3 rows with a null id'."""
+    counts = manifest["counts"]
+    return (f"{counts[SERIES_READ]} series: {counts[OK]} ok, {counts[SKIPPED]} skipped, "
+            f"{counts[FAILED]} failed; {counts[NULL_IDS]} rows with a null id")
+
+
+def _iso(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(
+        timespec="seconds")

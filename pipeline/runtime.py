@@ -1,0 +1,189 @@
+"""Where and how the job runs: the local runner, worker processes' TensorFlow
+threads, progress lines, and the log lines the gpfit command shows.
+
+Local runs never try the network. Beam's DirectRunner first tries the Prism
+runner, which downloads a binary at run time (and can hang on a network that
+drops packets); only the Python FnApiRunner honours --direct_num_workers /
+--direct_running_mode. So when no runner, DirectRunner or FnApiRunner is
+asked for, gpfit runs the FnApiRunner itself, built the way the DirectRunner
+builds it (workers get the options).
+
+GP matrices are small; oversubscribed thread pools make them slower, not
+faster (docs/design.md, "Measured facts"). N worker processes on C cores
+therefore get max(1, C // N) intra-op threads each, set before TensorFlow
+starts.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import threading
+from typing import Callable, Optional
+
+from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
+                                                  PipelineOptions, StandardOptions)
+from apache_beam.runners.runner import PipelineRunner
+
+_LOG = logging.getLogger(__name__)
+_configure_lock = threading.Lock()
+_configured: Optional[int] = None
+
+LOCAL_RUNNERS = (None, "DirectRunner", "SwitchingDirectRunner", "FnApiRunner")
+# Set in the image (Dockerfile): they win over the count worked out here.
+INTRA_OP_ENV, INTER_OP_ENV = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"
+
+
+# ---- the runner ----------------------------------------------------------------
+
+def is_local(options: PipelineOptions) -> bool:
+    return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
+
+
+def local_runner(options: PipelineOptions) -> Optional[PipelineRunner]:
+    """An FnApiRunner for local runs; None to let Beam build the runner named
+    by --runner (Dataflow, Prism, Flink, ...)."""
+    if not is_local(options):
+        return None
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+
+    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+    provision = fn_runner.ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
+    return fn_runner.FnApiRunner(provision_info=provision)
+
+
+# ---- worker processes and their threads ----------------------------------------
+
+def processes_per_machine(options: PipelineOptions) -> Optional[int]:
+    """How many SDK worker processes share one machine's cores.
+
+    Returns:
+      N for the local runner (N = --direct_num_workers in multi_processing
+      mode, else 1: threads share one process); None where the runner starts
+      one process per core (Dataflow's default for Python) or is unknown.
+    """
+    runner = options.view_as(StandardOptions).runner
+    if runner in LOCAL_RUNNERS:
+        direct = options.view_as(DirectOptions)
+        if direct.direct_running_mode != "multi_processing":
+            return 1
+        return direct.direct_num_workers or (os.cpu_count() or 1)
+    experiments = options.view_as(DebugOptions).experiments or []
+    if "no_use_multiple_sdk_containers" in experiments:
+        return 1
+    return None
+
+
+def intra_op_threads(cores: int, processes: Optional[int]) -> int:
+    """TF intra-op threads for one of `processes` processes on `cores` cores
+    (None: one process per core)."""
+    return max(1, cores // (processes or cores))
+
+
+def configure_tf_threads(processes: Optional[int]) -> Optional[int]:
+    """Sets this process's TF thread pools, once; returns the intra-op count.
+
+    TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS in the environment win
+    (this is the one place gpfit reads them).
+    A process whose TF runtime already started (a second pipeline in one
+    test process) keeps its pools: TF cannot change them any more.
+    """
+    global _configured
+    import gpcore.threads  # TensorFlow: only on workers, only when fitting
+
+    with _configure_lock:
+        if _configured is not None:
+            return _configured
+        intra = int(os.environ.get(INTRA_OP_ENV)
+                    or intra_op_threads(os.cpu_count() or 1, processes))
+        # One inter-op thread: a fit is one chain of dependent ops, and more
+        # pools than cores only adds contention.
+        inter = int(os.environ.get(INTER_OP_ENV) or 1)
+        try:
+            gpcore.threads.configure_threads(intra, inter)
+        except RuntimeError as err:
+            _LOG.info("gpfit: TensorFlow thread pools left as they are: %s", err)
+        _configured = intra
+        _LOG.info("gpfit: TensorFlow threads in process %d: %d intra-op, %d inter-op",
+                  os.getpid(), intra, inter)
+        return intra
+
+
+class Progress:
+    """Counts series fitted in this process; says so every `every_s` seconds.
+
+    The clock is injected so that tests can drive it.
+    """
+
+    def __init__(self, clock: Callable[[], float], every_s: float = 30.0):
+        self._clock = clock
+        self._every_s = every_s
+        self._start = clock()
+        self._last = self._start
+        self.done = 0
+
+    def add(self, n: int) -> Optional[str]:
+        """Records n more series; returns a progress line when one is due."""
+        self.done += n
+        now = self._clock()
+        if now - self._last < self._every_s:
+            return None
+        self._last = now
+        rate = self.done / max(now - self._start, 1e-9)
+        return (f"gpfit progress: {self.done} series fitted in process {os.getpid()} "
+                f"in {now - self._start:.0f} s ({rate:.1f} series/s)")
+
+
+# ---- log lines -------------------------------------------------------------------
+# Worker processes of the local runner send their log records to the runner,
+# which logs each as 'Worker: <protobuf text>' at INFO. Those lines are cut
+# down to the ones from gpfit (progress, fitter built) and warnings, and
+# shown as plain messages.
+
+_WORKER_LOGGER = "apache_beam.runners.portability.local_job_service"
+_MESSAGE = re.compile(r'message: "((?:[^"\\]|\\.)*)"')
+# Warnings every local worker process gives, and harmless here: the worker
+# parses the options without gpfit's option class, and has no staging folder.
+_HARMLESS = ("Discarding unparseable args", "No semi_persistent_directory found")
+
+
+class _WorkerLines(logging.Filter):
+    """Keeps gpfit's own worker lines and warnings; drops Beam's chatter."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != "Worker: %s" or not record.args:
+            return True
+        found = _MESSAGE.search(str(record.args[0]))
+        message = _unescape(found.group(1)) if found else str(record.args[0])
+        if message.startswith(_HARMLESS):
+            return False
+        if record.levelno < logging.WARNING and not message.startswith("gpfit"):
+            return False
+        record.msg, record.args = "worker: %s", (message,)
+        return True
+
+
+def configure_logs() -> None:
+    """INFO for gpfit, WARNING for Beam; worker lines filtered (see above)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(message)s")
+    for name in ("gpfit", "pipeline"):
+        logging.getLogger(name).setLevel(logging.INFO)
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    worker = logging.getLogger(_WORKER_LOGGER)
+    worker.setLevel(logging.INFO)
+    if not any(isinstance(f, _WorkerLines) for f in worker.filters):
+        worker.addFilter(_WorkerLines())
+
+
+def _unescape(text: str) -> str:
+    try:
+        return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError:
+        return text

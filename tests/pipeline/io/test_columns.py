@@ -1,0 +1,39 @@
+"""Input column types and their conversion to float64 (pipeline.io.columns)."""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from pipeline.io import columns
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+def test_timestamps_become_days_since_epoch(unit):
+    stamps = pa.array([dt.datetime(1970, 1, 2, 12), None, dt.datetime(2024, 1, 1, 6)],
+                      pa.timestamp(unit, tz="UTC"))
+    days = columns.as_float(stamps)
+    np.testing.assert_allclose(days[[0, 2]], [1.5, 19723.25], rtol=0, atol=1e-9)
+    assert np.isnan(days[1])
+
+
+def test_dates_become_days_since_epoch():
+    dates = [dt.date(1970, 1, 11), None]
+    for type_ in (pa.date32(), pa.date64()):
+        days = columns.as_float(pa.array(dates, type_))
+        assert days[0] == 10.0 and np.isnan(days[1])
+
+
+def test_numbers_keep_their_units_and_null_is_nan():
+    assert columns.as_float(pa.array([1, None, 3])).tolist()[::2] == [1.0, 3.0]
+    assert columns.as_float(pa.array([2**62 + 1])).tolist() == [2.0**62]  # rounded, not refused
+    assert columns.as_float(pa.array([decimal.Decimal("2.5")])).tolist() == [2.5]
+    assert np.isnan(columns.as_float(pa.chunked_array([[None, 1.0]]))[0])
+
+
+def test_ids_become_strings():
+    assert columns.as_str(pa.array([7, 8])).tolist() == ["7", "8"]
+    assert columns.as_str(pa.array(["a", "b"]).dictionary_encode()).tolist() == ["a", "b"]

@@ -1,0 +1,44 @@
+"""The manifest file (pipeline.io.manifest): what it says, writing and reading it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.io import manifest
+from pipeline.io.inputs import Columns, InputSpec, uninspected
+
+FITS = {"fitters_built": 1, "fit_ms_per_series": None, "tracing_count_max": 1}
+
+
+def test_an_uninspected_input_is_recorded_as_such():
+    record = manifest.run_record(uninspected("gs://b/in/*.parquet", Columns()), "out", "rbf",
+                                 0.5, {}, 0.0)
+    assert record.time_units == "not inspected"
+    assert record.input == {"pattern": "gs://b/in/*.parquet", "files": None,
+                            "layout": "not inspected", "rows": None}
+    spec = InputSpec("in/", ("in/a.parquet", "in/b.parquet"), Columns(), "long", "days", 7)
+    record = manifest.run_record(spec, "out", "rbf", 0.5, {}, 0.0)
+    assert record.time_units == "days"
+    assert record.input == {"pattern": "in/", "files": 2, "layout": "long", "rows": 7}
+
+
+def test_written_under_its_status_and_read_back(tmp_path):
+    record = manifest.RunRecord(str(tmp_path), "rbf", 0.0, "days", {}, {}, 0.0)
+    assert manifest.read(str(tmp_path)) == (None, None)
+    failed = manifest.compose(record, {"ok": 1, "failed": 1}, 0, FITS, [], finished_at=1.0)
+    path = manifest.write(str(tmp_path), failed)
+    assert path == str(tmp_path / "_FAILED.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["_FAILED.json"]  # no .tmp left
+    assert manifest.read(str(tmp_path) + "/") == ("_FAILED.json", failed)
+    succeeded = manifest.compose(record, {"ok": 2}, 3, FITS, [], finished_at=1.0)
+    manifest.write(str(tmp_path), succeeded)
+    assert manifest.find(str(tmp_path)) == "_SUCCESS.json"  # it wins over _FAILED.json
+    assert manifest.summary(manifest.load(str(tmp_path), "_SUCCESS.json")) == (
+        "2 series: 2 ok, 0 skipped, 0 failed; 3 rows with a null id")
+
+
+def test_a_manifest_that_is_not_a_json_object_is_refused(tmp_path):
+    (tmp_path / "_SUCCESS.json").write_text(json.dumps([1, 2]))
+    with pytest.raises(ValueError, match="holds no JSON object"):
+        manifest.read(str(tmp_path))

@@ -1,0 +1,56 @@
+"""Where and how the job runs (pipeline.runtime): the local runner, worker
+threads, progress lines, worker log lines."""
+from __future__ import annotations
+
+import logging
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline import runtime
+from pipeline.runtime import local_runner
+
+
+def test_progress_line_at_most_every_interval():
+    now = [100.0]
+    progress = runtime.Progress(lambda: now[0], every_s=30.0)
+    now[0] = 110.0
+    assert progress.add(50) is None
+    now[0] = 131.0
+    line = progress.add(50)
+    assert "100 series fitted" in line and "(3.2 series/s)" in line
+    now[0] = 140.0
+    assert progress.add(10) is None
+
+
+def test_thread_counts_split_the_cores_between_processes():
+    assert runtime.intra_op_threads(2, 1) == 2
+    assert runtime.intra_op_threads(2, 2) == 1
+    assert runtime.intra_op_threads(2, 4) == 1
+    assert runtime.intra_op_threads(8, None) == 1  # one process per core
+    opts = PipelineOptions(["--direct_num_workers", "2", "--direct_running_mode",
+                            "multi_processing"])
+    assert runtime.processes_per_machine(opts) == 2
+    assert runtime.processes_per_machine(PipelineOptions(["--direct_num_workers", "2",
+                                                          "--direct_running_mode",
+                                                          "multi_threading"])) == 1
+    assert runtime.processes_per_machine(PipelineOptions(["--runner", "DataflowRunner"])) is None
+
+
+def test_worker_log_lines_keep_gpfit_and_warnings_only():
+    keep = runtime._WorkerLines()  # pylint: disable=protected-access
+
+    def record(level, message):
+        entry = f'severity: INFO message: "{message}" log_location: "x.py:1"'
+        return logging.LogRecord("w", level, "x", 1, "Worker: %s", (entry,), None)
+
+    gpfit_line = record(logging.INFO, "gpfit progress: 10 series")
+    assert keep.filter(gpfit_line) and gpfit_line.getMessage() == "worker: gpfit progress: 10 series"
+    assert not keep.filter(record(logging.INFO, "Data channel established."))
+    assert keep.filter(record(logging.WARNING, "something odd"))
+
+
+def test_local_runs_use_the_fn_api_runner_never_prism():
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import FnApiRunner
+    for argv in ([], ["--runner", "DirectRunner"], ["--runner", "FnApiRunner"]):
+        assert isinstance(local_runner(PipelineOptions(argv)), FnApiRunner)
+    assert local_runner(PipelineOptions(["--runner", "DataflowRunner"])) is None
