@@ -4,11 +4,12 @@ Pure numerics (TensorFlow, TensorFlow Probability, numpy); knows nothing of
 Beam, Parquet or files. TensorFlow loads only when GPFitter or predict is
 first used, so configuration and data types are cheap to import.
 """
+from gpcore.batching import Batching
 from gpcore.config import KERNELS, FitConfig
 from gpcore.result import OUTPUT_COLUMNS, FitResult
 from gpcore.series import Series
 
-__all__ = ["FitConfig", "FitResult", "GPFitter", "KERNELS", "OUTPUT_COLUMNS",
+__all__ = ["Batching", "FitConfig", "FitResult", "GPFitter", "KERNELS", "OUTPUT_COLUMNS",
            "Series", "predict"]
 
 

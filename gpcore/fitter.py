@@ -18,6 +18,8 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 from gpcore import likelihood, newton, starts
+from gpcore.batching import (flops_per_newton_evaluation, flops_per_value,
+                             padded_length)
 from gpcore.config import FitConfig
 from gpcore.kernels import distances, kernel as kernel_named
 from gpcore.result import FAILED, OK, SKIPPED, FitResult
@@ -35,10 +37,6 @@ JITTERS = (0.0, 1e-6, 1e-4, 1e-2)
 # Largest batch, in covariance elements (batch members x N x N): a Newton
 # evaluation keeps about ten such float64 tensors alive (~64 MB each).
 MAX_BATCH_ELEMENTS = 1 << 23
-
-# Padded lengths are rounded up to a multiple of this, so that similar
-# batches share shapes; the compiled function accepts any length.
-LENGTH_QUANTUM = 8
 
 
 class GPFitter(tf.Module):
@@ -191,7 +189,7 @@ class GPFitter(tf.Module):
     def _batches(self, ready):
         start = 0
         while start < len(ready):
-            n_max = _padded_length(ready[min(start + self.config.batch_size, len(ready)) - 1][1].n_points)
+            n_max = padded_length(ready[min(start + self.config.batch_size, len(ready)) - 1][1].n_points)
             room = MAX_BATCH_ELEMENTS // (self.config.restarts * n_max * n_max)
             size = max(1, min(self.config.batch_size, room))
             yield ready[start:start + size]
@@ -260,23 +258,6 @@ class GPFitter(tf.Module):
                                + evaluations * flops_per_newton_evaluation(n, len(self.parameters)))
 
 
-def flops_per_value(n: int) -> float:
-    """Floating-point operations of one likelihood value at N points: the
-    Cholesky (N^3/3) and the kernel matrix (~10 N^2)."""
-    return n ** 3 / 3.0 + 10.0 * n ** 2
-
-
-def flops_per_newton_evaluation(n: int, n_params: int) -> float:
-    """... and of value, gradient and Hessian: the Cholesky, the inverse
-    (two triangular solves with N right-hand sides, 2 N^3), one matrix
-    product per kernel parameter (2 N^3 each) and ~40 N^2 elementwise."""
-    return n ** 3 / 3.0 + 2.0 * n ** 3 + 2.0 * (n_params - 1) * n ** 3 + 40.0 * n ** 2
-
-
-def _padded_length(n: int) -> int:
-    return -(-n // LENGTH_QUANTUM) * LENGTH_QUANTUM
-
-
 class _StandardisedBatch:
     """A batch standardised (t to [0, 1], y to zero mean and unit variance),
     padded to [R * B, N] with masks, and the way back to the caller's units."""
@@ -284,7 +265,7 @@ class _StandardisedBatch:
     def __init__(self, batch: list[CleanSeries], restarts: int):
         self.batch = batch
         self.restarts = restarts
-        n_pad = _padded_length(max(s.n_points for s in batch))
+        n_pad = padded_length(max(s.n_points for s in batch))
         self.t0 = np.array([s.t[0] for s in batch])
         self.span = np.array([s.t[-1] - s.t[0] for s in batch])
         self.y_mean = np.array([s.y.mean() for s in batch])

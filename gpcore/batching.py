@@ -1,0 +1,92 @@
+"""How to hand series to GPFitter.fit: what one series costs and how much
+work one call should carry.
+
+gpcore owns the padding and batching policy, the way a RunInference
+ModelHandler reports its batching arguments: the pipeline only groups
+series by `bucket` until their `cost` reaches `seconds_per_call`, and hands
+each group to one fit call. Inside a call the fitter sorts by length and
+cuts compiled batches of `FitConfig.batch_size` (docs/design.md, "The
+fitter"). Bounded calls matter on Dataflow: an element cannot be split,
+and a retried bundle redoes all of its work.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from gpcore.config import FitConfig
+from gpcore.kernels import kernel as kernel_named
+from gpcore.starts import grid_shape
+
+# Padded lengths are rounded up to a multiple of this, so that similar
+# batches share shapes; the compiled function accepts any length.
+LENGTH_QUANTUM = 8
+
+# Target estimated work per fit call, seconds of one core.
+SECONDS_PER_CALL = 15.0
+
+# Calibration of `cost`, measured on this project's 2-core machines (docs/
+# design.md, "Measured facts"): the fitter reaches about 12 GFLOP/s per core
+# on 64-256-point series; a fit takes about 6 Newton evaluations per start;
+# and Python work per series is about a millisecond.
+FLOPS_PER_SECOND = 1.0e10
+NEWTON_EVALUATIONS = 6.0
+SECONDS_PER_SERIES = 1e-3
+
+
+def padded_length(n: int) -> int:
+    """The length a series of n points is padded to in a compiled batch."""
+    return -(-n // LENGTH_QUANTUM) * LENGTH_QUANTUM
+
+
+def length_bucket(n: int) -> int:
+    """Series of n points share a bucket with those up to the next power
+    of 2: within a bucket, sorted batches pad little."""
+    return max(n - 1, 0).bit_length()
+
+
+def flops_per_value(n: int) -> float:
+    """Floating-point operations of one likelihood value at N points: the
+    Cholesky (N^3/3) and the kernel matrix (~10 N^2)."""
+    return n ** 3 / 3.0 + 10.0 * n ** 2
+
+
+def flops_per_newton_evaluation(n: int, n_params: int) -> float:
+    """... and of value, gradient and Hessian with P parameters: the
+    Cholesky, the inverse (two triangular solves with N right-hand sides,
+    2 N^3), one matrix product per kernel parameter (2 N^3 each) and
+    ~40 N^2 elementwise."""
+    return n ** 3 / 3.0 + 2.0 * n ** 3 + 2.0 * (n_params - 1) * n ** 3 + 40.0 * n ** 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Batching:
+    """Batching hints for one FitConfig.
+
+    Attributes:
+      config: the fitter's configuration (kernel and restarts set the cost).
+      seconds_per_call: target estimated work per fit call (core-seconds).
+    """
+
+    config: FitConfig
+    seconds_per_call: float = SECONDS_PER_CALL
+
+    def __post_init__(self):
+        if not self.seconds_per_call > 0:
+            raise ValueError(f"seconds_per_call must be > 0; got {self.seconds_per_call!r}")
+
+    def cost(self, n_points: int) -> float:
+        """Estimated core-seconds to fit one series of n_points points."""
+        kernel = kernel_named(self.config.kernel)
+        n = padded_length(max(int(n_points), 1))
+        rows, columns = grid_shape(kernel.has_period)
+        flops = (rows * columns * flops_per_value(n)
+                 + NEWTON_EVALUATIONS * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
+        return self.config.restarts * flops / FLOPS_PER_SECOND + SECONDS_PER_SERIES
+
+    def bucket(self, n_points: int) -> int:
+        """Series in one bucket may share a fit call."""
+        return length_bucket(int(n_points))
+
+    def is_full(self, seconds: float) -> bool:
+        """A call carrying this much estimated work should go now."""
+        return seconds >= self.seconds_per_call
