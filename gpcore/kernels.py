@@ -157,7 +157,7 @@ def kernel(name: str) -> Kernel:
     """The kernel called `name`; ValueError naming the choices otherwise."""
     try:
         return TABLE[name]
-    except KeyError:
+    except (KeyError, TypeError):
         raise ValueError(f"kernel must be one of {', '.join(KERNELS)}; got {name!r}") from None
 
 

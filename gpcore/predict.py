@@ -10,6 +10,9 @@ Gaussian with
     var(t*)  = amplitude^2 k(t*, t*) - diag(K*x A^-1 Kx*),
 
 where A = amplitude^2 K + noise_variance I is factored once by Cholesky.
+Times are centred on the observed ones and kernels are built from
+|t_i - t_j| directly (gpcore/kernels.py): with raw times such as Unix
+seconds, x^2 + y^2 - 2xy loses the precision the covariance needs.
 """
 from __future__ import annotations
 
@@ -19,8 +22,7 @@ from typing import Mapping, Union
 import numpy as np
 import tensorflow as tf
 
-from gpcore.config import KERNELS
-from gpcore.kernels import unit_kernel
+from gpcore.kernels import distances, kernel as kernel_named
 from gpcore.result import OK, FitResult
 from gpcore.series import Series
 
@@ -66,19 +68,22 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
     finite = np.isfinite(t) & np.isfinite(y)
     t, y = t[finite], y[finite]
 
-    kernel = unit_kernel(
-        p["kernel"], tf.constant(p["length_scale"], DTYPE),
-        tf.constant(p["period"], DTYPE) if p["kernel"] == "periodic" else None)
+    kernel = kernel_named(p["kernel"])
+    shape = [tf.constant([p[name]], DTYPE) for name in kernel.parameters]
     amp2 = p["amplitude"] ** 2
-    xs = tf.constant(t_new[:, None])  # [m, 1]: one feature dimension
-    prior_var = amp2 * kernel.apply(xs, xs).numpy()  # [m]
 
+    def covariance(t1, t2):  # [n1, n2]; stationary, so any common offset cancels
+        return amp2 * kernel.matrix(kernel.feature(distances(
+            tf.constant(t1[None]), tf.constant(t2[None]))), shape)[0]
+
+    prior_var = np.full_like(t_new, amp2)  # stationary unit kernels: k(t, t) = 1
     if t.size == 0:
         mean, var = np.full_like(t_new, p["mean"]), prior_var
     else:
-        x = tf.constant(t[:, None])  # [n, 1]
-        kxx = amp2 * kernel.matrix(x, x)  # [n, n]
-        ksx = amp2 * kernel.matrix(xs, x)  # [m, n]
+        centre = 0.5 * (t.min() + t.max())
+        t, t_new = t - centre, t_new - centre
+        kxx = covariance(t, t)  # [n, n]
+        ksx = covariance(t_new, t)  # [m, n]
         chol = _cholesky(kxx, p["noise_variance"], amp2)  # [n, n]
         resid = tf.constant((y - p["mean"])[:, None])  # [n, 1]
         alpha = tf.linalg.cholesky_solve(chol, resid)  # [n, 1] = A^-1 (y - mean)
@@ -120,13 +125,9 @@ def checked_params(params: Union[Mapping, FitResult]) -> dict:
                 f"series {params.series_id!r} has status {params.status!r}, not 'ok'; "
                 "only fitted series have parameters to predict with")
         params = params.params
-    kernel = params.get("kernel")
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {', '.join(KERNELS)}; got {kernel!r}")
-    names = ["mean", "amplitude", "length_scale", "noise_variance"]
-    if kernel == "periodic":
-        names.append("period")
-    out = {"kernel": kernel, "period": None}
+    kernel = kernel_named(params.get("kernel"))
+    names = ["mean", "amplitude", "noise_variance", *kernel.parameters]
+    out = {"kernel": kernel.name, "period": None}
     for name in names:
         value = params.get(name)
         try:
@@ -136,7 +137,7 @@ def checked_params(params: Union[Mapping, FitResult]) -> dict:
         if not math.isfinite(value):
             raise ValueError(f"params[{name!r}] must be finite; got {value!r}")
         out[name] = value
-    for name in ("amplitude", "length_scale") + (("period",) if kernel == "periodic" else ()):
+    for name in ("amplitude", *kernel.parameters):
         if out[name] <= 0:
             raise ValueError(f"params[{name!r}] must be > 0; got {out[name]!r}")
     if out["noise_variance"] < 0:

@@ -6,15 +6,31 @@ import tensorflow_probability as tfp
 
 import gp_reference as ref
 from gpcore import likelihood
-from gpcore.kernels import unit_kernel, unit_kernel_matrix
+from gpcore.kernels import distances, kernel as kernel_named
 
 tfd = tfp.distributions
 tfb = tfp.bijectors
+psd = tfp.math.psd_kernels
+
+
+def unit_kernel_matrix(name, t, *params):
+    """[C, N, N] unit kernel matrix of times t [C, N] from the kernel table."""
+    kernel = kernel_named(name)
+    return kernel.matrix(kernel.feature(distances(t, t)), [p for p in params if p is not None])
+
+
+def tfp_unit_kernel(name, length_scale, period=None):
+    """TFP's own kernel, as the independent reference."""
+    one = tf.constant(1.0, tf.float64)
+    if name == "periodic":
+        return psd.ExpSinSquared(one, length_scale, period)
+    return {"rbf": psd.ExponentiatedQuadratic, "matern32": psd.MaternThreeHalves,
+            "matern52": psd.MaternFiveHalves}[name](one, length_scale)
 
 
 def _gp_nll_loss(t, y, amplitude, length_scale, noise):
     """Plain GP loss reading TransformedVariables (the project's origin story)."""
-    kmat = amplitude ** 2 * unit_kernel_matrix("rbf", t[None], tf.reshape(length_scale, [1]))
+    kmat = amplitude ** 2 * unit_kernel_matrix("rbf", t[None], tf.reshape(tf.convert_to_tensor(length_scale), [1]))
     mask = tf.ones_like(y)[None]
     return likelihood.negative_log_likelihood(
         kmat, tf.reshape(noise, [1]), y[None], mask, tf.zeros([1], tf.float64))[0]
@@ -71,8 +87,8 @@ def test_masked_likelihood_equals_truncated_and_tfd(rng, kernel):
     # tfd.GaussianProcess with a unit-amplitude kernel, on y rescaled by the
     # amplitude (the density of y is that of y / amp, divided by amp^n).
     gp = tfd.GaussianProcess(
-        unit_kernel(kernel, tf.constant(ls, tf.float64),
-                    None if period is None else tf.constant(period, tf.float64)),
+        tfp_unit_kernel(kernel, tf.constant(ls, tf.float64),
+                        None if period is None else tf.constant(period, tf.float64)),
         index_points=to[:, None], observation_noise_variance=noise / amp ** 2,
         jitter=0.0)  # tfd adds 1e-6 to the diagonal by default
     tfd_nll = -gp.log_prob((yo - mean) / amp).numpy() + to.size * np.log(amp)
@@ -88,7 +104,7 @@ def test_profiled_likelihood_is_the_maximum_over_mean_and_scale(rng):
     t, y = (t - t[0]) / np.ptp(t), (y - y.mean()) / y.std()
     ls, ratio = 0.15, 0.05
     kmat = unit_kernel_matrix("matern52", tf.constant(t[None]), tf.constant([ls], tf.float64))
-    nll, mean, scale2 = (v.numpy()[0] for v in likelihood.profiled_negative_log_likelihood(
+    nll, mean, scale2 = (v.numpy()[0] for v in likelihood.profiled_nll(
         kmat, tf.constant([ratio], tf.float64), tf.constant(y[None]), tf.ones([1, 50], tf.float64)))
     amp = np.sqrt(scale2)
     at_max = ref.nll("matern52", t, y, mean, amp, ls, ratio * scale2)
@@ -98,36 +114,39 @@ def test_profiled_likelihood_is_the_maximum_over_mean_and_scale(rng):
                        ratio * scale2 * d_amp ** 2) > at_max
 
 
-def test_analytic_gradient_matches_autodiff_through_cholesky(rng):
-    # The custom gradient (envelope theorem) against TF's own Cholesky gradient
-    # of the same profiled objective written out explicitly.
-    t, y = ref.sample(rng, "rbf", 45, noise_variance=0.05)
+@pytest.mark.parametrize("kernel", ["rbf", "matern32", "matern52", "periodic"])
+def test_newton_terms_match_autodiff_of_the_profiled_likelihood(rng, kernel):
+    # Gradient and Hessian in (log shape parameters, log r) against TF's own
+    # second-order autodiff through the Cholesky of the same objective, with
+    # padding and a missing point masked and a jitter on the diagonal.
+    period = 0.3 if kernel == "periodic" else None
+    t, y = ref.sample(rng, kernel, 45, noise_variance=0.05, period=period, span=1.0)
     t, y = (t - t[0]) / np.ptp(t), (y - y.mean()) / y.std()
     mask = np.ones((1, 48)); mask[0, 45:] = 0.0; mask[0, 3] = 0.0
-    tp = np.concatenate([t, np.full(3, t[-1])])[None]
-    yp = np.concatenate([y, np.zeros(3)])[None]
-    x = tf.constant([[np.log(0.2), np.log(0.1)]], tf.float64)
+    tp = tf.constant(np.concatenate([t, np.full(3, t[-1])])[None])
+    yp = tf.constant(np.concatenate([y, np.zeros(3)])[None])
+    m = tf.constant(mask)
+    shape = [0.2, 0.3] if period else [0.2]
+    x = tf.constant([np.log(shape + [0.1])], tf.float64)
+    jitter = 1e-6
+    kern = kernel_named(kernel)
+    feature = kern.feature(distances(tp, tp))
 
-    def custom(x):
-        k = unit_kernel_matrix("rbf", tf.constant(tp), tf.exp(x[:, 0]))
-        return likelihood.profiled_negative_log_likelihood(
-            k, tf.exp(x[:, 1]), tf.constant(yp), tf.constant(mask))[0]
+    def value(x):
+        k = kern.matrix(feature, tf.unstack(tf.exp(x[:, :-1]), axis=-1))
+        return likelihood.profiled_nll(k, tf.exp(x[:, -1]) + jitter, yp, m)[0]
 
-    def explicit(x):
-        k = unit_kernel_matrix("rbf", tf.constant(tp), tf.exp(x[:, 0]))
-        cov = likelihood.masked_covariance(k, tf.exp(x[:, 1]), tf.constant(mask))
-        chol = tf.linalg.cholesky(cov)
-        m = tf.constant(mask)
-        a = tf.linalg.cholesky_solve(chol, tf.stack([tf.constant(yp) * m, m], -1))
-        mean = tf.reduce_sum(a[..., 0] * m, -1) / tf.reduce_sum(a[..., 1] * m, -1)
-        r = (tf.constant(yp) - mean[:, None]) * m
-        n = tf.reduce_sum(m, -1)
-        s2 = tf.reduce_sum(r * tf.linalg.cholesky_solve(chol, r[..., None])[..., 0], -1) / n
-        logdet = 2 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol)), -1)
-        return 0.5 * (n * (likelihood.LOG_2PI + tf.math.log(s2) + 1.0) + logdet)
-
-    v1, g1 = tfp.math.value_and_gradient(custom, x)
-    v2, g2 = tfp.math.value_and_gradient(explicit, x)
-    np.testing.assert_allclose(v1.numpy(), v2.numpy(), rtol=1e-12)
-    # Both are exact gradients; differences are float64 round-off.
-    np.testing.assert_allclose(g1.numpy(), g2.numpy(), rtol=1e-7, atol=1e-9)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            v = value(x)
+        g = inner.gradient(v, x)
+    h = outer.batch_jacobian(g, x)
+    k, first, second = kern.matrix_and_derivatives(feature, tf.unstack(tf.exp(x[:, :-1]), axis=-1))
+    nll, gradient, hessian, _, _ = likelihood.profiled_nll_newton(
+        k, first, second, tf.exp(x[:, -1]) + jitter, x[:, -1], yp, m)
+    np.testing.assert_allclose(nll.numpy(), v.numpy(), rtol=1e-12)
+    # Both exact; autodiff through the Cholesky accumulates more round-off.
+    np.testing.assert_allclose(gradient.numpy(), g.numpy(), rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(hessian.numpy(), h.numpy(), rtol=1e-6, atol=1e-7)
