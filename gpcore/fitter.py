@@ -22,7 +22,7 @@ from gpcore.batching import (flops_per_newton_evaluation, flops_per_value,
                              padded_length)
 from gpcore.config import FitConfig
 from gpcore.kernels import distances, kernel as kernel_named
-from gpcore.result import FAILED, OK, SKIPPED, FitResult
+from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line
 from gpcore.series import CleanSeries, Series, clean
 
 tfb = tfp.bijectors
@@ -172,7 +172,11 @@ class GPFitter(tf.Module):
         results: list[FitResult | None] = [None] * len(series)
         ready: list[tuple[int, CleanSeries]] = []
         for i, s in enumerate(series):
-            cleaned, n, reason = clean(s, config.min_points, config.max_points)
+            try:
+                cleaned, n, reason = clean(s, config.min_points, config.max_points)
+            except Exception as err:  # never let one series fail the caller
+                cleaned, n, reason = None, 0, (f"series could not be read: "
+                                                f"{type(err).__name__}: {first_line(err)}")
             if cleaned is None:
                 results[i] = FitResult(str(s.series_id), SKIPPED, config.kernel, n, error=reason)
             else:
@@ -224,12 +228,10 @@ class GPFitter(tf.Module):
             for i in pending:
                 results[i] = self._fit_robustly([batch[i]])[0]
         elif error is not None:
-            lines = [line.strip() for line in str(error).splitlines() if line.strip()]
             series = batch[pending[0]]
             results[pending[0]] = FitResult(
                 str(series.series_id), FAILED, self.config.kernel, series.n_points,
-                error=f"fit failed with jitter up to {JITTERS[-1]:g}: "
-                      f"{lines[-1] if lines else type(error).__name__}")
+                error=f"fit failed with jitter up to {JITTERS[-1]:g}: {last_line(error)}")
         return [results[i] for i in range(len(batch))]
 
     def _fit_batch(self, batch: list[CleanSeries]) -> list[FitResult]:
@@ -317,3 +319,9 @@ class _StandardisedBatch:
                          stop_reason=newton.STOP_REASONS[status],
                          at_bound=bool(out["at_bound"][m]),
                          iterations=int(out["iterations"][m]), **fitted)
+
+
+def last_line(error: BaseException) -> str:
+    """The last line of the message (TensorFlow puts the op's error there)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__

@@ -133,7 +133,12 @@ def _held(x, g, lower, upper):
 
 
 def _projected(x, g, h, lower, upper):
-    """Gradient and Hessian on the free coordinates (held ones: 0 and 1)."""
+    """Gradient and Hessian on the free coordinates (held ones: 0 and 1).
+    Non-finite members get a zero gradient and the identity: eigen
+    decompositions raise on NaN, and such members are never stepped."""
+    finite = _finite(tf.zeros_like(g[:, 0]), g, h)
+    g = tf.where(finite[:, None], g, tf.zeros_like(g))
+    h = tf.where(finite[:, None, None], h, tf.eye(tf.shape(h)[-1], dtype=h.dtype))
     free = tf.cast(~_held(x, g, lower, upper), g.dtype)
     g = g * free
     h = h * free[:, :, None] * free[:, None, :] + tf.linalg.diag(1.0 - free)

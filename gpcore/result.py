@@ -64,3 +64,10 @@ class FitResult:
         return {"kernel": self.kernel, "mean": self.mean,
                 "amplitude": self.amplitude, "length_scale": self.length_scale,
                 "period": self.period, "noise_variance": self.noise_variance}
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of an exception's message (its type if it has none),
+    for one-line error messages."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -55,8 +55,12 @@ def clean(series: Series, min_points: int, max_points: int
     Returns:
       (clean series or None, number of finite points, reason or None).
     """
-    t = np.asarray(series.t, dtype=np.float64).reshape(-1)
-    y = np.asarray(series.y, dtype=np.float64).reshape(-1)
+    t, problem = _numbers(series.t, "t", "convert times to numbers, e.g. days since an epoch")
+    if problem:
+        return None, 0, problem
+    y, problem = _numbers(series.y, "y", "give numeric values; NaN marks a missing one")
+    if problem:
+        return None, 0, problem
     if t.shape != y.shape:
         return None, 0, (f"t has {t.size} values but y has {y.size}; "
                          "give one time per value")
@@ -91,3 +95,16 @@ def clean(series: Series, min_points: int, max_points: int
     # Stable sort keeps repeated timestamps in input order (deterministic).
     order = np.argsort(t, kind="stable")
     return CleanSeries(series.series_id, t[order], y[order]), n, None
+
+
+def _numbers(values, name: str, advice: str) -> tuple[Optional[np.ndarray], Optional[str]]:
+    """values as a float64 vector, or the reason they are not numbers."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "biuf":  # datetime64, strings, objects: no silent guess
+        try:
+            array = array.astype(np.float64) if array.dtype.kind == "O" else None
+        except (TypeError, ValueError):
+            array = None
+        if array is None:
+            return None, (f"{name} is not numeric (dtype {np.asarray(values).dtype}); {advice}")
+    return array.astype(np.float64).reshape(-1), None

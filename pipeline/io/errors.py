@@ -1,4 +1,5 @@
 """Errors that end a run before any work starts (exit code 2)."""
+from gpcore.result import first_line  # noqa: F401  (one-line messages, defined once)
 
 
 class UsageError(ValueError):
@@ -10,9 +11,3 @@ class InputError(UsageError):
     """The input cannot be used: no file matches, a file is not Parquet, a
     column is missing or of the wrong type, there are no rows."""
 
-
-def first_line(err: BaseException) -> str:
-    """The first line of an exception's message (its type if it has none),
-    for one-line error messages."""
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__

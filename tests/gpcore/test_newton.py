@@ -1,0 +1,99 @@
+"""The batched Newton optimiser against scipy, on objectives with known minima."""
+import numpy as np
+import pytest
+import scipy.optimize
+import tensorflow as tf
+
+from gpcore import newton
+
+# Rosenbrock-like and quadratic members, some with the minimum outside the box.
+CENTRES = np.array([[1.0, 1.0], [0.5, -0.3], [2.0, 4.0], [-1.5, 2.5]])
+
+
+def _objective(x, c):
+    """Shifted Rosenbrock (valley through c) plus a quartic and a tilt (so the
+    minimum is unique): value, gradient, Hessian."""
+    a, b = x[..., 0] - c[..., 0], x[..., 1] - c[..., 1]
+    u = b - a * a + c[..., 0] ** 2 - c[..., 0] ** 2  # valley b = a^2
+    f = a * a + 10.0 * u * u + 0.1 * a ** 4 + 0.2 * a
+    g0 = 2 * a - 40.0 * a * u + 0.4 * a ** 3 + 0.2
+    g1 = 20.0 * u
+    h00 = 2 - 40.0 * u + 80.0 * a * a + 1.2 * a * a
+    h01 = -40.0 * a
+    h11 = 20.0 * np.ones_like(a) if isinstance(a, np.ndarray) else 20.0 + 0.0 * a
+    return f, (g0, g1), ((h00, h01), (h01, h11))
+
+
+def _tf_evaluate(centres, calls):
+    def evaluate(x, members):
+        calls.append(int(tf.shape(members)[0]))
+        f, g, h = _objective(x, tf.gather(centres, members))
+        return (f, tf.stack(g, -1), tf.stack([tf.stack(r, -1) for r in h], -2),
+                {"twice": 2.0 * f})
+    return evaluate
+
+
+def _scipy_minimum(c, x0, lower, upper):
+    fun = lambda x: _objective(x, c)[0]
+    jac = lambda x: np.array(_objective(x, c)[1])
+    res = scipy.optimize.minimize(fun, x0, jac=jac, method="L-BFGS-B",
+                                  bounds=list(zip(lower, upper)),
+                                  options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10000})
+    return res.x, res.fun
+
+
+@pytest.mark.parametrize("boxed", [False, True])
+def test_batched_minima_equal_scipy(boxed):
+    x0 = np.array([[-1.2, 1.0], [2.0, 2.0], [0.0, 0.0], [1.0, -1.0]])
+    lower = np.full_like(x0, -10.0)
+    upper = np.full_like(x0, 10.0)
+    if boxed:  # members 1 and 3 have their minimum outside the box
+        upper[1, 0], upper[3, 1] = 0.3, 1.0
+    calls = []
+    result = newton.minimize(_tf_evaluate(tf.constant(CENTRES), calls), tf.constant(x0),
+                             tf.constant(lower), tf.constant(upper), 100, 1e-10)
+    for c in range(len(x0)):
+        x_ref, f_ref = _scipy_minimum(CENTRES[c], x0[c], lower[c], upper[c])
+        assert result.status.numpy()[c] == newton.CONVERGED
+        # Both converge to 1e-10 in f; positions agree to its square root.
+        np.testing.assert_allclose(result.value.numpy()[c], f_ref, atol=1e-8)
+        np.testing.assert_allclose(result.position.numpy()[c], x_ref, atol=1e-4)
+        np.testing.assert_allclose(result.aux["twice"].numpy()[c], 2 * result.value.numpy()[c])
+    assert list(result.at_bound.numpy()) == ([False, True, False, True] if boxed else [False] * 4)
+    # Converged members leave the batch: later evaluations are smaller.
+    assert calls[0] == 4 and calls[-1] < 4
+    assert int(result.evaluations) == sum(calls)
+
+
+def test_a_member_alone_gives_the_same_result_as_in_a_batch():
+    x0 = np.array([[-1.2, 1.0], [2.0, 2.0], [0.0, 0.0], [1.0, -1.0]])
+    box = np.full_like(x0, 10.0)
+    together = newton.minimize(_tf_evaluate(tf.constant(CENTRES), []), tf.constant(x0),
+                               tf.constant(-box), tf.constant(box), 100, 1e-10)
+    for c in range(4):
+        alone = newton.minimize(_tf_evaluate(tf.constant(CENTRES[c:c + 1]), []),
+                                tf.constant(x0[c:c + 1]), tf.constant(-box[:1]),
+                                tf.constant(box[:1]), 100, 1e-10)
+        np.testing.assert_array_equal(alone.position.numpy()[0], together.position.numpy()[c])
+        assert int(alone.iterations[0]) == int(together.iterations[c])
+
+
+def test_stops_say_why():
+    x0 = np.array([[-1.2, 1.0], [np.nan, 0.0]])
+    box = np.full_like(x0, 10.0)
+    result = newton.minimize(_tf_evaluate(tf.constant(CENTRES[:2]), []), tf.constant(x0),
+                             tf.constant(-box), tf.constant(box), 2, 1e-10)
+    assert list(result.status.numpy()) == [newton.MAX_ITERATIONS, newton.FAILED]
+    assert list(result.iterations.numpy()) == [2, 0]
+    assert newton.STOP_REASONS[newton.MAX_ITERATIONS] == "max_iterations"
+
+
+def test_indefinite_start_still_descends():
+    # Here u = 0.5 and the Hessian's h00 is negative: the step must still descend.
+    x0 = np.array([[1.0, 1.5]])
+    f0 = _objective(x0[0], CENTRES[0])[0]
+    box = np.full_like(x0, 10.0)
+    result = newton.minimize(_tf_evaluate(tf.constant(CENTRES[:1]), []), tf.constant(x0),
+                             tf.constant(-box), tf.constant(box), 100, 1e-10)
+    assert np.linalg.eigvalsh(np.array(_objective(x0[0], CENTRES[0])[2]))[0] < 0
+    assert result.value.numpy()[0] < f0 and result.status.numpy()[0] == newton.CONVERGED

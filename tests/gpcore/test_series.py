@@ -1,0 +1,37 @@
+"""Cleaning a series before a fit: what is kept, and why a series is skipped."""
+import numpy as np
+import pytest
+
+from gpcore.series import Series, clean
+
+
+def test_sorts_and_drops_missing_points_keeping_repeated_times():
+    t = np.array([3.0, 1.0, 2.0, 2.0, np.nan, 5.0])
+    y = np.array([30.0, 10.0, 20.0, 21.0, 1.0, np.inf])
+    cleaned, n, reason = clean(Series("s", t, y), min_points=3, max_points=10)
+    assert reason is None and n == 4 and cleaned.n_points == 4
+    np.testing.assert_array_equal(cleaned.t, [1.0, 2.0, 2.0, 3.0])
+    np.testing.assert_array_equal(cleaned.y, [10.0, 20.0, 21.0, 30.0])  # stable for repeats
+
+
+@pytest.mark.parametrize("t, y, words", [
+    (np.arange(3.0), np.ones(4), "t has 3 values but y has 4"),
+    (np.arange(4.0), np.array([1.0, np.nan, np.nan, 2.0]), "only 2 finite points"),
+    (np.arange(20.0), np.arange(20.0), "more than max_points=10"),
+    (np.full(5, 7.0), np.arange(5.0), "all observation times are equal"),
+    (1e15 + np.arange(5.0), np.arange(5.0), "subtract an offset"),
+    (np.arange(5.0), np.full(5, 2.5), "all 5 values are equal"),
+    (np.arange(5.0), 1e200 * np.arange(5.0), "rescale the series"),
+    (np.arange("2026-01-01", "2026-01-06", dtype="datetime64[D]"), np.arange(5.0),
+     "t is not numeric (dtype datetime64[D])"),
+    (np.arange(5.0), np.array(["a", "b", "c", "d", "e"]), "y is not numeric"),
+])
+def test_unfittable_series_say_why(t, y, words):
+    cleaned, _, reason = clean(Series("s", t, y), min_points=3, max_points=10)
+    assert cleaned is None and words in reason
+
+
+def test_object_arrays_of_numbers_are_accepted():
+    cleaned, n, reason = clean(Series("s", np.array([0, 1, 2], dtype=object),
+                                      np.array([1.0, 2.0, None], dtype=object)), 2, 10)
+    assert reason is None and n == 2

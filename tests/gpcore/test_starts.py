@@ -1,0 +1,77 @@
+"""Bounds, search grid and periodogram starts, against numpy references."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import gp_reference as ref
+from gpcore import FitConfig, GPFitter, starts
+from gpcore.kernels import distances
+
+
+def test_bounds_follow_the_data_spacing_and_span(rng):
+    dense = np.linspace(0.0, 1.0, 2001)  # spacing 5e-4
+    sparse = np.linspace(0.0, 1.0, 11)
+    lo_dense, hi_dense = starts.bounds(False, dense)
+    lo_sparse, _ = starts.bounds(False, sparse)
+    assert np.exp(lo_dense[0]) == pytest.approx(0.25 * 5e-4)
+    assert np.exp(lo_sparse[0]) == pytest.approx(1e-3)  # at least span / 1000
+    assert np.exp(hi_dense[0]) == pytest.approx(10.0)
+    assert np.exp([lo_dense[-1], hi_dense[-1]]) == pytest.approx(starts.NOISE_BOUNDS)
+    lo_p, hi_p = starts.bounds(True, sparse)
+    assert np.exp(lo_p[1]) == pytest.approx(0.1) and np.exp(hi_p[1]) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("has_period", [False, True])
+def test_grid_lies_inside_the_bounds(rng, has_period):
+    t = np.sort(rng.uniform(0.0, 1.0, 200)); t = (t - t[0]) / np.ptp(t)
+    y = rng.normal(size=200)
+    rows, columns = starts.search_grid(has_period, t, y)
+    lower, upper = starts.bounds(has_period, t)
+    assert (rows.shape, columns.shape) == ((starts.grid_shape(has_period)[0], 1 + has_period),
+                                           (starts.grid_shape(has_period)[1],))
+    assert np.all(rows >= lower[:-1] - 1e-12) and np.all(rows <= upper[:-1] + 1e-12)
+    assert np.all(columns >= lower[-1]) and np.all(columns <= upper[-1])
+
+
+@pytest.mark.parametrize("n", [300, 1500, 4000])
+def test_periodogram_finds_the_period_of_long_series(rng, n):
+    # The first peak must sit in the true period's basin (within ~1/span of
+    # its frequency): a 400-point frequency grid missed it at 4,000 points.
+    t = np.sort(rng.uniform(0.0, 1.0, n))
+    period = 1.0 / 37.3
+    y = np.sin(2 * np.pi * t / period) + 0.5 * rng.normal(size=n)
+    found = starts.periodogram_peaks(t, y, 3)
+    assert abs(1.0 / found[0] - 1.0 / period) < 0.5
+
+
+def _profiled_nll_numpy(kernel, t, y, shape, ratio):
+    """min over mean and amplitude of the reference nll (GLS mean, ML scale)."""
+    k = ref.kernel_matrix(kernel, t, t, 1.0, shape[0], shape[1] if len(shape) > 1 else None)
+    a_inv = np.linalg.inv(k + ratio * np.eye(t.size))
+    one = np.ones_like(y)
+    mean = one @ a_inv @ y / (one @ a_inv @ one)
+    scale2 = (y - mean) @ a_inv @ (y - mean) / y.size
+    return ref.nll(kernel, t, y, mean, np.sqrt(scale2), shape[0], ratio * scale2,
+                   shape[1] if len(shape) > 1 else None)
+
+
+@pytest.mark.parametrize("kernel", ["matern52", "periodic"])
+def test_grid_scores_equal_numpy_and_ranks_pick_distinct_rows(rng, kernel):
+    fitter = GPFitter(FitConfig(kernel=kernel))
+    t, y = ref.sample(rng, kernel, 40, noise_variance=0.05, period=0.3 if kernel == "periodic" else None,
+                      length_scale=0.8 if kernel == "periodic" else 0.1, span=1.0)
+    t, y = (t - t[0]) / np.ptp(t), (y - y.mean()) / y.std()
+    rows, columns = starts.search_grid(kernel == "periodic", t, y)
+    count = rows.shape[0]
+    tile = lambda a: tf.constant(np.repeat(a[None], count, axis=0))
+    feature = fitter.kernel.feature(distances(tile(t), tile(t)))
+    start, values = fitter._grid_start(feature, tile(y), tile(np.ones_like(y)),
+                                       tile(rows), tile(columns), tf.range(count))
+    expected = np.array([[_profiled_nll_numpy(kernel, t, y, np.exp(r), np.exp(c)) for c in columns]
+                         for r in rows])
+    # Same likelihood, TF against numpy's inverse: float64 round-off.
+    np.testing.assert_allclose(values.numpy()[0], expected, rtol=1e-8)
+    order = np.argsort(expected.min(axis=1))
+    for rank in range(count):  # restart k starts from the k-th best row, at its best column
+        row = order[rank]
+        np.testing.assert_allclose(start.numpy()[rank], np.r_[rows[row], columns[np.argmin(expected[row])]])
