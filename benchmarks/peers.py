@@ -20,6 +20,8 @@ import numpy as np
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 PROCESSES = 2
+DESCRIPTION = ("ConstantKernel * RBF(span/10, bounds span/1000..10 span) + WhiteKernel(0.1), "
+               "normalize_y, L-BFGS-B")
 
 
 def one_blas_thread(environ=os.environ) -> None:

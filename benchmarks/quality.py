@@ -64,9 +64,9 @@ class Comparison:
                 if self.gaps[i] > TOLERANCE]
 
     def to_json(self) -> dict:
+        # NaN (sklearn failed) -> null; +inf stays (Python's json writes Infinity).
         return {"ids": [str(i) for i in self.ids],
-                "gaps": [None if np.isnan(g) else (g if np.isfinite(g) else "inf")
-                         for g in map(float, self.gaps)],
+                "gaps": [None if math.isnan(g) else g for g in map(float, self.gaps)],
                 "restarts": self.restarts, "share_within": self.share_within,
                 "worse_than_bad_gap": self.worse_than_bad_gap,
                 "evaluations_per_series": self.evaluations_per_series,

@@ -176,6 +176,14 @@ def real_series() -> list[Series]:
     return [Series(s.series_id, s.t.copy(), s.y.copy()) for s in _build()]
 
 
+def spread(series: list, count) -> list:
+    """`count` series spread evenly over the list (all when count is None), so
+    that a quick run still sees every source."""
+    if count is None or count >= len(series):
+        return series
+    return [series[i] for i in np.linspace(0, len(series) - 1, count).round().astype(int)]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/realdata.py", description=__doc__.split("\n")[0])
     parser.add_argument("--list", action="store_true", help="print the series: id, points, span")
@@ -183,9 +191,10 @@ def main(argv=None) -> int:
                         help="fit with gpcore and compare with scikit-learn (see quality.py)")
     parser.add_argument("--restarts", type=int, default=None,
                         help="gpcore FitConfig.restarts for --check (default: FitConfig's)")
-    parser.add_argument("--count", type=int, default=None, help="only the first N series")
+    parser.add_argument("--count", type=int, default=None,
+                        help="only N series, spread over the set (quick runs)")
     args = parser.parse_args(argv)
-    series = real_series()[:args.count]
+    series = spread(real_series(), args.count)
     if args.list or not args.check:
         for s in series:
             print(f"{s.series_id}\t{s.t.size}\t{np.isfinite(s.y).sum()}\t{s.t[0]:g}..{s.t[-1]:g}")
