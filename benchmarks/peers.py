@@ -6,7 +6,7 @@ and std (normalize_y), L-BFGS-B, `restarts` starts (the first from the initial
 values below, the others drawn log-uniformly within the bounds by sklearn,
 seeded). Initial length scale span/10 with bounds span/1000 to 10 x span in
 the units of t (the kernels' defaults, length scale 1 in raw time units, made
-the peer ~3x slower and worse: docs/design.md, "Measured on these machines").
+the peer about 3x slower: docs/design.md, "Measured on these machines").
 Small matrices want one BLAS thread per process, and two processes on two
 cores (same section): `nlls` runs a pool set up that way.
 """
