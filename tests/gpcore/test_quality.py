@@ -1,16 +1,11 @@
 """Fit quality against an independent oracle: scikit-learn's GP regressor,
 configured as in the benchmark (benchmarks/peers.py)."""
-import os
-import sys
-
 import numpy as np
 
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, Series
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "benchmarks"))
-from peers import sklearn_nll  # noqa: E402
+from peers import sklearn_nll  # benchmarks/, on the path by conftest.py
 
 
 def test_nll_at_least_as_good_as_sklearn_with_restarts(rng):
