@@ -8,9 +8,12 @@ nearly every real series (docs/design.md, "Measured on these machines").
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -38,7 +41,8 @@ class Comparison:
       restarts: gpcore's FitConfig.restarts.
       evaluations_per_series, iterations_mean: gpcore's work, from
         fitter.work["member_evaluations"] and FitResult.iterations.
-      gpcore_s, sklearn_s: wall seconds of each side's fits.
+      gpcore_s, sklearn_s: wall seconds of each side's fits (sklearn_s None
+        when its results were given).
     """
 
     ids: list
@@ -47,7 +51,7 @@ class Comparison:
     evaluations_per_series: float
     iterations_mean: float
     gpcore_s: float
-    sklearn_s: float
+    sklearn_s: float | None
 
     @property
     def share_within(self) -> float:
@@ -74,23 +78,45 @@ class Comparison:
                 "gpcore_s": self.gpcore_s, "sklearn_s": self.sklearn_s}
 
 
-def compare(series, restarts=None, reference=None) -> Comparison:
-    """Fits `series` ([gpcore.Series]) with gpcore (FitConfig defaults, or
-    `restarts`) and, unless `reference` ([nll or None]) is given, with the peer
-    at REFERENCE_RESTARTS starts in its 2-process pool."""
-    import time
+def reference(series, cache: str | None = None) -> list:
+    """[nll or None] of the peer at REFERENCE_RESTARTS starts, per series.
 
-    start = time.perf_counter()
-    if reference is None:
-        # Before TensorFlow starts here; the pool spawns clean workers anyway.
-        reference = [out[0] for out in peers.nlls([(s.t, s.y) for s in series],
-                                                  REFERENCE_RESTARTS)]
-    sklearn_s = time.perf_counter() - start
+    cache: a JSON file to reuse them from when it was written for the same
+    series, peer set-up and scikit-learn version (else they are computed and
+    written there): the peer's fits take minutes, gpcore's seconds.
+    """
+    import sklearn
+
+    key = hashlib.sha256(json.dumps(
+        [peers.DESCRIPTION, sklearn.__version__, REFERENCE_RESTARTS,
+         [[str(s.series_id), s.t.tolist(), np.nan_to_num(s.y, nan=1e308).tolist()]
+          for s in series]]).encode()).hexdigest()
+    if cache and os.path.exists(cache):
+        with open(cache) as f:
+            saved = json.load(f)
+        if saved.get("key") == key:
+            return saved["nll"]
+    nll = [out[0] for out in peers.nlls([(s.t, s.y) for s in series], REFERENCE_RESTARTS)]
+    if cache:
+        os.makedirs(os.path.dirname(os.path.abspath(cache)), exist_ok=True)
+        with open(cache, "w") as f:
+            json.dump({"key": key, "nll": nll}, f)
+    return nll
+
+
+def compare(series, restarts=None, reference_nll=None) -> Comparison:
+    """Fits `series` ([gpcore.Series]) with gpcore (FitConfig defaults, or
+    `restarts`) and, unless `reference_nll` ([nll or None]) is given, with the
+    peer at REFERENCE_RESTARTS starts in its 2-process pool."""
+    sklearn_s = None
+    if reference_nll is None:
+        start = time.perf_counter()
+        reference_nll = reference(series)  # before TensorFlow starts here
+        sklearn_s = time.perf_counter() - start
 
     from gpcore import FitConfig, GPFitter
 
-    config = FitConfig(kernel="rbf") if restarts is None else FitConfig(kernel="rbf",
-                                                                        restarts=restarts)
+    config = FitConfig(kernel="rbf", **({} if restarts is None else {"restarts": restarts}))
     fitter = GPFitter(config)
     before = fitter.work.get("member_evaluations", 0)
     start = time.perf_counter()
@@ -101,7 +127,7 @@ def compare(series, restarts=None, reference=None) -> Comparison:
     gaps = np.array([math.nan if theirs is None
                      else (r.nll - theirs if r.status == "ok" and r.nll is not None
                            and math.isfinite(r.nll) else math.inf)
-                     for r, theirs in zip(results, reference)], dtype=float)
+                     for r, theirs in zip(results, reference_nll)], dtype=float)
     return Comparison([s.series_id for s in series], gaps, config.restarts,
                       evaluations / max(len(series), 1),
                       float(np.mean([r.iterations for r in results])), gpcore_s, sklearn_s)
@@ -115,8 +141,8 @@ def summary(c: Comparison, k: int = 10) -> str:
         f"(target {100 * TARGET_SHARE:.0f} %), {c.worse_than_bad_gap} worse by > {BAD_GAP:g} "
         f"nat, sklearn failed on {int(np.isnan(c.gaps).sum())}",
         f"gpcore: {c.evaluations_per_series:.1f} evaluations/series, "
-        f"{c.iterations_mean:.1f} iterations mean, {c.gpcore_s:.1f} s; "
-        f"sklearn: {c.sklearn_s:.1f} s",
+        f"{c.iterations_mean:.1f} iterations mean, {c.gpcore_s:.1f} s; sklearn: "
+        + ("results reused" if c.sklearn_s is None else f"{c.sklearn_s:.1f} s"),
         "worst (id, gap nats):",
     ]
     lines += [f"  {i}\t{g:+.3f}" for i, g in c.worst(k)]
