@@ -52,7 +52,8 @@ PACKAGES = ("tensorflow", "tensorflow-probability", "apache-beam", "scikit-learn
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="benchmarks/speed.py",
-        description="Benchmark gpcore, the gpfit pipeline and a scikit-learn loop.")
+        description="Benchmark gpcore, the gpfit pipeline and a competent "
+                    "scikit-learn user; fit quality on real series.")
     parser.add_argument("--workloads", default="a,b",
                         help="comma-separated workloads from benchmarks/workloads.py, among "
                              "a, b, c (default %(default)s)")
