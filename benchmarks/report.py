@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 QUALITY_GAP = 0.01  # nats: far below any difference a user could see in a fit
-QUALITY_SHARE = 0.99  # target: this share of series within QUALITY_GAP
+QUALITY_SHARE = 0.995  # target on the synthetic workloads: this share within QUALITY_GAP
 
 
 @dataclasses.dataclass
@@ -61,12 +61,12 @@ def quality_gaps(ours: dict, sklearn: dict) -> np.ndarray:
 
 
 def quality(gaps: np.ndarray) -> dict:
-    """median, share > QUALITY_GAP, worst, and whether the target is met."""
+    """median, share <= QUALITY_GAP, worst, and whether the target is met."""
     if gaps.size == 0:
-        return {"median": math.nan, "share_over": math.nan, "worst": math.nan, "met": False}
-    share_over = float(np.mean(gaps > QUALITY_GAP))
-    return {"median": float(np.median(gaps)), "share_over": share_over,
-            "worst": float(np.max(gaps)), "met": 1.0 - share_over >= QUALITY_SHARE}
+        return {"median": math.nan, "share_within": math.nan, "worst": math.nan, "met": False}
+    share_within = float(np.mean(gaps <= QUALITY_GAP))
+    return {"median": float(np.median(gaps)), "share_within": share_within,
+            "worst": float(np.max(gaps)), "met": share_within >= QUALITY_SHARE}
 
 
 def compare(rows: list[Row]) -> None:
@@ -87,6 +87,10 @@ def _num(value, fmt: str) -> str:
     return format(value, fmt)
 
 
+def _per_series(total, series):
+    return None if total is None else total / max(series, 1)
+
+
 ORDER = {"gpcore": 0, "pipeline": 1, "sklearn": 2}
 
 
@@ -96,7 +100,7 @@ def markdown(rows: list[Row]) -> str:
     lines = [
         "| workload | contender | R | series | series/s | × sklearn | timed span | "
         "one-off s | peak MB (tree) | peak MB (largest proc) | gap median | "
-        "share gap > 0.01 | worst gap |",
+        f"within {QUALITY_GAP} nats | worst gap |",
         "|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|",
     ]
     for r in rows:
@@ -108,7 +112,7 @@ def markdown(rows: list[Row]) -> str:
             r.timed_span, _num(r.one_off_s, ".1f"),
             _num(r.tree_peak_mb, ".0f"), _num(r.largest_process_mb, ".0f"),
             _num(q and q["median"], ".2g") if q else "(reference)",
-            (_num(100 * q["share_over"], ".1f") + " %" + (" ✓" if q["met"] else " ✗"))
+            (_num(100 * q["share_within"], ".1f") + " %" + (" ✓" if q["met"] else " ✗"))
             if q else "–",
             _num(q["worst"], ".3g") if q else "–",
         ]) + " |")
@@ -120,21 +124,23 @@ def markdown(rows: list[Row]) -> str:
             "the gradient + kernel matrix, per likelihood evaluation of every batch member, "
             "converged members included):",
             "",
-            "| workload | R | batch | evaluations / series | GFLOP | fit s | fit CPU s | GFLOP/s | "
-            "matmul GFLOP/s tf / numpy 1 thr / numpy 2 thr | fraction of peak | traces |",
-            "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|",
+            "| workload | R | batch | evaluations / series | iterations mean | GFLOP | fit s | "
+            "fit CPU s | GFLOP/s | matmul GFLOP/s tf / numpy 1 thr / numpy 2 thr | "
+            "fraction of peak | traces |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|",
         ]
         for r in core:
             i = r.info
             lines.append(" | ".join([
                 f"| {r.workload}", str(r.restarts), str(i["config"]["batch_size"]),
-                _num(i["member_evaluations"] / max(r.series, 1), ".1f"),
-                _num(i["gflop"], ".1f"), _num(r.timed_s, ".1f"),
-                _num(i.get("timing", {}).get("fit_cpu_s"), ".1f"), _num(i["gflops"], ".2f"),
+                _num(_per_series(i.get("member_evaluations"), r.series), ".1f"),
+                _num(i.get("iterations_mean"), ".1f"),
+                _num(i.get("gflop"), ".1f"), _num(r.timed_s, ".1f"),
+                _num(i.get("timing", {}).get("fit_cpu_s"), ".1f"), _num(i.get("gflops"), ".2f"),
                 " / ".join(_num(i.get(k), ".1f") for k in (
                     "matmul_tf_gflops", "matmul_numpy_1thread_gflops",
                     "matmul_numpy_2thread_gflops")),
-                _num(i["gflops"] / i["matmul_peak_gflops"], ".1%"),
+                _num(i.get("gflops") and i["gflops"] / i["matmul_peak_gflops"], ".1%"),
                 str(i["traces"]),
             ]) + " |")
     return "\n".join(lines) + "\n"

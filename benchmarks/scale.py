@@ -1,4 +1,4 @@
-"""gpfit at scale (issue 5): many short series through the `gpfit` command
+"""gpfit at scale: many short series through the `gpfit` command
 with two worker processes; every series accounted for, wall time, peak
 memory, and whether a worker's memory stays flat as series go by.
 
@@ -18,8 +18,8 @@ What it does:
   4. reads the output back: every series exactly once, statuses counted,
      the manifest's counts;
   5. memory flatness: each worker's RSS when the run had fitted 5,000
-     series and when it had fitted 50,000, and the difference (the issue
-     asks for < 100 MB); also from the first progress line to the last;
+     series and when it had fitted 50,000, and the difference (the bar:
+     < 100 MB); also from the first progress line to the last;
   6. prints a markdown table and keeps it, with every earlier run's row, in
      benchmarks/SCALE.md (rows in benchmarks/scale_results.json).
 
@@ -379,7 +379,7 @@ def render(results: list[dict]) -> str:
 
 HEADER = """# gpfit at scale
 
-`benchmarks/scale.py` (issue 5): short series (32-64 points, long layout,
+`benchmarks/scale.py`: short series (32-64 points, long layout,
 4 Parquet files) through the `gpfit` command with
 `--direct_num_workers 2 --direct_running_mode multi_processing` on this
 project's 2-core machine, under `/usr/bin/time -v`. Columns:
@@ -393,7 +393,7 @@ project's 2-core machine, under `/usr/bin/time -v`. Columns:
   fitted 50,000 series minus when it had fitted 5,000, counted from the
   workers' progress lines (one every 30 s per worker, so the counts in
   brackets are the run's totals at those moments, not exactly 5,000 and
-  50,000); *flat*: every worker's change is under 100 MB (the issue's bar);
+  50,000); *flat*: every worker's change is under 100 MB (the bar);
   *first -> last count*: the same from the first progress line to the last
   (a run too small for 50,000 has only this);
 - *exactly once*: every generated series id appears in the output exactly once;

@@ -1,0 +1,149 @@
+"""gpcore's fit quality on the real-data set against the scikit-learn peer.
+
+gap = nll_gpcore - nll_sklearn per series (nats, raw units; < 0: gpcore fits
+better). gpcore runs with FitConfig's defaults unless told the restarts; the
+peer gets REFERENCE_RESTARTS starts, enough to find the better optimum on
+nearly every real series (docs/design.md, "Measured facts").
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402
+
+REFERENCE_RESTARTS = 4
+# nats. The mean is fitted by gpcore but fixed at the sample mean by sklearn,
+# so at the same optimum gpcore's nll is the lower one; 0.01 nats absorbs
+# both optimisers' stopping tolerances and is far below any difference a user
+# could see in a fit.
+TOLERANCE = 0.01
+TARGET_SHARE = 0.99
+BAD_GAP = 1.0  # nats: a different optimum, not a stopping tolerance
+
+
+@dataclasses.dataclass
+class Comparison:
+    """One run of gpcore against the peer on the same series.
+
+    Attributes:
+      ids: [n] series ids.
+      gaps: [n] nll_gpcore - nll_sklearn; +inf where gpcore gave no nll,
+        NaN where sklearn failed (left out of the share).
+      restarts: gpcore's FitConfig.restarts.
+      evaluations_per_series, iterations_mean: gpcore's work, from
+        fitter.work["member_evaluations"] and FitResult.iterations.
+      gpcore_s, sklearn_s: wall seconds of each side's fits (sklearn_s None
+        when its results were given).
+    """
+
+    ids: list
+    gaps: np.ndarray
+    restarts: int
+    evaluations_per_series: float
+    iterations_mean: float
+    gpcore_s: float
+    sklearn_s: float | None
+
+    @property
+    def share_within(self) -> float:
+        judged = self.gaps[~np.isnan(self.gaps)]
+        return float(np.mean(judged <= TOLERANCE)) if judged.size else math.nan
+
+    @property
+    def worse_than_bad_gap(self) -> int:
+        return int(np.sum(self.gaps > BAD_GAP))
+
+    def worst(self, k: int = 10) -> list[tuple[str, float]]:
+        order = np.argsort(-np.nan_to_num(self.gaps, nan=-np.inf), kind="stable")
+        return [(str(self.ids[i]), float(self.gaps[i])) for i in order[:k]
+                if self.gaps[i] > TOLERANCE]
+
+    def to_json(self) -> dict:
+        # NaN (sklearn failed) -> null; +inf stays (Python's json writes Infinity).
+        return {"ids": [str(i) for i in self.ids],
+                "gaps": [None if math.isnan(g) else g for g in map(float, self.gaps)],
+                "restarts": self.restarts, "share_within": self.share_within,
+                "worse_than_bad_gap": self.worse_than_bad_gap,
+                "evaluations_per_series": self.evaluations_per_series,
+                "iterations_mean": self.iterations_mean,
+                "gpcore_s": self.gpcore_s, "sklearn_s": self.sklearn_s}
+
+
+def reference(series, cache: str | None = None) -> list:
+    """[nll or None] of the peer at REFERENCE_RESTARTS starts, per series.
+
+    cache: a JSON file to reuse them from when it was written for the same
+    series, peer set-up and scikit-learn version (else they are computed and
+    written there): the peer's fits take minutes, gpcore's seconds.
+    """
+    import sklearn
+
+    key = hashlib.sha256(json.dumps(
+        [peers.DESCRIPTION, sklearn.__version__, REFERENCE_RESTARTS,
+         [[str(s.series_id), s.t.tolist(), np.nan_to_num(s.y, nan=1e308).tolist()]
+          for s in series]]).encode()).hexdigest()
+    if cache and os.path.exists(cache):
+        with open(cache) as f:
+            saved = json.load(f)
+        if saved.get("key") == key:
+            return saved["nll"]
+    nll = [out[0] for out in peers.nlls([(s.t, s.y) for s in series], REFERENCE_RESTARTS)]
+    if cache:
+        os.makedirs(os.path.dirname(os.path.abspath(cache)), exist_ok=True)
+        with open(cache, "w") as f:
+            json.dump({"key": key, "nll": nll}, f)
+    return nll
+
+
+def compare(series, restarts=None, reference_nll=None) -> Comparison:
+    """Fits `series` ([gpcore.Series]) with gpcore (FitConfig defaults, or
+    `restarts`) and, unless `reference_nll` ([nll or None]) is given, with the
+    peer at REFERENCE_RESTARTS starts in its 2-process pool."""
+    sklearn_s = None
+    if reference_nll is None:
+        start = time.perf_counter()
+        reference_nll = reference(series)  # before TensorFlow starts here
+        sklearn_s = time.perf_counter() - start
+
+    from gpcore import FitConfig, GPFitter
+
+    config = FitConfig(kernel="rbf", **({} if restarts is None else {"restarts": restarts}))
+    fitter = GPFitter(config)
+    before = fitter.work.get("member_evaluations", 0)
+    start = time.perf_counter()
+    results = fitter.fit(series)
+    gpcore_s = time.perf_counter() - start
+    evaluations = fitter.work.get("member_evaluations", 0) - before
+
+    gaps = np.array([math.nan if theirs is None
+                     else (r.nll - theirs if r.status == "ok" and r.nll is not None
+                           and math.isfinite(r.nll) else math.inf)
+                     for r, theirs in zip(results, reference_nll)], dtype=float)
+    return Comparison([s.series_id for s in series], gaps, config.restarts,
+                      evaluations / max(len(series), 1),
+                      float(np.mean([r.iterations for r in results])), gpcore_s, sklearn_s)
+
+
+def summary(c: Comparison, k: int = 10) -> str:
+    """Lines for a person: the share, the bad count and the worst series."""
+    lines = [
+        f"gpcore (restarts={c.restarts}) vs scikit-learn ({REFERENCE_RESTARTS} starts) on "
+        f"{len(c.ids)} real series: {100 * c.share_within:.1f} % within {TOLERANCE} nats "
+        f"(target {100 * TARGET_SHARE:.0f} %), {c.worse_than_bad_gap} worse by > {BAD_GAP:g} "
+        f"nat, sklearn failed on {int(np.isnan(c.gaps).sum())}",
+        f"gpcore: {c.evaluations_per_series:.1f} evaluations/series, "
+        f"{c.iterations_mean:.1f} iterations mean, {c.gpcore_s:.1f} s; sklearn: "
+        + ("results reused" if c.sklearn_s is None else f"{c.sklearn_s:.1f} s"),
+        "worst (id, gap nats):",
+    ]
+    lines += [f"  {i}\t{g:+.3f}" for i, g in c.worst(k)]
+    return "\n".join(lines)
