@@ -26,6 +26,7 @@ class FitConfig:
 
     kernel: str = "rbf"
     restarts: int = 1
+    race_after: int = 0
     min_points: int = 3
     max_points: int = 4096
     batch_size: int = 32

@@ -115,8 +115,11 @@ class GPFitter(tf.Module):
             take = lambda v: tf.cond(everyone, lambda: v, lambda: tf.gather(v, members))
             return self._newton_terms(x, take(feature), take(y), take(mask))
 
+        series = tf.shape(t)[0] // self.config.restarts
         result = newton.minimize(evaluate, position, lower, upper,
-                                 self.config.max_iterations, self.config.tolerance)
+                                 self.config.max_iterations, self.config.tolerance,
+                                 groups=tf.range(tf.shape(t)[0]) % series,
+                                 race_after=self.config.race_after)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)
@@ -133,16 +136,23 @@ class GPFitter(tf.Module):
 
     def _grid_start(self, feature, y, mask, kernel_grid, noise_grid, rank):
         """Scores every grid point, value only; returns the start [C, P] and
-        the values [C, G1, G2] (NaN where the covariance is not PD)."""
+        the values [C, G1, G2] (NaN where the covariance is not PD).
+
+        Members are (restart r, series b) at r * B + b and restarts share
+        their series' data and grid, so the grid is scored for the first B
+        members only.
+        """
         rows, columns = kernel_grid.shape[1], noise_grid.shape[1]
+        series = tf.shape(feature)[0] // self.config.restarts
         values = []
         for i in range(rows):
-            shape = tf.exp(kernel_grid[:, i])
-            kmat = self.kernel.matrix(feature, tf.unstack(shape, axis=-1))
+            shape = tf.exp(kernel_grid[:series, i])
+            kmat = self.kernel.matrix(feature[:series], tf.unstack(shape, axis=-1))
             values.append(tf.stack([
-                likelihood.profiled_nll(kmat, tf.exp(noise_grid[:, j]) + self.jitter, y, mask)[0]
+                likelihood.profiled_nll(kmat, tf.exp(noise_grid[:series, j]) + self.jitter,
+                                        y[:series], mask[:series])[0]
                 for j in range(columns)], axis=-1))
-        values = tf.stack(values, axis=1)  # [C, G1, G2]
+        values = tf.tile(tf.stack(values, axis=1), [self.config.restarts, 1, 1])  # [C, G1, G2]
         scored = tf.where(tf.math.is_finite(values), values, tf.constant(np.inf, DTYPE))
         best_column = tf.argmin(scored, axis=-1, output_type=tf.int32)  # [C, G1]
         row_order = tf.argsort(tf.reduce_min(scored, axis=-1), axis=-1)  # [C, G1]
@@ -248,15 +258,15 @@ class GPFitter(tf.Module):
             rank).items()}
         members, n_pad = data.t.shape
         grid_points = int(np.prod(starts.grid_shape(has_period)))
-        self._count_work(members, grid_points, int(out.pop("evaluations")), n_pad)
+        self._count_work(members, len(batch) * grid_points, int(out.pop("evaluations")), n_pad)
         return [data.result(b, out, self.kernel) for b in range(len(batch))]
 
-    def _count_work(self, members: int, grid_points: int, evaluations: int, n: int) -> None:
+    def _count_work(self, members: int, grid_values: int, evaluations: int, n: int) -> None:
         self.work["batches"] += 1
         self.work["members"] += members
-        self.work["grid_evaluations"] += members * grid_points
+        self.work["grid_evaluations"] += grid_values
         self.work["member_evaluations"] += evaluations
-        self.work["flops"] += (members * grid_points * flops_per_value(n)
+        self.work["flops"] += (grid_values * flops_per_value(n)
                                + evaluations * flops_per_newton_evaluation(n, len(self.parameters)))
 
 

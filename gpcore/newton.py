@@ -25,9 +25,9 @@ from typing import Callable, NamedTuple
 
 import tensorflow as tf
 
-RUNNING, CONVERGED, MAX_ITERATIONS, STALLED, FAILED = 0, 1, 2, 3, 4
+RUNNING, CONVERGED, MAX_ITERATIONS, STALLED, FAILED, OUTRUN = 0, 1, 2, 3, 4, 5
 STOP_REASONS = {CONVERGED: "converged", MAX_ITERATIONS: "max_iterations",
-                STALLED: "stalled", FAILED: "failed"}
+                STALLED: "stalled", FAILED: "failed", OUTRUN: "outrun"}
 
 ARMIJO = 1e-4       # accept a step that achieves this share of the predicted decrease
 MAX_STEP = 2.0      # largest trust radius: move of one coordinate (log units: e^2)
@@ -48,7 +48,8 @@ class NewtonResult(NamedTuple):
 
 
 def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
-             upper: tf.Tensor, max_iterations: int, tolerance: float) -> NewtonResult:
+             upper: tf.Tensor, max_iterations: int, tolerance: float,
+             groups=None, race_after: int = 0) -> NewtonResult:
     """Minimises C independent objectives of P parameters within boxes.
 
     Args:
@@ -59,6 +60,10 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
       max_iterations: Newton steps per member.
       tolerance: converge when the predicted decrease or the gradient's
         max-norm (free coordinates) is at most this.
+      groups: optional [C] int32 in [0, G): members that minimise the same
+        objective from different starts. With race_after > 0, a running
+        member that has taken race_after steps and is not the lowest of its
+        group stops (OUTRUN): several starts explore, one finishes.
     Returns:
       NewtonResult. Members whose start is not finite are FAILED, unmoved.
     """
@@ -112,10 +117,14 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
                      tf.where(iterations >= max_iterations, MAX_ITERATIONS, RUNNING)))
         at = members[:, None]
         put = lambda old, new: tf.tensor_scatter_nd_update(old, at, new)
-        return (dict(x=put(s["x"], x), f=put(s["f"], f), g=put(s["g"], g), h=put(s["h"], h),
+        status = put(s["status"], status)
+        f_all, iterations_all = put(s["f"], f), put(s["iterations"], iterations)
+        if groups is not None and race_after > 0:
+            status = _race(status, f_all, iterations_all, groups, race_after)
+        return (dict(x=put(s["x"], x), f=f_all, g=put(s["g"], g), h=put(s["h"], h),
                      aux={k: put(s["aux"][k], aux[k]) for k in aux},
-                     radius=put(s["radius"], radius), status=put(s["status"], status),
-                     iterations=put(s["iterations"], iterations),
+                     radius=put(s["radius"], radius), status=status,
+                     iterations=iterations_all,
                      evaluations=s["evaluations"] + tf.size(members)),)
 
     if max_iterations > 0:
@@ -125,6 +134,16 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
     return NewtonResult(position=state["x"], value=state["f"], aux=state["aux"],
                         status=status, at_bound=tf.reduce_any(held, axis=-1),
                         iterations=state["iterations"], evaluations=state["evaluations"])
+
+
+def _race(status, f, iterations, groups, race_after):
+    """status [C] with running members that trail their group stopped."""
+    usable = tf.equal(status, RUNNING) | tf.equal(status, CONVERGED) | tf.equal(status, MAX_ITERATIONS)
+    value = tf.where(usable, f, tf.constant(float("inf"), f.dtype))
+    best = tf.math.unsorted_segment_min(value, groups, tf.reduce_max(groups) + 1)
+    trailing = (tf.equal(status, RUNNING) & (iterations >= race_after)
+                & (value > tf.gather(best, groups)))
+    return tf.where(trailing, OUTRUN, status)
 
 
 def _held(x, g, lower, upper):
