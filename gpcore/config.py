@@ -13,8 +13,7 @@ class FitConfig:
     Attributes:
       kernel: one of KERNELS.
       restarts: Newton starts per series, run as extra batch members: from
-        the best point of the search grid, then from the best points of the
-        next-best length-scale rows (gpcore/starts.py).
+        the best points of the search grid, best first (gpcore/starts.py).
       min_points: fewer finite points than this -> status "skipped".
       max_points: more finite points than this -> status "skipped".
       batch_size: series fitted together in one compiled call.
@@ -26,12 +25,11 @@ class FitConfig:
 
     kernel: str = "rbf"
     restarts: int = 1
-    race_after: int = 0
     min_points: int = 3
     max_points: int = 4096
     batch_size: int = 32
     max_iterations: int = 100
-    tolerance: float = 1e-6
+    tolerance: float = 1e-4
 
     def __post_init__(self):
         kernel(self.kernel)  # ValueError naming the choices

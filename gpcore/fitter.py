@@ -34,6 +34,10 @@ DTYPE = tf.float64
 # the reported nll.
 JITTERS = (0.0, 1e-6, 1e-4, 1e-2)
 
+# Restarts of one series within this distance (log units) of a lower one
+# have reached its basin: they stop rather than finish it again.
+MERGE_WITHIN = 0.1
+
 # Largest batch, in covariance elements (batch members x N x N): a Newton
 # evaluation keeps about ten such float64 tensors alive (~64 MB each).
 MAX_BATCH_ELEMENTS = 1 << 23
@@ -70,7 +74,9 @@ class GPFitter(tf.Module):
         n_params = len(self.parameters)
         rows, columns = starts.grid_shape(self.kernel.has_period)
         vector, matrix = tf.TensorSpec([None, None], DTYPE), tf.TensorSpec([None, None], DTYPE)
-        self._fit_members = tf.function(self._fit_members_graph, input_signature=[
+        # autograph=False: the Python control flow here is static (loops over
+        # grid rows, parameters); tracing without conversion is seconds faster.
+        self._fit_members = tf.function(self._fit_members_graph, autograph=False, input_signature=[
             vector, vector, vector,                                   # t, y, mask [C, N]
             matrix, matrix,                                           # lower, upper [C, P]
             tf.TensorSpec([None, rows, n_params - 1], DTYPE),         # kernel grid rows
@@ -100,9 +106,9 @@ class GPFitter(tf.Module):
     def _fit_members_graph(self, t, y, mask, lower, upper, kernel_grid, noise_grid, rank):
         """Grid search, then Newton, for C members; t, y, mask [C, N].
 
-        Member c starts from the best grid point of the rank[c]-th best
-        kernel row (ranked by their best noise column): restarts of one
-        series start in different length-scale rows.
+        Member c starts from the rank[c]-th best grid point of its series:
+        restarts of one series start from its best grid points, and a start
+        that reaches the basin of a better one stops there.
         """
         feature = self.kernel.feature(distances(t, t))  # [C, N, N], fixed for the batch
         start, grid_values = self._grid_start(feature, y, mask, kernel_grid, noise_grid, rank)
@@ -119,7 +125,7 @@ class GPFitter(tf.Module):
         result = newton.minimize(evaluate, position, lower, upper,
                                  self.config.max_iterations, self.config.tolerance,
                                  groups=tf.range(tf.shape(t)[0]) % series,
-                                 race_after=self.config.race_after)
+                                 merge_within=MERGE_WITHIN)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)
@@ -154,10 +160,10 @@ class GPFitter(tf.Module):
                 for j in range(columns)], axis=-1))
         values = tf.tile(tf.stack(values, axis=1), [self.config.restarts, 1, 1])  # [C, G1, G2]
         scored = tf.where(tf.math.is_finite(values), values, tf.constant(np.inf, DTYPE))
-        best_column = tf.argmin(scored, axis=-1, output_type=tf.int32)  # [C, G1]
-        row_order = tf.argsort(tf.reduce_min(scored, axis=-1), axis=-1)  # [C, G1]
-        row = tf.gather(row_order, rank % rows, batch_dims=1)           # [C]
-        column = tf.gather(best_column, row, batch_dims=1)
+        # Member c starts from its series' rank[c]-th best grid point.
+        order = tf.argsort(tf.reshape(scored, [-1, rows * columns]), axis=-1)  # [C, G1 * G2]
+        best = tf.gather(order, rank % (rows * columns), batch_dims=1)          # [C]
+        row, column = best // columns, best % columns
         start = tf.concat([tf.gather(kernel_grid, row, batch_dims=1),
                            tf.gather(noise_grid, column, batch_dims=1)[:, None]], axis=-1)
         return start, values

@@ -25,9 +25,9 @@ from typing import Callable, NamedTuple
 
 import tensorflow as tf
 
-RUNNING, CONVERGED, MAX_ITERATIONS, STALLED, FAILED, OUTRUN = 0, 1, 2, 3, 4, 5
+RUNNING, CONVERGED, MAX_ITERATIONS, STALLED, FAILED, MERGED = 0, 1, 2, 3, 4, 5
 STOP_REASONS = {CONVERGED: "converged", MAX_ITERATIONS: "max_iterations",
-                STALLED: "stalled", FAILED: "failed", OUTRUN: "outrun"}
+                STALLED: "stalled", FAILED: "failed", MERGED: "merged"}
 
 ARMIJO = 1e-4       # accept a step that achieves this share of the predicted decrease
 MAX_STEP = 2.0      # largest trust radius: move of one coordinate (log units: e^2)
@@ -49,7 +49,7 @@ class NewtonResult(NamedTuple):
 
 def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
              upper: tf.Tensor, max_iterations: int, tolerance: float,
-             groups=None, race_after: int = 0) -> NewtonResult:
+             groups=None, merge_within: float = 0.0) -> NewtonResult:
     """Minimises C independent objectives of P parameters within boxes.
 
     Args:
@@ -118,13 +118,13 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         at = members[:, None]
         put = lambda old, new: tf.tensor_scatter_nd_update(old, at, new)
         status = put(s["status"], status)
-        f_all, iterations_all = put(s["f"], f), put(s["iterations"], iterations)
-        if groups is not None and race_after > 0:
-            status = _race(status, f_all, iterations_all, groups, race_after)
-        return (dict(x=put(s["x"], x), f=f_all, g=put(s["g"], g), h=put(s["h"], h),
+        x_all, f_all = put(s["x"], x), put(s["f"], f)
+        if groups is not None and merge_within > 0:
+            status = _merge(status, x_all, f_all, groups, merge_within)
+        return (dict(x=x_all, f=f_all, g=put(s["g"], g), h=put(s["h"], h),
                      aux={k: put(s["aux"][k], aux[k]) for k in aux},
                      radius=put(s["radius"], radius), status=status,
-                     iterations=iterations_all,
+                     iterations=put(s["iterations"], iterations),
                      evaluations=s["evaluations"] + tf.size(members)),)
 
     if max_iterations > 0:
@@ -136,14 +136,15 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
                         iterations=state["iterations"], evaluations=state["evaluations"])
 
 
-def _race(status, f, iterations, groups, race_after):
-    """status [C] with running members that trail their group stopped."""
+def _merge(status, x, f, groups, within):
+    """status [C] with running members that joined a lower member's basin stopped."""
     usable = tf.equal(status, RUNNING) | tf.equal(status, CONVERGED) | tf.equal(status, MAX_ITERATIONS)
-    value = tf.where(usable, f, tf.constant(float("inf"), f.dtype))
-    best = tf.math.unsorted_segment_min(value, groups, tf.reduce_max(groups) + 1)
-    trailing = (tf.equal(status, RUNNING) & (iterations >= race_after)
-                & (value > tf.gather(best, groups)))
-    return tf.where(trailing, OUTRUN, status)
+    index = tf.range(tf.shape(f)[0])
+    lower = (f[None, :] < f[:, None]) | (tf.equal(f[None, :], f[:, None]) & (index[None, :] < index[:, None]))
+    near = tf.reduce_max(tf.abs(x[:, None, :] - x[None, :, :]), axis=-1) <= within  # [C, C]
+    joined = tf.reduce_any(tf.equal(groups[:, None], groups[None, :]) & near & lower
+                           & usable[None, :], axis=-1)
+    return tf.where(tf.equal(status, RUNNING) & joined, MERGED, status)
 
 
 def _held(x, g, lower, upper):

@@ -56,13 +56,13 @@ def _profiled_nll_numpy(kernel, t, y, shape, ratio):
 
 
 @pytest.mark.parametrize("kernel", ["matern52", "periodic"])
-def test_grid_scores_equal_numpy_and_ranks_pick_distinct_rows(rng, kernel):
+def test_grid_scores_equal_numpy_and_restarts_start_from_the_best_points(rng, kernel):
     fitter = GPFitter(FitConfig(kernel=kernel))
     t, y = ref.sample(rng, kernel, 40, noise_variance=0.05, period=0.3 if kernel == "periodic" else None,
                       length_scale=0.8 if kernel == "periodic" else 0.1, span=1.0)
     t, y = (t - t[0]) / np.ptp(t), (y - y.mean()) / y.std()
     rows, columns = starts.search_grid(kernel == "periodic", t, y)
-    count = rows.shape[0]
+    count = rows.shape[0] * columns.size  # one member per grid point
     tile = lambda a: tf.constant(np.repeat(a[None], count, axis=0))
     feature = fitter.kernel.feature(distances(tile(t), tile(t)))
     start, values = fitter._grid_start(feature, tile(y), tile(np.ones_like(y)),
@@ -71,7 +71,7 @@ def test_grid_scores_equal_numpy_and_ranks_pick_distinct_rows(rng, kernel):
                          for r in rows])
     # Same likelihood, TF against numpy's inverse: float64 round-off.
     np.testing.assert_allclose(values.numpy()[0], expected, rtol=1e-8)
-    order = np.argsort(expected.min(axis=1))
-    for rank in range(count):  # restart k starts from the k-th best row, at its best column
-        row = order[rank]
-        np.testing.assert_allclose(start.numpy()[rank], np.r_[rows[row], columns[np.argmin(expected[row])]])
+    order = np.argsort(expected.reshape(-1))
+    for rank in range(count):  # restart k starts from the k-th best grid point
+        row, column = divmod(order[rank], columns.size)
+        np.testing.assert_allclose(start.numpy()[rank], np.r_[rows[row], columns[column]])
