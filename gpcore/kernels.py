@@ -45,6 +45,12 @@ class Kernel:
     def has_period(self) -> bool:
         return "period" in self.parameters
 
+    def time_scale(self, params) -> float:
+        """How far apart in t (units of t) the kernel's functions change
+        appreciably, from fitted parameters (a mapping by name): what a
+        plot's grid must resolve."""
+        return float(params["length_scale"])
+
     def feature(self, distance):
         """What the matrix is computed from, per batch: the distance
         |t_i - t_j| [C, N, M] itself, or a function of it that spares
@@ -95,10 +101,10 @@ class _Matern(Kernel):
         super().__init__(name, ("length_scale",), ("length_scale",))
         object.__setattr__(self, "nu", nu)
 
-    def matrix_and_derivatives(self, distance, params, order=2):
+    def matrix_and_derivatives(self, feature, params, order=2):
         tf = _tf()
         three_halves = self.nu == 1.5
-        z = _scaled(distance, params[0], SQRT3 if three_halves else SQRT5)
+        z = _scaled(feature, params[0], SQRT3 if three_halves else SQRT5)  # feature: distance
         e = tf.exp(-z)
         z2e = z * z * e
         if three_halves:
@@ -119,10 +125,14 @@ class _Matern(Kernel):
 class _Periodic(Kernel):
     """ExpSinSquared: exp(-2 sin^2(pi d / p) / l^2), l unitless."""
 
-    def matrix_and_derivatives(self, distance, params, order=2):
+    def time_scale(self, params) -> float:
+        # The length scale is a fraction of the period's sine argument.
+        return float(params["period"]) * min(1.0, float(params["length_scale"])) / 4.0
+
+    def matrix_and_derivatives(self, feature, params, order=2):
         tf = _tf()
         length_scale, period = params
-        phase = distance * (math.pi / period)[:, None, None]
+        phase = feature * (math.pi / period)[:, None, None]  # feature: distance
         inv_l2 = (1.0 / tf.square(length_scale))[:, None, None]
         s = 2.0 * tf.square(tf.sin(phase)) * inv_l2   # S; k = exp(-S)
         k = tf.exp(-s)

@@ -13,6 +13,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from gpcore.kernels import kernel as kernel_named
 from gpcore.predict import checked_params, predict
 from gpcore.result import OK
 from gpcore.series import Series
@@ -73,9 +74,7 @@ def posterior_curve(series: Series, row: dict) -> Curve:
     lo, hi = (float(t.min()), float(t.max())) if t.size else (0.0, 1.0)
     pad = GRID_PAD * (hi - lo) if hi > lo else 1.0
     lo, hi = lo - pad, hi + pad
-    scale = row["length_scale"]
-    if row["kernel"] == "periodic":  # its length_scale is a fraction of the period
-        scale = row["period"] * min(1.0, row["length_scale"]) / 4.0
+    scale = kernel_named(row["kernel"]).time_scale(row)
     m = int(np.clip(8.0 * (hi - lo) / scale, GRID_MIN, GRID_MAX))
     grid = np.linspace(lo, hi, m)
     mean, std_f = predict(series, row, grid)
@@ -90,17 +89,17 @@ def title(row: dict) -> str:
         return " · ".join(head + [f"{row['status']}, {row['n_points']} finite points"])
     head.append(f"mean {_g(row['mean'])}")
     head.append(f"amplitude {_g(row['amplitude'])}")
-    head.append(f"length_scale {_g(row['length_scale'])}")
-    if row["kernel"] == "periodic":
-        head.append(f"period {_g(row['period'])}")
+    for name in kernel_named(row["kernel"]).parameters:
+        head.append(f"{name} {_g(row[name])}")
     noise = row["noise_variance"]
     noise_sd = _g(math.sqrt(noise)) if noise is not None and noise >= 0 else "?"
     head.append(f"noise_variance {_g(noise)} (sd {noise_sd})")
     n, nll = row["n_points"], row["nll"]
     per_point = f" ({_g(nll / n)} per point)" if n and nll is not None else ""
+    stopped = "converged" if row["converged"] else f"NOT converged ({row.get('stop_reason')})"
+    bound = " at a bound" if row.get("at_bound") else ""
     tail = (f"n_points {n} · nll {_g(nll)}{per_point} · "
-            f"{'converged' if row['converged'] else 'NOT converged'} after "
-            f"{row['iterations']} iterations")
+            f"{stopped}{bound} after {row['iterations']} iterations")
     return " · ".join(head) + "\n" + tail
 
 

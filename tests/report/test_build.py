@@ -22,9 +22,11 @@ def test_curve_covers_the_data_with_a_margin_and_is_the_posterior():
 
 def test_title_names_the_parameters():
     row = params_row("a", kernel="periodic", period=7.25, noise_variance=0.25, nll=45.0,
-                     n_points=30, converged=False, iterations=100)
+                     n_points=30, converged=False, stop_reason="max_iterations", at_bound=True,
+                     iterations=100)
     head, tail = title(row).split("\n")
     assert head.startswith("a · periodic") and "period 7.25" in head and "(sd 0.5)" in head
-    assert "nll 45 (1.5 per point)" in tail and "NOT converged after 100" in tail
+    assert "nll 45 (1.5 per point)" in tail
+    assert "NOT converged (max_iterations) at a bound after 100" in tail
     skipped = params_row("b", status="skipped", n_points=2, error="few")
     assert title(skipped) == "b · rbf · skipped, 2 finite points"
