@@ -15,6 +15,7 @@ manifest step writes _FAILED.json naming it (docs/design.md, "Contracts").
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple, Optional
 
 import apache_beam as beam
@@ -58,7 +59,9 @@ class ReadSeries(beam.PTransform):
 
     def __init__(self, spec: InputSpec, kernel: str, max_rows: int):
         super().__init__()
-        self._spec = spec
+        # The launcher's file list stays out of the job graph: only the first
+        # file travels, as the reference the workers name.
+        self._spec = dataclasses.replace(spec, files=spec.files[:1])
         self._kernel = kernel
         self._max_rows = max_rows
 
