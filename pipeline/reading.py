@@ -227,6 +227,15 @@ class GatherChunks(beam.CombineFn):
                 chunks = None
         return rows, chunks, problem
 
+    def compact(self, acc):
+        # Before the shuffle: one chunk per id and bundle, not one per row
+        # group, so that scattered input pays the per-element overhead once.
+        rows, chunks, problem = acc
+        if chunks and len(chunks) > 1:
+            chunks = [(np.concatenate([c[0] for c in chunks]),
+                       np.concatenate([c[1] for c in chunks]), None)]
+        return rows, chunks, problem
+
     def extract_output(self, acc):
         return acc
 
