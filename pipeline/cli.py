@@ -125,8 +125,10 @@ def _prepare_output(built: builder.Built) -> None:
     spec = built.spec
     if not spec.inspected:  # a build that did not read the input has nothing to say of it
         return
-    _LOG.info("gpfit: %d rows in %d file(s), %s layout, t %s -> %s", spec.rows,
-              len(spec.files), spec.layout,
+    sampled = ("" if spec.footers_checked == len(spec.files)
+               else f" (in the {spec.footers_checked} footers checked)")
+    _LOG.info("gpfit: %d file(s), %d rows%s, %s layout, t %s -> %s", len(spec.files),
+              spec.rows, sampled, spec.layout,
               "in days" if spec.time_units == inputs.DAYS else inputs.AS_GIVEN,
               built.gp.output)
 
