@@ -62,7 +62,7 @@ def run(argv: list[str] | None = None) -> int:
     if dry_run:
         return _launch(options, built, dry_run, output, started)
     try:
-        lock.acquire(output, built.run_id, built.gp.break_lock)
+        lock.acquire(output, built.run_id, built.gp.break_lock, runtime.is_local(options))
     except UsageError as err:
         print(f"gpfit: error: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -175,7 +175,10 @@ def _report(name, found, output: str, wall_time_s: float) -> int:
               f"instead of {outputs.SUCCESS_MARKER} in {output}; fix or remove them and run "
               f"again:", file=sys.stderr)
         for item in named[:_NAMED_AT_MOST]:
-            print(f"gpfit: unreadable: {item['path']}: {item['error']}", file=sys.stderr)
+            # The reasons name their file already (pipeline.io.inputs).
+            said = (item["error"] if item["error"].startswith(item["path"])
+                    else f"{item['path']}: {item['error']}")
+            print(f"gpfit: unreadable: {said}", file=sys.stderr)
         if unreadable["count"] > min(len(named), _NAMED_AT_MOST):
             print(f"gpfit: ... and {unreadable['count'] - min(len(named), _NAMED_AT_MOST)} "
                   f"more (the first {len(named)} are in {outputs.FAILED_MARKER})",

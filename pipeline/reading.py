@@ -1,7 +1,9 @@
 """ReadSeries: the input, matched and read on the workers -> Series.
 
-  MatchInput:    the input glob -> matched files (the job graph holds the
-                 glob, never the file list: docs/design.md, "Data flow")
+  ListFiles, MatchInput: the input glob -> matched files, on the workers
+                 (the job graph holds the glob, never the file list:
+                 docs/design.md, "Data flow")
+  SpreadFiles:   a Reshuffle, so that many workers read the footers
   ListRowGroups: a file -> (path, row group), after checking its footer
   ReadRowGroups: (path, row group) -> pa.Table, spread over workers
   SplitBySeries: a table -> (id, Chunk) per series in it
@@ -67,12 +69,17 @@ class ReadSeries(beam.PTransform):
 
     def expand(self, pbegin):
         spec, c = self._spec, self._spec.columns
-        matched = pbegin | "MatchInput" >> fileio.MatchFiles(spec.glob)
+        matched = (pbegin
+                   | "ListFiles" >> beam.Create([spec.glob])
+                   | "MatchInput" >> fileio.MatchAll())
         if spec.data_only:
             matched = matched | "DataFilesOnly" >> beam.Filter(
                 lambda m: inputs.is_data(m.path))
-        groups = matched | "ListRowGroups" >> beam.ParDo(ListRowGroups(spec)).with_outputs(
-            UNREADABLE, FILES, main="groups")
+        groups = (matched
+                  # One worker matches the glob; many read the footers.
+                  | "SpreadFiles" >> beam.Reshuffle()
+                  | "ListRowGroups" >> beam.ParDo(ListRowGroups(spec)).with_outputs(
+                      UNREADABLE, FILES, main="groups"))
         tables = (groups.groups
                   # A file's row groups go to many workers.
                   | "SpreadRowGroups" >> beam.Reshuffle()

@@ -6,7 +6,11 @@ too, after writing the manifest, for launchers that do not wait (a Flex
 Template). A second run that finds a lock refuses (exit code 2) and names
 the run holding it. A lock whose heartbeat is older than STALE_AFTER_S is
 left by a run that stopped (crashed, killed, or a launcher that does not
-wait): it still refuses, and --break_lock takes it over.
+wait): it still refuses, and --break_lock takes it over. One case is
+certain and needs no option: a local run (the job ran inside its process)
+on this host whose process no longer exists is over, and its lock is taken
+over at once; a Dataflow job may outlive its launcher, so a remote run's
+lock never is.
 
 Locally the lock is created exclusively (O_EXCL). On gs:// it is checked,
 then written: two runs started within the same second may both pass, which
@@ -62,7 +66,7 @@ def check(output: str, break_lock: bool, now: Callable[[], float] = time.time) -
         break_lock.
     """
     held = read(output)
-    if held is None:
+    if held is None or _ended_here(held):
         return
     age = now() - float(held.get("heartbeat_at", 0))
     who = (f"run {held.get('run_id')} on host {held.get('host')}, pid {held.get('pid')}, "
@@ -77,19 +81,21 @@ def check(output: str, break_lock: bool, now: Callable[[], float] = time.time) -
                          "min ago); if no run is writing the folder, pass --break_lock")
 
 
-def acquire(output: str, run_id: str, break_lock: bool,
+def acquire(output: str, run_id: str, break_lock: bool, local: bool,
             now: Callable[[], float] = time.time) -> None:
-    """Checks (see check), then writes the lock for run_id.
+    """Checks (see check), then writes the lock for run_id; `local`: the job
+    runs inside this process.
 
     Raises:
       UsageError: the folder is locked, or another run took the lock first.
     """
     check(output, break_lock, now)
-    if read(output) is not None:  # a stale lock, broken on purpose
+    if read(output) is not None:  # a stopped run's lock, taken over
         FileSystems.delete([path_of(output)])
     started = now()
     content = {"run_id": run_id, "host": socket.gethostname(), "pid": os.getpid(),
-               "started_at": started, "heartbeat_at": started, "stale_after_s": STALE_AFTER_S}
+               "local": local, "started_at": started, "heartbeat_at": started,
+               "stale_after_s": STALE_AFTER_S}
     if FileSystems.get_scheme(output) is None:
         os.makedirs(output, exist_ok=True)
         try:
@@ -146,6 +152,19 @@ class Heartbeat:
                     return
             except OSError:
                 continue  # a missed beat; the next may succeed
+
+
+def _ended_here(held: dict) -> bool:
+    """A local run on this host whose process is gone (killed, crashed)."""
+    if not held.get("local") or held.get("host") != socket.gethostname():
+        return False
+    try:
+        os.kill(int(held.get("pid", 0)), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, ValueError):
+        return False  # alive under another user, or unknown: not certain
+    return False
 
 
 def _write(output: str, content: dict) -> None:

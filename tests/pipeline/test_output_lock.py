@@ -93,13 +93,13 @@ def test_a_live_lock_is_never_broken(tmp_path):
     _stale_lock(output, age_s=5.0)
     for break_lock in (False, True):
         with pytest.raises(UsageError, match="is being written by another gpfit run"):
-            lock.acquire(output, "mine", break_lock)
+            lock.acquire(output, "mine", break_lock, local=True)
 
 
 def test_the_heartbeat_moves_and_only_the_holder_releases(tmp_path):
     output = str(tmp_path / "out")
     clock = iter([100.0, 200.0])
-    lock.acquire(output, "mine", False, now=lambda: next(clock))
+    lock.acquire(output, "mine", False, local=True, now=lambda: next(clock))
     assert lock.refresh(output, "mine", now=lambda: 250.0)
     assert lock.read(output)["heartbeat_at"] == 250.0
     assert not lock.refresh(output, "theirs")
@@ -107,3 +107,23 @@ def test_the_heartbeat_moves_and_only_the_holder_releases(tmp_path):
     assert lock.read(output)["run_id"] == "mine"
     lock.release(output, "mine")
     assert lock.read(output) is None
+
+
+def test_a_killed_local_runs_lock_is_taken_over_at_once(tmp_path):
+    """A local run's job lives in its process: once that is gone (here, a
+    process that has exited), its lock is certainly left over."""
+    output = str(tmp_path / "out")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    held = {**_stale_lock(output, age_s=1.0), "local": True, "host": lock.socket.gethostname(),
+            "pid": int(gone.stdout)}
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        json.dump(held, f)
+    lock.acquire(output, "mine", False, local=True)
+    assert lock.read(output)["run_id"] == "mine"
+    # The same lock from a remote run (a Dataflow job may outlive its
+    # launcher) is refused.
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        json.dump({**held, "local": False}, f)
+    with pytest.raises(UsageError, match="is being written by another gpfit run"):
+        lock.acquire(output, "mine", False, local=True)
