@@ -131,8 +131,10 @@ def uninspected(pattern: str, columns: Columns) -> InputSpec:
 
 
 def is_data(path: str) -> bool:
-    """Names starting with "_" or "." are not data (_SUCCESS, .crc files)."""
-    return not posixpath.basename(path.rstrip("/")).startswith(("_", "."))
+    """A data file of a folder or glob: not a local folder, and not named
+    with a leading "_" or "." (_SUCCESS, .crc files)."""
+    return (not posixpath.basename(path.rstrip("/")).startswith(("_", "."))
+            and not _is_local_folder(path))
 
 
 def resolve(pattern: str) -> list[tuple[str, int]]:
@@ -181,8 +183,7 @@ def _match(pattern: str) -> list[tuple[str, int]]:
 
 
 def _data_files(matches: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    return [(path, size) for path, size in matches
-            if is_data(path) and not _is_local_folder(path)]
+    return [(path, size) for path, size in matches if is_data(path)]
 
 
 def _is_local_folder(path: str) -> bool:

@@ -83,3 +83,23 @@ def test_the_launcher_reads_a_bounded_sample_of_footers(tmp_path):
     assert len(spec.files) == 10 and spec.footers_checked == 4
     assert spec.glob == os.path.join(str(tmp_path), "*") and spec.data_only
     assert inputs.sample(list(range(10)), 4) == [0, 3, 6, 9]
+
+
+def test_the_job_matches_what_the_launcher_matched(tmp_path):
+    """Folders, and names starting with _ or ., are not data, on the workers
+    too; a file named explicitly is read whatever its name."""
+    folder = tmp_path / "in"
+    (folder / "sub").mkdir(parents=True)
+    pq.write_table(_series_table(["a"]), folder / "part-0.parquet")
+    pq.write_table(_series_table(["b"]), folder / "sub" / "part-1.parquet")
+    (folder / "_SUCCESS").write_text("")
+    (folder / ".part-0.parquet.crc").write_text("crc")
+    run = gpfit(str(folder), str(tmp_path / "out"), *RUN_OPTIONS)
+    assert run.code == 0, run.stderr
+    assert [r["series_id"] for r in run.rows()] == ["a"]
+    assert run.manifest["input"]["files"] == 1
+    named = tmp_path / "_odd.parquet"
+    pq.write_table(_series_table(["c"]), named)
+    run = gpfit(str(named), str(tmp_path / "out2"), *RUN_OPTIONS)
+    assert run.code == 0, run.stderr
+    assert [r["series_id"] for r in run.rows()] == ["c"]
