@@ -47,13 +47,12 @@ WORKDIR /template
 COPY deploy/flex-template/main.py ./main.py
 ENV FLEX_TEMPLATE_PYTHON_PY_FILE=/template/main.py
 
-# Dataflow starts one SDK worker process per vCPU, so each process gets one
-# TensorFlow intra-op thread, one inter-op thread and one BLAS thread:
-# small GP matrices are slower with oversubscribed thread pools (docs/design.md,
-# "Measured facts"). pipeline/runtime.py reads the TF values from here.
-ENV TF_NUM_INTRAOP_THREADS=1 \
-    TF_NUM_INTEROP_THREADS=1 \
-    OPENBLAS_NUM_THREADS=1
+# One BLAS thread: small GP matrices are slower with oversubscribed thread
+# pools (docs/design.md, "Measured facts"). TensorFlow's thread counts are
+# not pinned here: pipeline/runtime.py derives them per process from the
+# cores and the SDK processes per VM (one per vCPU by default: 1 thread each;
+# --experiments=no_use_multiple_sdk_containers: one process, every core).
+ENV OPENBLAS_NUM_THREADS=1
 
 # As a worker container the entry point must be Beam's boot program, which
 # Dataflow starts with its own arguments. For Flex Template launches Dataflow

@@ -13,9 +13,10 @@ fails. `make dataflow-dry-run` runs this; tests/deploy use its functions.
 The pipeline is built by pipeline.builder.build_from_options with
 check_paths=False, as `gpfit --runner DataflowRunner --dry_run ...` builds it.
 The input is not inspected: listing and reading Parquet footers on gs:// needs
-the network. The job reads the --input pattern itself (Beam's ReadAll
-transforms match patterns on the workers), so its graph is the graph of a real
-run; the CLI's up-front input and output checks are not part of this proof.
+the network. The job matches the --input pattern itself, on the workers
+(pipeline/reading.py), and a real run's graph holds the pattern too, never
+the file list, so this graph is the graph of a real run; the CLI's up-front
+input and output checks are not part of this proof.
 """
 from __future__ import annotations
 

@@ -15,12 +15,13 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import FitConfig
 from pipeline import runtime
-from pipeline.io import inputs, manifest, outputs
+from pipeline.io import inputs, lock, manifest, outputs
 from pipeline.io.errors import UsageError
 from pipeline.io.inputs import Columns, InputSpec
-from pipeline.options import GPFitOptions, check, recorded
+from pipeline.options import MAX_ROWS, GPFitOptions, check, recorded
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,12 +35,14 @@ class Built:
       previous_files: files of an earlier gpfit run in the output folder, to
         delete (outputs.clear_output) before running; empty when the paths
         were not checked.
+      run_id: the run's id, for the output folder's lock (pipeline.io.lock).
     """
 
     pipeline: beam.Pipeline
     gp: GPFitOptions
     spec: InputSpec
     previous_files: tuple[str, ...]
+    run_id: str = ""
 
 
 def build_from_options(options: PipelineOptions, check_paths: bool = True,
@@ -49,9 +52,9 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     Args:
       options: gpfit's and Beam's options. The runner is gpfit's local
         FnApiRunner for local runs (pipeline.runtime), else the one named.
-      check_paths: inspect the input (list the files, read every footer) and
-        check the output folder, as `gpfit` does before any work; on gs://
-        this needs the network. False for an offline dry run: the job then
+      check_paths: inspect the input (list the files, read a bounded sample
+        of footers) and check the output folder and its lock, as `gpfit`
+        does before any work; on gs:// this needs the network. False for an offline dry run: the job then
         reads the --input pattern itself (Beam matches it on the workers),
         and the output folder is not looked at.
       started_at: when the run started, in seconds since the epoch (default:
@@ -65,23 +68,41 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     check(gp)
     columns = Columns(gp.id_column, gp.time_column, gp.value_column)
     if check_paths:
-        spec = inputs.inspect(gp.input, columns)
+        spec = inputs.inspect(gp.input, columns, inputs.MAX_FOOTERS)
         previous = tuple(outputs.check_output(gp.output, spec.files))
+        lock.check(gp.output, gp.break_lock)
     else:
         spec = inputs.uninspected(gp.input, columns)
         previous = ()
     config = fit_config(gp)
+    run_id = lock.new_run_id()
     record = manifest.run_record(
         spec, gp.output, config.kernel, gp.max_failure_fraction, recorded(options),
-        time.time() if started_at is None else started_at)
+        time.time() if started_at is None else started_at, run_id)
     pipeline = beam.Pipeline(runner=runtime.local_runner(options), options=options)
-    build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record)
-    return Built(pipeline, gp, spec, previous)
+    build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record,
+          Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards))
+    return Built(pipeline, gp, spec, previous, run_id)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """How the job cuts its work and output.
+
+    Attributes:
+      seconds_per_fit_call: estimated core-seconds per fit call (gpcore.batching).
+      max_rows: series with more input rows are skipped unassembled.
+      num_shards: output files; 0 lets the runner decide.
+    """
+
+    seconds_per_fit_call: float = SECONDS_PER_CALL
+    max_rows: int = MAX_ROWS
+    num_shards: int = 0
 
 
 def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: str,
           processes_per_machine: Optional[int],
-          record: Optional[manifest.RunRecord] = None) -> None:
+          record: Optional[manifest.RunRecord] = None, sizes: Sizes = Sizes()) -> None:
     """Adds gpfit's steps to `pipeline`.
 
     Args:
@@ -92,6 +113,7 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
         (runtime.processes_per_machine), for TF's thread pools.
       record: what the manifest reports beyond the counts; default: the
         spec, the kernel, no options, started now, max_failure_fraction 1.
+      sizes: fit calls, the cap on a series' rows, output shards.
     """
     # The transforms load TensorFlow (gpcore's fitter): only once the cheap
     # checks have passed.
@@ -99,12 +121,14 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
 
     from pipeline.io.schema import OUTPUT_SCHEMA
     from pipeline.manifest_step import WriteManifest
-    from pipeline.transforms import FIT_STATS, FitSeries, ReadSeries, count_status
+    from pipeline.reading import ReadSeries
+    from pipeline.transforms import FIT_STATS, FitSeries, count_status
 
     if record is None:
         record = manifest.run_record(spec, output, config.kernel, 1.0, {}, time.time())
-    read = pipeline | "ReadSeries" >> ReadSeries(spec.files, spec.columns, config.kernel)
-    fitted = read.series | "FitSeries" >> FitSeries(config, processes_per_machine)
+    read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel, sizes.max_rows)
+    fitted = read.series | "FitSeries" >> FitSeries(config, processes_per_machine,
+                                                     sizes.seconds_per_fit_call)
     rows = (
         (fitted.rows, read.unfittable)
         | "AllRows" >> beam.Flatten()
@@ -113,9 +137,11 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     written = rows | "WriteParams" >> WriteToParquet(
         outputs.params_prefix(output), OUTPUT_SCHEMA,
         file_name_suffix=outputs.PARAMS_SUFFIX,
-        shard_name_template=outputs.SHARD_TEMPLATE)
+        shard_name_template=outputs.SHARD_TEMPLATE,
+        codec=outputs.PARAMS_CODEC, num_shards=sizes.num_shards)
     # Last: WriteManifest waits for `written`, the finalised shards.
-    ({"rows": rows, "null_ids": read.null_ids, "fits": fitted[FIT_STATS], "written": written}
+    ({"rows": rows, "null_ids": read.null_ids, "fits": fitted[FIT_STATS], "files": read.files,
+      "unreadable": read.unreadable, "written": written}
      | "WriteManifest" >> WriteManifest(record))
 
 

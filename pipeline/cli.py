@@ -7,10 +7,15 @@ manifest and reports it. Where it does not (a template, as a Flex Template
 launch builds; a Dataflow --dry_run), gpfit's work ends once the job is
 built, and the job writes the manifest when it runs.
 
+While it runs, gpfit holds the output folder's lock (pipeline/io/lock.py):
+a second run into the same folder exits 2 naming the first.
+
 Exit codes: 0 done (or, without a job to wait for, built); 1 the run
 finished but more series failed than --max_failure_fraction allows; 2 bad
 invocation or unusable input (one line on stderr, before any output is
-touched or any fitting starts); 3 the pipeline itself failed.
+touched or any fitting starts), or the output folder is locked by another
+run; 3 the pipeline itself failed, or an input file could not be read
+(named in the last lines).
 """
 from __future__ import annotations
 
@@ -27,13 +32,14 @@ import sys  # noqa: E402
 import time  # noqa: E402
 
 from pipeline import builder, runtime  # noqa: E402
-from pipeline.io import inputs, manifest, outputs  # noqa: E402
+from pipeline.io import inputs, lock, manifest, outputs  # noqa: E402
 from pipeline.io.errors import UsageError, first_line  # noqa: E402
 from pipeline.options import help_parser, parse_options  # noqa: E402
 
 _LOG = logging.getLogger("gpfit")
 
 EXIT_OK, EXIT_TOO_MANY_FAILED, EXIT_USAGE, EXIT_PIPELINE_FAILED = 0, 1, 2, 3
+_NAMED_AT_MOST = 10  # unreadable files named in gpfit's last lines
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -53,6 +59,25 @@ def run(argv: list[str] | None = None) -> int:
         print(f"gpfit: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     output = built.gp.output
+    if dry_run:
+        return _launch(options, built, dry_run, output, started)
+    try:
+        lock.acquire(output, built.run_id, built.gp.break_lock, runtime.is_local(options))
+    except UsageError as err:
+        print(f"gpfit: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        with lock.Heartbeat(output, built.run_id):
+            return _launch(options, built, dry_run, output, started)
+    finally:
+        # Also after a launch that does not wait (a template): nothing would
+        # refresh the lock, and a template may run later or never. The job
+        # removes it too, after its manifest, should this process be gone.
+        lock.release(output, built.run_id)
+
+
+def _launch(options, built: builder.Built, dry_run: bool, output: str, started: float) -> int:
+    """Clears the output, runs the job and waits for it; -> exit code."""
     try:
         if not dry_run:
             _prepare_output(built)
@@ -100,8 +125,10 @@ def _prepare_output(built: builder.Built) -> None:
     spec = built.spec
     if not spec.inspected:  # a build that did not read the input has nothing to say of it
         return
-    _LOG.info("gpfit: %d rows in %d file(s), %s layout, t %s -> %s", spec.rows,
-              len(spec.files), spec.layout,
+    sampled = ("" if spec.footers_checked == len(spec.files)
+               else f" (in the {spec.footers_checked} footers checked)")
+    _LOG.info("gpfit: %d file(s), %d rows%s, %s layout, t %s -> %s", len(spec.files),
+              spec.rows, sampled, spec.layout,
               "in days" if spec.time_units == inputs.DAYS else inputs.AS_GIVEN,
               built.gp.output)
 
@@ -140,6 +167,23 @@ def _report(name, found, output: str, wall_time_s: float) -> int:
               f"nor {outputs.FAILED_MARKER} in {output}", file=sys.stderr)
         return EXIT_PIPELINE_FAILED
     summary = manifest.summary(found)
+    unreadable = found.get("unreadable_files") or {"count": 0}
+    if unreadable["count"]:
+        named = unreadable["files"]
+        print(f"gpfit: error: {summary}; {unreadable['count']} input file(s) could not be "
+              f"read, so the output is incomplete and {outputs.FAILED_MARKER} was written "
+              f"instead of {outputs.SUCCESS_MARKER} in {output}; fix or remove them and run "
+              f"again:", file=sys.stderr)
+        for item in named[:_NAMED_AT_MOST]:
+            # The reasons name their file already (pipeline.io.inputs).
+            said = (item["error"] if item["error"].startswith(item["path"])
+                    else f"{item['path']}: {item['error']}")
+            print(f"gpfit: unreadable: {said}", file=sys.stderr)
+        if unreadable["count"] > min(len(named), _NAMED_AT_MOST):
+            print(f"gpfit: ... and {unreadable['count'] - min(len(named), _NAMED_AT_MOST)} "
+                  f"more (the first {len(named)} are in {outputs.FAILED_MARKER})",
+                  file=sys.stderr)
+        return EXIT_PIPELINE_FAILED
     if name == outputs.FAILED_MARKER:
         print(f"gpfit: error: {summary}: failed fraction {found['failed_fraction']:.3g} is "
               f"above --max_failure_fraction {found['max_failure_fraction']:g}; see the error "

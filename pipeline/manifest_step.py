@@ -12,6 +12,7 @@ input, so it runs only once every shard is in place.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Iterable
 
@@ -20,7 +21,7 @@ from apache_beam.pvalue import AsList, AsSingleton
 
 from gpcore.result import FAILED, OK, SKIPPED
 from pipeline import metrics
-from pipeline.io import manifest, outputs
+from pipeline.io import lock, manifest, outputs
 
 _LOG = logging.getLogger(__name__)
 
@@ -46,48 +47,111 @@ class CountStatuses(beam.CombineFn):
         return counts
 
 
+# Fit-call durations are kept as a histogram of bins 2% wide, so that the
+# median of 10^5 calls costs a few hundred numbers, not 10^5.
+_BIN = math.log(1.02)
+_SHORTEST_S = 1e-3
+
+
+def _seconds_bin(seconds: float) -> int:
+    return math.floor(math.log(max(seconds, _SHORTEST_S)) / _BIN)
+
+
+def _median_of_bins(bins: dict, count: int) -> float:
+    """The median of a histogram of _seconds_bin bins (to within 2%)."""
+    seen = 0
+    for key in sorted(bins):
+        seen += bins[key]
+        if 2 * seen >= count:
+            return round(math.exp((key + 0.5) * _BIN), 3)
+    raise ValueError("empty histogram")
+
+
 class SummariseFits(beam.CombineFn):
     """metrics.FitStats -> the manifest's fitters_built, fit_ms_per_series
     (a distribution over series: count, sum, min, max, mean; None if nothing
-    was fitted) and tracing_count_max."""
+    was fitted), fit_call_seconds (count, median, max of the fit calls' wall
+    seconds; None if none) and tracing_count_max."""
 
     def create_accumulator(self) -> dict:
         return {"fitters_built": 0, "count": 0, "sum": 0, "min": None, "max": None,
-                "tracing_count_max": None}
+                "tracing_count_max": None, "calls": 0, "call_bins": {}, "call_max": None}
 
     def add_input(self, acc: dict, stats: metrics.FitStats) -> dict:
         return self.merge_accumulators([acc, {
             "fitters_built": stats.fitters_built, "count": stats.series,
             "sum": stats.series * stats.ms_per_series, "min": stats.ms_per_series,
-            "max": stats.ms_per_series, "tracing_count_max": stats.tracing_count}])
+            "max": stats.ms_per_series, "tracing_count_max": stats.tracing_count,
+            "calls": 1, "call_bins": {_seconds_bin(stats.call_seconds): 1},
+            "call_max": stats.call_seconds}])
 
     def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
         merged = self.create_accumulator()
         for acc in accumulators:
-            merged["fitters_built"] += acc["fitters_built"]
-            merged["count"] += acc["count"]
-            merged["sum"] += acc["sum"]
-            for key, pick in (("min", min), ("max", max), ("tracing_count_max", max)):
+            for key in ("fitters_built", "count", "sum", "calls"):
+                merged[key] += acc[key]
+            for key, n in acc["call_bins"].items():
+                merged["call_bins"][key] = merged["call_bins"].get(key, 0) + n
+            for key, pick in (("min", min), ("max", max), ("tracing_count_max", max),
+                              ("call_max", max)):
                 if acc[key] is not None:
                     merged[key] = acc[key] if merged[key] is None else pick(merged[key], acc[key])
         return merged
 
     def extract_output(self, acc: dict) -> dict:
-        fit_ms = None
+        fit_ms = calls = None
         if acc["count"]:
             fit_ms = {"count": acc["count"], "sum": acc["sum"], "min": acc["min"],
                       "max": acc["max"], "mean": acc["sum"] / acc["count"]}
+        if acc["calls"]:
+            median = _median_of_bins(acc["call_bins"], acc["calls"])
+            calls = {"count": acc["calls"], "median": min(median, acc["call_max"]),
+                     "max": acc["call_max"]}
         return {"fitters_built": acc["fitters_built"], "fit_ms_per_series": fit_ms,
-                "tracing_count_max": acc["tracing_count_max"]}
+                "fit_call_seconds": calls, "tracing_count_max": acc["tracing_count_max"]}
+
+
+class SummariseInput(beam.CombineFn):
+    """The read step's FILES ((1, rows) per file) and UNREADABLE ((path,
+    reason)) -> {"files", "rows", "unreadable": {"count", "files": the first
+    MAX_NAMED by path, as {"path", "error"}}}."""
+
+    MAX_NAMED = 100
+
+    def create_accumulator(self) -> dict:
+        return {"files": 0, "rows": 0, "unreadable": 0, "named": []}
+
+    def add_input(self, acc: dict, element) -> dict:
+        kind, value = element
+        if kind == "file":
+            return self.merge_accumulators([acc, {"files": value[0], "rows": value[1],
+                                                  "unreadable": 0, "named": []}])
+        return self.merge_accumulators([acc, {"files": 0, "rows": 0, "unreadable": 1,
+                                              "named": [value]}])
+
+    def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
+        merged = self.create_accumulator()
+        for acc in accumulators:
+            for key in ("files", "rows", "unreadable"):
+                merged[key] += acc[key]
+            merged["named"] = sorted(merged["named"] + acc["named"])[:self.MAX_NAMED]
+        return merged
+
+    def extract_output(self, acc: dict) -> dict:
+        return {"files": acc["files"], "rows": acc["rows"],
+                "unreadable": {"count": acc["unreadable"],
+                               "files": [{"path": p, "error": e} for p, e in acc["named"]]}}
 
 
 class WriteManifest(beam.PTransform):
-    """{"rows", "null_ids", "fits", "written"} -> the manifest, written last.
+    """{"rows", "null_ids", "fits", "files", "unreadable", "written"} -> the
+    manifest, written last.
 
     Inputs: rows, the output rows; null_ids, ints to add up; fits,
-    metrics.FitStats; written, WriteParams' result (the finalised shard
-    names): a side input, so the manifest waits for every shard. Returns the
-    manifest's path (one element).
+    metrics.FitStats; files, (1, rows) per input file read; unreadable,
+    (path, reason) per input that could not be read; written, WriteParams'
+    result (the finalised shard names): a side input, so the manifest waits
+    for every shard. Returns the manifest's path (one element).
     """
 
     def __init__(self, record: manifest.RunRecord):
@@ -98,9 +162,14 @@ class WriteManifest(beam.PTransform):
         counts = inputs["rows"] | "CountStatuses" >> beam.CombineGlobally(CountStatuses())
         null_ids = inputs["null_ids"] | "SumNullIds" >> beam.CombineGlobally(sum)
         fits = inputs["fits"] | "SummariseFits" >> beam.CombineGlobally(SummariseFits())
+        read = (
+            (inputs["files"] | "TagFiles" >> beam.Map(lambda v: ("file", v)),
+             inputs["unreadable"] | "TagUnreadable" >> beam.Map(lambda v: ("unreadable", v)))
+            | "AllInput" >> beam.Flatten()
+            | "SummariseInput" >> beam.CombineGlobally(SummariseInput()))
         return counts | "Write" >> beam.ParDo(
             _WriteManifestFn(self._record), null_ids=AsSingleton(null_ids),
-            fits=AsSingleton(fits), written=AsList(inputs["written"]))
+            fits=AsSingleton(fits), read=AsSingleton(read), written=AsList(inputs["written"]))
 
 
 class _WriteManifestFn(beam.DoFn):
@@ -110,10 +179,14 @@ class _WriteManifestFn(beam.DoFn):
         self._record = record
         self._clock = clock
 
-    def process(self, status_counts: dict, null_ids: int, fits: dict, written: list):
+    def process(self, status_counts: dict, null_ids: int, fits: dict, read: dict,
+                written: list):
         composed = manifest.compose(self._record, status_counts, null_ids, fits,
                                     output_files=outputs.params_files(self._record.output),
-                                    finished_at=self._clock())
+                                    finished_at=self._clock(), read=read)
         path = manifest.write(self._record.output, composed)
         _LOG.info("gpfit: wrote %s (%d shard(s) finalised)", path, len(written))
+        # The run is over: a launcher that did not wait (a Flex Template)
+        # cannot release the output folder, so the job does.
+        lock.release(self._record.output, self._record.run_id)
         yield path

@@ -23,12 +23,13 @@ TRACING_COUNT = "tracing_count"    # distribution and gauge: fitter traces
 
 
 class FitStats(NamedTuple):
-    """One fitted batch, as the fitting DoFn saw it (what its metrics record)."""
+    """One fit call, as the fitting DoFn saw it (what its metrics record)."""
 
-    series: int            # series in the batch
-    ms_per_series: int     # wall ms of the batch's fit / series
-    tracing_count: int     # the fitter's traces after the batch
-    fitters_built: int     # 1 if this batch was its process's fitter's first, else 0
+    series: int            # series in the call
+    ms_per_series: int     # wall ms of the call / series
+    tracing_count: int     # the fitter's traces after the call
+    fitters_built: int     # 1 if this call was its process's fitter's first, else 0
+    call_seconds: float = 0.0  # wall seconds of the call
 
 
 def counter(name: str):

@@ -6,15 +6,30 @@ also serve as Dataflow (Flex Template) parameters.
 from __future__ import annotations
 
 import argparse
+import re
 
 from apache_beam.options.pipeline_options import PipelineOptions
 # Beam's own parser class: it knows add_value_provider_argument, which some
 # of Beam's option classes use.
 from apache_beam.options.pipeline_options import _BeamArgumentParser
 
-# gpcore.config loads no TensorFlow: `gpfit --help` stays quick.
+# gpcore.batching and gpcore.config load no TensorFlow: `gpfit --help` stays quick.
+from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import KERNELS
 from pipeline.io.errors import UsageError
+
+# A series with more input rows is skipped unassembled: bounds a worker's
+# memory per series (16 MB of t and y).
+MAX_ROWS = 1_000_000
+
+
+def _boolean(text: str) -> bool:
+    """'true'/'false' (as a Flex Template passes flags) -> bool."""
+    if str(text).lower() in ("true", "1", "yes"):
+        return True
+    if str(text).lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 class GPFitOptions(PipelineOptions):
@@ -47,6 +62,15 @@ class GPFitOptions(PipelineOptions):
         add("--max_failure_fraction", "F",
             "exit 1 if a larger fraction of series failed (default %(default)s)",
             type=float, default=1.0)
+        add("--seconds_per_fit_call", "S",
+            "estimated core-seconds per fit call (default %(default)s)",
+            type=float, default=SECONDS_PER_CALL)
+        add("--max_rows", "N", "skip series with more input rows, unassembled (default %(default)s)",
+            type=int, default=MAX_ROWS)
+        add("--num_shards", "N", "output files; 0: the runner decides (default %(default)s)",
+            type=int, default=0)
+        add("--break_lock", "BOOL", "take over the lock of a stopped run (default %(default)s)",
+            type=_boolean, nargs="?", const=True, default=False)
 
 
 def option_names() -> tuple[str, ...]:
@@ -56,13 +80,34 @@ def option_names() -> tuple[str, ...]:
     return tuple(action.dest for action in parser._actions)  # pylint: disable=protected-access
 
 
+REDACTED = "<redacted>"
+# Option names whose values are secrets (--s3_secret_access_key, a token).
+_SECRET_NAME = re.compile(r"secret|password|passwd|token|credential|private_key|access_key"
+                          r"|api_key|auth_key", re.IGNORECASE)
+# Secrets inside values: user:password@ in URLs, password=... in connection strings.
+_SECRET_IN_URL = re.compile(r"(://[^/:@\s]*:)[^@/\s]+@")
+_SECRET_PAIR = re.compile(r"((?:password|passwd|pwd|secret|token|key)\s*=\s*)[^;&\s]+",
+                          re.IGNORECASE)
+
+
+def redacted(name: str, value):
+    """An option's value as a manifest may record it: secrets replaced."""
+    if _SECRET_NAME.search(name) and value not in (None, "", False):
+        return REDACTED
+    if isinstance(value, str):
+        return _SECRET_PAIR.sub(rf"\1{REDACTED}", _SECRET_IN_URL.sub(rf"\1{REDACTED}@", value))
+    if isinstance(value, (list, tuple)):
+        return [redacted(name, v) for v in value]
+    return value
+
+
 def recorded(options: PipelineOptions) -> dict:
     """The options a manifest records: all of gpfit's and, under "beam", the
-    Beam options given (non-default, as JSON values)."""
+    Beam options given (non-default, as JSON values, secrets redacted)."""
     gp = options.view_as(GPFitOptions)
     ours = {name: getattr(gp, name) for name in option_names()}
     given = options.get_all_options(drop_default=True)
-    beam_options = {k: v for k, v in given.items() if k not in ours}
+    beam_options = {k: redacted(k, v) for k, v in given.items() if k not in ours}
     return {**ours, "beam": {k: v if isinstance(v, (bool, int, float, str, type(None)))
                              else str(v) for k, v in beam_options.items()}}
 
@@ -118,7 +163,8 @@ def check(gp: GPFitOptions) -> None:
 
     Raises:
       UsageError: no --input or --output, an unknown kernel, a failure
-        fraction outside [0, 1].
+        fraction outside [0, 1], a non-positive --seconds_per_fit_call,
+        --max_rows below --max_points, a negative --num_shards.
     """
     if not gp.input:
         raise UsageError("--input is required: a Parquet file, folder or glob")
@@ -130,3 +176,10 @@ def check(gp: GPFitOptions) -> None:
     if not 0.0 <= gp.max_failure_fraction <= 1.0:
         raise UsageError(f"--max_failure_fraction must be between 0 and 1; "
                          f"got {gp.max_failure_fraction:g}")
+    if not gp.seconds_per_fit_call > 0:
+        raise UsageError(f"--seconds_per_fit_call must be > 0; got {gp.seconds_per_fit_call:g}")
+    if gp.max_rows < gp.max_points:
+        raise UsageError(f"--max_rows ({gp.max_rows}) must be >= --max_points "
+                         f"({gp.max_points}): rows include missing values")
+    if gp.num_shards < 0:
+        raise UsageError(f"--num_shards must be >= 0; got {gp.num_shards}")

@@ -167,8 +167,15 @@ class _WorkerLines(logging.Filter):
         return True
 
 
+# Beam's Dataflow runner says "Created job with id: [...]" and where to watch
+# the job at INFO; Airflow's Beam and Dataflow operators read the job id from
+# that line, so it stays visible.
+DATAFLOW_LOGGER = "apache_beam.runners.dataflow"
+
+
 def configure_logs() -> None:
-    """INFO for gpfit, WARNING for Beam; worker lines filtered (see above)."""
+    """INFO for gpfit and Beam's Dataflow runner, WARNING for the rest of
+    Beam; worker lines filtered (see above)."""
     root = logging.getLogger()
     if not root.handlers:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -176,6 +183,7 @@ def configure_logs() -> None:
     for name in ("gpfit", "pipeline"):
         logging.getLogger(name).setLevel(logging.INFO)
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    logging.getLogger(DATAFLOW_LOGGER).setLevel(logging.INFO)
     worker = logging.getLogger(_WORKER_LOGGER)
     worker.setLevel(logging.INFO)
     if not any(isinstance(f, _WorkerLines) for f in worker.filters):

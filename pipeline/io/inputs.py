@@ -2,7 +2,10 @@
 
 Every problem found here is an InputError with a one-line message (exit
 code 2): it is far cheaper to refuse a run up front than to fail a
-distributed job after its workers have started.
+distributed job after its workers have started. The job's launcher checks
+a bounded, evenly spread sample of footers (the cost of launching must not
+grow with the input); the workers check every file's footer again as they
+read it (check_footer), and report a file that fails as unreadable.
 """
 from __future__ import annotations
 
@@ -38,13 +41,20 @@ class InputSpec:
 
     Attributes:
       pattern: as given by the user.
-      files: every data file, sorted.
+      files: every data file, sorted (the launcher's listing; the job
+        matches `glob` again on its workers and never carries this list).
       columns: the column names.
       layout: LONG (one row per observation) or NESTED (one row per series,
         list columns); None when not inspected.
       time_units: DAYS when t is a date or timestamp (converted to days
         since 1970-01-01 UTC), else AS_GIVEN; None when not inspected.
-      rows: total rows over all files; None when not inspected.
+      rows: total rows over the files whose footers were checked; None when
+        not inspected.
+      glob: what the job matches on its workers: the file, the folder's
+        "<folder>/*", or the glob.
+      data_only: the job leaves out names starting with "_" or "." (a
+        folder or a glob; not a file named explicitly).
+      footers_checked: how many footers the launcher read (all, or a sample).
     """
 
     pattern: str
@@ -53,45 +63,78 @@ class InputSpec:
     layout: Optional[str]
     time_units: Optional[str]
     rows: Optional[int]
+    glob: str = ""
+    data_only: bool = True
+    footers_checked: int = 0
 
     @property
     def inspected(self) -> bool:
         return self.layout is not None
 
 
-def inspect(pattern: str, columns: Columns) -> InputSpec:
-    """Resolves the input and checks every file's footer and schema.
+# Footers the launcher reads at most (evenly spread over the sorted files).
+MAX_FOOTERS = 64
+
+
+def inspect(pattern: str, columns: Columns, max_footers: Optional[int] = None) -> InputSpec:
+    """Resolves the input and checks the footers and schemas of its files:
+    every file, or at most `max_footers` of them, evenly spread.
 
     Raises:
-      InputError: no file matches; a file is empty or not Parquet; a column
-        is missing or of the wrong type; files disagree; there are no rows.
+      InputError: no file matches; a checked file is empty or not Parquet; a
+        column is missing or of the wrong type; files disagree; all files
+        were checked and hold no rows.
     """
-    files = resolve(pattern)
-    footers = map_files(lambda f: _check_file(f[0], f[1], columns), files)
+    everything = resolve(pattern)
+    files = sample(everything, max_footers)
+    footers = map_files(lambda f: check_footer(f[0], f[1], columns), files)
     first = footers[0]
     for (path, _), footer in zip(files, footers):
-        if footer.layout != first.layout:
-            raise InputError(
-                f"{path} is in {footer.layout} layout but {files[0][0]} is {first.layout}; "
-                "give files of one layout")
-        if footer.time_units != first.time_units:
-            raise InputError(
-                f"column {columns.time!r} holds {_units_words(footer.time_units)} in {path} "
-                f"but {_units_words(first.time_units)} in {files[0][0]}; give one kind of time")
+        check_agrees(path, footer, files[0][0], first, columns)
     rows = sum(f.rows for f in footers)
-    if rows == 0:
+    if rows == 0 and len(files) == len(everything):
         raise InputError(f"the {len(files)} input file(s) matching {pattern!r} hold no rows; "
                          "check the --input path")
-    return InputSpec(pattern, tuple(path for path, _ in files), columns, first.layout,
-                     first.time_units, rows)
+    glob, data_only = job_glob(pattern, everything)
+    return InputSpec(pattern, tuple(path for path, _ in everything), columns, first.layout,
+                     first.time_units, rows, glob, data_only, len(files))
+
+
+def sample(files: list, most: Optional[int]) -> list:
+    """At most `most` of `files`, evenly spread, first and last included
+    (all when `most` is None)."""
+    if most is None or len(files) <= most:
+        return list(files)
+    if most <= 1:
+        return list(files[:most])
+    step = (len(files) - 1) / (most - 1)
+    return [files[round(i * step)] for i in range(most)]
+
+
+def job_glob(pattern: str, files: list[tuple[str, int]]) -> tuple[str, bool]:
+    """What the job matches on its workers for a resolved pattern, and
+    whether it leaves out names starting with "_" or "." (see resolve)."""
+    if len(files) == 1 and files[0][0].rstrip("/") == pattern.rstrip("/"):
+        return files[0][0], False  # a file named explicitly
+    if any(ch in pattern for ch in "*?["):
+        return pattern, True
+    return FileSystems.join(pattern.rstrip("/"), "*"), True  # a folder
 
 
 def uninspected(pattern: str, columns: Columns) -> InputSpec:
     """An InputSpec holding only the --input pattern, for a build that may not
-    read the input (an offline dry run): the job's ListFiles step passes the
-    pattern on, and the reading step matches it on the workers."""
+    read the input (an offline dry run): the job matches the pattern on its
+    workers."""
+    globbed = any(ch in pattern for ch in "*?[")
     return InputSpec(pattern=pattern, files=(pattern,), columns=columns, layout=None,
-                     time_units=None, rows=None)
+                     time_units=None, rows=None, glob=pattern, data_only=globbed)
+
+
+def is_data(path: str) -> bool:
+    """A data file of a folder or glob: not a local folder, and not named
+    with a leading "_" or "." (_SUCCESS, .crc files)."""
+    return (not posixpath.basename(path.rstrip("/")).startswith(("_", "."))
+            and not _is_local_folder(path))
 
 
 def resolve(pattern: str) -> list[tuple[str, int]]:
@@ -140,9 +183,7 @@ def _match(pattern: str) -> list[tuple[str, int]]:
 
 
 def _data_files(matches: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    return [(path, size) for path, size in matches
-            if not posixpath.basename(path.rstrip("/")).startswith(("_", "."))
-            and not _is_local_folder(path)]
+    return [(path, size) for path, size in matches if is_data(path)]
 
 
 def _is_local_folder(path: str) -> bool:
@@ -150,13 +191,16 @@ def _is_local_folder(path: str) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Footer:
+class Footer:
+    """What a checked footer says: layout, time units, rows and row groups."""
+
     layout: str
     time_units: str
     rows: int
+    row_groups: int = 1
 
 
-def _check_file(path: str, size: int, columns: Columns) -> _Footer:
+def check_footer(path: str, size: int, columns: Columns) -> Footer:
     """Reads and checks one footer.
 
     Raises:
@@ -168,12 +212,43 @@ def _check_file(path: str, size: int, columns: Columns) -> _Footer:
     try:
         with open_file(path) as f:
             parquet = pq.ParquetFile(f)
-            schema, rows = parquet.schema_arrow, parquet.metadata.num_rows
+            schema, metadata = parquet.schema_arrow, parquet.metadata
     except (pa.ArrowException, OSError, ValueError) as err:
         raise InputError(f"{path} is not a Parquet file ({first_line(err)}); remove it from "
                          "the input or convert it to Parquet") from err
     layout, time_units = _check_schema(path, schema, columns)
-    return _Footer(layout, time_units, rows)
+    return Footer(layout, time_units, metadata.num_rows, metadata.num_row_groups)
+
+
+def read_row_group(path: str, index: int, columns: Columns) -> pa.Table:
+    """Row group `index` of a file: the id, time and value columns. Page
+    checksums, where the writer stored them, are verified.
+
+    Raises:
+      InputError: the row group cannot be read (naming the file).
+    """
+    try:
+        with open_file(path) as f:
+            parquet = pq.ParquetFile(f, page_checksum_verification=True)
+            return parquet.read_row_group(index, columns=[columns.id, columns.time,
+                                                          columns.value])
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise InputError(f"{path}: row group {index} cannot be read: {first_line(err)}") from err
+
+
+def check_agrees(path: str, footer: Footer, reference_path: str, reference: Footer,
+                 columns: Columns) -> None:
+    """Raises InputError unless the file at path has the reference's layout
+    and kind of time."""
+    if footer.layout != reference.layout:
+        raise InputError(
+            f"{path} is in {footer.layout} layout but {reference_path} is {reference.layout}; "
+            "give files of one layout")
+    if footer.time_units != reference.time_units:
+        raise InputError(
+            f"column {columns.time!r} holds {_units_words(footer.time_units)} in {path} "
+            f"but {_units_words(reference.time_units)} in {reference_path}; give one kind of "
+            "time")
 
 
 def _check_schema(path: str, schema: pa.Schema, columns: Columns) -> tuple[str, str]:

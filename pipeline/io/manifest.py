@@ -5,9 +5,15 @@ The job writes it last (pipeline/manifest_step.py), so its presence says the
 shards beside it are complete. It holds: status ("succeeded" | "failed"),
 counts (series_read, ok, skipped, failed, null_ids), failed_fraction,
 max_failure_fraction, kernel, time_units, input (pattern, files, layout,
-rows), output_files, options (gpfit's, and the Beam options given in
-"beam"), fitters_built, fit_ms_per_series (count, sum, min, max, mean),
+rows: counted by the job over the files it read), unreadable_files (count,
+and the first files by path with their error), output_files, options
+(gpfit's, and the Beam options given in "beam", secrets redacted),
+fitters_built, fit_ms_per_series (count, sum, min, max, mean),
+fit_call_seconds (count, median, max of the fit calls' wall seconds),
 tracing_count_max, started_at, finished_at (ISO 8601, UTC) and wall_time_s.
+
+A run with unreadable input files is "failed" (_FAILED.json) whatever its
+counts: its output lacks what those files held.
 """
 from __future__ import annotations
 
@@ -51,6 +57,7 @@ class RunRecord:
       input: {"pattern", "files", "layout", "rows"}: input_record(spec).
       options: the options recorded (pipeline.options.recorded).
       started_at: when the run was started, seconds since the epoch (UTC).
+      run_id: the run's id in the output folder's lock (pipeline.io.lock).
     """
 
     output: str
@@ -60,14 +67,16 @@ class RunRecord:
     input: dict
     options: dict
     started_at: float
+    run_id: str = ""
 
 
 def run_record(spec: InputSpec, output: str, kernel: str, max_failure_fraction: float,
-               options: dict, started_at: float) -> RunRecord:
+               options: dict, started_at: float, run_id: str = "") -> RunRecord:
     """The RunRecord of a run on this input (inspected or not)."""
     return RunRecord(output=output, kernel=kernel, max_failure_fraction=max_failure_fraction,
                      time_units=spec.time_units if spec.inspected else NOT_INSPECTED,
-                     input=input_record(spec), options=options, started_at=started_at)
+                     input=input_record(spec), options=options, started_at=started_at,
+                     run_id=run_id)
 
 
 def input_record(spec: InputSpec) -> dict:
@@ -80,15 +89,18 @@ def input_record(spec: InputSpec) -> dict:
 
 
 def compose(record: RunRecord, status_counts: dict, null_ids: int, fits: dict,
-            output_files: list[str], finished_at: float) -> dict:
+            output_files: list[str], finished_at: float, read: Optional[dict] = None) -> dict:
     """The manifest (a JSON-ready dict) of a finished run.
 
     Args:
       status_counts: {status: output rows}.
       null_ids: input rows with a null id.
-      fits: fitters_built, fit_ms_per_series and tracing_count_max.
+      fits: fitters_built, fit_ms_per_series, fit_call_seconds (optional)
+        and tracing_count_max.
       output_files: names of the parameter shards.
       finished_at: seconds since the epoch.
+      read: what the job read: {"files", "rows", "unreadable": {"count",
+        "files"}}; None: the launcher's input record stands, nothing unread.
     """
     series = sum(status_counts.values())  # every series is exactly one row
     counts = {SERIES_READ: series, OK: status_counts.get(OK, 0),
@@ -96,18 +108,24 @@ def compose(record: RunRecord, status_counts: dict, null_ids: int, fits: dict,
               NULL_IDS: int(null_ids)}
     failed_fraction = counts[FAILED] / max(series, 1)
     too_many_failed = failed_fraction > record.max_failure_fraction
+    unreadable = (read or {}).get("unreadable") or {"count": 0, "files": []}
+    input_ = dict(record.input)
+    if read is not None:
+        input_.update(files=read["files"], rows=read["rows"])
     return {
-        "status": FAILED_RUN if too_many_failed else SUCCEEDED,
+        "status": FAILED_RUN if too_many_failed or unreadable["count"] else SUCCEEDED,
         "counts": counts,
         "failed_fraction": failed_fraction,
         "max_failure_fraction": record.max_failure_fraction,
         "kernel": record.kernel,
         "time_units": record.time_units,
-        "input": record.input,
+        "input": input_,
+        "unreadable_files": unreadable,
         "output_files": output_files,
         "options": record.options,
         "fitters_built": fits["fitters_built"],
         "fit_ms_per_series": fits["fit_ms_per_series"],
+        "fit_call_seconds": fits.get("fit_call_seconds"),
         "tracing_count_max": fits["tracing_count_max"],
         "started_at": _iso(record.started_at),
         "finished_at": _iso(finished_at),

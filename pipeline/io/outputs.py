@@ -3,8 +3,11 @@
 Layout of a finished run:
   <output>/params-SSSSS-of-NNNNN.parquet   one row per series (schema.py)
   <output>/_SUCCESS.json                   written last: counts, options, time
-A run that finishes with too many failed series writes _FAILED.json instead
-(same content); a run that crashes writes neither (manifest.py).
+A run that finishes with too many failed series, or with unreadable input,
+writes _FAILED.json instead (same content); a run that crashes writes
+neither (manifest.py). While a run writes the folder it holds the lock
+_RUNNING.json (lock.py). Shard numbers have five digits or more (Beam pads
+to the template's width and widens past 99,999).
 """
 from __future__ import annotations
 
@@ -19,15 +22,22 @@ from pipeline.io.errors import UsageError
 PARAMS_PREFIX = "params"
 PARAMS_SUFFIX = ".parquet"
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
+# Parameters compress about 2x with zstd (float columns, repeated kernel
+# and status strings); every reader named in the README reads it.
+PARAMS_CODEC = "zstd"
 # The manifest's two names: the run succeeded, or too many series failed.
 SUCCESS_MARKER = "_SUCCESS.json"
 FAILED_MARKER = "_FAILED.json"
+MARKERS = (SUCCESS_MARKER, FAILED_MARKER)
+# One run at a time writes a folder (lock.py).
+LOCK_NAME = "_RUNNING.json"
 
 # Files a previous gpfit run may have left: its shards, its manifest, and
 # WriteToParquet's temporary folder of an interrupted run.
 _OURS = re.compile(
-    rf"^({PARAMS_PREFIX}-\d{{5}}-of-\d{{5}}{re.escape(PARAMS_SUFFIX)}"
-    rf"|{re.escape(SUCCESS_MARKER)}|{re.escape(FAILED_MARKER)}|[^/]*\.json\.tmp"
+    rf"^({PARAMS_PREFIX}-\d{{5,}}-of-\d{{5,}}{re.escape(PARAMS_SUFFIX)}"
+    rf"|{re.escape(SUCCESS_MARKER)}|{re.escape(FAILED_MARKER)}|{re.escape(LOCK_NAME)}"
+    rf"|[^/]*\.json\.tmp"
     rf"|beam-temp-{PARAMS_PREFIX}-[^/]+/.*)$")
 
 
@@ -55,7 +65,8 @@ def check_output(output: str, input_files: tuple[str, ...]) -> list[str]:
     """Checks that the output folder may be (re)written; returns its files.
 
     Refuses a folder holding files gpfit did not write, so that a mistyped
-    --output never deletes someone's data.
+    --output never deletes someone's data. The lock (lock.py) is gpfit's
+    but not returned: it is not the previous run's to clear.
 
     Raises:
       UsageError: no output given; it is a file; it holds input or foreign files.
@@ -76,14 +87,19 @@ def check_output(output: str, input_files: tuple[str, ...]) -> list[str]:
             raise UsageError(
                 f"output folder {output} holds {relative!r}, which gpfit did not write; "
                 "give an empty folder or a previous gpfit output folder")
-    return files
+    return [path for path in files if posixpath.basename(path) != LOCK_NAME]
 
 
 def clear_output(output: str, files: list[str]) -> None:
     """Deletes a previous run's files, so that no stale shard survives a run
-    with another shard count; creates the folder if it is missing."""
-    if files:
-        FileSystems.delete(files)
+    with another shard count; creates the folder if it is missing.
+
+    The manifest goes first: a reader that sees _SUCCESS.json never sees it
+    beside a half-deleted set of shards."""
+    markers, rest = deletion_order(files)
+    for batch in (markers, rest):
+        if batch:
+            FileSystems.delete(batch)
     if FileSystems.get_scheme(output) is None:
         # Local folders outlive their files (gs:// has no real folders).
         for root, dirs, _ in os.walk(output, topdown=False):
@@ -92,6 +108,12 @@ def clear_output(output: str, files: list[str]) -> None:
                 if not os.listdir(path):
                     os.rmdir(path)
         os.makedirs(output, exist_ok=True)
+
+
+def deletion_order(files: list[str]) -> tuple[list[str], list[str]]:
+    """(the manifests among files, the rest): what clear_output deletes first."""
+    markers = [path for path in files if posixpath.basename(path) in MARKERS]
+    return markers, [path for path in files if path not in markers]
 
 
 def params_files(output: str) -> list[str]:

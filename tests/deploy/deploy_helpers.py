@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import py_compile
 import subprocess
 import sys
 import tarfile
@@ -154,3 +155,28 @@ def run_in(bin_folder: Path, args: list[str], cwd: Path, env: dict | None = None
     full_env.pop("PYTHONPATH", None)
     return subprocess.run([str(bin_folder / args[0]), *args[1:]], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=300)
+
+
+def read_dag(path: Path, scratch: Path) -> dict:
+    """A DAG file's settings, evaluated from its source (Airflow is not
+    installed here): {"names": module constants, "calls": {callee: [keyword
+    arguments of each call]}}. The file is compiled first."""
+    py_compile.compile(str(path), cfile=str(scratch / "dag.pyc"), doraise=True)
+    tree = ast.parse(path.read_text())
+    names: dict = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Constant, ast.JoinedStr)):
+            names[node.targets[0].id] = eval(  # pylint: disable=eval-used
+                compile(ast.Expression(node.value), str(path), "eval"), {}, names)
+    calls: dict = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            kwargs = {}
+            for keyword in node.keywords:
+                try:
+                    kwargs[keyword.arg] = eval(  # pylint: disable=eval-used
+                        compile(ast.Expression(keyword.value), str(path), "eval"), {}, names)
+                except NameError:
+                    kwargs[keyword.arg] = keyword.value  # e.g. nested calls
+            calls.setdefault(node.func.id, []).append(kwargs)
+    return {"names": names, "calls": calls}

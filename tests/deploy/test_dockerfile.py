@@ -164,13 +164,21 @@ def test_one_image_for_workers_and_flex_launches(image, dockerfile):
     assert "FLEX_TEMPLATE_PYTHON_REQUIREMENTS_FILE" not in env
 
 
-def test_thread_counts_suit_one_sdk_process_per_vcpu(image):
+def test_thread_counts_are_derived_per_process_not_pinned(image):
     env = env_of(image["steps"])
-    for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OPENBLAS_NUM_THREADS"):
-        assert env.get(name) == "1", name
-    # pipeline/runtime.py lets these environment values win over its own count.
+    assert env.get("OPENBLAS_NUM_THREADS") == "1"
+    # An environment value would win over pipeline/runtime.py's count, and
+    # one pinned in the image would starve a single process per VM.
     from pipeline import runtime
-    assert "TF_NUM_INTRAOP_THREADS" in Path(runtime.__file__).read_text()
+    for name in (runtime.INTRA_OP_ENV, runtime.INTER_OP_ENV):
+        assert name not in env, name
+    from apache_beam.options.pipeline_options import PipelineOptions
+    per_vcpu = runtime.processes_per_machine(PipelineOptions(["--runner", "DataflowRunner"]))
+    one = runtime.processes_per_machine(PipelineOptions([
+        "--runner", "DataflowRunner", "--experiments", "no_use_multiple_sdk_containers"]))
+    # n2-standard-4: 1 thread in each of 4 processes, or 4 in the one process.
+    assert runtime.intra_op_threads(4, per_vcpu) == 1
+    assert runtime.intra_op_threads(4, one) == 4
 
 
 def test_every_step_says_why(dockerfile):

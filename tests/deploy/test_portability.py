@@ -46,16 +46,19 @@ def test_beam_pickles_with_cloudpickle():
 
 
 def test_gpfit_transforms_pickle_small_and_whole():
-    from gpcore import FitConfig
-    from pipeline.io.inputs import Columns
-    from pipeline.transforms import (BatchByLength, FitDoFn, FitSeries, MergeChunks,
-                                     ReadSeries, SplitBySeries)
+    from gpcore import Batching, FitConfig
+    from pipeline.io.inputs import Columns, uninspected
+    from pipeline.reading import (GatherChunks, ListRowGroups, MergeChunks, ReadRowGroup,
+                                  ReadSeries, SplitBySeries)
+    from pipeline.transforms import BatchByLength, FitDoFn, FitSeries
 
     config = FitConfig(kernel="periodic", restarts=3, batch_size=8)
     columns = Columns("store", "day", "sales")
-    objects = [SplitBySeries(columns), MergeChunks("periodic"), BatchByLength(8),
-               FitDoFn(config, None), ReadSeries(["gs://b/x/*.parquet"], columns, "periodic"),
-               FitSeries(config, 4)]
+    spec = uninspected("gs://b/x/*.parquet", columns)
+    objects = [SplitBySeries(columns), MergeChunks("periodic", 1000), GatherChunks(1000),
+               ListRowGroups(spec), ReadRowGroup(columns), BatchByLength(Batching(config, 5.0)),
+               FitDoFn(config, None), ReadSeries(spec, "periodic", 1000),
+               FitSeries(config, 4, 5.0)]
     for obj in objects:
         data = pickler.dumps(obj)
         copy = pickler.loads(data)

@@ -8,16 +8,14 @@ option parser and the same dry run.
 """
 from __future__ import annotations
 
-import ast
 import json
-import py_compile
 import re
 import shlex
 import subprocess
 
 import pytest
 
-from deploy_helpers import BUCKET, IMAGE, PROJECT, REGION, REPO
+from deploy_helpers import BUCKET, IMAGE, PROJECT, REGION, REPO, read_dag
 
 DAG = REPO / "deploy" / "airflow" / "gpfit_dag.py"
 DATAFLOW_DOC = REPO / "docs" / "dataflow.md"
@@ -52,28 +50,7 @@ def beam_operator_argv(options: dict) -> list[str]:
 
 @pytest.fixture(scope="module")
 def dag(tmp_path_factory) -> dict:
-    """The DAG's settings, evaluated from its source: module constants, the
-    operators' keyword arguments."""
-    py_compile.compile(str(DAG), cfile=str(tmp_path_factory.mktemp("dag") / "dag.pyc"),
-                       doraise=True)
-    tree = ast.parse(DAG.read_text())
-    names: dict = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Constant, ast.JoinedStr)):
-            names[node.targets[0].id] = eval(  # pylint: disable=eval-used
-                compile(ast.Expression(node.value), str(DAG), "eval"), {}, names)
-    calls = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            kwargs = {}
-            for keyword in node.keywords:
-                try:
-                    kwargs[keyword.arg] = eval(  # pylint: disable=eval-used
-                        compile(ast.Expression(keyword.value), str(DAG), "eval"), {}, names)
-                except NameError:
-                    kwargs[keyword.arg] = keyword.value  # e.g. nested calls
-            calls.setdefault(node.func.id, []).append(kwargs)
-    return {"names": names, "calls": calls}
+    return read_dag(DAG, tmp_path_factory.mktemp("dag"))
 
 
 def test_dag_compiles_and_uses_the_beam_operator_and_a_marker_sensor(dag):

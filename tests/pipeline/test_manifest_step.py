@@ -92,8 +92,8 @@ def test_the_job_writes_failed_json_when_too_many_series_fail(tmp_path, small_se
 
 def test_fit_stats_combine_into_the_manifests_figures():
     combine = manifest_step.SummariseFits()
-    parts = [[metrics.FitStats(4, 10, 1, 1), metrics.FitStats(2, 40, 1, 0)],
-             [metrics.FitStats(3, 20, 2, 1)], []]
+    parts = [[metrics.FitStats(4, 10, 1, 1, 0.04), metrics.FitStats(2, 40, 1, 0, 0.08)],
+             [metrics.FitStats(3, 20, 2, 1, 12.5)], []]
     accumulators = []
     for part in parts:
         acc = combine.create_accumulator()
@@ -103,9 +103,12 @@ def test_fit_stats_combine_into_the_manifests_figures():
     found = combine.extract_output(combine.merge_accumulators(accumulators))
     assert found == {"fitters_built": 2, "tracing_count_max": 2, "fit_ms_per_series": {
         "count": 9, "sum": 4 * 10 + 2 * 40 + 3 * 20, "min": 10, "max": 40,
-        "mean": (4 * 10 + 2 * 40 + 3 * 20) / 9}}
+        "mean": (4 * 10 + 2 * 40 + 3 * 20) / 9},
+        # The median of the calls' wall seconds, to within 2% (a histogram).
+        "fit_call_seconds": {"count": 3, "median": pytest.approx(0.08, rel=0.02), "max": 12.5}}
     nothing = combine.extract_output(combine.create_accumulator())
-    assert nothing == {"fitters_built": 0, "fit_ms_per_series": None, "tracing_count_max": None}
+    assert nothing == {"fitters_built": 0, "fit_ms_per_series": None, "fit_call_seconds": None,
+                       "tracing_count_max": None}
 
 
 def test_status_counts_and_the_failure_policy():

@@ -17,7 +17,8 @@ def test_help_explains_every_option_in_one_line():
     lines = text.splitlines()
     for flag in ("--input", "--output", "--kernel", "--id_column", "--time_column",
                  "--value_column", "--restarts", "--min_points", "--max_points",
-                 "--batch_size", "--max_failure_fraction"):
+                 "--batch_size", "--max_failure_fraction", "--seconds_per_fit_call",
+                 "--max_rows", "--num_shards", "--break_lock"):
         [line] = [l for l in lines if l.strip().startswith(flag + " ")]
         following = lines[lines.index(line) + 1]
         assert len(line.split(None, 2)) == 3, line  # flag, metavar, help on one line
@@ -27,9 +28,31 @@ def test_help_explains_every_option_in_one_line():
 def test_a_manifest_records_every_gpfit_option_and_the_beam_options_given():
     assert options.option_names() == (
         "input", "output", "kernel", "id_column", "time_column", "value_column", "restarts",
-        "min_points", "max_points", "batch_size", "max_failure_fraction")
+        "min_points", "max_points", "batch_size", "max_failure_fraction",
+        "seconds_per_fit_call", "max_rows", "num_shards", "break_lock")
     found = options.recorded(PipelineOptions([
         "--input", "in", "--output", "out", "--restarts", "2", "--direct_num_workers", "2"]))
     assert list(found) == [*options.option_names(), "beam"]
     assert (found["input"], found["restarts"], found["kernel"]) == ("in", 2, "rbf")
     assert found["beam"] == {"direct_num_workers": 2}
+
+
+def test_a_manifest_never_records_a_secret():
+    found = options.recorded(PipelineOptions([
+        "--input", "in", "--output", "out",
+        "--s3_secret_access_key", "wJalrXUtnFEMI", "--s3_access_key_id", "AKIAEXAMPLE",
+        "--job_server_timeout", "60",
+        "--experiments", "db=postgres://gpfit:hunter2@db.example/p",
+        "--experiments", "conn=Server=x;Password=hunter2;Database=y"]))["beam"]
+    assert found["s3_secret_access_key"] == options.REDACTED
+    assert found["s3_access_key_id"] == options.REDACTED
+    assert found["job_server_timeout"] == 60
+    assert "hunter2" not in str(found) and "wJalrXUtnFEMI" not in str(found)
+    assert "postgres://gpfit:<redacted>@db.example/p" in found["experiments"]
+
+
+def test_break_lock_is_a_flag_and_a_flex_template_value():
+    for argv, expected in (([], False), (["--break_lock"], True),
+                           (["--break_lock=true"], True), (["--break_lock=false"], False)):
+        parsed = options.parse_options(["--input", "i", "--output", "o", *argv])
+        assert parsed.view_as(options.GPFitOptions).break_lock is expected, argv

@@ -147,6 +147,25 @@ def test_output_has_the_explicit_schema(long_run):
         assert schema.remove_metadata().equals(OUTPUT_SCHEMA.remove_metadata())
 
 
+def test_output_is_compressed_and_fit_calls_are_timed(long_run):
+    for shard in long_run.shards():
+        metadata = pq.ParquetFile(os.path.join(long_run.output, shard)).metadata
+        assert {metadata.row_group(0).column(i).compression
+                for i in range(metadata.num_columns)} == {"ZSTD"}
+    calls = long_run.manifest["fit_call_seconds"]
+    assert set(calls) == {"count", "median", "max"}
+    assert calls["count"] >= 1 and 0 < calls["median"] <= calls["max"]
+    assert long_run.manifest["unreadable_files"] == {"count": 0, "files": []}
+
+
+def test_num_shards_sets_the_output_files(tmp_path):
+    run = gpfit(write_long(str(tmp_path / "in"), make_series(n_series=4)),
+                str(tmp_path / "out"), *RUN_OPTIONS, "--num_shards", "3")
+    assert run.code == 0, run.stderr
+    assert run.shards() == [f"params-0000{i}-of-00003.parquet" for i in range(3)]
+    assert len(run.rows()) == 5
+
+
 def test_one_row_per_series(long_run, series):
     ids = [row["series_id"] for row in long_run.rows()]
     assert ids == sorted(series)

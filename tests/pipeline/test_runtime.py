@@ -54,3 +54,17 @@ def test_local_runs_use_the_fn_api_runner_never_prism():
     for argv in ([], ["--runner", "DirectRunner"], ["--runner", "FnApiRunner"]):
         assert isinstance(local_runner(PipelineOptions(argv)), FnApiRunner)
     assert local_runner(PipelineOptions(["--runner", "DataflowRunner"])) is None
+
+
+def test_the_dataflow_job_id_line_stays_visible():
+    """Airflow's Beam operator reads "Created job with id: [...]", logged at
+    INFO by Beam's Dataflow API client; the rest of Beam stays at WARNING."""
+    import logging
+
+    from pipeline import runtime
+
+    runtime.configure_logs()
+    client = logging.getLogger("apache_beam.runners.dataflow.internal.apiclient")
+    assert client.isEnabledFor(logging.INFO)
+    assert not logging.getLogger("apache_beam.io.parquetio").isEnabledFor(logging.INFO)
+    assert logging.getLogger("gpfit").isEnabledFor(logging.INFO)

@@ -1,0 +1,129 @@
+"""One run per output folder (pipeline.io.lock): two real concurrent runs,
+a lock left by a run that stopped, and the heartbeat."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.io import lock
+from pipeline.io.errors import UsageError
+from pipeline_data import RUN_OPTIONS, gpfit
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _input(folder, n_series: int = 120) -> str:
+    rng = np.random.default_rng(4)
+    t = np.sort(rng.uniform(0, 100, 80))
+    pq.write_table(pa.table({
+        "series_id": np.repeat([f"k{i:03d}" for i in range(n_series)], t.size),
+        "t": np.tile(t, n_series),
+        "y": np.sin(np.tile(t, n_series) / 5) + 0.1 * rng.standard_normal(t.size * n_series)}),
+        folder / "in.parquet")
+    return str(folder / "in.parquet")
+
+
+def test_a_second_run_into_a_folder_being_written_exits_2_and_names_the_first(tmp_path):
+    input_, output = _input(tmp_path), str(tmp_path / "out")
+    env = {**os.environ, "PYTHONPATH": REPO, "OPENBLAS_NUM_THREADS": "1"}
+    first = subprocess.Popen([sys.executable, "-m", "pipeline", "--input", input_,
+                              "--output", output, *RUN_OPTIONS], cwd=REPO, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        held = None
+        for _ in range(1200):  # the first run takes the lock once its job is built
+            held = lock.read(output)
+            if held is not None or first.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert held is not None, first.communicate()
+        second = gpfit(input_, output, *RUN_OPTIONS)
+        out, err = first.communicate(timeout=600)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert second.code == 2, second.stderr
+    message = second.stderr.strip()
+    assert message.startswith(f"gpfit: error: output folder {output} is being written by "
+                              "another gpfit run")
+    assert f"run {held['run_id']}" in message and f"pid {first.pid}" in message
+    # The first run was not disturbed: complete output, and its lock removed.
+    assert first.returncode == 0, err
+    assert sorted(os.listdir(output)) == sorted(
+        [n for n in os.listdir(output) if n.startswith("params-")] + ["_SUCCESS.json"])
+    with open(os.path.join(output, "_SUCCESS.json")) as f:
+        assert json.load(f)["counts"]["series_read"] == 120
+
+
+def _stale_lock(output: str, age_s: float) -> dict:
+    os.makedirs(output, exist_ok=True)
+    content = {"run_id": "deadbeef0000", "host": "elsewhere", "pid": 4242,
+               "started_at": time.time() - age_s - 60, "heartbeat_at": time.time() - age_s,
+               "stale_after_s": lock.STALE_AFTER_S}
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        json.dump(content, f)
+    return content
+
+
+def test_a_stopped_runs_lock_is_recognised_and_broken_only_on_request(tmp_path):
+    input_, output = _input(tmp_path, n_series=3), str(tmp_path / "out")
+    _stale_lock(output, age_s=2 * lock.STALE_AFTER_S)
+    refused = gpfit(input_, output, *RUN_OPTIONS)
+    assert refused.code == 2
+    assert "seems to have stopped (run deadbeef0000 on host elsewhere, pid 4242" in \
+        refused.stderr
+    assert refused.stderr.strip().endswith("pass --break_lock")
+    assert os.listdir(output) == ["_RUNNING.json"]  # untouched
+    taken = gpfit(input_, output, *RUN_OPTIONS, "--break_lock")
+    assert taken.code == 0, taken.stderr
+    assert "_RUNNING.json" not in os.listdir(output)
+    assert taken.manifest["counts"]["series_read"] == 3
+
+
+def test_a_live_lock_is_never_broken(tmp_path):
+    output = str(tmp_path / "out")
+    _stale_lock(output, age_s=5.0)
+    for break_lock in (False, True):
+        with pytest.raises(UsageError, match="is being written by another gpfit run"):
+            lock.acquire(output, "mine", break_lock, local=True)
+
+
+def test_the_heartbeat_moves_and_only_the_holder_releases(tmp_path):
+    output = str(tmp_path / "out")
+    clock = iter([100.0, 200.0])
+    lock.acquire(output, "mine", False, local=True, now=lambda: next(clock))
+    assert lock.refresh(output, "mine", now=lambda: 250.0)
+    assert lock.read(output)["heartbeat_at"] == 250.0
+    assert not lock.refresh(output, "theirs")
+    lock.release(output, "theirs")
+    assert lock.read(output)["run_id"] == "mine"
+    lock.release(output, "mine")
+    assert lock.read(output) is None
+
+
+def test_a_killed_local_runs_lock_is_taken_over_at_once(tmp_path):
+    """A local run's job lives in its process: once that is gone (here, a
+    process that has exited), its lock is certainly left over."""
+    output = str(tmp_path / "out")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    held = {**_stale_lock(output, age_s=1.0), "local": True, "host": lock.socket.gethostname(),
+            "pid": int(gone.stdout)}
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        json.dump(held, f)
+    lock.acquire(output, "mine", False, local=True)
+    assert lock.read(output)["run_id"] == "mine"
+    # The same lock from a remote run (a Dataflow job may outlive its
+    # launcher) is refused.
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        json.dump({**held, "local": False}, f)
+    with pytest.raises(UsageError, match="is being written by another gpfit run"):
+        lock.acquire(output, "mine", False, local=True)

@@ -1,0 +1,105 @@
+"""Input that breaks during the run: a file whose footer is fine but whose
+data page is corrupt, and a file the launcher's footer sample did not see.
+The job reads every other file, writes _FAILED.json naming the file, and
+gpfit exits 3 with the path in its last lines; no _SUCCESS.json."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.io import inputs
+from pipeline_data import RUN_OPTIONS, gpfit
+
+
+def _series_table(ids: list[str], n: int = 24) -> pa.Table:
+    t = np.arange(float(n))
+    return pa.table({"series_id": np.repeat(ids, n), "t": np.tile(t, len(ids)),
+                     "y": np.concatenate([np.sin(t / (3 + i)) for i in range(len(ids))])})
+
+
+def _corrupt_a_data_page(path: str, row_group: int, column: int) -> None:
+    """Overwrites the header of one data page; the footer stays valid."""
+    offset = pq.ParquetFile(path).metadata.row_group(row_group).column(column).data_page_offset
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(b"\xff" * 16)
+
+
+def _failed_manifest(output: str) -> dict:
+    assert not os.path.exists(os.path.join(output, "_SUCCESS.json"))
+    with open(os.path.join(output, "_FAILED.json")) as f:
+        return json.load(f)
+
+
+def test_a_corrupt_data_page_is_named_and_the_run_exits_3(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(_series_table(["a", "b"]), folder / "good.parquet")
+    bad = str(folder / "bad.parquet")
+    pq.write_table(_series_table(["c", "d"]), bad, row_group_size=24)  # one series per group
+    _corrupt_a_data_page(bad, row_group=1, column=2)
+    pq.ParquetFile(bad).metadata  # the footer still reads: the launcher accepts the file
+
+    run = gpfit(str(folder), str(tmp_path / "out"), *RUN_OPTIONS)
+    assert run.code == 3, run.stderr
+    last = run.stderr.strip().splitlines()[-2:]
+    assert any(bad in line and "row group 1" in line for line in last), last
+    assert "input file(s) could not be read" in run.stderr
+    found = _failed_manifest(run.output)
+    assert found["status"] == "failed"
+    assert found["unreadable_files"]["count"] == 1
+    assert found["unreadable_files"]["files"][0]["path"] == bad
+    # Everything else was read and fitted.
+    assert sorted(r["series_id"] for r in run.rows()) == ["a", "b", "c"]
+    assert not os.path.exists(os.path.join(run.output, "_RUNNING.json"))
+
+
+def test_a_file_the_launcher_did_not_sample_is_checked_on_the_workers(tmp_path, monkeypatch):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(5):
+        pq.write_table(_series_table([f"s{i}"]), folder / f"part-{i}.parquet")
+    (folder / "part-2.parquet").write_bytes(b"not parquet at all")
+    monkeypatch.setattr(inputs, "MAX_FOOTERS", 2)  # the first and the last file
+
+    run = gpfit(str(folder), str(tmp_path / "out"), *RUN_OPTIONS)
+    assert run.code == 3, run.stderr
+    bad = str(folder / "part-2.parquet")
+    assert bad in run.stderr.strip().splitlines()[-1]
+    assert "is not a Parquet file" in run.stderr.strip().splitlines()[-1]
+    found = _failed_manifest(run.output)
+    assert found["input"]["files"] == 4 and found["counts"]["series_read"] == 4
+    assert [f["path"] for f in found["unreadable_files"]["files"]] == [bad]
+
+
+def test_the_launcher_reads_a_bounded_sample_of_footers(tmp_path):
+    for i in range(10):
+        pq.write_table(_series_table([f"s{i}"]), tmp_path / f"part-{i}.parquet")
+    spec = inputs.inspect(str(tmp_path), inputs.Columns(), max_footers=4)
+    assert len(spec.files) == 10 and spec.footers_checked == 4
+    assert spec.glob == os.path.join(str(tmp_path), "*") and spec.data_only
+    assert inputs.sample(list(range(10)), 4) == [0, 3, 6, 9]
+
+
+def test_the_job_matches_what_the_launcher_matched(tmp_path):
+    """Folders, and names starting with _ or ., are not data, on the workers
+    too; a file named explicitly is read whatever its name."""
+    folder = tmp_path / "in"
+    (folder / "sub").mkdir(parents=True)
+    pq.write_table(_series_table(["a"]), folder / "part-0.parquet")
+    pq.write_table(_series_table(["b"]), folder / "sub" / "part-1.parquet")
+    (folder / "_SUCCESS").write_text("")
+    (folder / ".part-0.parquet.crc").write_text("crc")
+    run = gpfit(str(folder), str(tmp_path / "out"), *RUN_OPTIONS)
+    assert run.code == 0, run.stderr
+    assert [r["series_id"] for r in run.rows()] == ["a"]
+    assert run.manifest["input"]["files"] == 1
+    named = tmp_path / "_odd.parquet"
+    pq.write_table(_series_table(["c"]), named)
+    run = gpfit(str(named), str(tmp_path / "out2"), *RUN_OPTIONS)
+    assert run.code == 0, run.stderr
+    assert [r["series_id"] for r in run.rows()] == ["c"]
