@@ -423,7 +423,7 @@ def main(argv=None):
     rows = bench.rows
     lines = [header(args, argv, load_before, load_after), report.markdown(rows) if rows else "",
              *realdata_lines(bench.real), READING]
-    lines += [f"Restarts used by the pipeline (smallest R meeting the quality target): "
+    lines += ["Restarts used by the pipeline (smallest R meeting the quality target): "
               + ", ".join(f"{w}: R={r}" for w, r in bench.chosen.items())]
     for r in rows:
         if r.contender == "pipeline" and r.one_off_s and r.wall_s > r.one_off_s:

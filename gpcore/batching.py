@@ -24,12 +24,14 @@ LENGTH_QUANTUM = 8
 # Target estimated work per fit call, seconds of one core.
 SECONDS_PER_CALL = 15.0
 
-# Calibration of `cost`, measured on this project's 2-core machines (docs/
-# design.md, "Measured facts"): the fitter reaches about 12 GFLOP/s per core
-# on 64-256-point series; a fit takes about 6 Newton evaluations per start;
-# and Python work per series is about a millisecond.
-FLOPS_PER_SECOND = 1.0e10
-NEWTON_EVALUATIONS = 6.0
+# Calibration of `cost`, measured on this project's 2-core machines with one
+# TensorFlow thread (docs/design.md, "The fitter"): 1.8, 47.5 and 1,963 ms of
+# CPU per series at 64, 256 and 1,024 points, i.e. 6, 12 and 22 GFLOP/s; a
+# fit takes 4-5 Newton evaluations per start; Python work per series is
+# about a millisecond. 15 GFLOP/s errs long for long series, which is the
+# safe side for bounding a call.
+FLOPS_PER_SECOND = 1.5e10
+NEWTON_EVALUATIONS = 5.0
 SECONDS_PER_SERIES = 1e-3
 
 

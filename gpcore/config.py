@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpcore.kernels import KERNELS, kernel
+from gpcore.kernels import KERNELS, kernel  # noqa: F401  (KERNELS: the names, re-exported)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-# The output contract (DESIGN.md, "Contracts"), in column order.
+# The output contract (docs/design.md, "Contracts"), in column order.
 OUTPUT_COLUMNS = (
     "series_id", "status", "error", "kernel", "n_points", "mean", "amplitude",
     "length_scale", "period", "noise_variance", "nll", "converged", "stop_reason",

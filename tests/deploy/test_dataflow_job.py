@@ -14,7 +14,6 @@ import socket
 import subprocess
 import urllib.request
 from contextlib import redirect_stdout
-from pathlib import Path
 
 import cloudpickle
 import pytest

@@ -110,11 +110,14 @@ def _bundle(batcher, lengths):
 
 
 def test_fit_calls_are_cut_by_estimated_cost_within_a_length_bucket():
-    batching = Batching(gpcore.FitConfig(), seconds_per_call=2.0)
-    assert batching.cost(1024) > 2.0 > 4 * batching.cost(512) > 100 * batching.cost(64)
+    # A call holds 5 series of 512 points, whatever gpcore's calibration.
+    seconds = 4.5 * Batching(gpcore.FitConfig()).cost(512)
+    batching = Batching(gpcore.FitConfig(), seconds_per_call=seconds)
+    assert batching.cost(1024) > seconds > 4 * batching.cost(512) > 100 * batching.cost(64)
     lengths = [1024, 40] + [512] * 6 + [41, 1100]
     full, rest = _bundle(BatchByLength(batching), lengths)
-    per_call = int(-(-2.0 // batching.cost(512)))  # series of 512 points to fill a call
+    per_call = int(-(-seconds // batching.cost(512)))  # series of 512 points to fill a call
+    assert per_call == 5
     # Long series alone; 512-point ones as soon as their cost reaches a call;
     # short ones wait (a call of them would hold hundreds).
     assert full == [[1024], [512] * per_call, [1100]]
@@ -137,14 +140,22 @@ def test_leftovers_at_the_end_of_a_bundle_are_cut_by_cost_too():
     assert rest == [[10, 20, 20], [40, 80, 160]]
 
 
+class _FaultyFitter(gpcore.GPFitter):
+    """A real fitter whose call fails as a lost device or a bug would: GPFitter
+    itself never raises for a series (bad ones come back skipped or failed)."""
+
+    def fit(self, series):
+        if any(s.series_id == "broken" for s in series):
+            raise ValueError("device lost\nmore detail")
+        return super().fit(series)
+
+
 def test_a_fit_call_that_raises_fails_its_series_with_the_reason():
-    # GPFitter.fit never raises for a bad series of floats; times that are not
-    # numbers at all (which the pipeline's reader never makes) do raise.
-    fitter = gpcore.GPFitter(gpcore.FitConfig(kernel="rbf"))
-    broken = gpcore.Series("broken", np.array(["a", "b", "c"]), np.ones(3))
+    fitter = _FaultyFitter(gpcore.FitConfig(kernel="rbf"))
+    broken = gpcore.Series("broken", np.arange(3.0), np.ones(3))
     results = fit_or_fail(fitter, [_series("fine", 30), broken], "rbf")
     assert [r.series_id for r in results] == ["fine", "broken"]
-    assert all(r.status == "failed" and r.error.startswith("fit raised ValueError")
+    assert all(r.status == "failed" and r.error == "fit raised ValueError: device lost"
                for r in results)
     assert results[1].to_row().keys() == set(gpcore.OUTPUT_COLUMNS)
     assert [r.status for r in fit_or_fail(fitter, [_series("fine", 30)], "rbf")] == ["ok"]
