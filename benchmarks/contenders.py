@@ -86,7 +86,8 @@ def run_gpcore(spec: dict) -> dict:
     """Times GPFitter.fit over the workload, the one-off build/trace apart."""
     start = time.perf_counter()
     from gpcore.threads import configure_threads
-    configure_threads(spec["threads"], 1)  # before TensorFlow runs any op
+    # As the pipeline sets them (pipeline/runtime.py): intra- and inter-op alike.
+    configure_threads(spec["threads"], spec["threads"])  # before TensorFlow runs any op
     from gpcore import FitConfig, GPFitter, Series
     imported = time.perf_counter()
 
@@ -203,7 +204,7 @@ def run_realdata(spec: dict) -> dict:
     """gpcore (FitConfig defaults, TF intra-op threads set first) against the
     peer at 4 starts on SPEC["count"] (all if null) real series."""
     from gpcore.threads import configure_threads
-    configure_threads(spec["threads"], 1)
+    configure_threads(spec["threads"], spec["threads"])
     import quality
     import realdata
 

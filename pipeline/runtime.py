@@ -100,9 +100,11 @@ def configure_tf_threads(processes: Optional[int]) -> Optional[int]:
             return _configured
         intra = int(os.environ.get(INTRA_OP_ENV)
                     or intra_op_threads(os.cpu_count() or 1, processes))
-        # One inter-op thread: a fit is one chain of dependent ops, and more
-        # pools than cores only adds contention.
-        inter = int(os.environ.get(INTER_OP_ENV) or 1)
+        # As many inter-op threads as intra-op: the fit's grid rows and parts
+        # of a Newton evaluation are independent ops, and running them side
+        # by side beat one inter-op thread by 1.5x on 2 cores (docs/design.md,
+        # "Measured facts").
+        inter = int(os.environ.get(INTER_OP_ENV) or intra)
         try:
             gpcore.threads.configure_threads(intra, inter)
         except RuntimeError as err:
