@@ -37,11 +37,14 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
 
 import peers  # noqa: E402
 import quality  # noqa: E402
 import report  # noqa: E402
 from measure import Measured, run_measured  # noqa: E402
+
+from gpcore.config import FitConfig  # noqa: E402  (defaults; no TensorFlow)
 
 AUTO_RESTARTS = (1, 2, 3)
 # Series per workload in a full run: b's 1,024-point fits cost ~40x a's.
@@ -74,14 +77,14 @@ def parse_args(argv):
                         help="TF intra-op threads of the gpcore contender (default %(default)s)")
     parser.add_argument("--processes", type=int, default=2,
                         help="sklearn pool processes (default %(default)s)")
-    parser.add_argument("--pipeline-workers", type=int, default=2,
+    parser.add_argument("--pipeline-workers", type=int, default=1,
                         help="pipeline worker processes (--direct_num_workers, multi_processing); "
                              "1: the pipeline's default single process (default %(default)s)")
-    parser.add_argument("--batch-size", type=int, default=32,
+    parser.add_argument("--batch-size", type=int, default=FitConfig.batch_size,
                         help="FitConfig.batch_size, gpcore and pipeline (default %(default)s)")
-    parser.add_argument("--tolerance", type=float, default=1e-6,
+    parser.add_argument("--tolerance", type=float, default=FitConfig.tolerance,
                         help="FitConfig.tolerance, gpcore only (default %(default)s)")
-    parser.add_argument("--max-iterations", type=int, default=100,
+    parser.add_argument("--max-iterations", type=int, default=FitConfig.max_iterations,
                         help="FitConfig.max_iterations, gpcore only (default %(default)s)")
     parser.add_argument("--reuse-sklearn", action="store_true",
                         help="reuse sklearn results cached by an earlier run with the same "

@@ -15,7 +15,7 @@ from apache_beam.options.pipeline_options import _BeamArgumentParser
 
 # gpcore.batching and gpcore.config load no TensorFlow: `gpfit --help` stays quick.
 from gpcore.batching import SECONDS_PER_CALL
-from gpcore.config import KERNELS
+from gpcore.config import KERNELS, FitConfig
 from pipeline.io.errors import UsageError
 
 # A series with more input rows is skipped unassembled: bounds a worker's
@@ -58,7 +58,7 @@ class GPFitOptions(PipelineOptions):
             "skip series with more finite points; cost ~ n^3 (default %(default)s)",
             type=int, default=4096)
         add("--batch_size", "N", "series fitted together in one compiled call (default %(default)s)",
-            type=int, default=32)
+            type=int, default=FitConfig.batch_size)
         add("--max_failure_fraction", "F",
             "exit 1 if a larger fraction of series failed (default %(default)s)",
             type=float, default=1.0)
