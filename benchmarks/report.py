@@ -186,7 +186,7 @@ def chart(rows: list[Row], path: str) -> None:
     dist.set_xlabel("nll_ours − nll_sklearn per series (nats; < 0: ours fits better)")
     dist.set_yscale("logit")  # spreads out the tail near 1, where the target is
     dist.set_ylabel("share of series ≤ x (logit scale)")
-    dist.set_title(f"Fit quality (target: ≥ {QUALITY_SHARE:.0%} left of {QUALITY_GAP})")
+    dist.set_title(f"Fit quality (target: ≥ {QUALITY_SHARE:.1%} left of {QUALITY_GAP})")
     dist.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
