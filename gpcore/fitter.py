@@ -73,17 +73,16 @@ class GPFitter(tf.Module):
                      "member_evaluations": 0, "flops": 0.0}
         n_params = len(self.parameters)
         rows, columns = starts.grid_shape(self.kernel.has_period)
-        vector, matrix = tf.TensorSpec([None, None], DTYPE), tf.TensorSpec([None, None], DTYPE)
+        batch = tf.TensorSpec([None, None], DTYPE)  # [C, N] data or [C, P] bounds
         # autograph=False: the Python control flow here is static (loops over
         # grid rows, parameters); tracing without conversion is seconds faster.
         self._fit_members = tf.function(self._fit_members_graph, autograph=False, input_signature=[
-            vector, vector, vector,                                   # t, y, mask [C, N]
-            matrix, matrix,                                           # lower, upper [C, P]
+            batch, batch, batch,                                      # t, y, mask [C, N]
+            batch, batch,                                             # lower, upper [C, P]
             tf.TensorSpec([None, rows, n_params - 1], DTYPE),         # kernel grid rows
             tf.TensorSpec([None, columns], DTYPE),                    # noise grid columns
             tf.TensorSpec([None], tf.int32),                          # restart rank [C]
         ])
-        del vector, matrix
 
     @staticmethod
     def _positive(name: str) -> tfp.util.TransformedVariable:
@@ -111,7 +110,7 @@ class GPFitter(tf.Module):
         that reaches the basin of a better one stops there.
         """
         feature = self.kernel.feature(distances(t, t))  # [C, N, N], fixed for the batch
-        start, grid_values = self._grid_start(feature, y, mask, kernel_grid, noise_grid, rank)
+        start, _ = self._grid_start(feature, y, mask, kernel_grid, noise_grid, rank)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(start[:, i])
         position = tf.stack([tv.trainable_variables[0] for tv in self.parameters], axis=-1)
@@ -135,9 +134,6 @@ class GPFitter(tf.Module):
             "jitter": self.jitter + tf.zeros_like(result.value),
             "status": result.status, "at_bound": result.at_bound,
             "iterations": result.iterations, "evaluations": result.evaluations,
-            "grid_best": tf.reduce_min(tf.where(tf.math.is_nan(grid_values),
-                                                tf.constant(np.inf, DTYPE), grid_values),
-                                       axis=[-2, -1]),
         }
 
     def _grid_start(self, feature, y, mask, kernel_grid, noise_grid, rank):
