@@ -41,7 +41,7 @@ class NewtonResult(NamedTuple):
     position: tf.Tensor
     value: tf.Tensor
     aux: dict           # the objective's extra outputs at `position`
-    status: tf.Tensor   # int32: CONVERGED, MAX_ITERATIONS, STALLED or FAILED
+    status: tf.Tensor   # int32: CONVERGED, MAX_ITERATIONS, STALLED, FAILED or MERGED
     at_bound: tf.Tensor  # bool: some coordinate is held at a bound
     iterations: tf.Tensor
     evaluations: tf.Tensor  # scalar: member evaluations (value, gradient, Hessian)
@@ -60,10 +60,11 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
       max_iterations: Newton steps per member.
       tolerance: converge when the predicted decrease or the gradient's
         max-norm (free coordinates) is at most this.
-      groups: optional [C] int32 in [0, G): members that minimise the same
-        objective from different starts. With race_after > 0, a running
-        member that has taken race_after steps and is not the lowest of its
-        group stops (OUTRUN): several starts explore, one finishes.
+      groups: optional [C] int32: members that minimise the same objective
+        from different starts.
+      merge_within: with groups, a running member within this distance
+        (max-norm) of a lower member of its group stops (MERGED): starts
+        that reached one basin need not all finish it.
     Returns:
       NewtonResult. Members whose start is not finite are FAILED, unmoved.
     """

@@ -97,3 +97,22 @@ def test_indefinite_start_still_descends():
                              tf.constant(-box), tf.constant(box), 100, 1e-10)
     assert np.linalg.eigvalsh(np.array(_objective(x0[0], CENTRES[0])[2]))[0] < 0
     assert result.value.numpy()[0] < f0 and result.status.numpy()[0] == newton.CONVERGED
+
+
+def test_starts_that_meet_in_one_basin_stop_and_the_lowest_finishes():
+    # Members 0-2 minimise objective 0 from three starts, two of them close;
+    # member 3 is alone. Merging never changes the best of a group.
+    centres = tf.constant(CENTRES[[0, 0, 0, 1]])
+    x0 = np.array([[0.9, 0.8], [0.92, 0.82], [-1.2, 1.0], [2.0, 2.0]])
+    box = np.full_like(x0, 10.0)
+    groups = tf.constant([0, 0, 0, 1])
+    merged = newton.minimize(_tf_evaluate(centres, []), tf.constant(x0), tf.constant(-box),
+                             tf.constant(box), 100, 1e-10, groups=groups, merge_within=0.1)
+    alone = newton.minimize(_tf_evaluate(centres, []), tf.constant(x0), tf.constant(-box),
+                            tf.constant(box), 100, 1e-10)
+    status = merged.status.numpy()
+    assert newton.MERGED in status[:2] and status[3] == newton.CONVERGED
+    assert (status == newton.CONVERGED).sum() >= 2
+    best = lambda r: r.value.numpy()[:3].min()
+    np.testing.assert_allclose(best(merged), best(alone), atol=1e-9)
+    assert int(merged.evaluations) < int(alone.evaluations)
