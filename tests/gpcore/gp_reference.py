@@ -1,7 +1,8 @@
 """Independent numpy reference for the GP model, for tests only.
 
 Kernels follow tfp.math.psd_kernels' definitions; the likelihood is the
-textbook Cholesky formula (Rasmussen & Williams, Algorithm 2.1).
+textbook Cholesky formula (Rasmussen & Williams, Algorithm 2.1). tfp_kernel
+gives TFP's own kernels, the other independent reference.
 """
 import numpy as np
 
@@ -45,3 +46,16 @@ def sample(rng, kernel, n, amplitude=1.0, length_scale=1.0, noise_variance=0.01,
     cov = kernel_matrix(kernel, t, t, amplitude, length_scale, period)
     cov += (noise_variance + 1e-10) * np.eye(n)
     return t, mean + np.linalg.cholesky(cov) @ rng.standard_normal(n)
+
+
+def tfp_kernel(kernel, amplitude, length_scale, period=None):
+    """TFP's PositiveSemidefiniteKernel of that name (float64 scalars)."""
+    import tensorflow as tf
+    import tensorflow_probability as tfp
+
+    psd = tfp.math.psd_kernels
+    amp, ell = (tf.constant(v, tf.float64) for v in (amplitude, length_scale))
+    if kernel == "periodic":
+        return psd.ExpSinSquared(amp, ell, tf.constant(period, tf.float64))
+    return {"rbf": psd.ExponentiatedQuadratic, "matern32": psd.MaternThreeHalves,
+            "matern52": psd.MaternFiveHalves}[kernel](amp, ell)

@@ -4,18 +4,11 @@ import pytest
 import tensorflow as tf
 import tensorflow_probability as tfp
 
+import gp_reference as ref
 from gpcore import kernels
 
 psd = tfp.math.psd_kernels
 NAMES = ("rbf", "matern32", "matern52", "periodic")
-
-
-def _tfp_kernel(name, length_scale, period):
-    one = tf.constant(1.0, tf.float64)
-    return {"rbf": lambda: psd.ExponentiatedQuadratic(one, length_scale),
-            "matern32": lambda: psd.MaternThreeHalves(one, length_scale),
-            "matern52": lambda: psd.MaternFiveHalves(one, length_scale),
-            "periodic": lambda: psd.ExpSinSquared(one, length_scale, period)}[name]()
 
 
 def _params(name):
@@ -29,8 +22,7 @@ def test_matrix_equals_tfp_kernel(rng, name):
     params = _params(name)
     ours = kernel.matrix(kernel.feature(kernels.distances(tf.constant(t[None]), tf.constant(t[None]))),
                          [tf.constant([p], tf.float64) for p in params])[0].numpy()
-    theirs = _tfp_kernel(name, *[tf.constant(p, tf.float64) for p in params]
-                         + ([None] if name != "periodic" else [])).matrix(t[:, None], t[:, None])
+    theirs = ref.tfp_kernel(name, 1.0, *params).matrix(t[:, None], t[:, None])
     # Same formulas, different operation order: float64 round-off only.
     np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-12, atol=1e-14)
 

@@ -10,22 +10,12 @@ from gpcore.kernels import distances, kernel as kernel_named
 
 tfd = tfp.distributions
 tfb = tfp.bijectors
-psd = tfp.math.psd_kernels
 
 
 def unit_kernel_matrix(name, t, *params):
     """[C, N, N] unit kernel matrix of times t [C, N] from the kernel table."""
     kernel = kernel_named(name)
     return kernel.matrix(kernel.feature(distances(t, t)), [p for p in params if p is not None])
-
-
-def tfp_unit_kernel(name, length_scale, period=None):
-    """TFP's own kernel, as the independent reference."""
-    one = tf.constant(1.0, tf.float64)
-    if name == "periodic":
-        return psd.ExpSinSquared(one, length_scale, period)
-    return {"rbf": psd.ExponentiatedQuadratic, "matern32": psd.MaternThreeHalves,
-            "matern52": psd.MaternFiveHalves}[name](one, length_scale)
 
 
 def _gp_nll_loss(t, y, amplitude, length_scale, noise):
@@ -87,8 +77,7 @@ def test_masked_likelihood_equals_truncated_and_tfd(rng, kernel):
     # tfd.GaussianProcess with a unit-amplitude kernel, on y rescaled by the
     # amplitude (the density of y is that of y / amp, divided by amp^n).
     gp = tfd.GaussianProcess(
-        tfp_unit_kernel(kernel, tf.constant(ls, tf.float64),
-                        None if period is None else tf.constant(period, tf.float64)),
+        ref.tfp_kernel(kernel, 1.0, ls, period),
         index_points=to[:, None], observation_noise_variance=noise / amp ** 2,
         jitter=0.0)  # tfd adds 1e-6 to the diagonal by default
     tfd_nll = -gp.log_prob((yo - mean) / amp).numpy() + to.size * np.log(amp)

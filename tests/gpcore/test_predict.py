@@ -10,7 +10,6 @@ from gpcore.result import FitResult
 from gpcore.series import Series
 
 tfd = tfp.distributions
-psd = tfp.math.psd_kernels
 
 KERNELS = ("rbf", "matern32", "matern52", "periodic")
 
@@ -69,14 +68,7 @@ def test_matches_tfp_regression_model(rng, kernel):
     series = make_series(rng)
     p = make_params(kernel)
     ok = np.isfinite(series.y)
-    amp = tf.constant(p["amplitude"], tf.float64)
-    ell = tf.constant(p["length_scale"], tf.float64)
-    tfp_kernel = {
-        "rbf": lambda: psd.ExponentiatedQuadratic(amp, ell),
-        "matern32": lambda: psd.MaternThreeHalves(amp, ell),
-        "matern52": lambda: psd.MaternFiveHalves(amp, ell),
-        "periodic": lambda: psd.ExpSinSquared(amp, ell, tf.constant(9.0, tf.float64)),
-    }[kernel]()
+    tfp_kernel = ref.tfp_kernel(kernel, p["amplitude"], p["length_scale"], p["period"])
     t_new = np.linspace(-2.0, 22.0, 50)
     for include_noise in (False, True):
         gprm = tfd.GaussianProcessRegressionModel(
