@@ -49,6 +49,11 @@ def median_spacing(t: np.ndarray) -> float:
     return float(np.median(gaps)) if gaps.size else 1.0
 
 
+def _shortest_length_scale(spacing: float) -> float:
+    """The length-scale bound for median spacing h: min(h / 4, span / 1000)."""
+    return min(LENGTH_BOUNDS[0] * spacing, LENGTH_BOUNDS[1])
+
+
 def bounds(has_period: bool, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(lower [P], upper [P]) log bounds: kernel parameters, then log r."""
     h = median_spacing(t)
@@ -56,7 +61,7 @@ def bounds(has_period: bool, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lower = [PERIODIC_LENGTH_BOUNDS[0], h]
         upper = [PERIODIC_LENGTH_BOUNDS[1], 1.0]
     else:
-        lower = [min(LENGTH_BOUNDS[0] * h, LENGTH_BOUNDS[1])]
+        lower = [_shortest_length_scale(h)]
         upper = [LENGTH_BOUNDS[2]]
     return (np.log(lower + [NOISE_BOUNDS[0]]), np.log(upper + [NOISE_BOUNDS[1]]))
 
@@ -75,7 +80,7 @@ def search_grid(has_period: bool, t: np.ndarray, y: np.ndarray) -> tuple[np.ndar
         rows = [(np.log(l), np.log(p)) for p in periods for l in PERIODIC_LENGTH_GRID]
         return np.array(rows), noise
     h = median_spacing(t)
-    lo = max(LENGTH_GRID_SPAN[0] * h, min(LENGTH_BOUNDS[0] * h, LENGTH_BOUNDS[1]))
+    lo = max(LENGTH_GRID_SPAN[0] * h, _shortest_length_scale(h))
     rows = np.linspace(np.log(lo), np.log(LENGTH_GRID_SPAN[1]), LENGTH_GRID_SIZE)
     return rows[:, None], noise
 
