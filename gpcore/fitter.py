@@ -326,6 +326,12 @@ class _StandardisedBatch:
                              error=f"fit gave non-finite parameters {fitted}; check the "
                                    "series for extreme values")
         status = int(out["status"][m])
+        fitted["components"] = [{"kernel": kernel.name, "amplitude": fitted["amplitude"],
+                                 "length_scale": fitted["length_scale"],
+                                 "period": fitted["period"]}]
+        # Free parameters: mean, amplitude, shape parameters, noise variance.
+        count = 3 + len(kernel.parameters)
+        fitted["bic"] = 2.0 * fitted["nll"] + count * np.log(series.n_points)
         return FitResult(str(series.series_id), OK, kernel.name, series.n_points,
                          converged=status == newton.CONVERGED,
                          stop_reason=newton.STOP_REASONS[status],

@@ -7,9 +7,13 @@ from typing import Optional
 # The output contract (docs/design.md, "Contracts"), in column order.
 OUTPUT_COLUMNS = (
     "series_id", "status", "error", "kernel", "n_points", "mean", "amplitude",
-    "length_scale", "period", "noise_variance", "nll", "converged", "stop_reason",
-    "at_bound", "iterations",
+    "length_scale", "period", "noise_variance", "components", "nll", "bic", "bic_margin",
+    "converged", "stop_reason", "at_bound", "iterations", "warm_started", "reused",
+    "fingerprint",
 )
+
+# Per-component parameters, in the order of each `components` element.
+COMPONENT_FIELDS = ("kernel", "amplitude", "length_scale", "period")
 
 OK, SKIPPED, FAILED = "ok", "skipped", "failed"
 
@@ -22,6 +26,11 @@ class FitResult:
     and `period` are in units of t, `noise_variance` in units of y squared.
     `nll` is the negative log marginal likelihood (nats) of the observed raw
     points under these parameters. Parameters are None unless status is "ok".
+    `components` lists each kernel of the (possibly summed) kernel as a dict
+    of COMPONENT_FIELDS; a single kernel has one. For sums the flat
+    `amplitude`, `length_scale` and `period` are None. `bic` is
+    2 nll + k log n_points (k counted in docs/design.md, "Kernel choice");
+    `bic_margin` is the runner-up's bic minus this one's under kernel "auto".
     `converged` is true only when the optimiser's tolerance was met;
     `stop_reason` says why it stopped ("converged", "max_iterations",
     "stalled"), and `at_bound` that some parameter ended held at a bound
@@ -43,6 +52,12 @@ class FitResult:
     stop_reason: Optional[str] = None
     at_bound: bool = False
     iterations: int = 0
+    components: Optional[list] = None
+    bic: Optional[float] = None
+    bic_margin: Optional[float] = None
+    warm_started: bool = False
+    reused: bool = False
+    fingerprint: Optional[str] = None
 
     def to_row(self) -> dict:
         """The output row: a dict with exactly OUTPUT_COLUMNS."""
@@ -52,8 +67,15 @@ class FitResult:
         row["converged"] = bool(self.converged)
         row["at_bound"] = bool(self.at_bound)
         row["iterations"] = int(self.iterations)
+        row["warm_started"] = bool(self.warm_started)
+        row["reused"] = bool(self.reused)
+        if self.components is not None:
+            row["components"] = [
+                {name: (c.get(name) if name == "kernel" or c.get(name) is None
+                        else float(c[name])) for name in COMPONENT_FIELDS}
+                for c in self.components]
         for name in ("mean", "amplitude", "length_scale", "period",
-                     "noise_variance", "nll"):
+                     "noise_variance", "nll", "bic", "bic_margin"):
             if row[name] is not None:
                 row[name] = float(row[name])
         return row
@@ -63,7 +85,8 @@ class FitResult:
         """Kernel and noise parameters, as accepted by gpcore.predict."""
         return {"kernel": self.kernel, "mean": self.mean,
                 "amplitude": self.amplitude, "length_scale": self.length_scale,
-                "period": self.period, "noise_variance": self.noise_variance}
+                "period": self.period, "noise_variance": self.noise_variance,
+                "components": self.components}
 
 
 def first_line(err: BaseException) -> str:

@@ -2,7 +2,8 @@
 
 Explicit, not inferred: a shard whose rows are all "skipped" would otherwise
 get null-typed parameter columns, and shards of one output would disagree.
-The types are plain (string, int64, float64, bool) so that pandas, DuckDB and
+The types are plain (string, int64, float64, bool, and one list of structs:
+a repeated record) so that pandas, DuckDB and
 BigQuery read the files as they are.
 """
 from __future__ import annotations
@@ -27,12 +28,29 @@ OUTPUT_SCHEMA = pa.schema([
            "length scale, units of t (days for date/timestamp t); unitless for periodic"),
     _field("period", pa.float64(), True, "period, units of t; null unless kernel is periodic"),
     _field("noise_variance", pa.float64(), True, "observation noise variance, units of y^2"),
+    _field("components", pa.list_(pa.struct([
+        pa.field("kernel", pa.string()),
+        pa.field("amplitude", pa.float64()),
+        pa.field("length_scale", pa.float64()),
+        pa.field("period", pa.float64()),
+    ])), True, "each kernel of the (summed) kernel with its own amplitude (units of y), "
+               "length scale and period (as the flat columns); null if not ok"),
     _field("nll", pa.float64(), True,
            "negative log marginal likelihood of the observed points (nats)"),
+    _field("bic", pa.float64(), True,
+           "Bayesian information criterion 2 nll + k log n_points; null if not ok"),
+    _field("bic_margin", pa.float64(), True,
+           "runner-up candidate's bic minus this bic under kernel auto; else null"),
     _field("converged", pa.bool_(), False, "the optimiser met its tolerance"),
     _field("stop_reason", pa.string(), True,
            "why the optimiser stopped: converged, max_iterations or stalled; null if not ok"),
     _field("at_bound", pa.bool_(), False,
            "a parameter ended at a bound of its search range (see docs/design.md)"),
     _field("iterations", pa.int64(), False, "optimiser iterations"),
+    _field("warm_started", pa.bool_(), False,
+           "the fit also started from the previous run's parameters"),
+    _field("reused", pa.bool_(), False,
+           "copied from the previous run's output: the series and options were unchanged"),
+    _field("fingerprint", pa.string(), True,
+           "hash of the series' finite points, the fit options and the gpfit version"),
 ])

@@ -5,6 +5,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gpcore import FitResult
 from pipeline.io.schema import OUTPUT_SCHEMA
 
 # Deliberately awkward: HTML and matplotlib-mathtext characters in an id.
@@ -25,12 +26,11 @@ def write_params(folder, rows, shards=1, manifest=True):
 
 def params_row(series_id, status="ok", kernel="rbf", n_points=30, **values):
     """One output row; "ok" rows get plausible parameters unless given."""
-    row = dict(series_id=series_id, status=status, error=None, kernel=kernel,
-               n_points=n_points, mean=None, amplitude=None, length_scale=None,
-               period=None, noise_variance=None, nll=None, converged=False,
-               stop_reason=None, at_bound=False, iterations=0)
+    row = FitResult(series_id, status, kernel, n_points).to_row()
     if status == "ok":
         row.update(mean=0.0, amplitude=1.0, length_scale=2.0, noise_variance=0.1,
-                   nll=float(n_points), converged=True, stop_reason="converged", iterations=12)
+                   nll=float(n_points), converged=True, stop_reason="converged", iterations=12,
+                   components=[{"kernel": kernel, "amplitude": 1.0, "length_scale": 2.0,
+                                "period": None}])
     row.update(values)
     return row
