@@ -23,11 +23,16 @@ class Series:
       series_id: its identifier (any value; reported as str).
       t: [n] observation times, float (any units; results use the same).
       y: [n] observed values; NaN or +-inf mark a missing value.
+      warm_start: optional parameters of an earlier fit of this series (a
+        mapping as FitResult.params gives it). The fitter also starts from
+        them, as an extra batch member, when their kernel is the one it
+        fits, and keeps the best; the result's `warm_started` says so.
     """
 
     series_id: object
     t: np.ndarray
     y: np.ndarray
+    warm_start: Optional[dict] = None
 
 
 @dataclasses.dataclass
