@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpcore.config import FitConfig, fitted_kernels
+from gpcore.config import FitConfig, fitted_configs
 from gpcore.kernels import kernel as kernel_named
 from gpcore.starts import grid_shape
 
@@ -81,12 +81,12 @@ class Batching:
         every candidate under kernel "auto")."""
         n = padded_length(max(int(n_points), 1))
         flops = 0.0
-        for name in fitted_kernels(self.config):
-            kernel = kernel_named(name)
+        for config in fitted_configs(self.config):
+            kernel = kernel_named(config.kernel)
             rows, columns = grid_shape(kernel)
-            flops += (rows * columns * flops_per_value(n) + NEWTON_EVALUATIONS
+            flops += (rows * columns * flops_per_value(n) + config.restarts * NEWTON_EVALUATIONS
                       * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
-        return self.config.restarts * flops / FLOPS_PER_SECOND + SECONDS_PER_SERIES
+        return flops / FLOPS_PER_SECOND + SECONDS_PER_SERIES
 
     def bucket(self, n_points: int) -> int:
         """Series in one bucket may share a fit call."""

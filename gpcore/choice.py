@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from gpcore.config import AUTO, FitConfig
+from gpcore.config import AUTO, FitConfig, fitted_configs
 from gpcore.fitter import GPFitter
 from gpcore.result import OK, FitResult
 from gpcore.series import Series
@@ -26,8 +26,8 @@ class KernelChoice:
         if config.kernel != AUTO:
             raise ValueError(f"KernelChoice needs kernel {AUTO!r}; got {config.kernel!r}")
         self.config = config
-        self.fitters = [GPFitter(dataclasses.replace(config, kernel=name), name=f"fitter_{i}")
-                        for i, name in enumerate(config.candidates)]
+        self.fitters = [GPFitter(candidate, name=f"fitter_{i}")
+                        for i, candidate in enumerate(fitted_configs(config))]
 
     @property
     def tracing_count(self) -> int:
