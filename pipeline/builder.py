@@ -140,10 +140,10 @@ def nightly_plan(gp: GPFitOptions, check_paths: bool, spec: InputSpec
     if folder and check_paths:
         try:
             kernel = previous.check(folder, gp.output).kernel
-        except UsageError as err:
+        except previous.Unusable as err:
             if not gp.previous_output_optional:
                 raise
-            folder, note = None, f"every series fitted cold: {err}"
+            folder, note = None, f"every series fitted cold: {err.reason}"
             _LOG.warning("gpfit: %s", note)
     return Nightly(folder, kernel, gp.predict_horizon, gp.predict_points,
                    bool(gp.predict_observed), spec.time_units == inputs.DAYS), note

@@ -28,6 +28,18 @@ PARAM_KEYS = ("kernel", "mean", "amplitude", "length_scale", "period", "noise_va
 REQUIRED = ("series_id", "status", *PARAM_KEYS[:-1])
 
 
+class Unusable(UsageError):
+    """A --previous_output that cannot be used; `reason` says why, without
+    the advice that the message adds."""
+
+    def __init__(self, reason: str, advice: str):
+        super().__init__(f"{reason}; {advice}")
+        self.reason = reason
+
+
+_ADVICE = "or add --previous_output_optional to fit every series cold"
+
+
 @dataclasses.dataclass(frozen=True)
 class PreviousRun:
     """A usable previous output.
@@ -49,9 +61,10 @@ def check(folder: str, output: str) -> PreviousRun:
     """Checks a --previous_output folder: its manifest and shard footers.
 
     Raises:
-      UsageError: it is the output folder; it has no _SUCCESS.json (missing,
-        unfinished, failed) or one that does not read; it has no shards, or
-        one that is not Parquet or lacks a needed column.
+      UsageError: it is the output folder.
+      Unusable: it has no _SUCCESS.json (missing, unfinished, failed) or one
+        that does not read; it has no shards, or one that is not Parquet or
+        lacks a needed column.
     """
     check_not_output(folder, output)
     try:
@@ -60,17 +73,16 @@ def check(folder: str, output: str) -> PreviousRun:
         failed = _exists(folder, FAILED_MARKER)
         said = (f"holds {FAILED_MARKER}: that run failed" if failed
                 else f"has no readable {SUCCESS_MARKER} ({first_line(err)})")
-        raise UsageError(f"--previous_output {folder} {said}; give the folder of a run that "
-                         "succeeded, or add --previous_output_optional to fit every series "
-                         "cold") from err
+        raise Unusable(f"--previous_output {folder} {said}",
+                       f"give the folder of a run that succeeded, {_ADVICE}") from err
     try:
         paths = shards.list_shards(folder)
         if not paths:
             raise UsageError(f"{folder} holds no params-*.parquet shards")
         rows = map_files(lambda p: shards.checked_rows(p, REQUIRED), paths)
     except UsageError as err:
-        raise UsageError(f"--previous_output: {err}; give a gpfit output folder, or add "
-                         "--previous_output_optional to fit every series cold") from err
+        raise Unusable(f"--previous_output: {err}", f"give a gpfit output folder, {_ADVICE}"
+                       ) from err
     return PreviousRun(folder, str(found.get("kernel")), tuple(paths), sum(rows))
 
 
