@@ -73,18 +73,18 @@ class GPFitOptions(PipelineOptions):
         add("--break_lock", "BOOL", "take over the lock of a stopped run (default %(default)s)",
             type=_boolean, nargs="?", const=True, default=False)
         add("--previous_output", "DIR",
-            "a previous run's output folder: reuse unchanged series, warm-start changed ones")
+            "previous run's output: reuse unchanged series, warm-start others")
         add("--previous_output_optional", "BOOL",
-            "if --previous_output is missing or unreadable, fit all cold (default %(default)s)",
+            "if that is unusable, fit all cold (default %(default)s)",
             type=_boolean, nargs="?", const=True, default=False)
         add("--predict_horizon", "H",
-            "forecast this far past each series' last time, units of t (default %(default)s)",
+            "forecast this far past a series' end, units of t (default %(default)s)",
             type=float, default=0.0)
         add("--predict_points", "K",
-            "forecast points per series, evenly spaced over the horizon (default %(default)s)",
+            "forecast points per series, over the horizon (default %(default)s)",
             type=int, default=0)
         add("--predict_observed", "BOOL",
-            "also write the posterior and residual at the observed times (default %(default)s)",
+            "also predict at the observed times (default %(default)s)",
             type=_boolean, nargs="?", const=True, default=False)
 
 
@@ -138,8 +138,8 @@ def help_parser() -> argparse.ArgumentParser:
                "--direct_num_workers 2 --direct_running_mode multi_processing. "
                "Exit codes: 0 done; 1 too many series failed; 2 bad invocation "
                "or unusable input; 3 the pipeline itself failed.",
-        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=32,
-                                                            width=100))
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=38,
+                                                            width=108))
     GPFitOptions._add_argparse_args(parser)  # pylint: disable=protected-access
     return parser
 
