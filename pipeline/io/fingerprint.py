@@ -3,7 +3,8 @@
 The fingerprint is a sha256 (hex) over, in order:
   - the gpfit version (VERSION; a release that changes the fitter changes it),
   - the fit options that change a result (FitConfig's fields but batch_size,
-    which only groups the work), as sorted JSON,
+    which only groups the work, and candidates unless the kernel is "auto"),
+    as sorted JSON,
   - the number of finite points, then their t and y as float64 bytes, sorted
     by (t, y) (a point is finite when both t and y are; -0.0 counts as 0.0).
 Points are hashed after the input's conversion (dates and timestamps to days,
@@ -23,7 +24,7 @@ import json
 
 import numpy as np
 
-from gpcore.config import FitConfig
+from gpcore.config import AUTO, FitConfig
 
 # gpfit's release; setup.py's version (a test keeps them equal).
 VERSION = "0.1.0"
@@ -35,6 +36,8 @@ _NOT_FIT_OPTIONS = ("batch_size",)
 def options_key(config: FitConfig) -> bytes:
     """The version and the fit-changing options, as the bytes hashed first."""
     options = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_FIT_OPTIONS}
+    if config.kernel != AUTO:  # the candidates are not fitted
+        options.pop("candidates", None)
     return json.dumps({"gpfit": VERSION, "options": options}, sort_keys=True).encode()
 
 

@@ -114,12 +114,11 @@ def test_changed_and_new_series_are_fitted_and_not_worse_than_cold(nightly, cold
     for sid in CHANGED:
         assert after[sid]["fingerprint"] != before[sid]["fingerprint"], sid
     assert nightly.manifest["reuse"]["fitted"] == len(fitted)
-    # Warm starts reached the fitter for the changed series (the new one has
-    # no previous parameters); the fitter says which fits used them.
+    # The changed series started from their previous parameters too (the new
+    # one has none); the fitter says so.
     assert nightly.manifest["reuse"]["warm_starts_offered"] == len(CHANGED)
-    warm = {sid for sid, row in after.items() if row["warm_started"]}
-    assert warm <= set(CHANGED)
-    assert nightly.manifest["reuse"]["warm_started"] == len(warm)
+    assert {sid for sid, row in after.items() if row["warm_started"]} == set(CHANGED)
+    assert nightly.manifest["reuse"]["warm_started"] == len(CHANGED)
     # An independent cold fit of tonight's data, series by series.
     config = FitConfig(kernel="rbf")
     cold_fits = GPFitter(config).fit([Series(sid, *second_night[sid]) for sid in fitted])
@@ -213,9 +212,13 @@ def test_another_kernel_or_other_options_reuse_nothing(tmp_path, inputs, cold, c
     # Warm starts only where the parameters mean the same: the same kernel.
     offered = run.manifest["reuse"]["warm_starts_offered"]
     assert offered == (0 if change[0] == "--kernel" else len(both))
+    assert run.manifest["reuse"]["warm_started"] == offered
     if change[0] == "--kernel":
         assert {r["kernel"] for r in rows} == {"matern52"}
         assert not any(r["warm_started"] for r in rows)
+    else:
+        assert {r["series_id"] for r in rows if r["warm_started"]} == {
+            r["series_id"] for r in both}
 
 
 def corrupt(cold_output: str, folder, how: str) -> str:

@@ -39,10 +39,14 @@ def test_a_point_a_value_an_option_or_the_version_changes_it(monkeypatch):
     assert base not in changed and len(changed) == 8
 
 
-def test_batch_size_only_groups_the_work():
+def test_batch_size_and_unused_candidates_do_not_change_a_fit():
     t, y = np.arange(5.0), np.arange(5.0) ** 2
-    other = fingerprint.options_key(FitConfig(batch_size=64))
-    assert fingerprint.of_points(other, t, y) == fingerprint.of_points(KEY, t, y)
+    for other in (FitConfig(batch_size=64), FitConfig(candidates=("rbf", "matern32"))):
+        key = fingerprint.options_key(other)
+        assert fingerprint.of_points(key, t, y) == fingerprint.of_points(KEY, t, y)
+    auto = [fingerprint.options_key(FitConfig(kernel="auto", candidates=c))
+            for c in (("rbf", "matern32"), ("rbf", "matern52"))]
+    assert auto[0] != auto[1]
 
 
 def test_the_version_is_setup_pys():
