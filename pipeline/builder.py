@@ -196,7 +196,8 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     if record is None:
         record = manifest.run_record(spec, output, config.kernel, 1.0, {}, time.time(),
                                      predict=nightly.predict_record)
-    read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel, sizes.max_rows)
+    read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel, sizes.max_rows,
+                                                  fingerprint.options_key(config))
     series, extra = read.series, {}
     reused_rows, kept = [], []
     if nightly.previous:
@@ -209,10 +210,8 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     fitted = series | "FitSeries" >> FitSeries(config, processes_per_machine,
                                                 sizes.seconds_per_fit_call,
                                                 keep_series=nightly.predicts)
-    key = fingerprint.options_key(config)
-    refused = read.unfittable | "Fingerprint" >> beam.Map(fingerprint.stamp_refused, key)
     rows = (
-        (fitted.rows, refused, *reused_rows)
+        (fitted.rows, read.unfittable, *reused_rows)
         | "AllRows" >> beam.Flatten()
         | "CountStatus" >> beam.Map(count_status)
     )

@@ -63,7 +63,3 @@ def of_reason(key: bytes, reason: str) -> str:
     """Fingerprint of a series refused unassembled, from the reason given."""
     return hashlib.sha256(key + b"\0unassembled\0" + reason.encode()).hexdigest()
 
-
-def stamp_refused(row: dict, key: bytes) -> dict:
-    """A row the read step refused, with its fingerprint (of_reason)."""
-    return {**row, "fingerprint": of_reason(key, row["error"] or "")}
