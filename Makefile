@@ -11,7 +11,7 @@ PY     := $(BIN)/python
 export OPENBLAS_NUM_THREADS ?= 1
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: run test bench report dataflow-dry-run clean
+.PHONY: run test bench bench-nightly report dataflow-dry-run clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,11 @@ report: $(VENV)/.installed-test
 # Real-data quality alone: .venv/bin/python benchmarks/realdata.py --check
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/speed.py $(BENCH_ARGS)
+
+# Cold run against the next night with 1, 5 and 20 % of 4,000 series changed
+# (--previous_output): wall time of the whole command and fit quality; ~5 min.
+bench-nightly: $(VENV)/.installed-test
+	$(PY) benchmarks/nightly.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) demo/data demo/output build dist *.egg-info

@@ -1,4 +1,5 @@
-"""Builds the gpfit pipeline: ReadSeries -> FitSeries -> WriteParams -> WriteManifest.
+"""Builds the gpfit pipeline: ReadSeries -> [ReuseOrFit] -> FitSeries -> WriteParams
+[-> Forecast -> WritePredictions] -> WriteManifest.
 
 build_from_options() is the one way from parsed options to a built pipeline,
 for the `gpfit` command and for the offline Dataflow dry run
@@ -9,6 +10,7 @@ loads TensorFlow only then, so that a bad invocation is refused in a moment.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from typing import Optional
 
@@ -18,10 +20,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import FitConfig
 from pipeline import runtime
-from pipeline.io import inputs, lock, manifest, outputs
+from pipeline.io import inputs, lock, manifest, outputs, previous
 from pipeline.io.errors import UsageError
 from pipeline.io.inputs import Columns, InputSpec
 from pipeline.options import MAX_ROWS, GPFitOptions, check, recorded
+
+_LOG = logging.getLogger("gpfit")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +65,8 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
         now); the manifest reports it and the wall time from it.
 
     Raises:
-      UsageError: a bad option, unusable input or an unsafe output folder,
+      UsageError: a bad option, unusable input, an unsafe output folder or
+        an unusable --previous_output (unless --previous_output_optional),
         in one line for stderr, found before TensorFlow loads.
     """
     gp = options.view_as(GPFitOptions)
@@ -69,20 +74,79 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     columns = Columns(gp.id_column, gp.time_column, gp.value_column)
     if check_paths:
         spec = inputs.inspect(gp.input, columns, inputs.MAX_FOOTERS)
-        previous = tuple(outputs.check_output(gp.output, spec.files))
+        old_files = tuple(outputs.check_output(gp.output, spec.files))
         lock.check(gp.output, gp.break_lock)
     else:
         spec = inputs.uninspected(gp.input, columns)
-        previous = ()
+        old_files = ()
+    nightly, note = nightly_plan(gp, check_paths, spec)
     config = fit_config(gp)
     run_id = lock.new_run_id()
     record = manifest.run_record(
         spec, gp.output, config.kernel, gp.max_failure_fraction, recorded(options),
-        time.time() if started_at is None else started_at, run_id)
+        time.time() if started_at is None else started_at, run_id,
+        previous_output=nightly.previous, previous_note=note, predict=nightly.predict_record)
     pipeline = beam.Pipeline(runner=runtime.local_runner(options), options=options)
     build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record,
-          Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards))
-    return Built(pipeline, gp, spec, previous, run_id)
+          Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards), nightly)
+    return Built(pipeline, gp, spec, old_files, run_id)
+
+
+@dataclasses.dataclass(frozen=True)
+class Nightly:
+    """What a run takes from the previous one, and what it predicts.
+
+    Attributes:
+      previous: the previous output folder compared against, or None.
+      previous_kernel: the kernel it fitted (its manifest's); None if unknown.
+      horizon: forecast horizon past each series' last time, units of t; 0: none.
+      points: forecast points per series; 0: none.
+      observed: also predict at the observed times.
+      dates: the input's t is a date or timestamp (predictions' t is then one).
+    """
+
+    previous: Optional[str] = None
+    previous_kernel: Optional[str] = None
+    horizon: float = 0.0
+    points: int = 0
+    observed: bool = False
+    dates: bool = False
+
+    @property
+    def predicts(self) -> bool:
+        return self.points > 0 or self.observed
+
+    @property
+    def predict_record(self) -> Optional[dict]:
+        """The manifest's record of the predictions asked for, or None."""
+        if not self.predicts:
+            return None
+        return {"horizon": self.horizon, "points": self.points, "observed": self.observed}
+
+
+def nightly_plan(gp: GPFitOptions, check_paths: bool, spec: InputSpec
+                 ) -> tuple[Nightly, Optional[str]]:
+    """(the Nightly of these options, why --previous_output is not used or None).
+
+    With check_paths the previous output is checked (pipeline.io.previous);
+    without (an offline build), the job reads whatever shards match there.
+
+    Raises:
+      UsageError: an unusable --previous_output without --previous_output_optional.
+    """
+    folder, kernel, note = gp.previous_output or None, None, None
+    if folder:
+        previous.check_not_output(folder, gp.output)  # optional or not: a mistake
+    if folder and check_paths:
+        try:
+            kernel = previous.check(folder, gp.output).kernel
+        except previous.Unusable as err:
+            if not gp.previous_output_optional:
+                raise
+            folder, note = None, f"every series fitted cold: {err.reason}"
+            _LOG.warning("gpfit: %s", note)
+    return Nightly(folder, kernel, gp.predict_horizon, gp.predict_points,
+                   bool(gp.predict_observed), spec.time_units == inputs.DAYS), note
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +166,8 @@ class Sizes:
 
 def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: str,
           processes_per_machine: Optional[int],
-          record: Optional[manifest.RunRecord] = None, sizes: Sizes = Sizes()) -> None:
+          record: Optional[manifest.RunRecord] = None, sizes: Sizes = Sizes(),
+          nightly: Nightly = Nightly()) -> None:
     """Adds gpfit's steps to `pipeline`.
 
     Args:
@@ -114,23 +179,39 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
       record: what the manifest reports beyond the counts; default: the
         spec, the kernel, no options, started now, max_failure_fraction 1.
       sizes: fit calls, the cap on a series' rows, output shards.
+      nightly: the previous output to compare against, the predictions.
     """
     # The transforms load TensorFlow (gpcore's fitter): only once the cheap
     # checks have passed.
-    from apache_beam.io.parquetio import WriteToParquet
+    from apache_beam.io.parquetio import WriteToParquet, WriteToParquetBatched
 
-    from pipeline.io.schema import OUTPUT_SCHEMA
+    from pipeline import forecast
+    from pipeline.io import fingerprint
+    from pipeline.io.schema import OUTPUT_SCHEMA, predictions_schema
     from pipeline.manifest_step import WriteManifest
+    from pipeline.previous import ReuseOrFit
     from pipeline.reading import ReadSeries
-    from pipeline.transforms import FIT_STATS, FitSeries, count_status
+    from pipeline.transforms import FIT_STATS, FITTED, FitSeries, count_status
 
     if record is None:
-        record = manifest.run_record(spec, output, config.kernel, 1.0, {}, time.time())
-    read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel, sizes.max_rows)
-    fitted = read.series | "FitSeries" >> FitSeries(config, processes_per_machine,
-                                                     sizes.seconds_per_fit_call)
+        record = manifest.run_record(spec, output, config.kernel, 1.0, {}, time.time(),
+                                     predict=nightly.predict_record)
+    read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel, sizes.max_rows,
+                                                  fingerprint.options_key(config))
+    series, extra = read.series, {}
+    reused_rows, kept = [], []
+    if nightly.previous:
+        reuse = series | "ReuseOrFit" >> ReuseOrFit(nightly.previous, nightly.previous_kernel,
+                                                    config)
+        series, reused_rows, kept = reuse.to_fit, [reuse.reused], [reuse.kept]
+        extra.update(warm_starts_offered=reuse.offered,
+                     previous_unreadable_shards=reuse.unreadable | "CountUnread" >> beam.Map(
+                         lambda _: 1))
+    fitted = series | "FitSeries" >> FitSeries(config, processes_per_machine,
+                                                sizes.seconds_per_fit_call,
+                                                keep_series=nightly.predicts)
     rows = (
-        (fitted.rows, read.unfittable)
+        (fitted.rows, read.unfittable, *reused_rows)
         | "AllRows" >> beam.Flatten()
         | "CountStatus" >> beam.Map(count_status)
     )
@@ -139,9 +220,23 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
         file_name_suffix=outputs.PARAMS_SUFFIX,
         shard_name_template=outputs.SHARD_TEMPLATE,
         codec=outputs.PARAMS_CODEC, num_shards=sizes.num_shards)
+    if nightly.predicts:
+        tables = ((fitted[FITTED], *kept)
+                  | "ToPredict" >> beam.Flatten()
+                  | "Forecast" >> beam.ParDo(forecast.Forecast(
+                      nightly.horizon, nightly.points, nightly.observed, nightly.dates))
+                  .with_outputs(forecast.PREDICTED, forecast.NOT_PREDICTED, main="tables"))
+        extra.update(predicted=tables[forecast.PREDICTED],
+                     not_predicted=tables[forecast.NOT_PREDICTED],
+                     predictions_written=tables.tables | "WritePredictions" >> WriteToParquetBatched(
+                         outputs.params_prefix(output, outputs.PREDICTIONS_PREFIX),
+                         predictions_schema(nightly.dates),
+                         file_name_suffix=outputs.PARAMS_SUFFIX,
+                         shard_name_template=outputs.SHARD_TEMPLATE,
+                         codec=outputs.PARAMS_CODEC, num_shards=sizes.num_shards))
     # Last: WriteManifest waits for `written`, the finalised shards.
     ({"rows": rows, "null_ids": read.null_ids, "fits": fitted[FIT_STATS], "files": read.files,
-      "unreadable": read.unreadable, "written": written}
+      "unreadable": read.unreadable, "written": written, **extra}
      | "WriteManifest" >> WriteManifest(record))
 
 

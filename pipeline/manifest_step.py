@@ -143,15 +143,46 @@ class SummariseInput(beam.CombineFn):
                                "files": [{"path": p, "error": e} for p, e in acc["named"]]}}
 
 
+class CountReuse(beam.CombineFn):
+    """Output rows -> {"reused", "warm_started", "fitted"}: rows copied from
+    the previous run, rows whose fit also started from its parameters, and
+    rows fitted (or skipped or failed) anew."""
+
+    def create_accumulator(self) -> dict:
+        return {"reused": 0, "warm_started": 0, "fitted": 0}
+
+    def add_input(self, counts: dict, row: dict) -> dict:
+        counts["reused" if row["reused"] else "fitted"] += 1
+        counts["warm_started"] += bool(row["warm_started"])
+        return counts
+
+    def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
+        merged = self.create_accumulator()
+        for counts in accumulators:
+            for key, n in counts.items():
+                merged[key] += n
+        return merged
+
+    def extract_output(self, counts: dict) -> dict:
+        return counts
+
+
+# WriteManifest's optional inputs: PCollections of ints to add up.
+_TOTALS = ("warm_starts_offered", "previous_unreadable_shards", "predicted", "not_predicted")
+
+
 class WriteManifest(beam.PTransform):
-    """{"rows", "null_ids", "fits", "files", "unreadable", "written"} -> the
-    manifest, written last.
+    """{"rows", "null_ids", "fits", "files", "unreadable", "written", and
+    optionally "predictions_written" and the _TOTALS} -> the manifest,
+    written last.
 
     Inputs: rows, the output rows; null_ids, ints to add up; fits,
     metrics.FitStats; files, (1, rows) per input file read; unreadable,
     (path, reason) per input that could not be read; written, WriteParams'
     result (the finalised shard names): a side input, so the manifest waits
-    for every shard. Returns the manifest's path (one element).
+    for every shard, and predictions_written likewise for the predictions;
+    _TOTALS, ints (warm starts given, previous shards not read, series
+    predicted or not). Returns the manifest's path (one element).
     """
 
     def __init__(self, record: manifest.RunRecord):
@@ -160,6 +191,12 @@ class WriteManifest(beam.PTransform):
 
     def expand(self, inputs: dict):
         counts = inputs["rows"] | "CountStatuses" >> beam.CombineGlobally(CountStatuses())
+        reuse = inputs["rows"] | "CountReuse" >> beam.CombineGlobally(CountReuse())
+        totals = {name: AsSingleton(
+            (inputs.get(name) or inputs["rows"].pipeline | f"No_{name}" >> beam.Create([]))
+            | f"Sum_{name}" >> beam.CombineGlobally(sum)) for name in _TOTALS}
+        predictions_written = (inputs.get("predictions_written")
+                               or inputs["rows"].pipeline | "NoPredictions" >> beam.Create([]))
         null_ids = inputs["null_ids"] | "SumNullIds" >> beam.CombineGlobally(sum)
         fits = inputs["fits"] | "SummariseFits" >> beam.CombineGlobally(SummariseFits())
         read = (
@@ -169,7 +206,8 @@ class WriteManifest(beam.PTransform):
             | "SummariseInput" >> beam.CombineGlobally(SummariseInput()))
         return counts | "Write" >> beam.ParDo(
             _WriteManifestFn(self._record), null_ids=AsSingleton(null_ids),
-            fits=AsSingleton(fits), read=AsSingleton(read), written=AsList(inputs["written"]))
+            fits=AsSingleton(fits), read=AsSingleton(read), written=AsList(inputs["written"]),
+            reuse=AsSingleton(reuse), predictions_written=AsList(predictions_written), **totals)
 
 
 class _WriteManifestFn(beam.DoFn):
@@ -180,10 +218,17 @@ class _WriteManifestFn(beam.DoFn):
         self._clock = clock
 
     def process(self, status_counts: dict, null_ids: int, fits: dict, read: dict,
-                written: list):
+                written: list, reuse: dict, predictions_written: list, **totals):
+        output = self._record.output
+        nightly = {
+            "reuse": {**reuse, "warm_starts_offered": totals["warm_starts_offered"],
+                      "previous_unreadable_shards": totals["previous_unreadable_shards"]},
+            "predicted": totals["predicted"], "not_predicted": totals["not_predicted"],
+            "prediction_files": (outputs.params_files(output, outputs.PREDICTIONS_PREFIX)
+                                 if self._record.predict is not None else [])}
         composed = manifest.compose(self._record, status_counts, null_ids, fits,
-                                    output_files=outputs.params_files(self._record.output),
-                                    finished_at=self._clock(), read=read)
+                                    output_files=outputs.params_files(output),
+                                    finished_at=self._clock(), read=read, nightly=nightly)
         path = manifest.write(self._record.output, composed)
         _LOG.info("gpfit: wrote %s (%d shard(s) finalised)", path, len(written))
         # The run is over: a launcher that did not wait (a Flex Template)

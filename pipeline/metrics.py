@@ -20,6 +20,10 @@ NAMESPACE = "gpfit"
 FITTERS_BUILT = "fitters_built"    # GPFitter instances built (one per process)
 FIT_MS = "fit_ms_per_series"       # distribution: wall ms per series in a batch
 TRACING_COUNT = "tracing_count"    # distribution and gauge: fitter traces
+REUSED = "reused"                  # rows copied from the previous output
+WARM_STARTS_OFFERED = "warm_starts_offered"  # series given the previous parameters
+PREDICTED = "predicted"            # series whose predictions were written
+NOT_PREDICTED = "not_predicted"    # ok series whose posterior could not be computed
 
 
 class FitStats(NamedTuple):

@@ -6,6 +6,7 @@ also serve as Dataflow (Flex Template) parameters.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -71,6 +72,20 @@ class GPFitOptions(PipelineOptions):
             type=int, default=0)
         add("--break_lock", "BOOL", "take over the lock of a stopped run (default %(default)s)",
             type=_boolean, nargs="?", const=True, default=False)
+        add("--previous_output", "DIR",
+            "previous run's output: reuse unchanged series, warm-start others")
+        add("--previous_output_optional", "BOOL",
+            "if that is unusable, fit all cold (default %(default)s)",
+            type=_boolean, nargs="?", const=True, default=False)
+        add("--predict_horizon", "H",
+            "forecast this far past a series' end, units of t (default %(default)s)",
+            type=float, default=0.0)
+        add("--predict_points", "K",
+            "forecast points per series, over the horizon (default %(default)s)",
+            type=int, default=0)
+        add("--predict_observed", "BOOL",
+            "also predict at the observed times (default %(default)s)",
+            type=_boolean, nargs="?", const=True, default=False)
 
 
 def option_names() -> tuple[str, ...]:
@@ -123,8 +138,8 @@ def help_parser() -> argparse.ArgumentParser:
                "--direct_num_workers 2 --direct_running_mode multi_processing. "
                "Exit codes: 0 done; 1 too many series failed; 2 bad invocation "
                "or unusable input; 3 the pipeline itself failed.",
-        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=32,
-                                                            width=100))
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=38,
+                                                            width=108))
     GPFitOptions._add_argparse_args(parser)  # pylint: disable=protected-access
     return parser
 
@@ -164,7 +179,9 @@ def check(gp: GPFitOptions) -> None:
     Raises:
       UsageError: no --input or --output, an unknown kernel, a failure
         fraction outside [0, 1], a non-positive --seconds_per_fit_call,
-        --max_rows below --max_points, a negative --num_shards.
+        --max_rows below --max_points, a negative --num_shards,
+        --previous_output_optional without --previous_output, a forecast
+        horizon without points or points without a horizon.
     """
     if not gp.input:
         raise UsageError("--input is required: a Parquet file, folder or glob")
@@ -183,3 +200,24 @@ def check(gp: GPFitOptions) -> None:
                          f"({gp.max_points}): rows include missing values")
     if gp.num_shards < 0:
         raise UsageError(f"--num_shards must be >= 0; got {gp.num_shards}")
+    if gp.previous_output_optional and not gp.previous_output:
+        raise UsageError("--previous_output_optional needs --previous_output DIR, the folder "
+                         "it makes optional")
+    _check_forecast(gp)
+
+
+# Forecast points per series at most: each is a row in the predictions.
+MAX_PREDICT_POINTS = 100_000
+
+
+def _check_forecast(gp: GPFitOptions) -> None:
+    if not (math.isfinite(gp.predict_horizon) and gp.predict_horizon >= 0):
+        raise UsageError(f"--predict_horizon must be >= 0 (units of t); got {gp.predict_horizon:g}")
+    if not 0 <= gp.predict_points <= MAX_PREDICT_POINTS:
+        raise UsageError(f"--predict_points must be between 0 and {MAX_PREDICT_POINTS}; "
+                         f"got {gp.predict_points}")
+    if (gp.predict_horizon > 0) != (gp.predict_points > 0):
+        raise UsageError("forecasts need both --predict_horizon H (> 0, units of t) and "
+                         f"--predict_points K (> 0); got H={gp.predict_horizon:g}, "
+                         f"K={gp.predict_points}")
+

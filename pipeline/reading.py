@@ -9,7 +9,7 @@
   SplitBySeries: a table -> (id, Chunk) per series in it
   GatherChunks:  a combine per id, bounded: beyond max_rows raw rows a
                  series keeps only its count, and is never concatenated
-  MergeChunks:   -> Series, or a ready "skipped" row
+  MergeChunks:   -> Series, or a ready "skipped" row (with its fingerprint)
 
 A file whose footer or a row group cannot be read or does not fit leaves on
 UNREADABLE as (path, reason): the job goes on with the other files and the
@@ -30,7 +30,7 @@ from gpcore import FitResult, Series
 from gpcore.result import SKIPPED
 from pipeline import metrics
 from pipeline.io import columns as col
-from pipeline.io import inputs
+from pipeline.io import fingerprint, inputs
 from pipeline.io.errors import InputError
 from pipeline.io.inputs import Columns, InputSpec
 
@@ -59,8 +59,10 @@ class ReadSeries(beam.PTransform):
     Returns ReadOutputs.
     """
 
-    def __init__(self, spec: InputSpec, kernel: str, max_rows: int):
+    def __init__(self, spec: InputSpec, kernel: str, max_rows: int,
+                 fingerprint_key: bytes = b""):
         super().__init__()
+        self._key = fingerprint_key
         # The launcher's file list stays out of the job graph: only the first
         # file travels, as the reference the workers name.
         self._spec = dataclasses.replace(spec, files=spec.files[:1])
@@ -93,7 +95,7 @@ class ReadSeries(beam.PTransform):
                   # workers. A combine, not a GroupByKey: its accumulators are
                   # bounded (GatherChunks), before and after the shuffle.
                   | "GroupBySeries" >> beam.CombinePerKey(GatherChunks(self._max_rows))
-                  | "MergeChunks" >> beam.ParDo(MergeChunks(self._kernel, self._max_rows))
+                  | "MergeChunks" >> beam.ParDo(MergeChunks(self._kernel, self._max_rows, self._key))
                   .with_outputs(UNFITTABLE, main="series"))
         unreadable = ((groups[UNREADABLE], tables[UNREADABLE])
                       | "AllUnreadable" >> beam.Flatten())
@@ -249,14 +251,16 @@ class GatherChunks(beam.CombineFn):
 
 class MergeChunks(beam.DoFn):
     """(id, Gathered) -> Series, points sorted by (t, y); or a "skipped" row
-    on UNFITTABLE (a chunk's problem, or more than max_rows rows).
+    on UNFITTABLE (a chunk's problem, or more than max_rows rows), with the
+    fingerprint of its reason under fingerprint_key (fingerprint.options_key).
 
     Sorting makes the series independent of the order in which chunks
     arrive, so results do not depend on how the input was split.
     """
 
-    def __init__(self, kernel: str, max_rows: int):
+    def __init__(self, kernel: str, max_rows: int, fingerprint_key: bytes = b""):
         self._kernel = kernel
+        self._key = fingerprint_key
         self._max_rows = max_rows
         self._series_read = metrics.counter(metrics.SERIES_READ)
 
@@ -269,7 +273,8 @@ class MergeChunks(beam.DoFn):
                        "--max_rows")
         if problem:
             yield beam.pvalue.TaggedOutput(UNFITTABLE, FitResult(
-                series_id, SKIPPED, self._kernel, 0, error=problem).to_row())
+                series_id, SKIPPED, self._kernel, 0, error=problem,
+                fingerprint=fingerprint.of_reason(self._key, problem)).to_row())
             return
         t = np.concatenate([chunk[0] for chunk in chunks])
         y = np.concatenate([chunk[1] for chunk in chunks])

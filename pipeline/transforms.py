@@ -5,7 +5,9 @@
   FitBatches:    FitDoFn, one GPFitter per worker process
 
 FitSeries also puts out one FitStats per fit call (FIT_STATS), for the
-manifest. Reading the input is pipeline/reading.py.
+manifest, and, when asked (forecasts), each "ok" row with its Series
+(FITTED). Every row carries the series' fingerprint (pipeline/io/fingerprint.py),
+for the next run to compare. Reading the input is pipeline/reading.py.
 """
 from __future__ import annotations
 
@@ -20,33 +22,38 @@ from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils import shared
 
 from gpcore import Batching, FitConfig, FitResult, GPFitter, Series
-from gpcore.result import FAILED
+from gpcore.result import FAILED, OK
 from pipeline import metrics, runtime
+from pipeline.io import fingerprint
 from pipeline.io.errors import first_line
 
 _LOG = logging.getLogger(__name__)
 
 FIT_STATS = "fit_stats"      # output tag: metrics.FitStats, one per fit call
+FITTED = "fitted"            # output tag: (Series, row) per "ok" row, if kept
 
 
 class FitSeries(beam.PTransform):
     """Series -> output rows (dicts of gpcore.OUTPUT_COLUMNS).
 
-    Returns the outputs of FitBatches: rows (main) and FIT_STATS.
+    Returns the outputs of FitBatches: rows (main), FIT_STATS and FITTED
+    (empty unless keep_series).
     """
 
     def __init__(self, config: FitConfig, processes_per_machine: Optional[int],
-                 seconds_per_call: float):
+                 seconds_per_call: float, keep_series: bool = False):
         super().__init__()
         self._config = config
         self._processes = processes_per_machine
         self._batching = Batching(config, seconds_per_call)
+        self._keep_series = keep_series
 
     def expand(self, series):
         return (series
                 | "BatchByLength" >> beam.ParDo(BatchByLength(self._batching))
-                | "FitBatches" >> beam.ParDo(FitDoFn(self._config, self._processes)).with_outputs(
-                    FIT_STATS, main="rows"))
+                | "FitBatches" >> beam.ParDo(FitDoFn(
+                    self._config, self._processes, keep_series=self._keep_series))
+                .with_outputs(FIT_STATS, FITTED, main="rows"))
 
 
 class BatchByLength(beam.DoFn):
@@ -115,7 +122,8 @@ class FitDoFn(beam.DoFn):
     a fitter costs seconds (TF variables, a traced function), so the process
     builds one, in the first setup(), through a Shared handle, and every
     instance uses it under a lock. Besides the rows, each batch puts out a
-    FitStats on FIT_STATS (the figures of its metrics, for the manifest).
+    FitStats on FIT_STATS (the figures of its metrics, for the manifest),
+    and with keep_series each "ok" row with its Series on FITTED.
     GPFitter.fit never raises for a series (a bad one comes back skipped or
     failed); a call that raises all the same (the machine, not a series)
     becomes "failed" rows with the reason (fit_or_fail): on Dataflow an
@@ -123,8 +131,11 @@ class FitDoFn(beam.DoFn):
     """
 
     def __init__(self, config: FitConfig, processes_per_machine: Optional[int],
-                 clock: Callable[[], float] = time.monotonic, progress_every_s: float = 30.0):
+                 clock: Callable[[], float] = time.monotonic, progress_every_s: float = 30.0,
+                 keep_series: bool = False):
         self._config = config
+        self._key = fingerprint.options_key(config)
+        self._keep_series = keep_series
         self._processes = processes_per_machine
         self._clock = clock
         self._progress_every_s = progress_every_s
@@ -166,8 +177,12 @@ class FitDoFn(beam.DoFn):
             self._fit_ms.update(per_series_ms)
         self._traces.update(traces)
         self._traces_now.set(traces)
-        for result in results:
-            yield result.to_row()
+        for series, result in zip(batch, results):
+            row = result.to_row()
+            row["fingerprint"] = fingerprint.of_points(self._key, series.t, series.y)
+            yield row
+            if self._keep_series and row["status"] == OK:
+                yield beam.pvalue.TaggedOutput(FITTED, (series, row))
         yield beam.pvalue.TaggedOutput(FIT_STATS, metrics.FitStats(
             len(batch), per_series_ms, traces, int(built), round(elapsed, 3)))
 

@@ -30,19 +30,24 @@ class Run:
         with open(path) as f:
             return json.load(f)
 
-    def shards(self) -> list[str]:
+    def shards(self, prefix: str = "params") -> list[str]:
         return sorted(n for n in os.listdir(self.output)
-                      if n.startswith("params-") and n.endswith(".parquet"))
+                      if n.startswith(f"{prefix}-") and n.endswith(".parquet"))
 
     def rows(self) -> list[dict]:
         """Every output row, duplicates kept, sorted by series id."""
         return sorted(read_rows(self.output), key=lambda r: r["series_id"])
 
+    def predictions(self) -> list[dict]:
+        """Every row of the predictions shards, in file order."""
+        return read_rows(self.output, "predictions")
 
-def read_rows(folder: str) -> list[dict]:
-    """Every row of every params shard, in file order (duplicates kept)."""
+
+def read_rows(folder: str, prefix: str = "params") -> list[dict]:
+    """Every row of every params (or predictions) shard, in file order
+    (duplicates kept)."""
     shards = sorted(n for n in os.listdir(folder)
-                    if n.startswith("params-") and n.endswith(".parquet"))
+                    if n.startswith(f"{prefix}-") and n.endswith(".parquet"))
     return [row for name in shards
             for row in pq.read_table(os.path.join(folder, name)).to_pylist()]
 

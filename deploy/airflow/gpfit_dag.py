@@ -35,6 +35,11 @@ GPFIT_IMAGE = f"{REGION}-docker.pkg.dev/{PROJECT}/gpfit/gpfit:{GPFIT_VERSION}"
 GPFIT_FILES = "/home/airflow/gcs/data/gpfit"  # gs://COMPOSER_BUCKET/data/gpfit/
 
 RUN_FOLDER = "gp-params/run_date={{ ds }}/"
+# The night before's folder: its unchanged series are reused, its parameters
+# warm-start the changed ones. Optional, so that the first night, or a night
+# after one that failed, fits everything cold (the manifest's previous_note
+# says why) instead of failing.
+PREVIOUS_FOLDER = "gp-params/run_date={{ macros.ds_add(ds, -1) }}/"
 
 with DAG(
     dag_id="gpfit_nightly",
@@ -57,6 +62,8 @@ with DAG(
         pipeline_options={
             "input": f"gs://{BUCKET}/series/date={{{{ ds }}}}/*.parquet",
             "output": f"gs://{BUCKET}/{RUN_FOLDER}",
+            "previous_output": f"gs://{BUCKET}/{PREVIOUS_FOLDER}",
+            "previous_output_optional": True,
             "kernel": "matern52",
             "max_failure_fraction": 0.01,
             "temp_location": f"gs://{BUCKET}/dataflow/temp",

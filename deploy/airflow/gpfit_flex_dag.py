@@ -30,6 +30,11 @@ GPFIT_VERSION = "0.1.0"
 TEMPLATE = f"gs://{BUCKET}/templates/gpfit-{GPFIT_VERSION}.json"
 
 RUN_FOLDER = "gp-params/run_date={{ ds }}/"
+# The night before's folder: its unchanged series are reused, its parameters
+# warm-start the changed ones. Optional, so that the first night, or a night
+# after one that failed, fits everything cold (the manifest's previous_note
+# says why) instead of failing.
+PREVIOUS_FOLDER = "gp-params/run_date={{ macros.ds_add(ds, -1) }}/"
 
 with DAG(
     dag_id="gpfit_nightly_flex",
@@ -53,6 +58,8 @@ with DAG(
                 "parameters": {
                     "input": f"gs://{BUCKET}/series/date={{{{ ds }}}}/*.parquet",
                     "output": f"gs://{BUCKET}/{RUN_FOLDER}",
+                    "previous_output": f"gs://{BUCKET}/{PREVIOUS_FOLDER}",
+                    "previous_output_optional": "true",
                     "kernel": "matern52",
                     "max_failure_fraction": "0.01",
                 },

@@ -11,6 +11,12 @@ and the first files by path with their error), output_files, options
 fitters_built, fit_ms_per_series (count, sum, min, max, mean),
 fit_call_seconds (count, median, max of the fit calls' wall seconds),
 tracing_count_max, started_at, finished_at (ISO 8601, UTC) and wall_time_s.
+Nightly runs add previous_output (the folder compared against, or null),
+previous_note (why none was used, or null), reuse (reused,
+warm_starts_offered, warm_started, fitted: rows fitted, skipped or failed
+anew; previous_unreadable_shards), and predictions (horizon, points,
+observed, series predicted, not_predicted; null without --predict_*) with
+prediction_files, the predictions' shard names.
 
 A run with unreadable input files is "failed" (_FAILED.json) whatever its
 counts: its output lacks what those files held.
@@ -58,6 +64,9 @@ class RunRecord:
       options: the options recorded (pipeline.options.recorded).
       started_at: when the run was started, seconds since the epoch (UTC).
       run_id: the run's id in the output folder's lock (pipeline.io.lock).
+      previous_output: the previous output compared against, or None.
+      previous_note: why no previous output is used, or None.
+      predict: {"horizon", "points", "observed"}, or None without predictions.
     """
 
     output: str
@@ -68,15 +77,19 @@ class RunRecord:
     options: dict
     started_at: float
     run_id: str = ""
+    previous_output: Optional[str] = None
+    previous_note: Optional[str] = None
+    predict: Optional[dict] = None
 
 
 def run_record(spec: InputSpec, output: str, kernel: str, max_failure_fraction: float,
-               options: dict, started_at: float, run_id: str = "") -> RunRecord:
-    """The RunRecord of a run on this input (inspected or not)."""
+               options: dict, started_at: float, run_id: str = "", **nightly) -> RunRecord:
+    """The RunRecord of a run on this input (inspected or not); `nightly`:
+    previous_output, previous_note, predict (see RunRecord)."""
     return RunRecord(output=output, kernel=kernel, max_failure_fraction=max_failure_fraction,
                      time_units=spec.time_units if spec.inspected else NOT_INSPECTED,
                      input=input_record(spec), options=options, started_at=started_at,
-                     run_id=run_id)
+                     run_id=run_id, **nightly)
 
 
 def input_record(spec: InputSpec) -> dict:
@@ -89,7 +102,8 @@ def input_record(spec: InputSpec) -> dict:
 
 
 def compose(record: RunRecord, status_counts: dict, null_ids: int, fits: dict,
-            output_files: list[str], finished_at: float, read: Optional[dict] = None) -> dict:
+            output_files: list[str], finished_at: float, read: Optional[dict] = None,
+            nightly: Optional[dict] = None) -> dict:
     """The manifest (a JSON-ready dict) of a finished run.
 
     Args:
@@ -101,6 +115,8 @@ def compose(record: RunRecord, status_counts: dict, null_ids: int, fits: dict,
       finished_at: seconds since the epoch.
       read: what the job read: {"files", "rows", "unreadable": {"count",
         "files"}}; None: the launcher's input record stands, nothing unread.
+      nightly: {"reuse": {...}, "predicted": n, "not_predicted": n,
+        "prediction_files": [names]}; None: nothing reused or predicted.
     """
     series = sum(status_counts.values())  # every series is exactly one row
     counts = {SERIES_READ: series, OK: status_counts.get(OK, 0),
@@ -130,7 +146,20 @@ def compose(record: RunRecord, status_counts: dict, null_ids: int, fits: dict,
         "started_at": _iso(record.started_at),
         "finished_at": _iso(finished_at),
         "wall_time_s": round(finished_at - record.started_at, 3),
+        **_nightly(record, nightly or {}),
     }
+
+
+def _nightly(record: RunRecord, nightly: dict) -> dict:
+    """The manifest's previous_output, previous_note, reuse, predictions and
+    prediction_files."""
+    predictions = None
+    if record.predict is not None:
+        predictions = {**record.predict, "series": nightly.get("predicted", 0),
+                       "not_predicted": nightly.get("not_predicted", 0)}
+    return {"previous_output": record.previous_output, "previous_note": record.previous_note,
+            "reuse": nightly.get("reuse"), "predictions": predictions,
+            "prediction_files": nightly.get("prediction_files", [])}
 
 
 def file_name(manifest: dict) -> str:

@@ -2,6 +2,7 @@
 
 Layout of a finished run:
   <output>/params-SSSSS-of-NNNNN.parquet   one row per series (schema.py)
+  <output>/predictions-SSSSS-of-NNNNN.parquet  with --predict_*: posterior rows
   <output>/_SUCCESS.json                   written last: counts, options, time
 A run that finishes with too many failed series, or with unreadable input,
 writes _FAILED.json instead (same content); a run that crashes writes
@@ -20,6 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.io.errors import UsageError
 
 PARAMS_PREFIX = "params"
+PREDICTIONS_PREFIX = "predictions"
 PARAMS_SUFFIX = ".parquet"
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
 # Parameters compress about 2x with zstd (float columns, repeated kernel
@@ -34,21 +36,23 @@ LOCK_NAME = "_RUNNING.json"
 
 # Files a previous gpfit run may have left: its shards, its manifest, and
 # WriteToParquet's temporary folder of an interrupted run.
+_WRITTEN = f"({PARAMS_PREFIX}|{PREDICTIONS_PREFIX})"
 _OURS = re.compile(
-    rf"^({PARAMS_PREFIX}-\d{{5,}}-of-\d{{5,}}{re.escape(PARAMS_SUFFIX)}"
+    rf"^({_WRITTEN}-\d{{5,}}-of-\d{{5,}}{re.escape(PARAMS_SUFFIX)}"
     rf"|{re.escape(SUCCESS_MARKER)}|{re.escape(FAILED_MARKER)}|{re.escape(LOCK_NAME)}"
     rf"|[^/]*\.json\.tmp"
-    rf"|beam-temp-{PARAMS_PREFIX}-[^/]+/.*)$")
+    rf"|beam-temp-{_WRITTEN}-[^/]+/.*)$")
 
 
-def params_prefix(output: str) -> str:
-    """The WriteToParquet file prefix inside the output folder."""
-    return FileSystems.join(output, PARAMS_PREFIX)
+def params_prefix(output: str, prefix: str = PARAMS_PREFIX) -> str:
+    """The WriteToParquet file prefix inside the output folder (of the
+    params, or of PREDICTIONS_PREFIX)."""
+    return FileSystems.join(output, prefix)
 
 
-def params_pattern(output: str) -> str:
-    """The glob matching the parameter shards in the output folder."""
-    return FileSystems.join(output.rstrip("/"), f"{PARAMS_PREFIX}-*{PARAMS_SUFFIX}")
+def params_pattern(output: str, prefix: str = PARAMS_PREFIX) -> str:
+    """The glob matching the parameter (or prediction) shards in the output folder."""
+    return FileSystems.join(output.rstrip("/"), f"{prefix}-*{PARAMS_SUFFIX}")
 
 
 def existing_files(output: str) -> list[str]:
@@ -116,10 +120,16 @@ def deletion_order(files: list[str]) -> tuple[list[str], list[str]]:
     return markers, [path for path in files if path not in markers]
 
 
-def params_files(output: str) -> list[str]:
-    """Names (not paths) of the parameter shards in the output folder."""
+def params_files(output: str, prefix: str = PARAMS_PREFIX) -> list[str]:
+    """Names (not paths) of the parameter (or prediction) shards in the output folder."""
     return sorted(posixpath.basename(m.path)
-                  for m in FileSystems.match([params_pattern(output)])[0].metadata_list)
+                  for m in FileSystems.match([params_pattern(output, prefix)])[0].metadata_list)
+
+
+def same_folder(a: str, b: str) -> bool:
+    """Whether two paths name the same folder (trailing slashes, relative
+    local paths aside)."""
+    return _normalised(a) == _normalised(b)
 
 
 def _normalised(path: str) -> str:

@@ -54,3 +54,29 @@ OUTPUT_SCHEMA = pa.schema([
     _field("fingerprint", pa.string(), True,
            "hash of the series' finite points, the fit options and the gpfit version"),
 ])
+
+
+# The posterior rows written with --predict_horizon/--predict_points and
+# --predict_observed (pipeline/forecast.py): one row per series and time.
+FORECAST, OBSERVED = "forecast", "observed"  # values of the `kind` column
+MICROSECONDS_PER_DAY = 86_400_000_000
+
+
+def predictions_schema(dates: bool) -> pa.Schema:
+    """The predictions' schema; `t` is a UTC timestamp (us) when the input's
+    t was a date or timestamp (`dates`), else float64 in the input's units."""
+    t_type = pa.timestamp("us", tz="UTC") if dates else pa.float64()
+    return pa.schema([
+        _field("series_id", pa.string(), False, "input series id, as a string"),
+        _field("kind", pa.string(), False,
+               "forecast (past the last observation) or observed (at an observed time)"),
+        _field("t", t_type, False, "time of the prediction, as the input's t"),
+        _field("mean", pa.float64(), False, "posterior mean, units of y"),
+        _field("stddev", pa.float64(), False,
+               "posterior standard deviation of the latent function f, units of y"),
+        _field("stddev_observed", pa.float64(), False,
+               "standard deviation of a new observation (f plus noise), units of y"),
+        _field("y", pa.float64(), True, "the observed value; null for forecast rows"),
+        _field("residual", pa.float64(), True,
+               "(y - mean) / stddev_observed at an observed time; null for forecast rows"),
+    ])

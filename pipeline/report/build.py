@@ -21,6 +21,7 @@ from pipeline.io.inputs import DAYS, InputSpec
 from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER
 from pipeline.report import params as params_io
 from pipeline.report.data import read_series
+from pipeline.report.nightly import compare, read_forecasts
 from pipeline.report.page import Card, Page, render
 from pipeline.report.plots import Curve, histograms_png, series_png
 from pipeline.report.sample import Pick
@@ -50,7 +51,15 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
     picks = scanned.sampler.picks()
     log(f"plotting {len(picks)} series")
     data = read_series(spec, [p.series_id for p in picks])
-    cards = [_card(pick, data.get(pick.series_id), spec) for pick in picks]
+    forecasts = read_forecasts(run.folder, [p.series_id for p in picks],
+                               spec.time_units == DAYS)
+    cards = [_card(pick, data.get(pick.series_id), spec, forecasts.get(pick.series_id))
+             for pick in picks]
+    previous = (run.manifest or {}).get("previous_output")
+    moves = None
+    if previous:
+        log(f"comparing with the previous run, {previous}")
+        moves = compare(run, previous)
 
     page = Page(
         params_folder=scanned.options.params, input_pattern=scanned.options.input,
@@ -59,7 +68,9 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
         kernels=sorted(tally.kernels.items(), key=lambda kv: -kv[1]),
         reasons=tally.reasons(TOP_REASONS),
         histograms_png=histograms_png(hists) if hists else None,
-        cards=cards, warnings=_warnings(run), time_units=spec.time_units)
+        cards=cards, warnings=_warnings(run), time_units=spec.time_units,
+        reused=tally.reused, warm_started=tally.warm_started, moves=moves,
+        moves_png=histograms_png(moves.histograms) if moves and moves.histograms else None)
     return Report(render(page), tally.rows, sum(card.png is not None for card in cards))
 
 
@@ -103,7 +114,8 @@ def title(row: dict) -> str:
     return " · ".join(head) + "\n" + tail
 
 
-def _card(pick: Pick, series: Optional[Series], spec: InputSpec) -> Card:
+def _card(pick: Pick, series: Optional[Series], spec: InputSpec,
+          forecast: Optional[Curve] = None) -> Card:
     row = pick.row
     dates = spec.time_units == DAYS
     if series is None:
@@ -117,7 +129,8 @@ def _card(pick: Pick, series: Optional[Series], spec: InputSpec) -> Card:
             note = f"cannot draw the posterior: {err}"
     else:
         note = f"{row['status']}: {row.get('error') or '(no message)'}"
-    png = series_png(series.t, series.y, curve, title(row), dates=dates, note=note)
+    png = series_png(series.t, series.y, curve, title(row), dates=dates, note=note,
+                     forecast=forecast)
     return Card(pick.series_id, pick.reasons, row["status"], png, None)
 
 

@@ -9,6 +9,7 @@ from typing import Optional, Sequence
 
 from gpcore.result import OK
 from pipeline.io.inputs import AS_GIVEN, DAYS
+from pipeline.report.nightly import Moves
 from pipeline.report.summary import Reason
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -60,6 +61,10 @@ class Page:
     cards: Sequence[Card]
     warnings: Sequence[str] = ()
     time_units: str = AS_GIVEN
+    reused: int = 0
+    warm_started: int = 0
+    moves: Optional[Moves] = None
+    moves_png: Optional[bytes] = None
 
 
 def render(page: Page) -> str:
@@ -84,6 +89,8 @@ def render(page: Page) -> str:
     kernels = ", ".join(f"{e(str(k))} ({n:,})" for k, n in page.kernels)
     out.append(f'<p class="meta">{page.converged:,} of {ok:,} fitted series converged '
                f"before the iteration limit · kernel: {kernels or 'none'}</p>")
+    if page.moves is not None:
+        out += _against_previous(page)
 
     out.append("<h2>Most common reasons for skipped and failed series</h2>")
     if page.reasons:
@@ -108,7 +115,8 @@ def render(page: Page) -> str:
     out.append("<h2>Series</h2>")
     out.append('<p class="meta">Dots: data. Line: posterior mean from the fitted parameters. '
                "Dark band: ±2σ of the latent function; light band: ±2σ of a new "
-               "observation (with noise).</p>")
+               "observation (with noise). Orange, where the run wrote predictions: its "
+               "forecast past the last observation, with the same bands.</p>")
     if not page.cards:
         out.append("<p>No series selected.</p>")
     for card in page.cards:
@@ -120,6 +128,42 @@ def render(page: Page) -> str:
             out.append(_img(card.png, f"series {card.series_id}"))
     out += ["</body>", "</html>", ""]
     return "\n".join(out)
+
+
+def _against_previous(page: Page) -> list[str]:
+    """The "Against the previous run" section: reused, warm-started and
+    cold fits; how far the refitted series' parameters moved."""
+    e, moves = html.escape, page.moves
+    cold = page.rows - page.reused - page.warm_started
+    out = ["<h2>Against the previous run</h2>",
+           f'<p class="meta">previous run <code>{e(moves.previous)}</code></p>',
+           "<table><tr><th>series</th><th>count</th><th>share</th></tr>"]
+    for label, count in (("reused (unchanged, copied)", page.reused),
+                         ("fitted, warm-started from the previous parameters",
+                          page.warm_started),
+                         ("fitted cold (new, changed without usable parameters, "
+                          "skipped or failed)", cold)):
+        out.append(f"<tr><td>{e(label)}</td><td class=n>{count:,}</td>"
+                   f"<td class=n>{_share(count, page.rows)}</td></tr>")
+    out.append("</table>")
+    if moves.problem:
+        return out + [f'<p class="warn">{e(moves.problem)}</p>']
+    capped = " (the first of them only)" if moves.capped else ""
+    out.append(f'<p class="meta">How far the parameters of the {moves.compared:,} series fitted '
+               f"again moved{capped}: log10(tonight / previous run), over the series ok in both "
+               "with the same kernel. 0 is no move; ±1 is a factor of 10.</p>")
+    if page.moves_png:
+        out.append(_img(page.moves_png, "histograms of parameter moves"))
+    if moves.top:
+        out.append("<table><tr><th>series</th><th>kernel</th><th>moved most</th>"
+                   "<th>previous</th><th>tonight</th><th>factor</th></tr>")
+        for m in moves.top:
+            out.append(f"<tr><td>{e(m.series_id)}</td><td>{e(m.kernel)}</td>"
+                       f"<td>{e(m.parameter)}</td><td class=n>{m.before:.4g}</td>"
+                       f"<td class=n>{m.after:.4g}</td>"
+                       f"<td class=n>×{10 ** m.log10_ratio:.3g}</td></tr>")
+        out.append("</table>")
+    return out
 
 
 def png_size(data: bytes) -> tuple[int, int]:

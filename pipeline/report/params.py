@@ -9,16 +9,12 @@ import dataclasses
 from typing import Iterator, Optional, Sequence
 
 import pyarrow as pa
-import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
 
-from pipeline.io import manifest
-from pipeline.io.errors import InputError, first_line
-from pipeline.io.files import map_files, open_file
-from pipeline.io.outputs import PARAMS_PREFIX, PARAMS_SUFFIX, params_pattern
-from pipeline.io.schema import OUTPUT_SCHEMA
-
-COLUMNS = tuple(OUTPUT_SCHEMA.names)
+from pipeline.io import manifest, shards
+from pipeline.io.errors import InputError
+from pipeline.io.files import map_files
+from pipeline.io.outputs import PARAMS_PREFIX, PARAMS_SUFFIX
+from pipeline.io.shards import COLUMNS
 BATCH_ROWS = 65_536
 
 
@@ -51,16 +47,11 @@ def locate(folder: str) -> ParamsRun:
     """
     if not folder:
         raise InputError("no params folder given; pass --params, the --output folder of gpfit")
-    pattern = params_pattern(folder)
-    try:
-        matched = FileSystems.match([pattern])[0].metadata_list
-    except Exception as err:  # BeamIOError for unreachable buckets and bad schemes
-        raise InputError(f"cannot list {pattern!r}: {first_line(err)}") from err
-    files = sorted(m.path for m in matched)
+    files = shards.list_shards(folder)
     if not files:
         raise InputError(f"no {PARAMS_PREFIX}-*{PARAMS_SUFFIX} files in {folder!r}; "
                          "pass the folder that gpfit --output wrote")
-    rows = map_files(_checked_rows, files)
+    rows = map_files(shards.checked_rows, files)
     name = manifest.find(folder)
     return ParamsRun(folder, tuple(files), sum(rows), name, _content(folder, name))
 
@@ -70,34 +61,7 @@ def iter_batches(run: ParamsRun, columns: Sequence[str] = COLUMNS,
     """Yields the shards' rows in file order, batch_rows at a time, with
     only the given columns (series_id always as string)."""
     for path in run.files:
-        with open_file(path) as f:
-            for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows,
-                                                        columns=list(columns)):
-                if "series_id" in batch.schema.names:
-                    i = batch.schema.get_field_index("series_id")
-                    if not pa.types.is_string(batch.column(i).type):
-                        batch = batch.set_column(i, "series_id",
-                                                 batch.column(i).cast(pa.string()))
-                yield batch
-
-
-def _checked_rows(path: str) -> int:
-    """Row count of one shard.
-
-    Raises:
-      InputError: it is not Parquet, or lacks an output column.
-    """
-    try:
-        with open_file(path) as f:
-            parquet = pq.ParquetFile(f)
-            names, rows = parquet.schema_arrow.names, parquet.metadata.num_rows
-    except (pa.ArrowException, OSError, ValueError) as err:
-        raise InputError(f"{path} is not a Parquet file ({first_line(err)})") from err
-    missing = [name for name in COLUMNS if name not in names]
-    if missing:
-        raise InputError(f"{path} lacks column(s) {', '.join(missing)}; expected a gpfit "
-                          "params shard with " + ", ".join(COLUMNS))
-    return rows
+        yield from shards.iter_batches(path, columns, batch_rows)
 
 
 def _content(folder: str, name: Optional[str]) -> Optional[dict]:

@@ -21,7 +21,7 @@ from pipeline.report.summary import Histogram
 DPI = 100
 SERIES_SIZE = (8.0, 3.6)  # inches: 800 x 360 pixels
 HIST_PANEL = (3.2, 2.3)  # inches per histogram
-DATA_COLOR, FIT_COLOR = "#222222", "#1f63b4"
+DATA_COLOR, FIT_COLOR, FORECAST_COLOR = "#222222", "#1f63b4", "#d9730d"
 
 
 @dataclasses.dataclass
@@ -41,8 +41,10 @@ class Curve:
 
 
 def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
-               dates: bool = False, note: Optional[str] = None) -> bytes:
-    """Observations (dots) and, if given, the posterior mean with ±2σ bands.
+               dates: bool = False, note: Optional[str] = None,
+               forecast: Optional[Curve] = None) -> bytes:
+    """Observations (dots) and, if given, the posterior mean with ±2σ bands,
+    and the run's forecast with its bands (another colour).
 
     Args:
       t, y: [n] observations; non-finite y are not drawn.
@@ -50,16 +52,22 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
       title: one or two lines, drawn as plain text.
       dates: t is days since 1970-01-01: label the axis with dates.
       note: drawn inside the axes, e.g. why there is no curve.
+      forecast: the run's predictions past the data (--predict_*), or None.
     """
     fig = Figure(figsize=SERIES_SIZE, dpi=DPI)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    if curve is not None:
-        ax.fill_between(curve.t, curve.mean - 2 * curve.std_y, curve.mean + 2 * curve.std_y,
-                        color=FIT_COLOR, alpha=0.12, linewidth=0, label="±2σ new observation")
-        ax.fill_between(curve.t, curve.mean - 2 * curve.std_f, curve.mean + 2 * curve.std_f,
-                        color=FIT_COLOR, alpha=0.3, linewidth=0, label="±2σ posterior")
-        ax.plot(curve.t, curve.mean, color=FIT_COLOR, linewidth=1.5, label="posterior mean")
+    for drawn, color, what in ((curve, FIT_COLOR, "posterior"),
+                               (forecast, FORECAST_COLOR, "forecast")):
+        if drawn is None:
+            continue
+        ax.fill_between(drawn.t, drawn.mean - 2 * drawn.std_y, drawn.mean + 2 * drawn.std_y,
+                        color=color, alpha=0.12, linewidth=0,
+                        label="±2σ new observation" if what == "posterior" else None)
+        ax.fill_between(drawn.t, drawn.mean - 2 * drawn.std_f, drawn.mean + 2 * drawn.std_f,
+                        color=color, alpha=0.3, linewidth=0, label=f"±2σ {what}")
+        ax.plot(drawn.t, drawn.mean, color=color, linewidth=1.5,
+                marker="." if what == "forecast" else None, label=f"{what} mean")
     shown = np.isfinite(t) & np.isfinite(y)
     ax.plot(t[shown], y[shown], "o", color=DATA_COLOR, markersize=3 if shown.sum() < 300 else 1.5,
             label=f"data ({int(shown.sum())} points)", zorder=3)

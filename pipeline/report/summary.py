@@ -89,6 +89,8 @@ class Tally:
         self.status = collections.Counter()
         self.kernels = collections.Counter()
         self.converged = 0  # among "ok"
+        self.reused = 0  # copied from the previous run (--previous_output)
+        self.warm_started = 0  # fitted again, also from the previous parameters
         self.ranges = {name: _Range() for name in QUANTITIES}
         self._reasons: dict[tuple[str, str], list] = {}
 
@@ -102,6 +104,8 @@ class Tally:
         ok = pc.fill_null(pc.equal(status, OK), False)
         good = batch.filter(ok)
         self.converged += int(pc.sum(pc.fill_null(good.column("converged"), False)).as_py() or 0)
+        self.reused += _trues(batch, "reused")
+        self.warm_started += _trues(batch, "warm_started")
         for name in QUANTITIES:
             self.ranges[name].add(*quantity(good, name))
         bad = batch.filter(pc.invert(ok))
@@ -185,6 +189,13 @@ def _edges(lo: float, hi: float, count: int) -> tuple[np.ndarray, bool]:
         log = False
     edges[0], edges[-1] = lo, hi  # exactly: the extremes must land inside
     return edges, log
+
+
+def _trues(batch: pa.RecordBatch, name: str) -> int:
+    """Rows where a bool column is true (0 if the shard predates it)."""
+    if name not in batch.schema.names:
+        return 0
+    return int(pc.sum(pc.fill_null(batch.column(name), False)).as_py() or 0)
 
 
 def _floats(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray]:

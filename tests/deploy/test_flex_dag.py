@@ -12,6 +12,7 @@ from deploy_helpers import REPO, read_dag
 
 DAG = REPO / "deploy" / "airflow" / "gpfit_flex_dag.py"
 DS = "2026-11-29"
+DS_BEFORE = "2026-11-28"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,12 @@ def test_its_parameters_are_declared_and_parse_as_gpfit_options(dag):
     metadata = json.loads((REPO / "deploy/flex-template/metadata.json").read_text())
     assert set(parameters) <= {p["name"] for p in metadata["parameters"]}
     assert all(isinstance(v, str) for v in parameters.values())
-    rendered = [f"--{k}={v.replace('{{ ds }}', DS)}" for k, v in parameters.items()]
+    rendered = [f"--{k}=" + v.replace("{{ ds }}", DS).replace("{{ macros.ds_add(ds, -1) }}",
+                                                              DS_BEFORE)
+                for k, v in parameters.items()]
     gp = parse_options(rendered).view_as(GPFitOptions)  # as the launcher passes them
     check(gp)
     assert gp.output.endswith(f"/gp-params/run_date={DS}/") and gp.kernel == "matern52"
+    # Each night against the one before; the first night has none.
+    assert gp.previous_output == gp.output.replace(DS, DS_BEFORE)
+    assert gp.previous_output_optional is True

@@ -34,6 +34,10 @@ EXAMPLES = {
     "batch_size": (["1", "32", "256"], ["0", "-8", "32.0"]),
     "max_failure_fraction": (["0", "0.05", ".5", "1", "1.0"],
                              ["1.5", "-0.1", "2", "5%", "0.5.1"]),
+    "previous_output": (["gs://my-bucket/gp-params/run_date=2026-11-28/"],
+                        ["gs://my-bucket", "/tmp/previous", "gs://my-bucket/out/*"]),
+    "predict_horizon": (["0", "7", "1.5", ".25"], ["-1", "1e3", "seven", ""]),
+    "predict_points": (["0", "10", "100000"], ["-1", "1.5", "100001", ""]),
 }
 
 

@@ -21,13 +21,15 @@ DAG = REPO / "deploy" / "airflow" / "gpfit_dag.py"
 DATAFLOW_DOC = REPO / "docs" / "dataflow.md"
 SCHEDULING_DOC = REPO / "docs" / "scheduling.md"
 DS = "2026-11-29"
+DS_BEFORE = "2026-11-28"  # {{ macros.ds_add(ds, -1) }}
 SHELL_VARS = {"PROJECT": PROJECT, "REGION": REGION, "BUCKET": BUCKET, "IMAGE": IMAGE,
               "TAG": "0.1.0", "AR_REPO": "gpfit"}
 
 
 def render(text: str) -> str:
-    """Airflow's templating, for the two macros the DAG uses."""
-    return text.replace("{{ ds }}", DS).replace("{{ ds_nodash }}", DS.replace("-", ""))
+    """Airflow's templating, for the three macros the DAG uses."""
+    return (text.replace("{{ ds }}", DS).replace("{{ ds_nodash }}", DS.replace("-", ""))
+            .replace("{{ macros.ds_add(ds, -1) }}", DS_BEFORE))
 
 
 def beam_operator_argv(options: dict) -> list[str]:
@@ -70,6 +72,13 @@ def test_dag_writes_one_folder_per_date_and_waits_for_its_marker(dag):
     assert fit["runner"] == "DataflowRunner"
 
 
+def test_dag_chains_each_night_to_the_one_before(dag):
+    (fit,) = dag["calls"]["BeamRunPythonPipelineOperator"]
+    options = fit["pipeline_options"]
+    assert render(options["previous_output"]) == render(options["output"]).replace(DS, DS_BEFORE)
+    assert options["previous_output_optional"] is True  # the first night has none
+
+
 def test_dag_runs_the_images_gpfit_release(dag, setup_info):
     names = dag["names"]
     (fit,) = dag["calls"]["BeamRunPythonPipelineOperator"]
@@ -93,6 +102,8 @@ def test_dag_command_line_builds_the_dataflow_job(dag, dry_run_module):
     assert job.proto.name == f"gpfit-{DS.replace('-', '')}"
     got = job.options.get_all_options(drop_default=True)
     assert got["output"] == f"gs://{dag['names']['BUCKET']}/gp-params/run_date={DS}/"
+    assert got["previous_output"] == (f"gs://{dag['names']['BUCKET']}/gp-params/"
+                                      f"run_date={DS_BEFORE}/")
     assert dry_run_module.container_images(job) == [dag["names"]["GPFIT_IMAGE"]]
 
 
@@ -169,3 +180,7 @@ def test_documented_cloud_run_job_runs_a_valid_gpfit_command(tmp_path):
                                text=True, check=True).stdout.strip()
     assert gp.output == f"gs://{BUCKET}/gp-params/run_date={yesterday}/"
     assert gp.input == f"gs://{BUCKET}/series/date={yesterday}/*.parquet"
+    before = subprocess.run(["date", "-u", "-d", "2 days ago", "+%F"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    assert gp.previous_output == f"gs://{BUCKET}/gp-params/run_date={before}/"
+    assert gp.previous_output_optional is True

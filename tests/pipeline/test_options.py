@@ -18,7 +18,9 @@ def test_help_explains_every_option_in_one_line():
     for flag in ("--input", "--output", "--kernel", "--id_column", "--time_column",
                  "--value_column", "--restarts", "--min_points", "--max_points",
                  "--batch_size", "--max_failure_fraction", "--seconds_per_fit_call",
-                 "--max_rows", "--num_shards", "--break_lock"):
+                 "--max_rows", "--num_shards", "--break_lock", "--previous_output",
+                 "--previous_output_optional", "--predict_horizon", "--predict_points",
+                 "--predict_observed"):
         [line] = [l for l in lines if l.strip().startswith(flag + " ")]
         following = lines[lines.index(line) + 1]
         assert len(line.split(None, 2)) == 3, line  # flag, metavar, help on one line
@@ -29,7 +31,8 @@ def test_a_manifest_records_every_gpfit_option_and_the_beam_options_given():
     assert options.option_names() == (
         "input", "output", "kernel", "id_column", "time_column", "value_column", "restarts",
         "min_points", "max_points", "batch_size", "max_failure_fraction",
-        "seconds_per_fit_call", "max_rows", "num_shards", "break_lock")
+        "seconds_per_fit_call", "max_rows", "num_shards", "break_lock", "previous_output",
+        "previous_output_optional", "predict_horizon", "predict_points", "predict_observed")
     found = options.recorded(PipelineOptions([
         "--input", "in", "--output", "out", "--restarts", "2", "--direct_num_workers", "2"]))
     assert list(found) == [*options.option_names(), "beam"]

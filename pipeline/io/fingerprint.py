@@ -1,0 +1,65 @@
+"""A series' fingerprint: what decides whether last night's row still holds.
+
+The fingerprint is a sha256 (hex) over, in order:
+  - the gpfit version (VERSION; a release that changes the fitter changes it),
+  - the fit options that change a result (FitConfig's fields but batch_size,
+    which only groups the work, and candidates unless the kernel is "auto"),
+    as sorted JSON,
+  - the number of finite points, then their t and y as float64 bytes, sorted
+    by (t, y) (a point is finite when both t and y are; -0.0 counts as 0.0).
+Points are hashed after the input's conversion (dates and timestamps to days,
+pipeline/io/columns.py), so the same values in the same units match however
+the input files were split or ordered. Two runs whose rows carry equal
+fingerprints would fit the same data with the same code and options.
+
+A row the read step refuses before assembling its points (more than
+--max_rows rows, t and y lists of different lengths) has no points to hash:
+its fingerprint covers the version, the options and the reason instead.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+import numpy as np
+
+from gpcore.config import AUTO, FitConfig
+
+# gpfit's release; setup.py's version (a test keeps them equal).
+VERSION = "0.1.0"
+
+# FitConfig fields that do not change what a fit returns.
+_NOT_FIT_OPTIONS = ("batch_size",)
+
+
+def options_key(config: FitConfig) -> bytes:
+    """The version and the fit-changing options, as the bytes hashed first."""
+    options = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_FIT_OPTIONS}
+    if config.kernel != AUTO:  # the candidates are not fitted
+        options.pop("candidates", None)
+    return json.dumps({"gpfit": VERSION, "options": options}, sort_keys=True).encode()
+
+
+def of_points(key: bytes, t, y) -> str:
+    """Fingerprint of a series' points (t [n], y [n], any order; non-finite
+    points are ignored) under options_key(config) `key`."""
+    t = np.asarray(t, dtype=np.float64).reshape(-1)
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if t.shape != y.shape:  # not a series the fitter accepts; it says why
+        return of_reason(key, f"{t.size} times, {y.size} values")
+    finite = np.isfinite(t) & np.isfinite(y)
+    # + 0.0 turns -0.0 into 0.0: equal values, equal bytes.
+    t, y = t[finite] + 0.0, y[finite] + 0.0
+    order = np.lexsort((y, t))
+    digest = hashlib.sha256(key)
+    digest.update(np.int64(t.size).tobytes())
+    digest.update(np.ascontiguousarray(t[order]).tobytes())
+    digest.update(np.ascontiguousarray(y[order]).tobytes())
+    return digest.hexdigest()
+
+
+def of_reason(key: bytes, reason: str) -> str:
+    """Fingerprint of a series refused unassembled, from the reason given."""
+    return hashlib.sha256(key + b"\0unassembled\0" + reason.encode()).hexdigest()
+

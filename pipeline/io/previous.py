@@ -1,0 +1,109 @@
+"""The previous run's output folder (--previous_output): checked at launch,
+and what its rows give the next run.
+
+A previous output is usable when it holds _SUCCESS.json (a run that
+finished and succeeded) and parameter shards whose footers read and which
+have the columns a warm start needs. Anything else is refused at launch
+(exit code 2) unless --previous_output_optional is given; then the run fits
+everything cold and says why (docs/design.md, "Nightly runs").
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from apache_beam.io.filesystems import FileSystems
+
+from gpcore.result import OK
+from pipeline.io import manifest, shards
+from pipeline.io.errors import UsageError, first_line
+from pipeline.io.files import map_files
+from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER, same_folder
+
+# What a warm start is made of: FitResult.params' keys.
+PARAM_KEYS = ("kernel", "mean", "amplitude", "length_scale", "period", "noise_variance",
+              "components")
+# Columns a previous shard must have (an older release's lack fingerprint and
+# the newer ones: its series are then warm-started, never reused).
+REQUIRED = ("series_id", "status", *PARAM_KEYS[:-1])
+
+
+class Unusable(UsageError):
+    """A --previous_output that cannot be used; `reason` says why, without
+    the advice that the message adds."""
+
+    def __init__(self, reason: str, advice: str):
+        super().__init__(f"{reason}; {advice}")
+        self.reason = reason
+
+
+_ADVICE = "or add --previous_output_optional to fit every series cold"
+
+
+@dataclasses.dataclass(frozen=True)
+class PreviousRun:
+    """A usable previous output.
+
+    Attributes:
+      folder: as given.
+      kernel: the kernel it fitted (its manifest's).
+      shards: its params-*.parquet paths, sorted.
+      rows: rows over all shards (one per series it wrote).
+    """
+
+    folder: str
+    kernel: str
+    shards: tuple[str, ...]
+    rows: int
+
+
+def check(folder: str, output: str) -> PreviousRun:
+    """Checks a --previous_output folder: its manifest and shard footers.
+
+    Raises:
+      UsageError: it is the output folder.
+      Unusable: it has no _SUCCESS.json (missing, unfinished, failed) or one
+        that does not read; it has no shards, or one that is not Parquet or
+        lacks a needed column.
+    """
+    check_not_output(folder, output)
+    try:
+        found = manifest.load(folder, SUCCESS_MARKER)
+    except (OSError, ValueError, UnicodeDecodeError) as err:
+        failed = _exists(folder, FAILED_MARKER)
+        said = (f"holds {FAILED_MARKER}: that run failed" if failed
+                else f"has no readable {SUCCESS_MARKER} ({first_line(err)})")
+        raise Unusable(f"--previous_output {folder} {said}",
+                       f"give the folder of a run that succeeded, {_ADVICE}") from err
+    try:
+        paths = shards.list_shards(folder)
+        if not paths:
+            raise UsageError(f"{folder} holds no params-*.parquet shards")
+        rows = map_files(lambda p: shards.checked_rows(p, REQUIRED), paths)
+    except UsageError as err:
+        raise Unusable(f"--previous_output: {err}", f"give a gpfit output folder, {_ADVICE}"
+                       ) from err
+    return PreviousRun(folder, str(found.get("kernel")), tuple(paths), sum(rows))
+
+
+def check_not_output(folder: str, output: str) -> None:
+    """Raises UsageError if the previous output is this run's output folder."""
+    if same_folder(folder, output):
+        raise UsageError(f"--previous_output {folder} is the --output folder, which this run "
+                         "replaces; write each night into its own folder")
+
+
+def warm_start(row: dict, kernel: str, previous_kernel: Optional[str]) -> Optional[dict]:
+    """The previous row's parameters as Series.warm_start takes them, or None
+    when they mean nothing to this fit: not "ok", or another kernel (neither
+    the row's nor the previous run's is `kernel`)."""
+    if row.get("status") != OK or kernel not in (row.get("kernel"), previous_kernel):
+        return None
+    return {key: row.get(key) for key in PARAM_KEYS}
+
+
+def _exists(folder: str, name: str) -> bool:
+    try:
+        return FileSystems.exists(FileSystems.join(folder.rstrip("/"), name))
+    except Exception:  # pylint: disable=broad-except  (unreachable: it is not there for us)
+        return False

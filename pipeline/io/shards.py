@@ -1,0 +1,75 @@
+"""A gpfit output folder's parameter shards: listed, checked, read.
+
+Shared by the next night's run (pipeline/io/previous.py reads last night's
+shards) and the report (pipeline/report/params.py).
+"""
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.io.errors import InputError, first_line
+from pipeline.io.files import open_file
+from pipeline.io.outputs import params_pattern
+from pipeline.io.schema import OUTPUT_SCHEMA
+
+COLUMNS = tuple(OUTPUT_SCHEMA.names)
+
+
+def list_shards(folder: str) -> list[str]:
+    """Paths of the params-*.parquet shards in the folder, sorted.
+
+    Raises:
+      InputError: the folder cannot be listed.
+    """
+    pattern = params_pattern(folder)
+    try:
+        matched = FileSystems.match([pattern])[0].metadata_list
+    except Exception as err:  # BeamIOError for unreachable buckets and bad schemes
+        raise InputError(f"cannot list {pattern!r}: {first_line(err)}") from err
+    return sorted(m.path for m in matched)
+
+
+def checked_rows(path: str, required: Sequence[str] = COLUMNS) -> int:
+    """Row count of one shard, from its footer.
+
+    Raises:
+      InputError: it is not Parquet, or lacks a required column.
+    """
+    try:
+        with open_file(path) as f:
+            parquet = pq.ParquetFile(f)
+            names, rows = parquet.schema_arrow.names, parquet.metadata.num_rows
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise InputError(f"{path} is not a Parquet file ({first_line(err)})") from err
+    missing = [name for name in required if name not in names]
+    if missing:
+        raise InputError(f"{path} lacks column(s) {', '.join(missing)}; expected a gpfit "
+                         "params shard with " + ", ".join(required))
+    return rows
+
+
+def iter_batches(path: str, columns: Sequence[str] = COLUMNS,
+                 batch_rows: int = 65_536) -> Iterator[pa.RecordBatch]:
+    """One shard's rows, batch_rows at a time, with those of `columns` it
+    has (all of them for this release's shards), series_id as string."""
+    with open_file(path) as f:
+        parquet = pq.ParquetFile(f)
+        present = [c for c in columns if c in parquet.schema_arrow.names]
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=present):
+            if "series_id" in batch.schema.names:
+                i = batch.schema.get_field_index("series_id")
+                if not pa.types.is_string(batch.column(i).type):
+                    batch = batch.set_column(i, "series_id", batch.column(i).cast(pa.string()))
+            yield batch
+
+
+def read_rows(path: str) -> Iterator[dict]:
+    """One shard's rows as dicts of every output column; a column the shard
+    lacks (an older release's) is None."""
+    for batch in iter_batches(path):
+        for row in batch.to_pylist():
+            yield {name: row.get(name) for name in COLUMNS}

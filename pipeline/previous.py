@@ -1,0 +1,130 @@
+"""ReuseOrFit: tonight's series against the previous run's rows, by id.
+
+  ReadPrevious:  the previous output's params shards -> (series_id, row),
+                 matched and read on the workers (the job graph holds the
+                 glob, as for the input)
+  Compare:       after a CoGroupByKey on the id, per series:
+                   unchanged (same fingerprint; the old row "ok" or
+                   "skipped") -> the old row, reused=True     [REUSED]
+                   changed, new, or last "failed" -> the Series, fitted;
+                   with the old parameters as its warm_start where the old
+                   row is "ok" and of this kernel             [main]
+                   gone (in the previous output only) -> nothing
+Failed rows are refitted: a failure may be the machine's, and failures are
+few. Nothing is gathered on one worker: the join is a shuffle by id.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import NamedTuple, Optional
+
+import apache_beam as beam
+from apache_beam.io import fileio
+
+from gpcore import FitConfig, Series
+from gpcore.result import OK, SKIPPED
+from pipeline import metrics
+from pipeline.io import fingerprint, outputs, previous, shards
+from pipeline.io.errors import first_line
+
+_LOG = logging.getLogger(__name__)
+
+REUSED = "reused"              # output tag: output rows copied from the previous run
+KEPT = "kept"                  # output tag: (Series, row) of reused "ok" rows, for forecasts
+OFFERED = "warm_starts"        # output tag: 1 per series given a warm start
+UNREADABLE = "unreadable"      # output tag: (path, reason) of a previous shard not read
+REUSABLE = (OK, SKIPPED)       # statuses an unchanged series keeps
+
+
+class Reuse(NamedTuple):
+    """ReuseOrFit's outputs."""
+
+    to_fit: beam.PCollection      # Series (warm_start set where it applies)
+    reused: beam.PCollection      # output rows, reused=True
+    kept: beam.PCollection        # (Series, row): reused "ok" rows with their data
+    offered: beam.PCollection     # ints: warm starts given
+    unreadable: beam.PCollection  # (path, reason): previous shards that could not be read
+
+
+class ReuseOrFit(beam.PTransform):
+    """Series -> Reuse, against the previous output's rows.
+
+    Args:
+      folder: the previous output folder (pipeline.io.previous.check).
+      previous_kernel: the kernel it fitted (its manifest's), or None.
+      config: this run's fit configuration.
+    """
+
+    def __init__(self, folder: str, previous_kernel: Optional[str], config: FitConfig):
+        super().__init__()
+        self._folder = folder
+        self._previous_kernel = previous_kernel
+        self._config = config
+
+    def expand(self, series):
+        old = (series.pipeline
+               | "ListPrevious" >> beam.Create([outputs.params_pattern(self._folder)])
+               | "MatchPrevious" >> fileio.MatchAll()
+               | "SpreadPrevious" >> beam.Reshuffle()
+               | "ReadPrevious" >> beam.ParDo(ReadShard()).with_outputs(UNREADABLE, main="rows"))
+        keyed = series | "KeyById" >> beam.Map(lambda s: (str(s.series_id), s))
+        compared = (
+            {"series": keyed, "previous": old.rows}
+            | "JoinPrevious" >> beam.CoGroupByKey()
+            | "Compare" >> beam.ParDo(Compare(self._config, self._previous_kernel))
+            .with_outputs(REUSED, KEPT, OFFERED, main="to_fit"))
+        return Reuse(compared.to_fit, compared[REUSED], compared[KEPT], compared[OFFERED],
+                     old[UNREADABLE])
+
+
+class ReadShard(beam.DoFn):
+    """A matched previous shard -> (series_id, row) per row. A shard that
+    cannot be read goes to UNREADABLE: its series are fitted, not reused
+    (the launcher checked every footer; this is a damaged data page)."""
+
+    def process(self, match):
+        try:
+            for row in shards.read_rows(match.path):
+                yield row["series_id"], row
+        except Exception as err:  # pylint: disable=broad-except  (any damage: fit instead)
+            _LOG.warning("gpfit: previous output shard %s unreadable, its series are fitted: %s",
+                         match.path, first_line(err))
+            yield beam.pvalue.TaggedOutput(UNREADABLE, (match.path, first_line(err)))
+
+
+class Compare(beam.DoFn):
+    """(id, {"series": [Series], "previous": [row]}) -> see the module doc."""
+
+    def __init__(self, config: FitConfig, previous_kernel: Optional[str]):
+        self._kernel = config.kernel
+        self._previous_kernel = previous_kernel
+        self._key = fingerprint.options_key(config)
+        self._reused = metrics.counter(metrics.REUSED)
+        self._offered = metrics.counter(metrics.WARM_STARTS_OFFERED)
+
+    def process(self, element):
+        _, grouped = element
+        tonight = list(grouped["series"])
+        if not tonight:
+            return  # gone from the input: not in the output
+        series = tonight[0]  # one per id: ReadSeries gathered them
+        old = next(iter(grouped["previous"]), None)
+        if old is None:
+            yield series
+            return
+        if (old["status"] in REUSABLE and old.get("fingerprint")
+                and old["fingerprint"] == fingerprint.of_points(self._key, series.t, series.y)):
+            self._reused.inc()
+            row = dict(old, reused=True, warm_started=False)
+            yield beam.pvalue.TaggedOutput(REUSED, row)
+            if row["status"] == OK:
+                yield beam.pvalue.TaggedOutput(KEPT, (series, row))
+            return
+        warm = previous.warm_start(old, self._kernel, self._previous_kernel)
+        if warm is not None:
+            self._offered.inc()
+            yield beam.pvalue.TaggedOutput(OFFERED, 1)
+            series = dataclasses.replace(series, warm_start=warm)  # inputs are not mutated
+        yield series
+

@@ -1,0 +1,164 @@
+"""What a nightly run changed: parameters against the previous run, and
+the forecasts of the plotted series.
+
+The previous run is the one the run's manifest names (`previous_output`).
+Only series fitted again are compared (reused ones did not move); their
+ids are collected from this run's shards, at most MAX_COMPARED of them (the
+first in shard order), and the previous shards are read with a filter on
+those ids, so memory stays bounded by that cap.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from gpcore.result import OK
+from pipeline.io import shards
+from pipeline.io.errors import InputError, first_line
+from pipeline.io.files import map_files, open_file
+from pipeline.io.outputs import PREDICTIONS_PREFIX, params_files
+from pipeline.io.schema import FORECAST, MICROSECONDS_PER_DAY
+from pipeline.report import params as params_io
+from pipeline.report.plots import Curve
+from pipeline.report.summary import Histogram
+
+MOVED = ("amplitude", "length_scale", "period", "noise_variance")
+MAX_COMPARED = 200_000
+BINS = 40
+_COLUMNS = ("series_id", "status", "kernel", "reused", *MOVED)
+
+
+@dataclasses.dataclass
+class Moved:
+    """One series' largest move: parameter, previous and new value."""
+
+    series_id: str
+    kernel: str
+    parameter: str
+    before: float
+    after: float
+
+    @property
+    def log10_ratio(self) -> float:
+        return float(np.log10(self.after / self.before))
+
+
+@dataclasses.dataclass
+class Moves:
+    """Fitted parameters against the previous run.
+
+    Attributes:
+      previous: the previous output folder.
+      compared: series ok in both runs, same kernel, fitted again tonight.
+      capped: more series were fitted again than MAX_COMPARED.
+      histograms: per parameter, log10(tonight / previous).
+      top: the series that moved most (largest |log10 ratio|), largest first.
+      problem: why nothing could be compared (the folder is gone...), or None.
+    """
+
+    previous: str
+    compared: int = 0
+    capped: bool = False
+    histograms: Sequence[Histogram] = ()
+    top: Sequence[Moved] = ()
+    problem: Optional[str] = None
+
+
+def compare(run: params_io.ParamsRun, previous: str, top: int = 10) -> Moves:
+    """This run's refitted series against the previous run's rows."""
+    tonight: dict[str, tuple[str, np.ndarray]] = {}
+    capped = False
+    for batch in params_io.iter_batches(run, columns=_COLUMNS):
+        keep = pc.and_(pc.fill_null(pc.equal(batch.column("status"), OK), False),
+                       pc.invert(pc.fill_null(batch.column("reused"), False)))
+        for row in batch.filter(keep).to_pylist():
+            if len(tonight) >= MAX_COMPARED:
+                capped = True
+                break
+            tonight[row["series_id"]] = (row["kernel"], _values(row))
+    try:
+        before = _previous_rows(previous, list(tonight))
+    except (InputError, OSError, pa.ArrowException) as err:
+        return Moves(previous, problem=f"cannot read the previous run: {first_line(err)}")
+    ratios = {name: [] for name in MOVED}
+    moved = []
+    for sid, (kernel, old) in before.items():
+        new_kernel, new = tonight[sid]
+        if kernel != new_kernel:
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.log10(new / old)
+        finite = np.isfinite(logs)
+        for name, value, ok in zip(MOVED, logs, finite):
+            if ok:
+                ratios[name].append(value)
+        if finite.any():
+            i = int(np.nanargmax(np.where(finite, np.abs(logs), np.nan)))
+            moved.append(Moved(sid, kernel, MOVED[i], float(old[i]), float(new[i])))
+    moved.sort(key=lambda m: -abs(m.log10_ratio))
+    compared = sum(1 for sid, (kernel, _) in before.items() if kernel == tonight[sid][0])
+    return Moves(previous, compared, capped,
+                 [_histogram(name, np.asarray(v)) for name, v in ratios.items() if v],
+                 moved[:top])
+
+
+def read_forecasts(folder: str, ids: Sequence[str], dates: bool) -> dict[str, Curve]:
+    """The forecast rows of these series in the run's predictions shards,
+    as Curves in the units the plots use (days for dates). Empty when the
+    run wrote no predictions."""
+    names = params_files(folder, PREDICTIONS_PREFIX)
+    if not names or not ids:
+        return {}
+    wanted = [("series_id", "in", list(ids)), ("kind", "=", FORECAST)]
+
+    def read(name: str) -> pa.Table:
+        with open_file(FileSystems.join(folder.rstrip("/"), name)) as f:
+            return pq.read_table(f, filters=wanted)
+
+    table = pa.concat_tables(map_files(read, names))
+    found = {}
+    for sid in dict.fromkeys(table.column("series_id").to_pylist()):
+        part = table.filter(pc.equal(table.column("series_id"), sid))
+        t = part.column("t")
+        if pa.types.is_timestamp(t.type):
+            t = pc.cast(pc.cast(t, pa.timestamp("us", tz="UTC")), pa.int64())
+            t = t.to_numpy() / MICROSECONDS_PER_DAY if dates else t.to_numpy()
+        else:
+            t = t.to_numpy()
+        order = np.argsort(t, kind="stable")
+        found[sid] = Curve(t[order], *(part.column(c).to_numpy()[order]
+                                       for c in ("mean", "stddev", "stddev_observed")))
+    return found
+
+
+def _values(row: dict) -> np.ndarray:
+    return np.array([np.nan if row[name] is None else row[name] for name in MOVED], float)
+
+
+def _previous_rows(folder: str, ids: list[str]) -> dict[str, tuple[str, np.ndarray]]:
+    """{id: (kernel, values)} of the previous run's ok rows among ids."""
+    paths = shards.list_shards(folder)
+    if not paths:
+        raise InputError(f"no params shards in {folder}")
+    found, wanted = {}, pa.array(ids, pa.string())
+    for path in paths:
+        for batch in shards.iter_batches(path, _COLUMNS):
+            mine = pc.and_(pc.is_in(batch.column("series_id"), value_set=wanted),
+                           pc.fill_null(pc.equal(batch.column("status"), OK), False))
+            for row in batch.filter(mine).to_pylist():
+                found[row["series_id"]] = (row["kernel"], _values(row))
+    return found
+
+
+def _histogram(name: str, values: np.ndarray) -> Histogram:
+    """log10 ratios on bins symmetric about 0 (no move)."""
+    reach = max(float(np.max(np.abs(values))), 0.1)  # at least ±26 %: readable ticks
+    edges = np.linspace(-reach, reach, BINS + 1)
+    return Histogram(f"{name}: log10(tonight / previous)", edges,
+                     np.histogram(values, bins=edges)[0], False, 0)

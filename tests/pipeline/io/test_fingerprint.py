@@ -1,0 +1,62 @@
+"""A series' fingerprint (pipeline.io.fingerprint): what changes it, what does not."""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import numpy as np
+
+from gpcore import FitConfig
+from pipeline.io import fingerprint
+
+REPO = Path(__file__).resolve().parents[3]
+KEY = fingerprint.options_key(FitConfig())
+
+
+def test_order_missing_points_and_negative_zero_do_not_matter():
+    t, y = np.array([0.0, 1.0, 2.0, 3.0]), np.array([1.0, -0.0, 2.0, 5.0])
+    same = fingerprint.of_points(KEY, t, y)
+    shuffled = [3, 0, 2, 1]
+    assert fingerprint.of_points(KEY, t[shuffled], y[shuffled]) == same
+    assert fingerprint.of_points(KEY, np.append(t, 4.0), np.append(y, np.nan)) == same
+    assert fingerprint.of_points(KEY, np.append(t, np.inf), np.append(y, 1.0)) == same
+    assert fingerprint.of_points(KEY, t, np.abs(y)) == same
+
+
+def test_a_point_a_value_an_option_or_the_version_changes_it(monkeypatch):
+    t, y = np.arange(5.0), np.array([1.0, 2.0, 0.5, 3.0, 2.5])
+    base = fingerprint.of_points(KEY, t, y)
+    changed = {fingerprint.of_points(KEY, np.append(t, 5.0), np.append(y, 1.0)),
+               fingerprint.of_points(KEY, t, y + np.array([0, 0, 1e-12, 0, 0])),
+               fingerprint.of_points(KEY, t * 2, y)}
+    for option in ({"kernel": "matern52"}, {"restarts": 2}, {"max_points": 100},
+                   {"tolerance": 1e-6}):
+        config = dataclasses.replace(FitConfig(), **option)
+        changed.add(fingerprint.of_points(fingerprint.options_key(config), t, y))
+    monkeypatch.setattr(fingerprint, "VERSION", "9.9.9")
+    changed.add(fingerprint.of_points(fingerprint.options_key(FitConfig()), t, y))
+    assert base not in changed and len(changed) == 8
+
+
+def test_batch_size_and_unused_candidates_do_not_change_a_fit():
+    t, y = np.arange(5.0), np.arange(5.0) ** 2
+    for other in (FitConfig(batch_size=64), FitConfig(candidates=("rbf", "matern32"))):
+        key = fingerprint.options_key(other)
+        assert fingerprint.of_points(key, t, y) == fingerprint.of_points(KEY, t, y)
+    auto = [fingerprint.options_key(FitConfig(kernel="auto", candidates=c))
+            for c in (("rbf", "matern32"), ("rbf", "matern52"))]
+    assert auto[0] != auto[1]
+
+
+def test_the_version_is_setup_pys():
+    setup = (REPO / "setup.py").read_text()
+    (version,) = re.findall(r'^\s*version="([^"]+)"', setup, re.M)
+    assert fingerprint.VERSION == version
+
+
+def test_a_series_refused_unassembled_is_fingerprinted_by_its_reason():
+    reasons = ("2000 input rows is more than --max_rows=1000", "3 times but 4 values")
+    found = {fingerprint.of_reason(KEY, r) for r in reasons}
+    found.add(fingerprint.of_reason(fingerprint.options_key(FitConfig(restarts=3)), reasons[0]))
+    assert len(found) == 3 and fingerprint.of_reason(KEY, reasons[0]) in found

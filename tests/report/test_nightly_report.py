@@ -1,0 +1,79 @@
+"""gpfit-report on a nightly chain: a cold run, then the next night with
+--previous_output and forecasts, both real gpfit runs. The page shows how
+many series were reused, warm-started and fitted cold, how far the
+parameters moved (the series scaled by 10 moved most), and forecast bands."""
+import io
+import base64
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from gpfit_runs import gpfit_here
+from pipeline.report.cli import run
+from pipeline.report.plots import FORECAST_COLOR
+from test_cli import parse_page
+
+
+def write(folder, series):
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({
+        "series_id": [sid for sid, (t, _) in series.items() for _ in t],
+        "t": np.concatenate([t for t, _ in series.values()]),
+        "y": np.concatenate([y for _, y in series.values()])}), folder / "part-0.parquet")
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    root = tmp_path_factory.mktemp("chain")
+    rng = np.random.default_rng(3)
+    series = {}
+    for i in range(6):
+        t = np.sort(rng.uniform(0.0, 50.0, 40))
+        series[f"s{i}"] = (t, np.sin(t / rng.uniform(3, 8)) + 0.1 * rng.standard_normal(40))
+    night2 = dict(series)
+    night2["s1"] = (series["s1"][0], 10.0 * series["s1"][1])  # every parameter scales
+    t, y = series["s2"]
+    night2["s2"] = (np.append(t, t[-1] + 1.0), np.append(y, y[-1]))
+    first = gpfit_here(write(root / "in1", series), str(root / "out1"), "--batch_size", "4")
+    second = gpfit_here(write(root / "in2", night2), str(root / "out2"), "--batch_size", "4",
+                        "--previous_output", str(root / "out1"),
+                        "--predict_horizon", "5", "--predict_points", "10")
+    assert first.code == 0 and second.code == 0, second.stderr
+    return root, second
+
+
+def orange_pixels(src: str) -> int:
+    data = base64.b64decode(src.split(",", 1)[1])
+    with Image.open(io.BytesIO(data)) as image:
+        pixels = np.asarray(image.convert("RGB")).reshape(-1, 3).astype(int)
+    target = np.array([int(FORECAST_COLOR[i:i + 2], 16) for i in (1, 3, 5)])
+    return int((np.abs(pixels - target).sum(axis=1) < 30).sum())
+
+
+def test_the_page_compares_with_the_previous_run_and_draws_forecasts(chain, tmp_path, capsys):
+    root, _ = chain
+    out = tmp_path / "report.html"
+    code = run(["--input", str(root / "in2"), "--params", str(root / "out2"), "--out", str(out),
+                "--series", "s1", "--series", "s3", "--random", "0", "--worst", "0"])
+    assert code == 0, capsys.readouterr().err
+    page = parse_page(out)
+    text = " ".join(" ".join(page.text).split())
+    assert "Against the previous run" in text and str(root / "out1") in text
+    assert "reused (unchanged, copied) 4 66.7%" in text
+    assert "fitted, warm-started from the previous parameters 2 33.3%" in text
+    assert "fitted cold (new, changed without usable parameters, skipped or failed) 0" in text
+    assert "How far the parameters of the 2 series fitted again moved" in text
+    # The largest move: s1's noise variance, scaled by 10^2 with its values.
+    top = text[text.index("moved most previous tonight factor"):]
+    assert top.split()[5:8] == ["s1", "rbf", "noise_variance"]
+    factor = float(top.split()[10].lstrip("×"))
+    assert factor == pytest.approx(100.0, rel=0.05)
+    # Move histograms, parameter histograms, then s1's and s3's plots, each
+    # with the forecast past the data (s3 was reused: its data are the input's).
+    assert len(page.images) == 4
+    assert all(orange_pixels(image["src"]) > 50 for image in page.images[2:])
+    assert orange_pixels(page.images[0]["src"]) == orange_pixels(page.images[1]["src"]) == 0
