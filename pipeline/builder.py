@@ -21,7 +21,7 @@ from pipeline import runtime
 from pipeline.io import inputs, lock, manifest, outputs
 from pipeline.io.errors import UsageError
 from pipeline.io.inputs import Columns, InputSpec
-from pipeline.options import MAX_ROWS, GPFitOptions, check, recorded
+from pipeline.options import MAX_ROWS, GPFitOptions, check, kernel_settings, recorded
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,8 +151,9 @@ def fit_config(gp: GPFitOptions) -> FitConfig:
     Raises:
       UsageError: an option FitConfig refuses (e.g. --min_points 0).
     """
+    kernel = kernel_settings(gp)  # its own UsageError, naming the kernels
     try:
-        return FitConfig(kernel=gp.kernel, restarts=gp.restarts, min_points=gp.min_points,
+        return FitConfig(**kernel, restarts=gp.restarts, min_points=gp.min_points,
                          max_points=gp.max_points, batch_size=gp.batch_size)
     except ValueError as err:
         raise UsageError(f"{err}; see gpfit --help") from err

@@ -22,6 +22,13 @@ from pipeline.io.errors import UsageError
 # memory per series (16 MB of t and y).
 MAX_ROWS = 1_000_000
 
+AUTO = "auto"  # --kernel auto: each series' kernel chosen by BIC among --candidates
+# TODO(sums): gpcore's FitConfig.candidates once main has it; then drop the copy.
+DEFAULT_CANDIDATES = getattr(FitConfig, "candidates",
+                             ("rbf", "matern52", "rbf+periodic", "matern52+periodic"))
+# What --kernel and each of --candidates may be, for help and errors.
+KERNEL_CHOICES = f"{', '.join(KERNELS)}, a sum of them joined by + (e.g. rbf+periodic)"
+
 
 def _boolean(text: str) -> bool:
     """'true'/'false' (as a Flex Template passes flags) -> bool."""
@@ -42,8 +49,11 @@ class GPFitOptions(PipelineOptions):
 
         add("--input", "PATTERN", "Parquet file, folder or glob (local or gs://)")
         add("--output", "DIR", "output folder (local or gs://); its old contents are replaced")
-        add("--kernel", "NAME", f"covariance kernel: {', '.join(KERNELS)} (default %(default)s)",
-            default="rbf")
+        # Sums and auto are explained in the epilog: --help keeps one line per option.
+        add("--kernel", "K[+K...]|auto",
+            f"K: {', '.join(KERNELS)}; auto: see below (default %(default)s)", default="rbf")
+        add("--candidates", "K,K,...", f"kernels --kernel {AUTO} compares, comma-separated "
+            "(see below)")
         add("--id_column", "COLUMN", "input column naming the series (default %(default)s)",
             default="series_id")
         add("--time_column", "COLUMN",
@@ -119,7 +129,11 @@ def help_parser() -> argparse.ArgumentParser:
         usage="gpfit --input PATTERN --output DIR [options] [Beam options]",
         description="Fit a Gaussian process to every time series in a Parquet "
                     "data set; write one row of hyperparameters per series.",
-        epilog="Any Beam pipeline option may follow, e.g. --runner DataflowRunner, "
+        epilog=f"--kernel: one kernel, a sum of them joined by + (e.g. rbf+periodic: a "
+               f"trend plus a seasonal cycle), or {AUTO}: fit each of --candidates (default "
+               f"{','.join(DEFAULT_CANDIDATES)}) to every series and keep the one with "
+               "the lowest BIC. "
+               "Any Beam pipeline option may follow, e.g. --runner DataflowRunner, "
                "--direct_num_workers 2 --direct_running_mode multi_processing. "
                "Exit codes: 0 done; 1 too many series failed; 2 bad invocation "
                "or unusable input; 3 the pipeline itself failed.",
@@ -162,7 +176,8 @@ def check(gp: GPFitOptions) -> None:
     """Checks gpfit's options that need neither the input nor TensorFlow.
 
     Raises:
-      UsageError: no --input or --output, an unknown kernel, a failure
+      UsageError: no --input or --output, an unknown kernel or candidate
+        (kernel_settings), a failure
         fraction outside [0, 1], a non-positive --seconds_per_fit_call,
         --max_rows below --max_points, a negative --num_shards.
     """
@@ -170,9 +185,7 @@ def check(gp: GPFitOptions) -> None:
         raise UsageError("--input is required: a Parquet file, folder or glob")
     if not gp.output:
         raise UsageError("--output is required: the folder to write the parameters to")
-    if gp.kernel not in KERNELS:
-        raise UsageError(f"kernel must be one of {', '.join(KERNELS)}; got {gp.kernel!r}; "
-                         "see gpfit --help")
+    kernel_settings(gp)
     if not 0.0 <= gp.max_failure_fraction <= 1.0:
         raise UsageError(f"--max_failure_fraction must be between 0 and 1; "
                          f"got {gp.max_failure_fraction:g}")
@@ -183,3 +196,32 @@ def check(gp: GPFitOptions) -> None:
                          f"({gp.max_points}): rows include missing values")
     if gp.num_shards < 0:
         raise UsageError(f"--num_shards must be >= 0; got {gp.num_shards}")
+
+
+def kernel_settings(gp: GPFitOptions) -> dict:
+    """FitConfig's kernel settings from --kernel and --candidates, checked
+    by FitConfig itself: {"kernel": ...} plus "candidates" (a tuple) when
+    --candidates is given.
+
+    Raises:
+      UsageError: a kernel or candidate FitConfig refuses, or --candidates
+        without --kernel auto; the message names the choices.
+    """
+    settings = {"kernel": gp.kernel}
+    if gp.candidates is not None:
+        if gp.kernel != AUTO:
+            raise UsageError(f"--candidates is for --kernel {AUTO}; got --kernel {gp.kernel!r}. "
+                             f"Add --kernel {AUTO}, or drop --candidates")
+        # Split on commas as given: a space would be refused by FitConfig, as
+        # by the Flex Template's pattern.
+        settings["candidates"] = tuple(gp.candidates.split(","))
+    try:
+        FitConfig(**settings)
+    except ValueError as err:
+        if gp.kernel == AUTO and "candidates" in settings:
+            raise UsageError(f"--candidates must be kernels separated by commas (no spaces), "
+                             f"each one of {KERNEL_CHOICES}; got {gp.candidates!r} ({err})"
+                             ) from err
+        raise UsageError(f"--kernel must be one of {KERNEL_CHOICES}, or {AUTO}; "
+                         f"got {gp.kernel!r} ({err}); see gpfit --help") from err
+    return settings
