@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.io.schema import OUTPUT_SCHEMA
-from pipeline_data import EPOCH_DAY0, gpfit, write_long
+from pipeline_data import gpfit, write_long
+from seasonal_data import YEAR, seasonal_series
 
-YEAR = 365.25  # days
 SUM = "rbf+periodic"
 CANDIDATES = ("rbf", SUM)
 # The row's nll against numpy's: both are float64 Cholesky computations of
@@ -32,27 +32,6 @@ NLL_RTOL = 1e-6
 # Shape parameters per component kernel, from the formulas below (not from
 # gpcore: the parameter count is what BIC's k is checked against).
 SHAPE_PARAMETERS = {"rbf": 1, "matern32": 1, "matern52": 1, "periodic": 2}
-
-
-def seasonal_series(seed: int = 11, n_series: int = 5) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """{id: (t [n] days since 1970-01-01, y [n])}: three years of irregular,
-    roughly fortnightly points, a slow trend plus a yearly cycle plus noise;
-    one with missing values, one flat (noise only), one too short to fit."""
-    rng = np.random.default_rng(seed)
-    series = {}
-    for i in range(n_series):
-        n = int(rng.integers(60, 81))
-        days = np.sort(rng.uniform(0.0, 3 * YEAR, n))
-        trend = rng.uniform(-1, 1) * days / YEAR + 0.5 * np.sin(days / rng.uniform(300, 600))
-        cycle = rng.uniform(1.5, 3.0) * np.sin(2 * np.pi * days / YEAR + rng.uniform(0, 6))
-        y = 10.0 + trend + cycle + 0.2 * rng.standard_normal(n)
-        if i == 1:
-            y[[3, 20]] = np.nan
-        series[f"season-{i}"] = (EPOCH_DAY0 + days, y)
-    t = EPOCH_DAY0 + np.sort(rng.uniform(0.0, 3 * YEAR, 60))
-    series["flat"] = (t, 5.0 + 0.3 * rng.standard_normal(t.size))
-    series["short"] = (EPOCH_DAY0 + np.array([1.0, 2.0]), np.array([1.0, 2.0]))
-    return series
 
 
 @pytest.fixture(scope="module")
