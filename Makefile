@@ -59,4 +59,4 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/speed.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) demo/data demo/output build dist *.egg-info
+	rm -rf $(VENV) demo/data demo/output demo/output-seasonal build dist *.egg-info

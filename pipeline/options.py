@@ -16,6 +16,7 @@ from apache_beam.options.pipeline_options import _BeamArgumentParser
 # gpcore.batching and gpcore.config load no TensorFlow: `gpfit --help` stays quick.
 from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import KERNELS, FitConfig
+from gpcore.kernels import SYNTAX  # what a kernel name may be, for errors
 from pipeline.io.errors import UsageError
 
 # A series with more input rows is skipped unassembled: bounds a worker's
@@ -26,8 +27,6 @@ AUTO = "auto"  # --kernel auto: each series' kernel chosen by BIC among --candid
 # TODO(sums): gpcore's FitConfig.candidates once main has it; then drop the copy.
 DEFAULT_CANDIDATES = getattr(FitConfig, "candidates",
                              ("rbf", "matern52", "rbf+periodic", "matern52+periodic"))
-# What --kernel and each of --candidates may be, for help and errors.
-KERNEL_CHOICES = f"{', '.join(KERNELS)}, a sum of them joined by + (e.g. rbf+periodic)"
 
 
 def _boolean(text: str) -> bool:
@@ -129,8 +128,8 @@ def help_parser() -> argparse.ArgumentParser:
         usage="gpfit --input PATTERN --output DIR [options] [Beam options]",
         description="Fit a Gaussian process to every time series in a Parquet "
                     "data set; write one row of hyperparameters per series.",
-        epilog=f"--kernel: one kernel, a sum of them joined by + (e.g. rbf+periodic: a "
-               f"trend plus a seasonal cycle), or {AUTO}: fit each of --candidates (default "
+        epilog=f"--kernel: one kernel, a sum of up to three joined by + (e.g. rbf+periodic: "
+               f"a trend plus a seasonal cycle), or {AUTO}: fit each of --candidates (default "
                f"{','.join(DEFAULT_CANDIDATES)}) to every series and keep the one with "
                "the lowest BIC. "
                "Any Beam pipeline option may follow, e.g. --runner DataflowRunner, "
@@ -220,8 +219,7 @@ def kernel_settings(gp: GPFitOptions) -> dict:
     except ValueError as err:
         if gp.kernel == AUTO and "candidates" in settings:
             raise UsageError(f"--candidates must be kernels separated by commas (no spaces), "
-                             f"each one of {KERNEL_CHOICES}; got {gp.candidates!r} ({err})"
-                             ) from err
-        raise UsageError(f"--kernel must be one of {KERNEL_CHOICES}, or {AUTO}; "
-                         f"got {gp.kernel!r} ({err}); see gpfit --help") from err
+                             f"each {SYNTAX}; got {gp.candidates!r} ({err})") from err
+        raise UsageError(f"--kernel must be {SYNTAX}, or {AUTO}; got {gp.kernel!r}; "
+                         "see gpfit --help") from err
     return settings

@@ -96,11 +96,13 @@ def test_patterns_accept_gpfits_defaults_and_kernels(metadata):
 
 
 def kernel_values() -> list[str]:
-    """Every kernel, every sum of two and of three, auto, and near misses."""
+    """Every kernel, every sum of two, one of three (the most), one of four,
+    auto, and near misses."""
     from gpcore import KERNELS
 
     sums = [f"{a}+{b}" for a in KERNELS for b in KERNELS]
-    return [*KERNELS, *sums, "rbf+matern52+periodic", "auto", "auto+rbf", "rbf+", "+rbf",
+    return [*KERNELS, *sums, "rbf+matern52+periodic", "rbf+rbf+rbf+rbf", "auto", "auto+rbf",
+            "rbf+", "+rbf",
             "rbf++periodic", "rbf + periodic", "RBF", "rbf,periodic", "sum", ""]
 
 

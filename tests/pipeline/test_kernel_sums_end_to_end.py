@@ -138,6 +138,18 @@ def test_pandas_reads_components_as_dicts(run):
     assert parts.loc[parts.kernel != "periodic", "period"].isna().all()
 
 
+def test_duckdb_unnests_components(run):
+    """The README's DuckDB query: one row per component of each ok series."""
+    duckdb = pytest.importorskip("duckdb")  # a test extra (setup.py)
+    found = duckdb.sql(
+        "SELECT series_id, c.kernel, c.amplitude, c.length_scale, c.period "
+        f"FROM read_parquet('{run.output}/params-*.parquet'), UNNEST(components) AS t(c) "
+        "ORDER BY series_id").fetchall()
+    expected = [(r["series_id"], c["kernel"], c["amplitude"], c["length_scale"], c["period"])
+                for r in run.rows() if r["status"] == "ok" for c in r["components"]]
+    assert sorted(found) == sorted(expected) and len(found) >= 6
+
+
 def test_nll_and_bic_recompute_from_the_row(run, series):
     """Independent of gpcore: the covariance built in numpy from the row's
     components and noise variance, around its constant mean."""

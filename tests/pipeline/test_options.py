@@ -80,14 +80,17 @@ def test_kernel_takes_sums_and_auto_and_candidates_reach_the_fitter():
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["--kernel", "cubic"], "--kernel must be one of rbf, matern32, matern52, periodic, "
-                            "a sum of them joined by + (e.g. rbf+periodic), or auto; got 'cubic'"),
+    (["--kernel", "cubic"], "--kernel must be one of rbf, matern32, matern52, periodic, or a "
+                            "sum of up to 3 of them joined by '+' (e.g. rbf+periodic), or auto; "
+                            "got 'cubic'"),
+    (["--kernel", "rbf+rbf+rbf+rbf"], "got 'rbf+rbf+rbf+rbf'"),
     (["--kernel", "rbf+"], "got 'rbf+'"),
     (["--kernel", "rbf+periodic", "--candidates", "rbf"],
      "--candidates is for --kernel auto; got --kernel 'rbf+periodic'"),
     (["--candidates", "rbf,periodic"], "--candidates is for --kernel auto; got --kernel 'rbf'"),
     (["--kernel", "auto", "--candidates", "rbf,cubic"],
-     "--candidates must be kernels separated by commas (no spaces), each one of rbf, matern32"),
+     "--candidates must be kernels separated by commas (no spaces), each one of rbf, "
+     "matern32"),
     (["--kernel", "auto", "--candidates", "rbf, periodic"], "got 'rbf, periodic'"),
     (["--kernel", "auto", "--candidates", ""], "got ''"),
 ])
