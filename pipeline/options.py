@@ -15,18 +15,13 @@ from apache_beam.options.pipeline_options import _BeamArgumentParser
 
 # gpcore.batching and gpcore.config load no TensorFlow: `gpfit --help` stays quick.
 from gpcore.batching import SECONDS_PER_CALL
-from gpcore.config import KERNELS, FitConfig
-from gpcore.kernels import SYNTAX  # what a kernel name may be, for errors
+from gpcore.config import AUTO, CANDIDATES, KERNELS, SYNTAX, FitConfig
 from pipeline.io.errors import UsageError
 
 # A series with more input rows is skipped unassembled: bounds a worker's
 # memory per series (16 MB of t and y).
 MAX_ROWS = 1_000_000
 
-AUTO = "auto"  # --kernel auto: each series' kernel chosen by BIC among --candidates
-# TODO(sums): gpcore's FitConfig.candidates once main has it; then drop the copy.
-DEFAULT_CANDIDATES = getattr(FitConfig, "candidates",
-                             ("rbf", "matern52", "rbf+periodic", "matern52+periodic"))
 
 
 def _boolean(text: str) -> bool:
@@ -130,7 +125,7 @@ def help_parser() -> argparse.ArgumentParser:
                     "data set; write one row of hyperparameters per series.",
         epilog=f"--kernel: one kernel, a sum of up to three joined by + (e.g. rbf+periodic: "
                f"a trend plus a seasonal cycle), or {AUTO}: fit each of --candidates (default "
-               f"{','.join(DEFAULT_CANDIDATES)}) to every series and keep the one with "
+               f"{','.join(CANDIDATES)}) to every series and keep the one with "
                "the lowest BIC. "
                "Any Beam pipeline option may follow, e.g. --runner DataflowRunner, "
                "--direct_num_workers 2 --direct_running_mode multi_processing. "
@@ -218,8 +213,8 @@ def kernel_settings(gp: GPFitOptions) -> dict:
         FitConfig(**settings)
     except ValueError as err:
         if gp.kernel == AUTO and "candidates" in settings:
-            raise UsageError(f"--candidates must be kernels separated by commas (no spaces), "
-                             f"each {SYNTAX}; got {gp.candidates!r} ({err})") from err
+            raise UsageError(f"--candidates {gp.candidates!r}: {err}; give at least 2 kernels "
+                             "separated by commas, no spaces, e.g. rbf,rbf+periodic") from err
         raise UsageError(f"--kernel must be {SYNTAX}, or {AUTO}; got {gp.kernel!r}; "
                          "see gpfit --help") from err
     return settings

@@ -20,11 +20,7 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils import shared
 
-from gpcore import Batching, FitConfig, FitResult, Series
-try:
-    from gpcore import build_fitter
-except ImportError:  # TODO(sums): main's gpcore has it; drop after merging main
-    from gpcore import GPFitter as build_fitter
+from gpcore import Batching, FitConfig, FitResult, Series, build_fitter
 from gpcore.result import FAILED
 from pipeline import metrics, runtime
 from pipeline.io.errors import first_line

@@ -71,7 +71,7 @@ def test_kernel_takes_sums_and_auto_and_candidates_reach_the_fitter():
     assert fit_config(gp_options("--kernel", "rbf+periodic")).kernel == "rbf+periodic"
     auto = fit_config(gp_options("--kernel", "auto"))
     assert (auto.kernel, auto.candidates) == ("auto", gpcore.FitConfig.candidates)
-    assert options.DEFAULT_CANDIDATES == gpcore.FitConfig.candidates  # one default, gpcore's
+    assert options.CANDIDATES is gpcore.FitConfig.candidates  # one default, gpcore's
     chosen = fit_config(gp_options("--kernel=auto", "--candidates=rbf,matern52+periodic"))
     assert chosen.candidates == ("rbf", "matern52+periodic")
     assert options.recorded(PipelineOptions(
@@ -89,10 +89,12 @@ def test_kernel_takes_sums_and_auto_and_candidates_reach_the_fitter():
      "--candidates is for --kernel auto; got --kernel 'rbf+periodic'"),
     (["--candidates", "rbf,periodic"], "--candidates is for --kernel auto; got --kernel 'rbf'"),
     (["--kernel", "auto", "--candidates", "rbf,cubic"],
-     "--candidates must be kernels separated by commas (no spaces), each one of rbf, "
-     "matern32"),
-    (["--kernel", "auto", "--candidates", "rbf, periodic"], "got 'rbf, periodic'"),
-    (["--kernel", "auto", "--candidates", ""], "got ''"),
+     "--candidates 'rbf,cubic': candidate kernel 'cubic' is not known; each must be one of rbf, "
+     "matern32, matern52, periodic, or a sum of up to 3 of them joined by '+'"),
+    (["--kernel", "auto", "--candidates", "rbf, periodic"], "kernel ' periodic' is not known"),
+    (["--kernel", "auto", "--candidates", "rbf"], "at least 2 different kernels"),
+    (["--kernel", "auto", "--candidates", "rbf,auto"], "at least 2 kernels separated by commas"),
+    (["--kernel", "auto", "--candidates", ""], "--candidates '': "),
 ])
 def test_bad_kernels_and_candidates_are_named(argv, expected):
     with pytest.raises(UsageError) as raised:
