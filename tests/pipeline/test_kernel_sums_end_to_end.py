@@ -68,6 +68,10 @@ def test_runs_succeed_and_record_the_kernel(sum_run, auto_run):
         assert run_.manifest["kernel"] == run_.manifest["options"]["kernel"] == kernel
     assert auto_run.manifest["options"]["candidates"] == "rbf,rbf+periodic"
     assert sum_run.manifest["options"]["candidates"] is None
+    # One fitter per worker; under auto it holds one compiled fit per candidate.
+    assert sum_run.manifest["fitters_built"] == auto_run.manifest["fitters_built"] == 1
+    assert sum_run.manifest["tracing_count_max"] == 1
+    assert auto_run.manifest["tracing_count_max"] == len(CANDIDATES)
 
 
 def test_components_have_their_type_in_every_shard(run):
