@@ -123,7 +123,7 @@ def _time_axis(ax, dates: bool) -> None:
 
 def histograms_png(hists: Sequence[Histogram]) -> bytes:
     """One panel per quantity; log x axis where its histogram is log-binned."""
-    columns = 3 if len(hists) <= 6 else 4
+    columns = min(len(hists), 3 if len(hists) <= 6 else 4)  # one alone takes one panel
     rows = max(1, -(-len(hists) // columns))
     fig = Figure(figsize=(HIST_PANEL[0] * columns, HIST_PANEL[1] * rows), dpi=DPI)
     FigureCanvasAgg(fig)
