@@ -138,7 +138,10 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
         outputs.params_prefix(output), OUTPUT_SCHEMA,
         file_name_suffix=outputs.PARAMS_SUFFIX,
         shard_name_template=outputs.SHARD_TEMPLATE,
-        codec=outputs.PARAMS_CODEC, num_shards=sizes.num_shards)
+        codec=outputs.PARAMS_CODEC, num_shards=sizes.num_shards,
+        # components as the Parquet spec lays out a list (list/element, not
+        # Beam's default list/item), which BigQuery's list inference reads.
+        use_compliant_nested_type=True)
     # Last: WriteManifest waits for `written`, the finalised shards.
     ({"rows": rows, "null_ids": read.null_ids, "fits": fitted[FIT_STATS], "files": read.files,
       "unreadable": read.unreadable, "written": written}

@@ -23,7 +23,6 @@ from pipeline.io.errors import UsageError
 MAX_ROWS = 1_000_000
 
 
-
 def _boolean(text: str) -> bool:
     """'true'/'false' (as a Flex Template passes flags) -> bool."""
     if str(text).lower() in ("true", "1", "yes"):
@@ -171,9 +170,9 @@ def check(gp: GPFitOptions) -> None:
 
     Raises:
       UsageError: no --input or --output, an unknown kernel or candidate
-        (kernel_settings), a failure
-        fraction outside [0, 1], a non-positive --seconds_per_fit_call,
-        --max_rows below --max_points, a negative --num_shards.
+        (kernel_settings), a failure fraction outside [0, 1], a non-positive
+        --seconds_per_fit_call, --max_rows below --max_points, a negative
+        --num_shards.
     """
     if not gp.input:
         raise UsageError("--input is required: a Parquet file, folder or glob")

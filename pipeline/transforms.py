@@ -117,7 +117,7 @@ class FitDoFn(beam.DoFn):
     builds one, in the first setup(), through a Shared handle, and every
     instance uses it under a lock. Besides the rows, each batch puts out a
     FitStats on FIT_STATS (the figures of its metrics, for the manifest).
-    GPFitter.fit never raises for a series (a bad one comes back skipped or
+    A fitter's fit never raises for a series (a bad one comes back skipped or
     failed); a call that raises all the same (the machine, not a series)
     becomes "failed" rows with the reason (fit_or_fail): on Dataflow an
     exception would retry the bundle four times and then fail the job.
@@ -174,8 +174,9 @@ class FitDoFn(beam.DoFn):
 
 
 def fit_or_fail(fitter, batch: list[Series], kernel: str) -> list[FitResult]:
-    """fitter.fit(batch); if the call raises, every series of it "failed"
-    with the reason (n_points 0: the call never reported them)."""
+    """fitter.fit(batch) (a gpcore.build_fitter fitter); if the call raises,
+    every series of it "failed" with the reason (n_points 0: the call never
+    reported them)."""
     try:
         return fitter.fit(batch)
     except Exception as err:  # pylint: disable=broad-except

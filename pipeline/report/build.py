@@ -79,7 +79,7 @@ def posterior_curve(series: Series, row: dict) -> Curve:
     pad = GRID_PAD * (hi - lo) if hi > lo else 1.0
     lo, hi = lo - pad, hi + pad
     # The finest component sets the grid: a sum's seasonal part, not its trend.
-    scale = min(kernel_named(c["kernel"]).time_scale(c) for c in row["components"])
+    scale = min(kernel_named(c["kernel"]).time_scale(c) for c in params["components"])
     m = int(np.clip(8.0 * (hi - lo) / scale, GRID_MIN, GRID_MAX))
     grid = np.linspace(lo, hi, m)
     mean, std_f = predict(series, params, grid)
@@ -90,7 +90,7 @@ def posterior_curve(series: Series, row: dict) -> Curve:
 def component_parts(series: Series, row: dict, t_new: np.ndarray) -> list[Part]:
     """For a sum of kernels, each component's posterior mean at t_new; for
     a single kernel, none (it is the curve itself)."""
-    components = row["components"]
+    components = checked_params(row)["components"]
     if len(components) < 2:
         return []
     means = component_means(series, row, t_new)

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from gpcore.kernels import distances, kernel as kernel_named
 # predict's factorisation, jitter and all: the parts must add up to its mean.
-from gpcore.predict import DTYPE, _cholesky  # pylint: disable=protected-access
+from gpcore.predict import DTYPE, _cholesky, checked_params  # pylint: disable=protected-access
 from gpcore.series import Series
 
 
@@ -28,36 +28,36 @@ def component_means(series: Series, row: Mapping, t_new) -> list[np.ndarray]:
 
     Args:
       series: the observed series; non-finite points are dropped.
-      row: a params row with status ok: mean, noise_variance, components.
+      row: a params row with status ok (or any params gpcore.predict takes).
       t_new: [m] times, in the units of series.t.
     Returns:
       One float64 array [m] per component, in their order, in units of y,
       around 0 (the constant mean is not in any of them).
     Raises:
-      ValueError: the covariance is not positive definite even with jitter.
+      ValueError: bad params (as for gpcore.predict), or a covariance that
+        is not positive definite even with jitter.
     """
+    p = checked_params(row)
     t = np.asarray(series.t, np.float64)
     y = np.asarray(series.y, np.float64)
     keep = np.isfinite(t) & np.isfinite(y)
     t, y = t[keep], y[keep]
     t_new = np.asarray(t_new, np.float64).reshape(-1)
     if t.size == 0:
-        return [np.zeros_like(t_new) for _ in row["components"]]
+        return [np.zeros_like(t_new) for _ in p["components"]]
     centre = 0.5 * (t.min() + t.max())  # stationary kernels: centring changes nothing but round-off
     t, t_new = t - centre, t_new - centre
-    observed = [_covariance(c, t, t) for c in row["components"]]  # [n, n] each
-    total = tf.add_n(observed)
-    amp2 = sum(float(c["amplitude"]) ** 2 for c in row["components"])
-    alpha = tf.linalg.cholesky_solve(
-        _cholesky(total, float(row["noise_variance"]), amp2),
-        tf.constant((y - float(row["mean"]))[:, None]))  # [n, 1] = A^-1 (y - mean)
-    return [tf.matmul(_covariance(c, t_new, t), alpha)[:, 0].numpy() for c in row["components"]]
+    total = tf.add_n([_covariance(c, t, t) for c in p["components"]])  # [n, n]
+    amp2 = sum(c["amplitude"] ** 2 for c in p["components"])
+    alpha = tf.linalg.cholesky_solve(_cholesky(total, p["noise_variance"], amp2),
+                                     tf.constant((y - p["mean"])[:, None]))  # [n, 1]: A^-1 r
+    return [tf.matmul(_covariance(c, t_new, t), alpha)[:, 0].numpy() for c in p["components"]]
 
 
 def _covariance(component: Mapping, t1: np.ndarray, t2: np.ndarray) -> tf.Tensor:
     """[n1, n2] amplitude^2 k(|t1 - t2|) of one component."""
     kernel = kernel_named(component["kernel"])
-    shape = [tf.constant([float(component[name])], DTYPE) for name in kernel.parameters]
+    shape = [tf.constant([component[name]], DTYPE) for name in kernel.parameters]
     unit = kernel.matrix(kernel.feature(distances(tf.constant(t1[None]), tf.constant(t2[None]))),
                          shape)[0]
-    return float(component["amplitude"]) ** 2 * unit
+    return component["amplitude"] ** 2 * unit

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from gpcore.result import COMPONENT_FIELDS
 from pipeline.io.schema import OUTPUT_SCHEMA
 from pipeline_data import gpfit, write_long
 from seasonal_data import YEAR, seasonal_series
@@ -81,6 +82,11 @@ def test_components_have_their_type_in_every_shard(run):
         schema = pq.read_schema(os.path.join(run.output, shard))
         assert schema.remove_metadata().equals(OUTPUT_SCHEMA.remove_metadata())
         assert schema.field("components").type.equals(expected)
+        # The Parquet spec's list layout (what BigQuery's list inference reads).
+        physical = pq.ParquetFile(os.path.join(run.output, shard)).schema
+        assert [physical.column(i).path for i in range(len(physical))
+                if physical.column(i).path.startswith("components.")] == [
+            f"components.list.element.{name}" for name in COMPONENT_FIELDS]
 
 
 def test_components_say_what_the_kernel_is(run):
