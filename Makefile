@@ -64,4 +64,4 @@ bench-nightly: $(VENV)/.installed-test
 	$(PY) benchmarks/nightly.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) demo/data demo/output build dist *.egg-info
+	rm -rf $(VENV) demo/data demo/output demo/output-seasonal build dist *.egg-info

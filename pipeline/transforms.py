@@ -2,7 +2,8 @@
 
   BatchByLength: Series -> lists whose estimated cost (gpcore.batching)
                  reaches the target seconds per fit call
-  FitBatches:    FitDoFn, one GPFitter per worker process
+  FitBatches:    FitDoFn, one fitter per worker process (gpcore.build_fitter:
+                 a GPFitter, or under kernel "auto" a KernelChoice)
 
 FitSeries also puts out one FitStats per fit call (FIT_STATS), for the
 manifest, and, when asked (forecasts), each "ok" row with its Series
@@ -21,7 +22,7 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils import shared
 
-from gpcore import Batching, FitConfig, FitResult, GPFitter, Series
+from gpcore import Batching, FitConfig, FitResult, Series, build_fitter
 from gpcore.result import FAILED, OK
 from pipeline import metrics, runtime
 from pipeline.io import fingerprint
@@ -103,12 +104,12 @@ class BatchByLength(beam.DoFn):
 
 
 class _FitterSlot:
-    """A worker process's one GPFitter, with its lock and its progress.
+    """A worker process's one fitter, with its lock and its progress.
 
     A plain class so that apache_beam.utils.shared can hold a weak reference.
     """
 
-    def __init__(self, fitter: GPFitter, progress: runtime.Progress):
+    def __init__(self, fitter, progress: runtime.Progress):
         self.fitter = fitter
         self.progress = progress
         self.lock = threading.Lock()
@@ -116,7 +117,7 @@ class _FitterSlot:
 
 
 class FitDoFn(beam.DoFn):
-    """Fits batches of Series with the worker process's one GPFitter.
+    """Fits batches of Series with the worker process's one fitter.
 
     Beam runs several instances of a DoFn per process, on threads. Building
     a fitter costs seconds (TF variables, a traced function), so the process
@@ -124,7 +125,7 @@ class FitDoFn(beam.DoFn):
     instance uses it under a lock. Besides the rows, each batch puts out a
     FitStats on FIT_STATS (the figures of its metrics, for the manifest),
     and with keep_series each "ok" row with its Series on FITTED.
-    GPFitter.fit never raises for a series (a bad one comes back skipped or
+    A fitter's fit never raises for a series (a bad one comes back skipped or
     failed); a call that raises all the same (the machine, not a series)
     becomes "failed" rows with the reason (fit_or_fail): on Dataflow an
     exception would retry the bundle four times and then fail the job.
@@ -152,7 +153,7 @@ class FitDoFn(beam.DoFn):
     def _build_slot(self) -> _FitterSlot:
         intra = runtime.configure_tf_threads(self._processes)
         start = time.monotonic()
-        fitter = GPFitter(self._config)
+        fitter = build_fitter(self._config)
         _LOG.info("gpfit: built a %s fitter in %.1f s (%d intra-op threads)",
                   self._config.kernel, time.monotonic() - start, intra)
         return _FitterSlot(fitter, runtime.Progress(self._clock, self._progress_every_s))
@@ -187,9 +188,10 @@ class FitDoFn(beam.DoFn):
             len(batch), per_series_ms, traces, int(built), round(elapsed, 3)))
 
 
-def fit_or_fail(fitter: GPFitter, batch: list[Series], kernel: str) -> list[FitResult]:
-    """fitter.fit(batch); if the call raises, every series of it "failed"
-    with the reason (n_points 0: the call never reported them)."""
+def fit_or_fail(fitter, batch: list[Series], kernel: str) -> list[FitResult]:
+    """fitter.fit(batch) (a gpcore.build_fitter fitter); if the call raises,
+    every series of it "failed" with the reason (n_points 0: the call never
+    reported them)."""
     try:
         return fitter.fit(batch)
     except Exception as err:  # pylint: disable=broad-except

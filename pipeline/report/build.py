@@ -13,6 +13,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from gpcore.config import FitConfig
 from gpcore.kernels import kernel as kernel_named
 from gpcore.predict import checked_params, predict
 from gpcore.result import OK
@@ -20,13 +21,14 @@ from gpcore.series import Series
 from pipeline.io.inputs import DAYS, InputSpec
 from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER
 from pipeline.report import params as params_io
+from pipeline.report.components import component_means
 from pipeline.report.data import read_series
 from pipeline.report.nightly import compare, read_forecasts
-from pipeline.report.page import Card, Page, render
-from pipeline.report.plots import Curve, histograms_png, series_png
+from pipeline.report.page import Card, Choice, Page, render
+from pipeline.report.plots import Curve, Part, histograms_png, series_png
 from pipeline.report.sample import Pick
 from pipeline.report.scan import Scan
-from pipeline.report.summary import QUANTITIES, histograms
+from pipeline.report.summary import CLOSE_CALL, COLUMNS, MARGIN, Tally, histograms
 
 # Posterior grid: at least this many points, finer for short length scales
 # (about 8 points per length scale), but never more than the cap.
@@ -45,8 +47,9 @@ class Report:
 def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> Report:
     """Makes the page from a checked, scanned run (see scan.scan)."""
     spec, run, tally = scanned.spec, scanned.run, scanned.tally
-    hist_columns = ("status", "nll") + tuple(q for q in QUANTITIES if q != "nll per point")
-    hists = histograms(tally, params_io.iter_batches(run, columns=hist_columns))
+    hists = histograms(tally, params_io.iter_batches(run, columns=COLUMNS))
+    margins = [h for h in hists if h.name == MARGIN]
+    hists = [h for h in hists if h.name != MARGIN]
 
     picks = scanned.sampler.picks()
     log(f"plotting {len(picks)} series")
@@ -70,7 +73,8 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
         histograms_png=histograms_png(hists) if hists else None,
         cards=cards, warnings=_warnings(run), time_units=spec.time_units,
         reused=tally.reused, warm_started=tally.warm_started, moves=moves,
-        moves_png=histograms_png(moves.histograms) if moves and moves.histograms else None)
+        moves_png=histograms_png(moves.histograms) if moves and moves.histograms else None,
+        choice=kernel_choice(tally, run.manifest, histograms_png(margins) if margins else None))
     return Report(render(page), tally.rows, sum(card.png is not None for card in cards))
 
 
@@ -80,38 +84,70 @@ def posterior_curve(series: Series, row: dict) -> Curve:
     Raises:
       ValueError: the row's parameters are missing or out of range.
     """
-    row = checked_params(row)
+    params = checked_params(row)
     t = series.t[np.isfinite(series.t) & np.isfinite(series.y)]
     lo, hi = (float(t.min()), float(t.max())) if t.size else (0.0, 1.0)
     pad = GRID_PAD * (hi - lo) if hi > lo else 1.0
     lo, hi = lo - pad, hi + pad
-    scale = kernel_named(row["kernel"]).time_scale(row)
+    # The finest component sets the grid: a sum's seasonal part, not its trend.
+    scale = min(kernel_named(c["kernel"]).time_scale(c) for c in params["components"])
     m = int(np.clip(8.0 * (hi - lo) / scale, GRID_MIN, GRID_MAX))
     grid = np.linspace(lo, hi, m)
-    mean, std_f = predict(series, row, grid)
-    std_y = np.sqrt(std_f ** 2 + row["noise_variance"])
+    mean, std_f = predict(series, params, grid)
+    std_y = np.sqrt(std_f ** 2 + params["noise_variance"])
     return Curve(grid, mean, std_f, std_y)
 
 
+def component_parts(series: Series, row: dict, t_new: np.ndarray) -> list[Part]:
+    """For a sum of kernels, each component's posterior mean at t_new; for
+    a single kernel, none (it is the curve itself)."""
+    components = checked_params(row)["components"]
+    if len(components) < 2:
+        return []
+    means = component_means(series, row, t_new)
+    return [Part(f"{c['kernel']}: {_parameters(c)}", t_new, mean)
+            for c, mean in zip(components, means)]
+
+
 def title(row: dict) -> str:
-    """Two lines: the fitted parameters, then the fit's diagnostics."""
+    """The fitted parameters, then the fit's diagnostics: two lines, three
+    for a sum of kernels (one line for its components)."""
     head = [str(row["series_id"]), str(row.get("kernel"))]
     if row["status"] != OK:
         return " · ".join(head + [f"{row['status']}, {row['n_points']} finite points"])
     head.append(f"mean {_g(row['mean'])}")
-    head.append(f"amplitude {_g(row['amplitude'])}")
-    for name in kernel_named(row["kernel"]).parameters:
-        head.append(f"{name} {_g(row[name])}")
+    components = row.get("components") or []
+    if len(components) == 1:
+        head.append(_parameters(components[0], " · "))
     noise = row["noise_variance"]
     noise_sd = _g(math.sqrt(noise)) if noise is not None and noise >= 0 else "?"
     head.append(f"noise_variance {_g(noise)} (sd {noise_sd})")
+    lines = [" · ".join(head)]
+    if len(components) > 1:
+        lines.append(" · ".join(f"{c['kernel']}: {_parameters(c)}" for c in components))
     n, nll = row["n_points"], row["nll"]
     per_point = f" ({_g(nll / n)} per point)" if n and nll is not None else ""
     stopped = "converged" if row["converged"] else f"NOT converged ({row.get('stop_reason')})"
     bound = " at a bound" if row.get("at_bound") else ""
-    tail = (f"n_points {n} · nll {_g(nll)}{per_point} · "
-            f"{stopped}{bound} after {row['iterations']} iterations")
-    return " · ".join(head) + "\n" + tail
+    margin = (f" · bic {_g(row.get('bic'))}, {_g(row['bic_margin'])} below the runner-up"
+              if row.get("bic_margin") is not None else "")
+    lines.append(f"n_points {n} · nll {_g(nll)}{per_point}{margin} · "
+                 f"{stopped}{bound} after {row['iterations']} iterations")
+    return "\n".join(lines)
+
+
+def kernel_choice(tally: Tally, manifest: Optional[dict], margins_png: Optional[bytes]
+                  ) -> Optional[Choice]:
+    """Under --kernel auto: series per candidate chosen (every candidate the
+    run's manifest names, chosen or not) and the bic_margin histogram."""
+    options = (manifest or {}).get("options") or {}
+    if not tally.chosen and options.get("kernel") != "auto":
+        return None
+    given = options.get("candidates")
+    candidates = given.split(",") if given else list(FitConfig.candidates)
+    names = list(dict.fromkeys([*candidates, *sorted(tally.chosen)]))
+    return Choice([(k, tally.chosen[k], tally.close_calls[k]) for k in names],
+                  sum(tally.chosen.values()), CLOSE_CALL, margins_png)
 
 
 def _card(pick: Pick, series: Optional[Series], spec: InputSpec,
@@ -121,16 +157,17 @@ def _card(pick: Pick, series: Optional[Series], spec: InputSpec,
     if series is None:
         return Card(pick.series_id, pick.reasons, row["status"], None,
                     f"No rows with this id in {spec.pattern}: is it the input of this run?")
-    note, curve = None, None
+    note, curve, parts = None, None, []
     if row["status"] == OK:
         try:
             curve = posterior_curve(series, row)
+            parts = component_parts(series, row, curve.t)
         except ValueError as err:
             note = f"cannot draw the posterior: {err}"
     else:
         note = f"{row['status']}: {row.get('error') or '(no message)'}"
     png = series_png(series.t, series.y, curve, title(row), dates=dates, note=note,
-                     forecast=forecast)
+                     forecast=forecast, parts=parts)
     return Card(pick.series_id, pick.reasons, row["status"], png, None)
 
 
@@ -143,6 +180,13 @@ def _warnings(run: params_io.ParamsRun) -> list[str]:
         return [f"That run wrote {FAILED_MARKER}: more series failed than its "
                 "--max_failure_fraction allowed."]
     return []
+
+
+def _parameters(component: dict, sep: str = ", ") -> str:
+    """"amplitude 2.1, length_scale 310": a component's parameters that are set."""
+    return sep.join(f"{name} {_g(component[name])}" for name in ("amplitude", "length_scale",
+                                                                   "period")
+                    if component.get(name) is not None)
 
 
 def _g(value) -> str:

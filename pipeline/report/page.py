@@ -46,6 +46,24 @@ class Card:
 
 
 @dataclasses.dataclass
+class Choice:
+    """Under --kernel auto: which candidate each fitted series chose.
+
+    Attributes:
+      counts: (candidate, series that chose it, of them with a bic_margin
+        below close_call), every candidate of the run.
+      total: fitted series with a choice.
+      close_call: the margin below which a choice is weak evidence.
+      margins_png: histogram of bic_margin, or None.
+    """
+
+    counts: Sequence[tuple[str, int, int]]
+    total: int
+    close_call: float
+    margins_png: Optional[bytes]
+
+
+@dataclasses.dataclass
 class Page:
     """Everything on the page, already computed."""
 
@@ -65,6 +83,7 @@ class Page:
     warm_started: int = 0
     moves: Optional[Moves] = None
     moves_png: Optional[bytes] = None
+    choice: Optional[Choice] = None
 
 
 def render(page: Page) -> str:
@@ -92,6 +111,9 @@ def render(page: Page) -> str:
     if page.moves is not None:
         out += _against_previous(page)
 
+    if page.choice:
+        out += _choice(page.choice)
+
     out.append("<h2>Most common reasons for skipped and failed series</h2>")
     if page.reasons:
         out.append("<table><tr><th>series</th><th>status</th><th>reason "
@@ -105,7 +127,9 @@ def render(page: Page) -> str:
 
     out.append("<h2>Fitted parameters</h2>")
     if page.histograms_png:
-        out.append('<p class="meta">Over the series with status ok. Time-like parameters '
+        out.append('<p class="meta">Over the series with status ok; each kernel\'s parameters '
+                   "per component (\"length_scale (rbf in rbf+periodic)\": the rbf part of the "
+                   "rbf+periodic fits). Time-like parameters "
                    f"(length_scale, period) in {e(_units(page.time_units))}; the periodic "
                    "kernel's length_scale is unitless.</p>")
         out.append(_img(page.histograms_png, "histograms of the fitted parameters"))
@@ -116,7 +140,9 @@ def render(page: Page) -> str:
     out.append('<p class="meta">Dots: data. Line: posterior mean from the fitted parameters. '
                "Dark band: ±2σ of the latent function; light band: ±2σ of a new "
                "observation (with noise). Orange, where the run wrote predictions: its "
-               "forecast past the last observation, with the same bands.</p>")
+               "forecast past the last observation, with the same bands. For a sum of kernels, "
+               "the panel below shows each component's posterior mean (e.g. the trend and the "
+               "seasonal cycle); they add up to the line above, less the constant mean.</p>")
     if not page.cards:
         out.append("<p>No series selected.</p>")
     for card in page.cards:
@@ -163,6 +189,25 @@ def _against_previous(page: Page) -> list[str]:
                        f"<td class=n>{m.after:.4g}</td>"
                        f"<td class=n>×{10 ** m.log10_ratio:.3g}</td></tr>")
         out.append("</table>")
+    return out
+
+
+def _choice(choice: Choice) -> list[str]:
+    """The kernel-choice section: series per candidate, and the margins."""
+    out = ["<h2>Kernel choice (--kernel auto)</h2>",
+           '<p class="meta">Each fitted series keeps the candidate with the lowest BIC; '
+           "bic_margin is the runner-up's BIC minus the chosen one's. A margin below "
+           f"{choice.close_call:g} is weak evidence: either kernel would do.</p>",
+           "<table><tr><th>candidate</th><th>series</th><th>share</th>"
+           f"<th>margin &lt; {choice.close_call:g}</th></tr>"]
+    for kernel, count, close in choice.counts:
+        out.append(f"<tr><td>{html.escape(kernel)}</td><td class=n>{count:,}</td>"
+                   f"<td class=n>{_share(count, choice.total)}</td>"
+                   f"<td class=n>{close:,}</td></tr>")
+    out.append(f"<tr><th>total</th><th class=n>{choice.total:,}</th><th></th><th></th></tr>"
+               "</table>")
+    if choice.margins_png:
+        out.append(_img(choice.margins_png, "histogram of bic_margin"))
     return out
 
 

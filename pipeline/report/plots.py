@@ -20,8 +20,10 @@ from pipeline.report.summary import Histogram
 
 DPI = 100
 SERIES_SIZE = (8.0, 3.6)  # inches: 800 x 360 pixels
+PARTS_HEIGHT = 2.0  # inches more for a sum's panel of components
 HIST_PANEL = (3.2, 2.3)  # inches per histogram
 DATA_COLOR, FIT_COLOR, FORECAST_COLOR = "#222222", "#1f63b4", "#d9730d"
+PART_COLORS = ("#c0392b", "#27864a", "#8e44ad", "#d4820f")
 
 
 @dataclasses.dataclass
@@ -40,23 +42,44 @@ class Curve:
     std_y: np.ndarray
 
 
+@dataclasses.dataclass
+class Part:
+    """One component's posterior mean (report.components), around 0.
+
+    Attributes:
+      label: e.g. "rbf: amplitude 2.1, length_scale 310".
+      t: [m] times. mean: [m] values, units of y.
+    """
+
+    label: str
+    t: np.ndarray
+    mean: np.ndarray
+
+
 def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
                dates: bool = False, note: Optional[str] = None,
-               forecast: Optional[Curve] = None) -> bytes:
+               forecast: Optional[Curve] = None, parts: Sequence[Part] = ()) -> bytes:
     """Observations (dots) and, if given, the posterior mean with ±2σ bands,
-    and the run's forecast with its bands (another colour).
+    and the run's forecast with its bands (another colour); below them, for
+    a sum of kernels, each component's posterior mean.
 
     Args:
       t, y: [n] observations; non-finite y are not drawn.
       curve: the posterior, or None to draw the data only.
-      title: one or two lines, drawn as plain text.
+      title: one to three lines, drawn as plain text.
       dates: t is days since 1970-01-01: label the axis with dates.
       note: drawn inside the axes, e.g. why there is no curve.
       forecast: the run's predictions past the data (--predict_*), or None.
+      parts: the components' posterior means, drawn in a panel of their own.
     """
-    fig = Figure(figsize=SERIES_SIZE, dpi=DPI)
+    height = SERIES_SIZE[1] + (PARTS_HEIGHT if parts else 0.0)
+    fig = Figure(figsize=(SERIES_SIZE[0], height), dpi=DPI)
     FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    if parts:
+        ax, below = fig.subplots(2, 1, sharex=True, height_ratios=(SERIES_SIZE[1], PARTS_HEIGHT))
+        _draw_parts(below, parts, dates)
+    else:
+        ax = fig.add_subplot()
     for drawn, color, what in ((curve, FIT_COLOR, "posterior"),
                                (forecast, FORECAST_COLOR, "forecast")):
         if drawn is None:
@@ -74,10 +97,7 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
     if note:
         ax.text(0.01, 0.97, note, transform=ax.transAxes, va="top", ha="left", fontsize=8,
                 color="#a01010", parse_math=False, wrap=True)
-    if dates:
-        locator = mdates.AutoDateLocator()
-        ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    _time_axis(ax, dates)
     ax.set_title(title, fontsize=8.5, loc="left", parse_math=False)
     ax.tick_params(labelsize=8)
     ax.grid(alpha=0.25)
@@ -89,9 +109,28 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
     return _png(fig)
 
 
+def _draw_parts(ax, parts: Sequence[Part], dates: bool) -> None:
+    """Each component's posterior mean, one colour each, around a zero line."""
+    ax.axhline(0.0, color="#999999", linewidth=0.8)
+    for part, color in zip(parts, PART_COLORS * len(parts)):
+        ax.plot(part.t, part.mean, color=color, linewidth=1.3, label=part.label)
+    ax.set_ylabel("components", fontsize=8)
+    _time_axis(ax, dates)
+    ax.tick_params(labelsize=8)
+    ax.grid(alpha=0.25)
+    ax.legend(fontsize=7, loc="best", frameon=False, ncol=min(len(parts), 2))
+
+
+def _time_axis(ax, dates: bool) -> None:
+    if dates:
+        locator = mdates.AutoDateLocator()
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+
+
 def histograms_png(hists: Sequence[Histogram]) -> bytes:
     """One panel per quantity; log x axis where its histogram is log-binned."""
-    columns = 3 if len(hists) <= 6 else 4
+    columns = min(len(hists), 3 if len(hists) <= 6 else 4)  # one alone takes one panel
     rows = max(1, -(-len(hists) // columns))
     fig = Figure(figsize=(HIST_PANEL[0] * columns, HIST_PANEL[1] * rows), dpi=DPI)
     FigureCanvasAgg(fig)

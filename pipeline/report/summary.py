@@ -1,4 +1,5 @@
-"""What a whole run looks like: counts, failure reasons, parameter histograms.
+"""What a whole run looks like: counts, failure reasons, parameter histograms,
+and under --kernel auto which kernel the series chose.
 
 Everything is accumulated batch by batch, so memory does not grow with the
 number of series: pass 1 (Tally) counts and finds each parameter's range,
@@ -15,14 +16,24 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from gpcore.result import FAILED, OK, SKIPPED
+from gpcore.kernels import kernel as kernel_named
+from gpcore.result import COMPONENT_FIELDS, FAILED, OK, SKIPPED
 
 STATUS_ORDER = (OK, SKIPPED, FAILED)
 
-# (name on the page, how to get it from a batch of "ok" rows). Derived
-# quantities come last; nll per point compares series of unequal lengths.
-QUANTITIES = ("mean", "amplitude", "length_scale", "period", "noise_variance",
-              "nll per point", "n_points")
+# Quantities of every "ok" row, from its flat columns; nll per point
+# compares series of unequal lengths; bic_margin is null unless --kernel
+# auto. The kernels' own parameters come from `components` (see
+# component_quantities) and are shown between mean and noise_variance: the
+# flat amplitude, length_scale and period are null for sums.
+QUANTITIES = ("mean", "noise_variance", "nll per point", "n_points", "bic_margin")
+MARGIN = "bic_margin"
+# The columns the quantities are read from.
+COLUMNS = ("status", "kernel", "components", "mean", "noise_variance", "nll", "n_points",
+           MARGIN)
+# A BIC margin below this is weak evidence (Kass and Raftery's 2): either
+# kernel would do for that series.
+CLOSE_CALL = 2.0
 
 # A range this wide (max/min of positive values: about 1.5 decades) is binned
 # and drawn on a log axis; on a linear one most values crowd the first bins.
@@ -56,6 +67,55 @@ def quantity(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray]:
     return _floats(batch, name)
 
 
+def component_quantities(good: pa.RecordBatch) -> dict[str, tuple[np.ndarray, np.ndarray, tuple]]:
+    """The kernel parameters of "ok" rows, from `components`, per row kernel
+    and component: {label: ([rows] float64 values, NaN where not set; [rows]
+    bool, True where set; a sort key: row kernel, component, parameter)}.
+    Labels name the parameter and the component, e.g. "length_scale (rbf)"
+    for an rbf fit, "period (periodic in rbf+periodic)" for a sum's seasonal
+    part, "length_scale (rbf #2 in rbf+rbf)"."""
+    found = {}
+    kernels = good.column("kernel")
+    components = good.column("components")
+    sizes = pc.fill_null(pc.list_value_length(components), 0)
+    for name in pc.unique(kernels).drop_null().to_pylist():
+        mine = pc.fill_null(pc.equal(kernels, name), False)
+        listed = components.filter(pc.and_(mine, pc.is_valid(components)))
+        if not len(listed) or not listed[0].as_py():
+            continue
+        parts = [c["kernel"] for c in listed[0].as_py()]
+        # Rows of one kernel have one component per kernel of its sum; a row
+        # that does not is left out rather than misread.
+        mine = pc.and_(mine, pc.equal(sizes, len(parts)))
+        rows = np.flatnonzero(mine.to_numpy(zero_copy_only=False))
+        for i, part in enumerate(parts):
+            element = pc.list_element(components.filter(mine), i)
+            for order, parameter in enumerate(_parameters(part)):
+                field = pc.struct_field(element, parameter)
+                values = np.full(good.num_rows, np.nan)
+                values[rows] = pc.fill_null(field, np.nan).to_numpy(zero_copy_only=False)
+                nonnull = np.zeros(good.num_rows, bool)
+                nonnull[rows] = pc.is_valid(field).to_numpy(zero_copy_only=False)
+                found[_label(parameter, name, parts, i)] = (values, nonnull, (name, i, order))
+    return found
+
+
+def _label(parameter: str, kernel: str, parts: list[str], i: int) -> str:
+    if len(parts) == 1:
+        return f"{parameter} ({parts[0]})"
+    number = f" #{i + 1}" if parts.count(parts[i]) > 1 else ""
+    return f"{parameter} ({parts[i]}{number} in {kernel})"
+
+
+def _parameters(part: str) -> tuple[str, ...]:
+    """amplitude and a component kernel's shape parameters (all the fields
+    for a kernel this gpcore does not know)."""
+    try:
+        return ("amplitude", *kernel_named(part).parameters)
+    except ValueError:
+        return COMPONENT_FIELDS[1:]
+
+
 @dataclasses.dataclass
 class Reason:
     status: str
@@ -82,7 +142,8 @@ class _Range:
 
 
 class Tally:
-    """Pass 1: counts by status, reasons, kernels, and parameter ranges."""
+    """Pass 1: counts by status, reasons, kernels (and, under --kernel auto,
+    the kernels chosen), and the ranges of every quantity."""
 
     def __init__(self):
         self.rows = 0
@@ -91,7 +152,10 @@ class Tally:
         self.converged = 0  # among "ok"
         self.reused = 0  # copied from the previous run (--previous_output)
         self.warm_started = 0  # fitted again, also from the previous parameters
-        self.ranges = {name: _Range() for name in QUANTITIES}
+        self.ranges = {name: _Range() for name in QUANTITIES}  # and component labels
+        self.chosen = collections.Counter()  # "ok" rows with a bic_margin, by kernel
+        self.close_calls = collections.Counter()  # of those, margin below CLOSE_CALL
+        self._order: dict[str, tuple] = {}  # component label -> sort key
         self._reasons: dict[tuple[str, str], list] = {}
 
     def add(self, batch: pa.RecordBatch) -> None:
@@ -108,6 +172,13 @@ class Tally:
         self.warm_started += _trues(batch, "warm_started")
         for name in QUANTITIES:
             self.ranges[name].add(*quantity(good, name))
+        for label, (values, nonnull, key) in component_quantities(good).items():
+            self._order[label] = key
+            self.ranges.setdefault(label, _Range()).add(values, nonnull)
+        margin, chose = quantity(good, MARGIN)
+        kernels = np.asarray(good.column("kernel").to_pylist(), dtype=object)
+        self.chosen.update(kernels[chose].tolist())
+        self.close_calls.update(kernels[chose & (margin < CLOSE_CALL)].tolist())
         bad = batch.filter(pc.invert(ok))
         for status_, error in zip(bad.column("status").to_pylist(),
                                   bad.column("error").to_pylist()):
@@ -129,6 +200,11 @@ class Tally:
         ranked = sorted(self._reasons.items(), key=lambda kv: (-kv[1][0], kv[0]))
         return [Reason(status, pattern, count, example)
                 for (status, pattern), (count, example) in ranked[:top]]
+
+    def quantity_names(self) -> list[str]:
+        """Every quantity seen, in page order: mean, the kernels' parameters
+        (by kernel, component, parameter), noise_variance, the rest."""
+        return [QUANTITIES[0], *sorted(self._order, key=self._order.get), *QUANTITIES[1:]]
 
     def status_counts(self) -> list[tuple[str, int]]:
         """(status, count) with ok, skipped, failed first (even if 0)."""
@@ -159,9 +235,9 @@ class Histogram:
 
 def histograms(tally: Tally, batches: Iterable[pa.RecordBatch]) -> list[Histogram]:
     """Pass 2: bins every quantity that has finite values, on edges from
-    the ranges of pass 1."""
+    the ranges of pass 1, in the order of Tally.quantity_names."""
     hists = {}
-    for name in QUANTITIES:
+    for name in tally.quantity_names():
         r = tally.ranges[name]
         if r.count:
             edges, log = _edges(r.lo, r.hi, r.count)
@@ -169,8 +245,14 @@ def histograms(tally: Tally, batches: Iterable[pa.RecordBatch]) -> list[Histogra
                                     r.nonfinite)
     for batch in batches:
         good = batch.filter(pc.fill_null(pc.equal(batch.column("status"), OK), False))
+        parts = component_quantities(good)
         for name, hist in hists.items():
-            values = quantity(good, name)[0]
+            if name in parts:
+                values = parts[name][0]
+            elif name in QUANTITIES:
+                values = quantity(good, name)[0]
+            else:  # a kernel with no rows in this batch
+                continue
             values = values[np.isfinite(values)]
             hist.counts += np.histogram(values, bins=hist.edges)[0]
     return list(hists.values())

@@ -24,7 +24,12 @@ EXAMPLES = {
               ["/local/series", "my-bucket/series", "gs://B/x", "s3://b/x", ""]),
     "output": (["gs://my-bucket/gp-params/run_date=2026-11-29/", "gs://my-bucket/out"],
                ["gs://my-bucket", "gs://my-bucket/", "gs://my-bucket/out/*", "/tmp/out"]),
-    "kernel": (["rbf", "matern32", "matern52", "periodic"], ["RBF", "matern", "rbf ", ""]),
+    "kernel": (["rbf", "matern32", "matern52", "periodic", "rbf+periodic", "matern52+periodic",
+                "rbf+rbf", "auto"],
+               ["RBF", "matern", "rbf ", "", "rbf+", "+rbf", "rbf + periodic", "rbf,periodic",
+                "auto+rbf", "Auto"]),
+    "candidates": (["rbf,rbf+periodic", "rbf,matern52,rbf+periodic,matern52+periodic", "periodic"],
+                   ["", "rbf,", ",rbf", "rbf, periodic", "auto", "rbf,auto", "rbf;periodic"]),
     "id_column": (["series_id", "store id", "Series.ID"], ["", "a\nb"]),
     "time_column": (["t", "date"], [""]),
     "value_column": (["y", "sales (units)"], [""]),
@@ -75,7 +80,7 @@ def test_every_parameter_is_documented_and_validated(metadata):
 
 
 def test_patterns_accept_gpfits_defaults_and_kernels(metadata):
-    from gpcore import KERNELS
+    from gpcore import KERNELS, FitConfig
     from pipeline import options as gpfit_option_module
 
     options = gpfit_options()
@@ -88,7 +93,44 @@ def test_patterns_accept_gpfits_defaults_and_kernels(metadata):
     accepted = {k for k in KERNELS if re.fullmatch(kernel["regexes"][0], k)}
     assert accepted == set(KERNELS)
     assert gpfit_option_module.KERNELS is KERNELS  # gpfit accepts gpcore's kernels, not a copy
-    assert all(k in kernel["helpText"] for k in KERNELS)
+    assert all(k in kernel["helpText"] for k in (*KERNELS, "+", "auto"))
+    (candidates,) = [p for p in metadata["parameters"] if p["name"] == "candidates"]
+    default = ",".join(FitConfig.candidates)
+    assert re.fullmatch(candidates["regexes"][0], default) and default in candidates["helpText"]
+
+
+def kernel_values() -> list[str]:
+    """Every kernel, every sum of two, one of three (the most), one of four,
+    auto, and near misses."""
+    from gpcore import KERNELS
+
+    sums = [f"{a}+{b}" for a in KERNELS for b in KERNELS]
+    return [*KERNELS, *sums, "rbf+matern52+periodic", "rbf+rbf+rbf+rbf", "auto", "auto+rbf",
+            "rbf+", "+rbf",
+            "rbf++periodic", "rbf + periodic", "RBF", "rbf,periodic", "sum", ""]
+
+
+@pytest.mark.parametrize("value", kernel_values())
+def test_kernel_pattern_is_what_gpfit_accepts(metadata, value):
+    """The pattern and gpfit (FitConfig) agree on every kernel value, as
+    --kernel and as a list of --candidates."""
+    from pipeline.io.errors import UsageError
+    from pipeline.options import GPFitOptions, kernel_settings, parse_options
+
+    def gpfit_accepts(*argv):
+        try:
+            kernel_settings(parse_options(list(argv)).view_as(GPFitOptions))
+            return True
+        except UsageError:
+            return False
+
+    patterns = {p["name"]: p["regexes"][0] for p in metadata["parameters"]}
+    assert bool(re.fullmatch(patterns["kernel"], value)) == gpfit_accepts(f"--kernel={value}")
+    # Two kernels besides: FitConfig wants 2 different ones, which no
+    # pattern can check ("rbf,rbf" passes the pattern, and gpfit exits 2).
+    listed = f"rbf,matern32,{value}"
+    assert bool(re.fullmatch(patterns["candidates"], listed)) == gpfit_accepts(
+        "--kernel=auto", f"--candidates={listed}")
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))

@@ -1,10 +1,13 @@
 """gpfit's options (pipeline.options): kernels, help, what a manifest records."""
 from __future__ import annotations
 
+import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 import gpcore
 from pipeline import options
+from pipeline.builder import fit_config
+from pipeline.io.errors import UsageError
 from pipeline.options import help_parser
 
 
@@ -15,7 +18,7 @@ def test_kernels_are_gpcores():
 def test_help_explains_every_option_in_one_line():
     text = help_parser().format_help()
     lines = text.splitlines()
-    for flag in ("--input", "--output", "--kernel", "--id_column", "--time_column",
+    for flag in ("--input", "--output", "--kernel", "--candidates", "--id_column", "--time_column",
                  "--value_column", "--restarts", "--min_points", "--max_points",
                  "--batch_size", "--max_failure_fraction", "--seconds_per_fit_call",
                  "--max_rows", "--num_shards", "--break_lock", "--previous_output",
@@ -29,7 +32,7 @@ def test_help_explains_every_option_in_one_line():
 
 def test_a_manifest_records_every_gpfit_option_and_the_beam_options_given():
     assert options.option_names() == (
-        "input", "output", "kernel", "id_column", "time_column", "value_column", "restarts",
+        "input", "output", "kernel", "candidates", "id_column", "time_column", "value_column", "restarts",
         "min_points", "max_points", "batch_size", "max_failure_fraction",
         "seconds_per_fit_call", "max_rows", "num_shards", "break_lock", "previous_output",
         "previous_output_optional", "predict_horizon", "predict_points", "predict_observed")
@@ -59,3 +62,44 @@ def test_break_lock_is_a_flag_and_a_flex_template_value():
                            (["--break_lock=true"], True), (["--break_lock=false"], False)):
         parsed = options.parse_options(["--input", "i", "--output", "o", *argv])
         assert parsed.view_as(options.GPFitOptions).break_lock is expected, argv
+
+
+def gp_options(*argv: str) -> options.GPFitOptions:
+    return options.parse_options(["--input", "i", "--output", "o", *argv]).view_as(
+        options.GPFitOptions)
+
+
+def test_kernel_takes_sums_and_auto_and_candidates_reach_the_fitter():
+    assert fit_config(gp_options()).kernel == "rbf"
+    assert fit_config(gp_options("--kernel", "rbf+periodic")).kernel == "rbf+periodic"
+    auto = fit_config(gp_options("--kernel", "auto"))
+    assert (auto.kernel, auto.candidates) == ("auto", gpcore.FitConfig.candidates)
+    assert options.CANDIDATES is gpcore.FitConfig.candidates  # one default, gpcore's
+    chosen = fit_config(gp_options("--kernel=auto", "--candidates=rbf,matern52+periodic"))
+    assert chosen.candidates == ("rbf", "matern52+periodic")
+    assert options.recorded(PipelineOptions(
+        ["--input", "i", "--output", "o", "--kernel", "auto", "--candidates", "rbf,rbf+periodic"]
+    ))["candidates"] == "rbf,rbf+periodic"  # as given: the manifest shows what was asked
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--kernel", "cubic"], "--kernel must be one of rbf, matern32, matern52, periodic, or a "
+                            "sum of up to 3 of them joined by '+' (e.g. rbf+periodic), or auto; "
+                            "got 'cubic'"),
+    (["--kernel", "rbf+rbf+rbf+rbf"], "got 'rbf+rbf+rbf+rbf'"),
+    (["--kernel", "rbf+"], "got 'rbf+'"),
+    (["--kernel", "rbf+periodic", "--candidates", "rbf"],
+     "--candidates is for --kernel auto; got --kernel 'rbf+periodic'"),
+    (["--candidates", "rbf,periodic"], "--candidates is for --kernel auto; got --kernel 'rbf'"),
+    (["--kernel", "auto", "--candidates", "rbf,cubic"],
+     "--candidates 'rbf,cubic': candidate kernel 'cubic' is not known; each must be one of rbf, "
+     "matern32, matern52, periodic, or a sum of up to 3 of them joined by '+'"),
+    (["--kernel", "auto", "--candidates", "rbf, periodic"], "kernel ' periodic' is not known"),
+    (["--kernel", "auto", "--candidates", "rbf"], "at least 2 different kernels"),
+    (["--kernel", "auto", "--candidates", "rbf,auto"], "at least 2 kernels separated by commas"),
+    (["--kernel", "auto", "--candidates", ""], "--candidates '': "),
+])
+def test_bad_kernels_and_candidates_are_named(argv, expected):
+    with pytest.raises(UsageError) as raised:
+        options.check(gp_options(*argv))
+    assert expected in str(raised.value)

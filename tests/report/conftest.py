@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from report_helpers import ODD_ID, params_row, write_params
+from seasonal_data import seasonal_series
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +38,25 @@ def fitted_run(tmp_path_factory):
     write_params(root / "params", rows, shards=2)
     return types.SimpleNamespace(root=root, data=str(root / "data"),
                                  params=str(root / "params"), series=series, rows=rows)
+
+
+@pytest.fixture(scope="session")
+def auto_run(tmp_path_factory):
+    """Seasonal series (a trend plus a yearly cycle, and a flat one) fitted
+    by gpcore under kernel auto with candidates rbf and rbf+periodic; the
+    manifest records those options, as gpfit's does."""
+    from gpcore import FitConfig, Series, build_fitter
+
+    root = tmp_path_factory.mktemp("auto")
+    series = [Series(sid, t, y) for sid, (t, y) in seasonal_series().items()]
+    keys = np.concatenate([[s.series_id] * s.t.size for s in series])
+    (root / "data").mkdir()
+    pq.write_table(pa.table({"series_id": keys, "t": np.concatenate([s.t for s in series]),
+                             "y": np.concatenate([s.y for s in series])}),
+                   root / "data" / "part-00000.parquet")
+    config = FitConfig(kernel="auto", candidates=("rbf", "rbf+periodic"))
+    rows = [r.to_row() for r in build_fitter(config).fit(series)]
+    write_params(root / "params", rows, manifest={
+        "kernel": "auto", "options": {"kernel": "auto", "candidates": "rbf,rbf+periodic"}})
+    return types.SimpleNamespace(data=str(root / "data"), params=str(root / "params"),
+                                 rows=rows)

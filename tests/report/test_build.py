@@ -3,8 +3,20 @@ import numpy as np
 
 from gpcore.predict import predict
 from gpcore.series import Series
-from pipeline.report.build import GRID_MAX, GRID_MIN, posterior_curve, title
+from pipeline.report.build import GRID_MAX, GRID_MIN, component_parts, posterior_curve, title
+from pipeline.report.components import component_means
 from report_helpers import params_row
+from seasonal_data import seasonal_series
+
+SEASONAL = {"rbf": (1.2, 400.0, None), "periodic": (2.0, 0.9, 365.25)}
+
+
+def seasonal_row(series_id="season-0", **values):
+    """An rbf+periodic row as gpcore writes it: components, flat parameters null."""
+    components = [{"kernel": k, "amplitude": a, "length_scale": l, "period": p}
+                  for k, (a, l, p) in SEASONAL.items()]
+    return params_row(series_id, kernel="rbf+periodic", amplitude=None, length_scale=None,
+                      mean=10.0, noise_variance=0.04, components=components, **values)
 
 
 def test_curve_covers_the_data_with_a_margin_and_is_the_posterior():
@@ -17,7 +29,8 @@ def test_curve_covers_the_data_with_a_margin_and_is_the_posterior():
     mean, std = predict(series, row, curve.t)
     np.testing.assert_array_equal(curve.mean, mean)
     np.testing.assert_allclose(curve.std_y, np.sqrt(std ** 2 + 0.04), rtol=1e-12)
-    assert posterior_curve(series, dict(row, length_scale=100.0)).t.size == GRID_MIN
+    wide = params_row("a", length_scale=100.0, noise_variance=0.04)
+    assert posterior_curve(series, wide).t.size == GRID_MIN
 
 
 def test_title_names_the_parameters():
@@ -30,3 +43,48 @@ def test_title_names_the_parameters():
     assert "NOT converged (max_iterations) at a bound after 100" in tail
     skipped = params_row("b", status="skipped", n_points=2, error="few")
     assert title(skipped) == "b · rbf · skipped, 2 finite points"
+
+
+def test_title_of_a_sum_has_a_line_for_its_components():
+    head, parts, tail = title(seasonal_row(bic=123.4, bic_margin=17.25)).split("\n")
+    assert head.startswith("season-0 · rbf+periodic · mean 10 · noise_variance 0.04")
+    assert parts == ("rbf: amplitude 1.2, length_scale 400 · "
+                     "periodic: amplitude 2, length_scale 0.9, period 365.2")
+    assert "bic 123.4, 17.25 below the runner-up" in tail
+
+
+def test_components_are_each_parts_posterior_and_add_up_to_predict():
+    """component_means against numpy (K_c(t*, t) A^-1 (y - mean), written
+    out here) and, summed, against gpcore.predict's mean."""
+    t, y = seasonal_series()["season-1"]
+    series = Series("season-1", t, y)
+    row = seasonal_row()
+    t_new = np.linspace(t[0] - 30, t[-1] + 30, 200)
+    means = component_means(series, row, t_new)
+    keep = np.isfinite(y)
+
+    def cov(c, t1, t2):
+        d = np.abs(t1[:, None] - t2[None, :])
+        if c["kernel"] == "rbf":
+            return c["amplitude"] ** 2 * np.exp(-0.5 * (d / c["length_scale"]) ** 2)
+        return c["amplitude"] ** 2 * np.exp(
+            -2 * np.sin(np.pi * d / c["period"]) ** 2 / c["length_scale"] ** 2)
+
+    a = sum(cov(c, t[keep], t[keep]) for c in row["components"]) + 0.04 * np.eye(keep.sum())
+    alpha = np.linalg.solve(a, y[keep] - 10.0)
+    for c, mean in zip(row["components"], means, strict=True):
+        np.testing.assert_allclose(mean, cov(c, t_new, t[keep]) @ alpha, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(sum(means), predict(series, row, t_new)[0] - 10.0,
+                               rtol=1e-9, atol=1e-9)
+    parts = component_parts(series, row, t_new)
+    assert [p.label for p in parts] == ["rbf: amplitude 1.2, length_scale 400",
+                                        "periodic: amplitude 2, length_scale 0.9, period 365.2"]
+
+
+def test_a_single_kernel_has_no_parts_but_its_one_component_is_the_posterior():
+    t = np.linspace(0.0, 20.0, 30)
+    series = Series("a", t, np.sin(t))
+    row = params_row("a", mean=0.5)
+    assert component_parts(series, row, t) == []
+    (mean,) = component_means(series, row, t)
+    np.testing.assert_allclose(mean, predict(series, row, t)[0] - 0.5, rtol=1e-10, atol=1e-12)

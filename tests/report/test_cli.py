@@ -211,3 +211,29 @@ def test_nested_input_with_dates_and_periodic_params(tmp_path):
     assert len(page.images) == 3
     for image in page.images:
         decode_png(image["src"])
+
+
+def test_report_of_an_auto_run_shows_the_choice_and_the_components(auto_run, tmp_path):
+    """Real fits under kernel auto: the kernel-choice table and bic_margin
+    histogram; each sum's plot has a panel of its components below it."""
+    out = tmp_path / "auto.html"
+    assert run(["--input", auto_run.data, "--params", auto_run.params, "--out", str(out),
+                "--series", "season-0", "--series", "flat", "--random", "0",
+                "--worst", "0"]) == 0
+    page = parse_page(out)
+    text = " ".join(" ".join(page.text).split())
+    chosen = {r["series_id"]: r["kernel"] for r in auto_run.rows if r["status"] == "ok"}
+    assert chosen["season-0"] == "rbf+periodic"
+    assert "Kernel choice (--kernel auto)" in text
+    for candidate in ("rbf", "rbf+periodic"):
+        count = sum(k == candidate for k in chosen.values())
+        assert f"{candidate} {count} {100 * count / len(chosen):.1f}%" in text
+    # The bic_margin histogram, the parameter histograms, then the two series.
+    assert page.headings == ["season-0", "flat"]
+    sizes = [decode_png(image["src"]) for image in page.images]
+    assert len(sizes) == 4
+    plots = dict(zip(page.headings, sizes[2:]))
+    tall = plots["season-0"][1]
+    assert tall > 500  # the data panel plus the components panel
+    if chosen["flat"] == "rbf":
+        assert plots["flat"][1] < tall

@@ -79,9 +79,10 @@ def test_histograms_log_where_values_span_decades(rng):
     _, hists = tally_of(rows, 50)
     by_name = {h.name: h for h in hists}
     ok = [r for r in rows if r["status"] == "ok"]
-    assert "period" not in by_name  # rbf: no periods to show
-    assert by_name["amplitude"].log and by_name["noise_variance"].log
-    assert not by_name["mean"].log and not by_name["length_scale"].log
+    assert [h.name for h in hists] == ["mean", "amplitude (rbf)", "length_scale (rbf)",
+                                       "noise_variance", "nll per point", "n_points"]
+    assert by_name["amplitude (rbf)"].log and by_name["noise_variance"].log
+    assert not by_name["mean"].log and not by_name["length_scale (rbf)"].log
     for hist in hists:
         assert hist.total == len(ok)  # every value lands in a bin, extremes included
         assert hist.edges[0] == min(_values(ok, hist.name))
@@ -92,9 +93,55 @@ def test_histogram_of_one_value_and_non_finite_values():
     rows = [params_row("a", amplitude=2.0), params_row("b", amplitude=2.0),
             params_row("c", amplitude=float("inf")), params_row("d", amplitude=float("nan"))]
     tally, hists = tally_of(rows, 10)
-    amplitude = {h.name: h for h in hists}["amplitude"]
+    amplitude = {h.name: h for h in hists}["amplitude (rbf)"]
     assert amplitude.total == 2 and amplitude.nonfinite == 2
     assert amplitude.edges[0] < 2.0 < amplitude.edges[-1]
+
+
+def sum_row(series_id, kernel, margin=None, **parts):
+    """An ok row of a sum: components from parts {name: (amplitude,
+    length_scale, period)}, flat parameters null, as gpcore writes it."""
+    components = [{"kernel": name.split("#")[0], "amplitude": a, "length_scale": l, "period": p}
+                  for name, (a, l, p) in parts.items()]
+    return params_row(series_id, kernel=kernel, amplitude=None, length_scale=None,
+                      components=components, bic_margin=margin)
+
+
+def auto_rows():
+    rows = [params_row("r1", bic_margin=0.5), params_row("r2", length_scale=9.0, bic_margin=8.0)]
+    rows += [sum_row(f"s{i}", "rbf+periodic", 1.0 + 10 * i, rbf=(2.0, 300.0 + i, None),
+                     periodic=(1.5, 0.8, 365.0 + i)) for i in range(3)]
+    rows.append(sum_row("w", "rbf+rbf", 30.0, **{"rbf#1": (2.0, 500.0, None),
+                                                 "rbf#2": (0.3, 5.0, None)}))
+    rows.append(params_row("x", status="skipped", kernel="auto", n_points=2, error="few"))
+    return rows
+
+
+def test_sums_are_binned_per_component_and_auto_counts_the_choice():
+    rows = auto_rows()
+    tally, hists = tally_of(rows, 100)
+    by_name = {h.name: h for h in hists}
+    assert list(by_name) == [
+        "mean", "amplitude (rbf)", "length_scale (rbf)",
+        "amplitude (rbf in rbf+periodic)", "length_scale (rbf in rbf+periodic)",
+        "amplitude (periodic in rbf+periodic)", "length_scale (periodic in rbf+periodic)",
+        "period (periodic in rbf+periodic)",
+        "amplitude (rbf #1 in rbf+rbf)", "length_scale (rbf #1 in rbf+rbf)",
+        "amplitude (rbf #2 in rbf+rbf)", "length_scale (rbf #2 in rbf+rbf)",
+        "noise_variance", "nll per point", "n_points", "bic_margin"]
+    assert by_name["length_scale (rbf)"].total == 2 and by_name["mean"].total == 6
+    period = by_name["period (periodic in rbf+periodic)"]
+    assert period.total == 3 and (period.edges[0], period.edges[-1]) == (365.0, 367.0)
+    fast = by_name["length_scale (rbf #2 in rbf+rbf)"]  # one value: one bin around it
+    assert fast.total == 1 and fast.edges[0] < 5.0 < fast.edges[-1]
+    assert tally.chosen == {"rbf": 2, "rbf+periodic": 3, "rbf+rbf": 1}
+    assert tally.close_calls == {"rbf": 1, "rbf+periodic": 1}  # margins 0.5 and 1.0
+    assert tally.kernels["auto"] == 1  # the skipped row names what was asked
+    many, many_hists = tally_of(rows, 2)  # batches with one kernel or none of it
+    assert many.ranges == tally.ranges and many.chosen == tally.chosen
+    for a, b in zip(hists, many_hists, strict=True):
+        assert a.name == b.name
+        np.testing.assert_array_equal(a.counts, b.counts)
 
 
 def test_distinct_reasons_are_capped(monkeypatch):
@@ -110,7 +157,7 @@ def test_distinct_reasons_are_capped(monkeypatch):
 def _values(rows, name):
     if name == "nll per point":
         return [r["nll"] / r["n_points"] for r in rows]
-    return [r[name] for r in rows]
+    return [r[name.removesuffix(" (rbf)")] for r in rows]
 
 
 @pytest.fixture

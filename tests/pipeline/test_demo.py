@@ -1,0 +1,33 @@
+"""The demo's seasonal part (`make run`): its data, the auto run and the
+table it prints, on a few series."""
+from __future__ import annotations
+
+import csv
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import demo
+from pipeline_data import gpfit
+
+
+def test_seasonal_demo_fits_and_reports_the_choice(tmp_path):
+    demo.generate_seasonal(str(tmp_path), n_series=4)
+    with open(tmp_path / "seasonal_truth.csv", newline="") as f:
+        truth = list(csv.DictReader(f))
+    assert [float(t["season_amplitude"]) > 0 for t in truth] == [True, True, False, False]
+    table = pq.read_table(tmp_path / "seasonal")
+    assert pa.types.is_timestamp(table.schema.field("t").type) and table.num_rows > 400
+    run = gpfit(str(tmp_path / "seasonal"), str(tmp_path / "out"), *demo.SEASONAL_OPTIONS)
+    assert run.code == 0, run.stderr
+    printed = demo.seasonal_report(str(tmp_path / "out"), str(tmp_path / "seasonal_truth.csv"))
+    lines = printed.splitlines()
+    rows = {line.split()[0]: line.split() for line in lines[2:6]}
+    assert sorted(rows) == [t["series_id"] for t in truth]
+    for series_id, cells in rows.items():
+        assert cells[2] in ("rbf", "rbf+periodic") and float(cells[3]) >= 0
+    # A yearly cycle over three years: the sum wins and finds the year.
+    for series_id in ("seasonal-00", "seasonal-01"):
+        assert rows[series_id][2] == "rbf+periodic"
+        assert abs(float(rows[series_id][5]) - demo.YEAR_DAYS) < 10
+    assert lines[-2].startswith("kernels chosen: ")
