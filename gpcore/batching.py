@@ -80,7 +80,7 @@ class Batching:
         """Estimated core-seconds to fit one series of n_points points."""
         kernel = kernel_named(self.config.kernel)
         n = padded_length(max(int(n_points), 1))
-        rows, columns = grid_shape(kernel.has_period)
+        rows, columns = grid_shape(kernel)
         flops = (rows * columns * flops_per_value(n)
                  + NEWTON_EVALUATIONS * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
         return self.config.restarts * flops / FLOPS_PER_SECOND + SECONDS_PER_SERIES

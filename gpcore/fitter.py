@@ -17,11 +17,11 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
 
-from gpcore import likelihood, newton, starts
+from gpcore import likelihood, newton, parameters, starts
 from gpcore.batching import (flops_per_newton_evaluation, flops_per_value,
                              padded_length)
 from gpcore.config import FitConfig
-from gpcore.kernels import distances, kernel as kernel_named
+from gpcore.kernels import components, distances, kernel as kernel_named
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line
 from gpcore.series import CleanSeries, Series, clean
 
@@ -72,16 +72,18 @@ class GPFitter(tf.Module):
         self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
                      "member_evaluations": 0, "flops": 0.0}
         n_params = len(self.parameters)
-        rows, columns = starts.grid_shape(self.kernel.has_period)
+        rows, columns = starts.grid_shape(self.kernel)
         batch = tf.TensorSpec([None, None], DTYPE)  # [C, N] data or [C, P] bounds
         # autograph=False: the Python control flow here is static (loops over
-        # grid rows, parameters); tracing without conversion is seconds faster.
+        # parameters); tracing without conversion is seconds faster.
         self._fit_members = tf.function(self._fit_members_graph, autograph=False, input_signature=[
             batch, batch, batch,                                      # t, y, mask [C, N]
             batch, batch,                                             # lower, upper [C, P]
-            tf.TensorSpec([None, rows, n_params - 1], DTYPE),         # kernel grid rows
-            tf.TensorSpec([None, columns], DTYPE),                    # noise grid columns
-            tf.TensorSpec([None], tf.int32),                          # restart rank [C]
+            tf.TensorSpec([None, rows, n_params - 1], DTYPE),         # kernel grid rows [B, ...]
+            tf.TensorSpec([None, columns], DTYPE),                    # noise grid columns [B, ...]
+            tf.TensorSpec([None], tf.int32),                          # series of each member [C]
+            tf.TensorSpec([None], tf.int32),                          # restart rank [C]; -1: warm
+            batch,                                                    # warm start [C, P]
         ])
 
     @staticmethod
@@ -102,15 +104,19 @@ class GPFitter(tf.Module):
 
     # ---- compiled part -------------------------------------------------
 
-    def _fit_members_graph(self, t, y, mask, lower, upper, kernel_grid, noise_grid, rank):
+    def _fit_members_graph(self, t, y, mask, lower, upper, kernel_grid, noise_grid, group, rank,
+                           warm):
         """Grid search, then Newton, for C members; t, y, mask [C, N].
 
-        Member c starts from the rank[c]-th best grid point of its series:
-        restarts of one series start from its best grid points, and a start
-        that reaches the basin of a better one stops there.
+        Members 0..B-1 are the B series' first starts (rank 0); member c
+        fits series group[c] from the rank[c]-th best point of its grid, or
+        from warm[c] where rank[c] is -1 (a previous fit's parameters).
+        Restarts of one series that reach the basin of a better start stop
+        there.
         """
-        feature = self.kernel.feature(distances(t, t))  # [C, N, N], fixed for the batch
-        start, _ = self._grid_start(feature, y, mask, kernel_grid, noise_grid, rank)
+        feature = self.kernel.feature(distances(t, t))  # [C, N, N] each, fixed for the batch
+        grid_start, _ = self._grid_start(feature, y, mask, kernel_grid, noise_grid, group, rank)
+        start = tf.where((rank < 0)[:, None], warm, grid_start)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(start[:, i])
         position = tf.stack([tv.trainable_variables[0] for tv in self.parameters], axis=-1)
@@ -118,13 +124,11 @@ class GPFitter(tf.Module):
         def evaluate(x, members):
             everyone = tf.equal(tf.shape(members)[0], tf.shape(t)[0])
             take = lambda v: tf.cond(everyone, lambda: v, lambda: tf.gather(v, members))
-            return self._newton_terms(x, take(feature), take(y), take(mask))
+            return self._newton_terms(x, tf.nest.map_structure(take, feature), take(y), take(mask))
 
-        series = tf.shape(t)[0] // self.config.restarts
         result = newton.minimize(evaluate, position, lower, upper,
                                  self.config.max_iterations, self.config.tolerance,
-                                 groups=tf.range(tf.shape(t)[0]) % series,
-                                 merge_within=MERGE_WITHIN)
+                                 groups=group, merge_within=MERGE_WITHIN)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)
@@ -136,32 +140,36 @@ class GPFitter(tf.Module):
             "iterations": result.iterations, "evaluations": result.evaluations,
         }
 
-    def _grid_start(self, feature, y, mask, kernel_grid, noise_grid, rank):
-        """Scores every grid point, value only; returns the start [C, P] and
-        the values [C, G1, G2] (NaN where the covariance is not PD).
+    def _grid_start(self, feature, y, mask, kernel_grid, noise_grid, group, rank):
+        """Scores every series' grid, value only; returns each member's start
+        [C, P] (the rank[c]-th best point of its series' grid) and the values
+        [B, G1, G2].
 
-        Members are (restart r, series b) at r * B + b and restarts share
-        their series' data and grid, so the grid is scored for the first B
-        members only.
+        The grid is scored for the first B members (one per series) only;
+        a grid point whose covariance is not PD (NaN) ranks last.
         """
-        rows, columns = kernel_grid.shape[1], noise_grid.shape[1]
-        series = tf.shape(feature)[0] // self.config.restarts
-        values = []
-        for i in range(rows):
-            shape = tf.exp(kernel_grid[:series, i])
-            kmat = self.kernel.matrix(feature[:series], tf.unstack(shape, axis=-1))
-            values.append(tf.stack([
-                likelihood.profiled_nll(kmat, tf.exp(noise_grid[:series, j]) + self.jitter,
-                                        y[:series], mask[:series])[0]
-                for j in range(columns)], axis=-1))
-        values = tf.tile(tf.stack(values, axis=1), [self.config.restarts, 1, 1])  # [C, G1, G2]
-        scored = tf.where(tf.math.is_finite(values), values, tf.constant(np.inf, DTYPE))
-        # Member c starts from its series' rank[c]-th best grid point.
-        order = tf.argsort(tf.reshape(scored, [-1, rows * columns]), axis=-1)  # [C, G1 * G2]
-        best = tf.gather(order, rank % (rows * columns), batch_dims=1)          # [C]
+        series = tf.shape(kernel_grid)[0]
+        own = tf.nest.map_structure(lambda f: f[:series], feature)
+        y, mask = y[:series], mask[:series]
+        columns = noise_grid.shape[1]
+
+        def score_row(row):  # [B, K] -> [B, G2]; rows one at a time bound memory
+            kmat = self.kernel.matrix(own, tf.unstack(tf.exp(row), axis=-1))
+            return tf.stack([
+                likelihood.profiled_nll(kmat, tf.exp(noise_grid[:, j]) + self.jitter, y, mask)[0]
+                for j in range(columns)], axis=-1)
+
+        values = tf.map_fn(score_row, tf.transpose(kernel_grid, [1, 0, 2]),
+                           fn_output_signature=DTYPE, parallel_iterations=1)  # [G1, B, G2]
+        values = tf.transpose(values, [1, 0, 2])                               # [B, G1, G2]
+        scored = tf.reshape(values, [series, -1])
+        scored = tf.where(tf.math.is_finite(scored), scored, tf.constant(np.inf, DTYPE))
+        order = tf.gather(tf.argsort(scored, axis=-1), group)                  # [C, G1 * G2]
+        best = tf.gather(order, tf.maximum(rank, 0) % tf.shape(order)[1], batch_dims=1)
         row, column = best // columns, best % columns
-        start = tf.concat([tf.gather(kernel_grid, row, batch_dims=1),
-                           tf.gather(noise_grid, column, batch_dims=1)[:, None]], axis=-1)
+        start = tf.concat([tf.gather(tf.gather(kernel_grid, group), row, batch_dims=1),
+                           tf.gather(tf.gather(noise_grid, group), column, batch_dims=1)[:, None]],
+                          axis=-1)
         return start, values
 
     def _newton_terms(self, x, feature, y, mask):
@@ -247,21 +255,31 @@ class GPFitter(tf.Module):
         return [results[i] for i in range(len(batch))]
 
     def _fit_batch(self, batch: list[CleanSeries]) -> list[FitResult]:
-        data = _StandardisedBatch(batch, self.config.restarts)
-        has_period = self.kernel.has_period
-        grids = [starts.search_grid(has_period, t, y) for t, y in zip(data.t_std, data.y_standard)]
-        limits = [starts.bounds(has_period, t) for t in data.t_std]
-        tile = lambda arrays: np.tile(np.stack(arrays), (self.config.restarts,) + (1,) * arrays[0].ndim)
-        rank = np.repeat(np.arange(self.config.restarts, dtype=np.int32), len(batch))
+        kernel, restarts = self.kernel, self.config.restarts
+        spans = [s.t[-1] - s.t[0] for s in batch]
+        warm = [parameters.search_start(kernel, s.warm_start, span)
+                for s, span in zip(batch, spans)]
+        warmed = [b for b, w in enumerate(warm) if w is not None]
+        # Members: restart r of series b at r * B + b, then one warm start
+        # for each series that has one.
+        group = np.r_[np.tile(np.arange(len(batch)), restarts), warmed].astype(np.int32)
+        rank = np.r_[np.repeat(np.arange(restarts), len(batch)),
+                     np.full(len(warmed), -1)].astype(np.int32)
+        data = _StandardisedBatch(batch, group)
+        grids = [starts.search_grid(kernel, t, y) for t, y in zip(data.t_std, data.y_standard)]
+        lower, upper = (np.stack(side)[group] for side in
+                        zip(*(starts.bounds(kernel, t) for t in data.t_std)))
+        start = np.zeros_like(lower)
+        if warmed:
+            start[len(group) - len(warmed):] = [warm[b] for b in warmed]
         out = {k: v.numpy() for k, v in self._fit_members(
-            data.t, data.y, data.mask,
-            tile([lo for lo, _ in limits]), tile([hi for _, hi in limits]),
-            tile([rows for rows, _ in grids]), tile([columns for _, columns in grids]),
-            rank).items()}
-        members, n_pad = data.t.shape
-        grid_points = int(np.prod(starts.grid_shape(has_period)))
-        self._count_work(members, len(batch) * grid_points, int(out.pop("evaluations")), n_pad)
-        return [data.result(b, out, self.kernel) for b in range(len(batch))]
+            data.t, data.y, data.mask, lower, upper,
+            np.stack([rows for rows, _ in grids]), np.stack([columns for _, columns in grids]),
+            group, rank, np.clip(start, lower, upper)).items()}
+        grid_points = int(np.prod(starts.grid_shape(kernel)))
+        self._count_work(len(group), len(batch) * grid_points, int(out.pop("evaluations")),
+                         data.t.shape[1])
+        return [data.result(b, out, kernel, warm[b] is not None) for b in range(len(batch))]
 
     def _count_work(self, members: int, grid_values: int, evaluations: int, n: int) -> None:
         self.work["batches"] += 1
@@ -274,11 +292,12 @@ class GPFitter(tf.Module):
 
 class _StandardisedBatch:
     """A batch standardised (t to [0, 1], y to zero mean and unit variance),
-    padded to [R * B, N] with masks, and the way back to the caller's units."""
+    padded to [C, N] with masks, one row per member (member c fits series
+    group[c]), and the way back to the caller's units."""
 
-    def __init__(self, batch: list[CleanSeries], restarts: int):
+    def __init__(self, batch: list[CleanSeries], group: np.ndarray):
         self.batch = batch
-        self.restarts = restarts
+        self.group = group
         n_pad = padded_length(max(s.n_points for s in batch))
         self.t0 = np.array([s.t[0] for s in batch])
         self.span = np.array([s.t[-1] - s.t[0] for s in batch])
@@ -293,12 +312,12 @@ class _StandardisedBatch:
             t[b, :ts.size], y[b, :ys.size], mask[b, :ys.size] = ts, ys, 1.0
             # Padding repeats the last time: finite, and masked out anyway.
             t[b, ts.size:] = ts[-1]
-        self.t, self.y, self.mask = (np.tile(a, (restarts, 1)) for a in (t, y, mask))
+        self.t, self.y, self.mask = t[group], y[group], mask[group]
 
-    def result(self, b: int, out: dict, kernel) -> FitResult:
-        """FitResult of series b, from its best restart, in the caller's units."""
+    def result(self, b: int, out: dict, kernel, warm_started: bool) -> FitResult:
+        """FitResult of series b, from its best member, in the caller's units."""
         series = self.batch[b]
-        members = b + len(self.batch) * np.arange(self.restarts)
+        members = np.flatnonzero(self.group == b)
         nll = out["nll"][members]
         if not np.isfinite(nll).any():
             return FitResult(str(series.series_id), FAILED, kernel.name, series.n_points,
@@ -307,36 +326,40 @@ class _StandardisedBatch:
                                    f"{out['jitter'][b]:g}); check the series for "
                                    "extreme or degenerate values")
         m = members[np.nanargmin(np.where(np.isfinite(nll), nll, np.nan))]
-        sd, span = self.y_scale[b], self.span[b]
+        sd = self.y_scale[b]
         scale2 = out["scale2"][m]
-        shape = dict(zip(kernel.parameters, out["params"][m]))
-        for name in kernel.time_parameters:
-            shape[name] *= span
+        parts = parameters.component_rows(kernel, out["params"][m][:-1], scale2, sd, self.span[b])
+        single = parts[0] if len(parts) == 1 else {}
         fitted = dict(
             mean=self.y_mean[b] + sd * out["mean"][m],
-            amplitude=sd * np.sqrt(scale2),
-            length_scale=shape["length_scale"],
-            period=shape.get("period"),
+            amplitude=single.get("amplitude"),
+            length_scale=single.get("length_scale"),
+            period=single.get("period"),
             noise_variance=sd * sd * scale2 * out["noise_ratio"][m],
             # Standardising y by sd divides the density by sd^n.
             nll=out["nll"][m] + series.n_points * np.log(sd),
         )
-        if not all(np.isfinite(v) for v in fitted.values() if v is not None):
+        numbers = [v for v in fitted.values() if v is not None]
+        numbers += [v for part in parts for k, v in part.items() if k != "kernel" and v is not None]
+        if not all(np.isfinite(numbers)):
             return FitResult(str(series.series_id), FAILED, kernel.name, series.n_points,
-                             error=f"fit gave non-finite parameters {fitted}; check the "
-                                   "series for extreme values")
+                             error=f"fit gave non-finite parameters {fitted} {parts}; check "
+                                   "the series for extreme values")
         status = int(out["status"][m])
-        fitted["components"] = [{"kernel": kernel.name, "amplitude": fitted["amplitude"],
-                                 "length_scale": fitted["length_scale"],
-                                 "period": fitted["period"]}]
-        # Free parameters: mean, amplitude, shape parameters, noise variance.
-        count = 3 + len(kernel.parameters)
-        fitted["bic"] = 2.0 * fitted["nll"] + count * np.log(series.n_points)
         return FitResult(str(series.series_id), OK, kernel.name, series.n_points,
                          converged=status == newton.CONVERGED,
                          stop_reason=newton.STOP_REASONS[status],
                          at_bound=bool(out["at_bound"][m]),
-                         iterations=int(out["iterations"][m]), **fitted)
+                         iterations=int(out["iterations"][m]),
+                         components=parts, bic=bic(kernel, fitted["nll"], series.n_points),
+                         warm_started=warm_started, **fitted)
+
+
+def bic(kernel, nll: float, n_points: int) -> float:
+    """2 nll + k log n, with k the free parameters: the mean, the noise
+    variance, and each component's amplitude and shape parameters."""
+    count = 2 + sum(1 + len(base.parameters) for base in components(kernel))
+    return 2.0 * nll + count * np.log(n_points)
 
 
 def last_line(error: BaseException) -> str:

@@ -43,7 +43,7 @@ class Kernel:
 
     @property
     def has_period(self) -> bool:
-        return "period" in self.parameters
+        return any(name.startswith("period") for name in self.parameters)
 
     def time_scale(self, params) -> float:
         """How far apart in t (units of t) the kernel's functions change
@@ -153,22 +153,103 @@ class _Periodic(Kernel):
         }
 
 
+class Sum(Kernel):
+    """A sum of base kernels: K1 = k_0 + sum_{c >= 1} w_c k_c, unit amplitude
+    for the first component (the overall amplitude is profiled out) and a
+    variance ratio w_c = amplitude_c^2 / amplitude_0^2 for each other one.
+
+    Parameters, in order: component 0's shape parameters, then for each
+    further component its `variance_ratio` and its shape parameters, every
+    name suffixed with the component's index (`length_scale_0`,
+    `variance_ratio_1`, `period_1`, ...).
+    """
+
+    def __init__(self, components: tuple[Kernel, ...]):
+        names, time_names, layout = [], [], []
+        for c, base in enumerate(components):
+            ratio = None
+            if c:
+                ratio = len(names)
+                names.append(f"variance_ratio_{c}")
+            shape = list(range(len(names), len(names) + len(base.parameters)))
+            names += [f"{name}_{c}" for name in base.parameters]
+            time_names += [f"{name}_{c}" for name in base.time_parameters]
+            layout.append((ratio, shape))
+        super().__init__("+".join(b.name for b in components), tuple(names), tuple(time_names))
+        object.__setattr__(self, "components", components)
+        # Per component: (index of its variance ratio or None, its shape indices).
+        object.__setattr__(self, "layout", tuple(layout))
+
+    def component_parameters(self, c: int, params: list) -> list:
+        """Component c's shape parameters, out of the sum's list."""
+        return [params[i] for i in self.layout[c][1]]
+
+    def time_scale(self, params) -> float:
+        return min(base.time_scale({name: params[f"{name}_{c}"] for name in base.parameters})
+                   for c, base in enumerate(self.components))
+
+    def feature(self, distance):
+        return tuple(base.feature(distance) for base in self.components)
+
+    def matrix_and_derivatives(self, feature, params, order=2):
+        """As Kernel's; second derivatives between different components are
+        zero and left out of the dict."""
+        total, first, second = 0.0, [None] * len(params), {}
+        for c, base in enumerate(self.components):
+            ratio, shape = self.layout[c]
+            k, dk, d2k = base.matrix_and_derivatives(
+                feature[c], self.component_parameters(c, params), order)
+            w = 1.0 if ratio is None else params[ratio][:, None, None]
+            wk = k if ratio is None else w * k
+            total = total + wk
+            if order == 0:
+                continue
+            for a, i in enumerate(shape):
+                first[i] = dk[a] if ratio is None else w * dk[a]
+            if ratio is not None:
+                first[ratio] = wk  # d(w k)/dlog w = w k
+            if order == 1:
+                continue
+            for (a, b), d2 in d2k.items():
+                second[(shape[a], shape[b])] = d2 if ratio is None else w * d2
+            if ratio is not None:
+                second[(ratio, ratio)] = wk
+                for i in shape:
+                    second[(ratio, i)] = first[i]
+        if order == 0:
+            return total, [], {}
+        return total, first, second
+
+
 RBF = _RBF("rbf", ("length_scale",), ("length_scale",))
 MATERN32 = _Matern("matern32", 1.5)
 MATERN52 = _Matern("matern52", 2.5)
 PERIODIC = _Periodic("periodic", ("length_scale", "period"), ("period",))
 
-# Name -> kernel, in the order options and help text list them.
+# Name -> base kernel, in the order options and help text list them.
 TABLE = {k.name: k for k in (RBF, MATERN32, MATERN52, PERIODIC)}
 KERNELS = tuple(TABLE)
+# Sums join base kernels with this; at most MAX_COMPONENTS of them.
+SUM = "+"
+MAX_COMPONENTS = 3
+SYNTAX = (f"one of {', '.join(KERNELS)}, or a sum of up to {MAX_COMPONENTS} of them "
+          f"joined by '{SUM}' (e.g. rbf+periodic)")
 
 
 def kernel(name: str) -> Kernel:
-    """The kernel called `name`; ValueError naming the choices otherwise."""
-    try:
-        return TABLE[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"kernel must be one of {', '.join(KERNELS)}; got {name!r}") from None
+    """The kernel called `name`: a base kernel or a sum such as
+    "rbf+periodic"; ValueError naming the choices otherwise."""
+    parts = name.split(SUM) if isinstance(name, str) else [None]
+    if not all(part in TABLE for part in parts) or len(parts) > MAX_COMPONENTS:
+        raise ValueError(f"kernel must be {SYNTAX}; got {name!r}")
+    if len(parts) == 1:
+        return TABLE[parts[0]]
+    return Sum(tuple(TABLE[part] for part in parts))
+
+
+def components(k: Kernel) -> tuple[Kernel, ...]:
+    """The base kernels of k: itself alone, or a sum's components."""
+    return getattr(k, "components", (k,))
 
 
 def distances(t1, t2):

@@ -107,7 +107,8 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
     Args:
       kmat: [C, N, N] unit kernel matrix K1 (unmasked; masked here).
       dkmats: list of K kernel-parameter derivatives [C, N, N] (d/dlog p).
-      d2kmats: dict (i, j) -> [C, N, N] second derivatives, i <= j < K.
+      d2kmats: dict (i, j) -> [C, N, N] second derivatives, i <= j < K;
+        a missing pair is zero.
       noise_ratio: [C] r plus any jitter (the diagonal added to K1).
       log_noise_ratio: [C] log r, the searched coordinate (without jitter).
       y, mask: [C, N].
@@ -139,9 +140,11 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
     def second(i, j):
         q = 2.0 * tf.reduce_sum(v[i] * pv[j], axis=-1)
         if i < k and j < k:
-            d2 = d2kmats[(i, j)]
-            q -= tf.reduce_sum(alpha * tf.linalg.matvec(d2, alpha), axis=-1)
-            ld = _inner(b, d2) - _inner(products[i], products[j], transpose=True)
+            ld = -_inner(products[i], products[j], transpose=True)
+            d2 = d2kmats.get((i, j))  # absent: zero (different components of a sum)
+            if d2 is not None:
+                q -= tf.reduce_sum(alpha * tf.linalg.matvec(d2, alpha), axis=-1)
+                ld += _inner(b, d2)
         elif i < k:  # kernel x noise: A_ir = 0
             ld = -r * _inner(products[i], b)
         else:  # noise x noise: A_rr = A_r

@@ -42,11 +42,13 @@ class CleanSeries:
     Attributes:
       t: [n] sorted times; repeated times are kept (repeated measurements).
       y: [n] finite values.
+      warm_start: the Series' warm_start, passed on.
     """
 
     series_id: object
     t: np.ndarray
     y: np.ndarray
+    warm_start: Optional[dict] = None
 
     @property
     def n_points(self) -> int:
@@ -99,7 +101,7 @@ def clean(series: Series, min_points: int, max_points: int
         return None, n, f"all {n} values are equal ({y[0]:g}); nothing to fit"
     # Stable sort keeps repeated timestamps in input order (deterministic).
     order = np.argsort(t, kind="stable")
-    return CleanSeries(series.series_id, t[order], y[order]), n, None
+    return CleanSeries(series.series_id, t[order], y[order], series.warm_start), n, None
 
 
 def _numbers(values, name: str, advice: str) -> tuple[Optional[np.ndarray], Optional[str]]:

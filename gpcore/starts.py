@@ -15,7 +15,11 @@ spacing and span.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
+
+from gpcore.kernels import Kernel, components
 
 # Noise-to-signal ratios r scored at every grid length scale: from nearly
 # noise-free (real yearly series often are) to noise as strong as the signal.
@@ -34,11 +38,25 @@ PERIODIC_LENGTH_BOUNDS = (1e-2, 1e2)
 PERIODS = 3            # periodogram peaks scored as candidate periods
 PERIODOGRAM_OVERSAMPLE = 4  # frequency steps per 1/span: peaks are ~1/span wide
 PERIODOGRAM_MAX_FREQUENCIES = 20000
+# Sums: each component's candidates are crossed, so each gets fewer: length
+# scales over the same range, periods from the periodogram of the detrended
+# series with one periodic length scale, and variance ratios of the
+# components after the first.
+SUM_LENGTH_GRID_SIZE = 4
+SUM_PERIODIC_LENGTH = 1.0
+VARIANCE_RATIO_GRID = (0.1, 1.0)
+VARIANCE_RATIO_BOUNDS = (1e-6, 1e6)
 
 
-def grid_shape(has_period: bool) -> tuple[int, int]:
+def grid_shape(kernel: Kernel) -> tuple[int, int]:
     """(kernel-parameter rows, noise columns) of every series' grid."""
-    rows = PERIODS * len(PERIODIC_LENGTH_GRID) if has_period else LENGTH_GRID_SIZE
+    parts = components(kernel)
+    if len(parts) == 1:
+        rows = PERIODS * len(PERIODIC_LENGTH_GRID) if kernel.has_period else LENGTH_GRID_SIZE
+    else:
+        rows = len(VARIANCE_RATIO_GRID) ** (len(parts) - 1)
+        for base in parts:
+            rows *= PERIODS if base.has_period else SUM_LENGTH_GRID_SIZE
     return rows, len(NOISE_GRID)
 
 
@@ -54,41 +72,78 @@ def _shortest_length_scale(spacing: float) -> float:
     return min(LENGTH_BOUNDS[0] * spacing, LENGTH_BOUNDS[1])
 
 
-def bounds(has_period: bool, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def bounds(kernel: Kernel, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(lower [P], upper [P]) log bounds: kernel parameters, then log r."""
     h = median_spacing(t)
-    if has_period:
-        lower = [PERIODIC_LENGTH_BOUNDS[0], h]
-        upper = [PERIODIC_LENGTH_BOUNDS[1], 1.0]
-    else:
-        lower = [_shortest_length_scale(h)]
-        upper = [LENGTH_BOUNDS[2]]
+    lower, upper = [], []
+    for c, base in enumerate(components(kernel)):
+        if c:
+            lower.append(VARIANCE_RATIO_BOUNDS[0])
+            upper.append(VARIANCE_RATIO_BOUNDS[1])
+        if base.has_period:
+            lower += [PERIODIC_LENGTH_BOUNDS[0], h]
+            upper += [PERIODIC_LENGTH_BOUNDS[1], 1.0]
+        else:
+            lower.append(_shortest_length_scale(h))
+            upper.append(LENGTH_BOUNDS[2])
     return (np.log(lower + [NOISE_BOUNDS[0]]), np.log(upper + [NOISE_BOUNDS[1]]))
 
 
-def search_grid(has_period: bool, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def search_grid(kernel: Kernel, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(kernel rows [G1, K], noise columns [G2]), both log, for one series.
 
     Args:
-      has_period: the kernel's parameters are (length scale, period), else
-        (length scale,). t: [n] sorted times in [0, 1]. y: [n] standardised.
+      kernel: the kernel fitted (rows follow its `parameters` order).
+      t: [n] sorted times in [0, 1]. y: [n] standardised values.
     """
     noise = np.log(NOISE_GRID)
-    if has_period:
-        periods = periodogram_peaks(t, y, PERIODS)
-        periods = periods[np.arange(PERIODS) % periods.size]
+    parts = components(kernel)
+    if len(parts) > 1:
+        return _sum_grid(parts, t, y), noise
+    if kernel.has_period:
+        periods = _repeated(periodogram_peaks(t, y, PERIODS))
         rows = [(np.log(l), np.log(p)) for p in periods for l in PERIODIC_LENGTH_GRID]
         return np.array(rows), noise
-    h = median_spacing(t)
-    lo = max(LENGTH_GRID_SPAN[0] * h, _shortest_length_scale(h))
-    rows = np.linspace(np.log(lo), np.log(LENGTH_GRID_SPAN[1]), LENGTH_GRID_SIZE)
+    rows = _length_grid(t, LENGTH_GRID_SIZE)
     return rows[:, None], noise
 
 
-def periodogram_peaks(t: np.ndarray, y: np.ndarray, count: int) -> np.ndarray:
+def _length_grid(t: np.ndarray, size: int) -> np.ndarray:
+    """[size] log length scales from 2 median spacings to 2 spans."""
+    h = median_spacing(t)
+    lo = max(LENGTH_GRID_SPAN[0] * h, _shortest_length_scale(h))
+    return np.linspace(np.log(lo), np.log(LENGTH_GRID_SPAN[1]), size)
+
+
+def _repeated(periods: np.ndarray) -> np.ndarray:
+    """Exactly PERIODS periods: fewer peaks are repeated (same grid shape)."""
+    return periods[np.arange(PERIODS) % periods.size]
+
+
+def _sum_grid(parts, t: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """[G1, K] log rows of a sum: every component's candidates crossed,
+    with a variance ratio for each component after the first."""
+    # The trend would dominate the periodogram's low frequencies: remove a
+    # line first, and look for cycles seen at least twice.
+    detrended = y - np.polyval(np.polyfit(t, y, 1), t)
+    periods = _repeated(periodogram_peaks(t, detrended, PERIODS, shortest_cycles=2.0))
+    options = []
+    for c, base in enumerate(parts):
+        if base.has_period:
+            own = [(np.log(SUM_PERIODIC_LENGTH), np.log(p)) for p in periods]
+        else:
+            own = [(v,) for v in _length_grid(t, SUM_LENGTH_GRID_SIZE)]
+        if c:
+            own = [(np.log(w),) + row for w in VARIANCE_RATIO_GRID for row in own]
+        options.append(own)
+    return np.array([sum(rows, ()) for rows in itertools.product(*options)])
+
+
+def periodogram_peaks(t: np.ndarray, y: np.ndarray, count: int,
+                      shortest_cycles: float = 1.0) -> np.ndarray:
     """[<=count] periods (units of t) at the highest periodogram peaks.
 
-    Frequencies run from 1 cycle per span up to half the mean sampling rate
+    Frequencies run from `shortest_cycles` cycles per span up to half the mean sampling rate
     in steps of 1/(PERIODOGRAM_OVERSAMPLE x span): a peak is about 1/span
     wide, so a coarser grid misses the true period's basin on long series.
     """
@@ -96,8 +151,10 @@ def periodogram_peaks(t: np.ndarray, y: np.ndarray, count: int) -> np.ndarray:
     span = max(float(t[-1] - t[0]), 1e-300)
     f_max = max(2.0, 0.5 * (n - 1)) / span
     step = 1.0 / (PERIODOGRAM_OVERSAMPLE * span)
-    count_f = int(min(PERIODOGRAM_MAX_FREQUENCIES, max(8, (f_max - 1.0 / span) / step)))
-    freqs = np.linspace(1.0 / span, f_max, count_f)
+    f_min = shortest_cycles / span
+    f_max = max(f_max, 2.0 * f_min)
+    count_f = int(min(PERIODOGRAM_MAX_FREQUENCIES, max(8, (f_max - f_min) / step)))
+    freqs = np.linspace(f_min, f_max, count_f)
     power = np.empty(freqs.size)
     # In blocks: [F, n] phases for a 4,000-point series would take ~1 GB at once.
     for start in range(0, freqs.size, 512):

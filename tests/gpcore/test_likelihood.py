@@ -103,22 +103,26 @@ def test_profiled_likelihood_is_the_maximum_over_mean_and_scale(rng):
                        ratio * scale2 * d_amp ** 2) > at_max
 
 
-@pytest.mark.parametrize("kernel", ["rbf", "matern32", "matern52", "periodic"])
+@pytest.mark.parametrize("kernel", ["rbf", "matern32", "matern52", "periodic",
+                                    "rbf+periodic", "matern52+rbf+periodic"])
 def test_newton_terms_match_autodiff_of_the_profiled_likelihood(rng, kernel):
     # Gradient and Hessian in (log shape parameters, log r) against TF's own
     # second-order autodiff through the Cholesky of the same objective, with
-    # padding and a missing point masked and a jitter on the diagonal.
+    # padding and a missing point masked and a jitter on the diagonal. Sums
+    # cover the variance ratios and the cross-component (zero) terms.
     period = 0.3 if kernel == "periodic" else None
-    t, y = ref.sample(rng, kernel, 45, noise_variance=0.05, period=period, span=1.0)
+    t, y = ref.sample(rng, "periodic" if period else "rbf", 45, noise_variance=0.05,
+                      period=period, span=1.0)
     t, y = (t - t[0]) / np.ptp(t), (y - y.mean()) / y.std()
     mask = np.ones((1, 48)); mask[0, 45:] = 0.0; mask[0, 3] = 0.0
     tp = tf.constant(np.concatenate([t, np.full(3, t[-1])])[None])
     yp = tf.constant(np.concatenate([y, np.zeros(3)])[None])
     m = tf.constant(mask)
-    shape = [0.2, 0.3] if period else [0.2]
+    kern = kernel_named(kernel)
+    values = {"length_scale": 0.2, "period": 0.3, "variance_ratio": 0.5}
+    shape = [values[name.rstrip("_0123456789")] for name in kern.parameters]
     x = tf.constant([np.log(shape + [0.1])], tf.float64)
     jitter = 1e-6
-    kern = kernel_named(kernel)
     feature = kern.feature(distances(tp, tp))
 
     def value(x):

@@ -5,30 +5,32 @@ import tensorflow as tf
 
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, starts
-from gpcore.kernels import distances
+from gpcore.kernels import distances, kernel as kernel_named
 
 
 def test_bounds_follow_the_data_spacing_and_span(rng):
     dense = np.linspace(0.0, 1.0, 2001)  # spacing 5e-4
     sparse = np.linspace(0.0, 1.0, 11)
-    lo_dense, hi_dense = starts.bounds(False, dense)
-    lo_sparse, _ = starts.bounds(False, sparse)
+    lo_dense, hi_dense = starts.bounds(kernel_named("rbf"), dense)
+    lo_sparse, _ = starts.bounds(kernel_named("rbf"), sparse)
     assert np.exp(lo_dense[0]) == pytest.approx(0.25 * 5e-4)
     assert np.exp(lo_sparse[0]) == pytest.approx(1e-3)  # at least span / 1000
     assert np.exp(hi_dense[0]) == pytest.approx(10.0)
     assert np.exp([lo_dense[-1], hi_dense[-1]]) == pytest.approx(starts.NOISE_BOUNDS)
-    lo_p, hi_p = starts.bounds(True, sparse)
+    lo_p, hi_p = starts.bounds(kernel_named("periodic"), sparse)
     assert np.exp(lo_p[1]) == pytest.approx(0.1) and np.exp(hi_p[1]) == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("has_period", [False, True])
-def test_grid_lies_inside_the_bounds(rng, has_period):
+@pytest.mark.parametrize("name", ["rbf", "periodic", "rbf+periodic", "matern52+rbf+periodic"])
+def test_grid_lies_inside_the_bounds(rng, name):
+    kernel = kernel_named(name)
     t = np.sort(rng.uniform(0.0, 1.0, 200)); t = (t - t[0]) / np.ptp(t)
     y = rng.normal(size=200)
-    rows, columns = starts.search_grid(has_period, t, y)
-    lower, upper = starts.bounds(has_period, t)
-    assert (rows.shape, columns.shape) == ((starts.grid_shape(has_period)[0], 1 + has_period),
-                                           (starts.grid_shape(has_period)[1],))
+    rows, columns = starts.search_grid(kernel, t, y)
+    lower, upper = starts.bounds(kernel, t)
+    assert lower.shape == upper.shape == (len(kernel.parameters) + 1,)
+    assert (rows.shape, columns.shape) == ((starts.grid_shape(kernel)[0], len(kernel.parameters)),
+                                           (starts.grid_shape(kernel)[1],))
     assert np.all(rows >= lower[:-1] - 1e-12) and np.all(rows <= upper[:-1] + 1e-12)
     assert np.all(columns >= lower[-1]) and np.all(columns <= upper[-1])
 
@@ -61,12 +63,13 @@ def test_grid_scores_equal_numpy_and_restarts_start_from_the_best_points(rng, ke
     t, y = ref.sample(rng, kernel, 40, noise_variance=0.05, period=0.3 if kernel == "periodic" else None,
                       length_scale=0.8 if kernel == "periodic" else 0.1, span=1.0)
     t, y = (t - t[0]) / np.ptp(t), (y - y.mean()) / y.std()
-    rows, columns = starts.search_grid(kernel == "periodic", t, y)
-    count = rows.shape[0] * columns.size  # one member per grid point
-    tile = lambda a: tf.constant(np.repeat(a[None], count, axis=0))
+    rows, columns = starts.search_grid(fitter.kernel, t, y)
+    count = rows.shape[0] * columns.size  # one member per grid point, all of one series
+    tile = lambda a, n=count: tf.constant(np.repeat(a[None], n, axis=0))
     feature = fitter.kernel.feature(distances(tile(t), tile(t)))
     start, values = fitter._grid_start(feature, tile(y), tile(np.ones_like(y)),
-                                       tile(rows), tile(columns), tf.range(count))
+                                       tile(rows, 1), tile(columns, 1),
+                                       tf.zeros([count], tf.int32), tf.range(count))
     expected = np.array([[_profiled_nll_numpy(kernel, t, y, np.exp(r), np.exp(c)) for c in columns]
                          for r in rows])
     # Same likelihood, TF against numpy's inverse: float64 round-off.

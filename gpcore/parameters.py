@@ -1,0 +1,77 @@
+"""Fitted parameters both ways: from the optimiser's standardised log
+coordinates to the caller's units, and from a previous fit's parameters
+back to a starting point.
+
+The optimiser searches, for t scaled to [0, 1] and y to unit variance, the
+log of each kernel shape parameter (gpcore/kernels.py, `parameters` order)
+and of the noise ratio r = noise variance / amplitude_0^2; the overall
+scale s^2 = amplitude_0^2 is profiled out, and a sum's further components
+have variance ratios w_c = amplitude_c^2 / amplitude_0^2.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import numpy as np
+
+from gpcore.kernels import Kernel, components
+
+
+def component_rows(kernel: Kernel, shape: np.ndarray, scale2: float, sd: float,
+                   span: float) -> list[dict]:
+    """The `components` of a fit in the caller's units.
+
+    Args:
+      kernel: the kernel fitted. shape: [P - 1] its parameters (not log) in
+        standardised units. scale2: the profiled s^2. sd, span: y's standard
+        deviation and t's span that standardised the series.
+    Returns:
+      One dict per component: kernel, amplitude (units of y), length_scale
+      (units of t; unitless for periodic) and period (units of t or None).
+    """
+    named = dict(zip(kernel.parameters, shape))
+    for name in kernel.time_parameters:
+        named[name] *= span
+    rows = []
+    for c, base in enumerate(components(kernel)):
+        suffix = f"_{c}" if len(components(kernel)) > 1 else ""
+        ratio = named.get(f"variance_ratio{suffix}", 1.0)
+        rows.append({"kernel": base.name, "amplitude": sd * np.sqrt(scale2 * ratio),
+                     "length_scale": named[f"length_scale{suffix}"],
+                     "period": named.get(f"period{suffix}")})
+    return rows
+
+
+def search_start(kernel: Kernel, params: Optional[Mapping], span: float) -> Optional[np.ndarray]:
+    """[P] log standardised coordinates of a previous fit's parameters, or
+    None where they do not apply: another kernel, or missing or
+    non-positive values.
+
+    Args:
+      params: as FitResult.params gives them (kernel, components,
+        noise_variance; flat amplitude/length_scale/period for single kernels).
+      span: t's span that standardises the series being fitted now (ratios
+        of variances need no scale).
+    """
+    if not params or params.get("kernel") != kernel.name:
+        return None
+    parts = params.get("components") or [
+        {"kernel": kernel.name, **{k: params.get(k) for k in ("amplitude", "length_scale",
+                                                              "period")}}]
+    try:
+        scale2 = float(parts[0]["amplitude"]) ** 2
+        values = []
+        for c, base in enumerate(components(kernel)):
+            if c:
+                values.append(float(parts[c]["amplitude"]) ** 2 / scale2)
+            for name in base.parameters:
+                unit = span if name in base.time_parameters else 1.0
+                values.append(float(parts[c][name]) / unit)
+        values.append(float(params["noise_variance"]) / scale2)
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    values = np.array(values)
+    if len(parts) != len(components(kernel)) or not np.all(np.isfinite(values)):
+        return None
+    # A noise-free previous fit (r = 0) starts from the smallest ratio.
+    return np.log(np.maximum(values, np.finfo(float).tiny))
