@@ -11,7 +11,7 @@ PY     := $(BIN)/python
 export OPENBLAS_NUM_THREADS ?= 1
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: run test bench report dataflow-dry-run clean
+.PHONY: run test bench bench-seasonal report dataflow-dry-run clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,12 @@ report: $(VENV)/.installed-test
 # Real-data quality alone: .venv/bin/python benchmarks/realdata.py --check
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/speed.py $(BENCH_ARGS)
+
+# Kernel sums on seasonal series (benchmarks/seasonal.py): rbf+periodic against
+# scikit-learn, the periods found, kernel "auto"'s choice. The peer's fits take
+# ~5-9 min on 2 cores the first time, then come from benchmarks/results/.
+bench-seasonal: $(VENV)/.installed-test
+	$(PY) benchmarks/seasonal_quality.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) demo/data demo/output build dist *.egg-info
