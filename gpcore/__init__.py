@@ -9,14 +9,17 @@ from gpcore.config import KERNELS, FitConfig
 from gpcore.result import OUTPUT_COLUMNS, FitResult
 from gpcore.series import Series
 
-__all__ = ["Batching", "FitConfig", "FitResult", "GPFitter", "KERNELS", "OUTPUT_COLUMNS",
-           "Series", "predict"]
+__all__ = ["Batching", "FitConfig", "FitResult", "GPFitter", "KERNELS", "KernelChoice",
+           "OUTPUT_COLUMNS", "Series", "build_fitter", "predict"]
 
 
 def __getattr__(name):
     if name == "GPFitter":
         from gpcore.fitter import GPFitter
         return GPFitter
+    if name in ("KernelChoice", "build_fitter"):
+        from gpcore import choice
+        return getattr(choice, name)
     if name == "predict":
         from gpcore.predict import predict
         return predict

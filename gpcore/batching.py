@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpcore.config import FitConfig
+from gpcore.config import FitConfig, fitted_kernels
 from gpcore.kernels import kernel as kernel_named
 from gpcore.starts import grid_shape
 
@@ -77,12 +77,15 @@ class Batching:
             raise ValueError(f"seconds_per_call must be > 0; got {self.seconds_per_call!r}")
 
     def cost(self, n_points: int) -> float:
-        """Estimated core-seconds to fit one series of n_points points."""
-        kernel = kernel_named(self.config.kernel)
+        """Estimated core-seconds to fit one series of n_points points (with
+        every candidate under kernel "auto")."""
         n = padded_length(max(int(n_points), 1))
-        rows, columns = grid_shape(kernel)
-        flops = (rows * columns * flops_per_value(n)
-                 + NEWTON_EVALUATIONS * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
+        flops = 0.0
+        for name in fitted_kernels(self.config):
+            kernel = kernel_named(name)
+            rows, columns = grid_shape(kernel)
+            flops += (rows * columns * flops_per_value(n) + NEWTON_EVALUATIONS
+                      * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
         return self.config.restarts * flops / FLOPS_PER_SECOND + SECONDS_PER_SERIES
 
     def bucket(self, n_points: int) -> int:

@@ -1,9 +1,16 @@
-"""Fit configuration: which model, how many starts, which series to accept."""
+"""Fit configuration: which model (or models to choose from), how many
+starts, which series to accept."""
 from __future__ import annotations
 
 import dataclasses
 
-from gpcore.kernels import KERNELS, kernel  # noqa: F401  (KERNELS: the names, re-exported)
+from gpcore.kernels import KERNELS, SYNTAX, kernel  # noqa: F401  (KERNELS: the names, re-exported)
+
+# kernel=AUTO fits each candidate and keeps the lowest BIC per series.
+AUTO = "auto"
+# Smooth, rough, and each with a yearly-style cycle on top: what real
+# series mostly are (docs/design.md, "Kernel choice").
+CANDIDATES = ("rbf", "matern52", "rbf+periodic", "matern52+periodic")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -11,7 +18,9 @@ class FitConfig:
     """Settings of one GPFitter; fixed for its lifetime.
 
     Attributes:
-      kernel: one of KERNELS.
+      kernel: one of KERNELS, a sum of them such as "rbf+periodic", or
+        "auto": every one of `candidates` is fitted and the lowest BIC kept.
+      candidates: the kernels "auto" chooses from.
       restarts: Newton starts per series, run as extra batch members: from
         the best points of the search grid, best first (gpcore/starts.py).
       min_points: fewer finite points than this -> status "skipped".
@@ -26,6 +35,7 @@ class FitConfig:
     """
 
     kernel: str = "rbf"
+    candidates: tuple[str, ...] = CANDIDATES
     restarts: int = 1
     min_points: int = 3
     max_points: int = 4096
@@ -34,7 +44,23 @@ class FitConfig:
     tolerance: float = 1e-4
 
     def __post_init__(self):
-        kernel(self.kernel)  # ValueError naming the choices
+        object.__setattr__(self, "candidates", tuple(self.candidates))
+        if self.kernel == AUTO:
+            if len(set(self.candidates)) < 2 or AUTO in self.candidates:
+                raise ValueError("candidates must name at least 2 different kernels "
+                                 f"(not auto); got {self.candidates!r}")
+            for name in self.candidates:
+                try:
+                    kernel(name)
+                except ValueError:
+                    raise ValueError(f"candidate kernel {name!r} is not known; each must be "
+                                     f"{SYNTAX}") from None
+        else:
+            try:
+                kernel(self.kernel)
+            except ValueError:
+                raise ValueError(f"kernel must be {SYNTAX}, or {AUTO}; "
+                                 f"got {self.kernel!r}") from None
         for name in ("restarts", "min_points", "max_points", "batch_size",
                      "max_iterations"):
             if int(getattr(self, name)) < 1:
@@ -46,3 +72,8 @@ class FitConfig:
                 f"max_points ({self.max_points}) must be >= min_points ({self.min_points})")
         if not self.tolerance > 0:
             raise ValueError(f"tolerance must be > 0; got {self.tolerance!r}")
+
+
+def fitted_kernels(config: FitConfig) -> tuple[str, ...]:
+    """The kernels a fitter for config fits: the candidates under auto."""
+    return config.candidates if config.kernel == AUTO else (config.kernel,)

@@ -1,15 +1,15 @@
 """Posterior predictions of a fitted GP at new times.
 
 The model is the one the fitter fits: y(t) = mean + f(t) + noise, with
-f ~ GP(0, amplitude^2 k(t, t')) for a unit-amplitude kernel k from
-gpcore.kernels and independent Gaussian noise of variance noise_variance.
+f ~ GP(0, sum_c amplitude_c^2 k_c(t, t')) for the unit-amplitude kernels
+k_c of the fitted kernel (one, or a sum's components) from gpcore.kernels, and independent Gaussian noise of variance noise_variance.
 Given the observed points (t, y), the posterior of f at new times t* is
 Gaussian with
 
     mean(t*) = mean + K*x A^-1 (y - mean)
-    var(t*)  = amplitude^2 k(t*, t*) - diag(K*x A^-1 Kx*),
+    var(t*)  = sum_c amplitude_c^2 - diag(K*x A^-1 Kx*),
 
-where A = amplitude^2 K + noise_variance I is factored once by Cholesky.
+where A = Kxx + noise_variance I is factored once by Cholesky.
 Times are centred on the observed ones and kernels are built from
 |t_i - t_j| directly (gpcore/kernels.py): with raw times such as Unix
 seconds, x^2 + y^2 - 2xy loses the precision the covariance needs.
@@ -22,8 +22,8 @@ from typing import Mapping, Union
 import numpy as np
 import tensorflow as tf
 
-from gpcore.kernels import distances, kernel as kernel_named
-from gpcore.result import OK, FitResult
+from gpcore.kernels import components, distances, kernel as kernel_named
+from gpcore.result import COMPONENT_FIELDS, OK, FitResult
 from gpcore.series import Series
 
 DTYPE = tf.float64
@@ -42,16 +42,17 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
       series: the observed series; points where t or y is NaN or +-inf are
         dropped, as the fitter drops them.
       params: a FitResult with status "ok", or a mapping with keys kernel,
-        mean, amplitude (kernel standard deviation, units of y),
+        mean, noise_variance (units of y squared) and components (per
+        summed kernel: kernel, amplitude (standard deviation, units of y),
         length_scale (units of t; unitless for "periodic"), period (units
-        of t; "periodic" only) and noise_variance (units of y squared), as
-        FitResult.params gives them.
+        of t; "periodic" only)), as FitResult.params gives them; a single
+        kernel may give amplitude, length_scale and period flat instead.
       t_new: [m] times at which to predict, in the units of series.t.
       include_noise: if True, the standard deviation is that of a new
         observation (f plus noise); by default that of the latent f.
     Returns:
       (mean [m], std [m]), float64 numpy arrays in the units of y. With no
-      finite observations this is the prior: (mean, amplitude).
+      finite observations this is the prior: (mean, total amplitude).
     Raises:
       ValueError: params are missing, not finite or out of range, or the
         series' t and y differ in length.
@@ -68,15 +69,15 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
     finite = np.isfinite(t) & np.isfinite(y)
     t, y = t[finite], y[finite]
 
-    kernel = kernel_named(p["kernel"])
-    shape = [tf.constant([p[name]], DTYPE) for name in kernel.parameters]
-    amp2 = p["amplitude"] ** 2
+    parts = [(base, c["amplitude"] ** 2, [tf.constant([c[name]], DTYPE) for name in base.parameters])
+             for base, c in zip(components(kernel_named(p["kernel"])), p["components"])]
+    amp2 = sum(a2 for _, a2, _ in parts)  # k(t, t): every unit kernel is 1 at distance 0
 
     def covariance(t1, t2):  # [n1, n2]; stationary, so any common offset cancels
-        return amp2 * kernel.matrix(kernel.feature(distances(
-            tf.constant(t1[None]), tf.constant(t2[None]))), shape)[0]
+        d = distances(tf.constant(t1[None]), tf.constant(t2[None]))
+        return sum(a2 * base.matrix(base.feature(d), shape)[0] for base, a2, shape in parts)
 
-    prior_var = np.full_like(t_new, amp2)  # stationary unit kernels: k(t, t) = 1
+    prior_var = np.full_like(t_new, amp2)
     if t.size == 0:
         mean, var = np.full_like(t_new, p["mean"]), prior_var
     else:
@@ -113,8 +114,14 @@ def _cholesky(kxx: tf.Tensor, noise_variance: float, amp2: float) -> tf.Tensor:
 
 
 def checked_params(params: Union[Mapping, FitResult]) -> dict:
-    """A FitResult or mapping -> {kernel, mean, amplitude, length_scale,
-    period (None unless periodic), noise_variance} as floats, checked.
+    """A FitResult or mapping -> {kernel, mean, noise_variance, components}
+    as floats, checked; single kernels also keep amplitude, length_scale and
+    period (None unless periodic) flat.
+
+    `components` (one dict per component of the kernel: kernel, amplitude,
+    length_scale, period) is built from the flat amplitude, length_scale
+    and period of a single kernel where they are given (as in an output
+    row), and taken from params["components"] otherwise.
 
     Raises:
       ValueError: as predict does for bad params.
@@ -126,20 +133,43 @@ def checked_params(params: Union[Mapping, FitResult]) -> dict:
                 "only fitted series have parameters to predict with")
         params = params.params
     kernel = kernel_named(params.get("kernel"))
-    names = ["mean", "amplitude", "noise_variance", *kernel.parameters]
-    out = {"kernel": kernel.name, "period": None}
-    for name in names:
-        value = params.get(name)
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"params[{name!r}] must be a number; got {value!r}") from None
-        if not math.isfinite(value):
-            raise ValueError(f"params[{name!r}] must be finite; got {value!r}")
-        out[name] = value
-    for name in ("amplitude", *kernel.parameters):
-        if out[name] <= 0:
-            raise ValueError(f"params[{name!r}] must be > 0; got {out[name]!r}")
+    bases = components(kernel)
+    out = {"kernel": kernel.name}
+    for name in ("mean", "noise_variance"):
+        out[name] = _number(params, name)
     if out["noise_variance"] < 0:
         raise ValueError(f"params['noise_variance'] must be >= 0; got {out['noise_variance']!r}")
+    given = params.get("components")
+    if len(bases) == 1 and (params.get("amplitude") is not None or not given):
+        given = [{name: params.get(name) for name in COMPONENT_FIELDS}]
+    elif given is None or len(given) == 0:
+        raise ValueError(f"params of kernel {kernel.name!r} need 'components', one per summed "
+                         "kernel (or, for a single kernel, a flat amplitude)")
+    if [c.get("kernel", kernel.name if len(bases) == 1 else None) for c in given] != \
+            [b.name for b in bases]:
+        raise ValueError(f"params['components'] must list the kernels of {kernel.name!r} in "
+                         f"order; got {[c.get('kernel') for c in given]}")
+    out["components"] = []
+    for c, (base, part) in enumerate(zip(bases, given)):
+        checked = {"kernel": base.name, "period": None}
+        for name in ("amplitude", *base.parameters):
+            checked[name] = _number(part, name, f"params['components'][{c}]")
+            if checked[name] <= 0:
+                raise ValueError(f"params['components'][{c}][{name!r}] must be > 0; "
+                                 f"got {checked[name]!r}")
+        out["components"].append(checked)
+    if len(bases) == 1:
+        out.update({name: out["components"][0][name] for name in COMPONENT_FIELDS[1:]})
     return out
+
+
+def _number(mapping: Mapping, name: str, where: str = "params") -> float:
+    """mapping[name] as a finite float; ValueError naming it otherwise."""
+    value = mapping.get(name)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}[{name!r}] must be a number; got {value!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{where}[{name!r}] must be finite; got {value!r}")
+    return value

@@ -59,3 +59,31 @@ def tfp_kernel(kernel, amplitude, length_scale, period=None):
         return psd.ExpSinSquared(amp, ell, tf.constant(period, tf.float64))
     return {"rbf": psd.ExponentiatedQuadratic, "matern32": psd.MaternThreeHalves,
             "matern52": psd.MaternFiveHalves}[kernel](amp, ell)
+
+
+def components_matrix(components, t1, t2):
+    """Sum over an output row's `components` of amplitude^2 k(t1, t2)."""
+    return sum(kernel_matrix(c["kernel"], t1, t2, c["amplitude"], c["length_scale"],
+                             c["period"]) for c in components)
+
+
+def row_nll(row, t, y):
+    """Negative log marginal likelihood (nats) of the finite points under an
+    output row's mean, components and noise_variance, numpy only."""
+    keep = np.isfinite(y)
+    t, y = np.asarray(t, float)[keep], np.asarray(y, float)[keep]
+    cov = components_matrix(row["components"], t, t) + row["noise_variance"] * np.eye(t.size)
+    chol = np.linalg.cholesky(cov)
+    z = np.linalg.solve(chol, y - row["mean"])
+    return 0.5 * z @ z + np.log(np.diag(chol)).sum() + 0.5 * t.size * np.log(2 * np.pi)
+
+
+def seasonal(rng, n, span=100.0, period=None, noise=0.3):
+    """(t [n], y [n], period): irregular times on [0, span], a slow trend
+    plus a non-sinusoidal cycle of period span/12..span/4, and noise."""
+    period = period or span / rng.uniform(4.0, 12.0)
+    t = np.sort(rng.uniform(0.0, span, n))
+    phase = 2 * np.pi * t / period
+    y = (0.02 * t + np.sin(phase) + 0.5 * np.sin(2 * phase + 1.0)
+         + noise * rng.standard_normal(n))
+    return t, y, period

@@ -130,6 +130,9 @@ def test_accepts_fit_result_and_refuses_unfitted_one(rng):
     ({"noise_variance": -1e-3}, "noise_variance.*>= 0"),
     ({"mean": float("nan")}, "mean.*finite"),
     ({"kernel": "periodic", "period": None}, "period.*must be a number"),
+    ({"kernel": "rbf+periodic"}, "need 'components'"),
+    ({"kernel": "rbf+periodic", "components": [{"kernel": "periodic"}, {"kernel": "rbf"}]},
+     "must list the kernels of 'rbf\\+periodic' in order"),
 ])
 def test_bad_params_raise_value_error(rng, change, message):
     with pytest.raises(ValueError, match=message):

@@ -29,8 +29,9 @@ def params_row(series_id, status="ok", kernel="rbf", n_points=30, **values):
     row = FitResult(series_id, status, kernel, n_points).to_row()
     if status == "ok":
         row.update(mean=0.0, amplitude=1.0, length_scale=2.0, noise_variance=0.1,
-                   nll=float(n_points), converged=True, stop_reason="converged", iterations=12,
-                   components=[{"kernel": kernel, "amplitude": 1.0, "length_scale": 2.0,
-                                "period": None}])
+                   nll=float(n_points), converged=True, stop_reason="converged", iterations=12)
     row.update(values)
+    if status == "ok" and "components" not in values:  # a single kernel's, from the flat values
+        row["components"] = [{name: row[name] if name != "kernel" else kernel
+                              for name in ("kernel", "amplitude", "length_scale", "period")}]
     return row

@@ -1,0 +1,60 @@
+"""KernelChoice: kernel "auto", one GPFitter per candidate kernel and, per
+series, the fit with the lowest BIC.
+
+BIC = 2 nll + k log n penalises a sum's extra parameters, so a periodic
+component is kept only where the likelihood gain pays for its three
+parameters (docs/design.md, "Kernel choice"). Each candidate's fitter is
+built once and traced once, like any GPFitter; the candidates fit the same
+batches one after another.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+from gpcore.config import AUTO, FitConfig
+from gpcore.fitter import GPFitter
+from gpcore.result import OK, FitResult
+from gpcore.series import Series
+
+
+class KernelChoice:
+    """Fits every candidate of config (kernel "auto") and keeps, per series,
+    the lowest BIC; `bic_margin` is the runner-up's BIC minus the choice's."""
+
+    def __init__(self, config: FitConfig):
+        if config.kernel != AUTO:
+            raise ValueError(f"KernelChoice needs kernel {AUTO!r}; got {config.kernel!r}")
+        self.config = config
+        self.fitters = [GPFitter(dataclasses.replace(config, kernel=name), name=f"fitter_{i}")
+                        for i, name in enumerate(config.candidates)]
+
+    @property
+    def tracing_count(self) -> int:
+        """Total traces of the candidates' compiled fits (one each)."""
+        return sum(f.tracing_count for f in self.fitters)
+
+    @property
+    def work(self) -> dict:
+        """The candidates' work counters, summed."""
+        return {key: sum(f.work[key] for f in self.fitters) for key in self.fitters[0].work}
+
+    def fit(self, series: Sequence[Series]) -> list[FitResult]:
+        """One FitResult per series, in order: the chosen candidate's, or
+        (no candidate fitted) the first candidate's reason under "auto"."""
+        per_candidate = [f.fit(series) for f in self.fitters]
+        return [_choose([fits[i] for fits in per_candidate]) for i in range(len(series))]
+
+
+def _choose(fits: list[FitResult]) -> FitResult:
+    ranked = sorted((r for r in fits if r.status == OK), key=lambda r: r.bic)
+    if not ranked:
+        return dataclasses.replace(fits[0], kernel=AUTO)
+    best = ranked[0]
+    margin = ranked[1].bic - best.bic if len(ranked) > 1 else None
+    return dataclasses.replace(best, bic_margin=margin)
+
+
+def build_fitter(config: FitConfig):
+    """The fitter for config: a GPFitter, or a KernelChoice under "auto"."""
+    return KernelChoice(config) if config.kernel == AUTO else GPFitter(config)

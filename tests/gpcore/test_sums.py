@@ -1,0 +1,102 @@
+"""Sums of kernels and kernel "auto": the fit, its row and the choice."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import gp_reference as ref
+from gpcore import FitConfig, GPFitter, KernelChoice, Series, build_fitter
+from gpcore.predict import predict
+
+
+@pytest.fixture(scope="module")
+def seasonal_series():
+    rng = np.random.default_rng(7)
+    return [(Series(f"s{i}", t, y), period)
+            for i, (t, y, period) in enumerate(ref.seasonal(rng, int(rng.integers(120, 200)))
+                                               for _ in range(6))]
+
+
+@pytest.fixture(scope="module")
+def sum_fits(seasonal_series):
+    fitter = GPFitter(FitConfig(kernel="rbf+periodic"))
+    return fitter, fitter.fit([s for s, _ in seasonal_series])
+
+
+def test_sum_rows_carry_components_and_recompute_their_nll(seasonal_series, sum_fits):
+    _, fits = sum_fits
+    for (series, period), fit in zip(seasonal_series, fits):
+        row = fit.to_row()
+        assert row["status"] == "ok" and row["kernel"] == "rbf+periodic"
+        assert [c["kernel"] for c in row["components"]] == ["rbf", "periodic"]
+        assert row["amplitude"] is row["length_scale"] is row["period"] is None
+        assert row["components"][0]["period"] is None
+        # The row alone reproduces the nll: numpy against TF's profiled
+        # likelihood, float64 round-off in a ~200-point Cholesky.
+        assert ref.row_nll(row, series.t, series.y) == pytest.approx(row["nll"], rel=1e-8)
+        # 2 (mean, noise) + rbf (amplitude, length) + periodic (amplitude, length, period).
+        assert row["bic"] == pytest.approx(2 * row["nll"] + 7 * np.log(row["n_points"]))
+        found = row["components"][1]["period"]
+        assert min(abs(found / period - m) for m in (1, 2, 3)) < 0.1
+
+
+def test_a_sum_beats_its_first_component_alone(seasonal_series, sum_fits):
+    # rbf+periodic contains rbf (variance ratio -> 0): its optimum can't be worse.
+    alone = GPFitter(FitConfig(kernel="rbf")).fit([s for s, _ in seasonal_series])
+    for single, summed in zip(alone, sum_fits[1]):
+        assert summed.nll <= single.nll + 1e-3
+
+
+def test_sum_is_traced_once_and_predicts_with_its_components(seasonal_series, sum_fits):
+    fitter, fits = sum_fits
+    fitter.fit([s for s, _ in seasonal_series[:3]])
+    assert fitter.tracing_count == 1
+    series, fit = seasonal_series[0][0], fits[0]
+    t_new = np.linspace(0.0, 120.0, 50)
+    mean, std = predict(series, fit, t_new)
+    # Numpy posterior from the components (Rasmussen & Williams 2.23-2.24).
+    cov = ref.components_matrix(fit.components, series.t, series.t)
+    cov += fit.noise_variance * np.eye(series.t.size)
+    cross = ref.components_matrix(fit.components, t_new, series.t)
+    expected = fit.mean + cross @ np.linalg.solve(cov, series.y - fit.mean)
+    var = (sum(c["amplitude"] ** 2 for c in fit.components)
+           - np.einsum("mn,nm->m", cross, np.linalg.solve(cov, cross.T)))
+    np.testing.assert_allclose(mean, expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(std, np.sqrt(np.maximum(var, 0.0)), rtol=1e-5, atol=1e-7)
+
+
+def test_auto_picks_by_bic_and_reports_the_margin(seasonal_series):
+    rng = np.random.default_rng(3)
+    smooth = [Series(f"r{i}", *ref.sample(rng, "rbf", 120, length_scale=1.5,
+                                           noise_variance=0.05)) for i in range(4)]
+    config = FitConfig(kernel="auto", candidates=("rbf", "rbf+periodic"))
+    chooser = build_fitter(config)
+    assert isinstance(chooser, KernelChoice)
+    series = [s for s, _ in seasonal_series] + smooth
+    fits = chooser.fit(series)
+    assert chooser.tracing_count == 2  # one compiled fit per candidate
+    singles = {name: GPFitter(dataclasses.replace(config, kernel=name)).fit(series)
+               for name in config.candidates}
+    for i, fit in enumerate(fits):
+        bics = sorted(singles[name][i].bic for name in config.candidates)
+        assert fit.bic == pytest.approx(bics[0], rel=1e-6)
+        assert fit.bic_margin == pytest.approx(bics[1] - bics[0], rel=1e-4, abs=1e-4)
+    assert [f.kernel for f in fits[:6]] == ["rbf+periodic"] * 6
+    assert [f.kernel for f in fits[6:]] == ["rbf"] * 4
+
+
+def test_auto_reports_a_series_no_candidate_can_fit():
+    fit = build_fitter(FitConfig(kernel="auto")).fit([Series("x", np.arange(2.0), np.ones(2))])[0]
+    assert (fit.status, fit.kernel, fit.bic_margin) == ("skipped", "auto", None)
+
+
+@pytest.mark.parametrize("config, message", [
+    (dict(kernel="rbf+cosine"), "kernel must be one of rbf.*joined by"),
+    (dict(kernel="rbf+rbf+rbf+rbf"), "sum of up to 3"),
+    (dict(kernel="auto", candidates=("rbf",)), "at least 2"),
+    (dict(kernel="auto", candidates=("rbf", "auto")), "at least 2"),
+    (dict(kernel="auto", candidates=("rbf", "rbf*periodic")), "candidate kernel 'rbf\\*periodic'"),
+])
+def test_bad_kernel_names_say_what_is_accepted(config, message):
+    with pytest.raises(ValueError, match=message):
+        FitConfig(**config)

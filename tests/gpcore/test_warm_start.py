@@ -1,0 +1,68 @@
+"""Warm starts: a previous fit's parameters as an extra batch member."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import gp_reference as ref
+from gpcore import FitConfig, GPFitter, Series
+from gpcore.kernels import kernel as kernel_named
+from gpcore.parameters import search_start
+
+
+@pytest.fixture(scope="module")
+def fitter():
+    return GPFitter(FitConfig(kernel="rbf+periodic"))
+
+
+@pytest.fixture(scope="module")
+def nights():
+    """Each series' first night and the same series with 8 new points."""
+    rng = np.random.default_rng(11)
+    first, second = [], []
+    for i in range(6):
+        t, y, _ = ref.seasonal(rng, 158)
+        first.append(Series(f"s{i}", t[:150], y[:150]))
+        second.append(Series(f"s{i}", t, y))
+    return first, second
+
+
+def test_warm_start_round_trips_the_parameters(fitter, nights):
+    fit = fitter.fit(nights[0][:1])[0]
+    span = np.ptp(nights[0][0].t)
+    x = search_start(fitter.kernel, fit.params, span)
+    rows = [fit.components[0]["length_scale"] / span, fit.components[1]["amplitude"] ** 2
+            / fit.components[0]["amplitude"] ** 2, fit.components[1]["length_scale"],
+            fit.components[1]["period"] / span, fit.noise_variance / fit.components[0]["amplitude"] ** 2]
+    np.testing.assert_allclose(np.exp(x), rows, rtol=1e-12)
+    assert search_start(kernel_named("rbf"), fit.params, span) is None  # another kernel
+    assert search_start(fitter.kernel, dict(fit.params, components=None), span) is None
+
+
+def test_next_night_starts_warm_and_is_never_worse_than_cold(fitter, nights):
+    first, second = nights
+    previous = fitter.fit(first)
+    cold = fitter.fit(second)
+    warm = fitter.fit([dataclasses.replace(s, warm_start=p.params)
+                       for s, p in zip(second, previous)])
+    assert not any(c.warm_started for c in cold)
+    assert all(w.warm_started for w in warm)
+    for c, w in zip(cold, warm):
+        # The usual starts run too and the best member is kept; members
+        # stop within the optimiser's tolerance (1e-4 nats) of an optimum.
+        assert w.nll <= c.nll + 10 * fitter.config.tolerance
+
+
+def test_far_or_foreign_warm_starts_change_nothing(fitter, nights):
+    series = nights[1][:3]
+    cold = fitter.fit(series)
+    far = dict(cold[0].params, components=[
+        dict(cold[0].components[0], length_scale=1e9),
+        dict(cold[0].components[1], period=1e-9)])
+    foreign = {"kernel": "rbf", "mean": 0.0, "amplitude": 1.0, "length_scale": 3.0,
+               "period": None, "noise_variance": 0.1}
+    got = fitter.fit([dataclasses.replace(series[0], warm_start=far),
+                      dataclasses.replace(series[1], warm_start=foreign), series[2]])
+    assert [g.warm_started for g in got] == [True, False, False]
+    for c, g in zip(cold, got):
+        assert g.nll <= c.nll + 10 * fitter.config.tolerance
