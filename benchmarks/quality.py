@@ -30,8 +30,30 @@ TARGET_SHARE = 0.99
 BAD_GAP = 1.0  # nats: a different optimum, not a stopping tolerance
 
 
+class GapMeasures:
+    """What a comparison's `ids` [n] and `gaps` [n] (nll_gpcore -
+    nll_sklearn, NaN where the peer failed) say."""
+
+    ids: list
+    gaps: np.ndarray
+
+    @property
+    def share_within(self) -> float:
+        judged = self.gaps[~np.isnan(self.gaps)]
+        return float(np.mean(judged <= TOLERANCE)) if judged.size else math.nan
+
+    @property
+    def worse_than_bad_gap(self) -> int:
+        return int(np.sum(self.gaps > BAD_GAP))
+
+    def worst(self, k: int = 10) -> list[tuple[str, float]]:
+        order = np.argsort(-np.nan_to_num(self.gaps, nan=-np.inf), kind="stable")
+        return [(str(self.ids[i]), float(self.gaps[i])) for i in order[:k]
+                if self.gaps[i] > TOLERANCE]
+
+
 @dataclasses.dataclass
-class Comparison:
+class Comparison(GapMeasures):
     """One run of gpcore against the peer on the same series.
 
     Attributes:
@@ -52,20 +74,6 @@ class Comparison:
     iterations_mean: float
     gpcore_s: float
     sklearn_s: float | None
-
-    @property
-    def share_within(self) -> float:
-        judged = self.gaps[~np.isnan(self.gaps)]
-        return float(np.mean(judged <= TOLERANCE)) if judged.size else math.nan
-
-    @property
-    def worse_than_bad_gap(self) -> int:
-        return int(np.sum(self.gaps > BAD_GAP))
-
-    def worst(self, k: int = 10) -> list[tuple[str, float]]:
-        order = np.argsort(-np.nan_to_num(self.gaps, nan=-np.inf), kind="stable")
-        return [(str(self.ids[i]), float(self.gaps[i])) for i in order[:k]
-                if self.gaps[i] > TOLERANCE]
 
     def to_json(self) -> dict:
         # NaN (sklearn failed) -> null; +inf stays (Python's json writes Infinity).

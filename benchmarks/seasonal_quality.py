@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import os
 import sys
 import time
@@ -61,7 +60,7 @@ def fitted_period(result):
 
 
 @dataclasses.dataclass
-class SeasonalComparison:
+class SeasonalComparison(quality.GapMeasures):
     """One run on the seasonal set.
 
     Attributes:
@@ -83,15 +82,6 @@ class SeasonalComparison:
     gpcore_s: float
     sklearn_s: float | None
 
-    @property
-    def share_within(self) -> float:
-        judged = self.gaps[~np.isnan(self.gaps)]
-        return float(np.mean(judged <= quality.TOLERANCE)) if judged.size else math.nan
-
-    @property
-    def worse_than_bad_gap(self) -> int:
-        return int(np.sum(self.gaps > quality.BAD_GAP))
-
     def period_rate(self, side: str, multiples=PERIOD_MULTIPLES) -> float:
         """Share of synthetic seasonal series whose period `side` ("gpcore"
         or "sklearn") found is a hit (period_hit)."""
@@ -99,11 +89,6 @@ class SeasonalComparison:
         hits = [period_hit(p, true, multiples)
                 for p, true, real in zip(periods, self.true_period, self.real) if not real]
         return float(np.mean(hits))
-
-    def worst(self, k: int = 10) -> list[tuple[str, float]]:
-        order = np.argsort(-np.nan_to_num(self.gaps, nan=-np.inf), kind="stable")
-        return [(str(self.ids[i]), float(self.gaps[i])) for i in order[:k]
-                if self.gaps[i] > quality.TOLERANCE]
 
 
 @dataclasses.dataclass
