@@ -58,33 +58,15 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
         series' t and y differ in length.
     """
     p = checked_params(params)
-    t = np.asarray(series.t, dtype=np.float64).reshape(-1)
-    y = np.asarray(series.y, dtype=np.float64).reshape(-1)
-    if t.shape != y.shape:
-        raise ValueError(f"series {series.series_id!r}: t has {t.size} values but y has "
-                         f"{y.size}; give one time per value")
-    t_new = np.asarray(t_new, dtype=np.float64).reshape(-1)
-    if not np.all(np.isfinite(t_new)):
-        raise ValueError("t_new must be finite; it holds NaN or inf")
-    finite = np.isfinite(t) & np.isfinite(y)
-    t, y = t[finite], y[finite]
-
-    parts = [(base, c["amplitude"] ** 2, [tf.constant([c[name]], DTYPE) for name in base.parameters])
-             for base, c in zip(components(kernel_named(p["kernel"])), p["components"])]
-    amp2 = sum(a2 for _, a2, _ in parts)  # k(t, t): every unit kernel is 1 at distance 0
-
-    def covariance(t1, t2):  # [n1, n2]; stationary, so any common offset cancels
-        d = distances(tf.constant(t1[None]), tf.constant(t2[None]))
-        return sum(a2 * base.matrix(base.feature(d), shape)[0] for base, a2, shape in parts)
-
+    t, y, t_new = _observed(series, t_new)
+    amp2 = sum(c["amplitude"] ** 2 for c in p["components"])  # every unit kernel is 1 at 0
     prior_var = np.full_like(t_new, amp2)
     if t.size == 0:
         mean, var = np.full_like(t_new, p["mean"]), prior_var
     else:
-        centre = 0.5 * (t.min() + t.max())
-        t, t_new = t - centre, t_new - centre
-        kxx = covariance(t, t)  # [n, n]
-        ksx = covariance(t_new, t)  # [m, n]
+        t, t_new = _centred(t, t_new)
+        kxx = _covariance(p, t, t)  # [n, n]
+        ksx = _covariance(p, t_new, t)  # [m, n]
         chol = _cholesky(kxx, p["noise_variance"], amp2)  # [n, n]
         resid = tf.constant((y - p["mean"])[:, None])  # [n, 1]
         alpha = tf.linalg.cholesky_solve(chol, resid)  # [n, 1] = A^-1 (y - mean)
@@ -95,6 +77,61 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
     if include_noise:
         var = var + p["noise_variance"]
     return mean, np.sqrt(var)
+
+
+def component_means(series: Series, params: Union[Mapping, FitResult],
+                    t_new) -> list[np.ndarray]:
+    """The posterior mean of each component of a (summed) kernel at t_new.
+
+    With f = f_1 + ... + f_m independent, f_c ~ GP(0, amplitude_c^2 k_c),
+    mean_c(t*) = amplitude_c^2 K_c(t*, t) A^-1 (y - mean): the trend of an
+    rbf+periodic fit apart from its seasonal cycle. The parts add up to
+    predict's mean less the constant mean.
+
+    Args, Raises: as predict.
+    Returns:
+      One float64 array [m] per component, in their order, units of y.
+    """
+    p = checked_params(params)
+    t, y, t_new = _observed(series, t_new)
+    if t.size == 0:
+        return [np.zeros_like(t_new) for _ in p["components"]]
+    t, t_new = _centred(t, t_new)
+    amp2 = sum(c["amplitude"] ** 2 for c in p["components"])
+    alpha = tf.linalg.cholesky_solve(_cholesky(_covariance(p, t, t), p["noise_variance"], amp2),
+                                     tf.constant((y - p["mean"])[:, None]))  # [n, 1]
+    return [tf.matmul(part, alpha)[:, 0].numpy() for part in _covariance(p, t_new, t, total=False)]
+
+
+def _observed(series: Series, t_new) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t [n], y [n], t_new [m]): the finite points, checked."""
+    t = np.asarray(series.t, dtype=np.float64).reshape(-1)
+    y = np.asarray(series.y, dtype=np.float64).reshape(-1)
+    if t.shape != y.shape:
+        raise ValueError(f"series {series.series_id!r}: t has {t.size} values but y has "
+                         f"{y.size}; give one time per value")
+    t_new = np.asarray(t_new, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(t_new)):
+        raise ValueError("t_new must be finite; it holds NaN or inf")
+    finite = np.isfinite(t) & np.isfinite(y)
+    return t[finite], y[finite], t_new
+
+
+def _centred(t: np.ndarray, t_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both shifted by the data's midpoint: stationary kernels see only
+    differences, and small times keep them precise."""
+    centre = 0.5 * (t.min() + t.max())
+    return t - centre, t_new - centre
+
+
+def _covariance(p: dict, t1: np.ndarray, t2: np.ndarray, total: bool = True):
+    """[n1, n2] sum over components of amplitude_c^2 k_c(|t1 - t2|), or
+    (total=False) the list of the components' terms."""
+    d = distances(tf.constant(t1[None]), tf.constant(t2[None]))
+    parts = [c["amplitude"] ** 2 * base.matrix(
+                 base.feature(d), [tf.constant([c[name]], DTYPE) for name in base.parameters])[0]
+             for base, c in zip(components(kernel_named(p["kernel"])), p["components"])]
+    return tf.add_n(parts) if total else parts
 
 
 def _cholesky(kxx: tf.Tensor, noise_variance: float, amp2: float) -> tf.Tensor:

@@ -15,13 +15,12 @@ import numpy as np
 
 from gpcore.config import FitConfig
 from gpcore.kernels import kernel as kernel_named
-from gpcore.predict import checked_params, predict
+from gpcore.predict import checked_params, component_means, predict
 from gpcore.result import OK
 from gpcore.series import Series
 from pipeline.io.inputs import DAYS, InputSpec
 from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER
 from pipeline.report import params as params_io
-from pipeline.report.components import component_means
 from pipeline.report.data import read_series
 from pipeline.report.nightly import compare, read_forecasts
 from pipeline.report.page import Card, Choice, Page, render

@@ -44,7 +44,7 @@ class Curve:
 
 @dataclasses.dataclass
 class Part:
-    """One component's posterior mean (report.components), around 0.
+    """One component's posterior mean (gpcore.predict.component_means), around 0.
 
     Attributes:
       label: e.g. "rbf: amplitude 2.1, length_scale 310".

@@ -4,7 +4,7 @@ import numpy as np
 from gpcore.predict import predict
 from gpcore.series import Series
 from pipeline.report.build import GRID_MAX, GRID_MIN, component_parts, posterior_curve, title
-from pipeline.report.components import component_means
+from gpcore.predict import component_means
 from report_helpers import params_row
 from seasonal_data import seasonal_series
 
