@@ -55,7 +55,7 @@ class GPFitOptions(PipelineOptions):
         add("--value_column", "COLUMN",
             "input column of values, NaN or null = missing (default %(default)s)", default="y")
         add("--restarts", "N",
-            "optimiser starting points per series (default 1; 2 for a sum of kernels)",
+            "optimiser starts per series (default 1; for sums 2)",
             type=int, default=None)
         add("--min_points", "N", "skip series with fewer finite points (default %(default)s)",
             type=int, default=3)
