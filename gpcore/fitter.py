@@ -153,14 +153,14 @@ class GPFitter(tf.Module):
         y, mask = y[:series], mask[:series]
         columns = noise_grid.shape[1]
 
-        def score_row(row):  # [B, K] -> [B, G2]; rows one at a time bound memory
+        def score_row(row):  # [B, K] -> [B, G2]; two rows at a time bound memory
             kmat = self.kernel.matrix(own, tf.unstack(tf.exp(row), axis=-1))
             return tf.stack([
                 likelihood.profiled_nll(kmat, tf.exp(noise_grid[:, j]) + self.jitter, y, mask)[0]
                 for j in range(columns)], axis=-1)
 
         values = tf.map_fn(score_row, tf.transpose(kernel_grid, [1, 0, 2]),
-                           fn_output_signature=DTYPE, parallel_iterations=1)  # [G1, B, G2]
+                           fn_output_signature=DTYPE, parallel_iterations=2)  # [G1, B, G2]
         values = tf.transpose(values, [1, 0, 2])                               # [B, G1, G2]
         scored = tf.reshape(values, [series, -1])
         scored = tf.where(tf.math.is_finite(scored), scored, tf.constant(np.inf, DTYPE))
