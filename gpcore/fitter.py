@@ -10,6 +10,7 @@ batch size and length, so it is traced once per fitter, never per series.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Sequence
 
@@ -76,7 +77,10 @@ class GPFitter(tf.Module):
         batch = tf.TensorSpec([None, None], DTYPE)  # [C, N] data or [C, P] bounds
         # autograph=False: the Python control flow here is static (loops over
         # parameters); tracing without conversion is seconds faster.
-        self._fit_members = tf.function(self._fit_members_graph, autograph=False, input_signature=[
+        # A partial, not the method: TF counts traces per code object, so the
+        # fitters of kernel auto (one trace each) would read as one retracing.
+        fit_members = functools.partial(GPFitter._fit_members_graph, self)
+        self._fit_members = tf.function(fit_members, autograph=False, input_signature=[
             batch, batch, batch,                                      # t, y, mask [C, N]
             batch, batch,                                             # lower, upper [C, P]
             tf.TensorSpec([None, rows, n_params - 1], DTYPE),         # kernel grid rows [B, ...]
