@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report())
     print()
-    print(f"demo: the seasonal series, each fitted with rbf and with rbf+periodic; "
+    print("demo: the seasonal series, each fitted with rbf and with rbf+periodic; "
           "the lower BIC is kept")
     code = cli.run(["--input", SEASONAL, "--output", SEASONAL_OUTPUT, *SEASONAL_OPTIONS, *argv])
     if code == cli.EXIT_OK:

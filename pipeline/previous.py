@@ -22,7 +22,7 @@ from typing import NamedTuple, Optional
 import apache_beam as beam
 from apache_beam.io import fileio
 
-from gpcore import FitConfig, Series
+from gpcore import FitConfig
 from gpcore.result import OK, SKIPPED
 from pipeline import metrics
 from pipeline.io import fingerprint, outputs, previous, shards

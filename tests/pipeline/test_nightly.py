@@ -245,7 +245,7 @@ def test_an_unusable_previous_output_is_refused_before_any_work(tmp_path, inputs
                 else corrupt(cold.output, tmp_path / "previous", how))
     run = gpfit(inputs[1], str(tmp_path / "out"), *RUN_OPTIONS, "--previous_output", previous)
     assert run.code == 2
-    assert run.stderr.startswith(f"gpfit: error: --previous_output")
+    assert run.stderr.startswith("gpfit: error: --previous_output")
     assert said in run.stderr and "--previous_output_optional" in run.stderr
     assert previous in run.stderr
     assert not os.path.exists(run.output)
