@@ -44,7 +44,7 @@ import quality  # noqa: E402
 import report  # noqa: E402
 from measure import Measured, run_measured  # noqa: E402
 
-from gpcore.config import FitConfig  # noqa: E402  (defaults; no TensorFlow)
+from gpcore.config import MAX_ITERATIONS, FitConfig  # noqa: E402  (defaults; no TensorFlow)
 
 AUTO_RESTARTS = (1, 2, 3)
 # Series per workload in a full run: b's 1,024-point fits cost ~40x a's.
@@ -84,7 +84,7 @@ def parse_args(argv):
                         help="FitConfig.batch_size, gpcore and pipeline (default %(default)s)")
     parser.add_argument("--tolerance", type=float, default=FitConfig.tolerance,
                         help="FitConfig.tolerance, gpcore only (default %(default)s)")
-    parser.add_argument("--max-iterations", type=int, default=FitConfig.max_iterations,
+    parser.add_argument("--max-iterations", type=int, default=MAX_ITERATIONS,
                         help="FitConfig.max_iterations, gpcore only (default %(default)s)")
     parser.add_argument("--reuse-sklearn", action="store_true",
                         help="reuse sklearn results cached by an earlier run with the same "
