@@ -16,6 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import gp_reference as ref
+
 from gpcore.result import COMPONENT_FIELDS
 from pipeline.io.schema import OUTPUT_SCHEMA
 from pipeline_data import gpfit, write_long
@@ -171,7 +173,7 @@ def test_nll_and_bic_recompute_from_the_row(run, series):
         keep = np.isfinite(y)
         t, y = t[keep], y[keep]
         assert row["n_points"] == t.size
-        nll = numpy_nll(t, y, row)
+        nll = ref.row_nll(row, t, y)
         assert abs(row["nll"] - nll) <= NLL_RTOL * max(abs(nll), t.size), row["series_id"]
         k = 2 + sum(1 + SHAPE_PARAMETERS[c["kernel"]] for c in row["components"])
         assert row["bic"] == pytest.approx(2 * row["nll"] + k * math.log(t.size), rel=1e-12)
@@ -197,29 +199,3 @@ def test_bic_margin_is_the_runner_ups_bic_minus_the_chosen(auto_run, sum_run, se
         # Fitted in other batches: equal to within what batch companions change.
         np.testing.assert_allclose(row["bic"], chosen, rtol=1e-6)
         np.testing.assert_allclose(row["bic_margin"], runner_up - chosen, atol=1e-4)
-
-
-def numpy_nll(t: np.ndarray, y: np.ndarray, row: dict) -> float:
-    """-log N(y; mean, Σ_c amplitude_c^2 k_c(|t_i - t_j|) + noise_variance I), nats."""
-    d = np.abs(t[:, None] - t[None, :])  # [n, n]; differences first: no cancellation
-    cov = row["noise_variance"] * np.eye(t.size)
-    for c in row["components"]:
-        cov += c["amplitude"] ** 2 * unit_kernel(c, d)
-    chol = np.linalg.cholesky(cov)
-    z = np.linalg.solve(chol, y - row["mean"])
-    return float(0.5 * z @ z + np.log(np.diag(chol)).sum() + 0.5 * t.size * np.log(2 * np.pi))
-
-
-def unit_kernel(c: dict, d: np.ndarray) -> np.ndarray:
-    """The unit-amplitude kernel of one component at distances d (TFP's
-    definitions: periodic is ExpSinSquared, its length scale unitless)."""
-    r = d / c["length_scale"]
-    if c["kernel"] == "rbf":
-        return np.exp(-0.5 * r ** 2)
-    if c["kernel"] == "matern32":
-        return (1 + math.sqrt(3) * r) * np.exp(-math.sqrt(3) * r)
-    if c["kernel"] == "matern52":
-        return (1 + math.sqrt(5) * r + 5 * r ** 2 / 3) * np.exp(-math.sqrt(5) * r)
-    if c["kernel"] == "periodic":
-        return np.exp(-2 * np.sin(np.pi * d / c["period"]) ** 2 / c["length_scale"] ** 2)
-    raise AssertionError(f"unknown component kernel {c['kernel']!r}")

@@ -30,13 +30,10 @@ def kernel_matrix(kernel, t1, t2, amplitude, length_scale, period=None):
 
 def nll(kernel, t, y, mean, amplitude, length_scale, noise_variance, period=None):
     """Negative log marginal likelihood of finite points of y, nats."""
-    keep = np.isfinite(y)
-    t, y = np.asarray(t, float)[keep], np.asarray(y, float)[keep]
-    cov = kernel_matrix(kernel, t, t, amplitude, length_scale, period)
-    cov += noise_variance * np.eye(t.size)
-    chol = np.linalg.cholesky(cov)
-    z = np.linalg.solve(chol, y - mean)
-    return 0.5 * z @ z + np.log(np.diag(chol)).sum() + 0.5 * t.size * np.log(2 * np.pi)
+    row = {"mean": mean, "noise_variance": noise_variance, "components": [
+        {"kernel": kernel, "amplitude": amplitude, "length_scale": length_scale,
+         "period": period}]}
+    return row_nll(row, t, y)
 
 
 def sample(rng, kernel, n, amplitude=1.0, length_scale=1.0, noise_variance=0.01,
