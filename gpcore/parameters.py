@@ -15,6 +15,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from gpcore.kernels import Kernel, components
+from gpcore.predict import checked_params
 
 
 def component_rows(kernel: Kernel, shape: np.ndarray, scale2: float, sd: float,
@@ -44,8 +45,8 @@ def component_rows(kernel: Kernel, shape: np.ndarray, scale2: float, sd: float,
 
 def search_start(kernel: Kernel, params: Optional[Mapping], span: float) -> Optional[np.ndarray]:
     """[P] log standardised coordinates of a previous fit's parameters, or
-    None where they do not apply: another kernel, or missing or
-    non-positive values.
+    None where they do not apply: another kernel, or parameters that
+    gpcore.predict.checked_params refuses (missing, not finite, out of range).
 
     Args:
       params: as FitResult.params gives them (kernel, components,
@@ -55,23 +56,18 @@ def search_start(kernel: Kernel, params: Optional[Mapping], span: float) -> Opti
     """
     if not params or params.get("kernel") != kernel.name:
         return None
-    parts = params.get("components") or [
-        {"kernel": kernel.name, **{k: params.get(k) for k in ("amplitude", "length_scale",
-                                                              "period")}}]
     try:
-        scale2 = float(parts[0]["amplitude"]) ** 2
-        values = []
-        for c, base in enumerate(components(kernel)):
-            if c:
-                values.append(float(parts[c]["amplitude"]) ** 2 / scale2)
-            for name in base.parameters:
-                unit = span if name in base.time_parameters else 1.0
-                values.append(float(parts[c][name]) / unit)
-        values.append(float(params["noise_variance"]) / scale2)
-    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
+        checked = checked_params(params)  # components from flat ones; all finite, > 0
+    except ValueError:
         return None
-    values = np.array(values)
-    if len(parts) != len(components(kernel)) or not np.all(np.isfinite(values)):
-        return None
+    parts = checked["components"]
+    scale2 = parts[0]["amplitude"] ** 2
+    values = []
+    for c, base in enumerate(components(kernel)):
+        if c:
+            values.append(parts[c]["amplitude"] ** 2 / scale2)
+        values += [parts[c][name] / (span if name in base.time_parameters else 1.0)
+                   for name in base.parameters]
+    values = np.array(values + [checked["noise_variance"] / scale2])
     # A noise-free previous fit (r = 0) starts from the smallest ratio.
     return np.log(np.maximum(values, np.finfo(float).tiny))
