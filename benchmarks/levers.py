@@ -24,8 +24,15 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 
-def _grid(text: str | None) -> None:
-    """Sets gpcore.starts' grid constants from "G:r1,r2,..." (before a fitter is built)."""
+def _grid(text: str | None, piece: int | None = None, rescored: int | None = None) -> None:
+    """Sets gpcore.starts' grid constants from "G:r1,r2,..." and the grid's
+    piece length (before a fitter is built)."""
+    if piece:
+        from gpcore import starts
+        starts.GRID_PIECE_POINTS = piece
+    if rescored is not None:
+        from gpcore import starts
+        starts.GRID_RESCORED = rescored
     if text:
         from gpcore import starts
         rows, noise = text.split(":")
@@ -36,7 +43,7 @@ def _grid(text: str | None) -> None:
 def speed(args) -> str:
     from gpcore.threads import configure_threads
     configure_threads(args.intra, args.inter)  # before TensorFlow runs any op
-    _grid(args.grid)
+    _grid(args.grid, args.piece, args.rescored)
     import numpy as np
     import workloads
     from gpcore import FitConfig, GPFitter
@@ -63,7 +70,7 @@ def quality(args) -> str:
 
     series = realdata.real_series()
     reference = q.reference(series, cache=os.path.join(HERE, "results", "realdata-sklearn.json"))
-    _grid(args.grid)
+    _grid(args.grid, args.piece, args.rescored)
     return q.summary(q.compare(series, restarts=args.restarts, reference_nll=reference), k=5)
 
 
@@ -75,6 +82,10 @@ def main(argv=None) -> int:
     parser.add_argument("--inter", type=int, default=2, help="TF inter-op threads (speed)")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--restarts", type=int, default=1)
+    parser.add_argument("--piece", type=int, default=None,
+                        help="grid scored on pieces of at most this many points")
+    parser.add_argument("--rescored", type=int, default=None,
+                        help="best piece-scored grid points scored again on the whole series")
     parser.add_argument("--grid", default=None, help="G:r1,r2,... length scales and noise ratios")
     args = parser.parse_args(argv)
     print({"speed": speed, "quality": quality}[args.what](args))

@@ -15,7 +15,7 @@ import dataclasses
 
 from gpcore.config import FitConfig, fitted_configs
 from gpcore.kernels import kernel as kernel_named
-from gpcore.starts import grid_shape
+from gpcore.starts import GRID_RESCORED, grid_piece_points, grid_shape
 
 # Padded lengths are rounded up to a multiple of this, so that similar
 # batches share shapes; the compiled function accepts any length.
@@ -52,6 +52,19 @@ def flops_per_value(n: int) -> float:
     return n ** 3 / 3.0 + 10.0 * n ** 2
 
 
+def flops_per_grid(kernel, n: int) -> float:
+    """... of scoring one series' start grid at N points: every point on
+    pieces of the series, then the best few on the whole series (as
+    GPFitter does, starts.py)."""
+    rows, columns = grid_shape(kernel)
+    pieces = -(-n // grid_piece_points(kernel))
+    size = -(-n // pieces)
+    flops = rows * columns * pieces * flops_per_value(size)
+    if pieces > 1:
+        flops += min(GRID_RESCORED, rows * columns) * flops_per_value(n)
+    return flops
+
+
 def flops_per_newton_evaluation(n: int, n_params: int) -> float:
     """... and of value, gradient and Hessian with P parameters: the
     Cholesky, the inverse (two triangular solves with N right-hand sides,
@@ -83,8 +96,7 @@ class Batching:
         flops = 0.0
         for config in fitted_configs(self.config):
             kernel = kernel_named(config.kernel)
-            rows, columns = grid_shape(kernel)
-            flops += (rows * columns * flops_per_value(n) + config.restarts * NEWTON_EVALUATIONS
+            flops += (flops_per_grid(kernel, n) + config.restarts * NEWTON_EVALUATIONS
                       * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
         return flops / FLOPS_PER_SECOND + SECONDS_PER_SERIES
 

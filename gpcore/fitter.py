@@ -19,8 +19,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 from gpcore import likelihood, newton, parameters, starts
-from gpcore.batching import (flops_per_newton_evaluation, flops_per_value,
-                             padded_length)
+from gpcore.batching import flops_per_grid, flops_per_newton_evaluation, padded_length
 from gpcore.config import FitConfig
 from gpcore.kernels import components, distances, kernel as kernel_named
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line
@@ -119,7 +118,7 @@ class GPFitter(tf.Module):
         there.
         """
         feature = self.kernel.feature(distances(t, t))  # [C, N, N] each, fixed for the batch
-        grid_start, _ = self._grid_start(feature, y, mask, kernel_grid, noise_grid, group, rank)
+        grid_start, _ = self._grid_start(t, feature, y, mask, kernel_grid, noise_grid, group, rank)
         start = tf.where((rank < 0)[:, None], warm, grid_start)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(start[:, i])
@@ -144,37 +143,57 @@ class GPFitter(tf.Module):
             "iterations": result.iterations, "evaluations": result.evaluations,
         }
 
-    def _grid_start(self, feature, y, mask, kernel_grid, noise_grid, group, rank):
+    def _grid_start(self, t, feature, y, mask, kernel_grid, noise_grid, group, rank):
         """Scores every series' grid, value only; returns each member's start
         [C, P] (the rank[c]-th best point of its series' grid) and the values
         [B, G1, G2].
 
-        The grid is scored for the first B members (one per series) only;
-        a grid point whose covariance is not PD (NaN) ranks last.
+        The grid is scored for the first B members (one per series) only.
+        Series longer than starts.grid_piece_points(kernel) are scored on
+        consecutive pieces taken as independent (a fraction of a full
+        Cholesky), then their starts.GRID_RESCORED best points on the whole
+        series, which orders them (docs/design.md, "The fitter"). A grid
+        point whose covariance is not PD (NaN) ranks last.
+
+        Args:
+          t, y, mask: [C, N]; feature: the kernel's feature of t [C, N, N].
         """
         series = tf.shape(kernel_grid)[0]
-        own = tf.nest.map_structure(lambda f: f[:series], feature)
         y, mask = y[:series], mask[:series]
+        (tp, yp, maskp), pieces = _pieces(t[:series], y, mask, starts.grid_piece_points(self.kernel))
+        own = self.kernel.feature(distances(tp, tp))  # [B * pieces, L, L]
         columns = noise_grid.shape[1]
+        spread = lambda v: tf.repeat(v, pieces, axis=0)  # [B, ...] -> [B * pieces, ...]
 
         def score_row(row):  # [B, K] -> [B, G2]; two rows at a time bound memory
-            kmat = self.kernel.matrix(own, tf.unstack(tf.exp(row), axis=-1))
+            kmat = self.kernel.matrix(own, tf.unstack(tf.exp(spread(row)), axis=-1))
             return tf.stack([
-                likelihood.profiled_nll(kmat, tf.exp(noise_grid[:, j]) + self.jitter, y, mask)[0]
+                likelihood.profiled_nll_blocks(kmat, spread(tf.exp(noise_grid[:, j])) + self.jitter,
+                                               yp, maskp, pieces)[0]
                 for j in range(columns)], axis=-1)
 
         values = tf.map_fn(score_row, tf.transpose(kernel_grid, [1, 0, 2]),
                            fn_output_signature=DTYPE, parallel_iterations=2)  # [G1, B, G2]
         values = tf.transpose(values, [1, 0, 2])                               # [B, G1, G2]
-        scored = tf.reshape(values, [series, -1])
-        scored = tf.where(tf.math.is_finite(scored), scored, tf.constant(np.inf, DTYPE))
-        order = tf.gather(tf.argsort(scored, axis=-1), group)                  # [C, G1 * G2]
-        best = tf.gather(order, tf.maximum(rank, 0) % tf.shape(order)[1], batch_dims=1)
-        row, column = best // columns, best % columns
-        start = tf.concat([tf.gather(tf.gather(kernel_grid, group), row, batch_dims=1),
-                           tf.gather(tf.gather(noise_grid, group), column, batch_dims=1)[:, None]],
-                          axis=-1)
-        return start, values
+        points = tf.concat([  # [B, G1 * G2, P]: every grid point's position
+            tf.repeat(kernel_grid, columns, axis=1),
+            tf.tile(noise_grid, [1, kernel_grid.shape[1]])[..., None]], axis=-1)
+        order = _ranked(tf.reshape(values, [series, -1]))                     # [B, G1 * G2]
+        head = min(starts.GRID_RESCORED, kernel_grid.shape[1] * columns)
+
+        def rescored():  # the best `head` points, ordered by their whole-series value
+            best = tf.gather(points, order[:, :head], batch_dims=1)             # [B, head, P]
+            own = tf.nest.map_structure(lambda f: f[:series], feature)
+            exact = tf.stack([likelihood.profiled_nll(
+                self.kernel.matrix(own, tf.unstack(tf.exp(best[:, i, :-1]), axis=-1)),
+                tf.exp(best[:, i, -1]) + self.jitter, y, mask)[0] for i in range(head)], axis=-1)
+            return tf.concat([tf.gather(order[:, :head], _ranked(exact), batch_dims=1),
+                              order[:, head:]], axis=-1)
+
+        order = tf.cond(pieces > 1, rescored, lambda: order)
+        best = tf.gather(tf.gather(order, group), tf.maximum(rank, 0) % tf.shape(order)[1],
+                         batch_dims=1)
+        return tf.gather(tf.gather(points, group), best, batch_dims=1), values
 
     def _newton_terms(self, x, feature, y, mask):
         """Profiled nll, gradient and Hessian at log parameters x [M, P]."""
@@ -280,17 +299,16 @@ class GPFitter(tf.Module):
             data.t, data.y, data.mask, lower, upper,
             np.stack([rows for rows, _ in grids]), np.stack([columns for _, columns in grids]),
             group, rank, np.clip(start, lower, upper)).items()}
-        grid_points = int(np.prod(starts.grid_shape(kernel)))
-        self._count_work(len(group), len(batch) * grid_points, int(out.pop("evaluations")),
-                         data.t.shape[1])
+        self._count_work(len(group), len(batch), int(out.pop("evaluations")), data.t.shape[1])
         return [data.result(b, out, kernel, warm[b] is not None) for b in range(len(batch))]
 
-    def _count_work(self, members: int, grid_values: int, evaluations: int, n: int) -> None:
+    def _count_work(self, members: int, series: int, evaluations: int, n: int) -> None:
+        grid_points = int(np.prod(starts.grid_shape(self.kernel)))
         self.work["batches"] += 1
         self.work["members"] += members
-        self.work["grid_evaluations"] += grid_values
+        self.work["grid_evaluations"] += series * grid_points
         self.work["member_evaluations"] += evaluations
-        self.work["flops"] += (grid_values * flops_per_value(n)
+        self.work["flops"] += (series * flops_per_grid(self.kernel, n)
                                + evaluations * flops_per_newton_evaluation(n, len(self.parameters)))
 
 

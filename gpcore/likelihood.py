@@ -54,6 +54,26 @@ def negative_log_likelihood(kmat, noise, y, mask, mean):
     return 0.5 * (tf.reduce_sum(z * z, axis=-1) + log_det + n * LOG_2PI)
 
 
+def _solves(cov, y, mask):
+    """Cholesky of A = cov and the sums the profile needs, per row:
+    (chol, y'A^-1 y, y'A^-1 1, 1'A^-1 1, log|A|), masked y."""
+    chol = tf.linalg.cholesky(cov)
+    rhs = tf.stack([y * mask, mask], axis=-1)  # [C, N, 2]
+    z = tf.linalg.triangular_solve(chol, rhs)  # [C, N, 2]
+    zy, z1 = z[..., 0], z[..., 1]
+    log_det = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol)), axis=-1)
+    return (chol, tf.reduce_sum(zy * zy, axis=-1), tf.reduce_sum(zy * z1, axis=-1),
+            tf.reduce_sum(z1 * z1, axis=-1), log_det)
+
+
+def _profiled(yy, y1, one1, log_det, n):
+    """nll, GLS mean and scale s^2 from the sums of `_solves` (see `_profile`)."""
+    mean = y1 / one1
+    scale2 = (yy - y1 * mean) / n
+    nll = 0.5 * (n * (LOG_2PI + tf.math.log(scale2) + 1.0) + log_det)
+    return nll, mean, scale2
+
+
 def _profile(cov, y, mask):
     """Cholesky of A = cov and the profiled nll, GLS mean and scale s^2.
 
@@ -61,19 +81,8 @@ def _profile(cov, y, mask):
     nll = n/2 (log 2 pi + log s^2 + 1) + 1/2 log|A|. Non-positive-definite
     covariances give NaN (CPU Cholesky does not raise).
     """
-    chol = tf.linalg.cholesky(cov)
-    rhs = tf.stack([y * mask, mask], axis=-1)  # [C, N, 2]
-    z = tf.linalg.triangular_solve(chol, rhs)  # [C, N, 2]
-    zy, z1 = z[..., 0], z[..., 1]
-    yy = tf.reduce_sum(zy * zy, axis=-1)
-    y1 = tf.reduce_sum(zy * z1, axis=-1)
-    one1 = tf.reduce_sum(z1 * z1, axis=-1)
-    mean = y1 / one1
-    n = tf.reduce_sum(mask, axis=-1)
-    scale2 = (yy - y1 * mean) / n
-    log_det = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol)), axis=-1)
-    nll = 0.5 * (n * (LOG_2PI + tf.math.log(scale2) + 1.0) + log_det)
-    return chol, nll, mean, scale2
+    chol, *sums = _solves(cov, y, mask)
+    return (chol,) + _profiled(*sums, tf.reduce_sum(mask, axis=-1))
 
 
 def profiled_nll(kmat_unit, noise_ratio, y, mask):
@@ -89,6 +98,24 @@ def profiled_nll(kmat_unit, noise_ratio, y, mask):
     """
     _, nll, mean, scale2 = _profile(masked_covariance(kmat_unit, noise_ratio, mask), y, mask)
     return nll, mean, scale2
+
+
+def profiled_nll_blocks(kmat_unit, noise_ratio, y, mask, blocks):
+    """`profiled_nll` with the covariance taken block-diagonal: the series
+    cut into `blocks` consecutive pieces that share the mean and scale but
+    not their correlation. Scores a start at a fraction of a full Cholesky.
+
+    Args:
+      kmat_unit: [C * blocks, L, L] unit kernel matrices of the pieces
+        (row c * blocks + b is piece b of row c).
+      noise_ratio: [C * blocks]. y, mask: [C * blocks, L].
+      blocks: pieces per row (a Python int).
+    Returns:
+      (nll [C], mean [C], scale2 [C]).
+    """
+    _, *sums = _solves(masked_covariance(kmat_unit, noise_ratio, mask), y, mask)
+    sums.append(tf.reduce_sum(mask, axis=-1))
+    return _profiled(*(tf.reduce_sum(tf.reshape(v, [-1, blocks]), axis=-1) for v in sums))
 
 
 def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, mask):

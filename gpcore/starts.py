@@ -48,6 +48,18 @@ VARIANCE_RATIO_GRID = (0.1, 1.0)
 VARIANCE_RATIO_BOUNDS = (1e-6, 1e6)
 
 
+# The grid is scored on consecutive pieces of at most this many points,
+# taken as independent; kernels with a period see the whole series. The
+# best GRID_RESCORED points are then scored on the whole series.
+GRID_PIECE_POINTS = 32
+GRID_RESCORED = 8
+
+
+def grid_piece_points(kernel: Kernel) -> int:
+    """Longest piece a grid value is computed on (points)."""
+    return 1 << 30 if kernel.has_period else GRID_PIECE_POINTS
+
+
 def grid_shape(kernel: Kernel) -> tuple[int, int]:
     """(kernel-parameter rows, noise columns) of every series' grid."""
     parts = components(kernel)
