@@ -312,6 +312,25 @@ class GPFitter(tf.Module):
                                + evaluations * flops_per_newton_evaluation(n, len(self.parameters)))
 
 
+def _ranked(values):
+    """[B, G] indices of values [B, G] from lowest to highest, NaN last."""
+    return tf.argsort(tf.where(tf.math.is_finite(values), values,
+                               tf.constant(np.inf, values.dtype)), axis=-1)
+
+
+def _pieces(t, y, mask, most):
+    """Rows [B, N] cut into P consecutive pieces of equal length L <= most
+    (padding masked): ([B * P, L] each, P)."""
+    n = tf.shape(t)[1]
+    pieces = (n + most - 1) // most
+    size = (n + pieces - 1) // pieces
+    pad = pieces * size - n
+    extend = lambda v, fill: tf.concat([v, tf.tile(fill, [1, pad])], axis=1)
+    t = extend(t, t[:, -1:])
+    y, mask = extend(y, tf.zeros_like(y[:, :1])), extend(mask, tf.zeros_like(mask[:, :1]))
+    return [tf.reshape(v, [-1, size]) for v in (t, y, mask)], pieces
+
+
 class _StandardisedBatch:
     """A batch standardised (t to [0, 1], y to zero mean and unit variance),
     padded to [C, N] with masks, one row per member (member c fits series
