@@ -52,7 +52,7 @@ VARIANCE_RATIO_BOUNDS = (1e-6, 1e6)
 # taken as independent; kernels with a period see the whole series. The
 # best GRID_RESCORED points are then scored on the whole series.
 GRID_PIECE_POINTS = 32
-GRID_RESCORED = 8
+GRID_RESCORED = 4
 
 
 def grid_piece_points(kernel: Kernel) -> int:

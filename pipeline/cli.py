@@ -23,9 +23,13 @@ import os
 
 # Before numpy/TensorFlow load (here and in worker processes, which inherit
 # the environment): small matrices and oversubscribed BLAS pools are slow,
-# and TF's C++ start-up chatter buries gpfit's own lines.
+# and TF's C++ start-up chatter buries gpfit's own lines. gpfit uses no
+# Keras, but importing TensorFlow eagerly imports Keras 3 (1.4 s of every
+# start) unless told to use tf-keras, which TFP imports anyway
+# (docs/design.md, "Start-up").
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import logging  # noqa: E402  (after the environment above)
 import sys  # noqa: E402
@@ -98,7 +102,15 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
 
 
 def main() -> None:
-    sys.exit(run())
+    """The console script: run, then leave at once. The work is done and
+    every file closed by then; Python's own finalisation of TensorFlow's and
+    Beam's modules would add 1.6 s to every command and do nothing gpfit
+    needs (docs/design.md, "Start-up")."""
+    code = run()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _is_dry_run(options) -> bool:
