@@ -25,9 +25,9 @@ LENGTH_QUANTUM = 8
 SECONDS_PER_CALL = 15.0
 
 # Calibration of `cost`, measured on this project's 2-core machines with one
-# TensorFlow thread (docs/design.md, "The fitter"): 1.8, 47.5 and 1,963 ms of
-# CPU per series at 64, 256 and 1,024 points, i.e. 6, 12 and 22 GFLOP/s; a
-# fit takes 4-5 Newton evaluations per start; Python work per series is
+# TensorFlow thread (docs/design.md, "The fitter"): 1.7, 25 and 940 ms of
+# CPU per series at 64, 256 and 1,024 points (the model: 1.6, 28 and 1,670);
+# a fit takes 4-5 Newton evaluations per start; Python work per series is
 # about a millisecond. 15 GFLOP/s errs long for long series, which is the
 # safe side for bounding a call.
 FLOPS_PER_SECOND = 1.5e10

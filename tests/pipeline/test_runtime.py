@@ -3,6 +3,9 @@ threads, progress lines, worker log lines."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -68,3 +71,20 @@ def test_the_dataflow_job_id_line_stays_visible():
     assert client.isEnabledFor(logging.INFO)
     assert not logging.getLogger("apache_beam.io.parquetio").isEnabledFor(logging.INFO)
     assert logging.getLogger("gpfit").isEnabledFor(logging.INFO)
+
+
+def test_the_command_imports_tensorflow_without_keras_3_and_exits_with_runs_code(tmp_path):
+    """Start-up (docs/design.md, "Start-up"): the gpfit command points
+    TensorFlow at tf-keras, so Keras 3 is never imported (1.4 s), and main()
+    leaves with run()'s exit code without Python's finalisation."""
+    probe = ("import sys, pipeline.cli, tensorflow, tensorflow_probability; "
+             "print(sorted(m for m in ('keras.src', 'tf_keras.src') if m in sys.modules))")
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env=env, check=True).stdout.strip().splitlines()[-1]
+    assert out == "['tf_keras.src']"
+    # A usage error: run() returns 2 before any work; main() must exit with it.
+    done = subprocess.run([sys.executable, "-m", "pipeline", "--input", str(tmp_path / "none"),
+                           "--output", str(tmp_path / "out")], capture_output=True, text=True,
+                          env=env)
+    assert done.returncode == 2 and "gpfit: error:" in done.stderr
