@@ -178,7 +178,8 @@ class GPFitter(tf.Module):
         points = tf.concat([  # [B, G1 * G2, P]: every grid point's position
             tf.repeat(kernel_grid, columns, axis=1),
             tf.tile(noise_grid, [1, kernel_grid.shape[1]])[..., None]], axis=-1)
-        order = _ranked(tf.reshape(values, [series, -1]))                     # [B, G1 * G2]
+        scored = tf.reshape(values, [series, -1])                              # [B, G1 * G2]
+        order = _ranked(scored)
         head = min(starts.GRID_RESCORED, kernel_grid.shape[1] * columns)
 
         def rescored():  # the best `head` points, ordered by their whole-series value
@@ -187,6 +188,10 @@ class GPFitter(tf.Module):
             exact = tf.stack([likelihood.profiled_nll(
                 self.kernel.matrix(own, tf.unstack(tf.exp(best[:, i, :-1]), axis=-1)),
                 tf.exp(best[:, i, -1]) + self.jitter, y, mask)[0] for i in range(head)], axis=-1)
+            # A series within one piece keeps its piece values (the same
+            # numbers but for round-off, which must not reorder near-ties).
+            whole = tf.reduce_sum(mask, axis=-1) <= tf.cast(tf.shape(tp)[1], DTYPE)
+            exact = tf.where(whole[:, None], tf.gather(scored, order[:, :head], batch_dims=1), exact)
             return tf.concat([tf.gather(order[:, :head], _ranked(exact), batch_dims=1),
                               order[:, head:]], axis=-1)
 
@@ -319,11 +324,14 @@ def _ranked(values):
 
 
 def _pieces(t, y, mask, most):
-    """Rows [B, N] cut into P consecutive pieces of equal length L <= most
-    (padding masked): ([B * P, L] each, P)."""
+    """Rows [B, N] cut into P consecutive pieces of L = min(most, N) points
+    (padding masked): ([B * P, L] each, P). A row's pieces are its points
+    0..L-1, L..2L-1, ...: they depend on its own points only, not on the
+    batch's padded length, so a series gets the same grid values whatever
+    its batch companions."""
     n = tf.shape(t)[1]
-    pieces = (n + most - 1) // most
-    size = (n + pieces - 1) // pieces
+    size = tf.minimum(most, n)
+    pieces = (n + size - 1) // size
     pad = pieces * size - n
     extend = lambda v, fill: tf.concat([v, tf.tile(fill, [1, pad])], axis=1)
     t = extend(t, t[:, -1:])

@@ -46,12 +46,12 @@ def test_periodogram_finds_the_period_of_long_series(rng, n):
     assert abs(1.0 / found[0] - 1.0 / period) < 0.5
 
 
-def _profiled_nll_numpy(kernel, t, y, shape, ratio, pieces=1):
+def _profiled_nll_numpy(kernel, t, y, shape, ratio, size=None):
     """min over mean and amplitude of -log N(y | mean, s^2 A), A = K + ratio I
-    with K taken block-diagonal over `pieces` consecutive equal pieces (the
-    fitter's piece length: ceil(n / pieces)): GLS mean and ML scale."""
+    with K taken block-diagonal over consecutive pieces of `size` points
+    (the last one shorter; None: one piece): GLS mean and ML scale."""
     k = ref.kernel_matrix(kernel, t, t, 1.0, shape[0], shape[1] if len(shape) > 1 else None)
-    piece = np.arange(t.size) // -(-t.size // pieces)
+    piece = np.arange(t.size) // (size or t.size)
     a = np.where(piece[:, None] == piece[None, :], k, 0.0) + ratio * np.eye(t.size)
     a_inv = np.linalg.inv(a)
     one = np.ones_like(y)
@@ -77,17 +77,18 @@ def test_grid_scores_equal_numpy_and_restarts_start_from_the_best_points(rng, ke
     start, values = fitter._grid_start(tile(t), feature, tile(y), tile(np.ones_like(y)),
                                        tile(rows, 1), tile(columns, 1),
                                        tf.zeros([count], tf.int32), tf.range(count))
-    pieces = -(-n // starts.grid_piece_points(fitter.kernel))
+    size = min(n, starts.grid_piece_points(fitter.kernel))
+    pieces = -(-n // size)
     assert pieces == (1 if kernel == "periodic" else -(-n // starts.GRID_PIECE_POINTS))
-    scored = lambda p: np.array([[_profiled_nll_numpy(kernel, t, y, np.exp(r), np.exp(c), p)
-                                  for c in columns] for r in rows]).reshape(-1)
-    expected = scored(pieces)
+    scored = lambda size: np.array([[_profiled_nll_numpy(kernel, t, y, np.exp(r), np.exp(c), size)
+                                     for c in columns] for r in rows]).reshape(-1)
+    expected = scored(size)
     # Same likelihood, TF against numpy's inverse: float64 round-off.
     np.testing.assert_allclose(values.numpy()[0].reshape(-1), expected, rtol=1e-8)
     order = np.argsort(expected)
     if pieces > 1:  # the best few, ordered by the whole series
         head = order[:starts.GRID_RESCORED]
-        order = np.r_[head[np.argsort(scored(1)[head])], order[starts.GRID_RESCORED:]]
+        order = np.r_[head[np.argsort(scored(None)[head])], order[starts.GRID_RESCORED:]]
     for rank in range(count):  # restart k starts from the k-th point of that order
         row, column = divmod(order[rank], columns.size)
         np.testing.assert_allclose(start.numpy()[rank], np.r_[rows[row], columns[column]])

@@ -138,14 +138,15 @@ def test_values_with_missing_points_are_fitted_on_the_rest(long_run):
 
 # `python -m pipeline` once per case, in one interpreter (Beam's import is
 # paid once): exit code, stderr and whether TensorFlow was ever imported.
+# The command's run() for each case in one process (the console script's
+# main() leaves the process at once, so it cannot be called twice).
 _DRIVER = """
-import json, runpy, sys
+import json, sys
+from pipeline import cli
 for name, argv in json.loads(sys.argv[1]).items():
     print("=== " + name, file=sys.stderr, flush=True)
-    sys.argv = ["gpfit", *argv]
     try:
-        runpy.run_module("pipeline", run_name="__main__", alter_sys=True)
-        code = 0
+        code = cli.run(argv)
     except SystemExit as stop:
         code = stop.code
     print(json.dumps({"case": name, "code": code,
