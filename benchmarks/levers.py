@@ -26,15 +26,13 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 def _grid(text: str | None, piece: int | None = None, rescored: int | None = None) -> None:
     """Sets gpcore.starts' grid constants from "G:r1,r2,..." and the grid's
-    piece length (before a fitter is built)."""
+    piece length and rescored points (before a fitter is built)."""
+    from gpcore import starts
     if piece:
-        from gpcore import starts
         starts.GRID_PIECE_POINTS = piece
     if rescored is not None:
-        from gpcore import starts
         starts.GRID_RESCORED = rescored
     if text:
-        from gpcore import starts
         rows, noise = text.split(":")
         starts.LENGTH_GRID_SIZE = int(rows)
         starts.NOISE_GRID = tuple(float(r) for r in noise.split(","))

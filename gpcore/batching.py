@@ -54,11 +54,11 @@ def flops_per_value(n: int) -> float:
 
 def flops_per_grid(kernel, n: int) -> float:
     """... of scoring one series' start grid at N points: every point on
-    pieces of the series, then the best few on the whole series (as
-    GPFitter does, starts.py)."""
+    pieces of min(grid_piece_points, N) points (the last one padded, as
+    GPFitter cuts them), then the best few on the whole series."""
     rows, columns = grid_shape(kernel)
-    pieces = -(-n // grid_piece_points(kernel))
-    size = -(-n // pieces)
+    size = min(grid_piece_points(kernel), n)
+    pieces = -(-n // size)
     flops = rows * columns * pieces * flops_per_value(size)
     if pieces > 1:
         flops += min(GRID_RESCORED, rows * columns) * flops_per_value(n)

@@ -109,7 +109,7 @@ def profiled_nll_blocks(kmat_unit, noise_ratio, y, mask, blocks):
       kmat_unit: [C * blocks, L, L] unit kernel matrices of the pieces
         (row c * blocks + b is piece b of row c).
       noise_ratio: [C * blocks]. y, mask: [C * blocks, L].
-      blocks: pieces per row (a Python int).
+      blocks: pieces per row (an int or a scalar int32 tensor).
     Returns:
       (nll [C], mean [C], scale2 [C]).
     """

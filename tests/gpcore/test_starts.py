@@ -80,8 +80,8 @@ def test_grid_scores_equal_numpy_and_restarts_start_from_the_best_points(rng, ke
     size = min(n, starts.grid_piece_points(fitter.kernel))
     pieces = -(-n // size)
     assert pieces == (1 if kernel == "periodic" else -(-n // starts.GRID_PIECE_POINTS))
-    scored = lambda size: np.array([[_profiled_nll_numpy(kernel, t, y, np.exp(r), np.exp(c), size)
-                                     for c in columns] for r in rows]).reshape(-1)
+    scored = lambda piece: np.array([[_profiled_nll_numpy(kernel, t, y, np.exp(r), np.exp(c), piece)
+                                      for c in columns] for r in rows]).reshape(-1)
     expected = scored(size)
     # Same likelihood, TF against numpy's inverse: float64 round-off.
     np.testing.assert_allclose(values.numpy()[0].reshape(-1), expected, rtol=1e-8)

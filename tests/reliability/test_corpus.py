@@ -136,10 +136,9 @@ def test_values_with_missing_points_are_fitted_on_the_rest(long_run):
 
 # ---- unusable input --------------------------------------------------------------
 
-# `python -m pipeline` once per case, in one interpreter (Beam's import is
-# paid once): exit code, stderr and whether TensorFlow was ever imported.
-# The command's run() for each case in one process (the console script's
-# main() leaves the process at once, so it cannot be called twice).
+# The command's run() once per case, in one interpreter (Beam's import is
+# paid once; the console script's main() ends the process, so it cannot be
+# called twice): exit code, stderr and whether TensorFlow was ever imported.
 _DRIVER = """
 import json, sys
 from pipeline import cli
