@@ -7,6 +7,7 @@ import dataclasses
 from typing import Optional
 
 from gpcore.kernels import KERNELS, SUM, SYNTAX, kernel  # noqa: F401  (KERNELS: re-exported)
+from gpcore.starts import has_length_axis
 
 # kernel=AUTO fits each candidate and keeps the lowest BIC per series.
 AUTO = "auto"
@@ -17,6 +18,12 @@ CANDIDATES = ("rbf", "matern52", "rbf+periodic", "matern52+periodic")
 # grid point (often another period) matched scikit-learn with 4 starts on
 # 93 % of seasonal series instead of 88 % (docs/design.md, "Sums of kernels").
 SUM_RESTARTS = 2
+# Default starts for a single kernel without a period: the grid's best
+# point, then up to 2 other basins the grid shows (local minima of its
+# values away from the best); a restart runs only where its basin exists,
+# so series with one basin pay nothing (docs/design.md, "Restarts from
+# other basins").
+BASIN_RESTARTS = 3
 # A periodic component with a long length scale is nearly a constant plus a
 # sinusoid: the likelihood rises slowly along a curved ridge (amplitude and
 # length scale growing together) that Newton climbs in small steps. 400
@@ -34,11 +41,12 @@ class FitConfig:
       kernel: one of KERNELS, a sum of them such as "rbf+periodic", or
         "auto": every one of `candidates` is fitted and the lowest BIC kept.
       candidates: the kernels "auto" chooses from.
-      restarts: Newton starts per series, run as extra batch members; None
-        (the default): 1 for a single kernel, SUM_RESTARTS for a sum, whose
-        likelihood has an optimum per candidate period (docs/design.md,
-        "Sums of kernels"); under "auto", each candidate's own. From
-        the best points of the search grid, best first (gpcore/starts.py).
+      restarts: most Newton starts per series, run as batch members; None
+        (the default): `default_restarts(kernel)`; under "auto", each
+        candidate's own. The first starts from the best point of the search
+        grid; for a single kernel without a period each further one from
+        another basin of the grid, run only where the grid shows one; for
+        the others from the next-best grid points (gpcore/starts.py).
       min_points: fewer finite points than this -> status "skipped".
       max_points: more finite points than this -> status "skipped".
       batch_size: series fitted together in one compiled call (16 fitted
@@ -65,7 +73,7 @@ class FitConfig:
         if self.kernel != AUTO:
             sums = SUM in str(self.kernel)
             if self.restarts is None:
-                object.__setattr__(self, "restarts", SUM_RESTARTS if sums else 1)
+                object.__setattr__(self, "restarts", default_restarts(self.kernel))
             if self.max_iterations is None:
                 object.__setattr__(self, "max_iterations",
                                    SUM_MAX_ITERATIONS if sums else MAX_ITERATIONS)
@@ -98,6 +106,16 @@ class FitConfig:
                 f"max_points ({self.max_points}) must be >= min_points ({self.min_points})")
         if not self.tolerance > 0:
             raise ValueError(f"tolerance must be > 0; got {self.tolerance!r}")
+
+
+def default_restarts(name: str) -> int:
+    """Default starts for kernel `name` (not auto): SUM_RESTARTS for a sum,
+    whose likelihood has an optimum per candidate period (docs/design.md,
+    "Sums of kernels"); BASIN_RESTARTS for a kernel with a length-scale
+    grid; 1 for the periodic kernel, whose grid rows are periods."""
+    if SUM in name:
+        return SUM_RESTARTS
+    return BASIN_RESTARTS if has_length_axis(kernel(name)) else 1
 
 
 def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:

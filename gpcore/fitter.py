@@ -117,21 +117,28 @@ class GPFitter(tf.Module):
         Restarts of one series that reach the basin of a better start stop
         there.
         """
-        feature = self.kernel.feature(distances(t, t))  # [C, N, N] each, fixed for the batch
-        grid_start, _ = self._grid_start(t, feature, y, mask, kernel_grid, noise_grid, group, rank)
+        series = tf.shape(kernel_grid)[0]
+        t, y, mask = t[:series], y[:series], mask[:series]  # members 0..B-1 are the series
+        feature = self.kernel.feature(distances(t, t))  # [B, N, N] each, fixed for the batch
+        grid_start, other_basins, _ = self._grid_start(feature, t, y, mask, kernel_grid,
+                                                       noise_grid, group, rank)
         start = tf.where((rank < 0)[:, None], warm, grid_start)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(start[:, i])
         position = tf.stack([tv.trainable_variables[0] for tv in self.parameters], axis=-1)
 
         def evaluate(x, members):
-            everyone = tf.equal(tf.shape(members)[0], tf.shape(t)[0])
-            take = lambda v: tf.cond(everyone, lambda: v, lambda: tf.gather(v, members))
+            rows = tf.gather(group, members)  # each member's series
+            same = tf.equal(tf.size(rows), series) & tf.reduce_all(
+                tf.equal(rows, tf.range(tf.size(rows))))
+            take = lambda v: tf.cond(same, lambda: v, lambda: tf.gather(v, rows))
             return self._newton_terms(x, tf.nest.map_structure(take, feature), take(y), take(mask))
 
+        # A restart runs only where its series' grid has that many other basins.
+        active = rank <= tf.gather(other_basins, group)
         result = newton.minimize(evaluate, position, lower, upper,
                                  self.config.max_iterations, self.config.tolerance,
-                                 groups=group, merge_within=MERGE_WITHIN)
+                                 groups=group, merge_within=MERGE_WITHIN, active=active)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)
@@ -143,12 +150,16 @@ class GPFitter(tf.Module):
             "iterations": result.iterations, "evaluations": result.evaluations,
         }
 
-    def _grid_start(self, t, feature, y, mask, kernel_grid, noise_grid, group, rank):
+    def _grid_start(self, feature, t, y, mask, kernel_grid, noise_grid, group, rank):
         """Scores every series' grid, value only; returns each member's start
-        [C, P] (the rank[c]-th best point of its series' grid) and the values
-        [B, G1, G2].
+        [C, P], the number of other basins [B] each series' grid shows and
+        the grid values [B, G1, G2].
 
-        The grid is scored for the first B members (one per series) only.
+        Rank 0 starts from the best grid point. For kernels whose grid rows
+        are one ordered length scale, rank r > 0 starts from the r-th best
+        other basin: a local minimum of the grid not next to the best point
+        (docs/design.md, "Restarts from other basins"); for the others,
+        from the r-th best grid point, and every series has all of them.
         Series longer than starts.grid_piece_points(kernel) are scored on
         consecutive pieces taken as independent (a fraction of a full
         Cholesky), then their starts.GRID_RESCORED best points on the whole
@@ -156,11 +167,11 @@ class GPFitter(tf.Module):
         point whose covariance is not PD (NaN) ranks last.
 
         Args:
-          t, y, mask: [C, N]; feature: the kernel's feature of t [C, N, N].
+          feature: the kernel's feature of t [B, N, N]; t, y, mask: [B, N].
+          group, rank: [C] each member's series and restart rank.
         """
         series = tf.shape(kernel_grid)[0]
-        y, mask = y[:series], mask[:series]
-        (tp, yp, maskp), pieces = _pieces(t[:series], y, mask, starts.grid_piece_points(self.kernel))
+        (tp, yp, maskp), pieces = _pieces(t, y, mask, starts.grid_piece_points(self.kernel))
         own = self.kernel.feature(distances(tp, tp))  # [B * pieces, L, L]
         columns = noise_grid.shape[1]
         spread = lambda v: tf.repeat(v, pieces, axis=0)  # [B, ...] -> [B * pieces, ...]
@@ -184,9 +195,8 @@ class GPFitter(tf.Module):
 
         def rescored():  # the best `head` points, ordered by their whole-series value
             best = tf.gather(points, order[:, :head], batch_dims=1)             # [B, head, P]
-            own = tf.nest.map_structure(lambda f: f[:series], feature)
             exact = tf.stack([likelihood.profiled_nll(
-                self.kernel.matrix(own, tf.unstack(tf.exp(best[:, i, :-1]), axis=-1)),
+                self.kernel.matrix(feature, tf.unstack(tf.exp(best[:, i, :-1]), axis=-1)),
                 tf.exp(best[:, i, -1]) + self.jitter, y, mask)[0] for i in range(head)], axis=-1)
             # A series within one piece keeps its piece values (the same
             # numbers but for round-off, which must not reorder near-ties).
@@ -196,9 +206,13 @@ class GPFitter(tf.Module):
                               order[:, head:]], axis=-1)
 
         order = tf.cond(pieces > 1, rescored, lambda: order)
+        if starts.has_length_axis(self.kernel):
+            order, others = _other_basins(values, order[:, 0])
+        else:
+            others = tf.fill([series], tf.shape(order)[1] - 1)
         best = tf.gather(tf.gather(order, group), tf.maximum(rank, 0) % tf.shape(order)[1],
                          batch_dims=1)
-        return tf.gather(tf.gather(points, group), best, batch_dims=1), values
+        return tf.gather(tf.gather(points, group), best, batch_dims=1), others, values
 
     def _newton_terms(self, x, feature, y, mask):
         """Profiled nll, gradient and Hessian at log parameters x [M, P]."""
@@ -315,6 +329,35 @@ class GPFitter(tf.Module):
         self.work["member_evaluations"] += evaluations
         self.work["flops"] += (series * flops_per_grid(self.kernel, n)
                                + evaluations * flops_per_newton_evaluation(n, len(self.parameters)))
+
+
+def _other_basins(values, first):
+    """The grid's points [B, G1 * G2] ordered for restarts, and how many of
+    them [B] are other basins.
+
+    values: [B, G1, G2] grid values (rows: length scales in order; columns:
+    noise ratios in order). first: [B] the flat index of each series'
+    first start. Order: `first`, then the other basins: the grid's local
+    minima (no lower value among the 8 neighbours) that are not next to
+    `first` and within starts.BASIN_WITHIN nats of the grid's best, best
+    first; then the rest.
+    """
+    finite = tf.where(tf.math.is_finite(values), values, tf.constant(np.inf, values.dtype))
+    columns = tf.shape(values)[2]
+    padded = tf.pad(finite, [[0, 0], [1, 1], [1, 1]], constant_values=np.inf)
+    lowest_around = -tf.nn.max_pool2d(-padded[..., None], 3, 1, "VALID")[..., 0]
+    flat = tf.reshape(finite, [tf.shape(values)[0], -1])                      # [B, G]
+    minimum = tf.reshape(finite <= lowest_around, tf.shape(flat)) & tf.math.is_finite(flat)
+    point = tf.range(tf.shape(flat)[1])
+    apart = lambda a, b: tf.abs(a - b) > 1
+    away = (apart(point[None] // columns, first[:, None] // columns)
+            | apart(point[None] % columns, first[:, None] % columns))
+    close = flat - tf.reduce_min(flat, axis=-1, keepdims=True) <= starts.BASIN_WITHIN
+    other = minimum & away & close
+    key = tf.where(other, flat, tf.constant(np.inf, flat.dtype))
+    key = tf.where(tf.equal(point[None], first[:, None]), tf.constant(-np.inf, flat.dtype), key)
+    return (tf.argsort(key, axis=-1, stable=True),
+            tf.reduce_sum(tf.cast(other, tf.int32), axis=-1))
 
 
 def _ranked(values):

@@ -25,9 +25,9 @@ from typing import Callable, NamedTuple
 
 import tensorflow as tf
 
-RUNNING, CONVERGED, MAX_ITERATIONS, STALLED, FAILED, MERGED = 0, 1, 2, 3, 4, 5
+RUNNING, CONVERGED, MAX_ITERATIONS, STALLED, FAILED, MERGED, UNUSED = 0, 1, 2, 3, 4, 5, 6
 STOP_REASONS = {CONVERGED: "converged", MAX_ITERATIONS: "max_iterations",
-                STALLED: "stalled", FAILED: "failed", MERGED: "merged"}
+                STALLED: "stalled", FAILED: "failed", MERGED: "merged", UNUSED: "unused"}
 
 ARMIJO = 1e-4       # accept a step that achieves this share of the predicted decrease
 MAX_STEP = 2.0      # largest trust radius: move of one coordinate (log units: e^2)
@@ -41,7 +41,7 @@ class NewtonResult(NamedTuple):
     position: tf.Tensor
     value: tf.Tensor
     aux: dict           # the objective's extra outputs at `position`
-    status: tf.Tensor   # int32: CONVERGED, MAX_ITERATIONS, STALLED, FAILED or MERGED
+    status: tf.Tensor   # int32: CONVERGED, MAX_ITERATIONS, STALLED, FAILED, MERGED or UNUSED
     at_bound: tf.Tensor  # bool: some coordinate is held at a bound
     iterations: tf.Tensor
     evaluations: tf.Tensor  # scalar: member evaluations (value, gradient, Hessian)
@@ -49,7 +49,7 @@ class NewtonResult(NamedTuple):
 
 def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
              upper: tf.Tensor, max_iterations: int, tolerance: float,
-             groups=None, merge_within: float = 0.0) -> NewtonResult:
+             groups=None, merge_within: float = 0.0, active=None) -> NewtonResult:
     """Minimises C independent objectives of P parameters within boxes.
 
     Args:
@@ -65,20 +65,24 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
       merge_within: with groups, a running member within this distance
         (max-norm) of a lower member of its group stops (MERGED): starts
         that reached one basin need not all finish it.
+      active: optional [C] bool: members to run; the others are never
+        evaluated and come back UNUSED with value +inf.
     Returns:
       NewtonResult. Members whose start is not finite are FAILED, unmoved.
     """
     x = tf.clip_by_value(initial_position, lower, upper)
     n_members = tf.shape(x)[0]
-    everyone = tf.range(n_members)
-    f, g, h, aux = evaluate(x, everyone)
+    if active is None:
+        active = tf.ones([n_members], tf.bool)
+    members = tf.cast(tf.where(active)[:, 0], tf.int32)
+    f, g, h, aux = _scattered(evaluate(tf.gather(x, members), members), members, n_members)
     finite = _finite(f, g, h)
     done = _converged(x, g, h, lower, upper, tolerance)
-    status = tf.where(finite, tf.where(done, CONVERGED, RUNNING), FAILED)
+    status = tf.where(active, tf.where(finite, tf.where(done, CONVERGED, RUNNING), FAILED), UNUSED)
     state = dict(x=x, f=f, g=g, h=h, aux=aux, radius=tf.fill(tf.shape(f), tf.cast(MAX_STEP, f.dtype)),
                  status=status,
                  iterations=tf.zeros([n_members], tf.int32),
-                 evaluations=n_members)
+                 evaluations=tf.size(members))
 
     def running(s):
         return tf.reduce_any(tf.equal(s["status"], RUNNING))
@@ -135,6 +139,18 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
     return NewtonResult(position=state["x"], value=state["f"], aux=state["aux"],
                         status=status, at_bound=tf.reduce_any(held, axis=-1),
                         iterations=state["iterations"], evaluations=state["evaluations"])
+
+
+def _scattered(terms, members, n_members):
+    """The (value, gradient, Hessian, aux) of members [M], as [C]-shaped
+    terms: +inf, 0, the identity and 0 for the members not listed."""
+    f, g, h, aux = terms
+    at = members[:, None]
+    spread = lambda v, fill: tf.tensor_scatter_nd_update(
+        tf.fill(tf.concat([[n_members], tf.shape(v)[1:]], 0), tf.cast(fill, v.dtype)), at, v)
+    eye = tf.eye(tf.shape(h)[-1], batch_shape=[n_members], dtype=h.dtype)
+    return (spread(f, float("inf")), spread(g, 0.0), tf.tensor_scatter_nd_update(eye, at, h),
+            {k: spread(v, 0.0) for k, v in aux.items()})
 
 
 def _merge(status, x, f, groups, within):

@@ -8,7 +8,8 @@ single data-driven start lands in the wrong basin on about one series in
 eight (docs/design.md, "Measured facts"). So the fitter scores a grid over
 both, value only (a Cholesky each, no inverse: about a ninth of a Newton
 evaluation), and starts Newton from the best grid point; restarts start
-from the next best. A denser grid in length scale finds the right basin
+from other basins of the grid (local minima away from the best) or, where
+the grid's rows are not one ordered axis, from the next-best points. A denser grid in length scale finds the right basin
 more often (docs/design.md, "The fitter"). Bounds keep flat likelihoods
 from drifting to 0 or infinity; they are set relative to the data's
 spacing and span.
@@ -53,11 +54,23 @@ VARIANCE_RATIO_BOUNDS = (1e-6, 1e6)
 # best GRID_RESCORED points are then scored on the whole series.
 GRID_PIECE_POINTS = 32
 GRID_RESCORED = 4
+# Restarts go to other basins of a length-scale grid whose value is within
+# this many nats of the grid's best: farther ones almost never won on real
+# series, and on series drawn from the model they are mostly spurious
+# (docs/design.md, "Restarts from other basins").
+BASIN_WITHIN = 10.0
 
 
 def grid_piece_points(kernel: Kernel) -> int:
     """Longest piece a grid value is computed on (points)."""
     return 1 << 30 if kernel.has_period else GRID_PIECE_POINTS
+
+
+def has_length_axis(kernel: Kernel) -> bool:
+    """Whether the grid's rows are one length scale in increasing order (a
+    single kernel without a period), so that neighbouring grid points are
+    neighbours in parameter space."""
+    return len(components(kernel)) == 1 and not kernel.has_period
 
 
 def grid_shape(kernel: Kernel) -> tuple[int, int]:

@@ -55,7 +55,9 @@ class GPFitOptions(PipelineOptions):
         add("--value_column", "COLUMN",
             "input column of values, NaN or null = missing (default %(default)s)", default="y")
         add("--restarts", "N",
-            "optimiser starts per series (default 1; for sums 2)",
+            "most optimiser starts per series (default 3 for rbf and matern: the "
+            "grid's best point and up to 2 other basins, run only where the grid "
+            "shows them; 1 for periodic; 2 for sums)",
             type=int, default=None)
         add("--min_points", "N", "skip series with fewer finite points (default %(default)s)",
             type=int, default=3)

@@ -116,3 +116,28 @@ def test_starts_that_meet_in_one_basin_stop_and_the_lowest_finishes():
     best = lambda r: r.value.numpy()[:3].min()
     np.testing.assert_allclose(best(merged), best(alone), atol=1e-9)
     assert int(merged.evaluations) < int(alone.evaluations)
+
+
+def test_inactive_members_are_never_evaluated_and_the_others_run_as_alone():
+    x0 = np.array([[-1.2, 1.0], [2.0, 2.0], [0.0, 0.0], [1.0, -1.0]])
+    box = np.full_like(x0, 10.0)
+    active = tf.constant([True, False, True, False])
+    calls, seen = [], []
+
+    def evaluate(x, members):
+        seen.extend(members.numpy().tolist())
+        return _tf_evaluate(tf.constant(CENTRES), calls)(x, members)
+
+    some = newton.minimize(evaluate, tf.constant(x0), tf.constant(-box), tf.constant(box),
+                           100, 1e-10, active=active)
+    everyone = newton.minimize(_tf_evaluate(tf.constant(CENTRES), []), tf.constant(x0),
+                               tf.constant(-box), tf.constant(box), 100, 1e-10)
+    assert set(seen) == {0, 2}
+    assert int(some.evaluations) == sum(calls)
+    status = some.status.numpy()
+    assert status[1] == status[3] == newton.UNUSED
+    assert np.isinf(some.value.numpy()[[1, 3]]).all()
+    np.testing.assert_array_equal(some.position.numpy()[[1, 3]], x0[[1, 3]])  # unmoved
+    for c in (0, 2):
+        assert status[c] == newton.CONVERGED
+        np.testing.assert_array_equal(some.position.numpy()[c], everyone.position.numpy()[c])

@@ -62,21 +62,37 @@ def _profiled_nll_numpy(kernel, t, y, shape, ratio, size=None):
                   + y.size * np.log(2 * np.pi))
 
 
-@pytest.mark.parametrize("kernel, n", [("matern52", 40), ("rbf", 100), ("periodic", 40)])
-def test_grid_scores_equal_numpy_and_restarts_start_from_the_best_points(rng, kernel, n):
-    """Values on pieces (a block-diagonal covariance), the best few ordered
-    by their whole-series value, restarts down that order."""
+def _other_basins_numpy(values, first):
+    """Flat indices of the other basins of grid values [G1, G2] (NaN: +inf),
+    best first: local minima over the 8 neighbours, more than one row or
+    column from `first`, within starts.BASIN_WITHIN of the best value."""
+    v = np.where(np.isfinite(values), values, np.inf)
+    columns = v.shape[1]
+    found = [i * columns + j for i in range(v.shape[0]) for j in range(columns)
+             if np.isfinite(v[i, j]) and v[i, j] <= v[max(i - 1, 0):i + 2, max(j - 1, 0):j + 2].min()
+             and max(abs(i - first // columns), abs(j - first % columns)) > 1
+             and v[i, j] - v.min() <= starts.BASIN_WITHIN]
+    return sorted(found, key=lambda k: (v.flat[k], k))
+
+
+@pytest.mark.parametrize("kernel, n", [("matern52", 40), ("rbf", 100), ("rbf", 60), ("periodic", 40)])
+def test_grid_scores_equal_numpy_and_restarts_start_from_other_basins(rng, kernel, n):
+    """Values on pieces (a block-diagonal covariance); the first start is the
+    best of the best few by their whole-series value; restarts go to the
+    other basins (a length-scale grid) or down the order (periodic)."""
     fitter = GPFitter(FitConfig(kernel=kernel))
     t, y = ref.sample(rng, kernel, n, noise_variance=0.05, period=0.3 if kernel == "periodic" else None,
                       length_scale=0.8 if kernel == "periodic" else 0.1, span=1.0)
+    if n == 60:  # two regimes: a smooth half and a rough one (several basins)
+        y[n // 2:] = rng.normal(size=n - n // 2)
     t, y = (t - t[0]) / np.ptp(t), (y - y.mean()) / y.std()
     rows, columns = starts.search_grid(fitter.kernel, t, y)
     count = rows.shape[0] * columns.size  # one member per grid point, all of one series
-    tile = lambda a, n=count: tf.constant(np.repeat(a[None], n, axis=0))
-    feature = fitter.kernel.feature(distances(tile(t), tile(t)))
-    start, values = fitter._grid_start(tile(t), feature, tile(y), tile(np.ones_like(y)),
-                                       tile(rows, 1), tile(columns, 1),
-                                       tf.zeros([count], tf.int32), tf.range(count))
+    one = lambda a: tf.constant(a[None])
+    feature = fitter.kernel.feature(distances(one(t), one(t)))
+    start, others, values = fitter._grid_start(feature, one(t), one(y), one(np.ones_like(y)),
+                                               one(rows), one(columns),
+                                               tf.zeros([count], tf.int32), tf.range(count))
     size = min(n, starts.grid_piece_points(fitter.kernel))
     pieces = -(-n // size)
     assert pieces == (1 if kernel == "periodic" else -(-n // starts.GRID_PIECE_POINTS))
@@ -89,6 +105,36 @@ def test_grid_scores_equal_numpy_and_restarts_start_from_the_best_points(rng, ke
     if pieces > 1:  # the best few, ordered by the whole series
         head = order[:starts.GRID_RESCORED]
         order = np.r_[head[np.argsort(scored(None)[head])], order[starts.GRID_RESCORED:]]
-    for rank in range(count):  # restart k starts from the k-th point of that order
+    if starts.has_length_axis(fitter.kernel):
+        basins = _other_basins_numpy(expected.reshape(rows.shape[0], -1), order[0])
+        assert int(others.numpy()[0]) == len(basins)
+        order = np.r_[order[0], basins].astype(int)
+        if n == 60:
+            assert len(basins) >= 1
+    else:
+        assert int(others.numpy()[0]) == count - 1
+    for rank in range(len(order)):  # restart k starts from the k-th point of that order
         row, column = divmod(order[rank], columns.size)
         np.testing.assert_allclose(start.numpy()[rank], np.r_[rows[row], columns[column]])
+
+
+def test_other_basins_are_local_minima_away_from_the_first_start():
+    from gpcore.fitter import _other_basins
+
+    values = 10.0 + np.add.outer(np.arange(7.0), np.arange(4.0))  # one basin, at (0, 0)
+    values[0, 0] = 0.0
+    values[1, 1] = 0.5   # a minimum next to (0, 0): the same basin
+    values[1, 3] = 3.0   # two columns away
+    values[4, 0] = 5.0   # three rows away
+    values[6, 0] = 1.5
+    values[6, 3] = 10.5  # a minimum, but more than BASIN_WITHIN = 10 above the best
+    values[3, 3] = np.nan  # not positive definite: never a basin
+    flat = lambda row, column: row * 4 + column
+
+    def restarts(first):
+        order, others = _other_basins(tf.constant(values[None]), tf.constant([first]))
+        return order.numpy()[0][:1 + int(others.numpy()[0])].tolist()
+
+    assert restarts(flat(0, 0)) == [flat(0, 0), flat(6, 0), flat(1, 3), flat(4, 0)]
+    # From (1, 2), (1, 1) and (1, 3) are its neighbours; (0, 0) is not.
+    assert restarts(flat(1, 2)) == [flat(1, 2), flat(0, 0), flat(6, 0), flat(4, 0)]
