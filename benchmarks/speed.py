@@ -13,9 +13,12 @@ Contenders, each in a process tree of its own (its memory is its own):
             series in a Pool of --processes processes with one BLAS thread
             each; series/s over pool + fits.
 
-R (starts per series) is matched: sklearn gets n_restarts_optimizer = R - 1.
-Quality of gpcore and pipeline is judged per series against sklearn at the
-same R. Then a real-data quality line: gpcore with FitConfig's defaults
+R is the peer's starts per series: sklearn gets n_restarts_optimizer = R - 1.
+With --restarts auto (the default) gpcore and the pipeline run with their
+default starts (FitConfig: for rbf up to 3, the grid's best point and its
+other basins, the restarts only where the grid shows one), whatever R; with
+a list, with R. Quality of gpcore and pipeline is judged per series against
+sklearn at the same R. Then a real-data quality line: gpcore with FitConfig's defaults
 against sklearn at 4 starts on benchmarks/realdata.py's series. Results: a
 markdown table on stdout and in RESULTS_DIR/latest.md, everything measured in
 latest.json, a chart in speed.png.
@@ -66,10 +69,11 @@ def parse_args(argv):
                              + ", ".join(f"{w} {n}" for w, n in DEFAULT_COUNTS.items())
                              + ", all real series)")
     parser.add_argument("--restarts", default="auto",
-                        help="starts per series: a comma list (each measured; the pipeline "
-                             "runs the smallest that meets the quality target), or 'auto': "
-                             f"try {', '.join(map(str, AUTO_RESTARTS))} in turn until gpcore "
-                             "meets it (default %(default)s)")
+                        help="starts per series: a comma list (each measured, for both "
+                             "sides; the pipeline runs the smallest that meets the quality "
+                             "target), or 'auto': gpcore and the pipeline at their default "
+                             f"starts, the peer at {', '.join(map(str, AUTO_RESTARTS))} in "
+                             "turn until gpcore meets it (default %(default)s)")
     parser.add_argument("--skip-pipeline", action="store_true", help="leave out the pipeline")
     parser.add_argument("--skip-realdata", action="store_true",
                         help="leave out the real-data quality line")
@@ -183,8 +187,13 @@ class Bench:
             raise SystemExit(f"could not generate workload {workload}; see {self._log('prepare-' + name)}")
         return {**spec, **out}
 
+    def _ours(self, restarts: int):
+        """gpcore's and the pipeline's starts when the peer has `restarts`:
+        None (their defaults) under --restarts auto."""
+        return None if self.args.restarts == "auto" else restarts
+
     def gpcore(self, workload: str, data: dict, restarts: int):
-        spec = {"data": data["data"], "restarts": restarts, "threads": self.args.threads,
+        spec = {"data": data["data"], "restarts": self._ours(restarts), "threads": self.args.threads,
                 "batch_size": self.args.batch_size, "tolerance": self.args.tolerance,
                 "max_iterations": self.args.max_iterations}
         out, m = self._contender("gpcore", f"{workload}-gpcore-R{restarts}", spec)
@@ -261,8 +270,9 @@ class Bench:
     def _run_pipeline(self, name: str, data: dict, restarts: int):
         output = os.path.join(self.scratch, f"{name}-output")
         command = [sys.executable, "-m", "pipeline", "--input", data["parquet"],
-                   "--output", output, "--kernel", "rbf", "--restarts", str(restarts),
-                   "--batch_size", str(self.args.batch_size)]
+                   "--output", output, "--kernel", "rbf", "--batch_size", str(self.args.batch_size)]
+        if self._ours(restarts) is not None:
+            command += ["--restarts", str(restarts)]
         if self.args.pipeline_workers > 1:
             command += ["--direct_num_workers", str(self.args.pipeline_workers),
                         "--direct_running_mode", "multi_processing"]
@@ -355,7 +365,9 @@ def header(args, argv, load_before, load_after) -> str:
 
 
 READING = """\
-How to read it: R = starts per series (sklearn: n_restarts_optimizer = R − 1).
+How to read it: R = the peer's starts per series (sklearn: n_restarts_optimizer
+= R − 1); gpcore and the pipeline run at their default starts unless --restarts
+listed R (then at R too).
 series/s is over the *timed span*: gpcore's fits alone (its one-off import,
 build and trace are the *one-off* column), sklearn's process pool and fits
 (one-off = its imports), the pipeline's whole command, start-up included (its

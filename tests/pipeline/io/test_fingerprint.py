@@ -58,5 +58,5 @@ def test_the_version_is_setup_pys():
 def test_a_series_refused_unassembled_is_fingerprinted_by_its_reason():
     reasons = ("2000 input rows is more than --max_rows=1000", "3 times but 4 values")
     found = {fingerprint.of_reason(KEY, r) for r in reasons}
-    found.add(fingerprint.of_reason(fingerprint.options_key(FitConfig(restarts=3)), reasons[0]))
+    found.add(fingerprint.of_reason(fingerprint.options_key(FitConfig(restarts=2)), reasons[0]))
     assert len(found) == 3 and fingerprint.of_reason(KEY, reasons[0]) in found
