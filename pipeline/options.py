@@ -55,9 +55,7 @@ class GPFitOptions(PipelineOptions):
         add("--value_column", "COLUMN",
             "input column of values, NaN or null = missing (default %(default)s)", default="y")
         add("--restarts", "N",
-            "most optimiser starts per series (default 3 for rbf and matern: the "
-            "grid's best point and up to 2 other basins, run only where the grid "
-            "shows them; 1 for periodic; 2 for sums)",
+            "most optimiser starts per series (default 3; periodic 1; sums 2)",
             type=int, default=None)
         add("--min_points", "N", "skip series with fewer finite points (default %(default)s)",
             type=int, default=3)
@@ -144,6 +142,8 @@ def help_parser() -> argparse.ArgumentParser:
                f"a trend plus a seasonal cycle), or {AUTO}: fit each of --candidates (default "
                f"{','.join(CANDIDATES)}) to every series and keep the one with "
                "the lowest BIC. "
+               "--restarts: for rbf and matern the starts after the first go to other "
+               "basins of the start grid, and run only where the grid shows one. "
                "Any Beam pipeline option may follow, e.g. --runner DataflowRunner, "
                "--direct_num_workers 2 --direct_running_mode multi_processing. "
                "Exit codes: 0 done; 1 too many series failed; 2 bad invocation "
