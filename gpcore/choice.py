@@ -55,6 +55,13 @@ def _choose(fits: list[FitResult]) -> FitResult:
     return dataclasses.replace(best, bic_margin=margin)
 
 
-def build_fitter(config: FitConfig):
-    """The fitter for config: a GPFitter, or a KernelChoice under "auto"."""
-    return KernelChoice(config) if config.kernel == AUTO else GPFitter(config)
+def build_fitter(config: FitConfig, copies: int = 1):
+    """The fitter for config: a GPFitter, or a KernelChoice under "auto";
+    with copies > 1, that many of them side by side on threads (SideBySide),
+    for a process with as many cores."""
+    build = lambda k: (KernelChoice(config) if config.kernel == AUTO
+                       else GPFitter(config, name="gp_fitter" + (f"_{k}" if k else "")))
+    if copies <= 1:
+        return build(0)
+    from gpcore.side_by_side import SideBySide
+    return SideBySide([build(k) for k in range(copies)])

@@ -10,8 +10,8 @@ builds it (workers get the options).
 
 GP matrices are small; oversubscribed thread pools make them slower, not
 faster (docs/design.md, "Measured facts"). N worker processes on C cores
-therefore get max(1, C // N) intra-op threads each, set before TensorFlow
-starts.
+therefore get max(1, C // N) cores each, used by as many fitters side by
+side with one intra-op thread each, set before TensorFlow starts.
 """
 from __future__ import annotations
 
@@ -78,41 +78,42 @@ def processes_per_machine(options: PipelineOptions) -> Optional[int]:
     return None
 
 
-def intra_op_threads(cores: int, processes: Optional[int]) -> int:
-    """TF intra-op threads for one of `processes` processes on `cores` cores
-    (None: one process per core)."""
+def cores_per_process(cores: int, processes: Optional[int]) -> int:
+    """Cores each of `processes` processes on `cores` cores has (None: one
+    process per core)."""
     return max(1, cores // (processes or cores))
 
 
-def configure_tf_threads(processes: Optional[int]) -> Optional[int]:
-    """Sets this process's TF thread pools, once; returns the intra-op count.
+def configure_tf_threads(processes: Optional[int]) -> int:
+    """Sets this process's TF thread pools, once; returns how many fitters
+    it runs side by side (gpcore.build_fitter's copies).
 
-    TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS in the environment win
-    (this is the one place gpfit reads them).
+    A process with C cores runs C fitters on threads, each with one
+    intra-op thread, and C inter-op threads: GP matrices are too small to
+    split well over threads, while separate fitters keep every core busy
+    (docs/design.md, "Fitters side by side"). TF_NUM_INTRAOP_THREADS=k /
+    TF_NUM_INTEROP_THREADS in the environment win (this is the one place
+    gpfit reads them): then C // k fitters of k threads.
+
     A process whose TF runtime already started (a second pipeline in one
     test process) keeps its pools: TF cannot change them any more.
     """
     global _configured
     import gpcore.threads  # TensorFlow: only on workers, only when fitting
-
     with _configure_lock:
         if _configured is not None:
             return _configured
-        intra = int(os.environ.get(INTRA_OP_ENV)
-                    or intra_op_threads(os.cpu_count() or 1, processes))
-        # As many inter-op threads as intra-op: the fit's grid rows and parts
-        # of a Newton evaluation are independent ops, and running them side
-        # by side beat one inter-op thread by 1.5x on 2 cores (docs/design.md,
-        # "Measured facts").
-        inter = int(os.environ.get(INTER_OP_ENV) or intra)
+        cores = cores_per_process(os.cpu_count() or 1, processes)
+        intra = int(os.environ.get(INTRA_OP_ENV) or 1)
+        inter = int(os.environ.get(INTER_OP_ENV) or cores)
         try:
             gpcore.threads.configure_threads(intra, inter)
         except RuntimeError as err:
             _LOG.info("gpfit: TensorFlow thread pools left as they are: %s", err)
-        _configured = intra
-        _LOG.info("gpfit: TensorFlow threads in process %d: %d intra-op, %d inter-op",
-                  os.getpid(), intra, inter)
-        return intra
+        _configured = max(1, cores // intra)
+        _LOG.info("gpfit: TensorFlow threads in process %d: %d intra-op, %d inter-op; "
+                  "%d fitter(s) side by side", os.getpid(), intra, inter, _configured)
+        return _configured
 
 
 class Progress:

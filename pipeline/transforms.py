@@ -151,11 +151,11 @@ class FitDoFn(beam.DoFn):
         self._slot = self._shared.acquire(self._build_slot)
 
     def _build_slot(self) -> _FitterSlot:
-        intra = runtime.configure_tf_threads(self._processes)
+        copies = runtime.configure_tf_threads(self._processes)
         start = time.monotonic()
-        fitter = build_fitter(self._config)
-        _LOG.info("gpfit: built a %s fitter in %.1f s (%d intra-op threads)",
-                  self._config.kernel, time.monotonic() - start, intra)
+        fitter = build_fitter(self._config, copies)
+        _LOG.info("gpfit: built a %s fitter in %.1f s (%d side by side)",
+                  self._config.kernel, time.monotonic() - start, copies)
         return _FitterSlot(fitter, runtime.Progress(self._clock, self._progress_every_s))
 
     def process(self, batch: list[Series]):

@@ -175,9 +175,10 @@ def test_thread_counts_are_derived_per_process_not_pinned(image):
     per_vcpu = runtime.processes_per_machine(PipelineOptions(["--runner", "DataflowRunner"]))
     one = runtime.processes_per_machine(PipelineOptions([
         "--runner", "DataflowRunner", "--experiments", "no_use_multiple_sdk_containers"]))
-    # n2-standard-4: 1 thread in each of 4 processes, or 4 in the one process.
-    assert runtime.intra_op_threads(4, per_vcpu) == 1
-    assert runtime.intra_op_threads(4, one) == 4
+    # n2-standard-4: 1 core for each of 4 processes, or 4 for the one process
+    # (4 fitters side by side).
+    assert runtime.cores_per_process(4, per_vcpu) == 1
+    assert runtime.cores_per_process(4, one) == 4
 
 
 def test_every_step_says_why(dockerfile):

@@ -26,10 +26,10 @@ def test_progress_line_at_most_every_interval():
 
 
 def test_thread_counts_split_the_cores_between_processes():
-    assert runtime.intra_op_threads(2, 1) == 2
-    assert runtime.intra_op_threads(2, 2) == 1
-    assert runtime.intra_op_threads(2, 4) == 1
-    assert runtime.intra_op_threads(8, None) == 1  # one process per core
+    assert runtime.cores_per_process(2, 1) == 2
+    assert runtime.cores_per_process(2, 2) == 1
+    assert runtime.cores_per_process(2, 4) == 1
+    assert runtime.cores_per_process(8, None) == 1  # one process per core
     opts = PipelineOptions(["--direct_num_workers", "2", "--direct_running_mode",
                             "multi_processing"])
     assert runtime.processes_per_machine(opts) == 2
@@ -37,6 +37,29 @@ def test_thread_counts_split_the_cores_between_processes():
                                                           "--direct_running_mode",
                                                           "multi_threading"])) == 1
     assert runtime.processes_per_machine(PipelineOptions(["--runner", "DataflowRunner"])) is None
+
+
+def _threads_in_a_fresh_process(processes, env):
+    """(copies, intra-op, inter-op) that configure_tf_threads sets in a new
+    process (TF's pools are set once per process)."""
+    code = ("import tensorflow as tf; from pipeline import runtime; "
+            f"copies = runtime.configure_tf_threads({processes}); "
+            "print(copies, tf.config.threading.get_intra_op_parallelism_threads(), "
+            "tf.config.threading.get_inter_op_parallelism_threads())")
+    environ = {k: v for k, v in os.environ.items()
+               if k not in (runtime.INTRA_OP_ENV, runtime.INTER_OP_ENV)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**environ, **env}, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return tuple(int(v) for v in done.stdout.split()[-3:])
+
+
+def test_a_process_runs_a_fitter_copy_per_core_with_one_intra_op_thread_each():
+    cores = os.cpu_count() or 1
+    assert _threads_in_a_fresh_process(1, {}) == (cores, 1, cores)
+    assert _threads_in_a_fresh_process(cores, {}) == (1, 1, 1)  # a process per core
+    if cores >= 2:  # the environment wins: copies of 2 threads
+        assert _threads_in_a_fresh_process(1, {runtime.INTRA_OP_ENV: "2"}) == (cores // 2, 2, cores)
 
 
 def test_worker_log_lines_keep_gpfit_and_warnings_only():
