@@ -7,7 +7,8 @@ KIND is one of:
   prepare   generate a workload (fixed seed) into SPEC["data"] (.npz for the
             in-process contenders) and SPEC["parquet"] (long format for the
             pipeline). Imports gpcore, hence TensorFlow: kept out of the others.
-  gpcore    GPFitter.fit over the series, TF intra-op threads set first; also
+  gpcore    the fitter over the series, a copy per thread (--threads copies with
+            one TF intra-op thread each, as the pipeline runs them); also
             measures this machine's float64 matrix-multiply rate.
   sklearn   the competent scikit-learn peer of benchmarks/peers.py (initial
             length scale span/10, bounds span/1000 to 10 x span, normalize_y)
@@ -83,21 +84,26 @@ def load(path: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
 # ---- gpcore -----------------------------------------------------------------
 
 def run_gpcore(spec: dict) -> dict:
-    """Times GPFitter.fit over the workload, the one-off build/trace apart."""
+    """Times the fitter's fit over the workload (build_fitter with a copy per
+    thread), the one-off build/trace apart."""
     start = time.perf_counter()
     from gpcore.threads import configure_threads
     # As the pipeline sets them (pipeline/runtime.py): intra- and inter-op alike.
-    configure_threads(spec["threads"], spec["threads"])  # before TensorFlow runs any op
-    from gpcore import FitConfig, GPFitter, Series
+    # As the pipeline runs a process's cores (pipeline/runtime.py): a fitter
+    # copy per thread, one intra-op thread each, before TensorFlow runs any op.
+    configure_threads(1, spec["threads"])
+    from gpcore import FitConfig, Series, build_fitter
     imported = time.perf_counter()
 
     series = [Series(i, t, y) for i, t, y in load(spec["data"])]
     config = FitConfig(kernel="rbf", restarts=spec["restarts"], batch_size=spec["batch_size"],
                        max_iterations=spec["max_iterations"], tolerance=spec["tolerance"])
     built = time.perf_counter()
-    fitter = GPFitter(config)
-    fitter.fit([Series(s.series_id, s.t[:WARMUP_POINTS], s.y[:WARMUP_POINTS])
-                for s in series[:WARMUP_SERIES]])
+    fitter = build_fitter(config, copies=spec["threads"])
+    warm = [Series(s.series_id, s.t[:WARMUP_POINTS], s.y[:WARMUP_POINTS])
+            for s in series[:WARMUP_SERIES]]
+    for copy in getattr(fitter, "fitters", [fitter]):  # every copy traces apart
+        copy.fit(warm)
     traced = time.perf_counter()
 
     before = dict(fitter.work)
@@ -123,7 +129,7 @@ def run_gpcore(spec: dict) -> dict:
         "info": {
             "config": {k: getattr(config, k) for k in
                        ("restarts", "batch_size", "max_iterations", "tolerance")},
-            "intra_op_threads": spec["threads"],
+            "fitter_copies": spec["threads"], "intra_op_threads": 1,
             "traces": fitter.tracing_count,
             "batches": work.get("batches"),
             "member_evaluations": work.get("member_evaluations"),

@@ -2,7 +2,8 @@
 `make bench` runs it; `--help` lists the options.
 
 Contenders, each in a process tree of its own (its memory is its own):
-  gpcore    GPFitter.fit in one process, TF intra-op threads = --threads;
+  gpcore    the fitter in one process, --threads copies side by side with one
+            TF intra-op thread each (as the gpfit command runs them);
             series/s over the fits only, the one-off import + build + trace
             reported apart.
   pipeline  the `gpfit` command, Parquet -> Parquet on the local runner with
@@ -78,7 +79,7 @@ def parse_args(argv):
     parser.add_argument("--skip-realdata", action="store_true",
                         help="leave out the real-data quality line")
     parser.add_argument("--threads", type=int, default=2,
-                        help="TF intra-op threads of the gpcore contender (default %(default)s)")
+                        help="fitter copies (threads) of the gpcore contender (default %(default)s)")
     parser.add_argument("--processes", type=int, default=2,
                         help="sklearn pool processes (default %(default)s)")
     parser.add_argument("--pipeline-workers", type=int, default=1,
@@ -356,7 +357,7 @@ def header(args, argv, load_before, load_after) -> str:
         + ", ".join(versions),
         f"- load average (1 / 5 / 15 min) before: {fmt(load_before)}; after: {fmt(load_after)} "
         f"(other work on this machine slows every contender)",
-        f"- gpcore: TF intra-op threads {args.threads}, batch_size {args.batch_size}, "
+        f"- gpcore: {args.threads} fitter copies, 1 TF intra-op thread each, batch_size {args.batch_size}, "
         f"tolerance {args.tolerance:g}, max_iterations {args.max_iterations}; sklearn: "
         f"{args.processes} processes; pipeline: {args.pipeline_workers} worker process(es), "
         f"batch_size {args.batch_size}",
@@ -443,8 +444,13 @@ def main(argv=None):
     rows = bench.rows
     lines = [header(args, argv, load_before, load_after), report.markdown(rows) if rows else "",
              *realdata_lines(bench.real), READING]
-    lines += ["Restarts used by the pipeline (smallest R meeting the quality target): "
-              + ", ".join(f"{w}: R={r}" for w, r in bench.chosen.items())]
+    if args.restarts == "auto":
+        lines += ["gpcore and the pipeline ran at FitConfig's default starts; the peer at "
+                  "the smallest R meeting the quality target: "
+                  + ", ".join(f"{w}: R={r}" for w, r in bench.chosen.items())]
+    else:
+        lines += ["Restarts used by the pipeline (smallest R meeting the quality target): "
+                  + ", ".join(f"{w}: R={r}" for w, r in bench.chosen.items())]
     for r in rows:
         if r.contender == "pipeline" and r.one_off_s and r.wall_s > r.one_off_s:
             fit_s = r.info.get("fit_s_summed")
