@@ -26,7 +26,7 @@ class SideBySide:
     `fit`, `tracing_count` and `work`.
 
     A call's series are sorted by length and cut into chunks of a few
-    batches, longest first; each copy takes the next chunk when it is free,
+    batches (at most a copy's share of the call), longest first; each copy takes the next chunk when it is free,
     so copies that start late (a trace takes a second or two) or get dearer
     chunks still finish together. A series' fit does not depend on the other
     series of its batch, so the results are those of one fitter.
@@ -57,7 +57,10 @@ class SideBySide:
     def fit(self, series: Sequence[Series]) -> list[FitResult]:
         """One FitResult per series, in order."""
         order = sorted(range(len(series)), key=lambda i: -np.size(series[i].t))
-        size = self.CHUNK_BATCHES * self.config.batch_size
+        # A call of a few long series (a 1,024-point series is seconds of
+        # work) is still shared out: no copy gets more than its share.
+        share = -(-len(series) // len(self.fitters))
+        size = max(1, min(self.CHUNK_BATCHES * self.config.batch_size, share))
         chunks = queue.SimpleQueue()
         for start in range(0, len(order), size):
             chunks.put(order[start:start + size])

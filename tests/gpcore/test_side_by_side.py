@@ -69,3 +69,13 @@ def test_one_copy_is_the_plain_fitter_and_auto_copies_kernel_choices():
     assert all(isinstance(f, KernelChoice) for f in auto.fitters)
     with pytest.raises(ValueError, match="at least one"):
         SideBySide([])
+
+
+def test_a_call_of_few_series_is_shared_between_the_copies(rng):
+    copies = build_fitter(FitConfig(kernel="rbf"), copies=2)
+    sizes = []
+    for fitter in copies.fitters:
+        original = fitter.fit
+        fitter.fit = lambda batch, original=original: (sizes.append(len(batch)), original(batch))[1]
+    copies.fit(_series(rng, 6))  # far fewer than a chunk of 4 batches of 16
+    assert sorted(sizes) == [3, 3]
