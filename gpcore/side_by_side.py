@@ -17,8 +17,18 @@ from typing import Sequence
 
 import numpy as np
 
+from gpcore.batching import Batching
 from gpcore.result import FitResult
 from gpcore.series import Series
+
+
+# A copy's first call traces its function: about 1.5 s on these machines,
+# holding the GIL. A copy not traced yet joins a call only if the call's
+# estimated work (gpcore.batching, which errs long by up to 2x) is at least
+# this many traces: a night with a few changed series is done sooner by the
+# copies already traced (docs/design.md, "Fitters side by side").
+TRACE_SECONDS = 1.5
+COLD_COPY_TRACES = 4
 
 
 class SideBySide:
@@ -28,7 +38,8 @@ class SideBySide:
     A call's series are sorted by length and cut into chunks of a few
     batches (at most a copy's share of the call), longest first; each copy takes the next chunk when it is free,
     so copies that start late (a trace takes a second or two) or get dearer
-    chunks still finish together. A series' fit does not depend on the other
+    chunks still finish together; a copy not traced yet joins only a call
+    with enough work to repay its trace. A series' fit does not depend on the other
     series of its batch, so the results are those of one fitter.
     """
 
@@ -41,7 +52,17 @@ class SideBySide:
             raise ValueError("SideBySide needs at least one fitter")
         self.fitters = list(fitters)
         self.config = self.fitters[0].config
+        self._batching = Batching(self.config)
         self._threads = ThreadPoolExecutor(len(self.fitters), thread_name_prefix="gpfit-fitter")
+
+    def _joining(self, series: Sequence[Series]) -> list:
+        """The copies that take part in a call: those already traced, and the
+        others only when the call's estimated work repays their trace."""
+        traced = [f for f in self.fitters if f.tracing_count > 0] or self.fitters[:1]
+        if len(traced) == len(self.fitters):
+            return traced
+        work = sum(self._batching.cost(np.size(s.t)) for s in series)
+        return self.fitters if work >= COLD_COPY_TRACES * TRACE_SECONDS else traced
 
     @property
     def tracing_count(self) -> int:
@@ -75,7 +96,7 @@ class SideBySide:
                 for i, result in zip(chunk, fitter.fit([series[i] for i in chunk])):
                     results[i] = result
 
-        running = [self._threads.submit(work, fitter) for fitter in self.fitters]
+        running = [self._threads.submit(work, fitter) for fitter in self._joining(series)]
         wait(running)
         for done in running:
             done.result()  # a copy's error is the call's, once every copy has stopped

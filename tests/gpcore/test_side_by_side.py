@@ -7,7 +7,14 @@ import pytest
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, Series, build_fitter
 from gpcore.choice import KernelChoice
+from gpcore import side_by_side
 from gpcore.side_by_side import SideBySide
+
+
+@pytest.fixture
+def every_copy_joins(monkeypatch):
+    """Cold copies join every call, however small (tests fit little)."""
+    monkeypatch.setattr(side_by_side, "COLD_COPY_TRACES", 0)
 
 
 def _series(rng, count):
@@ -21,7 +28,7 @@ def _series(rng, count):
     return out
 
 
-def test_copies_fit_every_series_once_in_order_as_one_fitter_does(rng):
+def test_copies_fit_every_series_once_in_order_as_one_fitter_does(rng, every_copy_joins):
     config = FitConfig(kernel="rbf", batch_size=4)
     series = _series(rng, 70)  # several chunks of 4 batches of 4
     alone = GPFitter(config).fit(series)
@@ -48,7 +55,7 @@ def test_copies_fit_every_series_once_in_order_as_one_fitter_does(rng):
     assert copies.tracing_count == 1
 
 
-def test_a_copy_that_raises_makes_the_call_raise_after_the_others_stop(rng):
+def test_a_copy_that_raises_makes_the_call_raise_after_the_others_stop(rng, every_copy_joins):
     copies = build_fitter(FitConfig(kernel="rbf", batch_size=2), copies=2)
     finished = []
 
@@ -71,7 +78,7 @@ def test_one_copy_is_the_plain_fitter_and_auto_copies_kernel_choices():
         SideBySide([])
 
 
-def test_a_call_of_few_series_is_shared_between_the_copies(rng):
+def test_a_call_of_few_series_is_shared_between_the_copies(rng, every_copy_joins):
     copies = build_fitter(FitConfig(kernel="rbf"), copies=2)
     sizes = []
     for fitter in copies.fitters:
@@ -79,3 +86,15 @@ def test_a_call_of_few_series_is_shared_between_the_copies(rng):
         fitter.fit = lambda batch, original=original: (sizes.append(len(batch)), original(batch))[1]
     copies.fit(_series(rng, 6))  # far fewer than a chunk of 4 batches of 16
     assert sorted(sizes) == [3, 3]
+
+
+def test_a_copy_not_traced_yet_joins_only_a_call_that_repays_its_trace(rng, monkeypatch):
+    copies = build_fitter(FitConfig(kernel="rbf"), copies=2)
+    small = _series(rng, 20)  # well under a second of work: 4 traces are 6 s
+    copies.fit(small)
+    assert [f.tracing_count for f in copies.fitters] == [1, 0]
+    copies.fit(small)  # still small: the traced copy alone
+    assert [f.tracing_count for f in copies.fitters] == [1, 0]
+    monkeypatch.setattr(side_by_side, "TRACE_SECONDS", 1e-4)  # now it repays
+    copies.fit(small)
+    assert [f.tracing_count for f in copies.fitters] == [1, 1]
