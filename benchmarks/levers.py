@@ -47,7 +47,8 @@ def speed(args) -> str:
     from gpcore import FitConfig, GPFitter
 
     series = workloads.workload("a", args.count)
-    fitter = GPFitter(FitConfig(restarts=args.restarts, batch_size=args.batch_size))
+    config = FitConfig(restarts=args.restarts, batch_size=args.batch_size)
+    fitter = GPFitter(config)
     fitter.fit(series[:2])  # build and trace apart
     before = dict(fitter.work)
     wall, cpu = time.perf_counter(), time.process_time()
@@ -55,7 +56,7 @@ def speed(args) -> str:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     work = {k: fitter.work[k] - before[k] for k in before}
     return (f"{len(series)} series, threads {args.intra}/{args.inter}, batch {args.batch_size}, "
-            f"R={args.restarts}: {len(series) / wall:.1f} series/s, "
+            f"R={config.restarts}: {len(series) / wall:.1f} series/s, "
             f"{1e3 * cpu / len(series):.1f} CPU ms/series, "
             f"{work['member_evaluations'] / len(series):.2f} Newton evaluations and "
             f"{work['grid_evaluations'] / len(series):.0f} grid values per series, "
@@ -79,7 +80,8 @@ def main(argv=None) -> int:
     parser.add_argument("--intra", type=int, default=2, help="TF intra-op threads (speed)")
     parser.add_argument("--inter", type=int, default=2, help="TF inter-op threads (speed)")
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--restarts", type=int, default=1)
+    parser.add_argument("--restarts", type=int, default=None,
+                        help="most starts per series (default: FitConfig's)")
     parser.add_argument("--piece", type=int, default=None,
                         help="grid scored on pieces of at most this many points")
     parser.add_argument("--rescored", type=int, default=None,

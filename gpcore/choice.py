@@ -13,7 +13,7 @@ import dataclasses
 from typing import Sequence
 
 from gpcore.config import AUTO, FitConfig, fitted_configs
-from gpcore.fitter import GPFitter
+from gpcore.fitter import GPFitter, summed_work
 from gpcore.result import OK, FitResult
 from gpcore.series import Series
 
@@ -37,7 +37,7 @@ class KernelChoice:
     @property
     def work(self) -> dict:
         """The candidates' work counters, summed."""
-        return {key: sum(f.work[key] for f in self.fitters) for key in self.fitters[0].work}
+        return summed_work(self.fitters)
 
     def fit(self, series: Sequence[Series]) -> list[FitResult]:
         """One FitResult per series, in order: the chosen candidate's, or

@@ -73,14 +73,14 @@ class GPFitter(tf.Module):
                      "member_evaluations": 0, "flops": 0.0}
         n_params = len(self.parameters)
         rows, columns = starts.grid_shape(self.kernel)
-        batch = tf.TensorSpec([None, None], DTYPE)  # [C, N] data or [C, P] bounds
+        batch = tf.TensorSpec([None, None], DTYPE)  # [B, N] data or [C, P] bounds
         # autograph=False: the Python control flow here is static (loops over
         # parameters); tracing without conversion is seconds faster.
         # A partial, not the method: TF counts traces per code object, so the
         # fitters of kernel auto (one trace each) would read as one retracing.
         fit_members = functools.partial(GPFitter._fit_members_graph, self)
         self._fit_members = tf.function(fit_members, autograph=False, input_signature=[
-            batch, batch, batch,                                      # t, y, mask [C, N]
+            batch, batch, batch,                                      # t, y, mask [B, N]
             batch, batch,                                             # lower, upper [C, P]
             tf.TensorSpec([None, rows, n_params - 1], DTYPE),         # kernel grid rows [B, ...]
             tf.TensorSpec([None, columns], DTYPE),                    # noise grid columns [B, ...]
@@ -109,7 +109,8 @@ class GPFitter(tf.Module):
 
     def _fit_members_graph(self, t, y, mask, lower, upper, kernel_grid, noise_grid, group, rank,
                            warm):
-        """Grid search, then Newton, for C members; t, y, mask [C, N].
+        """Grid search, then Newton, for C members of B series; t, y, mask
+        [B, N], one row per series.
 
         Members 0..B-1 are the B series' first starts (rank 0); member c
         fits series group[c] from the rank[c]-th best point of its grid, or
@@ -117,8 +118,7 @@ class GPFitter(tf.Module):
         Restarts of one series that reach the basin of a better start stop
         there.
         """
-        series = tf.shape(kernel_grid)[0]
-        t, y, mask = t[:series], y[:series], mask[:series]  # members 0..B-1 are the series
+        series = tf.shape(t)[0]
         feature = self.kernel.feature(distances(t, t))  # [B, N, N] each, fixed for the batch
         grid_start, other_basins, _ = self._grid_start(feature, t, y, mask, kernel_grid,
                                                        noise_grid, group, rank)
@@ -360,6 +360,11 @@ def _other_basins(values, first):
             tf.reduce_sum(tf.cast(other, tf.int32), axis=-1))
 
 
+def summed_work(fitters) -> dict:
+    """The `work` counters of several fitters, summed key by key."""
+    return {key: sum(f.work[key] for f in fitters) for key in fitters[0].work}
+
+
 def _ranked(values):
     """[B, G] indices of values [B, G] from lowest to highest, NaN last."""
     return tf.argsort(tf.where(tf.math.is_finite(values), values,
@@ -384,8 +389,8 @@ def _pieces(t, y, mask, most):
 
 class _StandardisedBatch:
     """A batch standardised (t to [0, 1], y to zero mean and unit variance),
-    padded to [C, N] with masks, one row per member (member c fits series
-    group[c]), and the way back to the caller's units."""
+    padded to [B, N] with masks, one row per series, and the way back to
+    the caller's units (member c fits series group[c])."""
 
     def __init__(self, batch: list[CleanSeries], group: np.ndarray):
         self.batch = batch
@@ -404,7 +409,7 @@ class _StandardisedBatch:
             t[b, :ts.size], y[b, :ys.size], mask[b, :ys.size] = ts, ys, 1.0
             # Padding repeats the last time: finite, and masked out anyway.
             t[b, ts.size:] = ts[-1]
-        self.t, self.y, self.mask = t[group], y[group], mask[group]
+        self.t, self.y, self.mask = t, y, mask
 
     def result(self, b: int, out: dict, kernel, warm_started: bool) -> FitResult:
         """FitResult of series b, from its best member, in the caller's units."""

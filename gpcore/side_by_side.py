@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from gpcore.batching import Batching
+from gpcore.fitter import summed_work
 from gpcore.result import FitResult
 from gpcore.series import Series
 
@@ -36,11 +37,12 @@ class SideBySide:
     `fit`, `tracing_count` and `work`.
 
     A call's series are sorted by length and cut into chunks of a few
-    batches (at most a copy's share of the call), longest first; each copy takes the next chunk when it is free,
-    so copies that start late (a trace takes a second or two) or get dearer
-    chunks still finish together; a copy not traced yet joins only a call
-    with enough work to repay its trace. A series' fit does not depend on the other
-    series of its batch, so the results are those of one fitter.
+    batches (at most a copy's share of the call), longest first; each copy
+    takes the next chunk when it is free, so copies that start late (a
+    trace takes a second or two) or get dearer chunks still finish
+    together; a copy not traced yet joins only a call with enough work to
+    repay its trace. A series' fit does not depend on the other series of
+    its batch, so the results are those of one fitter.
     """
 
     # Chunks of this many batches: enough for full batches of similar
@@ -73,7 +75,7 @@ class SideBySide:
     @property
     def work(self) -> dict:
         """The copies' work counters, summed."""
-        return {key: sum(f.work[key] for f in self.fitters) for key in self.fitters[0].work}
+        return summed_work(self.fitters)
 
     def fit(self, series: Sequence[Series]) -> list[FitResult]:
         """One FitResult per series, in order."""

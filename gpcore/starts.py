@@ -9,10 +9,10 @@ eight (docs/design.md, "Measured facts"). So the fitter scores a grid over
 both, value only (a Cholesky each, no inverse: about a ninth of a Newton
 evaluation), and starts Newton from the best grid point; restarts start
 from other basins of the grid (local minima away from the best) or, where
-the grid's rows are not one ordered axis, from the next-best points. A denser grid in length scale finds the right basin
-more often (docs/design.md, "The fitter"). Bounds keep flat likelihoods
-from drifting to 0 or infinity; they are set relative to the data's
-spacing and span.
+the grid's rows are not one ordered axis, from the next-best points. A
+denser grid in length scale finds the right basin more often
+(docs/design.md, "The fitter"). Bounds keep flat likelihoods from drifting
+to 0 or infinity; they are set relative to the data's spacing and span.
 """
 from __future__ import annotations
 
