@@ -87,11 +87,12 @@ def run_gpcore(spec: dict) -> dict:
     """Times the fitter's fit over the workload (build_fitter with a copy per
     thread), the one-off build/trace apart."""
     start = time.perf_counter()
-    from gpcore.threads import configure_threads
+    from gpcore.threads import configure_threads, skip_graph_rewrites
     # As the pipeline sets them (pipeline/runtime.py): intra- and inter-op alike.
     # As the pipeline runs a process's cores (pipeline/runtime.py): a fitter
     # copy per thread, one intra-op thread each, before TensorFlow runs any op.
     configure_threads(1, spec["threads"])
+    skip_graph_rewrites()  # as the pipeline does
     from gpcore import FitConfig, Series, build_fitter
     imported = time.perf_counter()
 

@@ -39,8 +39,9 @@ def _grid(text: str | None, piece: int | None = None, rescored: int | None = Non
 
 
 def speed(args) -> str:
-    from gpcore.threads import configure_threads
+    from gpcore.threads import configure_threads, skip_graph_rewrites
     configure_threads(args.intra, args.inter)  # before TensorFlow runs any op
+    skip_graph_rewrites()  # as the pipeline does
     _grid(args.grid, args.piece, args.rescored)
     import numpy as np
     import workloads

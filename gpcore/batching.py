@@ -15,7 +15,8 @@ import dataclasses
 
 from gpcore.config import FitConfig, fitted_configs
 from gpcore.kernels import kernel as kernel_named
-from gpcore.starts import GRID_RESCORED, grid_piece_points, grid_shape, has_length_axis
+from gpcore.starts import (GRID_RESCORED, PROBES_RESCORED, grid_piece_points, grid_shape,
+                           has_length_axis, probe_count)
 
 # Padded lengths are rounded up to a multiple of this, so that similar
 # batches share shapes; the compiled function accepts any length.
@@ -58,15 +59,17 @@ def flops_per_value(n: int) -> float:
 
 
 def flops_per_grid(kernel, n: int) -> float:
-    """... of scoring one series' start grid at N points: every point on
-    pieces of min(grid_piece_points, N) points (the last one padded, as
-    GPFitter cuts them), then the best few on the whole series."""
+    """... of scoring one series' start grid and probes at N points: every
+    point on pieces of min(grid_piece_points, N) points (the last one
+    padded, as GPFitter cuts them), then the best few on the whole series."""
     rows, columns = grid_shape(kernel)
+    probes = probe_count(kernel)
     size = min(grid_piece_points(kernel), n)
     pieces = -(-n // size)
-    flops = rows * columns * pieces * flops_per_value(size)
+    flops = (rows * columns + probes) * pieces * flops_per_value(size)
     if pieces > 1:
-        flops += min(GRID_RESCORED, rows * columns) * flops_per_value(n)
+        rescored = min(GRID_RESCORED, rows * columns) + min(PROBES_RESCORED, probes)
+        flops += rescored * flops_per_value(n)
     return flops
 
 

@@ -4,7 +4,8 @@ after batch of series.
 Its variables (the log shape parameters and noise ratio of a batch, behind
 TFP bijectors) are created once in __init__. Each batch runs one
 `tf.function` that scores a grid of starting points (value only), assigns
-the best to the variables, runs damped Newton from there (gpcore/newton.py)
+the best to the variables, runs damped Newton from there (gpcore/newton.py),
+probes around each optimum and runs Newton again where a probe is lower,
 and assigns the optimum back. The function's input signature has unknown
 batch size and length, so it is traced once per fitter, never per series.
 """
@@ -120,7 +121,8 @@ class GPFitter(tf.Module):
         """
         series = tf.shape(t)[0]
         feature = self.kernel.feature(distances(t, t))  # [B, N, N] each, fixed for the batch
-        grid_start, other_basins, _ = self._grid_start(feature, t, y, mask, kernel_grid,
+        pieces = _Pieces(self.kernel, t, y, mask)
+        grid_start, other_basins, _ = self._grid_start(feature, pieces, y, mask, kernel_grid,
                                                        noise_grid, group, rank)
         start = tf.where((rank < 0)[:, None], warm, grid_start)
         for i, tv in enumerate(self.parameters):
@@ -136,9 +138,12 @@ class GPFitter(tf.Module):
 
         # A restart runs only where its series' grid has that many other basins.
         active = rank <= tf.gather(other_basins, group)
+        probes = (functools.partial(self._probe_restarts, feature, pieces, y, mask, lower, upper,
+                                    group) if starts.has_length_axis(self.kernel) else None)
         result = newton.minimize(evaluate, position, lower, upper,
                                  self.config.max_iterations, self.config.tolerance,
-                                 groups=group, merge_within=MERGE_WITHIN, active=active)
+                                 groups=group, merge_within=MERGE_WITHIN, active=active,
+                                 restart=probes)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)
@@ -150,7 +155,7 @@ class GPFitter(tf.Module):
             "iterations": result.iterations, "evaluations": result.evaluations,
         }
 
-    def _grid_start(self, feature, t, y, mask, kernel_grid, noise_grid, group, rank):
+    def _grid_start(self, feature, pieces, y, mask, kernel_grid, noise_grid, group, rank):
         """Scores every series' grid, value only; returns each member's start
         [C, P], the number of other basins [B] each series' grid shows and
         the grid values [B, G1, G2].
@@ -163,49 +168,35 @@ class GPFitter(tf.Module):
         Series longer than starts.grid_piece_points(kernel) are scored on
         consecutive pieces taken as independent (a fraction of a full
         Cholesky), then their starts.GRID_RESCORED best points on the whole
-        series, which orders them (docs/design.md, "The fitter"). A grid
-        point whose covariance is not PD (NaN) ranks last.
+        series where those are within starts.RESCORE_WITHIN nats, which
+        orders them (docs/design.md, "The fitter"). A grid point whose
+        covariance is not PD (NaN) ranks last.
 
         Args:
-          feature: the kernel's feature of t [B, N, N]; t, y, mask: [B, N].
+          feature: the kernel's feature of t [B, N, N]; pieces: _Pieces of
+          the batch; y, mask: [B, N].
           group, rank: [C] each member's series and restart rank.
         """
         series = tf.shape(kernel_grid)[0]
-        (tp, yp, maskp), pieces = _pieces(t, y, mask, starts.grid_piece_points(self.kernel))
-        own = self.kernel.feature(distances(tp, tp))  # [B * pieces, L, L]
+        values = self._grid_values(pieces, kernel_grid, noise_grid)            # [B, G1, G2]
+        points = _grid_points(kernel_grid, noise_grid)                          # [B, G1 * G2, P]
         columns = noise_grid.shape[1]
-        spread = lambda v: tf.repeat(v, pieces, axis=0)  # [B, ...] -> [B * pieces, ...]
-
-        def score_row(row):  # [B, K] -> [B, G2]; two rows at a time bound memory
-            kmat = self.kernel.matrix(own, tf.unstack(tf.exp(spread(row)), axis=-1))
-            return tf.stack([
-                likelihood.profiled_nll_blocks(kmat, spread(tf.exp(noise_grid[:, j])) + self.jitter,
-                                               yp, maskp, pieces)[0]
-                for j in range(columns)], axis=-1)
-
-        values = tf.map_fn(score_row, tf.transpose(kernel_grid, [1, 0, 2]),
-                           fn_output_signature=DTYPE, parallel_iterations=2)  # [G1, B, G2]
-        values = tf.transpose(values, [1, 0, 2])                               # [B, G1, G2]
-        points = tf.concat([  # [B, G1 * G2, P]: every grid point's position
-            tf.repeat(kernel_grid, columns, axis=1),
-            tf.tile(noise_grid, [1, kernel_grid.shape[1]])[..., None]], axis=-1)
         scored = tf.reshape(values, [series, -1])                              # [B, G1 * G2]
         order = _ranked(scored)
         head = min(starts.GRID_RESCORED, kernel_grid.shape[1] * columns)
 
         def rescored():  # the best `head` points, ordered by their whole-series value
-            best = tf.gather(points, order[:, :head], batch_dims=1)             # [B, head, P]
-            exact = tf.stack([likelihood.profiled_nll(
-                self.kernel.matrix(feature, tf.unstack(tf.exp(best[:, i, :-1]), axis=-1)),
-                tf.exp(best[:, i, -1]) + self.jitter, y, mask)[0] for i in range(head)], axis=-1)
+            ranked = tf.gather(scored, order[:, :head], batch_dims=1)
             # A series within one piece keeps its piece values (the same
             # numbers but for round-off, which must not reorder near-ties).
-            whole = tf.reduce_sum(mask, axis=-1) <= tf.cast(tf.shape(tp)[1], DTYPE)
-            exact = tf.where(whole[:, None], tf.gather(scored, order[:, :head], batch_dims=1), exact)
+            close = ranked[:, -1] - ranked[:, 0] < starts.RESCORE_WITHIN
+            exact = self._whole_values_where(
+                close & ~pieces.within_one(mask), feature,
+                tf.gather(points, order[:, :head], batch_dims=1), head, y, mask, ranked)
             return tf.concat([tf.gather(order[:, :head], _ranked(exact), batch_dims=1),
                               order[:, head:]], axis=-1)
 
-        order = tf.cond(pieces > 1, rescored, lambda: order)
+        order = tf.cond(pieces.count > 1, rescored, lambda: order)
         if starts.has_length_axis(self.kernel):
             order, others = _other_basins(values, order[:, 0])
         else:
@@ -213,6 +204,81 @@ class GPFitter(tf.Module):
         best = tf.gather(tf.gather(order, group), tf.maximum(rank, 0) % tf.shape(order)[1],
                          batch_dims=1)
         return tf.gather(tf.gather(points, group), best, batch_dims=1), others, values
+
+    def _probe_restarts(self, feature, pieces, y, mask, lower, upper, group, position, value):
+        """Newton's restart hook: probes around each series' optimum
+        (a small grid of starts.PROBE_LENGTHS x starts.PROBE_NOISES times
+        it; docs/design.md, "Probes around the optimum");
+        where one is lower than the optimum, the series' best member runs
+        again from it. Returns (again [C] bool, start [C, P]).
+
+        Args:
+          feature, pieces, y, mask: as `_grid_start`'s. lower, upper: [C, P]
+          bounds; group: [C] each member's series. position, value: [C, P]
+          and [C], where the members stopped.
+        """
+        series = tf.shape(y)[0]
+        n_members = tf.shape(group)[0]
+        value = _finite_or_inf(value)
+        lowest = tf.math.unsorted_segment_min(value, group, series)                # [B]
+        best = tf.minimum(tf.math.unsorted_segment_min(
+            tf.where(tf.equal(value, tf.gather(lowest, group)), tf.range(n_members), n_members),
+            group, series), n_members - 1)                                         # [B]
+        optimum, lo, hi = (tf.reshape(tf.gather(v, best), [-1, len(self.parameters)])
+                           for v in (position, lower, upper))                   # [B, P]
+        rows = tf.clip_by_value(optimum[:, None, :-1] + np.log(starts.PROBE_LENGTHS)[None, :, None],
+                                lo[:, None, :-1], hi[:, None, :-1])              # [B, G1, 1]
+        columns = tf.clip_by_value(optimum[:, -1:] + np.log(starts.PROBE_NOISES)[None],
+                                   lo[:, -1:], hi[:, -1:])                       # [B, G2]
+        probes = _grid_points(rows, columns)                                    # [B, Q, P]
+        scored = tf.reshape(self._grid_values(pieces, rows, columns), [series, -1])  # [B, Q]
+        order = _ranked(scored)[:, :starts.PROBES_RESCORED]
+        chosen = tf.gather(probes, order, batch_dims=1)                            # [B, K, P]
+        chosen_values = _finite_or_inf(tf.cond(
+            pieces.count > 1,
+            lambda: self._whole_values(feature, chosen, starts.PROBES_RESCORED, y, mask),
+            lambda: tf.gather(scored, order, batch_dims=1)))
+        found = tf.reduce_min(chosen_values, axis=-1) < lowest - self.config.tolerance  # [B]
+        start = tf.gather(chosen, tf.argmin(chosen_values, axis=-1, output_type=tf.int32),
+                          batch_dims=1)                                            # [B, P]
+        again = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None], found)
+        return again, tf.gather(start, group)
+
+    def _grid_values(self, pieces, kernel_grid, noise_grid):
+        """[B, G1, G2] profiled nll of every series' grid, scored on its pieces
+        taken as independent: kernel rows kernel_grid [B, G1, K] by noise
+        columns noise_grid [B, G2] (log parameters). A row's kernel matrix
+        serves all its columns."""
+        spread = lambda v: tf.repeat(v, pieces.count, axis=0)  # [B, ...] -> [B * pieces, ...]
+        columns = noise_grid.shape[1]
+
+        def score_row(row):  # [B, K] -> [B, G2]; two rows at a time bound memory
+            kmat = self.kernel.matrix(pieces.feature, tf.unstack(tf.exp(spread(row)), axis=-1))
+            return tf.stack([
+                likelihood.profiled_nll_blocks(kmat, spread(tf.exp(noise_grid[:, j])) + self.jitter,
+                                               pieces.y, pieces.mask, pieces.count)[0]
+                for j in range(columns)], axis=-1)
+
+        values = tf.map_fn(score_row, tf.transpose(kernel_grid, [1, 0, 2]),
+                           fn_output_signature=DTYPE, parallel_iterations=2)  # [G1, B, G2]
+        return tf.transpose(values, [1, 0, 2])
+
+    def _whole_values_where(self, need, feature, points, k, y, mask, otherwise):
+        """[B, k]: `_whole_values` of the series in need [B], `otherwise`
+        [B, k] for the others (gathered: only those series are scored)."""
+        rows = tf.cast(tf.where(need)[:, 0], tf.int32)
+        take = lambda v: tf.gather(v, rows)
+        exact = self._whole_values(tf.nest.map_structure(take, feature), take(points), k,
+                                   take(y), take(mask))
+        return tf.tensor_scatter_nd_update(otherwise, rows[:, None], exact)
+
+    def _whole_values(self, feature, points, k, y, mask):
+        """[B, k] profiled nll of points [B, k, P] (log parameters) on the
+        whole series: one Cholesky each."""
+        return tf.stack([likelihood.profiled_nll(
+            self.kernel.matrix(feature, tf.unstack(tf.exp(points[:, i, :-1]), axis=-1)),
+            tf.exp(points[:, i, -1]) + self.jitter, y, mask)[0]
+            for i in range(k)], axis=-1)
 
     def _newton_terms(self, x, feature, y, mask):
         """Profiled nll, gradient and Hessian at log parameters x [M, P]."""
@@ -322,7 +388,7 @@ class GPFitter(tf.Module):
         return [data.result(b, out, kernel, warm[b] is not None) for b in range(len(batch))]
 
     def _count_work(self, members: int, series: int, evaluations: int, n: int) -> None:
-        grid_points = int(np.prod(starts.grid_shape(self.kernel)))
+        grid_points = int(np.prod(starts.grid_shape(self.kernel))) + starts.probe_count(self.kernel)
         self.work["batches"] += 1
         self.work["members"] += members
         self.work["grid_evaluations"] += series * grid_points
@@ -342,7 +408,7 @@ def _other_basins(values, first):
     `first` and within starts.BASIN_WITHIN nats of the grid's best, best
     first; then the rest.
     """
-    finite = tf.where(tf.math.is_finite(values), values, tf.constant(np.inf, values.dtype))
+    finite = _finite_or_inf(values)
     columns = tf.shape(values)[2]
     padded = tf.pad(finite, [[0, 0], [1, 1], [1, 1]], constant_values=np.inf)
     lowest_around = -tf.nn.max_pool2d(-padded[..., None], 3, 1, "VALID")[..., 0]
@@ -365,26 +431,46 @@ def summed_work(fitters) -> dict:
     return {key: sum(f.work[key] for f in fitters) for key in fitters[0].work}
 
 
+def _grid_points(kernel_grid, noise_grid):
+    """[B, G1 * G2, P] the positions of grid rows [B, G1, K] by columns
+    [B, G2], row by row."""
+    return tf.concat([tf.repeat(kernel_grid, noise_grid.shape[1], axis=1),
+                      tf.tile(noise_grid, [1, kernel_grid.shape[1]])[..., None]], axis=-1)
+
+
+def _finite_or_inf(values):
+    """values with NaN (a covariance not positive definite) as +inf."""
+    return tf.where(tf.math.is_finite(values), values, tf.constant(np.inf, values.dtype))
+
+
 def _ranked(values):
     """[B, G] indices of values [B, G] from lowest to highest, NaN last."""
-    return tf.argsort(tf.where(tf.math.is_finite(values), values,
-                               tf.constant(np.inf, values.dtype)), axis=-1)
+    return tf.argsort(_finite_or_inf(values), axis=-1)
 
 
-def _pieces(t, y, mask, most):
-    """Rows [B, N] cut into P consecutive pieces of L = min(most, N) points
-    (padding masked): ([B * P, L] each, P). A row's pieces are its points
-    0..L-1, L..2L-1, ...: they depend on its own points only, not on the
-    batch's padded length, so a series gets the same grid values whatever
-    its batch companions."""
-    n = tf.shape(t)[1]
-    size = tf.minimum(most, n)
-    pieces = (n + size - 1) // size
-    pad = pieces * size - n
-    extend = lambda v, fill: tf.concat([v, tf.tile(fill, [1, pad])], axis=1)
-    t = extend(t, t[:, -1:])
-    y, mask = extend(y, tf.zeros_like(y[:, :1])), extend(mask, tf.zeros_like(mask[:, :1]))
-    return [tf.reshape(v, [-1, size]) for v in (t, y, mask)], pieces
+class _Pieces:
+    """Rows t, y, mask [B, N] cut into `count` consecutive pieces of
+    L = min(starts.grid_piece_points(kernel), N) points (padding masked):
+    y, mask [B * count, L] and the kernel's feature of each piece [B * count,
+    L, L]. A row's pieces are its points 0..L-1, L..2L-1, ...: they depend
+    on its own points only, not on the batch's padded length, so a series
+    gets the same grid values whatever its batch companions."""
+
+    def __init__(self, kernel, t, y, mask):
+        n = tf.shape(t)[1]
+        self.size = tf.minimum(starts.grid_piece_points(kernel), n)
+        self.count = (n + self.size - 1) // self.size
+        pad = self.count * self.size - n
+        extend = lambda v, fill: tf.reshape(tf.concat([v, tf.tile(fill, [1, pad])], axis=1),
+                                            [-1, self.size])
+        t = extend(t, t[:, -1:])
+        self.y = extend(y, tf.zeros_like(y[:, :1]))
+        self.mask = extend(mask, tf.zeros_like(mask[:, :1]))
+        self.feature = kernel.feature(distances(t, t))
+
+    def within_one(self, mask):
+        """[B] the series (mask [B, N]) that fit in one piece."""
+        return tf.reduce_sum(mask, axis=-1) <= tf.cast(self.size, mask.dtype)
 
 
 class _StandardisedBatch:

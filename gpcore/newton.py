@@ -14,6 +14,11 @@ Why in-loop compaction: each iteration evaluates only the members still
 running (gathered by index), so a member that has converged costs nothing
 while slower ones finish; nothing is carried and nothing leaves the graph.
 
+Why a restart hook: a caller that looks around the optima (the fitter's
+probes) can send some members off again from new starts inside the same
+loop, so that the loop body is traced once; each such member keeps the
+lower of its two results.
+
 Convergence is reported only when the tolerance was met: the predicted
 decrease to the optimum of the (positive-definite) quadratic model, or the
 gradient's max-norm, on the free coordinates. A member that stops for any
@@ -49,7 +54,8 @@ class NewtonResult(NamedTuple):
 
 def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
              upper: tf.Tensor, max_iterations: int, tolerance: float,
-             groups=None, merge_within: float = 0.0, active=None) -> NewtonResult:
+             groups=None, merge_within: float = 0.0, active=None,
+             restart: Callable | None = None) -> NewtonResult:
     """Minimises C independent objectives of P parameters within boxes.
 
     Args:
@@ -67,6 +73,11 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         that reached one basin need not all finish it.
       active: optional [C] bool: members to run; the others are never
         evaluated and come back UNUSED with value +inf.
+      restart: optional (position [C, P], value [C]) -> (again [C] bool,
+        start [C, P]), called once when no member is running: the members
+        in `again` that converged run again from `start`, and each keeps
+        the lower of its two results. Its iterations go on counting:
+        max_iterations bounds both runs together.
     Returns:
       NewtonResult. Members whose start is not finite are FAILED, unmoved.
     """
@@ -83,9 +94,34 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
                  status=status,
                  iterations=tf.zeros([n_members], tf.int32),
                  evaluations=tf.size(members))
+    if restart is not None:
+        state.update(pending=tf.constant(True), again=tf.zeros([n_members], tf.bool),
+                     before=_kept(state))
 
     def running(s):
-        return tf.reduce_any(tf.equal(s["status"], RUNNING))
+        going = tf.reduce_any(tf.equal(s["status"], RUNNING))
+        return going | s["pending"] if restart is not None else going
+
+    def revive(s):
+        """The state with restart's members set running from their new
+        starts. Their value +inf, gradient 0 and Hessian I make the next
+        step a zero move that evaluates them there (and is accepted)."""
+        again, start = restart(s["x"], s["f"])
+        again &= tf.equal(s["status"], CONVERGED)
+        put = lambda new, old: tf.where(
+            tf.reshape(again, [-1] + [1] * (len(old.shape) - 1)), tf.cast(new, old.dtype), old)
+        eye = tf.eye(tf.shape(s["h"])[-1], batch_shape=[n_members], dtype=s["h"].dtype)
+        return dict(s, x=put(tf.clip_by_value(start, lower, upper), s["x"]),
+                    f=put(float("inf"), s["f"]), g=put(0.0, s["g"]), h=put(eye, s["h"]),
+                    radius=put(MAX_STEP, s["radius"]), status=put(RUNNING, s["status"]),
+                    pending=tf.constant(False),
+                    again=again, before=_kept(s))
+
+    def body(s):
+        if restart is None:
+            return (step(s),)
+        return (tf.cond(tf.reduce_any(tf.equal(s["status"], RUNNING)),
+                        lambda: step(s), lambda: revive(s)),)
 
     def step(s):
         members = tf.cast(tf.where(tf.equal(s["status"], RUNNING))[:, 0], tf.int32)  # [M]
@@ -126,19 +162,35 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         x_all, f_all = put(s["x"], x), put(s["f"], f)
         if groups is not None and merge_within > 0:
             status = _merge(status, x_all, f_all, groups, merge_within)
-        return (dict(x=x_all, f=f_all, g=put(s["g"], g), h=put(s["h"], h),
-                     aux={k: put(s["aux"][k], aux[k]) for k in aux},
-                     radius=put(s["radius"], radius), status=status,
-                     iterations=put(s["iterations"], iterations),
-                     evaluations=s["evaluations"] + tf.size(members)),)
+        return dict(s, x=x_all, f=f_all, g=put(s["g"], g), h=put(s["h"], h),
+                    aux={k: put(s["aux"][k], aux[k]) for k in aux},
+                    radius=put(s["radius"], radius), status=status,
+                    iterations=put(s["iterations"], iterations),
+                    evaluations=s["evaluations"] + tf.size(members))
 
     if max_iterations > 0:
-        state = tf.while_loop(running, step, (state,))[0]
+        state = tf.while_loop(running, body, (state,))[0]
+    if restart is not None:
+        state = _better_of_two(state)
     status = tf.where(tf.equal(state["status"], RUNNING), MAX_ITERATIONS, state["status"])
     held = _held(state["x"], state["g"], lower, upper)
     return NewtonResult(position=state["x"], value=state["f"], aux=state["aux"],
                         status=status, at_bound=tf.reduce_any(held, axis=-1),
                         iterations=state["iterations"], evaluations=state["evaluations"])
+
+
+def _kept(s):
+    """What a restarted member falls back on: its result before the restart."""
+    return {k: s[k] for k in ("x", "f", "g", "aux", "status")}
+
+
+def _better_of_two(s):
+    """The state with each restarted member's result before the restart
+    where the new one is not lower."""
+    before = s["before"]
+    back = s["again"] & ~(s["f"] < before["f"])
+    pick = lambda old, new: tf.where(tf.reshape(back, [-1] + [1] * (len(new.shape) - 1)), old, new)
+    return dict(s, **tf.nest.map_structure(pick, before, {k: s[k] for k in before}))
 
 
 def _scattered(terms, members, n_members):
@@ -161,7 +213,8 @@ def _merge(status, x, f, groups, within):
     near = tf.reduce_max(tf.abs(x[:, None, :] - x[None, :, :]), axis=-1) <= within  # [C, C]
     joined = tf.reduce_any(tf.equal(groups[:, None], groups[None, :]) & near & lower
                            & usable[None, :], axis=-1)
-    return tf.where(tf.equal(status, RUNNING) & joined, MERGED, status)
+    # A member with no value yet (restarted, not evaluated) cannot be compared.
+    return tf.where(tf.equal(status, RUNNING) & joined & tf.math.is_finite(f), MERGED, status)
 
 
 def _held(x, g, lower, upper):

@@ -110,6 +110,7 @@ def configure_tf_threads(processes: Optional[int]) -> int:
             gpcore.threads.configure_threads(intra, inter)
         except RuntimeError as err:
             _LOG.info("gpfit: TensorFlow thread pools left as they are: %s", err)
+        gpcore.threads.skip_graph_rewrites()  # start-up: a third of the first fit call
         _configured = max(1, cores // intra)
         _LOG.info("gpfit: TensorFlow threads in process %d: %d intra-op, %d inter-op; "
                   "%d fitter(s) side by side", os.getpid(), intra, inter, _configured)

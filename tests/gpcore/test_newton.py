@@ -141,3 +141,47 @@ def test_inactive_members_are_never_evaluated_and_the_others_run_as_alone():
     for c in (0, 2):
         assert status[c] == newton.CONVERGED
         np.testing.assert_array_equal(some.position.numpy()[c], everyone.position.numpy()[c])
+
+
+def _double_well(x, members):
+    """(x0^2 - 1)^2 + 0.3 x0 + x1^2: minima near x0 = -1 (lower) and +1."""
+    a, b = x[:, 0], x[:, 1]
+    f = (a * a - 1.0) ** 2 + 0.3 * a + b * b
+    g = tf.stack([4.0 * a * (a * a - 1.0) + 0.3, 2.0 * b], -1)
+    zero = tf.zeros_like(a)
+    h = tf.stack([tf.stack([12.0 * a * a - 4.0, zero], -1), tf.stack([zero, 2.0 + zero], -1)], -2)
+    return f, g, h, {"twice": 2.0 * f}
+
+
+def test_a_restart_runs_members_again_and_each_keeps_the_lower_of_its_two_results():
+    # Member 0 starts in the higher well and is sent to the lower one;
+    # member 1 starts in the lower well and is sent to the higher one (it
+    # keeps its first result); member 2 is not restarted.
+    x0 = tf.constant([[0.9, 0.5], [-0.9, 0.5], [0.8, -0.2]], tf.float64)
+    box = tf.fill([3, 2], tf.constant(5.0, tf.float64))
+    calls = []
+
+    def restart(position, value):
+        calls.append(value.numpy().copy())
+        return tf.constant([True, True, False]), tf.constant([[-0.8, 0.1], [1.2, 0.1], [0.0, 0.0]],
+                                                            tf.float64)
+
+    once = newton.minimize(_double_well, x0, -box, box, 100, 1e-10)
+    again = newton.minimize(_double_well, x0, -box, box, 100, 1e-10, restart=restart)
+    lower_well = newton.minimize(_double_well, tf.constant([[-0.8, 0.1]], tf.float64),
+                                 -box[:1], box[:1], 100, 1e-10)
+    assert len(calls) == 1  # once, when no member was running
+    np.testing.assert_array_equal(calls[0], once.value.numpy())
+    np.testing.assert_allclose(again.value.numpy()[0], lower_well.value.numpy()[0], atol=1e-12)
+    assert again.value.numpy()[0] < once.value.numpy()[0] - 0.5
+    assert again.position.numpy()[0, 0] < 0
+    for c in (1, 2):  # the first result, unchanged
+        np.testing.assert_array_equal(again.position.numpy()[c], once.position.numpy()[c])
+        assert again.value.numpy()[c] == once.value.numpy()[c]
+    status = again.status.numpy()
+    assert (status == newton.CONVERGED).all()
+    iterations = again.iterations.numpy()
+    assert iterations[0] > once.iterations.numpy()[0]  # both runs count
+    assert iterations[1] > once.iterations.numpy()[1]
+    assert iterations[2] == once.iterations.numpy()[2]
+    assert int(again.evaluations) > int(once.evaluations)
