@@ -187,9 +187,9 @@ class GPFitter(tf.Module):
 
         def rescored():  # the best `head` points, ordered by their whole-series value
             ranked = tf.gather(scored, order[:, :head], batch_dims=1)
+            close = ranked[:, -1] - ranked[:, 0] < starts.RESCORE_WITHIN
             # A series within one piece keeps its piece values (the same
             # numbers but for round-off, which must not reorder near-ties).
-            close = ranked[:, -1] - ranked[:, 0] < starts.RESCORE_WITHIN
             exact = self._whole_values_where(
                 close & ~pieces.within_one(mask), feature,
                 tf.gather(points, order[:, :head], batch_dims=1), head, y, mask, ranked)

@@ -98,9 +98,11 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         state.update(pending=tf.constant(True), again=tf.zeros([n_members], tf.bool),
                      before=_kept(state))
 
+    def any_running(s):
+        return tf.reduce_any(tf.equal(s["status"], RUNNING))
+
     def running(s):
-        going = tf.reduce_any(tf.equal(s["status"], RUNNING))
-        return going | s["pending"] if restart is not None else going
+        return any_running(s) | s["pending"] if restart is not None else any_running(s)
 
     def revive(s):
         """The state with restart's members set running from their new
@@ -108,8 +110,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         step a zero move that evaluates them there (and is accepted)."""
         again, start = restart(s["x"], s["f"])
         again &= tf.equal(s["status"], CONVERGED)
-        put = lambda new, old: tf.where(
-            tf.reshape(again, [-1] + [1] * (len(old.shape) - 1)), tf.cast(new, old.dtype), old)
+        put = lambda new, old: _per_member(again, tf.cast(new, old.dtype), old)
         eye = tf.eye(tf.shape(s["h"])[-1], batch_shape=[n_members], dtype=s["h"].dtype)
         return dict(s, x=put(tf.clip_by_value(start, lower, upper), s["x"]),
                     f=put(float("inf"), s["f"]), g=put(0.0, s["g"]), h=put(eye, s["h"]),
@@ -120,8 +121,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
     def body(s):
         if restart is None:
             return (step(s),)
-        return (tf.cond(tf.reduce_any(tf.equal(s["status"], RUNNING)),
-                        lambda: step(s), lambda: revive(s)),)
+        return (tf.cond(any_running(s), lambda: step(s), lambda: revive(s)),)
 
     def step(s):
         members = tf.cast(tf.where(tf.equal(s["status"], RUNNING))[:, 0], tf.int32)  # [M]
@@ -147,8 +147,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
                      tf.minimum(2.0 * radius, MAX_STEP),
                      tf.where(ratio < 0.25, 0.5 * length, radius)),
             cut * length)
-        keep = lambda new, old: tf.where(
-            tf.reshape(accepted, [-1] + [1] * (len(new.shape) - 1)), new, old)
+        keep = lambda new, old: _per_member(accepted, new, old)
         x, f, g, h = keep(x_new, x), keep(f_new, f), keep(g_new, g), keep(h_new, h)
         aux = {k: keep(aux_new[k], take(s["aux"][k])) for k in aux_new}
         iterations = take(s["iterations"]) + 1
@@ -189,8 +188,13 @@ def _better_of_two(s):
     where the new one is not lower."""
     before = s["before"]
     back = s["again"] & ~(s["f"] < before["f"])
-    pick = lambda old, new: tf.where(tf.reshape(back, [-1] + [1] * (len(new.shape) - 1)), old, new)
+    pick = lambda old, new: _per_member(back, old, new)
     return dict(s, **tf.nest.map_structure(pick, before, {k: s[k] for k in before}))
+
+
+def _per_member(chosen, a, b):
+    """a where chosen [C] bool, else b: [C, ...] tensors of any rank."""
+    return tf.where(tf.reshape(chosen, [-1] + [1] * (len(b.shape) - 1)), a, b)
 
 
 def _scattered(terms, members, n_members):
