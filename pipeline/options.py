@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 
 from apache_beam.options.pipeline_options import PipelineOptions
 # Beam's own parser class: it knows add_value_provider_argument, which some
@@ -18,7 +17,10 @@ from apache_beam.options.pipeline_options import _BeamArgumentParser
 from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import AUTO, CANDIDATES, KERNELS, SYNTAX, FitConfig
 from pipeline.io.errors import UsageError
+from pipeline.io.redaction import REDACTED, redacted  # noqa: F401  (REDACTED: re-exported)
 
+# --log_level's choices: what gpfit's own lines show; tracebacks only at debug.
+LOG_LEVELS = ("debug", "info", "warning", "error")
 # A series with more input rows is skipped unassembled: bounds a worker's
 # memory per series (16 MB of t and y).
 MAX_ROWS = 1_000_000
@@ -90,6 +92,9 @@ class GPFitOptions(PipelineOptions):
         add("--predict_observed", "BOOL",
             "also predict at the observed times (default %(default)s)",
             type=_boolean, nargs="?", const=True, default=False)
+        add("--log_level", "LEVEL",
+            "debug (adds tracebacks), info, warning or error (default %(default)s)",
+            choices=LOG_LEVELS, default="info")
 
 
 def option_names() -> tuple[str, ...]:
@@ -99,36 +104,17 @@ def option_names() -> tuple[str, ...]:
     return tuple(action.dest for action in parser._actions)  # pylint: disable=protected-access
 
 
-REDACTED = "<redacted>"
-# Option names whose values are secrets (--s3_secret_access_key, a token).
-_SECRET_NAME = re.compile(r"secret|password|passwd|token|credential|private_key|access_key"
-                          r"|api_key|auth_key", re.IGNORECASE)
-# Secrets inside values: user:password@ in URLs, password=... in connection strings.
-_SECRET_IN_URL = re.compile(r"(://[^/:@\s]*:)[^@/\s]+@")
-_SECRET_PAIR = re.compile(r"((?:password|passwd|pwd|secret|token|key)\s*=\s*)[^;&\s]+",
-                          re.IGNORECASE)
-
-
-def redacted(name: str, value):
-    """An option's value as a manifest may record it: secrets replaced."""
-    if _SECRET_NAME.search(name) and value not in (None, "", False):
-        return REDACTED
-    if isinstance(value, str):
-        return _SECRET_PAIR.sub(rf"\1{REDACTED}", _SECRET_IN_URL.sub(rf"\1{REDACTED}@", value))
-    if isinstance(value, (list, tuple)):
-        return [redacted(name, v) for v in value]
-    return value
-
-
 def recorded(options: PipelineOptions) -> dict:
     """The options a manifest records: all of gpfit's and, under "beam", the
-    Beam options given (non-default, as JSON values, secrets redacted)."""
+    Beam options given (non-default, as JSON values); secrets redacted in
+    both, by their structure (pipeline/io/redaction.py)."""
     gp = options.view_as(GPFitOptions)
-    ours = {name: getattr(gp, name) for name in option_names()}
+    ours = {name: redacted(name, getattr(gp, name)) for name in option_names()}
     given = options.get_all_options(drop_default=True)
-    beam_options = {k: redacted(k, v) for k, v in given.items() if k not in ours}
-    return {**ours, "beam": {k: v if isinstance(v, (bool, int, float, str, type(None)))
-                             else str(v) for k, v in beam_options.items()}}
+    beam_options = {k: redacted(k, v if isinstance(v, (bool, int, float, str, type(None),
+                                                       list, tuple, dict)) else str(v))
+                    for k, v in given.items() if k not in ours}
+    return {**ours, "beam": beam_options}
 
 
 def help_parser() -> argparse.ArgumentParser:
@@ -146,8 +132,11 @@ def help_parser() -> argparse.ArgumentParser:
                "basins of the start grid, and run only where the grid shows one. "
                "Any Beam pipeline option may follow, e.g. --runner DataflowRunner, "
                "--direct_num_workers 2 --direct_running_mode multi_processing. "
-               "Exit codes: 0 done; 1 too many series failed; 2 bad invocation "
-               "or unusable input; 3 the pipeline itself failed.",
+               "Exit codes: 0 done; 1 too many series failed; 2 bad invocation, "
+               "input or output folder; 3 the job failed (a worker died, an input file "
+               "unreadable); 4 the output folder is locked by another run; 5 the output's "
+               "storage refused a write (full, read-only); 128+N stopped by signal N. "
+               "See the README's exit-code table.",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=38,
                                                             width=108))
     GPFitOptions._add_argparse_args(parser)  # pylint: disable=protected-access

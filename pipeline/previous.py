@@ -64,7 +64,7 @@ class ReuseOrFit(beam.PTransform):
 
     def expand(self, series):
         old = (series.pipeline
-               | "ListPrevious" >> beam.Create([outputs.params_pattern(self._folder)])
+               | "ListPrevious" >> beam.Create(list(outputs.shard_patterns(self._folder)))
                | "MatchPrevious" >> fileio.MatchAll()
                | "SpreadPrevious" >> beam.Reshuffle()
                | "ReadPrevious" >> beam.ParDo(ReadShard()).with_outputs(UNREADABLE, main="rows"))

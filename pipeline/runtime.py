@@ -26,6 +26,8 @@ from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
                                                   PipelineOptions, StandardOptions)
 from apache_beam.runners.runner import PipelineRunner
 
+from pipeline.io.errors import UsageError, first_line
+
 _LOG = logging.getLogger(__name__)
 _configure_lock = threading.Lock()
 _configured: Optional[int] = None
@@ -54,6 +56,26 @@ def local_runner(options: PipelineOptions) -> Optional[PipelineRunner]:
     provision = fn_runner.ExtendedProvisionInfo(
         beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
     return fn_runner.FnApiRunner(provision_info=provision)
+
+
+def runner(options: PipelineOptions) -> PipelineRunner:
+    """The runner of these options: local_runner's, or the one --runner names.
+
+    Raises:
+      UsageError: Beam has no runner of that name, or it cannot be loaded
+        (its extra is not installed).
+    """
+    local = local_runner(options)
+    if local is not None:
+        return local
+    from apache_beam.runners.runner import create_runner
+
+    name = options.view_as(StandardOptions).runner
+    try:
+        return create_runner(name)
+    except (ValueError, ImportError) as err:
+        raise UsageError(f"--runner {name} cannot be built: {first_line(err)} Give one of "
+                         "those, or no --runner to run here") from err
 
 
 # ---- worker processes and their threads ----------------------------------------
@@ -177,21 +199,52 @@ class _WorkerLines(logging.Filter):
 DATAFLOW_LOGGER = "apache_beam.runners.dataflow"
 
 
-def configure_logs() -> None:
-    """INFO for gpfit and Beam's Dataflow runner, WARNING for the rest of
-    Beam; worker lines filtered (see above)."""
+def log_level_in(argv: list[str]) -> str:
+    """--log_level's value in argv, before the options are parsed (so that a
+    refusal of them is logged at the level asked for); "info" by default."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--log_level="):
+            return arg.split("=", 1)[1]
+        if arg == "--log_level" and i + 1 < len(argv):
+            return argv[i + 1]
+    return "info"
+
+
+class _NoTracebacks(logging.Filter):
+    """Below debug, a record carrying a traceback (Beam logs one for a failed
+    bundle, workers send theirs as text) is cut to its first line: gpfit ends
+    with one line saying what failed, and --log_level debug shows the rest."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if record.exc_info or "Traceback (most recent call last)" in message:
+            first = message.strip().splitlines()[0] if message.strip() else record.levelname
+            record.msg, record.args = "%s (traceback: --log_level debug)", (first,)
+            record.exc_info = record.exc_text = record.stack_info = None
+        return True
+
+
+def configure_logs(level: str = "info") -> None:
+    """gpfit's lines at `level` (--log_level), Beam's Dataflow runner at INFO,
+    the rest of Beam at WARNING; worker lines filtered (see above); tracebacks
+    only at debug."""
     root = logging.getLogger()
     if not root.handlers:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                             format="%(asctime)s %(levelname)s %(message)s")
+    numeric = getattr(logging, str(level).upper(), logging.INFO)
     for name in ("gpfit", "pipeline"):
-        logging.getLogger(name).setLevel(logging.INFO)
-    logging.getLogger("apache_beam").setLevel(logging.WARNING)
-    logging.getLogger(DATAFLOW_LOGGER).setLevel(logging.INFO)
+        logging.getLogger(name).setLevel(numeric)
+    logging.getLogger("apache_beam").setLevel(max(numeric, logging.WARNING))
+    logging.getLogger(DATAFLOW_LOGGER).setLevel(max(numeric, logging.INFO))
     worker = logging.getLogger(_WORKER_LOGGER)
-    worker.setLevel(logging.INFO)
+    worker.setLevel(max(numeric, logging.INFO))
     if not any(isinstance(f, _WorkerLines) for f in worker.filters):
         worker.addFilter(_WorkerLines())
+    for handler in root.handlers:
+        handler.filters = [f for f in handler.filters if not isinstance(f, _NoTracebacks)]
+        if numeric > logging.DEBUG:
+            handler.addFilter(_NoTracebacks())
 
 
 def _unescape(text: str) -> str:

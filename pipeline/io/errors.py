@@ -1,13 +1,116 @@
-"""Errors that end a run before any work starts (exit code 2)."""
+"""Errors that end a run, and the exit code and one line each ends with
+(the table: README.md "Exit codes", docs/design.md "Exit codes")."""
+from __future__ import annotations
+
+import errno
+import re
+from typing import Optional
+
 from gpcore.result import first_line  # noqa: F401  (one-line messages, defined once)
+
+EXIT_OK = 0                # done (or built, where there is no job to wait for)
+EXIT_TOO_MANY_FAILED = 1   # finished; more series failed than --max_failure_fraction
+EXIT_USAGE = 2             # refused before any work: options, runner, input, output folder
+EXIT_PIPELINE_FAILED = 3   # the job started and did not finish: it failed, a worker died,
+#                            an input file could not be read, no manifest
+EXIT_BUSY = 4              # the output folder is locked by another run
+EXIT_STORAGE = 5           # the output folder's storage refused a write
+SIGNAL_BASE = 128          # stopped by signal N: 128 + N (SIGINT 130, SIGTERM 143)
 
 
 class UsageError(ValueError):
-    """A bad invocation: an option, the output folder. The message is one
-    line that says what was expected, what was found and what to do."""
+    """A bad invocation: an option, the runner, the output folder. The message
+    is one line that says what was expected, what was found and what to do."""
+
+    exit_code = EXIT_USAGE
 
 
 class InputError(UsageError):
     """The input cannot be used: no file matches, a file is not Parquet, a
     column is missing or of the wrong type, there are no rows."""
 
+
+class FolderBusy(UsageError):
+    """The output folder holds another run's lock (pipeline/io/lock.py)."""
+
+    exit_code = EXIT_BUSY
+
+
+class StorageError(UsageError):
+    """The output's storage refused a write: full, read-only, no permission,
+    an I/O error. Nothing of the invocation is wrong."""
+
+    exit_code = EXIT_STORAGE
+
+
+# errno -> what the storage said, in words an operator acts on.
+_STORAGE = {errno.ENOSPC: "no space left on the device",
+            errno.EDQUOT: "the disk quota is exceeded",
+            errno.EROFS: "the file system is read-only",
+            errno.EACCES: "permission denied",
+            errno.EPERM: "operation not permitted",
+            errno.EIO: "an I/O error"}
+_ERRNO_TEXT = re.compile(r"\[Errno (\d+)\]")
+_FIX = ("free space or make it writable (or give another --output), then run again into "
+        "the same folder: its gpfit files are replaced")
+
+
+def storage_error(err: BaseException, output: str) -> Optional[UsageError]:
+    """The one-line error for an OSError (or Beam's wrapping of one) met
+    writing the output folder; None if it is not a storage refusal.
+
+    ENOTDIR (a folder above --output is a file) is the invocation's fault: a
+    UsageError; the storage's refusals (_STORAGE) are StorageError."""
+    code = _errno_of(err)
+    if code == errno.ENOTDIR:
+        return UsageError(f"--output {output}: a folder on its path is a file, so the folder "
+                          "cannot be made; give a folder path")
+    if code in _STORAGE:
+        return StorageError(f"cannot write the output folder {output}: {_STORAGE[code]} "
+                            f"({first_line(err)}); {_FIX}")
+    return None
+
+
+def storage_line(text: str, output: str) -> Optional[str]:
+    """The same, from the text of a failure that crossed a process or a
+    runner (Beam keeps the message, not the exception): the first storage
+    errno named in it."""
+    for found in _ERRNO_TEXT.finditer(text):
+        code = int(found.group(1))
+        if code in _STORAGE:
+            return (f"cannot write the output folder {output}: {_STORAGE[code]} "
+                    f"([Errno {code}]); {_FIX}")
+    return None
+
+
+# What Beam's local runner says when an SDK worker process is gone (killed,
+# out of memory): its data or control channel closes under the runner.
+_LOST_WORKER = re.compile(r"Channel closed prematurely|Socket closed|worker.*(?:died|crashed|exited)"
+                          r"|StatusCode\.UNAVAILABLE|Connection reset by peer", re.IGNORECASE)
+
+
+def lost_worker(text: str) -> bool:
+    """Whether a pipeline failure's text says a worker process went away."""
+    return bool(_LOST_WORKER.search(text))
+
+
+def _errno_of(err: BaseException) -> Optional[int]:
+    """The errno of err, of Beam's BeamIOError details, or of its causes."""
+    seen: set[int] = set()
+    stack = [err]
+    while stack:
+        item = stack.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, OSError) and item.errno:
+            return item.errno
+        details = getattr(item, "exception_details", None)
+        if isinstance(details, dict):
+            stack.extend(v for v in details.values() if isinstance(v, BaseException))
+        stack.extend(a for a in getattr(item, "args", ()) if isinstance(a, BaseException))
+        stack += [item.__cause__, item.__context__]
+        found = _ERRNO_TEXT.search(str(item))
+        if found:
+            return int(found.group(1))
+    return None

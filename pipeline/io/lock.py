@@ -12,14 +12,24 @@ on this host whose process no longer exists is over, and its lock is taken
 over at once; a Dataflow job may outlive its launcher, so a remote run's
 lock never is.
 
+A lock that cannot be read (empty or cut short: what a full disk or a kill
+between creating and writing it leaves) names no run. A run writes its
+lock in one go, so one that has been unreadable for UNREADABLE_AFTER_S is
+no live run's: it is taken over, with a warning; younger, it refuses as a
+run starting just now would (--break_lock takes it over at once).
+
 Locally the lock is created exclusively (O_EXCL). On gs:// it is checked,
 then written: two runs started within the same second may both pass, which
-the heartbeat does not prevent (docs/design.md, "Contracts").
+the heartbeat does not prevent (docs/design.md, "Output folder").
+
+Refusals are FolderBusy (exit code 4); a lock the storage will not let us
+write is a StorageError (exit code 5), and no half-written lock is left.
 """
 from __future__ import annotations
 
 import datetime
 import json
+import logging
 import os
 import socket
 import threading
@@ -29,12 +39,17 @@ from typing import Callable, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.io.errors import UsageError
+from pipeline.io.errors import FolderBusy, StorageError, storage_error
 from pipeline.io.files import open_file
 from pipeline.io.outputs import LOCK_NAME
 
+_LOG = logging.getLogger("gpfit")
+
 REFRESH_S = 60.0
 STALE_AFTER_S = 600.0  # ten missed heartbeats
+# A run writes its lock within milliseconds of creating it: one unreadable
+# for a minute was left by a run that stopped (or a full disk), not a live run.
+UNREADABLE_AFTER_S = 60.0
 
 
 def new_run_id() -> str:
@@ -46,7 +61,8 @@ def path_of(output: str) -> str:
 
 
 def read(output: str) -> Optional[dict]:
-    """The lock's content; None when there is none (or it vanished)."""
+    """The lock's content; None when there is none (or it vanished), or it
+    cannot be read (empty, cut short, not gpfit's JSON)."""
     path = path_of(output)
     try:
         if not FileSystems.exists(path):
@@ -55,28 +71,33 @@ def read(output: str) -> Optional[dict]:
             found = json.loads(f.read().decode("utf-8"))
     except (OSError, ValueError):
         return None  # removed while read, or half written: treated as absent
-    return found if isinstance(found, dict) else None
+    if not isinstance(found, dict) or not isinstance(found.get("heartbeat_at"), (int, float)):
+        return None  # not a lock gpfit wrote in full
+    return found
 
 
 def check(output: str, break_lock: bool, now: Callable[[], float] = time.time) -> None:
     """Refuses a folder another run is writing.
 
     Raises:
-      UsageError: a lock with a recent heartbeat; or a stale one without
+      FolderBusy: a lock with a recent heartbeat; or a stale one without
         break_lock.
     """
     held = read(output)
-    if held is None or _ended_here(held):
+    if held is None:
+        _check_unreadable(output, break_lock, now)
+        return
+    if _ended_here(held):
         return
     age = now() - float(held.get("heartbeat_at", 0))
     who = (f"run {held.get('run_id')} on host {held.get('host')}, pid {held.get('pid')}, "
            f"started {_iso(held.get('started_at', 0))}")
     if age < float(held.get("stale_after_s", STALE_AFTER_S)):
-        raise UsageError(f"output folder {output} is being written by another gpfit run "
+        raise FolderBusy(f"output folder {output} is being written by another gpfit run "
                          f"({who}; heartbeat {age:.0f} s ago); wait for it to finish or give "
                          "another --output")
     if not break_lock:
-        raise UsageError(f"output folder {output} holds the lock {LOCK_NAME} of a gpfit run "
+        raise FolderBusy(f"output folder {output} holds the lock {LOCK_NAME} of a gpfit run "
                          f"that seems to have stopped ({who}; last heartbeat {age / 60:.0f} "
                          "min ago); if no run is writing the folder, pass --break_lock")
 
@@ -87,26 +108,60 @@ def acquire(output: str, run_id: str, break_lock: bool, local: bool,
     runs inside this process.
 
     Raises:
-      UsageError: the folder is locked, or another run took the lock first.
+      FolderBusy: the folder is locked, or another run took the lock first.
+      StorageError: the lock cannot be written (full disk, read-only, ...).
+      UsageError: a folder above the output is a file.
     """
     check(output, break_lock, now)
-    if read(output) is not None:  # a stopped run's lock, taken over
-        FileSystems.delete([path_of(output)])
-    started = now()
-    content = {"run_id": run_id, "host": socket.gethostname(), "pid": os.getpid(),
-               "local": local, "started_at": started, "heartbeat_at": started,
-               "stale_after_s": STALE_AFTER_S}
-    if FileSystems.get_scheme(output) is None:
-        os.makedirs(output, exist_ok=True)
-        try:
-            fd = os.open(path_of(output), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            check(output, False, now)  # names the winner
-            raise UsageError(f"output folder {output} was locked by another gpfit run just now")
-        with os.fdopen(fd, "w") as f:
-            json.dump(content, f)
-    else:
-        _write(output, content)
+    try:
+        _take_over(output, now)
+        started = now()
+        content = {"run_id": run_id, "host": socket.gethostname(), "pid": os.getpid(),
+                   "local": local, "started_at": started, "heartbeat_at": started,
+                   "stale_after_s": STALE_AFTER_S}
+        if FileSystems.get_scheme(output) is None:
+            _create_local(output, content, now)
+        else:
+            _write(output, content)
+    except (FolderBusy, StorageError):
+        raise
+    except OSError as err:  # BeamIOError is one too
+        raise storage_error(err, output) or err
+
+
+def _take_over(output: str, now: Callable[[], float]) -> None:
+    """Removes the lock check() let through: a stopped run's, or an unreadable one."""
+    if not FileSystems.exists(path_of(output)):
+        return
+    if read(output) is None:
+        age = _age(output, now)
+        _LOG.warning("gpfit: the lock %s in %s cannot be read (empty or cut short, as a full "
+                     "disk or a killed run leaves it; %s old): taken over", LOCK_NAME, output,
+                     "unknown" if age is None else f"{age:.0f} s")
+    FileSystems.delete([path_of(output)])
+
+
+def _create_local(output: str, content: dict, now: Callable[[], float]) -> None:
+    """Creates the lock exclusively and writes it; on a failed write, removes
+    it again (a half lock would refuse the next run for a minute)."""
+    os.makedirs(output, exist_ok=True)
+    path = path_of(output)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        check(output, False, now)  # names the winner
+        raise FolderBusy(f"output folder {output} was locked by another gpfit run just now; "
+                         "wait for it to finish or give another --output") from None
+    try:
+        data = json.dumps(content).encode("utf-8")
+        while data:
+            data = data[os.write(fd, data):]
+        os.fsync(fd)  # a full disk answers here at the latest
+    except OSError:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    os.close(fd)
 
 
 def refresh(output: str, run_id: str, now: Callable[[], float] = time.time) -> bool:
@@ -152,6 +207,30 @@ class Heartbeat:
                     return
             except OSError:
                 continue  # a missed beat; the next may succeed
+
+
+def _check_unreadable(output: str, break_lock: bool, now: Callable[[], float]) -> None:
+    """Refuses an unreadable lock younger than UNREADABLE_AFTER_S (a run
+    starting just now), unless break_lock; an absent lock passes."""
+    try:
+        if break_lock or not FileSystems.exists(path_of(output)):
+            return
+    except OSError:
+        return
+    age = _age(output, now)
+    if age is None or age >= UNREADABLE_AFTER_S:
+        return
+    raise FolderBusy(f"output folder {output} holds a lock {LOCK_NAME} that cannot be read yet "
+                     f"(written {age:.0f} s ago: a gpfit run may be starting); run again in a "
+                     "minute, or pass --break_lock if no run is writing the folder")
+
+
+def _age(output: str, now: Callable[[], float]) -> Optional[float]:
+    """Seconds since the lock file was last written; None if unknown."""
+    try:
+        return max(0.0, now() - FileSystems.last_updated(path_of(output)))
+    except Exception:  # pylint: disable=broad-except  (gone meanwhile, or no such metadata)
+        return None
 
 
 def _ended_here(held: dict) -> bool:

@@ -7,7 +7,8 @@ counts (series_read, ok, skipped, failed, null_ids), failed_fraction,
 max_failure_fraction, kernel, time_units, input (pattern, files, layout,
 rows: counted by the job over the files it read), unreadable_files (count,
 and the first files by path with their error), output_files, options
-(gpfit's, and the Beam options given in "beam", secrets redacted),
+(gpfit's, and the Beam options given in "beam"; secrets redacted here and
+in the input pattern and previous_output: redaction.py),
 fitters_built, fit_ms_per_series (count, sum, min, max, mean),
 fit_call_seconds (count, median, max of the fit calls' wall seconds),
 tracing_count_max, started_at, finished_at (ISO 8601, UTC) and wall_time_s.
@@ -34,6 +35,7 @@ from gpcore.result import FAILED, OK, SKIPPED
 from pipeline.io.files import open_file
 from pipeline.io.inputs import InputSpec
 from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER
+from pipeline.io.redaction import redacted
 
 # Counts beside the statuses: distinct series ids read, and input rows whose
 # id is null (dropped, not fitted). The job's Beam metrics share these names.
@@ -126,6 +128,7 @@ def compose(record: RunRecord, status_counts: dict, null_ids: int, fits: dict,
     too_many_failed = failed_fraction > record.max_failure_fraction
     unreadable = (read or {}).get("unreadable") or {"count": 0, "files": []}
     input_ = dict(record.input)
+    input_["pattern"] = redacted("input", input_.get("pattern"))
     if read is not None:
         input_.update(files=read["files"], rows=read["rows"])
     return {
@@ -157,7 +160,8 @@ def _nightly(record: RunRecord, nightly: dict) -> dict:
     if record.predict is not None:
         predictions = {**record.predict, "series": nightly.get("predicted", 0),
                        "not_predicted": nightly.get("not_predicted", 0)}
-    return {"previous_output": record.previous_output, "previous_note": record.previous_note,
+    return {"previous_output": redacted("previous_output", record.previous_output),
+            "previous_note": record.previous_note,
             "reuse": nightly.get("reuse"), "predictions": predictions,
             "prediction_files": nightly.get("prediction_files", [])}
 

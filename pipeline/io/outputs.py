@@ -1,14 +1,20 @@
 """The output folder: its file names, and the rules for (re)writing it.
 
-Layout of a finished run:
-  <output>/params-SSSSS-of-NNNNN.parquet   one row per series (schema.py)
-  <output>/predictions-SSSSS-of-NNNNN.parquet  with --predict_*: posterior rows
-  <output>/_SUCCESS.json                   written last: counts, options, time
-A run that finishes with too many failed series, or with unreadable input,
-writes _FAILED.json instead (same content); a run that crashes writes
-neither (manifest.py). While a run writes the folder it holds the lock
-_RUNNING.json (lock.py). Shard numbers have five digits or more (Beam pads
-to the template's width and widens past 99,999).
+Layout of a finished run (docs/design.md, "Output folder"):
+  <output>/params/part-SSSSS-of-NNNNN.parquet       one row per series (schema.py)
+  <output>/predictions/part-SSSSS-of-NNNNN.parquet  with --predict_*: posterior rows
+  <output>/_SUCCESS.json                            written last: counts, options, time
+Each table has a folder of its own, so that every reader given a folder or
+a glob (pandas, pyarrow.dataset, DuckDB, polars, BigQuery's load) gets one
+table with one schema. A run that finishes with too many failed series, or
+with unreadable input, writes _FAILED.json instead (same content); a run
+that crashes writes neither (manifest.py). While a run writes the folder it
+holds the lock _RUNNING.json (lock.py). Shard numbers have five digits or
+more (Beam pads to the template's width and widens past 99,999).
+
+gpfit 0.4.0 wrote <output>/params-SSSSS-of-NNNNN.parquet (and predictions-)
+beside the manifest: such a folder is still read (--previous_output, the
+report) and replaced by a run into it.
 """
 from __future__ import annotations
 
@@ -16,14 +22,21 @@ import os
 import posixpath
 import re
 
+from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io.errors import UsageError
 
-PARAMS_PREFIX = "params"
-PREDICTIONS_PREFIX = "predictions"
+PARAMS_PREFIX = "params"            # the parameters' folder
+PREDICTIONS_PREFIX = "predictions"  # the predictions' folder
+TABLES = (PARAMS_PREFIX, PREDICTIONS_PREFIX)
 PARAMS_SUFFIX = ".parquet"
-SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
+# The write prefix is <output>/<table> and the template starts with "/": the
+# shards land in <output>/<table>/, while Beam's temporary folder, named
+# after the prefix's last part, stays beside them as
+# <output>/beam-temp-<table>-<hex>/ (never inside a table's folder, where a
+# reader of the folder would take an interrupted run's files for data).
+SHARD_TEMPLATE = "/part-SSSSS-of-NNNNN"
 # Parameters compress about 2x with zstd (float columns, repeated kernel
 # and status strings); every reader named in the README reads it.
 PARAMS_CODEC = "zstd"
@@ -33,30 +46,75 @@ FAILED_MARKER = "_FAILED.json"
 MARKERS = (SUCCESS_MARKER, FAILED_MARKER)
 # One run at a time writes a folder (lock.py).
 LOCK_NAME = "_RUNNING.json"
+# manifest.py and lock.py write under this suffix, then rename.
+TEMPORARY_SUFFIX = ".tmp"
 
-# Files a previous gpfit run may have left: its shards, its manifest, and
-# WriteToParquet's temporary folder of an interrupted run.
-_WRITTEN = f"({PARAMS_PREFIX}|{PREDICTIONS_PREFIX})"
+# Exactly the names gpfit writes, relative to the output folder: shards (this
+# release's and 0.4.0's), manifests, the lock, their temporary names, and
+# Beam's temporary folder (beam-temp-<table>-<uuid1 hex>/<uuid4>.<table>.parquet).
+# Anything else is someone's and is never deleted.
+_TABLE = "|".join(TABLES)
+_SHARD = r"-\d{5,}-of-\d{5,}" + re.escape(PARAMS_SUFFIX)
+_UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_JSON = "|".join(re.escape(name) for name in (*MARKERS, LOCK_NAME))
 _OURS = re.compile(
-    rf"^({_WRITTEN}-\d{{5,}}-of-\d{{5,}}{re.escape(PARAMS_SUFFIX)}"
-    rf"|{re.escape(SUCCESS_MARKER)}|{re.escape(FAILED_MARKER)}|{re.escape(LOCK_NAME)}"
-    rf"|[^/]*\.json\.tmp"
-    rf"|beam-temp-{_WRITTEN}-[^/]+/.*)$")
+    rf"^(?:(?:{_TABLE})/part{_SHARD}"
+    rf"|(?:{_TABLE}){_SHARD}"
+    rf"|(?:{_JSON})(?:{re.escape(TEMPORARY_SUFFIX)})?"
+    rf"|beam-temp-(?P<table>{_TABLE})-[0-9a-f]{{32}}/{_UUID4}\.(?P=table){re.escape(PARAMS_SUFFIX)}"
+    rf")$")
+# Folders gpfit makes (removed when empty, and only these).
+_OUR_FOLDERS = re.compile(rf"^(?:{_TABLE}|beam-temp-(?:{_TABLE})-[0-9a-f]{{32}})$")
+
+
+def is_ours(name: str) -> bool:
+    """Whether a path relative to the output folder is one gpfit writes."""
+    return bool(_OURS.match(name))
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a path relative to the output folder is a file of Beam's
+    temporary folder (of a write into the folder)."""
+    return name.startswith("beam-temp-") and is_ours(name)
+
+
+def is_local(path: str) -> bool:
+    return FileSystems.get_scheme(path) is None
 
 
 def params_prefix(output: str, prefix: str = PARAMS_PREFIX) -> str:
-    """The WriteToParquet file prefix inside the output folder (of the
-    params, or of PREDICTIONS_PREFIX)."""
-    return FileSystems.join(output, prefix)
+    """The WriteToParquet file prefix of a table (PARAMS_PREFIX or
+    PREDICTIONS_PREFIX); its shard template is SHARD_TEMPLATE."""
+    return FileSystems.join(output.rstrip("/"), prefix)
 
 
 def params_pattern(output: str, prefix: str = PARAMS_PREFIX) -> str:
-    """The glob matching the parameter (or prediction) shards in the output folder."""
+    """The glob matching a table's shards in an output folder of this release."""
+    return FileSystems.join(output.rstrip("/"), prefix, f"part-*{PARAMS_SUFFIX}")
+
+
+def legacy_pattern(output: str, prefix: str = PARAMS_PREFIX) -> str:
+    """The glob matching a table's shards in a gpfit 0.4.0 output folder."""
     return FileSystems.join(output.rstrip("/"), f"{prefix}-*{PARAMS_SUFFIX}")
 
 
+def shard_patterns(output: str, prefix: str = PARAMS_PREFIX) -> tuple[str, str]:
+    """Both layouts' globs: what a reader of any gpfit output matches (a
+    folder holds one layout: a run clears the other's shards)."""
+    return params_pattern(output, prefix), legacy_pattern(output, prefix)
+
+
+def table_folder(output: str, prefix: str = PARAMS_PREFIX) -> str:
+    """The folder a table's shards live in: what the README's readers open."""
+    return FileSystems.join(output.rstrip("/"), prefix)
+
+
 def existing_files(output: str) -> list[str]:
-    """Every file under the output folder (recursively), sorted."""
+    """Every file under the output folder (recursively), sorted.
+
+    Raises:
+      UsageError: the folder cannot be listed.
+    """
     folder = output.rstrip("/")
     try:
         matched = FileSystems.match([FileSystems.join(folder, "**")])[0].metadata_list
@@ -65,53 +123,97 @@ def existing_files(output: str) -> list[str]:
     return sorted(m.path for m in matched)
 
 
-def check_output(output: str, input_files: tuple[str, ...]) -> list[str]:
+def check_output(output: str, input_files: tuple[str, ...], input_pattern: str = "") -> list[str]:
     """Checks that the output folder may be (re)written; returns its files.
 
     Refuses a folder holding files gpfit did not write, so that a mistyped
     --output never deletes someone's data. The lock (lock.py) is gpfit's
-    but not returned: it is not the previous run's to clear.
+    but not returned: it is not the previous run's to clear. Local paths are
+    compared resolved (symbolic links followed).
 
     Raises:
-      UsageError: no output given; it is a file; it holds input or foreign files.
+      UsageError: no output given; it or a folder above it is a file; it
+        holds input, foreign files or symbolic links; it lies where the
+        input pattern would read this run's shards on the next run.
     """
     if not output:
         raise UsageError("no output given; pass --output FOLDER")
-    if FileSystems.get_scheme(output) is None and os.path.isfile(output):
-        raise UsageError(f"output {output!r} is a file; --output takes a folder")
-    folder = _normalised(output)
+    local = FileSystems.get_scheme(output) is None
+    if local:
+        _check_local_path(output)
+    folder = resolved(output)
     for path in input_files:
-        if _normalised(path).startswith(folder + "/"):
+        if resolved(path).startswith(folder + "/"):
             raise UsageError(f"input file {path} lies inside the output folder {output}; "
                              "choose another output folder")
+    if input_pattern and would_read(input_pattern, output):
+        raise UsageError(
+            f"--input {input_pattern!r} matches files inside --output {output}: the next "
+            "run would read this run's shards as input; give an output folder outside the "
+            "input pattern, or a narrower pattern (e.g. ending in *.parquet in the data folder)")
+    if local:
+        _refuse_links(output)
     files = existing_files(output)
     for path in files:
-        relative = _relative(path, output)
-        if not _OURS.match(relative):
+        relative = relative(path, output)
+        if not is_ours(relative):
             raise UsageError(
                 f"output folder {output} holds {relative!r}, which gpfit did not write; "
                 "give an empty folder or a previous gpfit output folder")
     return [path for path in files if posixpath.basename(path) != LOCK_NAME]
 
 
+def would_read(input_pattern: str, output: str) -> bool:
+    """Whether a glob --input matches a shard this run writes into output
+    (both layouts). A file or folder --input names files directly in it,
+    which never holds a shard of this release."""
+    if not any(ch in input_pattern for ch in "*?["):
+        return False
+    pattern = re.compile(FileSystem.translate_pattern(_resolved_pattern(input_pattern)))
+    folder = resolved(output)
+    candidates = [f"{folder}/{table}/part-00000-of-00001{PARAMS_SUFFIX}" for table in TABLES]
+    return any(pattern.match(c) for c in candidates)
+
+
 def clear_output(output: str, files: list[str]) -> None:
     """Deletes a previous run's files, so that no stale shard survives a run
-    with another shard count; creates the folder if it is missing.
+    with another shard count; creates the folder and the tables' folders
+    (Beam renames the shards into them) if missing.
 
     The manifest goes first: a reader that sees _SUCCESS.json never sees it
-    beside a half-deleted set of shards."""
+    beside a half-deleted set of shards.
+
+    Raises:
+      OSError, BeamIOError: the storage refused (errors.storage_error says which).
+    """
     markers, rest = deletion_order(files)
     for batch in (markers, rest):
         if batch:
             FileSystems.delete(batch)
     if FileSystems.get_scheme(output) is None:
-        # Local folders outlive their files (gs:// has no real folders).
-        for root, dirs, _ in os.walk(output, topdown=False):
-            for name in dirs:
-                path = os.path.join(root, name)
-                if not os.listdir(path):
-                    os.rmdir(path)
+        remove_empty_folders(output)
+    make_table_folders(output)
+
+
+def make_table_folders(output: str) -> None:
+    """Makes the tables' folders of a local output (Beam's local rename needs
+    them; gs:// has no folders)."""
+    if FileSystems.get_scheme(output) is None:
+        for table in TABLES:
+            os.makedirs(os.path.join(output, table), exist_ok=True)
+
+
+def remove_empty_folders(output: str) -> None:
+    """Removes the empty folders gpfit makes in a local output folder (the
+    tables', Beam's temporary ones); any other folder is left."""
+    if not os.path.isdir(output):
         os.makedirs(output, exist_ok=True)
+        return
+    for name in os.listdir(output):
+        path = os.path.join(output, name)
+        if (_OUR_FOLDERS.match(name) and os.path.isdir(path) and not os.path.islink(path)
+                and not os.listdir(path)):
+            os.rmdir(path)
 
 
 def deletion_order(files: list[str]) -> tuple[list[str], list[str]]:
@@ -121,24 +223,69 @@ def deletion_order(files: list[str]) -> tuple[list[str], list[str]]:
 
 
 def params_files(output: str, prefix: str = PARAMS_PREFIX) -> list[str]:
-    """Names (not paths) of the parameter (or prediction) shards in the output folder."""
-    return sorted(posixpath.basename(m.path)
-                  for m in FileSystems.match([params_pattern(output, prefix)])[0].metadata_list)
+    """A table's shards in the output folder, as paths relative to it
+    ("params/part-00000-of-00002.parquet"), sorted."""
+    matched = FileSystems.match([params_pattern(output, prefix)])[0].metadata_list
+    return sorted(relative(m.path, output) for m in matched)
 
 
 def same_folder(a: str, b: str) -> bool:
-    """Whether two paths name the same folder (trailing slashes, relative
-    local paths aside)."""
-    return _normalised(a) == _normalised(b)
+    """Whether two paths name the same folder: trailing slashes, relative
+    local paths and symbolic links aside."""
+    return resolved(a) == resolved(b)
 
 
-def _normalised(path: str) -> str:
+def resolved(path: str) -> str:
+    """A local path made absolute with symbolic links followed (what the
+    file system will open); a gs:// path without its trailing slash."""
     if FileSystems.get_scheme(path) is None:
-        return os.path.abspath(path)
+        return os.path.realpath(path)
     return path.rstrip("/")
 
 
-def _relative(path: str, output: str) -> str:
-    folder = _normalised(output)
-    path = _normalised(path)
+def _resolved_pattern(pattern: str) -> str:
+    """A glob with its fixed leading folders resolved (see resolved)."""
+    if FileSystems.get_scheme(pattern) is not None:
+        return pattern
+    parts = os.path.abspath(pattern).split("/")
+    first = next(i for i, part in enumerate(parts) if any(ch in part for ch in "*?["))
+    return os.path.join(os.path.realpath("/".join(parts[:first]) or "/"), *parts[first:])
+
+
+def _check_local_path(output: str) -> None:
+    """Refuses a local output that is a file or lies below one."""
+    path = os.path.abspath(output)
+    if os.path.isfile(path):
+        raise UsageError(f"output {output!r} is a file; --output takes a folder")
+    parent = path
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UsageError(f"--output {output}: {parent} is a file, not a folder, so no folder "
+                         "can be made below it; give a folder path")
+
+
+def _refuse_links(output: str) -> None:
+    """Refuses symbolic links inside a local output folder: gpfit writes none,
+    and deleting through one could reach files outside the folder."""
+    for root, dirs, files in os.walk(output):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                raise UsageError(
+                    f"output folder {output} holds the symbolic link "
+                    f"{os.path.relpath(path, output)!r}, which gpfit did not write; give an "
+                    "empty folder or a previous gpfit output folder")
+
+
+def relative(path: str, output: str) -> str:
+    """path relative to the output folder (unchanged if outside it)."""
+    folder = _absolute(output)
+    path = _absolute(path)
     return path[len(folder) + 1:] if path.startswith(folder + "/") else path
+
+
+def _absolute(path: str) -> str:
+    if FileSystems.get_scheme(path) is None:
+        return os.path.abspath(path)
+    return path.rstrip("/")

@@ -47,7 +47,7 @@ class PreviousRun:
     Attributes:
       folder: as given.
       kernel: the kernel it fitted (its manifest's).
-      shards: its params-*.parquet paths, sorted.
+      shards: its parameter shards' paths, sorted (either layout: outputs.py).
       rows: rows over all shards (one per series it wrote).
     """
 
@@ -78,7 +78,8 @@ def check(folder: str, output: str) -> PreviousRun:
     try:
         paths = shards.list_shards(folder)
         if not paths:
-            raise UsageError(f"{folder} holds no params-*.parquet shards")
+            raise UsageError(f"{folder} holds no parameter shards (params/part-*.parquet, or "
+                             "a gpfit 0.4.0 run's params-*.parquet)")
         rows = map_files(lambda p: shards.checked_rows(p, REQUIRED), paths)
     except UsageError as err:
         raise Unusable(f"--previous_output: {err}", f"give a gpfit output folder, {_ADVICE}"

@@ -13,24 +13,27 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.files import open_file
-from pipeline.io.outputs import params_pattern
+from pipeline.io.outputs import shard_patterns
 from pipeline.io.schema import OUTPUT_SCHEMA
 
 COLUMNS = tuple(OUTPUT_SCHEMA.names)
 
 
-def list_shards(folder: str) -> list[str]:
-    """Paths of the params-*.parquet shards in the folder, sorted.
+def list_shards(folder: str, prefix: str = "params") -> list[str]:
+    """Paths of a table's shards in an output folder, sorted: params/part-*.parquet,
+    or in a gpfit 0.4.0 folder params-*.parquet (outputs.shard_patterns).
 
     Raises:
       InputError: the folder cannot be listed.
     """
-    pattern = params_pattern(folder)
-    try:
-        matched = FileSystems.match([pattern])[0].metadata_list
-    except Exception as err:  # BeamIOError for unreachable buckets and bad schemes
-        raise InputError(f"cannot list {pattern!r}: {first_line(err)}") from err
-    return sorted(m.path for m in matched)
+    found = []
+    for pattern in shard_patterns(folder, prefix):
+        try:
+            matched = FileSystems.match([pattern])[0].metadata_list
+        except Exception as err:  # BeamIOError for unreachable buckets and bad schemes
+            raise InputError(f"cannot list {pattern!r}: {first_line(err)}") from err
+        found += [m.path for m in matched]
+    return sorted(found)
 
 
 def checked_rows(path: str, required: Sequence[str] = COLUMNS) -> int:

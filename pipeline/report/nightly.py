@@ -16,13 +16,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
 
 from gpcore.result import OK
 from pipeline.io import shards
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.files import map_files, open_file
-from pipeline.io.outputs import PREDICTIONS_PREFIX, params_files
+from pipeline.io.outputs import PREDICTIONS_PREFIX
 from pipeline.io.schema import FORECAST, MICROSECONDS_PER_DAY
 from pipeline.report import params as params_io
 from pipeline.report.plots import Curve
@@ -112,13 +111,13 @@ def read_forecasts(folder: str, ids: Sequence[str], dates: bool) -> dict[str, Cu
     """The forecast rows of these series in the run's predictions shards,
     as Curves in the units the plots use (days for dates). Empty when the
     run wrote no predictions."""
-    names = params_files(folder, PREDICTIONS_PREFIX)
+    names = shards.list_shards(folder, PREDICTIONS_PREFIX)
     if not names or not ids:
         return {}
     wanted = [("series_id", "in", list(ids)), ("kind", "=", FORECAST)]
 
-    def read(name: str) -> pa.Table:
-        with open_file(FileSystems.join(folder.rstrip("/"), name)) as f:
+    def read(path: str) -> pa.Table:
+        with open_file(path) as f:
             return pq.read_table(f, filters=wanted)
 
     table = pa.concat_tables(map_files(read, names))

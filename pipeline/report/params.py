@@ -24,7 +24,7 @@ class ParamsRun:
 
     Attributes:
       folder: as given.
-      files: the params-*.parquet shards, sorted.
+      files: the parameter shards, sorted (either layout: pipeline/io/outputs.py).
       rows: total rows (one per series) over all shards.
       manifest_name: "_SUCCESS.json", "_FAILED.json" or None if neither is
         there (the run did not finish, or is still running).
@@ -49,8 +49,9 @@ def locate(folder: str) -> ParamsRun:
         raise InputError("no params folder given; pass --params, the --output folder of gpfit")
     files = shards.list_shards(folder)
     if not files:
-        raise InputError(f"no {PARAMS_PREFIX}-*{PARAMS_SUFFIX} files in {folder!r}; "
-                         "pass the folder that gpfit --output wrote")
+        raise InputError(f"no {PARAMS_PREFIX}/part-*{PARAMS_SUFFIX} files (nor a gpfit 0.4.0 "
+                         f"run's {PARAMS_PREFIX}-*{PARAMS_SUFFIX}) in {folder!r}; pass the "
+                         "folder that gpfit --output wrote")
     rows = map_files(shards.checked_rows, files)
     name = manifest.find(folder)
     return ParamsRun(folder, tuple(files), sum(rows), name, _content(folder, name))
