@@ -40,6 +40,7 @@ class Built:
         delete (outputs.clear_output) before running; empty when the paths
         were not checked.
       run_id: the run's id, for the output folder's lock (pipeline.io.lock).
+      tables: the tables it writes (Nightly.tables).
     """
 
     pipeline: beam.Pipeline
@@ -47,6 +48,7 @@ class Built:
     spec: InputSpec
     previous_files: tuple[str, ...]
     run_id: str = ""
+    tables: tuple[str, ...] = (outputs.PARAMS_PREFIX,)
 
 
 def build_from_options(options: PipelineOptions, check_paths: bool = True,
@@ -89,7 +91,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     pipeline = beam.Pipeline(runner=runtime.runner(options), options=options)
     build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record,
           Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards), nightly)
-    return Built(pipeline, gp, spec, old_files, run_id)
+    return Built(pipeline, gp, spec, old_files, run_id, nightly.tables)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,6 +117,12 @@ class Nightly:
     @property
     def predicts(self) -> bool:
         return self.points > 0 or self.observed
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """The tables the run writes (pipeline.io.outputs' folders)."""
+        return ((outputs.PARAMS_PREFIX, outputs.PREDICTIONS_PREFIX) if self.predicts
+                else (outputs.PARAMS_PREFIX,))
 
     @property
     def predict_record(self) -> Optional[dict]:
@@ -196,7 +204,7 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     if record is None:
         record = manifest.run_record(spec, output, config.kernel, 1.0, {}, time.time(),
                                      predict=nightly.predict_record)
-    outputs.make_table_folders(output)  # local: Beam renames the shards into them
+    outputs.make_table_folders(output, nightly.tables)  # local: Beam renames shards into them
     read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel, sizes.max_rows,
                                                   fingerprint.options_key(config))
     series, extra = read.series, {}

@@ -261,7 +261,7 @@ def _prepare_output(built: builder.Built) -> None:
     Raises:
       OSError: the storage refused (errors.storage_error says which).
     """
-    outputs.clear_output(built.gp.output, list(built.previous_files))
+    outputs.clear_output(built.gp.output, list(built.previous_files), built.tables)
     spec = built.spec
     if not spec.inspected:  # a build that did not read the input has nothing to say of it
         return

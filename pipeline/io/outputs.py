@@ -155,10 +155,10 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
         _refuse_links(output)
     files = existing_files(output)
     for path in files:
-        relative = relative(path, output)
-        if not is_ours(relative):
+        name = relative(path, output)
+        if not is_ours(name):
             raise UsageError(
-                f"output folder {output} holds {relative!r}, which gpfit did not write; "
+                f"output folder {output} holds {name!r}, which gpfit did not write; "
                 "give an empty folder or a previous gpfit output folder")
     return [path for path in files if posixpath.basename(path) != LOCK_NAME]
 
@@ -175,10 +175,11 @@ def would_read(input_pattern: str, output: str) -> bool:
     return any(pattern.match(c) for c in candidates)
 
 
-def clear_output(output: str, files: list[str]) -> None:
+def clear_output(output: str, files: list[str], tables: tuple[str, ...] = (PARAMS_PREFIX,)
+                 ) -> None:
     """Deletes a previous run's files, so that no stale shard survives a run
-    with another shard count; creates the folder and the tables' folders
-    (Beam renames the shards into them) if missing.
+    with another shard count; creates the folder and the folders of the
+    tables this run writes (Beam renames the shards into them) if missing.
 
     The manifest goes first: a reader that sees _SUCCESS.json never sees it
     beside a half-deleted set of shards.
@@ -192,14 +193,14 @@ def clear_output(output: str, files: list[str]) -> None:
             FileSystems.delete(batch)
     if FileSystems.get_scheme(output) is None:
         remove_empty_folders(output)
-    make_table_folders(output)
+    make_table_folders(output, tables)
 
 
-def make_table_folders(output: str) -> None:
-    """Makes the tables' folders of a local output (Beam's local rename needs
-    them; gs:// has no folders)."""
+def make_table_folders(output: str, tables: tuple[str, ...] = (PARAMS_PREFIX,)) -> None:
+    """Makes the folders of these tables in a local output (Beam's local
+    rename needs them; gs:// has no folders)."""
     if FileSystems.get_scheme(output) is None:
-        for table in TABLES:
+        for table in tables:
             os.makedirs(os.path.join(output, table), exist_ok=True)
 
 

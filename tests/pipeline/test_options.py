@@ -35,7 +35,8 @@ def test_a_manifest_records_every_gpfit_option_and_the_beam_options_given():
         "input", "output", "kernel", "candidates", "id_column", "time_column", "value_column", "restarts",
         "min_points", "max_points", "batch_size", "max_failure_fraction",
         "seconds_per_fit_call", "max_rows", "num_shards", "break_lock", "previous_output",
-        "previous_output_optional", "predict_horizon", "predict_points", "predict_observed")
+        "previous_output_optional", "predict_horizon", "predict_points", "predict_observed",
+        "log_level")
     found = options.recorded(PipelineOptions([
         "--input", "in", "--output", "out", "--restarts", "2", "--direct_num_workers", "2"]))
     assert list(found) == [*options.option_names(), "beam"]
@@ -54,7 +55,7 @@ def test_a_manifest_never_records_a_secret():
     assert found["s3_access_key_id"] == options.REDACTED
     assert found["job_server_timeout"] == 60
     assert "hunter2" not in str(found) and "wJalrXUtnFEMI" not in str(found)
-    assert "postgres://gpfit:<redacted>@db.example/p" in found["experiments"]
+    assert "db=postgres://gpfit:<redacted>@db.example/p" in found["experiments"]
 
 
 def test_break_lock_is_a_flag_and_a_flex_template_value():
@@ -103,3 +104,36 @@ def test_bad_kernels_and_candidates_are_named(argv, expected):
     with pytest.raises(UsageError) as raised:
         options.check(gp_options(*argv))
     assert expected in str(raised.value)
+
+
+def test_secrets_are_redacted_by_structure_in_beam_and_gpfit_options():
+    # Secret-like keys inside JSON, SAS signatures, passwords in URLs, tokens:
+    # none of these option names says "secret".
+    sas = ("BlobEndpoint=https://acct.blob.core.windows.net/;SharedAccessSignature="
+           "sv=2022-11-02&ss=b&srt=sco&sp=rl&sig=SASSIGNATURE%3D")
+    found = options.recorded(PipelineOptions([
+        "--input", "https://reader:inputpass@files.example/series/*.parquet",
+        "--output", "gs://bucket/out/?X-Goog-Signature=OUTPUTSIG",
+        "--environment_config", '{"env": {"DB_PASSWORD": "jsonpass", "REGION": "eu"}, '
+                                '"args": ["--token=argtoken"]}',
+        "--azure_connection_string", sas,
+        "--experiments", "auth=Authorization: Bearer abcdefghijklmnop0123",
+        "--experiments", "jwt=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJl",
+        "--experiments", "aws=AKIAIOSFODNN7EXAMPLE"]))
+    text = str(found)
+    for secret in ("inputpass", "OUTPUTSIG", "jsonpass", "argtoken", "SASSIGNATURE",
+                   "abcdefghijklmnop0123", "eyJzdWIiOiIxMjM0In0", "AKIAIOSFODNN7EXAMPLE"):
+        assert secret not in text, (secret, found)
+    # What is not secret stays readable.
+    assert found["input"] == "https://reader:<redacted>@files.example/series/*.parquet"
+    assert '"REGION": "eu"' in found["beam"]["environment_config"]
+    assert "BlobEndpoint=https://acct.blob.core.windows.net/" in found["beam"][
+        "azure_connection_string"]
+    assert found["kernel"] == "rbf" and found["break_lock"] is False
+
+
+def test_log_level_is_an_option_with_choices():
+    assert options.parse_options(["--log_level", "debug"]).view_as(
+        options.GPFitOptions).log_level == "debug"
+    with pytest.raises(UsageError, match="log_level"):
+        options.parse_options(["--log_level", "loud"])

@@ -1,39 +1,126 @@
-"""The output folder's rules (pipeline.io.outputs)."""
+"""The output folder's rules (pipeline.io.outputs): gpfit replaces exactly
+the files it writes, and nothing else, on real folders."""
 from __future__ import annotations
 
 import os
 
+import pytest
+
 from pipeline.io import outputs
+from pipeline.io.errors import UsageError
+
+UUID1 = "0123456789abcdef0123456789abcdef"
+UUID4 = "01234567-89ab-4cde-8f01-23456789abcd"
+
+
+def _touch(root, *names):
+    for name in names:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("old")
 
 
 def test_previous_run_files_are_cleared_including_temp_folders(tmp_path):
     out = tmp_path / "out"
-    os.makedirs(out / "beam-temp-params-abc")
-    for name in ("params-00000-of-00003.parquet", "_SUCCESS.json",
-                 "beam-temp-params-abc/part"):
-        (out / name).write_text("old")
+    _touch(out, "params/part-00000-of-00003.parquet", "predictions/part-00000-of-00001.parquet",
+           "_SUCCESS.json", "_SUCCESS.json.tmp", "_RUNNING.json.tmp",
+           f"beam-temp-params-{UUID1}/{UUID4}.params.parquet",
+           f"beam-temp-predictions-{UUID1}/{UUID4}.predictions.parquet")
     files = outputs.check_output(str(out), ())
-    assert len(files) == 3
+    assert len(files) == 7
+    outputs.clear_output(str(out), files, outputs.TABLES)
+    # Only the tables' (empty) folders are left, ready for Beam's renames.
+    assert sorted(os.listdir(out)) == ["params", "predictions"]
+    assert os.listdir(out / "params") == [] and os.listdir(out / "predictions") == []
+
+
+def test_a_040_layout_folder_is_gpfits_and_cleared(tmp_path):
+    out = tmp_path / "out"
+    _touch(out, "params-00000-of-00002.parquet", "params-00001-of-00002.parquet",
+           "predictions-00000-of-00001.parquet", "_SUCCESS.json")
+    files = outputs.check_output(str(out), ())
     outputs.clear_output(str(out), files)
-    assert os.listdir(out) == []
+    assert sorted(os.listdir(out)) == ["params"]
+
+
+@pytest.mark.parametrize("name", [
+    "beam-temp-params-backup/thesis.tex",  # under a Beam-like folder, not Beam's names
+    f"beam-temp-params-{UUID1}/notes.txt",
+    "settings.json.tmp",                    # a .json.tmp that is not a manifest's
+    "params/notes.txt",
+    "params/part-0.parquet",
+    "predictions/data.parquet",
+    "mydir/_SUCCESS.json",
+])
+def test_files_gpfit_did_not_write_are_refused_and_kept(tmp_path, name):
+    out = tmp_path / "out"
+    _touch(out, "_SUCCESS.json", "params/part-00000-of-00001.parquet", name)
+    with pytest.raises(UsageError, match="which gpfit did not write"):
+        outputs.check_output(str(out), ())
+    assert (out / name).read_text() == "old"
+
+
+def test_an_empty_folder_of_someone_else_survives_a_clear(tmp_path):
+    out = tmp_path / "out"
+    (out / "keep-me").mkdir(parents=True)
+    outputs.clear_output(str(out), outputs.check_output(str(out), ()))
+    assert (out / "keep-me").is_dir()
+
+
+def test_a_symbolic_link_inside_the_output_is_refused(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    _touch(elsewhere, "part-00000-of-00001.parquet")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink(elsewhere, out / "params")
+    with pytest.raises(UsageError, match="symbolic link 'params'"):
+        outputs.check_output(str(out), ())
+    assert (elsewhere / "part-00000-of-00001.parquet").exists()
+
+
+def test_output_below_a_regular_file_is_refused(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError, match="is a file, not a folder"):
+        outputs.check_output(str(tmp_path / "file" / "out"), ())
+
+
+def test_folders_are_compared_resolved(tmp_path):
+    (tmp_path / "night1").mkdir()
+    os.symlink(tmp_path / "night1", tmp_path / "latest")
+    assert outputs.same_folder(str(tmp_path / "latest"), str(tmp_path / "night1/"))
+    assert not outputs.same_folder(str(tmp_path / "latest"), str(tmp_path / "night2"))
+
+
+@pytest.mark.parametrize("pattern, output, reads", [
+    ("data/**", "data/out", True),
+    ("data/**/*.parquet", "data/out", True),
+    ("data/*/*/*.parquet", "data/out", True),
+    ("link/**", "data/out", True),  # through a symbolic link to data
+    ("data/*.parquet", "data/out", False),
+    ("data/*", "data/out", False),  # the folder itself is not data
+    ("data/**", "out", False),
+    ("data/a.parquet", "data/out", False),
+])
+def test_an_input_glob_that_would_read_the_output_is_found(tmp_path, pattern, output, reads):
+    (tmp_path / "data").mkdir()
+    os.symlink(tmp_path / "data", tmp_path / "link")
+    assert outputs.would_read(str(tmp_path / pattern), str(tmp_path / output)) is reads
 
 
 def test_shard_names_past_99999_shards_are_gpfits(tmp_path):
     out = tmp_path / "out"
-    out.mkdir()
     # Beam widens the shard number past the template's five digits.
-    for name in ("params-000007-of-120000.parquet", "params-119999-of-120000.parquet",
-                 "_RUNNING.json"):
-        (out / name).write_text("old")
+    _touch(out, "params/part-000007-of-120000.parquet", "params/part-119999-of-120000.parquet",
+           "_RUNNING.json")
     files = outputs.check_output(str(out), ())
     # The lock is gpfit's, but not the previous run's to clear.
-    assert sorted(os.path.basename(f) for f in files) == [
-        "params-000007-of-120000.parquet", "params-119999-of-120000.parquet"]
+    assert sorted(outputs.relative(f, str(out)) for f in files) == [
+        "params/part-000007-of-120000.parquet", "params/part-119999-of-120000.parquet"]
 
 
 def test_the_manifest_is_deleted_before_any_shard():
-    files = ["o/params-00000-of-00002.parquet", "o/_FAILED.json", "o/_SUCCESS.json",
-             "o/params-00001-of-00002.parquet"]
+    files = ["o/params/part-00000-of-00002.parquet", "o/_FAILED.json", "o/_SUCCESS.json",
+             "o/params/part-00001-of-00002.parquet"]
     first, then = outputs.deletion_order(files)
     assert first == ["o/_FAILED.json", "o/_SUCCESS.json"]
-    assert then == ["o/params-00000-of-00002.parquet", "o/params-00001-of-00002.parquet"]
+    assert then == ["o/params/part-00000-of-00002.parquet", "o/params/part-00001-of-00002.parquet"]
