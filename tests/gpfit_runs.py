@@ -31,8 +31,9 @@ class Run:
             return json.load(f)
 
     def shards(self, prefix: str = "params") -> list[str]:
-        return sorted(n for n in os.listdir(self.output)
-                      if n.startswith(f"{prefix}-") and n.endswith(".parquet"))
+        """A table's shards, relative to the output folder, as the manifest
+        lists them ("params/part-00000-of-00002.parquet")."""
+        return shard_names(self.output, prefix)
 
     def rows(self) -> list[dict]:
         """Every output row, duplicates kept, sorted by series id."""
@@ -43,12 +44,25 @@ class Run:
         return read_rows(self.output, "predictions")
 
 
+def files_in(folder: str) -> list[str]:
+    """Every file under folder, relative to it, sorted (folders not listed)."""
+    return sorted(os.path.relpath(os.path.join(root, name), folder)
+                  for root, _, names in os.walk(folder) for name in names)
+
+
+def shard_names(folder: str, prefix: str = "params") -> list[str]:
+    """A table's shards in an output folder, relative to it: <prefix>/part-*.parquet."""
+    table = os.path.join(folder, prefix)
+    if not os.path.isdir(table):
+        return []
+    return sorted(f"{prefix}/{n}" for n in os.listdir(table)
+                  if n.startswith("part-") and n.endswith(".parquet"))
+
+
 def read_rows(folder: str, prefix: str = "params") -> list[dict]:
     """Every row of every params (or predictions) shard, in file order
     (duplicates kept)."""
-    shards = sorted(n for n in os.listdir(folder)
-                    if n.startswith(f"{prefix}-") and n.endswith(".parquet"))
-    return [row for name in shards
+    return [row for name in shard_names(folder, prefix)
             for row in pq.read_table(os.path.join(folder, name)).to_pylist()]
 
 

@@ -102,7 +102,7 @@ def test_pipeline_survives_the_runner_api_round_trip(built):
 
     # The rebuilt pipeline, with its unpickled transforms, does the work.
     rebuilt.run().wait_until_finish()
-    files = sorted((root / "out").glob("params-*.parquet"))
+    files = sorted((root / "out" / "params").glob("part-*.parquet"))
     assert files
     table = pq.read_table(files).to_pylist()
     assert sorted(r["series_id"] for r in table) == ["s0", "s1", "s2"]

@@ -19,6 +19,7 @@ import pytest
 from pipeline import builder, manifest_step, metrics
 from pipeline.io import inputs, manifest
 from pipeline.options import parse_options
+from gpfit_runs import files_in, shard_names
 from pipeline_data import make_series, write_long
 
 
@@ -45,8 +46,8 @@ def test_the_job_writes_success_json_with_the_counts(tmp_path, small_series):
     output = str(tmp_path / "out")
     build_and_run(write_long(str(tmp_path / "in"), small_series, null_id_rows=2), output,
                   "--kernel", "matern32", started_at=started_at)
-    shards = sorted(n for n in os.listdir(output) if n.startswith("params-"))
-    assert sorted(os.listdir(output)) == sorted(shards + ["_SUCCESS.json"])
+    shards = shard_names(output)
+    assert shards and files_in(output) == sorted(shards + ["_SUCCESS.json"])
     found = read_json(os.path.join(output, "_SUCCESS.json"))
     assert found["status"] == "succeeded"
     assert found["counts"] == {"series_read": 4, "ok": 3, "skipped": 1, "failed": 0,
@@ -122,7 +123,7 @@ def test_status_counts_and_the_failure_policy():
     fits = summarise.extract_output(summarise.create_accumulator())
     for limit, status in ((0.25, "succeeded"), (0.2, "failed")):
         record = manifest.RunRecord("out", "rbf", limit, "days", {}, {}, 0.0)
-        found = manifest.compose(record, counts, 5, fits, ["params-00000-of-00001.parquet"],
+        found = manifest.compose(record, counts, 5, fits, ["params/part-00000-of-00001.parquet"],
                                  finished_at=12.5)
         assert found["status"] == status and found["failed_fraction"] == 0.25
         assert found["counts"] == {"series_read": 4, "ok": 2, "skipped": 1, "failed": 1,

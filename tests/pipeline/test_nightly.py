@@ -226,7 +226,7 @@ def corrupt(cold_output: str, folder, how: str) -> str:
     if how == "manifest":
         (folder / "_SUCCESS.json").write_text("{ not json")
     elif how == "shard":
-        shard = sorted(folder.glob("params-*.parquet"))[0]
+        shard = sorted(folder.glob("params/part-*.parquet"))[0]
         shard.write_bytes(shard.read_bytes()[:100])
     elif how == "failed run":
         (folder / "_SUCCESS.json").rename(folder / "_FAILED.json")

@@ -19,6 +19,7 @@ from apache_beam.runners.portability import prism_runner
 
 from gpcore import OUTPUT_COLUMNS
 from pipeline.io.schema import OUTPUT_SCHEMA
+from gpfit_runs import files_in
 from pipeline_data import RUN_OPTIONS, gpfit, make_series, write_long, write_nested_dates
 
 FLOAT_COLUMNS = ("mean", "amplitude", "length_scale", "noise_variance", "nll")
@@ -109,9 +110,11 @@ def two_process_run(tmp_path_factory, long_input, long_run):
     output = str(tmp_path_factory.mktemp("out") / "two")
     shutil.copytree(long_run.output, output)
     shutil.copy(os.path.join(output, long_run.shards()[0]),
-                os.path.join(output, "params-00004-of-00007.parquet"))
-    os.makedirs(os.path.join(output, "beam-temp-params-0123abcd"))
-    with open(os.path.join(output, "beam-temp-params-0123abcd", "x"), "w") as f:
+                os.path.join(output, "params", "part-00004-of-00007.parquet"))
+    temporary = os.path.join(output, "beam-temp-params-0123456789abcdef0123456789abcdef")
+    os.makedirs(temporary)
+    with open(os.path.join(temporary, "01234567-89ab-4cde-8f01-23456789abcd.params.parquet"),
+              "w") as f:
         f.write("partial")
     return gpfit(long_input, output, *RUN_OPTIONS,
                  "--direct_num_workers", "2", "--direct_running_mode", "multi_processing")
@@ -162,7 +165,7 @@ def test_num_shards_sets_the_output_files(tmp_path):
     run = gpfit(write_long(str(tmp_path / "in"), make_series(n_series=4)),
                 str(tmp_path / "out"), *RUN_OPTIONS, "--num_shards", "3")
     assert run.code == 0, run.stderr
-    assert run.shards() == [f"params-0000{i}-of-00003.parquet" for i in range(3)]
+    assert run.shards() == [f"params/part-0000{i}-of-00003.parquet" for i in range(3)]
     assert len(run.rows()) == 5
 
 
@@ -199,7 +202,7 @@ def test_success_manifest_counts(long_run, series):
                                  "layout": "long", "rows": rows}
     assert manifest["output_files"] == long_run.shards()
     assert manifest["wall_time_s"] > 0
-    assert sorted(os.listdir(long_run.output)) == sorted(long_run.shards() + ["_SUCCESS.json"])
+    assert files_in(long_run.output) == sorted(long_run.shards() + ["_SUCCESS.json"])
 
 
 def test_success_manifest_is_written_last(long_run):
@@ -245,7 +248,7 @@ def test_two_processes_give_the_same_fits(long_run, two_process_run):
 
 def test_rerun_leaves_only_the_new_runs_files(two_process_run):
     run = two_process_run
-    assert sorted(os.listdir(run.output)) == sorted(run.manifest["output_files"] + ["_SUCCESS.json"])
+    assert files_in(run.output) == sorted(run.manifest["output_files"] + ["_SUCCESS.json"])
     assert run.shards() == run.manifest["output_files"]
     assert len(run.rows()) == 23
 

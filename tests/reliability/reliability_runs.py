@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from gpfit_runs import Run, gpfit_here, read_rows  # noqa: F401  (re-exported)
+from gpfit_runs import Run, files_in, gpfit_here, read_rows  # noqa: F401  (re-exported)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -32,7 +32,8 @@ from gpcore import FitConfig
 from pipeline import builder, transforms
 from pipeline.io import inputs
 from reliability_corpus import write_corpus
-from reliability_runs import ENV, REPO, gpfit_command, gpfit_here, listing, read_rows
+from reliability_runs import (ENV, REPO, files_in, gpfit_command, gpfit_here, listing,
+                              read_rows)
 
 PARAMS = ("mean", "amplitude", "length_scale", "noise_variance", "nll")
 
@@ -174,37 +175,39 @@ def killed_and_rerun(tmp_path_factory):
     output = str(folder / "out")
     first = gpfit_here(input_, output, "--batch_size", "16")
     assert first.code == 0, first.stderr
-    before_kill = listing(output)
+    before_kill, clean_rows = listing(output), first.rows()
     code, stderr = _kill_while_fitting(input_, output)
     after_kill = listing(output)
     rerun = gpfit_here(input_, output, "--batch_size", "16")
-    return ids, before_kill, code, stderr, after_kill, rerun
+    return ids, before_kill, code, stderr, after_kill, rerun, clean_rows
 
 
 def test_killed_run_leaves_no_success_marker(killed_and_rerun):
-    _, before_kill, code, stderr, after_kill, _ = killed_and_rerun
+    _, before_kill, code, stderr, after_kill, _, _ = killed_and_rerun
     assert "_SUCCESS.json" in before_kill
     assert code == -signal.SIGKILL, stderr
     # The killed run had cleared the previous run's files before fitting: a
     # reader never sees the old marker beside half-written new output.
     assert "_SUCCESS.json" not in after_kill, after_kill
-    assert not any(name.startswith("params-") for name in after_kill), after_kill
+    assert not any(name.startswith("params/part-") for name in after_kill), after_kill
     # Killed midway: Beam's temporary folder of the unfinished write is left.
     assert any(name.startswith("beam-temp-params-") for name in after_kill), after_kill
 
 
 def test_rerun_after_kill_leaves_exactly_one_complete_result_set(killed_and_rerun):
-    ids, _, _, _, after_kill, rerun = killed_and_rerun
+    ids, _, _, _, after_kill, rerun, clean_rows = killed_and_rerun
     # The killed run's leftovers (Beam's temporary folder) are gpfit's own:
     # the re-run accepts and clears them.
     assert rerun.code == 0, (after_kill, rerun.stderr)
     manifest = rerun.manifest
     assert manifest is not None and manifest["counts"]["series_read"] == len(ids)
-    shards = sorted(n for n in os.listdir(rerun.output) if n.startswith("params-"))
+    shards = rerun.shards()
     assert shards == manifest["output_files"]
     # Nothing else: no stale shard, no temporary folder, no half manifest.
-    assert listing(rerun.output) == sorted(shards + ["_SUCCESS.json"])
+    assert files_in(rerun.output) == sorted(shards + ["_SUCCESS.json"])
     assert sorted(row["series_id"] for row in rerun.rows()) == ids
+    # The same rows as the clean run before the kill.
+    assert rerun.rows() == clean_rows
 
 
 # ---- numerical trouble --------------------------------------------------------------

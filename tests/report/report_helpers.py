@@ -15,12 +15,12 @@ ODD_ID = "<b>&$x_1$"
 
 def write_params(folder, rows, shards=1, manifest=True):
     """Writes rows (dicts with the output columns) as gpfit does: shards
-    params-SSSSS-of-NNNNN.parquet and, unless told not to, _SUCCESS.json
+    params/part-SSSSS-of-NNNNN.parquet and, unless told not to, _SUCCESS.json
     (with `manifest`'s content if it is a dict)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "params").mkdir(parents=True, exist_ok=True)
     for shard, part in enumerate(np.array_split(np.arange(len(rows)), shards)):
         table = pa.Table.from_pylist([rows[i] for i in part], schema=OUTPUT_SCHEMA)
-        pq.write_table(table, folder / f"params-{shard:05d}-of-{shards:05d}.parquet")
+        pq.write_table(table, folder / "params" / f"part-{shard:05d}-of-{shards:05d}.parquet")
     if manifest:
         content = manifest if isinstance(manifest, dict) else {}
         (folder / "_SUCCESS.json").write_text(json.dumps({"series": len(rows), **content}))

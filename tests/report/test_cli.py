@@ -142,7 +142,7 @@ def test_run_without_manifest_is_reported_with_a_warning(fitted_run, tmp_path):
     (lambda r, t: ["--input", str(t / "nothing"), "--params", r.params,
                    "--out", str(t / "o.html")], "no file or folder"),
     (lambda r, t: ["--input", r.data, "--params", str(t),
-                   "--out", str(t / "o.html")], "no params-*.parquet files"),
+                   "--out", str(t / "o.html")], "no params/part-*.parquet files"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--series", "nope"], "--series 'nope' not in the params"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t)], "is a folder"),
@@ -164,6 +164,7 @@ def test_bad_input_exits_2_with_one_line(fitted_run, tmp_path, capsys, make_args
 def test_params_without_output_columns_exit_2(fitted_run, tmp_path, capsys):
     import pyarrow as pa
     import pyarrow.parquet as pq
+    # A gpfit 0.4.0 folder's shard name: read too.
     pq.write_table(pa.table({"series_id": ["a"]}), tmp_path / "params-00000-of-00001.parquet")
     assert run(["--input", fitted_run.data, "--params", str(tmp_path),
                 "--out", str(tmp_path / "o.html")]) == 2
