@@ -1,0 +1,294 @@
+"""Faults an operator meets running gpfit nightly, on real files, real
+processes, real signals and real (tmpfs) disks. After each: the exit code
+and one line that names the thing and the fix (README "Exit codes"), no
+_SUCCESS.json, nothing destroyed that gpfit did not write, and a re-run into
+the same folder (once the cause is gone) that gives output identical to a
+clean run of the same input (conftest.clean).
+
+The input's ids are hostile (reliability_runs.HOSTILE_IDS), so every
+comparison also checks that each of them comes out exactly once.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+from reliability_runs import (HOSTILE_IDS, OPTIONS, SECRETS, Running, error_lines, files_in,
+                              gpfit_here, gpfit_subprocess, kill_all, snapshot, wait_for)
+
+SUCCESS = "_SUCCESS.json"
+
+
+def rerun_is_clean(input_: str, output: str, clean) -> None:
+    """A re-run into output ends 0 with exactly the clean run's output."""
+    rerun = gpfit_here(input_, output, *OPTIONS)
+    assert rerun.code == 0, rerun.stderr
+    assert snapshot(output) == clean[1]
+
+
+def one_line(run, code: int, *words: str) -> str:
+    """The run ended with `code` and exactly one gpfit error line holding
+    `words`, and no traceback; returns the line."""
+    assert run.code == code, (run.code, run.stderr)
+    lines = error_lines(run.stderr)
+    assert len(lines) == 1, run.stderr
+    assert "Traceback" not in run.stderr, run.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def contents(folder: str) -> dict[str, bytes]:
+    found = {}
+    for name in files_in(folder):
+        with open(os.path.join(folder, name), "rb") as f:
+            found[name] = f.read()
+    return found
+
+
+@contextlib.contextmanager
+def tmpfs(path, size: str):
+    """A small real file system mounted at path (root only; else skipped)."""
+    if os.geteuid() != 0:
+        pytest.skip("a full or read-only disk needs a tmpfs, which only root can mount")
+    os.makedirs(path, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                             capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield str(path)
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def remount(path: str, options: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,{options}", path], check=True)
+
+
+# ---- the clean run itself: hostile ids, the layout, no secrets --------------------------
+
+def test_every_hostile_id_comes_out_exactly_once(clean):
+    run, _ = clean
+    ids = [row["series_id"] for row in run.rows()]
+    assert sorted(ids) == sorted(HOSTILE_IDS)
+    statuses = {row["series_id"]: row["status"] for row in run.rows()}
+    assert statuses["null"] == "skipped" and statuses["NaN"] == "ok"
+    assert {row["series_id"] for row in run.predictions()} == {
+        sid for sid, status in statuses.items() if status == "ok"}
+
+
+def test_the_manifest_holds_no_secret(clean):
+    run, _ = clean
+    with open(os.path.join(run.output, SUCCESS)) as f:
+        text = f.read()
+    for secret in SECRETS:
+        assert secret not in text
+    beam = json.loads(text)["options"]["beam"]
+    assert json.loads(beam["environment_config"]) == {"env": {"DB_PASSWORD": "<redacted>"}}
+    assert "sig=<redacted>" not in beam["azure_connection_string"]  # the whole SAS is hidden
+    assert "SharedAccessSignature=<redacted>" in beam["azure_connection_string"]
+
+
+# ---- files gpfit did not write ------------------------------------------------------------
+
+def test_files_with_gpfit_like_names_are_refused_and_kept(hostile_input, clean, tmp_path):
+    output = str(tmp_path / "out")
+    shutil.copytree(clean[0].output, output)
+    os.makedirs(os.path.join(output, "beam-temp-params-backup"))
+    theirs = {"beam-temp-params-backup/thesis.tex": b"precious", "settings.json.tmp": b"{}"}
+    for name, data in theirs.items():
+        with open(os.path.join(output, name), "wb") as f:
+            f.write(data)
+    before = contents(output)
+    refused = gpfit_here(hostile_input, output, *OPTIONS)
+    assert refused.code == 2, refused.stderr
+    assert "which gpfit did not write" in refused.stderr
+    assert contents(output) == before  # nothing deleted, the manifest included
+    for name in theirs:
+        os.remove(os.path.join(output, name))
+    os.rmdir(os.path.join(output, "beam-temp-params-backup"))
+    rerun_is_clean(hostile_input, output, clean)
+
+
+# ---- folders compared resolved: symbolic links ------------------------------------------
+
+def test_a_previous_output_linked_to_the_output_is_refused(hostile_input, clean, tmp_path):
+    night1 = str(tmp_path / "night1")
+    shutil.copytree(clean[0].output, night1)
+    os.symlink(night1, tmp_path / "latest")
+    os.symlink(night1, tmp_path / "tonight")
+    before = contents(night1)
+    for output, previous in ((night1, str(tmp_path / "latest")),
+                             (str(tmp_path / "tonight"), night1)):
+        refused = gpfit_here(hostile_input, output, *OPTIONS, "--previous_output", previous)
+        assert refused.code == 2, refused.stderr
+        assert "is the --output folder" in refused.stderr
+        assert contents(night1) == before  # last night's output is intact
+    rerun_is_clean(hostile_input, night1, clean)
+
+
+def test_an_input_glob_that_would_read_the_output_is_refused_on_the_first_day(
+        hostile_input, clean, tmp_path):
+    data = str(tmp_path / "data")
+    shutil.copytree(hostile_input, data)
+    os.symlink(data, tmp_path / "link")
+    output = os.path.join(data, "out")
+    for pattern in (os.path.join(data, "**"), str(tmp_path / "link" / "**" / "*.parquet")):
+        refused = gpfit_here(pattern, output, *OPTIONS)
+        assert refused.code == 2, refused.stderr
+        assert "the next run would read this run's shards as input" in refused.stderr
+        assert not os.path.exists(output)
+    # A pattern that names the data files only: the output may live beside them,
+    # and the second day reads the same input as the first.
+    rerun_is_clean(os.path.join(data, "*.parquet"), output, clean)
+    rerun_is_clean(os.path.join(data, "*.parquet"), output, clean)
+
+
+# ---- the lock -----------------------------------------------------------------------------
+
+def test_an_empty_lock_left_by_a_full_disk_does_not_wedge_the_folder(hostile_input, clean,
+                                                                     tmp_path):
+    output = str(tmp_path / "out")
+    shutil.copytree(clean[0].output, output)
+    lock = os.path.join(output, "_RUNNING.json")
+    with open(lock, "w"):
+        pass  # empty: created, never written
+    young = gpfit_here(hostile_input, output, *OPTIONS)
+    assert young.code == 4, young.stderr
+    assert "cannot be read yet" in young.stderr and "--break_lock" in young.stderr
+    old = os.stat(lock).st_mtime - 120
+    os.utime(lock, (old, old))
+    rerun_is_clean(hostile_input, output, clean)  # taken over, no option needed
+    assert not os.path.exists(lock)
+
+
+# ---- the disk -------------------------------------------------------------------------------
+
+def test_a_full_disk_at_start_exits_5_and_leaves_no_lock(hostile_input, clean, tmp_path):
+    with tmpfs(tmp_path / "disk", "64k") as disk:
+        output = os.path.join(disk, "out")
+        with open(os.path.join(disk, "filler"), "wb") as f:
+            with contextlib.suppress(OSError):
+                while True:
+                    f.write(b"\0" * 4096)
+                    f.flush()
+        full = gpfit_subprocess(hostile_input, output, *OPTIONS)
+        one_line(full, 5, "no space left on the device", output, "free space")
+        assert not os.path.exists(os.path.join(output, "_RUNNING.json"))
+        assert not os.path.exists(os.path.join(output, SUCCESS))
+        os.remove(os.path.join(disk, "filler"))
+        remount(disk, "size=64m")
+        rerun_is_clean(hostile_input, output, clean)
+
+
+def test_a_disk_filling_mid_write_exits_5_without_success(hostile_input, clean, tmp_path):
+    # The parameters (about 20 kB) fit, the predictions (about 140 kB) do not.
+    with tmpfs(tmp_path / "disk", "96k") as disk:
+        output = os.path.join(disk, "out")
+        full = gpfit_here(hostile_input, output, *OPTIONS)
+        one_line(full, 5, "no space left on the device", "free space")
+        assert not os.path.exists(os.path.join(output, SUCCESS))
+        remount(disk, "size=64m")
+        rerun_is_clean(hostile_input, output, clean)
+
+
+def test_a_read_only_file_system_exits_5_and_touches_nothing(hostile_input, clean, tmp_path):
+    with tmpfs(tmp_path / "disk", "64m") as disk:
+        output = os.path.join(disk, "out")
+        shutil.copytree(clean[0].output, output)
+        before = contents(output)
+        remount(disk, "ro")
+        refused = gpfit_subprocess(hostile_input, output, *OPTIONS)
+        one_line(refused, 5, "the file system is read-only", output)
+        assert contents(output) == before
+        remount(disk, "rw")
+        rerun_is_clean(hostile_input, output, clean)
+
+
+# ---- bad invocations that used to end in a traceback ---------------------------------------
+
+@pytest.mark.parametrize("case", ["below a file", "unknown runner"])
+def test_refusals_are_one_line_with_exit_2(hostile_input, tmp_path, case):
+    (tmp_path / "report.txt").write_text("not a folder")
+    if case == "below a file":
+        run = gpfit_subprocess(hostile_input, str(tmp_path / "report.txt" / "out"), *OPTIONS)
+        one_line(run, 2, "report.txt", "is a file, not a folder", "give a folder path")
+    else:
+        run = gpfit_subprocess(hostile_input, str(tmp_path / "out"), *OPTIONS,
+                               "--runner", "DaskRunner")
+        one_line(run, 2, "--runner DaskRunner cannot be built", "DataflowRunner")
+        assert not os.path.exists(tmp_path / "out")
+
+
+# ---- signals and lost workers -----------------------------------------------------------------
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_run_releases_the_folder_at_once(hostile_input, clean, tmp_path, signum):
+    """A pod stopped mid-run (SIGTERM) or an operator's Ctrl-C: the lock and
+    Beam's temporary folder go with it, so a restart on another host is not
+    refused. While it ran, a second run into the folder was refused (exit 4)."""
+    output = str(tmp_path / "out")
+    running = Running(hostile_input, output, *OPTIONS)
+    running.wait_fitting()
+    second = gpfit_here(hostile_input, output, *OPTIONS)
+    running.signal(signum)
+    stopped = running.finish()
+    assert second.code == 4, second.stderr
+    assert "is being written by another gpfit run" in second.stderr
+    assert f"pid {running.process.pid}" in second.stderr
+    one_line(stopped, 128 + signum, f"stopped by {signal.Signals(signum).name}",
+             "run again into")
+    left = files_in(output)
+    assert "_RUNNING.json" not in left and SUCCESS not in left, left
+    assert not any(name.startswith("beam-temp-") for name in left), left
+    rerun_is_clean(hostile_input, output, clean)
+
+
+def test_a_lost_worker_process_is_named_with_exit_3(hostile_input, clean, tmp_path):
+    output = str(tmp_path / "out")
+    running = Running(hostile_input, output, *OPTIONS, "--direct_num_workers", "2",
+                      "--direct_running_mode", "multi_processing")
+    running.wait_fitting()
+    assert wait_for(lambda: len(running.children()) >= 1, timeout=30)
+    kill_all(running.children())  # what the OOM killer does
+    lost = running.finish()
+    one_line(lost, 3, "a worker process died", "run again into")
+    assert not os.path.exists(os.path.join(output, SUCCESS))
+    rerun_is_clean(hostile_input, output, clean)
+
+
+# ---- gpfit 0.4.0's layout ----------------------------------------------------------------------
+
+def _as_040(folder: str, into: str) -> str:
+    """A copy of an output folder in gpfit 0.4.0's layout: shards beside the manifest."""
+    os.makedirs(into)
+    with open(os.path.join(folder, SUCCESS)) as f:
+        found = json.load(f)
+    for table in ("params", "predictions"):
+        for name in sorted(os.listdir(os.path.join(folder, table))):
+            shutil.copy(os.path.join(folder, table, name),
+                        os.path.join(into, name.replace("part", table, 1)))
+    found["output_files"] = [n.replace("params/part", "params") for n in found["output_files"]]
+    with open(os.path.join(into, SUCCESS), "w") as f:
+        json.dump(found, f)
+    return into
+
+
+def test_a_040_folder_is_a_previous_output_and_is_replaced(hostile_input, clean, tmp_path):
+    old = _as_040(clean[0].output, str(tmp_path / "night-040"))
+    assert sorted(os.listdir(old))[0] == "_SUCCESS.json" and "params" not in os.listdir(old)
+    nightly = gpfit_here(hostile_input, str(tmp_path / "tonight"), *OPTIONS,
+                         "--previous_output", old)
+    assert nightly.code == 0, nightly.stderr
+    rows = nightly.rows()
+    assert all(row["reused"] for row in rows) and len(rows) == len(HOSTILE_IDS)
+    assert [dict(row, reused=False) for row in rows] == clean[0].rows()
+    # A run into a 0.4.0 folder replaces its shards with this release's layout.
+    rerun_is_clean(hostile_input, old, clean)
