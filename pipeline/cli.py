@@ -52,6 +52,7 @@ _LOG = logging.getLogger("gpfit")
 
 _NAMED_AT_MOST = 10  # unreadable files named in gpfit's last lines
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_SIGNALLED: list[int] = []  # the stop signal received, for a Stopped that Beam wrapped
 
 
 class Stopped(BaseException):
@@ -143,6 +144,8 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
         _wait(result)
         name, found = manifest.read(output)
     except Exception as err:  # pylint: disable=broad-except
+        if _SIGNALLED:  # Beam caught Stopped inside a step and failed the job with it
+            raise Stopped(_SIGNALLED[0]) from err
         return _failed(err, output)
     return _report(name, found, output, time.monotonic() - started)
 
@@ -190,7 +193,10 @@ def _stop_on_signals() -> dict:
     if threading.current_thread() is not threading.main_thread():
         return {}
 
+    _SIGNALLED.clear()
+
     def stop(signum, _frame):
+        _SIGNALLED.append(signum)
         for each in _STOP_SIGNALS:  # a second signal while unwinding: default action
             signal.signal(each, signal.SIG_DFL)
         raise Stopped(signum)

@@ -245,6 +245,19 @@ def configure_logs(level: str = "info") -> None:
         handler.filters = [f for f in handler.filters if not isinstance(f, _NoTracebacks)]
         if numeric > logging.DEBUG:
             handler.addFilter(_NoTracebacks())
+    # Beam's runner threads (gRPC readers, worker watchers) die with a
+    # traceback printed straight to stderr when a worker process is lost;
+    # below debug they get one log line (the run's last line says what to do).
+    threading.excepthook = (threading.__excepthook__ if numeric <= logging.DEBUG
+                            else _thread_ended)
+
+
+def _thread_ended(args) -> None:
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    _LOG.warning("thread %s ended: %s: %s (traceback: --log_level debug)", name,
+                 args.exc_type.__name__, str(args.exc_value).strip().split("\n")[0])
 
 
 def _unescape(text: str) -> str:

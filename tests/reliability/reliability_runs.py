@@ -157,20 +157,31 @@ class Running:
         stdout = self.process.stdout.read() if self.process.stdout else ""
         return Run(code, stdout, "".join(self.lines), self.output)
 
-    def children(self) -> list[int]:
-        """Pids of this process's child processes (Beam's SDK workers)."""
-        found = []
+    def workers(self) -> list[int]:
+        """Pids of Beam's SDK worker processes under this one (Beam starts
+        each through a shell: the worker is a grandchild)."""
+        parents, commands = {}, {}
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
             try:
                 with open(f"/proc/{name}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
+                    parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    commands[int(name)] = f.read().split(b"\0")
             except OSError:
                 continue
-            if int(fields[1]) == self.process.pid:
-                found.append(int(name))
-        return found
+
+        def below(pid: int) -> bool:
+            while pid in parents and pid > 1:
+                pid = parents[pid]
+                if pid == self.process.pid:
+                    return True
+            return False
+
+        return [pid for pid, argv in commands.items()
+                if below(pid) and any(b"sdk_worker_main" in a for a in argv)
+                and not argv[0].endswith(b"sh")]
 
 
 def kill_all(pids: list[int], signum: int = signal.SIGKILL) -> None:
