@@ -44,7 +44,7 @@ import time  # noqa: E402
 from pipeline import builder, runtime  # noqa: E402
 from pipeline.io import inputs, lock, manifest, outputs  # noqa: E402
 from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,  # noqa: E402
-                                EXIT_TOO_MANY_FAILED, EXIT_USAGE, SIGNAL_BASE, UsageError,
+                                EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
                                 first_line, lost_worker, storage_error, storage_line)
 from pipeline.options import help_parser, parse_options  # noqa: E402
 
@@ -64,6 +64,7 @@ class Stopped(BaseException):
         super().__init__(signum)
         self.signum = signum
         self.name = signal.Signals(signum).name
+        self.said = False  # its line is printed
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -78,6 +79,9 @@ def run(argv: list[str] | None = None) -> int:
     try:
         return _run(argv, started_at, started)
     except Stopped as stop:
+        if not stop.said:
+            print(f"gpfit: error: stopped by {stop.name} before any work; nothing was written",
+                  file=sys.stderr)
         return SIGNAL_BASE + stop.signum
     except Exception as err:  # pylint: disable=broad-except  (a bug: one line, the code)
         _LOG.debug("gpfit: unexpected error", exc_info=True)
@@ -205,6 +209,7 @@ def _stop_on_signals() -> dict:
 
 
 def _say_stopped(stop: Stopped, output: str, local: bool) -> None:
+    stop.said = True
     if local:
         print(f"gpfit: error: stopped by {stop.name} before the run finished; no "
               f"{outputs.SUCCESS_MARKER} was written, the lock and Beam's temporary files were "

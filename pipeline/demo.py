@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from gpcore.result import OK
 from pipeline import cli
-from pipeline.io.outputs import SUCCESS_MARKER
+from pipeline.io.outputs import SUCCESS_MARKER, table_folder
 
 DATA = os.path.join("demo", "data")
 SERIES = os.path.join(DATA, "series")
@@ -146,7 +146,7 @@ def _rbf_sample(t: np.ndarray, p: dict, rng: np.random.Generator) -> np.ndarray:
 
 def report(output: str = OUTPUT, truth_path: str = TRUTH, shown: int = 8) -> str:
     """A table of true vs fitted parameters for a few series, and the counts."""
-    fitted = pq.read_table(output).to_pylist()
+    fitted = pq.read_table(table_folder(output)).to_pylist()
     with open(truth_path, newline="") as f:
         truth = {row["series_id"]: row for row in csv.DictReader(f)}
     with open(os.path.join(output, SUCCESS_MARKER)) as f:
@@ -183,7 +183,8 @@ def report(output: str = OUTPUT, truth_path: str = TRUTH, shown: int = 8) -> str
 def seasonal_report(output: str = SEASONAL_OUTPUT, truth_path: str = SEASONAL_TRUTH) -> str:
     """Per seasonal series: the kernel chosen, by how much, and the true
     against fitted period and trend (from `components`)."""
-    fitted = sorted(pq.read_table(output).to_pylist(), key=lambda row: row["series_id"])
+    fitted = sorted(pq.read_table(table_folder(output)).to_pylist(),
+                    key=lambda row: row["series_id"])
     with open(truth_path, newline="") as f:
         truth = {row["series_id"]: row for row in csv.DictReader(f)}
     lines = [f"{'series':<12} {'n':>4}  {'kernel chosen':<13} {'bic margin':>10}  "

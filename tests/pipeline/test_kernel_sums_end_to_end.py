@@ -132,9 +132,9 @@ def test_kernel_and_bic_margin_say_which_run_it_was(sum_run, auto_run):
 
 
 def test_pandas_reads_components_as_dicts(run):
-    """What the README shows: pd.read_parquet on the folder, then one row
-    per component."""
-    params = pd.read_parquet(run.output)
+    """What the README shows: pd.read_parquet on the params folder, then one
+    row per component."""
+    params = pd.read_parquet(f"{run.output}/params/")
     assert len(params) == 7
     ok = params[params.status == "ok"]
     for components, kernel in zip(ok.components, ok.kernel):

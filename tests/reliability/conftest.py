@@ -1,6 +1,5 @@
 """The reliability suite's shared input and its clean run: every fault test
-compares the re-run after its fault with this (tests/reliability/README in
-reliability_runs.py)."""
+compares the re-run after its fault with this (reliability_runs.snapshot)."""
 from __future__ import annotations
 
 import pytest
