@@ -235,9 +235,10 @@ def test_a_stopped_run_releases_the_folder_at_once(hostile_input, clean, tmp_pat
     refused. While it ran, a second run into the folder was refused (exit 4)."""
     output = str(tmp_path / "out")
     running = Running(hostile_input, output, *OPTIONS)
-    running.wait_fitting()
+    assert wait_for(lambda: os.path.exists(os.path.join(output, "_RUNNING.json")), 240)
     second = gpfit_here(hostile_input, output, *OPTIONS)
-    running.signal(signum)
+    running.wait_fitting()
+    running.signal(signum)  # at once: the run is still fitting
     stopped = running.finish()
     assert second.code == 4, second.stderr
     assert "is being written by another gpfit run" in second.stderr
