@@ -258,10 +258,11 @@ def run_gpfit(args, data: str, output: str, log_path: str) -> tuple[int, float, 
 
 def check_output(output: str, n_series: int) -> dict:
     """Every series exactly once? Statuses, and the manifest's counts."""
-    shards = sorted(n for n in os.listdir(output) if n.startswith("params-"))
+    folder = os.path.join(output, "params")  # pipeline.io.outputs.PARAMS_PREFIX
+    shards = sorted(n for n in os.listdir(folder) if n.endswith(".parquet"))
     ids, statuses = [], collections.Counter()
     for name in shards:
-        table = pq.read_table(os.path.join(output, name), columns=["series_id", "status"])
+        table = pq.read_table(os.path.join(folder, name), columns=["series_id", "status"])
         ids += table.column("series_id").to_pylist()
         statuses.update(table.column("status").to_pylist())
     counts = collections.Counter(ids)
