@@ -138,3 +138,51 @@ def test_nll_is_tfd_gaussian_process_log_prob(fitted):
             jitter=0.0)
         # float64 Cholesky of n <= 150, done two ways: 1e-9 relative.
         assert -gp.log_prob(y).numpy() == pytest.approx(fit.nll, rel=1e-9)
+
+
+def test_a_linear_fit_warm_starts_from_its_row(fitted):
+    """search_start turns the row back into the optimiser's coordinates (a
+    slope's amplitude times the span is a standardised one): refitting from
+    it alone lands where the fit did."""
+    import dataclasses
+
+    from gpcore.parameters import search_start
+
+    kind, data, fits = fitted
+    fitter = GPFitter(FitConfig(kernel=kind, restarts=1, max_iterations=3))
+    series = [dataclasses.replace(Series(str(i), t, y), warm_start=fit.params)
+              for i, ((t, y, _), fit) in enumerate(zip(data, fits))]
+    for s, fit in zip(series, fits):
+        x = search_start(fitter.kernel, fit.params, np.ptp(s.t))
+        scale = (fit.components[0]["amplitude"]
+                 * (np.ptp(s.t) if kind.startswith("linear") else 1.0)) ** 2
+        assert np.exp(x[-1]) == pytest.approx(fit.noise_variance / scale, rel=1e-12)
+    # 3 Newton steps from the grid alone need not get there; from the warm start they do.
+    for again, fit in zip(fitter.fit(series), fits):
+        assert again.warm_started and again.nll == pytest.approx(fit.nll, abs=1e-3)
+
+
+def test_what_the_new_kernels_search_and_count():
+    """linear: only the noise ratio is searched (a grid of the noise ratios
+    alone, one start, no probes), and BIC counts the mean, the noise and
+    the slope's amplitude; matern12 is searched as rbf is."""
+    from gpcore import starts
+    from gpcore.config import default_restarts
+    from gpcore.fitter import bic
+    from gpcore.kernels import kernel
+
+    t = np.linspace(0.0, 1.0, 20)
+    line = kernel("linear")
+    assert starts.grid_shape(line) == (1, len(starts.NOISE_GRID))
+    assert starts.search_grid(line, t, t)[0].shape == (1, 0)
+    assert [b.size for b in starts.bounds(line, t)] == [1, 1]
+    assert (default_restarts("linear"), starts.probe_count(line)) == (1, 0)
+    assert starts.grid_shape(kernel("matern12")) == starts.grid_shape(kernel("rbf"))
+    assert default_restarts("matern12") == default_restarts("rbf")
+    # The sum's grid: variance ratios for rbf and periodic, the line's nothing.
+    three = kernel("linear+rbf+periodic")
+    assert starts.grid_shape(three)[0] == (len(starts.VARIANCE_RATIO_GRID) ** 2
+                                           * starts.SUM_LENGTH_GRID_SIZE * starts.PERIODS)
+    for name, k in (("linear", 3), ("matern12", 4), ("linear+rbf", 5),
+                    ("linear+rbf+periodic", 8)):
+        assert bic(kernel(name), 10.0, 100) == pytest.approx(20.0 + k * np.log(100))

@@ -148,7 +148,7 @@ def test_kernel_and_bic_margin_say_which_run_it_was(sum_run, auto_run):
 
 def test_the_new_kernels_are_chosen_where_they_fit(new_run):
     """The seasonal series take the line, the wiggle and the yearly cycle;
-    the flat one (noise only) the 4-parameter matern12 over the 9 of the
+    the flat one (noise only) the 4-parameter matern12 over the 8 of the
     sum. The line's amplitude is a slope: y per day, here under 1 a year."""
     chosen = {r["series_id"]: r for r in new_run.rows() if r["status"] == "ok"}
     assert chosen["flat"]["kernel"] == "matern12"
