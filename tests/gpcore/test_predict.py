@@ -169,3 +169,27 @@ def test_accepts_fit_result_and_refuses_unfitted_one(rng):
 def test_bad_params_raise_value_error(rng, change, message):
     with pytest.raises(ValueError, match=message):
         predict(make_series(rng), dict(make_params("rbf"), **change), np.zeros(2))
+
+
+def test_component_means_of_a_line_plus_a_rough_part(rng):
+    """linear+matern12: each part's mean amplitude_c^2 K_c(t*, t) A^-1 (y - mean)
+    in numpy (the line's K about the data's midpoint), adding up to predict's."""
+    from gpcore.predict import component_means
+
+    series = make_series(rng)
+    components = [{"kernel": "linear", "amplitude": 0.2, "length_scale": None, "period": None},
+                  {"kernel": "matern12", "amplitude": 1.3, "length_scale": 4.0, "period": None}]
+    p = {"kernel": "linear+matern12", "mean": 3.0, "noise_variance": 0.09,
+         "components": components}
+    ok = np.isfinite(series.y)
+    t, y = series.t[ok], series.y[ok]
+    t_new = np.linspace(-5.0, 25.0, 31)
+    c = ref.centre(t)
+    alpha = np.linalg.solve(ref.components_matrix(components, t, t, c) + 0.09 * np.eye(t.size),
+                            y - 3.0)
+    means = component_means(series, p, t_new)
+    for part, mean in zip(components, means, strict=True):
+        assert_close(mean, ref.components_matrix([part], t_new, t, c) @ alpha, scale=3.0)
+    assert_close(sum(means), predict(series, p, t_new)[0] - 3.0, scale=3.0)
+    line = means[0]
+    assert_close(np.diff(line), np.full(30, line[1] - line[0]), scale=3.0)  # straight
