@@ -4,12 +4,17 @@ once" and "Sums of kernels").
 
     python benchmarks/new_kernels.py evaluations   # Newton evaluations per series, per kernel
     python benchmarks/new_kernels.py walks         # matern12 on random walks: l, at_bound
+    python benchmarks/new_kernels.py forecast      # held-out tails: trends and random walks
 
 `evaluations`: 37 series (the 13 seasonal ones of tests/seasonal_data.py,
 the 24 lines and lines plus wiggles of benchmarks/linear_centre.py), each
 kernel with its default starts and step limit. `walks`: 30 random walks of
 50-200 points (regular and irregular times), fitted with matern12 at the
-length-scale bound of gpcore/starts.py and at 1,000 spans.
+length-scale bound of gpcore/starts.py and at 1,000 spans. `forecast`: 40
+lines plus a smooth wiggle and 40 random walks (fresh seeds, 60-200
+points), the last 20 % held out; RMSE of the posterior mean over the held
+out points relative to the naive forecast (the last observed value), and
+the share of held-out points inside mean +- 1.96 sd of a new observation.
 """
 from __future__ import annotations
 
@@ -52,14 +57,48 @@ def evaluations() -> None:
               f"{limit} of {len(fits)} | {cpu:.1f} | {model:.1f} |")
 
 
+def _walk(rng, n, regular):
+    t = np.arange(n, dtype=float) if regular else np.sort(rng.uniform(0, 100, n))
+    steps = rng.standard_normal(n) * np.sqrt(np.diff(np.r_[t[0] - 1, t]))
+    return t, 100 + np.cumsum(steps) + 0.1 * rng.standard_normal(n)
+
+
+def forecast() -> None:
+    from gpcore.predict import predict
+
+    rng = np.random.default_rng(2026)
+    sets = {"trend + wiggle": [], "random walk": []}
+    for i in range(40):
+        n = int(rng.integers(60, 201))
+        t = np.sort(rng.uniform(0, 100, n))
+        d = np.abs(t[:, None] - t[None, :])
+        wiggle = np.linalg.cholesky(np.exp(-0.5 * (d / rng.uniform(3, 15)) ** 2)
+                                    + 1e-8 * np.eye(n)) @ rng.standard_normal(n)
+        y = rng.normal(0, 0.05) * t + 0.5 * wiggle + 0.2 * rng.standard_normal(n)
+        sets["trend + wiggle"].append((t, y))
+        sets["random walk"].append(_walk(rng, n, i % 2 == 0))
+    print("| set | kernel | RMSE / naive's (mean) | beats naive | 95 % cover |")
+    print("|---|---|--:|--:|--:|")
+    for label, data in sets.items():
+        cut = [int(0.8 * t.size) for t, _ in data]
+        train = [Series(str(i), t[:c], y[:c]) for i, ((t, y), c) in enumerate(zip(data, cut))]
+        for name in ("rbf", "matern12", "linear+rbf", "linear+matern12"):
+            fits = GPFitter(FitConfig(kernel=name)).fit(train)
+            ratio, cover = [], []
+            for (t, y), c, s, fit in zip(data, cut, train, fits):
+                mean, sd = predict(s, fit, t[c:], include_noise=True)
+                rmse = np.sqrt(np.mean((mean - y[c:]) ** 2))
+                ratio.append(rmse / np.sqrt(np.mean((y[c - 1] - y[c:]) ** 2)))
+                cover.append(np.mean(np.abs(y[c:] - mean) <= 1.96 * sd))
+            ratio = np.array(ratio)
+            print(f"| {label} | {name} | {ratio.mean():.2f} | {(ratio < 1).mean():.0%} | "
+                  f"{np.mean(cover):.2f} |")
+
+
 def walks() -> None:
     rng = np.random.default_rng(5)
-    series = []
-    for i in range(30):
-        n = int(rng.integers(50, 200))
-        t = np.sort(rng.uniform(0, 100, n)) if i % 2 else np.arange(n, dtype=float)
-        steps = rng.standard_normal(n) * np.sqrt(np.diff(np.r_[t[0] - 1, t]))
-        series.append(Series(str(i), t, 100 + np.cumsum(steps) + 0.1 * rng.standard_normal(n)))
+    series = [Series(str(i), *_walk(rng, int(rng.integers(50, 200)), i % 2 == 0))
+              for i in range(30)]
     bound = starts.LENGTH_BOUNDS
     at_bound = GPFitter(FitConfig(kernel="matern12")).fit(series)
     starts.LENGTH_BOUNDS = (bound[0], bound[1], 1000.0)
@@ -77,5 +116,6 @@ def walks() -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("evaluations", "walks"))
-    {"evaluations": evaluations, "walks": walks}[parser.parse_args().what]()
+    parser.add_argument("what", choices=("evaluations", "walks", "forecast"))
+    {"evaluations": evaluations, "walks": walks,
+     "forecast": forecast}[parser.parse_args().what]()
