@@ -39,6 +39,9 @@ JITTERS = (0.0, 1e-6, 1e-4, 1e-2)
 # have reached its basin: they stop rather than finish it again.
 MERGE_WITHIN = 0.1
 
+# The midpoint of a series' observed span, in standardised times.
+CENTRE = 0.5
+
 # Largest batch, in covariance elements (batch members x N x N): a Newton
 # evaluation keeps about ten such float64 tensors alive (~64 MB each).
 MAX_BATCH_ELEMENTS = 1 << 23
@@ -120,7 +123,7 @@ class GPFitter(tf.Module):
         there.
         """
         series = tf.shape(t)[0]
-        feature = self.kernel.feature(distances(t, t))  # [B, N, N] each, fixed for the batch
+        feature = _feature(self.kernel, t)  # [B, N, N] each, fixed for the batch
         pieces = _Pieces(self.kernel, t, y, mask)
         grid_start, other_basins, _ = self._grid_start(feature, pieces, y, mask, kernel_grid,
                                                        noise_grid, group, rank)
@@ -282,7 +285,7 @@ class GPFitter(tf.Module):
 
     def _newton_terms(self, x, feature, y, mask):
         """Profiled nll, gradient and Hessian at log parameters x [M, P]."""
-        shape = tf.unstack(tf.exp(x[:, :-1]), axis=-1)
+        shape = tf.unstack(tf.exp(x[:, :-1]), num=len(self.shape_parameters), axis=-1)
         kmat, first, second = self.kernel.matrix_and_derivatives(feature, shape)
         nll, gradient, hessian, mean, scale2 = likelihood.profiled_nll_newton(
             kmat, first, second, tf.exp(x[:, -1]) + self.jitter, x[:, -1], y, mask)
@@ -426,6 +429,13 @@ def _other_basins(values, first):
             tf.reduce_sum(tf.cast(other, tf.int32), axis=-1))
 
 
+def _feature(kernel, t):
+    """The kernel's feature of standardised times t [B, N] (0 at a series'
+    first point, 1 at its last: its centre, from which a kernel of the
+    times measures them, is at CENTRE), from distances computed once."""
+    return kernel.feature(distances(t, t), t - CENTRE, t - CENTRE)
+
+
 def summed_work(fitters) -> dict:
     """The `work` counters of several fitters, summed key by key."""
     return {key: sum(f.work[key] for f in fitters) for key in fitters[0].work}
@@ -466,7 +476,7 @@ class _Pieces:
         t = extend(t, t[:, -1:])
         self.y = extend(y, tf.zeros_like(y[:, :1]))
         self.mask = extend(mask, tf.zeros_like(mask[:, :1]))
-        self.feature = kernel.feature(distances(t, t))
+        self.feature = _feature(kernel, t)
 
     def within_one(self, mask):
         """[B] the series (mask [B, N]) that fit in one piece."""

@@ -2,11 +2,14 @@
 their units, the covariance matrix and its derivatives.
 
 Every kernel here has unit amplitude: the amplitude is profiled out of the
-likelihood (see likelihood.py). Matrices are functions of the distance
-|t_i - t_j|, computed directly from the times (never as x^2 + y^2 - 2xy,
-which loses all precision for times such as Unix seconds). Parameters are
-TFP's (tfp.math.psd_kernels): `periodic` is ExpSinSquared, whose length
-scale is unitless (relative to the sine's argument).
+likelihood (see likelihood.py). The stationary kernels' matrices are
+functions of the distance |t_i - t_j|, computed once per batch directly
+from the times (never as x^2 + y^2 - 2xy, which loses all precision for
+times such as Unix seconds); `linear`'s is a function of the times
+themselves, measured from the series' centre c, the midpoint of its
+observed span (docs/design.md, "Kernel choice"). Parameters are TFP's
+(tfp.math.psd_kernels): `periodic` is ExpSinSquared, whose length scale is
+unitless (relative to the sine's argument); `matern12` is MaternOneHalf.
 
 Derivatives are with respect to the log of each shape parameter, the
 coordinates the optimiser searches; the fitter's Newton steps need the
@@ -28,18 +31,21 @@ def _tf():
 
 @dataclasses.dataclass(frozen=True)
 class Kernel:
-    """A unit-amplitude stationary kernel.
+    """A unit-amplitude kernel.
 
     Attributes:
       name: as given to FitConfig and written to the output's `kernel`.
       parameters: its shape parameters, in the optimiser's order.
       time_parameters: those measured in units of t (scaled with t); the
         others are unitless.
+      amplitude_per_time: its amplitude is in units of y per unit of t (a
+        slope: `linear`), not of y.
     """
 
     name: str
     parameters: tuple[str, ...]
     time_parameters: tuple[str, ...]
+    amplitude_per_time: bool = False
 
     @property
     def has_period(self) -> bool:
@@ -51,10 +57,12 @@ class Kernel:
         plot's grid must resolve."""
         return float(params["length_scale"])
 
-    def feature(self, distance):
+    def feature(self, distance, t1=None, t2=None):
         """What the matrix is computed from, per batch: the distance
         |t_i - t_j| [C, N, M] itself, or a function of it that spares
-        elementwise passes in every evaluation."""
+        elementwise passes in every evaluation; a kernel of the times
+        themselves uses t1 [C, N] and t2 [C, M], measured from the series'
+        centre (the midpoint of its observed span)."""
         return distance
 
     def matrix(self, feature, params):
@@ -78,7 +86,7 @@ def _scaled(distance, length_scale, factor):
 
 
 class _RBF(Kernel):
-    def feature(self, distance):
+    def feature(self, distance, t1=None, t2=None):
         return -0.5 * _tf().square(distance)  # -d^2 / 2
 
     def matrix_and_derivatives(self, feature, params, order=2):
@@ -95,7 +103,8 @@ class _RBF(Kernel):
 
 
 class _Matern(Kernel):
-    """Matern 3/2 (nu=1.5) and 5/2 (nu=2.5), with z = sqrt(2 nu) d / l."""
+    """Matern 1/2 (nu=0.5, exponential: exp(-d/l), the Ornstein-Uhlenbeck
+    process, Markov), 3/2 (nu=1.5) and 5/2 (nu=2.5), with z = sqrt(2 nu) d / l."""
 
     def __init__(self, name, nu):
         super().__init__(name, ("length_scale",), ("length_scale",))
@@ -103,6 +112,8 @@ class _Matern(Kernel):
 
     def matrix_and_derivatives(self, feature, params, order=2):
         tf = _tf()
+        if self.nu == 0.5:
+            return self._exponential(feature, params, order)
         three_halves = self.nu == 1.5
         z = _scaled(feature, params[0], SQRT3 if three_halves else SQRT5)  # feature: distance
         e = tf.exp(-z)
@@ -120,6 +131,36 @@ class _Matern(Kernel):
         if order == 1:
             return k, [dk], {}
         return k, [dk], {(0, 0): d2k}
+
+    @staticmethod
+    def _exponential(feature, params, order):
+        z = _scaled(feature, params[0], 1.0)  # feature: distance
+        k = _tf().exp(-z)
+        if order == 0:
+            return k, [], {}
+        dk = z * k  # dk/dlog l = -z dk/dz
+        if order == 1:
+            return k, [dk], {}
+        return k, [dk], {(0, 0): dk * (z - 1.0)}
+
+
+class _Linear(Kernel):
+    """(t - c)(t' - c): a straight line through the constant mean at c, the
+    series' centre, with a slope of unit variance (per unit of t squared).
+    No shape parameters: c is fixed at the midpoint of the observed span
+    (docs/design.md, "Kernel choice"), so the row and the data give it."""
+
+    def time_scale(self, params) -> float:
+        return math.inf  # a line needs no grid finer than the plot's least
+
+    def feature(self, distance, t1=None, t2=None):
+        if t1 is None or t2 is None:
+            raise ValueError("the linear kernel is a function of the times, not only of "
+                             "their distances: pass t1 and t2 (from the series' centre)")
+        return t1[..., :, None] * t2[..., None, :]
+
+    def matrix_and_derivatives(self, feature, params, order=2):
+        return feature, [], {}
 
 
 class _Periodic(Kernel):
@@ -188,8 +229,8 @@ class Sum(Kernel):
         return min(base.time_scale({name: params[f"{name}_{c}"] for name in base.parameters})
                    for c, base in enumerate(self.components))
 
-    def feature(self, distance):
-        return tuple(base.feature(distance) for base in self.components)
+    def feature(self, distance, t1=None, t2=None):
+        return tuple(base.feature(distance, t1, t2) for base in self.components)
 
     def matrix_and_derivatives(self, feature, params, order=2):
         """As Kernel's; second derivatives between different components are
@@ -222,25 +263,30 @@ class Sum(Kernel):
 
 
 RBF = _RBF("rbf", ("length_scale",), ("length_scale",))
+MATERN12 = _Matern("matern12", 0.5)
 MATERN32 = _Matern("matern32", 1.5)
 MATERN52 = _Matern("matern52", 2.5)
 PERIODIC = _Periodic("periodic", ("length_scale", "period"), ("period",))
+LINEAR = _Linear("linear", (), (), amplitude_per_time=True)
 
 # Name -> base kernel, in the order options and help text list them.
-TABLE = {k.name: k for k in (RBF, MATERN32, MATERN52, PERIODIC)}
+TABLE = {k.name: k for k in (RBF, MATERN12, MATERN32, MATERN52, PERIODIC, LINEAR)}
 KERNELS = tuple(TABLE)
-# Sums join base kernels with this; at most MAX_COMPONENTS of them.
+# Sums join base kernels with this; at most MAX_COMPONENTS of them, and
+# `linear` at most once: two lines through one centre are one line, whose
+# variance ratio the likelihood cannot tell apart.
 SUM = "+"
 MAX_COMPONENTS = 3
 SYNTAX = (f"one of {', '.join(KERNELS)}, or a sum of up to {MAX_COMPONENTS} of them "
-          f"joined by '{SUM}' (e.g. rbf+periodic)")
+          f"joined by '{SUM}' (e.g. rbf+periodic, linear+rbf), linear at most once")
 
 
 def kernel(name: str) -> Kernel:
     """The kernel called `name`: a base kernel or a sum such as
     "rbf+periodic"; ValueError naming the choices otherwise."""
     parts = name.split(SUM) if isinstance(name, str) else [None]
-    if not all(part in TABLE for part in parts) or len(parts) > MAX_COMPONENTS:
+    if (not all(part in TABLE for part in parts) or len(parts) > MAX_COMPONENTS
+            or parts.count(LINEAR.name) > 1):
         raise ValueError(f"kernel must be {SYNTAX}; got {name!r}")
     if len(parts) == 1:
         return TABLE[parts[0]]

@@ -27,8 +27,9 @@ def component_rows(kernel: Kernel, shape: np.ndarray, scale2: float, sd: float,
         standardised units. scale2: the profiled s^2. sd, span: y's standard
         deviation and t's span that standardised the series.
     Returns:
-      One dict per component: kernel, amplitude (units of y), length_scale
-      (units of t; unitless for periodic) and period (units of t or None).
+      One dict per component: kernel, amplitude (units of y; y per unit of
+      t for linear), length_scale (units of t; unitless for periodic; None
+      for linear) and period (units of t or None).
     """
     named = dict(zip(kernel.parameters, shape))
     for name in kernel.time_parameters:
@@ -37,10 +38,17 @@ def component_rows(kernel: Kernel, shape: np.ndarray, scale2: float, sd: float,
     for c, base in enumerate(components(kernel)):
         suffix = f"_{c}" if len(components(kernel)) > 1 else ""
         ratio = named.get(f"variance_ratio{suffix}", 1.0)
-        rows.append({"kernel": base.name, "amplitude": sd * np.sqrt(scale2 * ratio),
-                     "length_scale": named[f"length_scale{suffix}"],
+        rows.append({"kernel": base.name,
+                     "amplitude": sd * np.sqrt(scale2 * ratio) / _per_time(base, span),
+                     "length_scale": named.get(f"length_scale{suffix}"),
                      "period": named.get(f"period{suffix}")})
     return rows
+
+
+def _per_time(base: Kernel, span: float) -> float:
+    """What a standardised amplitude (units of y, t in [0, 1]) is divided by
+    in the caller's units: the span for a slope (linear), else 1."""
+    return span if base.amplitude_per_time else 1.0
 
 
 def search_start(kernel: Kernel, params: Optional[Mapping], span: float) -> Optional[np.ndarray]:
@@ -61,11 +69,13 @@ def search_start(kernel: Kernel, params: Optional[Mapping], span: float) -> Opti
     except ValueError:
         return None
     parts = checked["components"]
-    scale2 = parts[0]["amplitude"] ** 2
+    bases = components(kernel)
+    amp2 = [(part["amplitude"] * _per_time(base, span)) ** 2 for base, part in zip(bases, parts)]
+    scale2 = amp2[0]
     values = []
-    for c, base in enumerate(components(kernel)):
+    for c, base in enumerate(bases):
         if c:
-            values.append(parts[c]["amplitude"] ** 2 / scale2)
+            values.append(amp2[c] / scale2)
         values += [parts[c][name] / (span if name in base.time_parameters else 1.0)
                    for name in base.parameters]
     values = np.array(values + [checked["noise_variance"] / scale2])

@@ -7,12 +7,15 @@ Given the observed points (t, y), the posterior of f at new times t* is
 Gaussian with
 
     mean(t*) = mean + K*x A^-1 (y - mean)
-    var(t*)  = sum_c amplitude_c^2 - diag(K*x A^-1 Kx*),
+    var(t*)  = k(t*, t*) - diag(K*x A^-1 Kx*),
 
-where A = Kxx + noise_variance I is factored once by Cholesky.
-Times are centred on the observed ones and kernels are built from
-|t_i - t_j| directly (gpcore/kernels.py): with raw times such as Unix
-seconds, x^2 + y^2 - 2xy loses the precision the covariance needs.
+where A = Kxx + noise_variance I is factored once by Cholesky, and
+k(t*, t*) is sum_c amplitude_c^2 for stationary kernels (each unit kernel
+is 1 at distance 0). Times are centred on the midpoint of the observed
+span, which is also the centre c of `linear`'s (t - c)(t' - c), and
+stationary kernels are built from |t_i - t_j| directly
+(gpcore/kernels.py): with raw times such as Unix seconds, x^2 + y^2 - 2xy
+loses the precision the covariance needs.
 """
 from __future__ import annotations
 
@@ -43,8 +46,9 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
         dropped, as the fitter drops them.
       params: a FitResult with status "ok", or a mapping with keys kernel,
         mean, noise_variance (units of y squared) and components (per
-        summed kernel: kernel, amplitude (standard deviation, units of y),
-        length_scale (units of t; unitless for "periodic"), period (units
+        summed kernel: kernel, amplitude (standard deviation, units of y;
+        of the slope, y per unit of t, for "linear"), length_scale (units
+        of t; unitless for "periodic"; none for "linear"), period (units
         of t; "periodic" only)), as FitResult.params gives them; a single
         kernel may give amplitude, length_scale and period flat instead.
       t_new: [m] times at which to predict, in the units of series.t.
@@ -52,22 +56,24 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
         observation (f plus noise); by default that of the latent f.
     Returns:
       (mean [m], std [m]), float64 numpy arrays in the units of y. With no
-      finite observations this is the prior: (mean, total amplitude).
+      finite observations this is the prior: (mean, its sd: the total
+      amplitude of the stationary parts; a linear part, whose centre the
+      data set, is left out).
     Raises:
       ValueError: params are missing, not finite or out of range, or the
         series' t and y differ in length.
     """
     p = checked_params(params)
     t, y, t_new = _observed(series, t_new)
-    amp2 = sum(c["amplitude"] ** 2 for c in p["components"])  # every unit kernel is 1 at 0
-    prior_var = np.full_like(t_new, amp2)
     if t.size == 0:
-        mean, var = np.full_like(t_new, p["mean"]), prior_var
+        amp2 = sum(c["amplitude"] ** 2 for base, c in _parts(p) if not base.amplitude_per_time)
+        mean, var = np.full_like(t_new, p["mean"]), np.full_like(t_new, amp2)
     else:
         t, t_new = _centred(t, t_new)
+        prior_var = _prior_variance(p, t_new)  # [m]
         kxx = _covariance(p, t, t)  # [n, n]
         ksx = _covariance(p, t_new, t)  # [m, n]
-        chol = _cholesky(kxx, p["noise_variance"], amp2)  # [n, n]
+        chol = _cholesky(kxx, p["noise_variance"], _jitter_scale(p, t))  # [n, n]
         resid = tf.constant((y - p["mean"])[:, None])  # [n, 1]
         alpha = tf.linalg.cholesky_solve(chol, resid)  # [n, 1] = A^-1 (y - mean)
         v = tf.linalg.triangular_solve(chol, tf.transpose(ksx))  # [n, m] = L^-1 Kx*
@@ -97,9 +103,9 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
     if t.size == 0:
         return [np.zeros_like(t_new) for _ in p["components"]]
     t, t_new = _centred(t, t_new)
-    amp2 = sum(c["amplitude"] ** 2 for c in p["components"])
-    alpha = tf.linalg.cholesky_solve(_cholesky(_covariance(p, t, t), p["noise_variance"], amp2),
-                                     tf.constant((y - p["mean"])[:, None]))  # [n, 1]
+    alpha = tf.linalg.cholesky_solve(
+        _cholesky(_covariance(p, t, t), p["noise_variance"], _jitter_scale(p, t)),
+        tf.constant((y - p["mean"])[:, None]))  # [n, 1]
     return [tf.matmul(part, alpha)[:, 0].numpy() for part in _covariance(p, t_new, t, total=False)]
 
 
@@ -119,19 +125,43 @@ def _observed(series: Series, t_new) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 def _centred(t: np.ndarray, t_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Both shifted by the data's midpoint: stationary kernels see only
-    differences, and small times keep them precise."""
+    differences, and small times keep them precise; `linear` measures
+    times from this centre."""
     centre = 0.5 * (t.min() + t.max())
     return t - centre, t_new - centre
 
 
+def _parts(p: dict):
+    """(base kernel, checked component) pairs of checked params p."""
+    return zip(components(kernel_named(p["kernel"])), p["components"])
+
+
 def _covariance(p: dict, t1: np.ndarray, t2: np.ndarray, total: bool = True):
-    """[n1, n2] sum over components of amplitude_c^2 k_c(|t1 - t2|), or
-    (total=False) the list of the components' terms."""
-    d = distances(tf.constant(t1[None]), tf.constant(t2[None]))
+    """[n1, n2] sum over components of amplitude_c^2 k_c(t1, t2) (centred
+    times), or (total=False) the list of the components' terms."""
+    a, b = tf.constant(t1[None]), tf.constant(t2[None])
+    d = distances(a, b)
     parts = [c["amplitude"] ** 2 * base.matrix(
-                 base.feature(d), [tf.constant([c[name]], DTYPE) for name in base.parameters])[0]
-             for base, c in zip(components(kernel_named(p["kernel"])), p["components"])]
+                 base.feature(d, a, b), [tf.constant([c[name]], DTYPE) for name in base.parameters])[0]
+             for base, c in _parts(p)]
     return tf.add_n(parts) if total else parts
+
+
+def _prior_variance(p: dict, t_new: np.ndarray) -> np.ndarray:
+    """[m] k(t*, t*) at centred times: each point as its own batch row."""
+    column = tf.constant(t_new[:, None])  # [m, 1]
+    d = tf.zeros([t_new.size, 1, 1], DTYPE)
+    parts = [c["amplitude"] ** 2 * base.matrix(
+                 base.feature(d, column, column),
+                 [tf.constant([c[name]], DTYPE) for name in base.parameters])[:, 0, 0]
+             for base, c in _parts(p)]
+    return tf.add_n(parts).numpy()
+
+
+def _jitter_scale(p: dict, t: np.ndarray) -> float:
+    """What the jitter is relative to: the largest prior variance at the
+    observed centred times t (sum_c amplitude_c^2 for stationary kernels)."""
+    return float(np.max(_prior_variance(p, t)))
 
 
 def _cholesky(kxx: tf.Tensor, noise_variance: float, amp2: float) -> tf.Tensor:
@@ -188,7 +218,7 @@ def checked_params(params: Union[Mapping, FitResult]) -> dict:
                          f"order; got {[c.get('kernel') for c in given]}")
     out["components"] = []
     for c, (base, part) in enumerate(zip(bases, given)):
-        checked = {"kernel": base.name, "period": None}
+        checked = {"kernel": base.name, "length_scale": None, "period": None}
         for name in ("amplitude", *base.parameters):
             checked[name] = _number(part, name, f"params['components'][{c}]")
             if checked[name] <= 0:

@@ -85,9 +85,9 @@ def grid_piece_points(kernel: Kernel) -> int:
 
 def has_length_axis(kernel: Kernel) -> bool:
     """Whether the grid's rows are one length scale in increasing order (a
-    single kernel without a period), so that neighbouring grid points are
-    neighbours in parameter space."""
-    return len(components(kernel)) == 1 and not kernel.has_period
+    single kernel whose one parameter is a length scale), so that
+    neighbouring grid points are neighbours in parameter space."""
+    return len(components(kernel)) == 1 and kernel.parameters == ("length_scale",)
 
 
 def probe_count(kernel: Kernel) -> int:
@@ -99,13 +99,23 @@ def probe_count(kernel: Kernel) -> int:
 def grid_shape(kernel: Kernel) -> tuple[int, int]:
     """(kernel-parameter rows, noise columns) of every series' grid."""
     parts = components(kernel)
-    if len(parts) == 1:
+    if not kernel.parameters:  # linear: only the noise ratio is searched
+        rows = 1
+    elif len(parts) == 1:
         rows = PERIODS * len(PERIODIC_LENGTH_GRID) if kernel.has_period else LENGTH_GRID_SIZE
     else:
         rows = len(VARIANCE_RATIO_GRID) ** (len(parts) - 1)
         for base in parts:
-            rows *= PERIODS if base.has_period else SUM_LENGTH_GRID_SIZE
+            rows *= _sum_options(base)
     return rows, len(NOISE_GRID)
+
+
+def _sum_options(base: Kernel) -> int:
+    """Candidates of one component of a sum: periods, length scales, or
+    one (a kernel without shape parameters)."""
+    if base.has_period:
+        return PERIODS
+    return SUM_LENGTH_GRID_SIZE if base.parameters else 1
 
 
 def median_spacing(t: np.ndarray) -> float:
@@ -131,7 +141,7 @@ def bounds(kernel: Kernel, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if base.has_period:
             lower += [PERIODIC_LENGTH_BOUNDS[0], h]
             upper += [PERIODIC_LENGTH_BOUNDS[1], 1.0]
-        else:
+        elif base.parameters:
             lower.append(_shortest_length_scale(h))
             upper.append(LENGTH_BOUNDS[2])
     return (np.log(lower + [NOISE_BOUNDS[0]]), np.log(upper + [NOISE_BOUNDS[1]]))
@@ -148,6 +158,8 @@ def search_grid(kernel: Kernel, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarra
     parts = components(kernel)
     if len(parts) > 1:
         return _sum_grid(parts, t, y), noise
+    if not kernel.parameters:  # linear: one row of no parameters
+        return np.zeros((1, 0)), noise
     if kernel.has_period:
         periods = _repeated(periodogram_peaks(t, y, PERIODS))
         rows = [(np.log(l), np.log(p)) for p in periods for l in PERIODIC_LENGTH_GRID]
@@ -180,6 +192,8 @@ def _sum_grid(parts, t: np.ndarray, y: np.ndarray) -> np.ndarray:
     for c, base in enumerate(parts):
         if base.has_period:
             own = [(np.log(SUM_PERIODIC_LENGTH), np.log(p)) for p in periods]
+        elif not base.parameters:
+            own = [()]
         else:
             own = [(v,) for v in _length_grid(t, SUM_LENGTH_GRID_SIZE, SUM_LENGTH_GRID_SPAN)]
         if c:

@@ -47,7 +47,7 @@ class GPFitOptions(PipelineOptions):
         add("--output", "DIR", "output folder (local or gs://); its old contents are replaced")
         # Sums and auto are explained in the epilog: --help keeps one line per option.
         add("--kernel", "K[+K...]|auto",
-            f"K: {', '.join(KERNELS)}; auto: see below (default %(default)s)", default="rbf")
+            f"K: {','.join(KERNELS)}; auto (default %(default)s)", default="rbf")
         add("--candidates", "K,K,...", f"kernels --kernel {AUTO} compares, comma-separated "
             "(see below)")
         add("--id_column", "COLUMN", "input column naming the series (default %(default)s)",
@@ -125,9 +125,13 @@ def help_parser() -> argparse.ArgumentParser:
         description="Fit a Gaussian process to every time series in a Parquet "
                     "data set; write one row of hyperparameters per series.",
         epilog=f"--kernel: one kernel, a sum of up to three joined by + (e.g. rbf+periodic: "
-               f"a trend plus a seasonal cycle), or {AUTO}: fit each of --candidates (default "
+               "a trend plus a seasonal cycle; linear+rbf: a straight trend plus a smooth "
+               f"wiggle), or {AUTO}: fit each of --candidates (default "
                f"{','.join(CANDIDATES)}) to every series and keep the one with "
-               "the lowest BIC. "
+               "the lowest BIC. matern12 is the exponential (Ornstein-Uhlenbeck) kernel: rough, "
+               "and at long length scales its forecasts persist as a random walk's; linear is "
+               "a straight line through the data's midpoint, its amplitude the slope's sd (y "
+               "per unit of t). "
                "--restarts: for rbf and matern the starts after the first go to other "
                "basins of the start grid, and run only where the grid shows one. "
                "Any Beam pipeline option may follow, e.g. --runner DataflowRunner, "

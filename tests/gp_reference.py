@@ -11,9 +11,15 @@ import numpy as np
 RTOL_LIKELIHOOD = 1e-8
 
 
-def kernel_matrix(kernel, t1, t2, amplitude, length_scale, period=None):
+def kernel_matrix(kernel, t1, t2, amplitude, length_scale, period=None, centre=None):
+    """amplitude^2 k(t1, t2); `linear` (amplitude: the slope's sd) measures
+    times from `centre`, the midpoint of the fitted series' observed span."""
     d = np.abs(t1[:, None] - t2[None, :])
-    if kernel == "rbf":
+    if kernel == "linear":
+        return amplitude ** 2 * np.outer(t1 - centre, t2 - centre)
+    if kernel == "matern12":
+        k = np.exp(-d / length_scale)
+    elif kernel == "rbf":
         k = np.exp(-0.5 * (d / length_scale) ** 2)
     elif kernel == "matern32":
         r = np.sqrt(3.0) * d / length_scale
@@ -40,28 +46,37 @@ def sample(rng, kernel, n, amplitude=1.0, length_scale=1.0, noise_variance=0.01,
            mean=0.0, period=None, span=10.0):
     """(t [n], y [n]): irregular times on [0, span] and a GP draw."""
     t = np.sort(rng.uniform(0.0, span, n))
-    cov = kernel_matrix(kernel, t, t, amplitude, length_scale, period)
+    cov = kernel_matrix(kernel, t, t, amplitude, length_scale, period, centre(t))
     cov += (noise_variance + 1e-10) * np.eye(n)
     return t, mean + np.linalg.cholesky(cov) @ rng.standard_normal(n)
 
 
-def tfp_kernel(kernel, amplitude, length_scale, period=None):
-    """TFP's PositiveSemidefiniteKernel of that name (float64 scalars)."""
+def tfp_kernel(kernel, amplitude, length_scale, period=None, centre=None):
+    """TFP's PositiveSemidefiniteKernel of that name (float64 scalars);
+    `linear` is TFP's Linear without bias, shifted to `centre`."""
     import tensorflow as tf
     import tensorflow_probability as tfp
 
     psd = tfp.math.psd_kernels
+    if kernel == "linear":
+        return psd.Linear(slope_amplitude=tf.constant(amplitude, tf.float64),
+                          shift=tf.constant(centre, tf.float64))
     amp, ell = (tf.constant(v, tf.float64) for v in (amplitude, length_scale))
     if kernel == "periodic":
         return psd.ExpSinSquared(amp, ell, tf.constant(period, tf.float64))
-    return {"rbf": psd.ExponentiatedQuadratic, "matern32": psd.MaternThreeHalves,
-            "matern52": psd.MaternFiveHalves}[kernel](amp, ell)
+    return {"rbf": psd.ExponentiatedQuadratic, "matern12": psd.MaternOneHalf,
+            "matern32": psd.MaternThreeHalves, "matern52": psd.MaternFiveHalves}[kernel](amp, ell)
 
 
-def components_matrix(components, t1, t2):
+def centre(t):
+    """The midpoint of the observed span of times t: `linear`'s centre."""
+    return 0.5 * (np.min(t) + np.max(t))
+
+
+def components_matrix(components, t1, t2, centre=None):
     """Sum over an output row's `components` of amplitude^2 k(t1, t2)."""
     return sum(kernel_matrix(c["kernel"], t1, t2, c["amplitude"], c["length_scale"],
-                             c["period"]) for c in components)
+                             c["period"], centre) for c in components)
 
 
 def row_nll(row, t, y):
@@ -69,7 +84,8 @@ def row_nll(row, t, y):
     output row's mean, components and noise_variance, numpy only."""
     keep = np.isfinite(y)
     t, y = np.asarray(t, float)[keep], np.asarray(y, float)[keep]
-    cov = components_matrix(row["components"], t, t) + row["noise_variance"] * np.eye(t.size)
+    cov = (components_matrix(row["components"], t, t, centre(t))
+           + row["noise_variance"] * np.eye(t.size))
     chol = np.linalg.cholesky(cov)
     z = np.linalg.solve(chol, y - row["mean"])
     return 0.5 * z @ z + np.log(np.diag(chol)).sum() + 0.5 * t.size * np.log(2 * np.pi)

@@ -131,7 +131,8 @@ def render(page: Page) -> str:
                    "per component (\"length_scale (rbf in rbf+periodic)\": the rbf part of the "
                    "rbf+periodic fits). Time-like parameters "
                    f"(length_scale, period) in {e(_units(page.time_units))}; the periodic "
-                   "kernel's length_scale is unitless.</p>")
+                   "kernel's length_scale is unitless; the linear kernel's amplitude is a "
+                   "slope, in units of y per unit of t, and it has no length_scale.</p>")
         out.append(_img(page.histograms_png, "histograms of the fitted parameters"))
     else:
         out.append("<p>No series was fitted.</p>")

@@ -24,12 +24,14 @@ EXAMPLES = {
               ["/local/series", "my-bucket/series", "gs://B/x", "s3://b/x", ""]),
     "output": (["gs://my-bucket/gp-params/run_date=2026-11-29/", "gs://my-bucket/out"],
                ["gs://my-bucket", "gs://my-bucket/", "gs://my-bucket/out/*", "/tmp/out"]),
-    "kernel": (["rbf", "matern32", "matern52", "periodic", "rbf+periodic", "matern52+periodic",
-                "rbf+rbf", "auto"],
+    "kernel": (["rbf", "matern12", "matern32", "matern52", "periodic", "linear", "rbf+periodic",
+                "matern52+periodic", "rbf+rbf", "linear+rbf+periodic", "auto"],
                ["RBF", "matern", "rbf ", "", "rbf+", "+rbf", "rbf + periodic", "rbf,periodic",
-                "auto+rbf", "Auto"]),
-    "candidates": (["rbf,rbf+periodic", "rbf,matern52,rbf+periodic,matern52+periodic", "periodic"],
-                   ["", "rbf,", ",rbf", "rbf, periodic", "auto", "rbf,auto", "rbf;periodic"]),
+                "auto+rbf", "Auto", "linear+linear", "linear+rbf+linear", "lineal"]),
+    "candidates": (["rbf,rbf+periodic", "rbf,matern52,rbf+periodic,matern52+periodic", "periodic",
+                    "linear,linear+rbf,linear+rbf+periodic"],
+                   ["", "rbf,", ",rbf", "rbf, periodic", "auto", "rbf,auto", "rbf;periodic",
+                    "linear,linear+linear", "rbf+linear+linear,rbf"]),
     "id_column": (["series_id", "store id", "Series.ID"], ["", "a\nb"]),
     "time_column": (["t", "date"], [""]),
     "value_column": (["y", "sales (units)"], [""]),
@@ -105,7 +107,8 @@ def kernel_values() -> list[str]:
     from gpcore import KERNELS
 
     sums = [f"{a}+{b}" for a in KERNELS for b in KERNELS]
-    return [*KERNELS, *sums, "rbf+matern52+periodic", "rbf+rbf+rbf+rbf", "auto", "auto+rbf",
+    return [*KERNELS, *sums, "rbf+matern52+periodic", "linear+rbf+periodic", "linear+rbf+linear",
+            "rbf+rbf+rbf+rbf", "auto", "auto+rbf",
             "rbf+", "+rbf",
             "rbf++periodic", "rbf + periodic", "RBF", "rbf,periodic", "sum", ""]
 

@@ -189,7 +189,7 @@ def test_concurrent_callers_are_serialised(rbf_fitter, rng):
 
 def test_config_rejects_bad_values():
     with pytest.raises(ValueError, match="kernel must be one of"):
-        FitConfig(kernel="linear")
+        FitConfig(kernel="quadratic")  # linear is a kernel now
     with pytest.raises(ValueError, match="restarts"):
         FitConfig(restarts=0)
 

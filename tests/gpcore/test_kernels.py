@@ -8,11 +8,24 @@ import gp_reference as ref
 from gpcore import kernels
 
 psd = tfp.math.psd_kernels
-NAMES = ("rbf", "matern32", "matern52", "periodic")
+NAMES = ("rbf", "matern12", "matern32", "matern52", "periodic", "linear")
+# Sums with a kernel of the times (linear) beside ones of distances, and
+# matern12's derivatives inside a sum's variance ratios.
+SUMS = ("linear+rbf", "linear+rbf+periodic", "matern12+linear", "rbf+matern12+periodic")
+VALUES = {"length_scale": 0.4, "period": 0.3, "variance_ratio": 0.6}
 
 
 def _params(name):
-    return [0.7, 0.3] if name == "periodic" else [0.4]
+    """A value per shape parameter, in the kernel's order."""
+    if name == "periodic":
+        return [0.7, 0.3]
+    return [VALUES[p.rstrip("_0123456789")] for p in kernels.kernel(name).parameters]
+
+
+def _feature(kernel, t):
+    """The kernel's feature of times t [N], from their midpoint (the centre)."""
+    tc = tf.constant((t - ref.centre(t))[None])
+    return kernel.feature(kernels.distances(tc, tc), tc, tc)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -20,11 +33,20 @@ def test_matrix_equals_tfp_kernel(rng, name):
     kernel = kernels.kernel(name)
     t = np.sort(rng.uniform(0.0, 3.0, 25))
     params = _params(name)
-    ours = kernel.matrix(kernel.feature(kernels.distances(tf.constant(t[None]), tf.constant(t[None]))),
-                         [tf.constant([p], tf.float64) for p in params])[0].numpy()
-    theirs = ref.tfp_kernel(name, 1.0, *params).matrix(t[:, None], t[:, None])
+    ours = kernel.matrix(_feature(kernel, t), [tf.constant([p], tf.float64) for p in params])[0]
+    if name == "linear":  # TFP's Linear, bias 0, shifted to the centre, on the raw times
+        theirs = ref.tfp_kernel(name, 1.0, None, centre=ref.centre(t))
+    else:
+        theirs = ref.tfp_kernel(name, 1.0, *params)
     # Same formulas, different operation order: float64 round-off only.
-    np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ours.numpy(), theirs.matrix(t[:, None], t[:, None]).numpy(),
+                               rtol=1e-12, atol=1e-14)
+
+
+def test_linear_needs_the_times():
+    d = kernels.distances(tf.zeros([1, 3], tf.float64), tf.zeros([1, 3], tf.float64))
+    with pytest.raises(ValueError, match="linear kernel is a function of the times"):
+        kernels.LINEAR.feature(d)
 
 
 def test_distances_keep_precision_at_large_offsets():
@@ -36,39 +58,50 @@ def test_distances_keep_precision_at_large_offsets():
     assert np.abs(expanded - np.exp(-0.5 * (d / 60.0) ** 2)).max() > 1e-3  # why we don't
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES + SUMS)
 def test_derivatives_match_autodiff(rng, name):
     kernel = kernels.kernel(name)
     t = np.sort(rng.uniform(0.0, 1.0, 12))
-    feature = kernel.feature(kernels.distances(tf.constant(t[None]), tf.constant(t[None])))
-    log_params = tf.constant(np.log([_params(name)]), tf.float64)  # [1, K]
+    feature = _feature(kernel, t)
+    log_params = tf.constant(np.log([_params(name)]).reshape(1, -1), tf.float64)  # [1, K]
     k_count = log_params.shape[-1]
 
     def matrix(x):
-        return kernel.matrix(feature, tf.unstack(tf.exp(x), axis=-1))
+        return kernel.matrix(feature, tf.unstack(tf.exp(x), num=k_count, axis=-1))
 
     with tf.GradientTape(persistent=True) as outer:
         outer.watch(log_params)
         with tf.GradientTape(persistent=True) as inner:
             inner.watch(log_params)
             k = matrix(log_params)
-        first_auto = inner.batch_jacobian(k, log_params)  # [1, N, N, K]
-    second_auto = outer.batch_jacobian(first_auto, log_params)  # [1, N, N, K, K]
+        first_auto = inner.batch_jacobian(k, log_params) if k_count else None  # [1, N, N, K]
     k_ours, first, second = kernel.matrix_and_derivatives(
-        feature, tf.unstack(tf.exp(log_params), axis=-1))
+        feature, tf.unstack(tf.exp(log_params), num=k_count, axis=-1))
     np.testing.assert_allclose(k_ours.numpy(), k.numpy(), rtol=1e-14)
+    assert len(first) == k_count  # linear alone: nothing to differentiate
+    if not k_count:
+        return
+    second_auto = outer.batch_jacobian(first_auto, log_params).numpy()  # [1, N, N, K, K]
     for i in range(k_count):
         np.testing.assert_allclose(first[i].numpy(), first_auto.numpy()[..., i],
                                    rtol=1e-9, atol=1e-12)
         for j in range(i, k_count):
-            np.testing.assert_allclose(second[(i, j)].numpy(), second_auto.numpy()[..., i, j],
-                                       rtol=1e-9, atol=1e-12)
+            # A pair left out of the dict is zero (different components of a sum).
+            ours = second[(i, j)].numpy() if (i, j) in second else np.zeros_like(k.numpy())
+            np.testing.assert_allclose(ours, second_auto[..., i, j], rtol=1e-9, atol=1e-12)
 
 
 def test_table_describes_each_kernel_once():
     assert kernels.KERNELS == NAMES
-    assert [kernels.kernel(n).has_period for n in NAMES] == [False, False, False, True]
+    assert [kernels.kernel(n).has_period for n in NAMES] == [False] * 4 + [True, False]
     assert kernels.PERIODIC.time_parameters == ("period",)  # its length scale is unitless
-    assert kernels.RBF.time_parameters == ("length_scale",)
-    with pytest.raises(ValueError, match="kernel must be one of rbf, matern32"):
+    assert kernels.RBF.time_parameters == kernels.MATERN12.time_parameters == ("length_scale",)
+    assert kernels.LINEAR.parameters == () and kernels.LINEAR.amplitude_per_time
+    assert not any(kernels.kernel(n).amplitude_per_time for n in NAMES[:-1])
+    assert kernels.kernel("linear+rbf+periodic").parameters == (
+        "variance_ratio_1", "length_scale_1", "variance_ratio_2", "length_scale_2", "period_2")
+    with pytest.raises(ValueError, match="kernel must be one of rbf, matern12, matern32"):
         kernels.kernel("cosine")
+    # Two lines through one centre are one line: the sum would not be identifiable.
+    with pytest.raises(ValueError, match="linear at most once; got 'linear\\+rbf\\+linear'"):
+        kernels.kernel("linear+rbf+linear")

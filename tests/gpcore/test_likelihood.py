@@ -48,7 +48,7 @@ def test_transformed_variable_into_tf_function_gets_gradients(rng):
         np.testing.assert_allclose(c.numpy(), e.numpy(), rtol=1e-10)
 
 
-@pytest.mark.parametrize("kernel", ["rbf", "matern32", "matern52", "periodic"])
+@pytest.mark.parametrize("kernel", ["rbf", "matern12", "matern32", "matern52", "periodic"])
 def test_masked_likelihood_equals_truncated_and_tfd(rng, kernel):
     n_obs, n_pad = 37, 64
     period = 2.5 if kernel == "periodic" else None
@@ -103,8 +103,9 @@ def test_profiled_likelihood_is_the_maximum_over_mean_and_scale(rng):
                        ratio * scale2 * d_amp ** 2) > at_max
 
 
-@pytest.mark.parametrize("kernel", ["rbf", "matern32", "matern52", "periodic",
-                                    "rbf+periodic", "matern52+rbf+periodic"])
+@pytest.mark.parametrize("kernel", ["rbf", "matern12", "matern32", "matern52", "periodic",
+                                    "linear", "rbf+periodic", "matern52+rbf+periodic",
+                                    "linear+rbf", "linear+rbf+periodic"])
 def test_newton_terms_match_autodiff_of_the_profiled_likelihood(rng, kernel):
     # Gradient and Hessian in (log shape parameters, log r) against TF's own
     # second-order autodiff through the Cholesky of the same objective, with
@@ -123,10 +124,11 @@ def test_newton_terms_match_autodiff_of_the_profiled_likelihood(rng, kernel):
     shape = [values[name.rstrip("_0123456789")] for name in kern.parameters]
     x = tf.constant([np.log(shape + [0.1])], tf.float64)
     jitter = 1e-6
-    feature = kern.feature(distances(tp, tp))
+    feature = kern.feature(distances(tp, tp), tp - 0.5, tp - 0.5)  # linear: from the centre
+    count = len(kern.parameters)
 
     def value(x):
-        k = kern.matrix(feature, tf.unstack(tf.exp(x[:, :-1]), axis=-1))
+        k = kern.matrix(feature, tf.unstack(tf.exp(x[:, :-1]), num=count, axis=-1))
         return likelihood.profiled_nll(k, tf.exp(x[:, -1]) + jitter, yp, m)[0]
 
     with tf.GradientTape() as outer:
@@ -136,7 +138,8 @@ def test_newton_terms_match_autodiff_of_the_profiled_likelihood(rng, kernel):
             v = value(x)
         g = inner.gradient(v, x)
     h = outer.batch_jacobian(g, x)
-    k, first, second = kern.matrix_and_derivatives(feature, tf.unstack(tf.exp(x[:, :-1]), axis=-1))
+    k, first, second = kern.matrix_and_derivatives(
+        feature, tf.unstack(tf.exp(x[:, :-1]), num=count, axis=-1))
     nll, gradient, hessian, _, _ = likelihood.profiled_nll_newton(
         k, first, second, tf.exp(x[:, -1]) + jitter, x[:, -1], yp, m)
     np.testing.assert_allclose(nll.numpy(), v.numpy(), rtol=1e-12)

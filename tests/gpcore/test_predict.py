@@ -11,7 +11,7 @@ from gpcore.series import Series
 
 tfd = tfp.distributions
 
-KERNELS = ("rbf", "matern32", "matern52", "periodic")
+KERNELS = ("rbf", "matern12", "matern32", "matern52", "periodic", "linear")
 
 
 def assert_close(actual, expected, scale=1.0):
@@ -30,8 +30,8 @@ def make_series(rng, n=40, missing=True):
 
 
 def make_params(kernel):
-    return {"kernel": kernel, "mean": 3.0, "amplitude": 1.7,
-            "length_scale": 0.8 if kernel == "periodic" else 2.5,
+    return {"kernel": kernel, "mean": 3.0, "amplitude": 0.3 if kernel == "linear" else 1.7,
+            "length_scale": {"periodic": 0.8, "linear": None}.get(kernel, 2.5),
             "period": 9.0 if kernel == "periodic" else None, "noise_variance": 0.09}
 
 
@@ -39,11 +39,12 @@ def numpy_predict(series, p, t_new, include_noise=False):
     """Textbook posterior (Rasmussen & Williams eq. 2.23-2.24), via np.linalg.solve."""
     ok = np.isfinite(series.y) & np.isfinite(series.t)
     t, y = series.t[ok], series.y[ok]
-    shape = (p["amplitude"], p["length_scale"], p["period"])
+    shape = (p["amplitude"], p["length_scale"], p["period"], ref.centre(t))
     cov = ref.kernel_matrix(p["kernel"], t, t, *shape) + p["noise_variance"] * np.eye(t.size)
     cross = ref.kernel_matrix(p["kernel"], t_new, t, *shape)  # [m, n]
     mean = p["mean"] + cross @ np.linalg.solve(cov, y - p["mean"])
-    var = p["amplitude"] ** 2 - np.einsum("mn,nm->m", cross, np.linalg.solve(cov, cross.T))
+    prior = np.diag(ref.kernel_matrix(p["kernel"], t_new, t_new, *shape))
+    var = prior - np.einsum("mn,nm->m", cross, np.linalg.solve(cov, cross.T))
     if include_noise:
         var = var + p["noise_variance"]
     return mean, np.sqrt(np.maximum(var, 0.0))
@@ -68,7 +69,8 @@ def test_matches_tfp_regression_model(rng, kernel):
     series = make_series(rng)
     p = make_params(kernel)
     ok = np.isfinite(series.y)
-    tfp_kernel = ref.tfp_kernel(kernel, p["amplitude"], p["length_scale"], p["period"])
+    tfp_kernel = ref.tfp_kernel(kernel, p["amplitude"], p["length_scale"], p["period"],
+                                ref.centre(series.t[ok]))
     t_new = np.linspace(-2.0, 22.0, 50)
     for include_noise in (False, True):
         gprm = tfd.GaussianProcessRegressionModel(
@@ -94,6 +96,36 @@ def test_interpolates_noise_free_data_and_reverts_to_prior_far_away(rng):
     mean, std = predict(series, p, np.array([1e4, -1e4]))
     np.testing.assert_allclose(mean, p["mean"], rtol=1e-12)
     np.testing.assert_allclose(std, p["amplitude"], rtol=1e-12)
+
+
+def test_matern12_forecasts_are_markov_and_persist_at_long_length_scales(rng):
+    """Noise-free, exp(-d/l) is Markov: past the last point the forecast
+    depends on it alone, mean + exp(-h/l)(y_n - mean) with sd
+    amplitude sqrt(1 - exp(-2h/l)); at l = 100 spans that is y_n to within
+    a hundredth of (y_n - mean) for 1 span ahead, as a random walk's is."""
+    t = np.sort(rng.uniform(0.0, 10.0, 30))
+    y = np.cumsum(rng.standard_normal(t.size))
+    p = dict(make_params("matern12"), length_scale=1e3, noise_variance=0.0)
+    h = np.array([0.5, 3.0, 10.0])
+    mean, std = predict(Series("walk", t, y), p, t[-1] + h)
+    decay = np.exp(-h / p["length_scale"])
+    # An OU covariance at l = 100 spans has condition number ~1e4: 1e-9.
+    np.testing.assert_allclose(mean, p["mean"] + decay * (y[-1] - p["mean"]), rtol=1e-9)
+    np.testing.assert_allclose(std, p["amplitude"] * np.sqrt(1.0 - decay ** 2), rtol=1e-7)
+    assert np.all(np.abs(mean - y[-1]) <= 0.01 * abs(y[-1] - p["mean"]))
+
+
+def test_linear_prior_grows_away_from_the_centre(rng):
+    """A line's variance is amplitude^2 (t - c)^2 around c, the data's midpoint:
+    its forecast sd grows linearly far from the data, where a stationary
+    kernel's levels off."""
+    series = make_series(rng, missing=False)
+    p = make_params("linear")
+    c = ref.centre(series.t)
+    far = c + np.array([1e3, 2e3, -4e3])
+    _, std = predict(series, p, far)
+    np.testing.assert_allclose(std / np.abs(far - c), std[0] / 1e3, rtol=1e-3)
+    assert std[0] < p["amplitude"] * 1e3  # the data pin the slope down a little
 
 
 def test_no_finite_observations_gives_the_prior():
@@ -137,3 +169,27 @@ def test_accepts_fit_result_and_refuses_unfitted_one(rng):
 def test_bad_params_raise_value_error(rng, change, message):
     with pytest.raises(ValueError, match=message):
         predict(make_series(rng), dict(make_params("rbf"), **change), np.zeros(2))
+
+
+def test_component_means_of_a_line_plus_a_rough_part(rng):
+    """linear+matern12: each part's mean amplitude_c^2 K_c(t*, t) A^-1 (y - mean)
+    in numpy (the line's K about the data's midpoint), adding up to predict's."""
+    from gpcore.predict import component_means
+
+    series = make_series(rng)
+    components = [{"kernel": "linear", "amplitude": 0.2, "length_scale": None, "period": None},
+                  {"kernel": "matern12", "amplitude": 1.3, "length_scale": 4.0, "period": None}]
+    p = {"kernel": "linear+matern12", "mean": 3.0, "noise_variance": 0.09,
+         "components": components}
+    ok = np.isfinite(series.y)
+    t, y = series.t[ok], series.y[ok]
+    t_new = np.linspace(-5.0, 25.0, 31)
+    c = ref.centre(t)
+    alpha = np.linalg.solve(ref.components_matrix(components, t, t, c) + 0.09 * np.eye(t.size),
+                            y - 3.0)
+    means = component_means(series, p, t_new)
+    for part, mean in zip(components, means, strict=True):
+        assert_close(mean, ref.components_matrix([part], t_new, t, c) @ alpha, scale=3.0)
+    assert_close(sum(means), predict(series, p, t_new)[0] - 3.0, scale=3.0)
+    line = means[0]
+    assert_close(np.diff(line), np.full(30, line[1] - line[0]), scale=3.0)  # straight

@@ -1,8 +1,11 @@
 """Kernel sums and the choice per series, end to end on the local runner.
 
-Two runs over one small long-layout input of seasonal series (a trend plus
-a yearly cycle): `--kernel rbf+periodic`, and `--kernel auto --candidates
-rbf,rbf+periodic`. The output is read back as users read it (pyarrow and
+Three runs over one small long-layout input of seasonal series (a trend
+plus a yearly cycle): `--kernel rbf+periodic`, `--kernel auto --candidates
+rbf,rbf+periodic`, and `--kernel auto --candidates
+matern12,linear+rbf+periodic` (the kernels of the times and of a rough,
+Markov process; the seasonal series choose the three-part sum, the flat one
+matern12). The output is read back as users read it (pyarrow and
 pandas), and every ok row's nll is recomputed from the row alone in numpy.
 """
 from __future__ import annotations
@@ -25,6 +28,7 @@ from seasonal_data import YEAR, seasonal_series
 
 SUM = "rbf+periodic"
 CANDIDATES = ("rbf", SUM)
+NEW = ("matern12", "linear+rbf+periodic")
 # The row's nll against numpy's: both are float64 Cholesky computations of
 # the same matrix, but gpcore's runs on standardised data (times scaled to
 # [0, 1], values to unit variance) and converts back, and the two sum in
@@ -34,7 +38,8 @@ CANDIDATES = ("rbf", SUM)
 NLL_RTOL = 1e-6
 # Shape parameters per component kernel, from the formulas below (not from
 # gpcore: the parameter count is what BIC's k is checked against).
-SHAPE_PARAMETERS = {"rbf": 1, "matern32": 1, "matern52": 1, "periodic": 2}
+SHAPE_PARAMETERS = {"rbf": 1, "matern12": 1, "matern32": 1, "matern52": 1, "periodic": 2,
+                    "linear": 0}
 
 
 @pytest.fixture(scope="module")
@@ -59,13 +64,19 @@ def auto_run(tmp_path_factory, seasonal_input):
                  "--kernel", "auto", "--candidates", ",".join(CANDIDATES), "--batch_size", "4")
 
 
-@pytest.fixture(params=["sum", "auto"])
-def run(request, sum_run, auto_run):
-    return {"sum": sum_run, "auto": auto_run}[request.param]
+@pytest.fixture(scope="module")
+def new_run(tmp_path_factory, seasonal_input):
+    return gpfit(seasonal_input, str(tmp_path_factory.mktemp("out") / "new"),
+                 "--kernel", "auto", "--candidates", ",".join(NEW), "--batch_size", "4")
 
 
-def test_runs_succeed_and_record_the_kernel(sum_run, auto_run):
-    for run_, kernel in ((sum_run, SUM), (auto_run, "auto")):
+@pytest.fixture(params=["sum", "auto", "new"])
+def run(request, sum_run, auto_run, new_run):
+    return {"sum": sum_run, "auto": auto_run, "new": new_run}[request.param]
+
+
+def test_runs_succeed_and_record_the_kernel(sum_run, auto_run, new_run):
+    for run_, kernel in ((sum_run, SUM), (auto_run, "auto"), (new_run, "auto")):
         assert run_.code == 0, run_.stderr
         assert run_.manifest["counts"]["ok"] == 6 and run_.manifest["counts"]["skipped"] == 1
         assert run_.manifest["kernel"] == run_.manifest["options"]["kernel"] == kernel
@@ -75,6 +86,7 @@ def test_runs_succeed_and_record_the_kernel(sum_run, auto_run):
     assert sum_run.manifest["fitters_built"] == auto_run.manifest["fitters_built"] == 1
     assert sum_run.manifest["tracing_count_max"] == 1
     assert auto_run.manifest["tracing_count_max"] == len(CANDIDATES)
+    assert new_run.manifest["tracing_count_max"] == len(NEW)
 
 
 def test_components_have_their_type_in_every_shard(run):
@@ -103,7 +115,10 @@ def test_components_say_what_the_kernel_is(run):
         parts = row["kernel"].split("+")
         assert [c["kernel"] for c in row["components"]] == parts
         for c in row["components"]:
-            assert c["amplitude"] > 0 and c["length_scale"] > 0
+            # A line has a slope's amplitude and no length scale.
+            assert c["amplitude"] > 0
+            assert (c["length_scale"] is None) == (c["kernel"] == "linear")
+            assert c["length_scale"] is None or c["length_scale"] > 0
             assert (c["period"] is not None) == (c["kernel"] == "periodic")
         flat = (row["amplitude"], row["length_scale"])
         if len(parts) > 1:
@@ -129,6 +144,20 @@ def test_kernel_and_bic_margin_say_which_run_it_was(sum_run, auto_run):
         assert chosen[sid]["bic_margin"] > 10, sid
         (period,) = [c["period"] for c in chosen[sid]["components"] if c["period"]]
         assert period == pytest.approx(YEAR, rel=0.1), sid
+
+
+def test_the_new_kernels_are_chosen_where_they_fit(new_run):
+    """The seasonal series take the line, the wiggle and the yearly cycle;
+    the flat one (noise only) the 4-parameter matern12 over the 8 of the
+    sum. The line's amplitude is a slope: y per day, here under 1 a year."""
+    chosen = {r["series_id"]: r for r in new_run.rows() if r["status"] == "ok"}
+    assert chosen["flat"]["kernel"] == "matern12"
+    for sid in (s for s in chosen if s.startswith("season-")):
+        row = chosen[sid]
+        assert row["kernel"] == "linear+rbf+periodic" and row["bic_margin"] > 10, sid
+        line, _, cycle = row["components"]
+        assert line["amplitude"] * YEAR < 1.0, sid
+        assert cycle["period"] == pytest.approx(YEAR, rel=0.1), sid
 
 
 def test_pandas_reads_components_as_dicts(run):

@@ -84,17 +84,19 @@ def test_kernel_takes_sums_and_auto_and_candidates_reach_the_fitter():
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["--kernel", "cubic"], "--kernel must be one of rbf, matern32, matern52, periodic, or a "
-                            "sum of up to 3 of them joined by '+' (e.g. rbf+periodic), or auto; "
+    (["--kernel", "cubic"], "--kernel must be one of rbf, matern12, matern32, matern52, periodic, "
+                            "linear, or a sum of up to 3 of them joined by '+' (e.g. "
+                            "rbf+periodic, linear+rbf), linear at most once, or auto; "
                             "got 'cubic'"),
     (["--kernel", "rbf+rbf+rbf+rbf"], "got 'rbf+rbf+rbf+rbf'"),
+    (["--kernel", "linear+linear"], "linear at most once, or auto; got 'linear+linear'"),
     (["--kernel", "rbf+"], "got 'rbf+'"),
     (["--kernel", "rbf+periodic", "--candidates", "rbf"],
      "--candidates is for --kernel auto; got --kernel 'rbf+periodic'"),
     (["--candidates", "rbf,periodic"], "--candidates is for --kernel auto; got --kernel 'rbf'"),
     (["--kernel", "auto", "--candidates", "rbf,cubic"],
      "--candidates 'rbf,cubic': candidate kernel 'cubic' is not known; each must be one of rbf, "
-     "matern32, matern52, periodic, or a sum of up to 3 of them joined by '+'"),
+     "matern12, matern32, matern52, periodic, linear, or a sum of up to 3 of them joined by '+'"),
     (["--kernel", "auto", "--candidates", "rbf, periodic"], "kernel ' periodic' is not known"),
     (["--kernel", "auto", "--candidates", "rbf"], "at least 2 different kernels"),
     (["--kernel", "auto", "--candidates", "rbf,auto"], "at least 2 kernels separated by commas"),

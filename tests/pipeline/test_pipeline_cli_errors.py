@@ -100,7 +100,8 @@ def test_unusable_input_exits_2(tmp_path, make_input):
 
 @pytest.mark.parametrize("extra, expected", [
     (["--kernal", "rbf"], "unrecognised arguments: --kernal rbf"),
-    (["--kernel", "cubic"], "--kernel must be one of rbf, matern32, matern52, periodic, or a sum"),
+    (["--kernel", "cubic"], "--kernel must be one of rbf, matern12, matern32, matern52, periodic, "
+                            "linear, or a sum"),
     (["--kernel", "auto", "--candidates", "rbf,cubic"], "candidate kernel 'cubic' is not known"),
     (["--candidates", "rbf,periodic"], "--candidates is for --kernel auto"),
     (["--restarts", "two"], "argument --restarts: invalid int value: 'two'"),

@@ -88,3 +88,28 @@ def test_a_single_kernel_has_no_parts_but_its_one_component_is_the_posterior():
     assert component_parts(series, row, t) == []
     (mean,) = component_means(series, row, t)
     np.testing.assert_allclose(mean, predict(series, row, t)[0] - 0.5, rtol=1e-10, atol=1e-12)
+
+
+def test_a_line_plus_a_wiggle_is_drawn_and_titled():
+    """linear+rbf: the line (a slope's amplitude, no length scale) and the
+    wiggle each drawn, adding up to predict's mean; the grid is set by
+    the rbf part, and a line alone takes the coarsest grid."""
+    t, y = seasonal_series()["season-2"]
+    series = Series("season-2", t, y)
+    components = [{"kernel": "linear", "amplitude": 0.002, "length_scale": None, "period": None},
+                  {"kernel": "rbf", "amplitude": 1.5, "length_scale": 10.0, "period": None}]
+    row = params_row("season-2", kernel="linear+rbf", amplitude=None, length_scale=None,
+                     mean=10.0, noise_variance=0.04, components=components)
+    assert title(row).split("\n")[1] == ("linear: amplitude 0.002 · "
+                                         "rbf: amplitude 1.5, length_scale 10")
+    curve = posterior_curve(series, row)
+    assert GRID_MIN < curve.t.size < GRID_MAX
+    parts = component_parts(series, row, curve.t)
+    assert [p.label for p in parts] == ["linear: amplitude 0.002", "rbf: amplitude 1.5, "
+                                        "length_scale 10"]
+    np.testing.assert_allclose(sum(p.mean for p in parts), curve.mean - 10.0, atol=1e-9)
+    line = parts[0].mean
+    np.testing.assert_allclose(np.diff(line) / np.diff(curve.t), (line[-1] - line[0])
+                               / (curve.t[-1] - curve.t[0]), rtol=1e-6)  # straight
+    alone = params_row("season-2", kernel="linear", amplitude=0.002, length_scale=None)
+    assert posterior_curve(series, alone).t.size == GRID_MIN

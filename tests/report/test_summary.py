@@ -163,3 +163,18 @@ def _values(rows, name):
 @pytest.fixture
 def rng():
     return np.random.default_rng(3)
+
+
+def test_new_kernels_get_their_own_histograms():
+    """A line has an amplitude and no length_scale; matern12 is binned as
+    any single kernel."""
+    rows = [sum_row(f"l{i}", "linear+rbf", linear=(0.01 * (i + 1), None, None),
+                    rbf=(1.0, 20.0 + i, None)) for i in range(3)]
+    rows.append(params_row("m", kernel="matern12", length_scale=40.0))
+    _, hists = tally_of(rows, 2)
+    by_name = {h.name: h for h in hists}
+    assert [name for name in by_name if "(" in name] == [
+        "amplitude (linear in linear+rbf)", "amplitude (rbf in linear+rbf)",
+        "length_scale (rbf in linear+rbf)", "amplitude (matern12)", "length_scale (matern12)"]
+    slope = by_name["amplitude (linear in linear+rbf)"]
+    assert slope.total == 3 and slope.edges[0] <= 0.01 and slope.edges[-1] >= 0.03
