@@ -21,10 +21,10 @@ Methods: statsforecast SeasonalNaive(m), AutoETS(m; non-seasonal where m >
 intervals; gpfit: gpcore's build_fitter(FitConfig(kernel=k)) for each k of
 `--kernels` (any kernel string FitConfig takes is passed through), fitted on
 the training points, forecast by gpcore.predict at the held-out times, mean
-+- 1.96 stddev_observed (include_noise=True). Every method runs in this
-process on one thread (TensorFlow: 1 intra-op, 1 inter-op thread), after
-a warm-up on two series (numba's compilation, the fitter's trace), so the
-wall seconds compare like with like.
++- 1.96 stddev_observed (include_noise=True). Both sides use PROCESSES
+cores, as in `make bench`: the peers a pool of one-thread processes, gpfit
+as many fitter copies side by side with one TensorFlow thread each; each
+after a warm-up (numba's compilation, the fitter's trace) off the clock.
 
 Scores per series, averaged over series (`Scores`): MASE (mean absolute
 error over the in-sample MAE of the seasonal-naive forecast at lag m),
@@ -42,6 +42,7 @@ import argparse
 import dataclasses
 import functools
 import hashlib
+import json
 import os
 import sys
 import time
@@ -67,6 +68,7 @@ ETS_MAX_SEASON = 24
 LEVEL = 95
 Z = 1.959963984540054  # the 97.5 % normal quantile
 ALPHA = 0.05
+PROCESSES = 2  # the peers' pool; gpfit's fitter copies side by side (one thread each)
 KERNELS = ("rbf", "rbf+periodic", "auto")
 PEERS = ("SeasonalNaive", "AutoETS", "AutoARIMA")
 SUBSETS = ("seasonal", "trending", "noisy")
@@ -237,11 +239,25 @@ class Run:
     scores: list
     seconds: float
 
+    def values(self, name: str, mask=None) -> np.ndarray:
+        return np.array([s[name] for s, keep in zip(self.scores, mask if mask is not None
+                                                    else [True] * len(self.scores))
+                         if keep and s is not None and np.isfinite(s[name])], float)
+
     def mean(self, name: str, mask=None) -> float:
-        values = [s[name] for s, keep in zip(self.scores, mask if mask is not None
-                                             else [True] * len(self.scores))
-                  if keep and s is not None and np.isfinite(s[name])]
-        return float(np.mean(values)) if values else float("nan")
+        v = self.values(name, mask)
+        return float(np.mean(v)) if v.size else float("nan")
+
+    def median(self, name: str, mask=None) -> float:
+        v = self.values(name, mask)
+        return float(np.median(v)) if v.size else float("nan")
+
+    def geometric_mean(self, name: str, mask=None) -> float:
+        """exp(mean(log)): one explosive series (ArgentinaCPI's MASE is
+        ~1,000 for seasonal naive) does not decide it."""
+        v = self.values(name, mask)
+        v = v[v > 0]
+        return float(np.exp(np.mean(np.log(v)))) if v.size else float("nan")
 
     def failed(self) -> int:
         return sum(s is None for s in self.scores)
@@ -259,24 +275,32 @@ def _peer(name: str, m: int):
     return AutoARIMA(season_length=m)
 
 
-def run_peer(name: str, chosen: list[Case]) -> Run:
-    """statsforecast's `name` fitted and forecast series by series."""
-    def one(case):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                f = _peer(name, case.season).forecast(y=case.y.astype(float), h=case.horizon,
-                                                      level=[LEVEL])
-            return scores(case, f["mean"], np.asarray(f[f"lo-{LEVEL}"]),
-                          np.asarray(f[f"hi-{LEVEL}"]))
-        except Exception:  # pylint: disable=broad-except  (a failed fit is a result)
-            return None
+def _peer_scores(task) -> dict | None:
+    """task (peer name, Case) -> scores, None if the peer failed."""
+    name, case = task
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f = _peer(name, case.season).forecast(y=case.y.astype(float), h=case.horizon,
+                                                  level=[LEVEL])
+        return scores(case, f["mean"], np.asarray(f[f"lo-{LEVEL}"]),
+                      np.asarray(f[f"hi-{LEVEL}"]))
+    except Exception:  # pylint: disable=broad-except  (a failed fit is a result)
+        return None
 
-    for case in chosen[:2]:  # numba's compilation, off the clock
-        one(case)
-    start = time.perf_counter()
-    out = [one(c) for c in chosen]
-    return Run(f"statsforecast {name}", out, time.perf_counter() - start)
+
+def run_peer(name: str, chosen: list[Case], processes: int = PROCESSES) -> Run:
+    """statsforecast's `name`, series by series in a pool of `processes`
+    one-thread processes (benchmarks/peers.py's set-up); each worker's
+    first series (numba's compilation) off the clock."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        pool.map(_peer_scores, [(name, c) for c in chosen[:processes]], chunksize=1)
+        start = time.perf_counter()
+        out = pool.map(_peer_scores, [(name, c) for c in chosen], chunksize=1)
+        seconds = time.perf_counter() - start
+    return Run(f"statsforecast {name}", out, seconds)
 
 
 def run_gpfit(kernel: str, chosen: list[Case]) -> Run:
@@ -285,7 +309,7 @@ def run_gpfit(kernel: str, chosen: list[Case]) -> Run:
     from gpcore import FitConfig
     from gpcore.predict import predict
 
-    fitter = gpcore.build_fitter(FitConfig(kernel=kernel))
+    fitter = gpcore.build_fitter(FitConfig(kernel=kernel), copies=PROCESSES)
     series = [Series(c.series_id, c.t, c.y) for c in chosen]
     fitter.fit(series[:2])  # the trace, off the clock
     start = time.perf_counter()
@@ -301,7 +325,8 @@ def run_gpfit(kernel: str, chosen: list[Case]) -> Run:
 
 
 def one_thread() -> None:
-    """Every method on one thread: BLAS before numpy loads, TF before it runs."""
+    """One BLAS thread per process, set before numpy loads (spawned workers
+    inherit it)."""
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                  "NUMBA_NUM_THREADS"):
         os.environ.setdefault(name, "1")
@@ -321,7 +346,7 @@ def run_all(chosen: list[Case], kernels=KERNELS, peers=PEERS, done=None) -> list
     if kernels:
         from gpcore.threads import configure_threads, skip_graph_rewrites
 
-        configure_threads(1, 1)
+        configure_threads(1, PROCESSES)
         skip_graph_rewrites()
         for k in kernels:
             add(run_gpfit(k, chosen))
@@ -340,18 +365,21 @@ def table(chosen: list[Case], runs: list[Run]) -> str:
     lines = [f"{len(chosen)} series (" + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
              + "); subsets: " + ", ".join(f"{k} {sum(v)}" for k, v in masks.items() if k != "all"),
              "",
-             "| method | mean MASE | mean sMAPE % | 95 % cover | mean MSIS | failed | wall s |",
-             "|---|--:|--:|--:|--:|--:|--:|"]
+             "| method | mean MASE | median MASE | geo-mean MASE | mean sMAPE % | 95 % cover "
+             "| mean MSIS | failed | wall s |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in runs:
-        lines.append(f"| {r.method} | {r.mean('mase'):.3f} | {r.mean('smape'):.2f} | "
+        lines.append(f"| {r.method} | {r.mean('mase'):.3f} | {r.median('mase'):.3f} | "
+                     f"{r.geometric_mean('mase'):.3f} | {r.mean('smape'):.2f} | "
                      f"{r.mean('coverage'):.3f} | {r.mean('msis'):.2f} | {r.failed()} | "
                      f"{r.seconds:.1f} |")
-    lines += ["", "| method | " + " | ".join(f"{k} MASE | {k} cover" for k in SUBSETS) + " |",
+    lines += ["", "Subsets: mean MASE (geo-mean) and 95 % cover", "",
+              "| method | " + " | ".join(f"{k} MASE | {k} cover" for k in SUBSETS) + " |",
               "|---|" + "--:|--:|" * len(SUBSETS)]
     for r in runs:
         lines.append(f"| {r.method} | " + " | ".join(
-            f"{r.mean('mase', masks[k]):.3f} | {r.mean('coverage', masks[k]):.3f}"
-            for k in SUBSETS) + " |")
+            f"{r.mean('mase', masks[k]):.3f} ({r.geometric_mean('mase', masks[k]):.3f}) | "
+            f"{r.mean('coverage', masks[k]):.3f}" for k in SUBSETS) + " |")
     return "\n".join(lines)
 
 
@@ -364,7 +392,9 @@ def main(argv=None) -> int:
     parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
     parser.add_argument("--no-peers", action="store_true", help="skip statsforecast")
     parser.add_argument("--list", action="store_true", help="print the set and stop")
-    parser.add_argument("--out", default=None, help="also write the tables to this file")
+    parser.add_argument("--out", default=None,
+                        help="also write the tables to this file, per-series scores beside it "
+                             "(.json)")
     args = parser.parse_args(argv)
     one_thread()
     chosen = cases(args.split, args.count)
@@ -383,6 +413,9 @@ def main(argv=None) -> int:
         if args.out:
             with open(args.out, "w") as f:
                 f.write(head + table(chosen, runs) + "\n")
+            with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
+                json.dump({"ids": [c.series_id for c in chosen],
+                           "runs": [dataclasses.asdict(r) for r in runs]}, f)
 
     runs = run_all(chosen, kernels, () if args.no_peers else PEERS, write)
     print(head + table(chosen, runs))

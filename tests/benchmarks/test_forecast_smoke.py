@@ -68,8 +68,8 @@ def test_command_runs_and_prints_a_table(tmp_path):
     assert text.strip() in done.stdout
     rows = [[c.strip() for c in line.strip("|").split("|")]
             for line in text.splitlines() if line.startswith("| ")]
-    main = {r[0]: r for r in rows if len(r) == 7 and r[0] != "method"}
+    main = {r[0]: r for r in rows if len(r) == 9 and r[0] != "method"}
     assert set(main) == {"statsforecast SeasonalNaive", "statsforecast AutoETS",
                          "statsforecast AutoARIMA", "gpfit rbf"}
     for r in main.values():
-        assert float(r[1]) > 0 and 0 <= float(r[3]) <= 1 and r[5] == "0"
+        assert float(r[1]) > 0 and 0 <= float(r[5]) <= 1 and r[7] == "0"
