@@ -39,6 +39,13 @@ import seasonal  # noqa: E402
 
 PEER_KERNEL = "rbf+periodic"
 CACHE = os.path.join(HERE, "results", "seasonal-sklearn.json")
+# The sets this script judges: name -> (module building the cases, the
+# peer's cache for its seasonal series, for its non-seasonal ones).
+SETS = {
+    "seasonal": ("seasonal", CACHE, os.path.join(HERE, "results", "seasonal-plain-sklearn.json")),
+    "tuning": ("seasonal_tuning", os.path.join(HERE, "results", "seasonal-tuning-sklearn.json"),
+               os.path.join(HERE, "results", "seasonal-tuning-plain-sklearn.json")),
+}
 PERIOD_TOLERANCE = 0.10  # relative
 PERIOD_MULTIPLES = (1, 2, 3)
 CANDIDATES = ("rbf", "matern52", "rbf+periodic", "matern52+periodic")
