@@ -19,7 +19,20 @@ def test_bounds_follow_the_data_spacing_and_span(rng):
     assert np.exp(hi_dense[0]) == pytest.approx(10.0)
     assert np.exp([lo_dense[-1], hi_dense[-1]]) == pytest.approx(starts.NOISE_BOUNDS)
     lo_p, hi_p = starts.bounds(kernel_named("periodic"), sparse)
-    assert np.exp(lo_p[1]) == pytest.approx(0.1) and np.exp(hi_p[1]) == pytest.approx(1.0)
+    # Periods from one spacing to half the span: a cycle seen at least twice.
+    assert np.exp(lo_p[1]) == pytest.approx(0.1) and np.exp(hi_p[1]) == pytest.approx(0.5)
+    lo_s, hi_s = starts.bounds(kernel_named("rbf+periodic"), sparse)
+    assert np.exp([lo_s[3], hi_s[3]]) == pytest.approx([0.1, 0.5])
+
+
+def test_period_probes_multiply_each_periodic_component_s_period():
+    kernel = kernel_named("rbf+periodic")  # length_scale_0, variance_ratio_1, length_scale_1, period_1
+    offsets = np.exp(starts.period_probes(kernel))
+    assert offsets.shape == (4, 4) == (starts.probe_count(kernel), len(kernel.parameters))
+    # period x 2 or 3, with its length scale x 1/multiple or unchanged; the rest unchanged
+    np.testing.assert_allclose(offsets, [[1, 1, 1 / 2, 2], [1, 1, 1, 2],
+                                         [1, 1, 1 / 3, 3], [1, 1, 1, 3]])
+    assert starts.period_probes(kernel_named("periodic+rbf+periodic")).shape == (8, 7)
 
 
 @pytest.mark.parametrize("name", ["rbf", "periodic", "rbf+periodic", "matern52+rbf+periodic"])
