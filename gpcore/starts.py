@@ -84,12 +84,13 @@ PROBES_RESCORED = 1
 # Period probes, for kernels with a periodic part: a sharp cycle (a ramp, a
 # pulse) has strong harmonics, and the fit can settle on half or a third of
 # the true period, where the likelihood has a basin too; a period p/m is a
-# special case of p, so p with a matching shape is never worse. After
-# Newton the fitter scores each periodic component's period x
-# PERIOD_PROBE_MULTIPLES, with its length scale x 1 / multiple (the same
-# smoothness in units of t) and x 1, on the whole series, and Newton runs
-# on from the best where it is lower (docs/design.md, "Sums of kernels").
-PERIOD_PROBE_MULTIPLES = (2.0, 3.0)
+# special case of p, so p with a matching shape is never worse; and a fit
+# at 3p can lie 12 nats above one at 2p. After Newton the fitter scores
+# each periodic component's period x PERIOD_PROBE_MULTIPLES, with its length
+# scale x 1 / multiple (the same smoothness in units of t) and x 1, on the
+# whole series, and Newton runs on from the best where it is lower
+# (docs/design.md, "Sums of kernels").
+PERIOD_PROBE_MULTIPLES = (2.0, 3.0, 1 / 2, 3 / 2, 2 / 3, 1 / 3)
 
 
 def grid_piece_points(kernel: Kernel) -> int:

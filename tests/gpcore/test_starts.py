@@ -28,11 +28,14 @@ def test_bounds_follow_the_data_spacing_and_span(rng):
 def test_period_probes_multiply_each_periodic_component_s_period():
     kernel = kernel_named("rbf+periodic")  # length_scale_0, variance_ratio_1, length_scale_1, period_1
     offsets = np.exp(starts.period_probes(kernel))
-    assert offsets.shape == (4, 4) == (starts.probe_count(kernel), len(kernel.parameters))
-    # period x 2 or 3, with its length scale x 1/multiple or unchanged; the rest unchanged
-    np.testing.assert_allclose(offsets, [[1, 1, 1 / 2, 2], [1, 1, 1, 2],
-                                         [1, 1, 1 / 3, 3], [1, 1, 1, 3]])
-    assert starts.period_probes(kernel_named("periodic+rbf+periodic")).shape == (8, 7)
+    multiples = starts.PERIOD_PROBE_MULTIPLES
+    assert {2.0, 3.0} <= set(multiples)
+    assert offsets.shape == (2 * len(multiples), 4) == (starts.probe_count(kernel), 4)
+    # period x each multiple m, with its length scale x 1/m or unchanged; the rest unchanged
+    expected = [[1, 1, shrink, m] for m in multiples for shrink in (1 / m, 1)]
+    np.testing.assert_allclose(offsets, expected)
+    assert starts.period_probes(kernel_named("periodic+rbf+periodic")).shape == (
+        4 * len(multiples), 7)
 
 
 @pytest.mark.parametrize("name", ["rbf", "periodic", "rbf+periodic", "matern52+rbf+periodic"])
