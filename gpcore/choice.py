@@ -6,14 +6,26 @@ component is kept only where the likelihood gain pays for its three
 parameters (docs/design.md, "Kernel choice"). Each candidate's fitter is
 built once and traced once, like any GPFitter; the candidates fit the same
 batches one after another.
+
+Periodic candidates are guarded twice (docs/design.md, "Kernel choice
+(auto)"): they are fitted only on series whose periodogram shows a cycle
+repeated at least twice standing out of the series' own red noise
+(`periodic_screen`), and one is chosen only where its BIC beats the best
+non-periodic candidate's by PERIODIC_MARGIN (`choose_fit`). BIC alone put
+cycles of 4-26 years on macroeconomic trends.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Optional, Sequence
 
-from gpcore.config import AUTO, FitConfig, fitted_configs
+import numpy as np
+
+from gpcore.config import (AUTO, PERIODIC_MARGIN, SCREEN_FALSE_ALARM, SCREEN_MIN_CYCLES,
+                           SCREEN_OVERSAMPLE,
+                           FitConfig, fitted_configs)
 from gpcore.fitter import GPFitter, summed_work
+from gpcore.kernels import kernel as kernel_named
 from gpcore.result import OK, FitResult
 from gpcore.series import Series
 
@@ -41,27 +53,87 @@ class KernelChoice:
 
     def fit(self, series: Sequence[Series]) -> list[FitResult]:
         """One FitResult per series, in order: the chosen candidate's, or
-        (no candidate fitted) the first candidate's reason under "auto"."""
-        per_candidate = [f.fit(series) for f in self.fitters]
-        return [_choose([fits[i] for fits in per_candidate]) for i in range(len(series))]
+        (no candidate fitted) the first candidate's reason under "auto".
+        Periodic candidates fit only the series `periodic_screen` passes
+        (all series when every candidate is periodic)."""
+        periodic = [_is_periodic(f.config.kernel) for f in self.fitters]
+        screened = (list(range(len(series))) if all(periodic) else
+                    [i for i, s in enumerate(series) if periodic_screen(s.t, s.y)])
+        per_candidate = []
+        for fitter, has_period in zip(self.fitters, periodic):
+            if not has_period:
+                per_candidate.append(fitter.fit(series))
+                continue
+            fits = fitter.fit([series[i] for i in screened]) if screened else []
+            placed: list = [None] * len(series)
+            for i, r in zip(screened, fits):
+                placed[i] = r
+            per_candidate.append(placed)
+        return [choose_fit([fits[i] for fits in per_candidate if fits[i] is not None])
+                for i in range(len(series))]
 
 
-def _choose(fits: list[FitResult]) -> FitResult:
-    ranked = sorted((r for r in fits if r.status == OK), key=lambda r: r.bic)
-    if not ranked:
+def _is_periodic(kernel: str) -> bool:
+    return kernel_named(kernel).has_period
+
+
+def choose_fit(fits: list[FitResult], margin: Optional[float] = None) -> FitResult:
+    """The lowest-BIC fit of one series' candidates (FitResult.kernel each),
+    a periodic one only where its BIC is at least `margin` (default
+    PERIODIC_MARGIN) below every non-periodic fit's; `bic_margin` is the
+    runner-up's BIC minus the choice's. No fit ok: the first one's reason,
+    under "auto"."""
+    margin = PERIODIC_MARGIN if margin is None else margin
+    ok = [r for r in fits if r.status == OK]
+    if not ok:
         return dataclasses.replace(fits[0], kernel=AUTO)
+    plain = [r.bic for r in ok if not _is_periodic(r.kernel)]
+    bar = min(plain) - margin if plain else np.inf
+    ranked = sorted((r for r in ok if not _is_periodic(r.kernel) or r.bic < bar),
+                    key=lambda r: r.bic)
     best = ranked[0]
-    margin = ranked[1].bic - best.bic if len(ranked) > 1 else None
-    return dataclasses.replace(best, bic_margin=margin)
+    runner_up = min((r.bic for r in ok if r is not best), default=None)
+    return dataclasses.replace(best, bic_margin=None if runner_up is None else runner_up - best.bic)
 
 
-def build_fitter(config: FitConfig, copies: int = 1):
-    """The fitter for config: a GPFitter, or a KernelChoice under "auto";
-    with copies > 1, that many of them side by side on threads (SideBySide),
-    for a process with as many cores."""
-    build = lambda k: (KernelChoice(config) if config.kernel == AUTO
-                       else GPFitter(config, name="gp_fitter" + (f"_{k}" if k else "")))
-    if copies <= 1:
-        return build(0)
-    from gpcore.side_by_side import SideBySide
-    return SideBySide([build(k) for k in range(copies)])
+def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
+                    min_cycles: float = SCREEN_MIN_CYCLES) -> bool:
+    """Whether series (t [n], y [n]; non-finite points dropped) shows a
+    cycle worth a periodic fit: the highest periodogram peak at periods of
+    at most span / min_cycles, of the series less its straight line and
+    prewhitened by its lag-1 autocorrelation (so that neither a trend's nor
+    a random walk's low-frequency power is a cycle), is higher than white
+    noise reaches with probability `false_alarm` over the band's
+    independent frequencies (Fisher's g test: P / variance ~ Exp(1);
+    docs/design.md, "Kernel choice (auto)")."""
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    keep = np.isfinite(t) & np.isfinite(y)
+    t, y = t[keep], y[keep]
+    order = np.argsort(t, kind="stable")
+    t, y = t[order], y[order]
+    n = t.size
+    span = float(t[-1] - t[0]) if n else 0.0
+    if n < 8 or span <= 0:
+        return False
+    x = (t - t[0]) / span
+    r = y - np.polyval(np.polyfit(x, y, 1), x)
+    denominator = float(r @ r)
+    if denominator <= n * (1e-12 * float(np.max(np.abs(y)))) ** 2:  # a line, to rounding
+        return False
+    # Prewhitening at the index lag: exact for regular series, an
+    # approximation where there are gaps.
+    phi = float(np.clip(r[1:] @ r[:-1] / denominator, 0.0, 0.99))
+    w, tw = r[1:] - phi * r[:-1], x[1:]
+    w = w - w.mean()
+    variance = float(w @ w) / w.size
+    nyquist = 0.5 * (w.size - 1)
+    band = np.arange(min_cycles, nyquist, 1.0 / SCREEN_OVERSAMPLE)  # cycles per span
+    if band.size == 0 or variance <= 0:
+        return False
+    power = np.empty(band.size)
+    for start in range(0, band.size, 512):  # [F, n] phases in blocks: long series
+        phase = 2.0 * np.pi * band[start:start + 512, None] * tw[None, :]
+        power[start:start + 512] = ((np.cos(phase) @ w) ** 2 + (np.sin(phase) @ w) ** 2) / w.size
+    independent = max(1.0, nyquist - min_cycles)
+    z = float(power.max()) / variance
+    return -np.expm1(independent * np.log1p(-np.exp(-z))) < false_alarm

@@ -14,6 +14,15 @@ AUTO = "auto"
 # Smooth, rough, and each with a yearly-style cycle on top: what real
 # series mostly are (docs/design.md, "Kernel choice").
 CANDIDATES = ("rbf", "matern52", "rbf+periodic", "matern52+periodic")
+# auto's guard against spurious cycles (gpcore/choice.py; docs/design.md,
+# "Kernel choice (auto)"): periodic candidates fit only series whose
+# periodogram has a peak repeated SCREEN_MIN_CYCLES times in the span that
+# white noise reaches with probability < SCREEN_FALSE_ALARM, and win only by
+# PERIODIC_MARGIN of BIC over the best non-periodic candidate.
+SCREEN_MIN_CYCLES = 2.0
+SCREEN_FALSE_ALARM = 0.01
+PERIODIC_MARGIN = 0.0
+SCREEN_OVERSAMPLE = 4  # periodogram frequencies per 1 / span
 # Default starts for a sum of kernels: further starts from the next-best
 # grid points (often another period). A second matched scikit-learn with 4
 # starts on 93 % of seasonal series instead of 88 %; with the period probes,

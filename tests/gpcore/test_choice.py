@@ -1,0 +1,117 @@
+"""Kernel "auto"'s guard against spurious cycles: the periodogram screen,
+the BIC margin a periodic candidate must win by, and KernelChoice fitting
+periodic candidates only on the series the screen passes."""
+import numpy as np
+import pytest
+
+from gpcore import FitConfig, KernelChoice, Series
+from gpcore.choice import choose_fit, periodic_screen
+from gpcore.config import SCREEN_FALSE_ALARM, default_restarts
+from gpcore.result import OK, SKIPPED, FitResult
+
+N = 120
+SEEDS = range(20)
+
+
+def _sine(rng, cycles=6.0, noise=0.5, n=N):
+    t = np.sort(rng.uniform(0.0, 10.0, n))
+    return t, np.sin(2 * np.pi * cycles * t / np.ptp(t)) + noise * rng.standard_normal(n)
+
+
+def _walk(rng, n=N):
+    return np.arange(n, dtype=float), np.cumsum(rng.standard_normal(n))
+
+
+def _trend(rng, n=N):
+    """A straight line plus AR(1) noise (coefficient 0.8): a macro series'
+    look, where BIC found 4-26-year cycles."""
+    e = np.zeros(n)
+    for i in range(1, n):
+        e[i] = 0.8 * e[i - 1] + rng.standard_normal()
+    return np.arange(n, dtype=float), 0.3 * np.arange(n) + e
+
+
+def test_the_screen_passes_repeated_cycles():
+    """6 cycles of a sine at signal-to-noise sd 0.7 over 1: every seed."""
+    passed = [periodic_screen(*_sine(np.random.default_rng(s))) for s in SEEDS]
+    assert all(passed)
+
+
+@pytest.mark.parametrize("draw", [_walk, _trend])
+def test_the_screen_rejects_walks_and_trends(draw):
+    """Without a cycle the test's false-alarm rate is SCREEN_FALSE_ALARM
+    (0.01) for white noise; prewhitening makes walks and trends + AR(1)
+    noise nearly white, so of 20 seeds at most 2 pass (the binomial tail
+    of 3 or more at p = 0.01 is 0.001; a test without prewhitening passes
+    most of them: their low-frequency power is large)."""
+    assert SCREEN_FALSE_ALARM <= 0.01
+    passed = [periodic_screen(*draw(np.random.default_rng(s))) for s in SEEDS]
+    assert sum(passed) <= 2, passed
+
+
+def test_the_screen_wants_two_cycles_in_the_span():
+    """1.5 cycles is not a cycle seen twice; the same shape at 4 cycles is."""
+    rng = np.random.default_rng(7)
+    assert not periodic_screen(*_sine(rng, cycles=1.5, noise=0.1))
+    assert periodic_screen(*_sine(rng, cycles=4.0, noise=0.1))
+
+
+def test_the_screen_on_degenerate_series():
+    assert not periodic_screen(np.arange(5.0), np.sin(np.arange(5.0)))  # too short to judge
+    assert not periodic_screen(np.arange(50.0), np.ones(50))  # constant
+    t, y = _sine(np.random.default_rng(1))
+    y[::7] = np.nan  # missing values are dropped, not fatal
+    assert periodic_screen(t, y)
+
+
+def _fit(kernel, bic, status=OK):
+    return FitResult("s", status, kernel, 100, bic=bic)
+
+
+def test_a_periodic_candidate_must_win_by_the_margin():
+    fits = [_fit("rbf", 100.0), _fit("rbf+periodic", 95.0)]
+    chosen = choose_fit(fits, margin=10.0)
+    assert (chosen.kernel, chosen.bic_margin) == ("rbf", -5.0)
+    chosen = choose_fit(fits, margin=0.0)
+    assert (chosen.kernel, chosen.bic_margin) == ("rbf+periodic", 5.0)
+    # Non-periodic candidates compete on BIC alone, whatever the margin.
+    chosen = choose_fit([_fit("rbf", 100.0), _fit("matern12", 99.0)], margin=10.0)
+    assert (chosen.kernel, chosen.bic_margin) == ("matern12", 1.0)
+
+
+def test_choose_fit_without_an_ok_fit_reports_the_first_reason():
+    chosen = choose_fit([_fit("rbf", None, SKIPPED), _fit("rbf+periodic", None, SKIPPED)])
+    assert (chosen.status, chosen.kernel) == (SKIPPED, "auto")
+    # Only periodic fits ok (the non-periodic one failed): the periodic one.
+    assert choose_fit([_fit("rbf", None, SKIPPED), _fit("rbf+periodic", 90.0)]).kernel \
+        == "rbf+periodic"
+
+
+def test_kernel_choice_fits_periodic_candidates_only_where_the_screen_passes():
+    rng = np.random.default_rng(11)
+    cyclic = [Series(f"cycle{i}", *_sine(rng, noise=0.3)) for i in range(2)]
+    plain = [Series(f"walk{i}", *_walk(rng)) for i in range(3)]
+    assert all(periodic_screen(s.t, s.y) for s in cyclic)
+    assert not any(periodic_screen(s.t, s.y) for s in plain)
+    chooser = KernelChoice(FitConfig(kernel="auto", candidates=("rbf", "rbf+periodic")))
+    fits = chooser.fit(cyclic + plain)
+    assert [f.series_id for f in fits] == [s.series_id for s in cyclic + plain]
+    assert [f.kernel for f in fits] == ["rbf+periodic"] * 2 + ["rbf"] * 3
+    # The walks had one candidate: no runner-up.
+    assert [f.bic_margin for f in fits[2:]] == [None] * 3
+    assert all(f.bic_margin > 0 for f in fits[:2])
+    rbf, periodic = chooser.fitters
+    assert (rbf.work["members"] > 0, periodic.tracing_count) == (True, 1)
+    # The periodic fitter saw the 2 cyclic series only: fewer batch members
+    # than the 5 series times its starts.
+    assert periodic.work["members"] <= 2 * default_restarts("rbf+periodic")
+    assert chooser.tracing_count == 2
+
+
+def test_kernel_choice_of_periodic_candidates_only_fits_every_series():
+    """No non-periodic candidate to fall back on: the screen is not applied."""
+    rng = np.random.default_rng(12)
+    walk = Series("walk", *_walk(rng))
+    fits = KernelChoice(FitConfig(kernel="auto", candidates=("periodic", "rbf+periodic"))).fit(
+        [walk])
+    assert fits[0].status == OK and fits[0].kernel in ("periodic", "rbf+periodic")
