@@ -137,3 +137,15 @@ def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     independent = max(1.0, nyquist - min_cycles)
     z = float(power.max()) / variance
     return -np.expm1(independent * np.log1p(-np.exp(-z))) < false_alarm
+
+
+def build_fitter(config: FitConfig, copies: int = 1):
+    """The fitter for config: a GPFitter, or a KernelChoice under "auto";
+    with copies > 1, that many of them side by side on threads (SideBySide),
+    for a process with as many cores."""
+    build = lambda k: (KernelChoice(config) if config.kernel == AUTO
+                       else GPFitter(config, name="gp_fitter" + (f"_{k}" if k else "")))
+    if copies <= 1:
+        return build(0)
+    from gpcore.side_by_side import SideBySide
+    return SideBySide([build(k) for k in range(copies)])
