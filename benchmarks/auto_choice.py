@@ -35,32 +35,43 @@ CACHE = os.path.join(HERE, "results", "auto_choice")
 PROCESSES = 2
 
 P = "periodic"
-SETTINGS = {  # name: (candidates, guard)
-    "old default (rbf, m52, +periodic), no guard":
-        (("rbf", "matern52", "rbf+periodic", "matern52+periodic"), "none"),
-    "old default, guarded":
-        (("rbf", "matern52", "rbf+periodic", "matern52+periodic"), "guard"),
-    "rbf, matern12": (("rbf", "matern12"), "none"),
-    "rbf, matern12, linear+rbf": (("rbf", "matern12", "linear+rbf"), "none"),
-    "rbf, matern12, linear+rbf, linear+matern12":
-        (("rbf", "matern12", "linear+rbf", "linear+matern12"), "none"),
-    "rbf, matern12, linear+rbf, rbf+periodic, no guard":
-        (("rbf", "matern12", "linear+rbf", "rbf+periodic"), "none"),
-    "rbf, matern12, linear+rbf, rbf+periodic, guarded":
-        (("rbf", "matern12", "linear+rbf", "rbf+periodic"), "guard"),
-    "rbf, matern12, linear+rbf, linear+matern12, rbf+periodic, guarded":
-        (("rbf", "matern12", "linear+rbf", "linear+matern12", "rbf+periodic"), "guard"),
-    "rbf, matern12, linear+rbf, rbf+periodic, m52+periodic, guarded":
-        (("rbf", "matern12", "linear+rbf", "rbf+periodic", "matern52+periodic"), "guard"),
-    "all eight, no guard": (("rbf", "matern12", "matern52", "linear+rbf", "linear+matern12",
-                             "rbf+periodic", "matern52+periodic", "linear+rbf+periodic"), "none"),
-    "all eight, guarded": (("rbf", "matern12", "matern52", "linear+rbf", "linear+matern12",
-                            "rbf+periodic", "matern52+periodic", "linear+rbf+periodic"), "guard"),
+CANDIDATE_SETS = {
+    **{k: (k,) for k in ("rbf", "matern12", "matern52", "linear+rbf", "rbf+periodic",
+                         "linear+rbf+periodic")},
+    "old default": ("rbf", "matern52", "rbf+periodic", "matern52+periodic"),
+    "rbf, m52": ("rbf", "matern52"),
+    "m52, m12": ("matern52", "matern12"),
+    "m52, lin+rbf": ("matern52", "linear+rbf"),
+    "m52, m12, lin+rbf": ("matern52", "matern12", "linear+rbf"),
+    "m52, m52+per": ("matern52", "matern52+periodic"),
+    "m52, rbf+per": ("matern52", "rbf+periodic"),
+    "m52, m12, m52+per": ("matern52", "matern12", "matern52+periodic"),
+    "m52, lin+rbf, m52+per": ("matern52", "linear+rbf", "matern52+periodic"),
+    "m52, m12, lin+rbf, m52+per": ("matern52", "matern12", "linear+rbf", "matern52+periodic"),
+    "rbf, m12": ("rbf", "matern12"),
+    "rbf, m12, lin+rbf": ("rbf", "matern12", "linear+rbf"),
+    "rbf, m12, lin+rbf, lin+m12": ("rbf", "matern12", "linear+rbf", "linear+matern12"),
+    "rbf, m12, rbf+per": ("rbf", "matern12", "rbf+periodic"),
+    "rbf, m12, lin+rbf, rbf+per": ("rbf", "matern12", "linear+rbf", "rbf+periodic"),
+    "rbf, m12, lin+rbf, lin+m12, rbf+per":
+        ("rbf", "matern12", "linear+rbf", "linear+matern12", "rbf+periodic"),
+    "rbf, m12, lin+rbf, rbf+per, m52+per":
+        ("rbf", "matern12", "linear+rbf", "rbf+periodic", "matern52+periodic"),
+    "rbf, m12, lin+rbf, rbf+per, lin+rbf+per":
+        ("rbf", "matern12", "linear+rbf", "rbf+periodic", "linear+rbf+periodic"),
+    "all eight": ("rbf", "matern12", "matern52", "linear+rbf", "linear+matern12", "rbf+periodic",
+                  "matern52+periodic", "linear+rbf+periodic"),
 }
+GUARDS = {"none": (False, 0.0), "margin 6": (False, 6.0), "margin 10": (False, 10.0),
+          "screen": (True, 0.0), "screen + margin 6": (True, 6.0)}  # (screen, BIC margin)
+SETTINGS = {f"{name}; {guard}": (candidates, guard)
+            for name, candidates in CANDIDATE_SETS.items()
+            for guard in (GUARDS if any(P in k for k in candidates) else ("none",))}
 
 
-def _cases(name: str):
-    """[(Series, forecast Case or None, seasonal flag or None)] of a set."""
+def _cases(name: str, every: int = 1):
+    """[(Series, forecast Case or None, seasonal flag or None)] of a set;
+    the seasonal set's every `every`-th series."""
     from gpcore import Series
 
     if name in ("tune", "holdout"):
@@ -69,14 +80,15 @@ def _cases(name: str):
         return [(Series(c.series_id, c.t, c.y), c, None) for c in forecast.cases(name)]
     import seasonal
 
-    return [(c.series, None, c.seasonal) for c in seasonal.cases()]
+    return [(c.series, None, c.seasonal) for c in seasonal.cases()[::every]]
 
 
-def _path(set_name: str, kernel: str) -> str:
-    return os.path.join(CACHE, f"{set_name}.{kernel.replace('+', '_')}.json")
+def _path(set_name: str, kernel: str, every: int = 1) -> str:
+    suffix = f".every{every}" if every > 1 else ""
+    return os.path.join(CACHE, f"{set_name}{suffix}.{kernel.replace('+', '_')}.json")
 
 
-def fit(set_name: str, kernels) -> None:
+def fit(set_name: str, kernels, every: int = 1) -> None:
     """Fits and caches each kernel of `kernels` not yet cached on the set."""
     import forecast
 
@@ -88,11 +100,11 @@ def fit(set_name: str, kernels) -> None:
 
     configure_threads(1, PROCESSES)
     skip_graph_rewrites()
-    chosen = _cases(set_name)
+    chosen = _cases(set_name, every)
     series = [s for s, _, _ in chosen]
     os.makedirs(CACHE, exist_ok=True)
     for kernel in kernels:
-        if os.path.exists(_path(set_name, kernel)):
+        if os.path.exists(_path(set_name, kernel, every)):
             continue
         fitter = gpcore.build_fitter(FitConfig(kernel=kernel), copies=PROCESSES)
         fitter.fit(series[:2])  # the trace, off the clock
@@ -109,7 +121,7 @@ def fit(set_name: str, kernels) -> None:
                 row["scores"] = forecast.scores(case, mean, mean - forecast.Z * sd,
                                                 mean + forecast.Z * sd)
             rows.append(row)
-        with open(_path(set_name, kernel), "w") as f:
+        with open(_path(set_name, kernel, every), "w") as f:
             json.dump({"kernel": kernel, "seconds": seconds,
                        "ids": [s.series_id for s in series], "rows": rows}, f)
         print(f"{kernel}: {seconds:.1f} s", flush=True)
@@ -134,7 +146,10 @@ def score(set_name: str, candidates, guard: str, chosen, fits) -> Scored:
     mase, coverage, msis, periodic = [], [], [], []
     skipped = 0
     for i, (s, _, _) in enumerate(chosen):
-        screen = guard == "none" or periodic_screen(s.t, s.y)
+        use_screen, margin = GUARDS[guard]
+        # As KernelChoice: no screen without a non-periodic candidate.
+        screen = (not use_screen or all(P in k for k in candidates)
+                  or periodic_screen(s.t, s.y))
         results, rows = [], {}
         for k in candidates:
             if P in k and not screen:
@@ -143,7 +158,7 @@ def score(set_name: str, candidates, guard: str, chosen, fits) -> Scored:
             rows[k] = row
             results.append(FitResult(s.series_id, row["status"], k, s.t.size, bic=row["bic"]))
         skipped += not screen
-        best = choose_fit(results, margin=0.0 if guard == "none" else None)
+        best = choose_fit(results, margin=margin)
         row = rows.get(best.kernel)
         periodic.append(bool(row and row["status"] == "ok" and row["periodic"]))
         sc = row["scores"] if row else None
@@ -154,23 +169,33 @@ def score(set_name: str, candidates, guard: str, chosen, fits) -> Scored:
     return Scored("", mase, coverage, msis, periodic, seconds, skipped)
 
 
-def table(set_name: str, settings=SETTINGS) -> str:
-    chosen = _cases(set_name)
-    kernels = sorted({k for c, _ in settings.values() for k in c})
+def table(set_name: str, settings=SETTINGS, every: int = 1) -> str:
+    chosen = _cases(set_name, every)
     fits = {}
-    for k in kernels:
-        with open(_path(set_name, k)) as f:
-            fits[k] = json.load(f)
+    for k in sorted({k for c, _ in settings.values() for k in c}):
+        if os.path.exists(_path(set_name, k, every)):
+            with open(_path(set_name, k, every)) as f:
+                fits[k] = json.load(f)
+            if "rows" not in fits[k]:
+                del fits[k]
+    settings = {n: v for n, v in settings.items() if all(k in fits for k in v[0])}
+    kernels = sorted(fits)
     forecast_set = chosen[0][1] is not None
     lines = []
     if forecast_set:
-        lines += [f"{len(chosen)} series of forecast.py's {set_name} split", "",
-                  "| setting | mean MASE | geo-mean MASE | 95 % cover | mean MSIS | periodic chosen "
-                  "| series screened out | wall s (sum of candidates) |",
+        import forecast
+
+        plain = [not forecast.subsets(c)["seasonal"] for _, c, _ in chosen]
+        lines += [f"{len(chosen)} series of forecast.py's {set_name} split ({sum(plain)} not in "
+                  "its seasonal subset)", "",
+                  "| candidates; guard | mean MASE | geo-mean MASE | 95 % cover | mean MSIS "
+                  "| periodic chosen (on non-seasonal) | series screened out "
+                  "| wall s (sum of candidates) |",
                   "|---|--:|--:|--:|--:|--:|--:|--:|"]
     else:
         plain = [f is False for _, _, f in chosen]
-        lines += [f"{len(chosen)} series of seasonal.py ({sum(not p for p in plain)} seasonal, "
+        lines += [f"{len(chosen)} series of seasonal.py (every {every}-th; "
+                  f"{sum(not p for p in plain)} seasonal, "
                   f"{sum(plain)} non-seasonal)", "",
                   "| setting | periodic on seasonal | periodic on non-seasonal | series screened out "
                   "| wall s |", "|---|--:|--:|--:|--:|"]
@@ -181,7 +206,8 @@ def table(set_name: str, settings=SETTINGS) -> str:
             m = m[np.isfinite(m)]
             lines.append(f"| {name} | {np.mean(m):.3f} | {np.exp(np.mean(np.log(m[m > 0]))):.3f} | "
                          f"{np.nanmean(r.coverage):.3f} | {np.nanmean(r.msis):.2f} | "
-                         f"{sum(r.periodic)} | {r.skipped_periodic} | {r.seconds:.1f} |")
+                         f"{sum(r.periodic)} ({sum(p and q for p, q in zip(r.periodic, plain))}) | "
+                         f"{r.skipped_periodic} | {r.seconds:.1f} |")
         else:
             on = np.array(r.periodic)
             seasonal_mask = np.array([f is True for _, _, f in chosen])
@@ -199,14 +225,16 @@ def main(argv=None) -> int:
     parser.add_argument("what", choices=("fit", "table"))
     parser.add_argument("--set", choices=("tune", "holdout", "seasonal"), default="tune")
     parser.add_argument("--kernels", default="rbf,matern12")
+    parser.add_argument("--every", type=int, default=1,
+                        help="the seasonal set's every k-th series only")
     parser.add_argument("--settings", default=None,
                         help="only the settings whose name contains this text")
     args = parser.parse_args(argv)
     if args.what == "fit":
-        fit(args.set, [k for k in args.kernels.split(",") if k])
+        fit(args.set, [k for k in args.kernels.split(",") if k], args.every)
         return 0
     settings = {k: v for k, v in SETTINGS.items() if args.settings is None or args.settings in k}
-    print(table(args.set, settings))
+    print(table(args.set, settings, args.every))
     return 0
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from gpcore import FitConfig, KernelChoice, Series
 from gpcore.choice import choose_fit, periodic_screen
-from gpcore.config import SCREEN_FALSE_ALARM, default_restarts
+from gpcore.config import PERIODIC_MARGIN, SCREEN_FALSE_ALARM, default_restarts
 from gpcore.result import OK, SKIPPED, FitResult
 
 N = 120
@@ -14,8 +14,9 @@ SEEDS = range(20)
 
 
 def _sine(rng, cycles=6.0, noise=0.5, n=N):
-    t = np.sort(rng.uniform(0.0, 10.0, n))
-    return t, np.sin(2 * np.pi * cycles * t / np.ptp(t)) + noise * rng.standard_normal(n)
+    t = np.linspace(0.0, 10.0, n)
+    return t, np.sin(2 * np.pi * cycles * t / np.ptp(t) + rng.uniform(0, 2 * np.pi)) \
+        + noise * rng.standard_normal(n)
 
 
 def _walk(rng, n=N):
@@ -59,13 +60,33 @@ def test_the_screen_wants_two_cycles_in_the_span():
 def test_the_screen_on_degenerate_series():
     assert not periodic_screen(np.arange(5.0), np.sin(np.arange(5.0)))  # too short to judge
     assert not periodic_screen(np.arange(50.0), np.ones(50))  # constant
-    t, y = _sine(np.random.default_rng(1))
-    y[::7] = np.nan  # missing values are dropped, not fatal
+    assert not periodic_screen(np.arange(50.0), 3.0 * np.arange(50.0))  # a line
+
+
+def test_the_screen_does_not_judge_irregular_times():
+    """Prewhitening at the index lag needs near-regular steps: a walk with
+    gaps (missing values dropped) or on random times passes unjudged, so
+    its periodic candidates are fitted as before the screen."""
+    rng = np.random.default_rng(2)
+    t, y = _walk(rng)
+    y[::7] = np.nan
     assert periodic_screen(t, y)
+    assert periodic_screen(np.sort(rng.uniform(0, 100, N)), np.cumsum(rng.standard_normal(N)))
+    # Months (28-31 days) are regular enough to judge.
+    days = np.cumsum(np.resize([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], N)).astype(float)
+    assert not periodic_screen(days, np.cumsum(rng.standard_normal(N)))
 
 
 def _fit(kernel, bic, status=OK):
     return FitResult("s", status, kernel, 100, bic=bic)
+
+
+def test_a_periodic_candidate_must_win_by_the_default_margin():
+    assert PERIODIC_MARGIN == 6.0
+    fits = [_fit("matern52", 100.0), _fit("matern52+periodic", 100.0 - 0.9 * PERIODIC_MARGIN)]
+    assert choose_fit(fits).kernel == "matern52"
+    fits[1] = _fit("matern52+periodic", 100.0 - 1.1 * PERIODIC_MARGIN)
+    assert choose_fit(fits).kernel == "matern52+periodic"
 
 
 def test_a_periodic_candidate_must_win_by_the_margin():
