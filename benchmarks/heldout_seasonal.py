@@ -239,12 +239,28 @@ class Score:
     seasonal: np.ndarray  # [n] bool
     cycles: list  # [n] true cycles in the span, None without
     period_hits: list  # [n] period_hit, None on non-seasonal
+    true_period: list  # [n] units of t, None on non-seasonal
+    fitted_period: list  # [n] gpcore's, None without one
     gpcore_s: float
     oracle_s: float
 
     def _share(self, mask) -> float:
         hits = [h for h, m in zip(self.period_hits, mask) if m]
         return float(np.mean(hits)) if hits else float("nan")
+
+    def fractions(self, mask) -> int:
+        """How many of `mask`'s series gpcore fitted at 1/2 or 1/3 of the
+        true period (within 10 %): a harmonic taken for the cycle."""
+        from seasonal_quality import period_hit
+
+        return sum(m and p is not None and period_hit(p, true, (0.5, 1 / 3))
+                   for m, p, true in zip(mask, self.fitted_period, self.true_period))
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "ids": [str(i) for i in self.measures.ids],
+                "gaps": [float(g) for g in self.measures.gaps],
+                "true_period": self.true_period, "fitted_period": self.fitted_period,
+                "cycles": self.cycles}
 
     def table(self) -> str:
         import quality
@@ -266,6 +282,8 @@ class Score:
             f"{100 * self._share(two):.1f} % of {int(two.sum())} |",
             f"| seasonal, all: period within 10 % of 1, 2 or 3 x the true one | "
             f"{100 * self._share(self.seasonal):.1f} % of {int(self.seasonal.sum())} |",
+            f"| seasonal, >= 2 cycles: period at 1/2 or 1/3 of the true one (10 %) | "
+            f"{self.fractions(two)} of {int(two.sum())} |",
             f"| gpcore fit wall s / oracle wall s (2 processes) | {self.gpcore_s:.1f} / "
             + ("cached" if self.oracle_s is None else f"{self.oracle_s:.1f}") + " |",
         ]
@@ -288,11 +306,12 @@ def check(kernel: str = "rbf+periodic", count: int | None = None, fresh: bool = 
     from gpcore import FitConfig
 
     results, seconds = heldout_oracle.fit_gpcore(FitConfig(kernel=kernel), series)
-    hits = [None if c.period is None else period_hit(fitted_period(r), c.period)
-            for c, r in zip(chosen, results)]
+    periods = [fitted_period(r) for r in results]
+    hits = [None if c.period is None else period_hit(p, c.period)
+            for c, p in zip(chosen, periods)]
     return Score(kernel, heldout_oracle.gaps(series, results, oracle["fits"]),
                  np.array([c.seasonal for c in chosen]), [c.cycles for c in chosen], hits,
-                 seconds, oracle.get("wall_s"))
+                 [c.period for c in chosen], periods, seconds, oracle.get("wall_s"))
 
 
 def main(argv=None) -> int:
@@ -303,6 +322,7 @@ def main(argv=None) -> int:
     parser.add_argument("--kernel", default="rbf+periodic", help="gpcore's kernel (any FitConfig kernel)")
     parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
     parser.add_argument("--fresh", action="store_true", help="refit the oracle, ignore its cache")
+    parser.add_argument("--out", default=None, help="--check: per-series gaps and periods (JSON)")
     args = parser.parse_args(argv)
     if args.list or not args.check:
         for c in cases(args.count):
@@ -311,7 +331,13 @@ def main(argv=None) -> int:
             print(f"{s.series_id}\t{s.t.size}\t{np.isfinite(s.y).sum()}\t{s.t[0]:g}..{s.t[-1]:g}"
                   f"\t{cycles}")
     if args.check:
-        print(check(args.kernel, args.count, args.fresh).table())
+        score = check(args.kernel, args.count, args.fresh)
+        print(score.table())
+        if args.out:
+            import json
+
+            with open(args.out, "w") as f:
+                json.dump(score.to_json(), f)
     return 0
 
 
