@@ -71,13 +71,15 @@ SETTINGS = {f"{name}; {guard}": (candidates, guard)
 
 def _cases(name: str, every: int = 1):
     """[(Series, forecast Case or None, seasonal flag or None)] of a set;
-    the seasonal set's every `every`-th series."""
+    the seasonal set's every `every`-th series, the forecast split's
+    (`every` > 1) `every` series spread over it."""
     from gpcore import Series
 
     if name in ("tune", "holdout"):
         import forecast
 
-        return [(Series(c.series_id, c.t, c.y), c, None) for c in forecast.cases(name)]
+        return [(Series(c.series_id, c.t, c.y), c, None)
+                for c in forecast.cases(name, every if every > 1 else None)]
     import seasonal
 
     return [(c.series, None, c.seasonal) for c in seasonal.cases()[::every]]
@@ -220,16 +222,20 @@ def table(set_name: str, settings=SETTINGS, every: int = 1) -> str:
 
 
 def main(argv=None) -> int:
+    global CACHE  # pylint: disable=global-statement  (one cache folder per run)
     parser = argparse.ArgumentParser(prog="benchmarks/auto_choice.py",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("what", choices=("fit", "table"))
     parser.add_argument("--set", choices=("tune", "holdout", "seasonal"), default="tune")
     parser.add_argument("--kernels", default="rbf,matern12")
     parser.add_argument("--every", type=int, default=1,
-                        help="the seasonal set's every k-th series only")
+                        help="the seasonal set's every k-th series only; on a forecast split, "
+                             "k series spread over it")
+    parser.add_argument("--cache", default=CACHE, help="folder of the per-kernel fits")
     parser.add_argument("--settings", default=None,
                         help="only the settings whose name contains this text")
     args = parser.parse_args(argv)
+    CACHE = args.cache
     if args.what == "fit":
         fit(args.set, [k for k in args.kernels.split(",") if k], args.every)
         return 0
