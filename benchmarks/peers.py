@@ -11,9 +11,11 @@ span and median spacing h of t (units of t):
   about 3x slower: docs/design.md, "Measured facts");
 - periodic: ExpSineSquared, exp(-2 sin^2(pi d / p) / l^2) as in sklearn's
   source, the same parametrisation as TFP's ExpSinSquared (l unitless);
-  initial period span/8 with bounds 2 h to span, a plain default: a user
-  does not look for the period in the data first (gpcore does: its grid
-  starts from periodogram peaks); initial l 1, bounds 1e-2 to 1e2 (gpcore's).
+  initial period span/8 (within the bounds) with bounds h to span/2,
+  gpcore's (a cycle must be seen at least twice: docs/design.md, "Periods
+  the data can support"), a plain default start: a user does not look for
+  the period in the data first (gpcore does: its grid starts from
+  periodogram peaks); initial l 1, bounds 1e-2 to 1e2 (gpcore's).
 Small matrices want one BLAS thread per process, and two processes on two
 cores (same section): `nlls` runs a pool set up that way.
 """
@@ -32,7 +34,7 @@ DESCRIPTION = ("ConstantKernel * RBF(span/10, bounds span/1000..10 span) + White
 # The sums' peer, as DESCRIPTION is the single RBF's (cache keys name it).
 SEASONAL_DESCRIPTION = ("ConstantKernel * RBF(span/10, bounds span/1000..10 span) "
                         "+ ConstantKernel * ExpSineSquared(l 1, bounds 1e-2..1e2; period span/8, "
-                        "bounds 2 spacing..span) + WhiteKernel(0.1), normalize_y, L-BFGS-B")
+                        "bounds spacing..span/2) + WhiteKernel(0.1), normalize_y, L-BFGS-B")
 DESCRIPTIONS = {"rbf": DESCRIPTION, "rbf+periodic": SEASONAL_DESCRIPTION}
 
 
@@ -52,12 +54,14 @@ def _component(name: str, t: np.ndarray):
     gaps = np.diff(t)
     spacing = float(np.median(gaps[gaps > 0])) if np.any(gaps > 0) else span
     length = dict(length_scale=span / 10, length_scale_bounds=(span / 1000, 10 * span))
+    # gpcore's period bounds (gpcore/starts.py): a cycle seen at least twice.
+    periods = (min(spacing, span / 4), span / 2)
     shapes = {
         "rbf": lambda: RBF(**length),
         "matern52": lambda: Matern(nu=2.5, **length),
         "periodic": lambda: ExpSineSquared(
-            length_scale=1.0, length_scale_bounds=(1e-2, 1e2), periodicity=span / 8,
-            periodicity_bounds=(min(2 * spacing, span / 2), span)),
+            length_scale=1.0, length_scale_bounds=(1e-2, 1e2),
+            periodicity=float(np.clip(span / 8, *periods)), periodicity_bounds=periods),
     }
     # Amplitudes are in standardised units (normalize_y): the data variance
     # is 1, so these bounds leave four or more decades either side.

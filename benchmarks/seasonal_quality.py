@@ -1,8 +1,12 @@
 """Kernel sums on the seasonal set (benchmarks/seasonal.py): gpcore against
 the scikit-learn peer, the periods found, and what kernel "auto" chooses.
 
-    python benchmarks/seasonal_quality.py [--kernel rbf+periodic] [--fresh]
-        [--candidates rbf,matern52,rbf+periodic,matern52+periodic] [--no-auto]
+    python benchmarks/seasonal_quality.py [--set seasonal|tuning] [--every K]
+        [--kernel rbf+periodic] [--fresh] [--plain] [--candidates rbf,matern52,rbf+periodic,matern52+periodic]
+        [--no-auto]
+
+`--set tuning` judges the harmonic-rich tuning set of
+benchmarks/seasonal_tuning.py instead of the seasonal set.
 
 Measures (gap = nll_gpcore - nll_sklearn, nats, raw units; quality.py):
 - on every seasonal series (synthetic and real), gpcore's `--kernel` against
@@ -11,7 +15,10 @@ Measures (gap = nll_gpcore - nll_sklearn, nats, raw units; quality.py):
 - on the synthetic seasonal series, the share whose fitted period is within
   PERIOD_TOLERANCE of the true period or of 2 or 3 times it (a multiple
   still repeats the cycle; a fraction does not), and of the true period
-  alone, for gpcore and for the peer;
+  alone, for gpcore and for the peer; also on those with at least 2 cycles
+  (a longer period is outside both sides' bounds, [spacing, span/2]);
+- with `--plain`, on the non-seasonal series, gpcore's `--kernel` against
+  the same peer: the count worse by > quality.BAD_GAP;
 - kernel "auto" with `--candidates`: the share of seasonal series for which
   it picks a candidate with a periodic part, and of non-seasonal ones for
   which it picks one without;
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import os
 import sys
 import time
@@ -39,6 +47,13 @@ import seasonal  # noqa: E402
 
 PEER_KERNEL = "rbf+periodic"
 CACHE = os.path.join(HERE, "results", "seasonal-sklearn.json")
+# The sets this script judges: name -> (module building the cases, the
+# peer's cache for its seasonal series, for its non-seasonal ones).
+SETS = {
+    "seasonal": ("seasonal", CACHE, os.path.join(HERE, "results", "seasonal-plain-sklearn.json")),
+    "tuning": ("seasonal_tuning", os.path.join(HERE, "results", "seasonal-tuning-sklearn.json"),
+               os.path.join(HERE, "results", "seasonal-tuning-plain-sklearn.json")),
+}
 PERIOD_TOLERANCE = 0.10  # relative
 PERIOD_MULTIPLES = (1, 2, 3)
 CANDIDATES = ("rbf", "matern52", "rbf+periodic", "matern52+periodic")
@@ -65,7 +80,8 @@ class SeasonalComparison(quality.GapMeasures):
 
     Attributes:
       kernel: gpcore's kernel against the peer's PEER_KERNEL.
-      ids: [n] seasonal series ids; real: [n] bool; true_period: [n] (units of t).
+      ids: [n] seasonal series ids; real: [n] bool; true_period: [n] (units of t);
+      cycles: [n] true cycles per span.
       gaps: [n] nll_gpcore - nll_sklearn (quality.gaps).
       period_gpcore, period_sklearn: [n] fitted periods, None where none.
       gpcore_s, sklearn_s: wall seconds of the fits (sklearn_s: its pool's
@@ -76,19 +92,32 @@ class SeasonalComparison(quality.GapMeasures):
     ids: list
     real: np.ndarray
     true_period: np.ndarray
+    cycles: np.ndarray
     gaps: np.ndarray
     period_gpcore: list
     period_sklearn: list
     gpcore_s: float
     sklearn_s: float | None
 
-    def period_rate(self, side: str, multiples=PERIOD_MULTIPLES) -> float:
-        """Share of synthetic seasonal series whose period `side` ("gpcore"
-        or "sklearn") found is a hit (period_hit)."""
+    def period_rate(self, side: str, multiples=PERIOD_MULTIPLES, min_cycles: float = 0.0) -> float:
+        """Share of synthetic seasonal series with at least `min_cycles`
+        cycles whose period `side` ("gpcore" or "sklearn") found is a hit
+        (period_hit)."""
         periods = getattr(self, f"period_{side}")
         hits = [period_hit(p, true, multiples)
-                for p, true, real in zip(periods, self.true_period, self.real) if not real]
-        return float(np.mean(hits))
+                for p, true, real, cycles in zip(periods, self.true_period, self.real, self.cycles)
+                if not real and cycles >= min_cycles]
+        return float(np.mean(hits)) if hits else float("nan")
+
+
+@dataclasses.dataclass
+class PlainComparison(quality.GapMeasures):
+    """gpcore's `kernel` against the peer on non-seasonal series: ids [n],
+    gaps [n] (quality.gaps)."""
+
+    kernel: str
+    ids: list
+    gaps: np.ndarray
 
 
 @dataclasses.dataclass
@@ -126,21 +155,55 @@ def _fit(config, series):
     return results, time.perf_counter() - start
 
 
-def compare(kernel: str = PEER_KERNEL, fresh: bool = False, cases=None) -> SeasonalComparison:
+def set_cases(name: str = "seasonal", every: int = 1):
+    """(cases, the peer's cache for their seasonal series, for the others)
+    of the set called `name` (SETS); every > 1: every `every`-th seasonal
+    and non-seasonal case only (a sample for a busy machine: the peer takes
+    7 CPU seconds a series), with caches of their own."""
+    module, seasonal_cache, plain_cache = SETS[name]
+    cases = importlib.import_module(module).cases()
+    if every > 1:
+        cases = ([c for c in cases if c.seasonal][::every]
+                 + [c for c in cases if not c.seasonal][::every])
+        seasonal_cache, plain_cache = (path.replace(".json", f"-every{every}.json")
+                                       for path in (seasonal_cache, plain_cache))
+    return cases, seasonal_cache, plain_cache
+
+
+def compare(kernel: str = PEER_KERNEL, fresh: bool = False, cases=None,
+            cache: str = CACHE) -> SeasonalComparison:
     """Fits the seasonal series of `cases` (default: the seasonal set) with
     gpcore (FitConfig defaults but `kernel`) and compares with the peer
-    (cached in CACHE unless `fresh`)."""
+    (cached in `cache` unless `fresh`)."""
     cases = [c for c in (seasonal.cases() if cases is None else cases) if c.seasonal]
     series = [c.series for c in cases]
-    peer = quality.peer_fits(series, None if fresh else CACHE, PEER_KERNEL)  # before TF starts
+    peer = quality.peer_fits(series, None if fresh else cache, PEER_KERNEL)  # before TF starts
 
     from gpcore import FitConfig
 
     results, gpcore_s = _fit(FitConfig(kernel=kernel), series)
     return SeasonalComparison(
         kernel, [s.series_id for s in series], np.array([c.real for c in cases]),
-        np.array([c.period for c in cases]), quality.gaps(results, peer["nll"]),
+        np.array([c.period for c in cases]),
+        np.array([np.ptp(c.series.t) / c.period for c in cases]),
+        quality.gaps(results, peer["nll"]),
         [fitted_period(r) for r in results], peer["period"], gpcore_s, peer.get("wall_s"))
+
+
+def plain_peer(cases, cache: str | None) -> list:
+    """[nll or None] of the peer on the non-seasonal series of `cases`
+    (cached in `cache` unless None)."""
+    return quality.peer_fits([c.series for c in cases if not c.seasonal], cache, PEER_KERNEL)["nll"]
+
+
+def compare_plain(kernel: str, cases, peer_nll) -> PlainComparison:
+    """gpcore's `kernel` against the peer (plain_peer) on the non-seasonal
+    series of `cases`."""
+    from gpcore import FitConfig
+
+    series = [c.series for c in cases if not c.seasonal]
+    results, _ = _fit(FitConfig(kernel=kernel), series)
+    return PlainComparison(kernel, [s.series_id for s in series], quality.gaps(results, peer_nll))
 
 
 def choose(candidates=CANDIDATES, cases=None) -> AutoChoice:
@@ -156,7 +219,8 @@ def choose(candidates=CANDIDATES, cases=None) -> AutoChoice:
                       [k for k, c in zip(kernels, cases) if not c.seasonal], seconds)
 
 
-def table(c: SeasonalComparison, auto: AutoChoice | None = None) -> str:
+def table(c: SeasonalComparison, auto: AutoChoice | None = None,
+          plain: PlainComparison | None = None) -> str:
     """The Markdown table of benchmarks/RESULTS.md, then the worst series."""
     synthetic = int((~c.real).sum())
     rows = [
@@ -174,9 +238,18 @@ def table(c: SeasonalComparison, auto: AutoChoice | None = None) -> str:
         f"| period within {100 * PERIOD_TOLERANCE:.0f} % of the true one | "
         f"{100 * c.period_rate('gpcore', (1,)):.1f} % | "
         f"{100 * c.period_rate('sklearn', (1,)):.1f} % |",
+        f"| period within {100 * PERIOD_TOLERANCE:.0f} % of 1, 2 or 3 x the true one, "
+        f"{int(((~c.real) & (c.cycles >= 2)).sum())} synthetic with >= 2 cycles | "
+        f"{100 * c.period_rate('gpcore', min_cycles=2):.1f} % | "
+        f"{100 * c.period_rate('sklearn', min_cycles=2):.1f} % |",
+        f"| worse by > 5 nats | {int(np.sum(c.gaps > 5))} | (reference) |",
         f"| fit wall time, s | {c.gpcore_s:.1f} | "
         + ("cached" if c.sklearn_s is None else f"{c.sklearn_s:.1f} (2 processes)") + " |",
     ]
+    if plain is not None:
+        rows += [f"| {plain.kernel} on {len(plain.ids)} non-seasonal series: worse by > "
+                 f"{quality.BAD_GAP:g} nat / within {quality.TOLERANCE} nats | "
+                 f"{plain.worse_than_bad_gap} / {100 * plain.share_within:.1f} % | (reference) |"]
     if auto is not None:
         rows += [
             f"| auto ({', '.join(auto.candidates)}): periodic choice on "
@@ -195,16 +268,26 @@ def table(c: SeasonalComparison, auto: AutoChoice | None = None) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/seasonal_quality.py",
                                      description=__doc__.split("\n")[0])
+    parser.add_argument("--set", default="seasonal", choices=sorted(SETS),
+                        help="the seasonal set, or the harmonic-rich tuning set")
     parser.add_argument("--kernel", default=PEER_KERNEL, help="gpcore's kernel against the peer")
+    parser.add_argument("--every", type=int, default=1,
+                        help="judge every k-th series of the set only (its own peer cache)")
+    parser.add_argument("--plain", action="store_true",
+                        help="also compare --kernel with the peer on the non-seasonal series")
     parser.add_argument("--candidates", default=",".join(CANDIDATES),
                         help="kernel 'auto' candidates, comma-separated")
     parser.add_argument("--no-auto", action="store_true", help="skip the kernel 'auto' part")
     parser.add_argument("--fresh", action="store_true",
                         help=f"refit scikit-learn instead of reusing {os.path.relpath(CACHE)}")
     args = parser.parse_args(argv)
-    comparison = compare(args.kernel, args.fresh)
-    auto = None if args.no_auto else choose(tuple(args.candidates.split(",")))
-    print(table(comparison, auto))
+    cases, seasonal_cache, plain_cache = set_cases(args.set, args.every)
+    # The peer's fits first, before TensorFlow starts here.
+    plain_nll = plain_peer(cases, None if args.fresh else plain_cache) if args.plain else None
+    comparison = compare(args.kernel, args.fresh, cases, seasonal_cache)
+    plain = compare_plain(args.kernel, cases, plain_nll) if args.plain else None
+    auto = None if args.no_auto else choose(tuple(args.candidates.split(",")), cases)
+    print(table(comparison, auto, plain))
     return 0
 
 

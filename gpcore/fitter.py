@@ -141,12 +141,16 @@ class GPFitter(tf.Module):
 
         # A restart runs only where its series' grid has that many other basins.
         active = rank <= tf.gather(other_basins, group)
-        probes = (functools.partial(self._probe_restarts, feature, pieces, y, mask, lower, upper,
-                                    group) if starts.has_length_axis(self.kernel) else None)
+        probes = None
+        if starts.has_length_axis(self.kernel):
+            probes = functools.partial(self._probe_restarts, feature, pieces, y, mask, lower,
+                                       upper, group)
+        elif self.kernel.has_period:
+            probes = functools.partial(self._period_restarts, pieces, lower, upper, group)
         result = newton.minimize(evaluate, position, lower, upper,
                                  self.config.max_iterations, self.config.tolerance,
                                  groups=group, merge_within=MERGE_WITHIN, active=active,
-                                 restart=probes)
+                                 restart=probes, eigen_floor=_eigen_floor(self.kernel))
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)
@@ -222,11 +226,7 @@ class GPFitter(tf.Module):
         """
         series = tf.shape(y)[0]
         n_members = tf.shape(group)[0]
-        value = _finite_or_inf(value)
-        lowest = tf.math.unsorted_segment_min(value, group, series)                # [B]
-        best = tf.minimum(tf.math.unsorted_segment_min(
-            tf.where(tf.equal(value, tf.gather(lowest, group)), tf.range(n_members), n_members),
-            group, series), n_members - 1)                                         # [B]
+        lowest, best = _series_best(value, group, series)                          # [B] each
         optimum, lo, hi = (tf.reshape(tf.gather(v, best), [-1, len(self.parameters)])
                            for v in (position, lower, upper))                   # [B, P]
         rows = tf.clip_by_value(optimum[:, None, :-1] + np.log(starts.PROBE_LENGTHS)[None, :, None],
@@ -244,6 +244,28 @@ class GPFitter(tf.Module):
         found = tf.reduce_min(chosen_values, axis=-1) < lowest - self.config.tolerance  # [B]
         start = tf.gather(chosen, tf.argmin(chosen_values, axis=-1, output_type=tf.int32),
                           batch_dims=1)                                            # [B, P]
+        again = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None], found)
+        return again, tf.gather(start, group)
+
+    def _period_restarts(self, pieces, lower, upper, group, position, value):
+        """Newton's restart hook for kernels with a period: each series'
+        optimum with a periodic component's period x 2 or 3
+        (starts.period_probes), scored on the whole series; where one is
+        lower than the optimum, the series' best member runs again from it
+        (docs/design.md, "Sums of kernels"). Returns (again [C] bool,
+        start [C, P]); arguments as `_probe_restarts`'."""
+        series = tf.shape(pieces.y)[0]
+        n_members = tf.shape(group)[0]
+        lowest, best = _series_best(value, group, series)                          # [B] each
+        optimum, lo, hi = (tf.reshape(tf.gather(v, best), [-1, len(self.parameters)])
+                           for v in (position, lower, upper))                   # [B, P]
+        offsets = tf.constant(starts.period_probes(self.kernel), DTYPE)            # [Q, K]
+        rows = tf.clip_by_value(optimum[:, None, :-1] + offsets[None],
+                                lo[:, None, :-1], hi[:, None, :-1])              # [B, Q, K]
+        scored = _finite_or_inf(self._grid_values(pieces, rows, optimum[:, -1:])[..., 0])  # [B, Q]
+        pick = tf.argmin(scored, axis=-1, output_type=tf.int32)
+        found = tf.gather(scored, pick, batch_dims=1) < lowest - self.config.tolerance  # [B]
+        start = tf.concat([tf.gather(rows, pick, batch_dims=1), optimum[:, -1:]], axis=-1)
         again = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None], found)
         return again, tf.gather(start, group)
 
@@ -434,6 +456,26 @@ def _feature(kernel, t):
     first point, 1 at its last: its centre, from which a kernel of the
     times measures them, is at CENTRE), from distances computed once."""
     return kernel.feature(distances(t, t), t - CENTRE, t - CENTRE)
+
+
+def _eigen_floor(kernel) -> float:
+    """Newton's eigenvalue floor: sums and periodic kernels have ridges
+    where a component fades (newton.RIDGE_EIGEN_FLOOR); the others keep
+    the floor they were measured with."""
+    return newton.RIDGE_EIGEN_FLOOR if kernel.has_period or len(components(kernel)) > 1 \
+        else newton.EIGEN_FLOOR
+
+
+def _series_best(value, group, series):
+    """(lowest value [B], its member [B]) of each series' members; value
+    [C] (NaN counts as +inf), group [C] each member's series."""
+    n_members = tf.shape(group)[0]
+    value = _finite_or_inf(value)
+    lowest = tf.math.unsorted_segment_min(value, group, series)
+    best = tf.minimum(tf.math.unsorted_segment_min(
+        tf.where(tf.equal(value, tf.gather(lowest, group)), tf.range(n_members), n_members),
+        group, series), n_members - 1)
+    return lowest, best
 
 
 def summed_work(fitters) -> dict:

@@ -37,6 +37,11 @@ LENGTH_BOUNDS = (0.25, 1e-3, 10.0)
 # ExpSinSquared's length scale is unitless (relative to the sine).
 PERIODIC_LENGTH_GRID = (0.7, 2.0)
 PERIODIC_LENGTH_BOUNDS = (1e-2, 1e2)
+# Periods from 1 median spacing to half the span: a cycle must be seen at
+# least twice to be told from a trend (a longer "period" wraps the series'
+# end round to its start in a forecast). A fit held at a bound reports
+# at_bound (docs/design.md, "Periods the data can support").
+PERIOD_BOUNDS = (1.0, 0.5)  # (median spacings, spans)
 PERIODS = 3            # periodogram peaks scored as candidate periods
 PERIODOGRAM_OVERSAMPLE = 4  # frequency steps per 1/span: peaks are ~1/span wide
 PERIODOGRAM_MAX_FREQUENCIES = 20000
@@ -76,6 +81,16 @@ BASIN_WITHIN = 10.0
 PROBE_LENGTHS = (0.6, 0.75, 1.33, 1.66)
 PROBE_NOISES = (0.3, 1.0)
 PROBES_RESCORED = 1
+# Period probes, for kernels with a periodic part: a sharp cycle (a ramp, a
+# pulse) has strong harmonics, and the fit can settle on half or a third of
+# the true period, where the likelihood has a basin too; a period p/m is a
+# special case of p, so p with a matching shape is never worse; and a fit
+# at 3p can lie 12 nats above one at 2p. After Newton the fitter scores
+# each periodic component's period x PERIOD_PROBE_MULTIPLES, with its length
+# scale x 1 / multiple (the same smoothness in units of t) and x 1, on the
+# whole series, and Newton runs on from the best where it is lower
+# (docs/design.md, "Sums of kernels").
+PERIOD_PROBE_MULTIPLES = (2.0, 3.0, 1 / 2, 3 / 2, 2 / 3, 1 / 3)
 
 
 def grid_piece_points(kernel: Kernel) -> int:
@@ -92,8 +107,30 @@ def has_length_axis(kernel: Kernel) -> bool:
 
 def probe_count(kernel: Kernel) -> int:
     """Probes around each optimum: PROBE_LENGTHS x PROBE_NOISES for a kernel
-    with a length axis, else none."""
+    with a length axis, period_probes' rows for one with a period."""
+    if kernel.has_period:
+        return len(period_probes(kernel))
     return len(PROBE_LENGTHS) * len(PROBE_NOISES) if has_length_axis(kernel) else 0
+
+
+def period_probes(kernel: Kernel) -> np.ndarray:
+    """[Q, K] log offsets from an optimum's kernel parameters (the noise
+    ratio is kept): for each periodic component and each multiple m of
+    PERIOD_PROBE_MULTIPLES, its period x m with its length scale x 1/m and
+    x 1."""
+    names = kernel.parameters
+    rows = []
+    for c, base in enumerate(components(kernel)):
+        if not base.has_period:
+            continue
+        suffix = f"_{c}" if len(components(kernel)) > 1 else ""
+        period, length = names.index(f"period{suffix}"), names.index(f"length_scale{suffix}")
+        for m in PERIOD_PROBE_MULTIPLES:
+            for shrink in (1.0 / m, 1.0):
+                row = np.zeros(len(names))
+                row[period], row[length] = np.log(m), np.log(shrink)
+                rows.append(row)
+    return np.array(rows).reshape(-1, len(names))
 
 
 def grid_shape(kernel: Kernel) -> tuple[int, int]:
@@ -139,8 +176,8 @@ def bounds(kernel: Kernel, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             lower.append(VARIANCE_RATIO_BOUNDS[0])
             upper.append(VARIANCE_RATIO_BOUNDS[1])
         if base.has_period:
-            lower += [PERIODIC_LENGTH_BOUNDS[0], h]
-            upper += [PERIODIC_LENGTH_BOUNDS[1], 1.0]
+            lower += [PERIODIC_LENGTH_BOUNDS[0], min(PERIOD_BOUNDS[0] * h, PERIOD_BOUNDS[1] / 2)]
+            upper += [PERIODIC_LENGTH_BOUNDS[1], PERIOD_BOUNDS[1]]
         elif base.parameters:
             lower.append(_shortest_length_scale(h))
             upper.append(LENGTH_BOUNDS[2])
@@ -161,7 +198,7 @@ def search_grid(kernel: Kernel, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarra
     if not kernel.parameters:  # linear: one row of no parameters
         return np.zeros((1, 0)), noise
     if kernel.has_period:
-        periods = _repeated(periodogram_peaks(t, y, PERIODS))
+        periods = _repeated(periodogram_peaks(t, y, PERIODS, shortest_cycles=1 / PERIOD_BOUNDS[1]))
         rows = [(np.log(l), np.log(p)) for p in periods for l in PERIODIC_LENGTH_GRID]
         return np.array(rows), noise
     rows = _length_grid(t, LENGTH_GRID_SIZE, LENGTH_GRID_SPAN)
@@ -187,7 +224,8 @@ def _sum_grid(parts, t: np.ndarray, y: np.ndarray) -> np.ndarray:
     # The trend would dominate the periodogram's low frequencies: remove a
     # line first, and look for cycles seen at least twice.
     detrended = y - np.polyval(np.polyfit(t, y, 1), t)
-    periods = _repeated(periodogram_peaks(t, detrended, PERIODS, shortest_cycles=2.0))
+    periods = _repeated(periodogram_peaks(t, detrended, PERIODS,
+                                          shortest_cycles=1 / PERIOD_BOUNDS[1]))
     options = []
     for c, base in enumerate(parts):
         if base.has_period:

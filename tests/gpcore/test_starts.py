@@ -19,7 +19,23 @@ def test_bounds_follow_the_data_spacing_and_span(rng):
     assert np.exp(hi_dense[0]) == pytest.approx(10.0)
     assert np.exp([lo_dense[-1], hi_dense[-1]]) == pytest.approx(starts.NOISE_BOUNDS)
     lo_p, hi_p = starts.bounds(kernel_named("periodic"), sparse)
-    assert np.exp(lo_p[1]) == pytest.approx(0.1) and np.exp(hi_p[1]) == pytest.approx(1.0)
+    # Periods from one spacing to half the span: a cycle seen at least twice.
+    assert np.exp(lo_p[1]) == pytest.approx(0.1) and np.exp(hi_p[1]) == pytest.approx(0.5)
+    lo_s, hi_s = starts.bounds(kernel_named("rbf+periodic"), sparse)
+    assert np.exp([lo_s[3], hi_s[3]]) == pytest.approx([0.1, 0.5])
+
+
+def test_period_probes_multiply_each_periodic_component_s_period():
+    kernel = kernel_named("rbf+periodic")  # length_scale_0, variance_ratio_1, length_scale_1, period_1
+    offsets = np.exp(starts.period_probes(kernel))
+    multiples = starts.PERIOD_PROBE_MULTIPLES
+    assert {2.0, 3.0} <= set(multiples)
+    assert offsets.shape == (2 * len(multiples), 4) == (starts.probe_count(kernel), 4)
+    # period x each multiple m, with its length scale x 1/m or unchanged; the rest unchanged
+    expected = [[1, 1, shrink, m] for m in multiples for shrink in (1 / m, 1)]
+    np.testing.assert_allclose(offsets, expected)
+    assert starts.period_probes(kernel_named("periodic+rbf+periodic")).shape == (
+        4 * len(multiples), 7)
 
 
 @pytest.mark.parametrize("name", ["rbf", "periodic", "rbf+periodic", "matern52+rbf+periodic"])

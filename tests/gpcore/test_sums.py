@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import gp_reference as ref
-from gpcore import FitConfig, GPFitter, KernelChoice, Series, build_fitter
+from gpcore import FitConfig, GPFitter, KernelChoice, Series, build_fitter, starts
 from gpcore.predict import predict
 
 
@@ -63,6 +63,57 @@ def test_sum_is_traced_once_and_predicts_with_its_components(seasonal_series, su
            - np.einsum("mn,nm->m", cross, np.linalg.solve(cov, cross.T)))
     np.testing.assert_allclose(mean, expected, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(std, np.sqrt(np.maximum(var, 0.0)), rtol=1e-5, atol=1e-7)
+
+
+def _harmonic_cycle(rng, n=150, span=100.0, period=20.0):
+    """(t, y): a cycle whose 2nd, 3rd and 4th harmonics outweigh its
+    fundamental, plus a slope and noise sd 0.2."""
+    t = np.sort(rng.uniform(0.0, span, n))
+    phi = 2 * np.pi * t / period + rng.uniform(0, 2 * np.pi)
+    y = (0.3 * np.sin(phi) + np.sin(2 * phi) + 0.8 * np.sin(3 * phi + 1)
+         + 0.6 * np.sin(4 * phi + 2) + 0.01 * t + 0.2 * rng.standard_normal(n))
+    return t, y
+
+
+@pytest.mark.parametrize("name", ["rbf+periodic", "periodic"])
+def test_a_cycle_whose_periodogram_peaks_at_a_harmonic_is_fitted_at_its_period(name):
+    # The grid's periods are the periodogram's top 3 peaks, here half, a
+    # third and a quarter of the period: Newton settled at half of it, 50-100
+    # nats worse, until the period probes (x 2, x 3 from the optimum) ran.
+    rng = np.random.default_rng(0)
+    series = [Series(f"h{i}", *_harmonic_cycle(rng)) for i in range(4)]
+    for s in series:
+        t = (s.t - s.t[0]) / np.ptp(s.t)
+        peaks = starts.periodogram_peaks(t, s.y - np.polyval(np.polyfit(t, s.y, 1), t), 3, 2.0)
+        assert abs(peaks[0] * np.ptp(s.t) / 10.0 - 1) < 0.05  # the top peak: half the period
+        assert not np.any(np.abs(peaks * np.ptp(s.t) / 20.0 - 1) < 0.1)  # the period: not in the top 3
+    for fit in GPFitter(FitConfig(kernel=name)).fit(series):
+        period = [c["period"] for c in fit.components if c["period"] is not None][0]
+        assert abs(period / 20.0 - 1) < 0.02, (fit.series_id, period)
+
+
+@pytest.mark.parametrize("name", ["rbf+periodic", "periodic"])
+def test_periods_stay_within_half_the_span_and_a_fit_held_there_says_at_bound(name):
+    # 1.8 cycles of a sine: the likelihood wants the true period, 0.56 of
+    # the span, beyond the bound (a cycle must be seen twice).
+    rng = np.random.default_rng(5)
+    series = []
+    for cycles in (1.8, 2.5, 6.0):
+        t = np.sort(rng.uniform(0.0, 30.0, 80))
+        series.append(Series(f"c{cycles}", t, np.sin(2 * np.pi * cycles * t / 30.0)
+                             + 0.05 * rng.standard_normal(80)))
+    fits = GPFitter(FitConfig(kernel=name)).fit(series)
+    for s, fit in zip(series, fits):
+        period = [c["period"] for c in fit.components if c["period"] is not None][0]
+        assert period <= 0.5 * np.ptp(s.t) * (1 + 1e-9), fit.series_id
+    held = fits[0]
+    if name == "periodic":  # the sum's rbf may take the cycle and its periodic part another
+        assert held.period == pytest.approx(0.5 * np.ptp(series[0].t), rel=1e-6)
+    if held.components[-1]["period"] >= 0.5 * np.ptp(series[0].t) * (1 - 1e-6):
+        assert held.at_bound
+    # Within the bounds the true period is found, not flagged.
+    for s, fit, cycles in zip(series[1:], fits[1:], (2.5, 6.0)):
+        assert fit.components[-1]["period"] == pytest.approx(30.0 / cycles, rel=0.03)
 
 
 def test_auto_picks_by_bic_and_reports_the_margin(seasonal_series):
