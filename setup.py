@@ -16,6 +16,18 @@ INSTALL_REQUIRES = [
     f"apache-beam=={BEAM_VERSION}",
 ]
 
+# The forecast benchmark's peers and the held-out sets' data (benchmarks/
+# forecast.py, heldout_real.py): test-only, the smoke tests run them.
+# statsforecast 2.x and fugue 0.9.6+ require pandas < 3; 1.7.8 with fugue
+# 0.9.4 install beside pandas 3.1 and pass `pip check`.
+FORECAST = [
+    "statsforecast==1.7.8",  # AutoETS, AutoARIMA, SeasonalNaive (pulls numba)
+    "fugue==0.9.4",  # statsforecast's dependency, held where it accepts pandas 3
+    "statsmodels==0.15.0",  # bundled data sets (statsmodels.datasets)
+    "pmdarima==2.1.1",  # bundled data sets (heartrate, msft)
+    "vega_datasets==0.9.0",  # bundled local data sets
+]
+
 EXTRAS_REQUIRE = {
     "gcp": [f"apache-beam[gcp]=={BEAM_VERSION}"],
     "report": ["matplotlib==3.11.2"],
@@ -28,6 +40,7 @@ EXTRAS_REQUIRE = {
         "duckdb==2.0.1",  # reads the output's components as the README shows
         "polars==2.1.0",  # one of the README's readers of the output folder
         f"apache-beam[gcp]=={BEAM_VERSION}",  # Dataflow dry-run tests
+        *FORECAST,
     ],
 }
 
