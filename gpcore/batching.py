@@ -27,7 +27,7 @@ LENGTH_QUANTUM = 8
 SECONDS_PER_CALL = 15.0
 
 # Calibration of `cost`, measured on this project's 2-core machines with one
-# TensorFlow thread (docs/design.md, "Cost of a fit"): the flop count below
+# TensorFlow thread (docs/design.md, "Cost per kernel"): the flop count below
 # at 15 GFLOP/s, times a measured factor per kernel structure, plus about a
 # millisecond of Python work per series.
 FLOPS_PER_SECOND = 1.5e10
@@ -37,14 +37,14 @@ SECONDS_PER_SERIES = 1e-3
 # (what the count misses: the periodic kernel's sin, a sum's elementwise
 # passes, per-step overhead). Measured by
 #   python benchmarks/cost.py --count 400 --kernels rbf,matern32,matern52,periodic
-#   python benchmarks/cost.py --count 60 --kernels rbf+periodic (and matern52+periodic)
-# on benchmarks/realdata.py's and benchmarks/seasonal.py's sets, the larger of
-# the two sets' figures (docs/design.md, "Cost of a fit"). A structure not
-# measured takes the dearest figures (a sum with a period): the safe side.
+#   python benchmarks/cost.py --count 60 --kernels rbf+periodic
+# on benchmarks/realdata.py's and benchmarks/seasonal.py's sets: the larger
+# of the two sets' figures (docs/design.md, "Cost per kernel"). A structure
+# not measured takes the dearest figures (a sum with a period): the safe side.
 COST_FIGURES = {
     (1, False): (4.8, 2.0),   # rbf, matern32, matern52
     (1, True): (8.3, 2.1),    # periodic
-    (2, True): (38.1, 2.1),   # rbf+periodic, matern52+periodic
+    (2, True): (49.8, 2.0),   # rbf+periodic, matern52+periodic
 }
 DEAREST = (2, True)
 # Restarts to other basins of a length-scale grid run only where the grid
