@@ -46,7 +46,7 @@ EXTRAS_REQUIRE = {
 
 setup(
     name="gpfit",
-    version="0.4.0",
+    version="0.5.0",
     description="Fit Gaussian-process hyperparameters to many time series with Apache Beam.",
     python_requires=">=3.11,<3.12",
     packages=find_packages(include=["gpcore", "gpcore.*", "pipeline", "pipeline.*"]),

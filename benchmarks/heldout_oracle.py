@@ -18,8 +18,6 @@ fitter's own nll (counted in `Gaps.own_nll`).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
 import os
 import sys
@@ -136,17 +134,9 @@ def oracle_fits(series, kernel: str, cache: str | None) -> dict:
     oracle set-up and scikit-learn version (a hash of them is its key)."""
     import multiprocessing
 
-    import sklearn
-
-    key = hashlib.sha256(json.dumps(
-        [DESCRIPTIONS[kernel], sklearn.__version__, REFERENCE_RESTARTS,
-         [[str(s.series_id), s.t.tolist(), np.nan_to_num(s.y, nan=1e308).tolist()]
-          for s in series]]).encode()).hexdigest()
-    if cache and os.path.exists(cache):
-        with open(cache) as f:
-            saved = json.load(f)
-        if saved.get("key") == key:
-            return saved
+    key, saved = quality.cached(cache, DESCRIPTIONS[kernel], series)
+    if saved is not None:
+        return saved
     tasks = [(s.t, s.y, kernel, REFERENCE_RESTARTS, seed) for seed, s in enumerate(series)]
     saved_env = {name: os.environ.get(name) for name in peers.BLAS_THREAD_VARIABLES}
     peers.one_blas_thread()  # spawned workers read it before their numpy loads
@@ -162,10 +152,7 @@ def oracle_fits(series, kernel: str, cache: str | None) -> dict:
             else:
                 os.environ[name] = value
     out = {"key": key, "kernel": kernel, "fits": fits, "wall_s": time.perf_counter() - start}
-    if cache:
-        os.makedirs(os.path.dirname(os.path.abspath(cache)), exist_ok=True)
-        with open(cache, "w") as f:
-            json.dump(out, f)
+    quality.save(cache, out)
     return out
 
 

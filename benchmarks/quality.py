@@ -95,26 +95,41 @@ def peer_fits(series, cache: str | None = None, kernel: str = "rbf") -> dict:
     series, peer set-up and scikit-learn version (else they are computed and
     written there): the peer's fits take minutes, gpcore's seconds.
     """
+    key, saved = cached(cache, peers.DESCRIPTIONS[kernel], series)
+    if saved is not None:
+        return saved
+    start = time.perf_counter()
+    out = peers.nlls([(s.t, s.y) for s in series], REFERENCE_RESTARTS, kernel=kernel)
+    fits = {"key": key, "nll": [o[0] for o in out], "period": [o[4] for o in out],
+            "seconds": [o[1] for o in out], "wall_s": time.perf_counter() - start}
+    save(cache, fits)
+    return fits
+
+
+def cached(cache: str | None, description: str, series) -> tuple[str, dict | None]:
+    """(key, the fits saved in `cache` under that key or None): the key hashes
+    the peer's set-up `description`, scikit-learn's version, the starts and
+    every series' points, so a changed set or peer is fitted again."""
     import sklearn
 
     key = hashlib.sha256(json.dumps(
-        [peers.DESCRIPTIONS[kernel], sklearn.__version__, REFERENCE_RESTARTS,
+        [description, sklearn.__version__, REFERENCE_RESTARTS,
          [[str(s.series_id), s.t.tolist(), np.nan_to_num(s.y, nan=1e308).tolist()]
           for s in series]]).encode()).hexdigest()
     if cache and os.path.exists(cache):
         with open(cache) as f:
             saved = json.load(f)
         if saved.get("key") == key:
-            return saved
-    start = time.perf_counter()
-    out = peers.nlls([(s.t, s.y) for s in series], REFERENCE_RESTARTS, kernel=kernel)
-    fits = {"key": key, "nll": [o[0] for o in out], "period": [o[4] for o in out],
-            "seconds": [o[1] for o in out], "wall_s": time.perf_counter() - start}
+            return key, saved
+    return key, None
+
+
+def save(cache: str | None, fits: dict) -> None:
+    """Writes `fits` (with its "key") to the JSON file `cache`, if any."""
     if cache:
         os.makedirs(os.path.dirname(os.path.abspath(cache)), exist_ok=True)
         with open(cache, "w") as f:
             json.dump(fits, f)
-    return fits
 
 
 def reference(series, cache: str | None = None) -> list:

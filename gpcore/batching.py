@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpcore.config import FitConfig, fitted_configs
+from gpcore.kernels import components
 from gpcore.kernels import kernel as kernel_named
 from gpcore.starts import (GRID_RESCORED, PROBES_RESCORED, grid_piece_points, grid_shape,
                            has_length_axis, probe_count)
@@ -26,19 +27,41 @@ LENGTH_QUANTUM = 8
 SECONDS_PER_CALL = 15.0
 
 # Calibration of `cost`, measured on this project's 2-core machines with one
-# TensorFlow thread (docs/design.md, "The fitter"): 1.7, 25 and 940 ms of
-# CPU per series at 64, 256 and 1,024 points (the model: 1.6, 28 and 1,670);
-# a fit takes 4-5 Newton evaluations per start; Python work per series is
-# about a millisecond. 15 GFLOP/s errs long for long series, which is the
-# safe side for bounding a call.
+# TensorFlow thread (docs/design.md, "Cost per kernel"): the flop count below
+# at 15 GFLOP/s, times a measured factor per kernel structure, plus about a
+# millisecond of Python work per series.
 FLOPS_PER_SECOND = 1.5e10
-NEWTON_EVALUATIONS = 5.0
+SECONDS_PER_SERIES = 1e-3
+# Per kernel structure (components, has a period): Newton evaluations per
+# start, and CPU seconds over the flop model's at the measured evaluations
+# (what the count misses: the periodic kernel's sin, a sum's elementwise
+# passes, per-step overhead). Measured by
+#   python benchmarks/cost.py --count 400 --kernels rbf,matern32,matern52,periodic
+#   python benchmarks/cost.py --count 60 --kernels rbf+periodic
+# on benchmarks/realdata.py's and benchmarks/seasonal.py's sets: the larger
+# of the two sets' figures (docs/design.md, "Cost per kernel"). A structure
+# not measured takes the dearest figures (a sum with a period): the safe side.
+COST_FIGURES = {
+    (1, False): (4.8, 2.0),   # rbf, matern32, matern52
+    (1, True): (8.3, 2.1),    # periodic
+    (2, True): (49.8, 2.0),   # rbf+periodic, matern52+periodic
+}
+DEAREST = (2, True)
 # Restarts to other basins of a length-scale grid run only where the grid
 # shows one: measured, a restart ran on about a quarter of real series
 # (7.1 Newton evaluations per series at 3 starts against 4.8 at 1) and on
 # about 1 % of series drawn from the model.
 BASIN_RESTART_SHARE = 0.25
-SECONDS_PER_SERIES = 1e-3
+
+
+def structure(kernel) -> tuple[int, bool]:
+    """(components, has a period): the key of COST_FIGURES."""
+    return len(components(kernel)), bool(kernel.has_period)
+
+
+def cost_figures(kernel) -> tuple[float, float]:
+    """(Newton evaluations per start, CPU factor) of kernel."""
+    return COST_FIGURES.get(structure(kernel), COST_FIGURES[DEAREST])
 
 
 def padded_length(n: int) -> int:
@@ -111,8 +134,10 @@ class Batching:
         flops = 0.0
         for config in fitted_configs(self.config):
             kernel = kernel_named(config.kernel)
-            flops += (flops_per_grid(kernel, n) + expected_starts(kernel, config.restarts)
-                      * NEWTON_EVALUATIONS * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
+            evaluations, factor = cost_figures(kernel)
+            flops += factor * (flops_per_grid(kernel, n) + expected_starts(kernel, config.restarts)
+                               * evaluations
+                               * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
         return flops / FLOPS_PER_SECOND + SECONDS_PER_SERIES
 
     def bucket(self, n_points: int) -> int:

@@ -144,6 +144,22 @@ def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     return -np.expm1(independent * np.log1p(-np.exp(-z))) < false_alarm
 
 
+def work_by_kernel(fitter) -> dict[str, dict]:
+    """{kernel: the `work` counters of its GPFitters, summed} of a
+    build_fitter fitter: one kernel for a GPFitter, each candidate's under
+    "auto", the copies' summed under SideBySide."""
+    inner = getattr(fitter, "fitters", None)
+    if inner is None:
+        return {fitter.config.kernel: dict(fitter.work)}
+    merged: dict[str, dict] = {}
+    for part in inner:
+        for kernel, work in work_by_kernel(part).items():
+            into = merged.setdefault(kernel, dict.fromkeys(work, 0))
+            for key, value in work.items():
+                into[key] += value
+    return merged
+
+
 def build_fitter(config: FitConfig, copies: int = 1):
     """The fitter for config: a GPFitter, or a KernelChoice under "auto";
     with copies > 1, that many of them side by side on threads (SideBySide),

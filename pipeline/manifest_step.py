@@ -71,19 +71,26 @@ class SummariseFits(beam.CombineFn):
     """metrics.FitStats -> the manifest's fitters_built, fit_ms_per_series
     (a distribution over series: count, sum, min, max, mean; None if nothing
     was fitted), fit_call_seconds (count, median, max of the fit calls' wall
-    seconds; None if none) and tracing_count_max."""
+    seconds, and the largest ratio of a call's seconds to its estimate;
+    None if none), tracing_count_max and work_per_kernel ({kernel: series,
+    newton_evaluations, grid_evaluations, newton_evaluations_per_series})."""
 
     def create_accumulator(self) -> dict:
         return {"fitters_built": 0, "count": 0, "sum": 0, "min": None, "max": None,
-                "tracing_count_max": None, "calls": 0, "call_bins": {}, "call_max": None}
+                "tracing_count_max": None, "calls": 0, "call_bins": {}, "call_max": None,
+                "over_estimate_max": None, "kernels": {}}
 
     def add_input(self, acc: dict, stats: metrics.FitStats) -> dict:
+        over = (stats.call_seconds / stats.estimated_seconds
+                if stats.estimated_seconds > 0 else None)
         return self.merge_accumulators([acc, {
             "fitters_built": stats.fitters_built, "count": stats.series,
             "sum": stats.series * stats.ms_per_series, "min": stats.ms_per_series,
             "max": stats.ms_per_series, "tracing_count_max": stats.tracing_count,
             "calls": 1, "call_bins": {_seconds_bin(stats.call_seconds): 1},
-            "call_max": stats.call_seconds}])
+            "call_max": stats.call_seconds, "over_estimate_max": over,
+            "kernels": {kernel: [series, newton, grid]
+                        for kernel, series, newton, grid in stats.work}}])
 
     def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
         merged = self.create_accumulator()
@@ -93,9 +100,13 @@ class SummariseFits(beam.CombineFn):
             for key, n in acc["call_bins"].items():
                 merged["call_bins"][key] = merged["call_bins"].get(key, 0) + n
             for key, pick in (("min", min), ("max", max), ("tracing_count_max", max),
-                              ("call_max", max)):
+                              ("call_max", max), ("over_estimate_max", max)):
                 if acc[key] is not None:
                     merged[key] = acc[key] if merged[key] is None else pick(merged[key], acc[key])
+            for kernel, figures in acc["kernels"].items():
+                into = merged["kernels"].setdefault(kernel, [0, 0, 0])
+                for i, n in enumerate(figures):
+                    into[i] += n
         return merged
 
     def extract_output(self, acc: dict) -> dict:
@@ -105,10 +116,17 @@ class SummariseFits(beam.CombineFn):
                       "max": acc["max"], "mean": acc["sum"] / acc["count"]}
         if acc["calls"]:
             median = _median_of_bins(acc["call_bins"], acc["calls"])
+            over = acc["over_estimate_max"]
             calls = {"count": acc["calls"], "median": min(median, acc["call_max"]),
-                     "max": acc["call_max"]}
+                     "max": acc["call_max"],
+                     "max_over_estimate": None if over is None else round(over, 3)}
+        work = {kernel: {"series": series, "newton_evaluations": newton,
+                         "grid_evaluations": grid,
+                         "newton_evaluations_per_series": round(newton / max(series, 1), 2)}
+                for kernel, (series, newton, grid) in sorted(acc["kernels"].items())}
         return {"fitters_built": acc["fitters_built"], "fit_ms_per_series": fit_ms,
-                "fit_call_seconds": calls, "tracing_count_max": acc["tracing_count_max"]}
+                "fit_call_seconds": calls, "tracing_count_max": acc["tracing_count_max"],
+                "work_per_kernel": work}
 
 
 class SummariseInput(beam.CombineFn):

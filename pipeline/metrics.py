@@ -34,6 +34,11 @@ class FitStats(NamedTuple):
     tracing_count: int     # the fitter's traces after the call
     fitters_built: int     # 1 if this call was its process's fitter's first, else 0
     call_seconds: float = 0.0  # wall seconds of the call
+    estimated_seconds: float = 0.0  # gpcore.batching's estimate of the call (core-seconds)
+    # ((kernel, series, newton_evaluations, grid_evaluations), ...): the
+    # call's work per fitted kernel (each candidate's under "auto"); a tuple,
+    # not a dict, so that the element stays a plain picklable record.
+    work: tuple = ()
 
 
 def counter(name: str):

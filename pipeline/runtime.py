@@ -20,6 +20,7 @@ import os
 import re
 import sys
 import threading
+import weakref
 from typing import Callable, Optional
 
 from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
@@ -140,28 +141,104 @@ def configure_tf_threads(processes: Optional[int]) -> int:
 
 
 class Progress:
-    """Counts series fitted in this process; says so every `every_s` seconds.
+    """Counts the series this process fitted; says so at most every
+    `every_s` seconds: when a fit call ends (add) and, during a long call,
+    from a heartbeat thread (beat, see start_heartbeat).
 
+    A line gives done/total series, the rate and an ETA. `total` is the
+    number of series the job fits (set_total; the pipeline counts them
+    once they are all read); before that the line says "of ? (not counted
+    yet)". `processes` is how many processes fit the job's series (None:
+    not known, as on Dataflow); the ETA assumes they share the series
+    evenly and is left out where their number is not known.
     The clock is injected so that tests can drive it.
     """
 
-    def __init__(self, clock: Callable[[], float], every_s: float = 30.0):
+    def __init__(self, clock: Callable[[], float], every_s: float = 30.0,
+                 processes: Optional[int] = 1):
         self._clock = clock
         self._every_s = every_s
+        self._processes = processes
         self._start = clock()
         self._last = self._start
+        self._lock = threading.Lock()
+        self._call: Optional[tuple[int, float, float]] = None  # series, started, estimated s
         self.done = 0
+        self.total: Optional[int] = None
+
+    def set_total(self, total: Optional[int]) -> None:
+        if total is not None:
+            self.total = int(total)
+
+    def start_call(self, series: int, estimated_s: float) -> None:
+        """A fit call of `series` series, estimated at `estimated_s` core-seconds, began."""
+        with self._lock:
+            self._call = (series, self._clock(), estimated_s)
 
     def add(self, n: int) -> Optional[str]:
-        """Records n more series; returns a progress line when one is due."""
-        self.done += n
+        """Records n more series (a call ended); returns a line when one is due."""
+        with self._lock:
+            self.done += n
+            self._call = None
+            return self._due()
+
+    def beat(self) -> Optional[str]:
+        """A line when one is due and a fit call is running (the heartbeat
+        thread's check; an idle process says nothing)."""
+        with self._lock:
+            return self._due() if self._call is not None else None
+
+    def _due(self) -> Optional[str]:
         now = self._clock()
         if now - self._last < self._every_s:
             return None
         self._last = now
-        rate = self.done / max(now - self._start, 1e-9)
-        return (f"gpfit progress: {self.done} series fitted in process {os.getpid()} "
-                f"in {now - self._start:.0f} s ({rate:.1f} series/s)")
+        return self._line(now)
+
+    def _line(self, now: float) -> str:
+        elapsed = max(now - self._start, 1e-9)
+        where = (f"in process {os.getpid()}" if self._processes == 1 else
+                 f"in process {os.getpid()} (one of {self._processes or '?'}; total: the job's)")
+        of = f"{self.done}/{self.total}" if self.total is not None else f"{self.done} of ? (not counted yet)"
+        if self.done:
+            rate = self.done / elapsed
+            left = None
+            if self.total is not None and self._processes:
+                left = max(self.total / self._processes - self.done, 0.0) / rate
+            pace = f"{rate:.2f} series/s, ETA " + (f"{left:.0f} s" if left is not None
+                                                    else "not known")
+        else:
+            pace = "rate and ETA not known yet (no fit call finished)"
+        line = f"gpfit progress: {of} series fitted {where} in {elapsed:.0f} s; {pace}"
+        if self._call is not None:
+            series, started, estimated = self._call
+            line += (f"; a fit call of {series} series running for {now - started:.0f} s "
+                     f"(estimated {estimated:.1f} core-s)")
+        return line
+
+
+def start_heartbeat(progress: Progress, log: Callable[[str], None],
+                    every_s: float) -> threading.Event:
+    """Checks `progress` every every_s seconds (wall clock) on a daemon
+    thread and logs its due lines, so that lines come while a fit call
+    runs for minutes; the thread ends when the returned event is set or
+    `progress` is no longer used (it holds only a weak reference)."""
+    stop = threading.Event()
+    watched = weakref.ref(progress)
+    del progress
+
+    def run():
+        while not stop.wait(every_s):
+            current = watched()
+            if current is None:
+                return
+            line = current.beat()
+            del current
+            if line:
+                log(line)
+
+    threading.Thread(target=run, name="gpfit-progress", daemon=True).start()
+    return stop
 
 
 # ---- log lines -------------------------------------------------------------------

@@ -23,6 +23,8 @@ from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils import shared
 
 from gpcore import Batching, FitConfig, FitResult, Series, build_fitter
+from gpcore.choice import work_by_kernel
+from gpcore.config import fitted_configs
 from gpcore.result import FAILED, OK
 from pipeline import metrics, runtime
 from pipeline.io import fingerprint
@@ -50,10 +52,15 @@ class FitSeries(beam.PTransform):
         self._keep_series = keep_series
 
     def expand(self, series):
+        # The series to fit, counted for the progress lines' total: all of
+        # them are read (a shuffle) before any is fitted, so waiting for the
+        # count holds nothing up.
+        total = series | "CountSeries" >> beam.combiners.Count.Globally()
         return (series
                 | "BatchByLength" >> beam.ParDo(BatchByLength(self._batching))
                 | "FitBatches" >> beam.ParDo(FitDoFn(
-                    self._config, self._processes, keep_series=self._keep_series))
+                    self._config, self._processes, keep_series=self._keep_series),
+                    total=beam.pvalue.AsSingleton(total))
                 .with_outputs(FIT_STATS, FITTED, main="rows"))
 
 
@@ -109,11 +116,13 @@ class _FitterSlot:
     A plain class so that apache_beam.utils.shared can hold a weak reference.
     """
 
-    def __init__(self, fitter, progress: runtime.Progress):
+    def __init__(self, fitter, progress: runtime.Progress, heartbeat_s: float):
         self.fitter = fitter
         self.progress = progress
         self.lock = threading.Lock()
         self.counted = False  # fitters_built is counted once, in a bundle
+        # Lines also while a call runs: an "auto" call can take minutes.
+        self.heartbeat = runtime.start_heartbeat(progress, _LOG.info, heartbeat_s)
 
 
 class FitDoFn(beam.DoFn):
@@ -133,19 +142,24 @@ class FitDoFn(beam.DoFn):
 
     def __init__(self, config: FitConfig, processes_per_machine: Optional[int],
                  clock: Callable[[], float] = time.monotonic, progress_every_s: float = 30.0,
-                 keep_series: bool = False):
+                 keep_series: bool = False, heartbeat_s: Optional[float] = None):
         self._config = config
         self._key = fingerprint.options_key(config)
         self._keep_series = keep_series
         self._processes = processes_per_machine
         self._clock = clock
         self._progress_every_s = progress_every_s
+        # Wall seconds between the heartbeat's checks (progress_every_s / 2
+        # by default); a test driving `clock` sets it long.
+        self._heartbeat_s = heartbeat_s or progress_every_s / 2
         self._shared = shared.Shared()
         self._slot: Optional[_FitterSlot] = None
         self._fitters_built = metrics.counter(metrics.FITTERS_BUILT)
         self._fit_ms = metrics.distribution(metrics.FIT_MS)
         self._traces = metrics.distribution(metrics.TRACING_COUNT)
         self._traces_now = metrics.gauge(metrics.TRACING_COUNT)
+        self._batching = Batching(config)
+        self._kernels = [c.kernel for c in fitted_configs(config)]
 
     def setup(self):
         self._slot = self._shared.acquire(self._build_slot)
@@ -156,19 +170,27 @@ class FitDoFn(beam.DoFn):
         fitter = build_fitter(self._config, copies)
         _LOG.info("gpfit: built a %s fitter in %.1f s (%d side by side)",
                   self._config.kernel, time.monotonic() - start, copies)
-        return _FitterSlot(fitter, runtime.Progress(self._clock, self._progress_every_s))
+        progress = runtime.Progress(self._clock, self._progress_every_s, self._processes)
+        return _FitterSlot(fitter, progress, self._heartbeat_s)
 
-    def process(self, batch: list[Series]):
+    def process(self, batch: list[Series], total: Optional[int] = None):
+        """Fits one call's series; `total`: the series the job fits (the
+        progress lines' total; None where not known)."""
         slot = self._slot
+        estimated = sum(self._batching.cost(np.size(s.y)) for s in batch)
+        slot.progress.set_total(total)
         with slot.lock:
+            slot.progress.start_call(len(batch), estimated)
             built = not slot.counted
             if built:
                 # Metrics only count inside a bundle, not in setup().
                 self._fitters_built.inc()
                 slot.counted = True
+            before = work_by_kernel(slot.fitter)
             start = self._clock()
             results = fit_or_fail(slot.fitter, batch, self._config.kernel)
             elapsed = self._clock() - start
+            work = _work_done(before, work_by_kernel(slot.fitter), self._kernels, len(batch))
             traces = slot.fitter.tracing_count
             line = slot.progress.add(len(batch))
         if line:
@@ -185,7 +207,20 @@ class FitDoFn(beam.DoFn):
             if self._keep_series and row["status"] == OK:
                 yield beam.pvalue.TaggedOutput(FITTED, (series, row))
         yield beam.pvalue.TaggedOutput(FIT_STATS, metrics.FitStats(
-            len(batch), per_series_ms, traces, int(built), round(elapsed, 3)))
+            len(batch), per_series_ms, traces, int(built), round(elapsed, 3),
+            round(estimated, 3), work))
+
+
+def _work_done(before: dict, after: dict, kernels: list[str], series: int) -> tuple:
+    """((kernel, series, newton_evaluations, grid_evaluations), ...) of one
+    fit call, from gpcore.choice.work_by_kernel before and after it; every
+    kernel fitted saw every series of the call."""
+    done = []
+    for kernel in kernels:
+        new, old = after.get(kernel, {}), before.get(kernel, {})
+        delta = lambda key: int(new.get(key, 0) - old.get(key, 0))
+        done.append((kernel, series, delta("member_evaluations"), delta("grid_evaluations")))
+    return tuple(done)
 
 
 def fit_or_fail(fitter, batch: list[Series], kernel: str) -> list[FitResult]:

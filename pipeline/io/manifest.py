@@ -10,8 +10,11 @@ and the first files by path with their error), output_files, options
 (gpfit's, and the Beam options given in "beam"; secrets redacted here and
 in the input pattern and previous_output: redaction.py),
 fitters_built, fit_ms_per_series (count, sum, min, max, mean),
-fit_call_seconds (count, median, max of the fit calls' wall seconds),
-tracing_count_max, started_at, finished_at (ISO 8601, UTC) and wall_time_s.
+fit_call_seconds (count, median, max of the fit calls' wall seconds, and
+max_over_estimate: the largest ratio of a call's wall seconds to
+gpcore.batching's estimate), tracing_count_max, work_per_kernel ({kernel:
+series, newton_evaluations, grid_evaluations,
+newton_evaluations_per_series}: each candidate's under "auto"), started_at, finished_at (ISO 8601, UTC) and wall_time_s.
 Nightly runs add previous_output (the folder compared against, or null),
 previous_note (why none was used, or null), reuse (reused,
 warm_starts_offered, warm_started, fitted: rows fitted, skipped or failed
@@ -111,8 +114,8 @@ def compose(record: RunRecord, status_counts: dict, null_ids: int, fits: dict,
     Args:
       status_counts: {status: output rows}.
       null_ids: input rows with a null id.
-      fits: fitters_built, fit_ms_per_series, fit_call_seconds (optional)
-        and tracing_count_max.
+      fits: fitters_built, fit_ms_per_series, fit_call_seconds (optional),
+        tracing_count_max and work_per_kernel (optional).
       output_files: names of the parameter shards.
       finished_at: seconds since the epoch.
       read: what the job read: {"files", "rows", "unreadable": {"count",
@@ -146,6 +149,7 @@ def compose(record: RunRecord, status_counts: dict, null_ids: int, fits: dict,
         "fit_ms_per_series": fits["fit_ms_per_series"],
         "fit_call_seconds": fits.get("fit_call_seconds"),
         "tracing_count_max": fits["tracing_count_max"],
+        "work_per_kernel": fits.get("work_per_kernel", {}),
         "started_at": _iso(record.started_at),
         "finished_at": _iso(finished_at),
         "wall_time_s": round(finished_at - record.started_at, 3),

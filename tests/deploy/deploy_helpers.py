@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 PROJECT = "gpfit-offline-test"
 REGION = "europe-west4"
 BUCKET = "gpfit-offline-test-bucket"
-IMAGE = f"{REGION}-docker.pkg.dev/{PROJECT}/gpfit/gpfit:0.4.0"
+IMAGE = f"{REGION}-docker.pkg.dev/{PROJECT}/gpfit/gpfit:0.5.0"
 
 
 def read_setup() -> dict:
@@ -40,7 +40,8 @@ def read_setup() -> dict:
     beam = ast.literal_eval(names["BEAM_VERSION"])
 
     def value(node):
-        # Resolve names defined in setup.py and f-strings over BEAM_VERSION.
+        # Resolve names defined in setup.py, f-strings over BEAM_VERSION and
+        # lists spliced in with *.
         if isinstance(node, ast.Name):
             return value(names[node.id])
         if isinstance(node, ast.JoinedStr):
@@ -48,8 +49,9 @@ def read_setup() -> dict:
         if isinstance(node, ast.FormattedValue):
             assert getattr(node.value, "id", None) == "BEAM_VERSION"
             return beam
-        if isinstance(node, ast.List):
-            return [value(v) for v in node.elts]
+        if isinstance(node, ast.List):  # a starred name splices a list in
+            return [x for v in node.elts for x in
+                    (value(v.value) if isinstance(v, ast.Starred) else [value(v)])]
         if isinstance(node, ast.Dict):
             return {value(k): value(v) for k, v in zip(node.keys, node.values)}
         return ast.literal_eval(node)

@@ -89,6 +89,23 @@ def test_runs_succeed_and_record_the_kernel(sum_run, auto_run, new_run):
     assert new_run.manifest["tracing_count_max"] == len(NEW)
 
 
+def test_the_manifest_counts_newton_evaluations_per_kernel(sum_run, auto_run):
+    """Every series reaches the fitter (the short one is skipped there), so
+    each kernel fitted saw all 7: under auto, every candidate."""
+    for run_, kernels in ((sum_run, [SUM]), (auto_run, sorted(CANDIDATES))):
+        work = run_.manifest["work_per_kernel"]
+        assert sorted(work) == kernels
+        for figures in work.values():
+            assert figures["series"] == run_.manifest["counts"]["series_read"] == 7
+            assert figures["newton_evaluations"] >= 6 and figures["grid_evaluations"] > 0
+            assert figures["newton_evaluations_per_series"] == round(
+                figures["newton_evaluations"] / 7, 2)
+    # The sum alone and as a candidate fits the same series the same way.
+    assert auto_run.manifest["work_per_kernel"][SUM] == sum_run.manifest["work_per_kernel"][SUM]
+    calls = auto_run.manifest["fit_call_seconds"]
+    assert calls["max_over_estimate"] > 0
+
+
 def test_components_have_their_type_in_every_shard(run):
     expected = pa.list_(pa.struct([("kernel", pa.string()), ("amplitude", pa.float64()),
                                    ("length_scale", pa.float64()), ("period", pa.float64())]))

@@ -93,8 +93,10 @@ def test_the_job_writes_failed_json_when_too_many_series_fail(tmp_path, small_se
 
 def test_fit_stats_combine_into_the_manifests_figures():
     combine = manifest_step.SummariseFits()
-    parts = [[metrics.FitStats(4, 10, 1, 1, 0.04), metrics.FitStats(2, 40, 1, 0, 0.08)],
-             [metrics.FitStats(3, 20, 2, 1, 12.5)], []]
+    rbf, both = (("rbf", 4, 20, 192),), (("rbf", 2, 9, 96), ("rbf+periodic", 2, 60, 500))
+    parts = [[metrics.FitStats(4, 10, 1, 1, 0.04, 0.02, rbf),
+              metrics.FitStats(2, 40, 1, 0, 0.08, 0.04, both)],
+             [metrics.FitStats(3, 20, 2, 1, 12.5, 5.0, (("rbf+periodic", 3, 90, 750),))], []]
     accumulators = []
     for part in parts:
         acc = combine.create_accumulator()
@@ -106,10 +108,18 @@ def test_fit_stats_combine_into_the_manifests_figures():
         "count": 9, "sum": 4 * 10 + 2 * 40 + 3 * 20, "min": 10, "max": 40,
         "mean": (4 * 10 + 2 * 40 + 3 * 20) / 9},
         # The median of the calls' wall seconds, to within 2% (a histogram).
-        "fit_call_seconds": {"count": 3, "median": pytest.approx(0.08, rel=0.02), "max": 12.5}}
+        # The median of the calls' wall seconds, to within 2% (a histogram);
+        # the largest wall / estimate: 12.5 / 5.0.
+        "fit_call_seconds": {"count": 3, "median": pytest.approx(0.08, rel=0.02), "max": 12.5,
+                             "max_over_estimate": 2.5},
+        "work_per_kernel": {
+            "rbf": {"series": 6, "newton_evaluations": 29, "grid_evaluations": 288,
+                    "newton_evaluations_per_series": round(29 / 6, 2)},
+            "rbf+periodic": {"series": 5, "newton_evaluations": 150, "grid_evaluations": 1250,
+                             "newton_evaluations_per_series": 30.0}}}
     nothing = combine.extract_output(combine.create_accumulator())
     assert nothing == {"fitters_built": 0, "fit_ms_per_series": None, "fit_call_seconds": None,
-                       "tracing_count_max": None}
+                       "tracing_count_max": None, "work_per_kernel": {}}
 
 
 def test_status_counts_and_the_failure_policy():

@@ -54,8 +54,8 @@ class FlakyFitDoFn(transforms.FitDoFn):
         super().__init__(*args, **kwargs)
         self._attempts_file = FlakyFitDoFn.attempts_file
 
-    def process(self, batch):
-        rows = list(super().process(batch))
+    def process(self, batch, total=None):
+        rows = list(super().process(batch, total))
         yield from rows  # the failed attempt's output must be discarded
         if any(s.series_id == self.TARGET for s in batch):
             with open(self._attempts_file, "a") as f:
