@@ -28,6 +28,7 @@ from gpcore.fitter import GPFitter, summed_work
 from gpcore.kernels import kernel as kernel_named
 from gpcore.result import OK, FitResult
 from gpcore.series import Series
+from gpcore.starts import periodogram
 
 
 class KernelChoice:
@@ -135,10 +136,7 @@ def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     band = np.arange(min_cycles, nyquist, 1.0 / SCREEN_OVERSAMPLE)  # cycles per span
     if band.size == 0 or variance <= 0:
         return False
-    power = np.empty(band.size)
-    for start in range(0, band.size, 512):  # [F, n] phases in blocks: long series
-        phase = 2.0 * np.pi * band[start:start + 512, None] * tw[None, :]
-        power[start:start + 512] = ((np.cos(phase) @ w) ** 2 + (np.sin(phase) @ w) ** 2) / w.size
+    power = periodogram(tw, w, band) / w.size
     independent = max(1.0, nyquist - min_cycles)
     z = float(power.max()) / variance
     return -np.expm1(independent * np.log1p(-np.exp(-z))) < false_alarm

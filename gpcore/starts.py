@@ -256,11 +256,7 @@ def periodogram_peaks(t: np.ndarray, y: np.ndarray, count: int,
     f_max = max(f_max, 2.0 * f_min)
     count_f = int(min(PERIODOGRAM_MAX_FREQUENCIES, max(8, (f_max - f_min) / step)))
     freqs = np.linspace(f_min, f_max, count_f)
-    power = np.empty(freqs.size)
-    # In blocks: [F, n] phases for a 4,000-point series would take ~1 GB at once.
-    for start in range(0, freqs.size, 512):
-        phase = 2.0 * np.pi * freqs[start:start + 512, None] * t[None, :]
-        power[start:start + 512] = (np.cos(phase) @ y) ** 2 + (np.sin(phase) @ y) ** 2
+    power = periodogram(t, y, freqs)
     is_peak = np.r_[power[0] > power[1],
                     (power[1:-1] > power[:-2]) & (power[1:-1] >= power[2:]),
                     power[-1] > power[-2]]
@@ -269,3 +265,14 @@ def periodogram_peaks(t: np.ndarray, y: np.ndarray, count: int,
         return np.array([0.5 * span])
     best = peaks[np.argsort(power[peaks])[::-1][:count]]
     return 1.0 / freqs[best]
+
+
+def periodogram(t: np.ndarray, y: np.ndarray, freqs: np.ndarray) -> np.ndarray:
+    """[F] unnormalised power |sum_i y_i exp(-2 pi i f t_i)|^2 of y [n] at
+    times t [n], for frequencies freqs [F] (cycles per unit of t)."""
+    power = np.empty(freqs.size)
+    # In blocks: [F, n] phases for a 4,000-point series would take ~1 GB at once.
+    for start in range(0, freqs.size, 512):
+        phase = 2.0 * np.pi * freqs[start:start + 512, None] * t[None, :]
+        power[start:start + 512] = (np.cos(phase) @ y) ** 2 + (np.sin(phase) @ y) ** 2
+    return power
