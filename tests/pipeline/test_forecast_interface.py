@@ -1,0 +1,147 @@
+"""The forecast interface on the local runner over real Parquet: steps at
+each series' own spacing, intervals at chosen levels, the log transform and
+the holdout backtest, each checked against a plain numpy posterior
+(tests/gp_reference.py's kernels, Rasmussen & Williams eq. 2.23-2.24)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from gp_reference import components_matrix
+from pipeline import grid
+from pipeline_data import gpfit, write_long
+
+STEPS, HOLDOUT, LEVELS = 6, 5, (80.0, 95.0)
+
+
+def regular_series(seed: int = 3) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Hourly, daily with gaps, monthly (in days) and randomly timed series,
+    on very different scales of y, plus one too short to fit."""
+    rng = np.random.default_rng(seed)
+    hours = np.arange(72) / 24.0
+    days = np.sort(rng.choice(90, size=75, replace=False)).astype(np.float64)
+    months = np.cumsum(np.tile([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], 4)).astype(
+        np.float64)
+    random_t = np.cumsum(rng.exponential(1.0, 60))
+    return {
+        "hourly": (hours, 20 + 3 * np.sin(2 * np.pi * hours) + 0.3 * rng.standard_normal(72)),
+        "daily": (days, 1e4 * (1 + 0.2 * np.sin(days / 9)) + 50 * rng.standard_normal(75)),
+        "monthly": (months, np.cos(months / 200) + 0.05 * rng.standard_normal(48)),
+        "random": (random_t, np.sin(random_t / 5) + 0.1 * rng.standard_normal(60)),
+        "short": (np.array([1.0, 2.0]), np.array([1.0, 2.0])),
+    }
+
+
+def posterior(t, y, row, t_new):
+    """Mean and sd of a new observation at t_new, numpy (float64)."""
+    comps = row["components"]
+    a = components_matrix(comps, t, t) + row["noise_variance"] * np.eye(t.size)
+    chol = np.linalg.cholesky(a)
+    k_star = components_matrix(comps, t_new, t)
+    alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y - row["mean"]))
+    v = np.linalg.solve(chol, k_star.T)
+    prior = sum(c["amplitude"] ** 2 for c in comps)
+    var = np.maximum(prior - np.sum(v * v, axis=0), 0.0) + row["noise_variance"]
+    return row["mean"] + k_star @ alpha, np.sqrt(var)
+
+
+def finite(t, y):
+    keep = np.isfinite(t) & np.isfinite(y)
+    order = np.argsort(t[keep], kind="stable")
+    return t[keep][order], y[keep][order]
+
+
+@pytest.fixture(scope="module")
+def data():
+    return regular_series()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, data):
+    base = tmp_path_factory.mktemp("steps")
+    folder = write_long(str(base / "in"), data)
+    return gpfit(folder, str(base / "out"), "--kernel", "rbf", "--batch_size", "4",
+                 "--predict_steps", str(STEPS), "--predict_levels", "95,80",
+                 "--holdout", str(HOLDOUT), "--predict_observed")
+
+
+def by_kind(run, sid, kind):
+    return [p for p in run.predictions() if p["series_id"] == sid and p["kind"] == kind]
+
+
+def test_forecasts_step_at_each_series_own_spacing(run, data):
+    assert run.code == 0, run.stderr
+    rows = {r["series_id"]: r for r in run.rows()}
+    assert rows["short"]["status"] == "skipped"
+    expected_steps = {"hourly": 1 / 24, "daily": 1.0, "monthly": 30.5}
+    for sid, step in expected_steps.items():
+        t, y = finite(*data[sid])
+        assert rows[sid]["status"] == "ok", rows[sid]
+        got = [p["t"] for p in by_kind(run, sid, "forecast")]
+        median = np.median(np.diff(np.unique(t)))
+        np.testing.assert_allclose(median, step, rtol=0.02)  # the data are what they say
+        np.testing.assert_allclose(got, t.max() + median * np.arange(1, STEPS + 1),
+                                   rtol=0, atol=1e-9, err_msg=sid)
+    # Random times have no step: no forecast, counted with the reason.
+    assert by_kind(run, "random", "forecast") == []
+    assert len(by_kind(run, "random", "observed")) == data["random"][0].size
+    assert run.manifest["predictions"]["no_step"] == {grid.IRREGULAR: 1}
+    assert run.manifest["predictions"]["steps"] == STEPS
+    assert run.manifest["predictions"]["levels"] == list(LEVELS)
+
+
+def test_intervals_at_each_level_match_a_numpy_posterior(run, data):
+    rows = {r["series_id"]: r for r in run.rows()}
+    for sid in ("hourly", "daily", "monthly", "random"):
+        t, y = finite(*data[sid])
+        mine = by_kind(run, sid, "forecast") + by_kind(run, sid, "observed")
+        t_new = np.array([p["t"] for p in mine])
+        mean, sd_obs = posterior(t, y, rows[sid], t_new)
+        scale = np.std(y)
+        # TF and numpy run the same formula; float64 round-off on <= 75 points.
+        np.testing.assert_allclose([p["mean"] for p in mine], mean, rtol=1e-7,
+                                   atol=1e-9 * scale, err_msg=sid)
+        np.testing.assert_allclose([p["stddev_observed"] for p in mine], sd_obs, rtol=1e-6,
+                                   err_msg=sid)
+        for level in LEVELS:
+            z = norm.ppf(0.5 + level / 200)
+            for side, sign in (("lower", -1), ("upper", 1)):
+                np.testing.assert_allclose([p[f"{side}_{level:g}"] for p in mine],
+                                           mean + sign * z * sd_obs, rtol=1e-6,
+                                           atol=1e-8 * scale, err_msg=f"{sid} {side} {level}")
+
+
+def test_the_holdout_fits_without_the_last_points_and_scores_like_numpy(run, data):
+    rows = {r["series_id"]: r for r in run.rows()}
+    mases, points, covered = [], 0, 0
+    for sid in ("hourly", "daily", "monthly", "random"):
+        t, y = finite(*data[sid])
+        row = rows[sid]
+        assert row["n_points"] == t.size - HOLDOUT and row["holdout_points"] == HOLDOUT
+        t_fit, y_fit, t_held, y_held = t[:-HOLDOUT], y[:-HOLDOUT], t[-HOLDOUT:], y[-HOLDOUT:]
+        held = by_kind(run, sid, "holdout")
+        np.testing.assert_array_equal([p["t"] for p in held], t_held)
+        np.testing.assert_array_equal([p["y"] for p in held], y_held)
+        mean, sd_obs = posterior(t_fit, y_fit, row, t_held)
+        np.testing.assert_allclose([p["mean"] for p in held], mean, rtol=1e-7,
+                                   atol=1e-9 * np.std(y))
+        scale = np.mean(np.abs(np.diff(y_fit)))  # one-step naive MAE in-sample
+        mase = np.mean(np.abs(y_held - mean)) / scale
+        inside = np.abs(y_held - mean) <= norm.ppf(0.975) * sd_obs
+        np.testing.assert_allclose(row["holdout_scale"], scale, rtol=1e-12)
+        np.testing.assert_allclose(row["holdout_mase"], mase, rtol=1e-6, err_msg=sid)
+        assert row["holdout_coverage_95"] == pytest.approx(np.mean(inside), abs=1e-12)
+        mases.append(mase)
+        points += HOLDOUT
+        covered += inside.sum()
+    # Both points of "short" held out, none left to fit: skipped, saying why.
+    short = rows["short"]
+    assert short["status"] == "skipped" and short["holdout_mase"] is None
+    assert short["holdout_points"] == 2 and "--holdout 5" in short["error"]
+    totals = run.manifest["holdout"]
+    assert totals["series"] == 4 and totals["points"] == points
+    np.testing.assert_allclose(totals["mase_mean"], np.mean(mases), rtol=1e-9)
+    np.testing.assert_allclose(totals["mase_median"], np.median(mases), rtol=0.02)  # 2 % bins
+    np.testing.assert_allclose(totals["coverage_95"], covered / points, rtol=1e-12)
+    assert f"holdout of 4 series: MASE mean {np.mean(mases):.3g}" in run.stdout
