@@ -292,12 +292,6 @@ class _WriteManifestFn(beam.DoFn):
                 written: list, reuse: dict, predictions_written: list, no_step: dict,
                 holdout: Optional[dict], **totals):
         output = self._record.output
-        if totals["coarse_grid"]:
-            # Once per run: this step runs once.
-            _LOG.warning("gpfit: %d series have a forecast spacing coarser than a quarter of "
-                         "a fitted period: their forecasts cannot show that cycle; use a finer "
-                         "grid (--predict_steps, or more --predict_points)",
-                         totals["coarse_grid"])
         nightly = {
             "reuse": {**reuse, "warm_starts_offered": totals["warm_starts_offered"],
                       "previous_unreadable_shards": totals["previous_unreadable_shards"]},

@@ -248,6 +248,17 @@ def summary(manifest: dict) -> str:
     return line
 
 
+def warnings(manifest: dict) -> list[str]:
+    """What the run's counts warn of, one line each: forecast grids too
+    coarse to show a fitted period."""
+    coarse = (manifest.get("predictions") or {}).get("coarse_grid")
+    if not coarse:
+        return []
+    return [f"{coarse} series have a forecast spacing coarser than a quarter of a fitted "
+            "period, so their forecasts cannot show that cycle (predictions.coarse_grid in "
+            "the manifest); use a finer grid: --predict_steps, or more --predict_points"]
+
+
 def _iso(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(
         timespec="seconds")

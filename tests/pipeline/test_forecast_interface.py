@@ -145,3 +145,104 @@ def test_the_holdout_fits_without_the_last_points_and_scores_like_numpy(run, dat
     np.testing.assert_allclose(totals["mase_median"], np.median(mases), rtol=0.02)  # 2 % bins
     np.testing.assert_allclose(totals["coverage_95"], covered / points, rtol=1e-12)
     assert f"holdout of 4 series: MASE mean {np.mean(mases):.3g}" in run.stdout
+
+
+def positive_series(seed: int = 8) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Positive hourly series with a daily cycle on two scales, one with a
+    zero and one with a negative value."""
+    rng = np.random.default_rng(seed)
+    hours = np.arange(96) / 24.0
+    cycle = 0.4 * np.sin(2 * np.pi * hours)
+    with_zero = np.exp(1 + cycle + 0.05 * rng.standard_normal(96))
+    with_zero[7] = 0.0
+    return {
+        "sales": (hours, np.exp(3 + cycle + 0.05 * rng.standard_normal(96))),
+        "visits": (hours, np.exp(8 + cycle + 0.05 * rng.standard_normal(96))),
+        "with_zero": (hours, with_zero),
+        "negative": (hours, cycle),
+    }
+
+
+HORIZON, POINTS = 2.0, 4  # a spacing of 0.5 days: coarser than a quarter of a 1-day period
+
+
+@pytest.fixture(scope="module")
+def positive(tmp_path_factory):
+    base = tmp_path_factory.mktemp("log")
+    return positive_series(), write_long(str(base / "in"), positive_series())
+
+
+def log_run(tmp_path_factory, positive, transform, *extra):
+    return gpfit(positive[1], str(tmp_path_factory.mktemp("out") / transform), "--kernel",
+                 "periodic", "--batch_size", "4", "--transform", transform,
+                 "--predict_horizon", str(HORIZON), "--predict_points", str(POINTS),
+                 "--predict_observed", *extra)
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory, positive):
+    return log_run(tmp_path_factory, positive, "log")
+
+
+def test_log_transform_skips_values_it_cannot_take(logged):
+    assert logged.code == 0, logged.stderr
+    rows = {r["series_id"]: r for r in logged.rows()}
+    assert rows["sales"]["status"] == rows["visits"]["status"] == "ok"
+    for sid, said in (("with_zero", "1 value(s) <= 0"), ("negative", "value(s) <= 0")):
+        assert rows[sid]["status"] == "skipped", rows[sid]
+        assert said in rows[sid]["error"] and "--transform log" in rows[sid]["error"]
+
+
+def test_log_forecasts_are_the_log_scale_posterior_mapped_back(logged, positive):
+    rows = {r["series_id"]: r for r in logged.rows()}
+    for sid in ("sales", "visits"):
+        t, y = finite(*positive[0][sid])
+        mine = by_kind(logged, sid, "forecast") + by_kind(logged, sid, "observed")
+        mean, sd_obs = posterior(t, np.log(y), rows[sid], np.array([p["t"] for p in mine]))
+        # The median is exp(mean) and the bounds exp(mean +- z sd) of the log-scale
+        # posterior; the sds stay on the log scale. Round-off as above, through exp.
+        np.testing.assert_allclose([p["mean"] for p in mine], np.exp(mean), rtol=1e-7)
+        np.testing.assert_allclose([p["stddev_observed"] for p in mine], sd_obs, rtol=1e-6)
+        z = norm.ppf(0.975)
+        np.testing.assert_allclose([p["lower_95"] for p in mine], np.exp(mean - z * sd_obs),
+                                   rtol=1e-6)
+        np.testing.assert_allclose([p["upper_95"] for p in mine], np.exp(mean + z * sd_obs),
+                                   rtol=1e-6)
+        observed = by_kind(logged, sid, "observed")
+        np.testing.assert_allclose([p["y"] for p in observed], y, rtol=1e-14)
+        assert all(p["lower_95"] > 0 for p in mine)  # never negative
+
+
+def test_a_grid_coarser_than_a_quarter_period_is_counted_and_warned(logged):
+    rows = [r for r in logged.rows() if r["status"] == "ok"]
+    coarse = [r for r in rows if HORIZON / POINTS > 0.25 * r["period"]]
+    assert coarse  # the fitted daily cycle: 0.5-day spacing hides it
+    assert logged.manifest["predictions"]["coarse_grid"] == len(coarse)
+    warned = [line for line in logged.stderr.splitlines() if "coarser than a quarter" in line]
+    assert len(warned) == 1 and f"{len(coarse)} series" in warned[0], logged.stderr
+
+
+def test_the_transform_is_in_the_fingerprint(tmp_path_factory, positive, logged):
+    again = log_run(tmp_path_factory, positive, "log", "--previous_output", logged.output)
+    other = log_run(tmp_path_factory, positive, "log1p", "--previous_output", logged.output)
+    assert again.code == other.code == 0, (again.stderr, other.stderr)
+    # Same data, same transform: the fitted series are reused (those the
+    # transform refuses are refused again, before any comparison).
+    assert again.manifest["reuse"]["reused"] == 2
+    assert {r["series_id"] for r in again.rows() if r["reused"]} == {"sales", "visits"}
+    assert other.manifest["reuse"]["reused"] == 0  # log1p: every series refitted
+    assert {r["series_id"]: r["status"] for r in other.rows()}["with_zero"] == "ok"
+
+
+@pytest.mark.parametrize("argv,said", [
+    (["--predict_steps", "3", "--predict_horizon", "5", "--predict_points", "2"],
+     "give either --predict_steps K"),
+    (["--predict_levels", "80,100"], "--predict_levels must be percents between 0 and 100"),
+    (["--predict_levels", "eighty"], "--predict_levels must be percents"),
+    (["--holdout", "-1"], "--holdout must be between 0"),
+    (["--transform", "sqrt"], "invalid choice: 'sqrt'"),
+])
+def test_forecast_options_are_checked(tmp_path, argv, said):
+    run = gpfit(str(tmp_path / "in"), str(tmp_path / "out"), *argv)
+    assert run.code == 2 and said in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
