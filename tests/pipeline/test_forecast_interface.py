@@ -4,6 +4,8 @@ the holdout backtest, each checked against a plain numpy posterior
 (tests/gp_reference.py's kernels, Rasmussen & Williams eq. 2.23-2.24)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from scipy.stats import norm
@@ -246,3 +248,25 @@ def test_forecast_options_are_checked(tmp_path, argv, said):
     run = gpfit(str(tmp_path / "in"), str(tmp_path / "out"), *argv)
     assert run.code == 2 and said in run.stderr, run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_the_report_shows_the_levels_the_holdout_and_ranks_by_mase(run, tmp_path, data):
+    from pipeline.report.build import title
+    from pipeline.report.cli import run as report
+    from pipeline.report.nightly import read_predictions
+
+    forecast = read_predictions(run.output, ["hourly"], False, "forecast")["hourly"]
+    assert [label for label, _, _ in forecast.bands] == ["95 % interval", "80 % interval"]
+    held = read_predictions(run.output, ["daily"], False, "holdout")["daily"]
+    np.testing.assert_array_equal(held.y, finite(*data["daily"])[1][-HOLDOUT:])
+    out = tmp_path / "report.html"
+    code = report(["--input", str(os.path.dirname(run.output)) + "/in", "--params", run.output,
+                   "--out", str(out), "--worst", "1", "--random", "1"])
+    assert code == 0
+    page = out.read_text()
+    rows = {r["series_id"]: r for r in run.rows() if r["holdout_mase"] is not None}
+    worst = max(rows, key=lambda sid: rows[sid]["holdout_mase"])
+    assert "worst #1 by holdout_mase" in page
+    assert page.index("worst #1 by holdout_mase") > page.index(f">{worst}<")  # its card
+    assert (f"holdout {HOLDOUT} points: MASE {rows[worst]['holdout_mase']:.4g}"
+            in title(rows[worst]))  # the plot's title
