@@ -22,24 +22,20 @@ NONE, LOG, LOG1P = "none", "log", "log1p"
 TRANSFORMS = (NONE, LOG, LOG1P)
 
 
+# (forward, inverse) of each transform but none.
+_FUNCTIONS = {LOG: (np.log, np.exp), LOG1P: (np.log1p, np.expm1)}
+
+
 def forward(name: str, y: np.ndarray) -> np.ndarray:
     """y [n] on the fitted scale; NaN stays NaN."""
     y = np.asarray(y, dtype=np.float64)
-    if name == LOG:
-        return np.log(y)
-    if name == LOG1P:
-        return np.log1p(y)
-    return y
+    return _FUNCTIONS[name][0](y) if name in _FUNCTIONS else y
 
 
 def inverse(name: str, z: np.ndarray) -> np.ndarray:
     """z [n] on the fitted scale -> the original scale (forward's inverse)."""
     z = np.asarray(z, dtype=np.float64)
-    if name == LOG:
-        return np.exp(z)
-    if name == LOG1P:
-        return np.expm1(z)
-    return z
+    return _FUNCTIONS[name][1](z) if name in _FUNCTIONS else z
 
 
 def problem(name: str, y: np.ndarray) -> Optional[str]:

@@ -270,3 +270,22 @@ def test_the_report_shows_the_levels_the_holdout_and_ranks_by_mase(run, tmp_path
     assert page.index("worst #1 by holdout_mase") > page.index(f">{worst}<")  # its card
     assert (f"holdout {HOLDOUT} points: MASE {rows[worst]['holdout_mase']:.4g}"
             in title(rows[worst]))  # the plot's title
+
+
+def test_steps_of_dates_are_in_days_and_written_as_timestamps(tmp_path, data):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline_data import EPOCH_DAY0, write_nested_dates
+
+    subset = {sid: (EPOCH_DAY0 + data[sid][0], data[sid][1]) for sid in ("daily", "monthly")}
+    path = write_nested_dates(str(tmp_path / "in" / "series.parquet"), subset)
+    run = gpfit(path, str(tmp_path / "out"), "--kernel", "rbf", "--predict_steps", "3")
+    assert run.code == 0, run.stderr
+    table = pq.read_table(str(tmp_path / "out" / run.shards("predictions")[0]))
+    assert table.schema.field("t").type == pa.timestamp("us", tz="UTC")
+    for sid, (t, _) in subset.items():
+        got = table.filter(pa.compute.equal(table.column("series_id"), sid)).column("t")
+        days = got.cast(pa.int64()).to_numpy() / 86_400_000_000
+        step = np.median(np.diff(t))
+        np.testing.assert_allclose(days, t.max() + step * np.arange(1, 4), rtol=0, atol=1e-6)
