@@ -214,7 +214,7 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
 
     from pipeline import backtest, forecast, scales
     from pipeline.io import fingerprint
-    from pipeline.io.schema import OUTPUT_SCHEMA, completed, predictions_schema
+    from pipeline.io.schema import OUTPUT_SCHEMA, predictions_schema
     from pipeline.manifest_step import WriteManifest
     from pipeline.previous import ReuseOrFit
     from pipeline.reading import ReadSeries
@@ -251,8 +251,7 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     rows = (
         (fitted.rows, *unfittable, *reused_rows)
         | "AllRows" >> beam.Flatten()
-        | "CountStatus" >> beam.Map(count_status)
-        | "CompleteRows" >> beam.Map(completed)  # older shards' reused rows, FitResult rows
+        | "CountStatus" >> beam.Map(count_status)  # and completed: every OUTPUT_SCHEMA column
     )
     written = rows | "WriteParams" >> WriteToParquet(
         outputs.params_prefix(output), OUTPUT_SCHEMA,  # -> <output>/params/part-...

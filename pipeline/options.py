@@ -100,11 +100,11 @@ class GPFitOptions(PipelineOptions):
             "also predict at the observed times (default %(default)s)",
             type=_boolean, nargs="?", const=True, default=False)
         add("--transform", "NAME",
-            "fit on log(y) or log(1 + y); forecasts come back on y's scale "
-            "(default %(default)s)", choices=TRANSFORMS, default=NONE)
+            "none, log or log1p: fit on log(y) or log(1 + y) (default %(default)s)",
+            choices=TRANSFORMS, default=NONE)
         add("--holdout", "K",
-            "backtest: fit without each series' last K points, score their "
-            "forecast (default %(default)s)", type=int, default=0)
+            "backtest: fit less each series' last K points, score them (default %(default)s)",
+            type=int, default=0)
         add("--log_level", "LEVEL",
             "debug (adds tracebacks), info, warning or error (default %(default)s)",
             choices=LOG_LEVELS, default="info")

@@ -29,6 +29,7 @@ from gpcore.result import FAILED, OK
 from pipeline import metrics, runtime
 from pipeline.io import fingerprint
 from pipeline.io.errors import first_line
+from pipeline.io.schema import completed
 
 _LOG = logging.getLogger(__name__)
 
@@ -249,6 +250,8 @@ def fit_or_fail(fitter, batch: list[Series], kernel: str) -> list[FitResult]:
 
 
 def count_status(row: dict) -> dict:
-    """Counts an output row under its status; returns it unchanged."""
+    """Counts an output row under its status; returns it with every output
+    column (schema.completed: a FitResult's row, or a reused row of an
+    older release, lacks the holdout columns)."""
     metrics.counter(row["status"]).inc()
-    return row
+    return completed(row)
