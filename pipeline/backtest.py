@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 from statistics import NormalDist
-from typing import Iterable
-
 import numpy as np
 
 from gpcore import Series
@@ -99,21 +97,3 @@ def scores(y_held, mean, sd_observed, y_fitted, transform: str = scales.NONE) ->
             "holdout_coverage_95": float(np.mean(inside)),
             "holdout_scale": scale if np.isfinite(scale) else None}
 
-
-def totals(rows: Iterable[dict]) -> dict:
-    """The manifest's holdout totals over rows with scores: series,
-    points, mase_mean and mase_median (over series with a MASE),
-    coverage_95 (over all held-out points of scored series)."""
-    mase, points, covered, series = [], 0, 0.0, 0
-    for row in rows:
-        if row.get("holdout_coverage_95") is None:
-            continue
-        series += 1
-        points += row["holdout_points"]
-        covered += row["holdout_coverage_95"] * row["holdout_points"]
-        if row.get("holdout_mase") is not None:
-            mase.append(row["holdout_mase"])
-    return {"series": series, "points": points,
-            "mase_mean": float(np.mean(mase)) if mase else None,
-            "mase_median": float(np.median(mase)) if mase else None,
-            "coverage_95": covered / points if points else None}

@@ -186,8 +186,7 @@ class CountReuse(beam.CombineFn):
 
 
 class SummariseHoldout(beam.CombineFn):
-    """Output rows -> the manifest's holdout totals (pipeline.backtest.totals'
-    keys): series scored, points, mase_mean, mase_median (to within 2 %: a
+    """Output rows -> the manifest's holdout totals: series scored, points, mase_mean, mase_median (to within 2 %: a
     histogram of log MASE in 2 % bins, as the fit-call seconds), coverage_95
     over all scored points; None when no row was scored."""
 

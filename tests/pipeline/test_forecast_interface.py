@@ -289,3 +289,33 @@ def test_steps_of_dates_are_in_days_and_written_as_timestamps(tmp_path, data):
         days = got.cast(pa.int64()).to_numpy() / 86_400_000_000
         step = np.median(np.diff(t))
         np.testing.assert_allclose(days, t.max() + step * np.arange(1, 4), rtol=0, atol=1e-6)
+
+
+def test_an_older_release_output_still_serves_reuse_and_the_report(tmp_path_factory, positive,
+                                                                   logged):
+    """A previous output whose shards lack the holdout and interval columns
+    (gpfit 0.5.0's) is reused from, and the report reads it."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from pipeline.io.schema import HOLDOUT_COLUMNS
+    from pipeline.report.cli import run as report
+    from pipeline.report.nightly import read_predictions
+
+    old = str(tmp_path_factory.mktemp("old") / "out")
+    shutil.copytree(logged.output, old)
+    for table, dropped in (("params", HOLDOUT_COLUMNS),
+                           ("predictions", ("lower_95", "upper_95"))):
+        for name in os.listdir(os.path.join(old, table)):
+            path = os.path.join(old, table, name)
+            pq.write_table(pq.read_table(path).drop_columns(list(dropped)), path)
+    again = log_run(tmp_path_factory, positive, "log", "--previous_output", old)
+    assert again.code == 0, again.stderr
+    reused = [r for r in again.rows() if r["reused"]]
+    assert {r["series_id"] for r in reused} == {"sales", "visits"}
+    assert all(r["holdout_points"] is None and r["holdout_mase"] is None for r in reused)
+    curve = read_predictions(old, ["sales"], False)["sales"]
+    assert curve.bands == () and curve.mean.size == POINTS  # drawn as +-2 sd
+    out = tmp_path_factory.mktemp("report") / "old.html"
+    assert report(["--input", positive[1], "--params", old, "--out", str(out)]) == 0
