@@ -23,7 +23,7 @@ from pipeline import runtime
 from pipeline.io import inputs, lock, manifest, outputs, previous
 from pipeline.io.errors import UsageError
 from pipeline.io.inputs import Columns, InputSpec
-from pipeline.options import MAX_ROWS, GPFitOptions, check, kernel_settings, recorded
+from pipeline.options import MAX_ROWS, GPFitOptions, check, kernel_settings, levels, recorded
 
 _LOG = logging.getLogger("gpfit")
 
@@ -102,9 +102,13 @@ class Nightly:
       previous: the previous output folder compared against, or None.
       previous_kernel: the kernel it fitted (its manifest's); None if unknown.
       horizon: forecast horizon past each series' last time, units of t; 0: none.
-      points: forecast points per series; 0: none.
+      points: forecast points per series over the horizon; 0: none.
       observed: also predict at the observed times.
       dates: the input's t is a date or timestamp (predictions' t is then one).
+      steps: forecast steps of each series' own spacing; 0: none.
+      levels: interval levels of the predictions, percent.
+      transform: the scale y is fitted on (pipeline/scales.py).
+      holdout: points held out of each fit and forecast; 0: none.
     """
 
     previous: Optional[str] = None
@@ -113,10 +117,22 @@ class Nightly:
     points: int = 0
     observed: bool = False
     dates: bool = False
+    steps: int = 0
+    levels: tuple = (95.0,)
+    transform: str = "none"
+    holdout: int = 0
 
     @property
     def predicts(self) -> bool:
-        return self.points > 0 or self.observed
+        return self.points > 0 or self.steps > 0 or self.observed or self.holdout > 0
+
+    @property
+    def plan(self):
+        """The Forecast step's pipeline.forecast.Plan."""
+        from pipeline.forecast import Plan
+
+        return Plan(self.horizon, self.points, self.steps, self.observed, self.dates,
+                    self.levels, self.transform, self.holdout)
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -129,7 +145,9 @@ class Nightly:
         """The manifest's record of the predictions asked for, or None."""
         if not self.predicts:
             return None
-        return {"horizon": self.horizon, "points": self.points, "observed": self.observed}
+        return {"horizon": self.horizon, "points": self.points, "steps": self.steps,
+                "observed": self.observed, "levels": list(self.levels),
+                "transform": self.transform, "holdout": self.holdout}
 
 
 def nightly_plan(gp: GPFitOptions, check_paths: bool, spec: InputSpec
@@ -154,7 +172,8 @@ def nightly_plan(gp: GPFitOptions, check_paths: bool, spec: InputSpec
             folder, note = None, f"every series fitted cold: {err.reason}"
             _LOG.warning("gpfit: %s", note)
     return Nightly(folder, kernel, gp.predict_horizon, gp.predict_points,
-                   bool(gp.predict_observed), spec.time_units == inputs.DAYS), note
+                   bool(gp.predict_observed), spec.time_units == inputs.DAYS,
+                   gp.predict_steps, levels(gp), gp.transform, gp.holdout), note
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,7 +212,7 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     # checks have passed.
     from apache_beam.io.parquetio import WriteToParquet, WriteToParquetBatched
 
-    from pipeline import forecast
+    from pipeline import backtest, forecast, scales
     from pipeline.io import fingerprint
     from pipeline.io.schema import OUTPUT_SCHEMA, predictions_schema
     from pipeline.manifest_step import WriteManifest
@@ -205,24 +224,34 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
         record = manifest.run_record(spec, output, config.kernel, 1.0, {}, time.time(),
                                      predict=nightly.predict_record)
     outputs.make_table_folders(output, nightly.tables)  # local: Beam renames shards into them
-    read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel, sizes.max_rows,
-                                                  fingerprint.options_key(config))
-    series, extra = read.series, {}
+    key = fingerprint.options_key(config, nightly.transform, nightly.holdout)
+    read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel, sizes.max_rows, key)
+    series, extra, unfittable = read.series, {}, [read.unfittable]
+    if nightly.transform != scales.NONE:
+        scaled = series | "ToFittedScale" >> beam.ParDo(scales.ToFittedScale(
+            nightly.transform, config.kernel, key)).with_outputs(scales.UNTRANSFORMABLE,
+                                                                  main="series")
+        series = scaled.series
+        unfittable.append(scaled[scales.UNTRANSFORMABLE])
     reused_rows, kept = [], []
     if nightly.previous:
         reuse = series | "ReuseOrFit" >> ReuseOrFit(nightly.previous, nightly.previous_kernel,
-                                                    config)
+                                                    config, key)
         series, reused_rows, kept = reuse.to_fit, [reuse.reused], [reuse.kept]
         extra.update(warm_starts_offered=reuse.offered,
                      previous_unreadable_shards=reuse.unreadable | "CountUnread" >> beam.Map(
                          lambda _: 1))
     fitted = series | "FitSeries" >> FitSeries(config, processes_per_machine,
                                                 sizes.seconds_per_fit_call,
-                                                keep_series=nightly.predicts)
+                                                keep_series=nightly.predicts,
+                                                fingerprint_key=key,
+                                                holdout=backtest.Holdout(
+                                                    nightly.holdout, nightly.transform)
+                                                if nightly.holdout else None)
     rows = (
-        (fitted.rows, read.unfittable, *reused_rows)
+        (fitted.rows, *unfittable, *reused_rows)
         | "AllRows" >> beam.Flatten()
-        | "CountStatus" >> beam.Map(count_status)
+        | "CountStatus" >> beam.Map(count_status)  # and completed: every OUTPUT_SCHEMA column
     )
     written = rows | "WriteParams" >> WriteToParquet(
         outputs.params_prefix(output), OUTPUT_SCHEMA,  # -> <output>/params/part-...
@@ -235,14 +264,15 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     if nightly.predicts:
         tables = ((fitted[FITTED], *kept)
                   | "ToPredict" >> beam.Flatten()
-                  | "Forecast" >> beam.ParDo(forecast.Forecast(
-                      nightly.horizon, nightly.points, nightly.observed, nightly.dates))
-                  .with_outputs(forecast.PREDICTED, forecast.NOT_PREDICTED, main="tables"))
+                  | "Forecast" >> beam.ParDo(forecast.Forecast(nightly.plan))
+                  .with_outputs(forecast.PREDICTED, forecast.NOT_PREDICTED, forecast.NO_STEP,
+                                forecast.COARSE, main="tables"))
         extra.update(predicted=tables[forecast.PREDICTED],
                      not_predicted=tables[forecast.NOT_PREDICTED],
+                     no_step=tables[forecast.NO_STEP], coarse_grid=tables[forecast.COARSE],
                      predictions_written=tables.tables | "WritePredictions" >> WriteToParquetBatched(
                          outputs.params_prefix(output, outputs.PREDICTIONS_PREFIX),
-                         predictions_schema(nightly.dates),
+                         predictions_schema(nightly.dates, nightly.levels),
                          file_name_suffix=outputs.PARAMS_SUFFIX,
                          shard_name_template=outputs.SHARD_TEMPLATE,
                          codec=outputs.PARAMS_CODEC, num_shards=sizes.num_shards))

@@ -318,6 +318,8 @@ def _report(name, found, output: str, wall_time_s: float) -> int:
               f"nor {outputs.FAILED_MARKER} in {output}", file=sys.stderr)
         return EXIT_PIPELINE_FAILED
     summary = manifest.summary(found)
+    for warning in manifest.warnings(found):  # once per run, from the job's counts
+        print(f"gpfit: warning: {warning}", file=sys.stderr)
     unreadable = found.get("unreadable_files") or {"count": 0}
     if unreadable["count"]:
         named = unreadable["files"]

@@ -1,20 +1,30 @@
 """Forecast: (Series, "ok" row) -> the fitted posterior at new times.
 
-For every "ok" series, fitted tonight or reused, K = --predict_points times
-evenly spaced in (t_last, t_last + H], H = --predict_horizon (units of t;
-days for dates and timestamps), and with --predict_observed also its
-observed times. The numerics are gpcore.predict's: one call per series
-gives the latent f's mean and sd; the sd of a new observation adds the
-fitted noise variance (what predict's include_noise adds). Each series
+For every "ok" series, fitted tonight or reused: forecast times past its
+last finite observation (pipeline/grid.py: K = --predict_points evenly over
+--predict_horizon H, or K = --predict_steps steps of the series' own median
+spacing), with --predict_observed also its observed times, and with
+--holdout K its last K finite points, predicted from the points before
+them (the fit's data). The numerics are gpcore.predict's: one call per
+series for the forecast and observed times, one for the held-out ones;
+the sd of a new observation adds the fitted noise variance. Intervals at
+--predict_levels are for a new observation; under --transform the mean and
+the bounds are mapped back to y's scale (pipeline/scales.py). Each series
 becomes one small pa.Table (schema.predictions_schema), written by
 WriteToParquetBatched: no per-point Python objects.
 
 A series whose posterior cannot be computed (predict raises ValueError)
-gets no predictions; it is logged and counted, and the run goes on.
+gets no predictions; it is logged and counted, and the run goes on. A
+series without a step (grid.median_step) gets no forecast rows; its reason
+is counted (NO_STEP). A forecast grid coarser than a quarter of a fitted
+period is counted (COARSE): the manifest step warns once per run.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
+from statistics import NormalDist
+from typing import Optional
 
 import apache_beam as beam
 import numpy as np
@@ -23,25 +33,60 @@ from apache_beam.transforms.window import GlobalWindows
 
 from gpcore import Series
 from gpcore.predict import predict
-from pipeline import metrics
+from pipeline import backtest, grid, metrics, scales
 from pipeline.io.errors import first_line
-from pipeline.io.schema import FORECAST, MICROSECONDS_PER_DAY, OBSERVED, predictions_schema
+from pipeline.io.schema import (DEFAULT_LEVELS, FORECAST, HOLDOUT, MICROSECONDS_PER_DAY,
+                                OBSERVED, level_name, predictions_schema)
 
 _LOG = logging.getLogger(__name__)
 
 PREDICTED = metrics.PREDICTED          # output tag: 1 per series predicted
 NOT_PREDICTED = metrics.NOT_PREDICTED  # output tag: 1 per ok series without predictions
+NO_STEP = "no_step"                    # output tag: a reason per series without a step
+COARSE = "coarse_grid"                 # output tag: 1 per series whose grid hides a period
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What each series' predictions hold.
+
+    Attributes:
+      horizon, points: --predict_horizon H (units of t) and --predict_points K.
+      steps: --predict_steps K (0: the horizon grid, if any).
+      observed: also predict at the observed times.
+      dates: t is a date or timestamp (written as a UTC timestamp).
+      levels: interval levels, percent.
+      transform: --transform (pipeline/scales.py).
+      holdout: --holdout K (0: none).
+    """
+
+    horizon: float = 0.0
+    points: int = 0
+    steps: int = 0
+    observed: bool = False
+    dates: bool = False
+    levels: tuple = DEFAULT_LEVELS
+    transform: str = scales.NONE
+    holdout: int = 0
 
 
 def forecast_times(t_last: float, horizon: float, points: int) -> np.ndarray:
     """[points] times evenly spaced in (t_last, t_last + horizon]."""
-    return t_last + horizon * np.arange(1, points + 1, dtype=np.float64) / max(points, 1)
+    return grid.horizon_times(t_last, horizon, points)
 
 
-def posterior_table(series: Series, row: dict, horizon: float, points: int, observed: bool,
-                    dates: bool) -> pa.Table:
-    """One series' prediction rows: `points` forecast rows, then (observed)
-    one per finite observation, in time order.
+@dataclasses.dataclass(frozen=True)
+class Posterior:
+    """One series' predictions, and what the manifest counts of them."""
+
+    table: pa.Table
+    no_step: Optional[str] = None  # why it has no forecast rows (steps only)
+    coarse: bool = False           # its forecast spacing hides a fitted period
+
+
+def posterior_table(series: Series, row: dict, plan: Plan) -> Posterior:
+    """One series' prediction rows: forecast rows, then (observed) one per
+    finite observation in time order, then (holdout) the held-out points.
 
     Raises:
       ValueError: the row's parameters do not give a posterior (gpcore.predict).
@@ -49,37 +94,83 @@ def posterior_table(series: Series, row: dict, horizon: float, points: int, obse
     t = np.asarray(series.t, dtype=np.float64)
     y = np.asarray(series.y, dtype=np.float64)
     finite = np.isfinite(t) & np.isfinite(y)
-    t_obs, y_obs = (t[finite], y[finite]) if observed else (t[:0], y[:0])
-    t_new = forecast_times(float(np.max(t[finite])), horizon, points) if points else t[:0]
-    mean, sd = predict(series, row, np.concatenate([t_new, t_obs]))
+    t_obs, y_obs = (t[finite], y[finite]) if plan.observed else (t[:0], y[:0])
+    t_new, spacing, no_step = _forecast_grid(t[finite], plan)
+    t_first = np.concatenate([t_new, t_obs])
+    mean, sd = predict(series, row, t_first) if t_first.size else (t_first, t_first)
+    kinds = [FORECAST] * t_new.size + [OBSERVED] * t_obs.size
+    times, values = [t_new, t_obs], [np.full(t_new.size, np.nan), y_obs]
+    if plan.holdout:
+        cut = backtest.split(series, plan.holdout)
+        held_mean, held_sd = predict(cut.fitted, row, cut.t_held)
+        mean, sd = np.concatenate([mean, held_mean]), np.concatenate([sd, held_sd])
+        kinds += [HOLDOUT] * cut.t_held.size
+        times.append(cut.t_held)
+        values.append(cut.y_held)
+    table = _table(series, row, plan, kinds, np.concatenate(times), np.concatenate(values),
+                   mean, sd)
+    coarse = bool(t_new.size) and grid.coarse(spacing, _periods(row))
+    return Posterior(table, no_step, coarse)
+
+
+def _forecast_grid(t: np.ndarray, plan: Plan) -> tuple[np.ndarray, float, Optional[str]]:
+    """(forecast times [k], their spacing, why there are none or None) past
+    the finite times t."""
+    if plan.steps:
+        step, reason = grid.median_step(t)
+        if step is None:
+            return t[:0], 0.0, reason
+        return grid.step_times(float(np.max(t)), step, plan.steps), step, None
+    if plan.points:
+        return (grid.horizon_times(float(np.max(t)), plan.horizon, plan.points),
+                plan.horizon / plan.points, None)
+    return t[:0], 0.0, None
+
+
+def _periods(row: dict) -> list:
+    """The fitted periods (units of t) of a row's periodic components."""
+    parts = row.get("components") or [{"kernel": row.get("kernel"), "period": row.get("period")}]
+    return [c.get("period") for c in parts if c.get("kernel") == "periodic"]
+
+
+def _table(series: Series, row: dict, plan: Plan, kinds: list, times: np.ndarray,
+           values: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> pa.Table:
+    """The rows as predictions_schema(plan.dates, plan.levels); times [m],
+    values [m] (NaN for forecast rows), mean and latent sd [m] on the
+    fitted scale."""
     sd_observed = np.sqrt(sd ** 2 + float(row["noise_variance"]))
-    n_new = t_new.size
-    values = np.full(mean.size, np.nan)
-    values[n_new:] = y_obs
     residual = (values - mean) / sd_observed
-    times = np.concatenate([t_new, t_obs])
-    if dates:
+    back = lambda z: scales.inverse(plan.transform, z)  # noqa: E731
+    bounds = {}
+    for level in plan.levels:
+        z = NormalDist().inv_cdf(0.5 + level / 200.0)
+        bounds[f"lower_{level_name(level)}"] = back(mean - z * sd_observed)
+        bounds[f"upper_{level_name(level)}"] = back(mean + z * sd_observed)
+    if plan.dates:
         times = pa.array(np.round(times * MICROSECONDS_PER_DAY).astype(np.int64),
                          pa.int64()).cast(pa.timestamp("us", tz="UTC"))
     return pa.table({
         "series_id": pa.array([str(series.series_id)] * mean.size, pa.string()),
-        "kind": pa.array([FORECAST] * n_new + [OBSERVED] * (mean.size - n_new), pa.string()),
-        "t": times, "mean": mean, "stddev": sd, "stddev_observed": sd_observed,
-        "y": pa.array(values, pa.float64(), from_pandas=True),
+        "kind": pa.array(kinds, pa.string()),
+        "t": times, "mean": back(mean), "stddev": sd, "stddev_observed": sd_observed,
+        **bounds,
+        "y": pa.array(back(values), pa.float64(), from_pandas=True),
         "residual": pa.array(residual, pa.float64(), from_pandas=True),
-    }, schema=predictions_schema(dates))
+    }, schema=predictions_schema(plan.dates, plan.levels))
 
 
 class Forecast(beam.DoFn):
     """(Series, row) -> predictions, as pa.Tables of about ROWS_PER_TABLE
     rows (the Parquet writer makes a row group of each table it is given);
-    PREDICTED: 1 per series predicted; NOT_PREDICTED: 1 per series whose
-    posterior could not be computed."""
+    PREDICTED: 1 per series with predictions; NOT_PREDICTED: 1 per series
+    whose posterior could not be computed; NO_STEP: the reason of a series
+    without a step; COARSE: 1 per series whose forecast grid is coarser
+    than a quarter of a fitted period."""
 
     ROWS_PER_TABLE = 65_536
 
-    def __init__(self, horizon: float, points: int, observed: bool, dates: bool):
-        self._args = (horizon, points, observed, dates)
+    def __init__(self, plan: Plan):
+        self._plan = plan
         self._tables: list[pa.Table] = []
         self._rows = 0
         self._predicted = metrics.counter(metrics.PREDICTED)
@@ -91,17 +182,23 @@ class Forecast(beam.DoFn):
     def process(self, pair):
         series, row = pair
         try:
-            table = posterior_table(series, row, *self._args)
+            found = posterior_table(series, row, self._plan)
         except ValueError as err:
             _LOG.warning("gpfit: no predictions for series %s: %s", row["series_id"],
                          first_line(err))
             self._failed.inc()
             yield beam.pvalue.TaggedOutput(NOT_PREDICTED, 1)
             return
+        if found.no_step:
+            yield beam.pvalue.TaggedOutput(NO_STEP, found.no_step)
+        if found.coarse:
+            yield beam.pvalue.TaggedOutput(COARSE, 1)
+        if not found.table.num_rows:
+            return
         self._predicted.inc()
         yield beam.pvalue.TaggedOutput(PREDICTED, 1)
-        self._tables.append(table)
-        self._rows += table.num_rows
+        self._tables.append(found.table)
+        self._rows += found.table.num_rows
         if self._rows >= self.ROWS_PER_TABLE:
             yield self._flush()
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Iterable
+from typing import Iterable, Optional
 
 import apache_beam as beam
-from apache_beam.pvalue import AsList, AsSingleton
+from apache_beam.pvalue import AsDict, AsList, AsSingleton
 
 from gpcore.result import FAILED, OK, SKIPPED
 from pipeline import metrics
@@ -185,8 +185,56 @@ class CountReuse(beam.CombineFn):
         return counts
 
 
+class SummariseHoldout(beam.CombineFn):
+    """Output rows -> the manifest's holdout totals: series scored, points, mase_mean, mase_median (to within 2 %: a
+    histogram of log MASE in 2 % bins, as the fit-call seconds), coverage_95
+    over all scored points; None when no row was scored."""
+
+    def create_accumulator(self) -> dict:
+        return {"series": 0, "points": 0, "covered": 0.0, "mase_n": 0, "mase_sum": 0.0,
+                "bins": {}, "mase_max": None}
+
+    def add_input(self, acc: dict, row: dict) -> dict:
+        if row.get("holdout_coverage_95") is None:
+            return acc
+        acc["series"] += 1
+        acc["points"] += row["holdout_points"]
+        acc["covered"] += row["holdout_coverage_95"] * row["holdout_points"]
+        mase = row.get("holdout_mase")
+        if mase is not None:
+            acc["mase_n"] += 1
+            acc["mase_sum"] += mase
+            key = math.floor(math.log(max(mase, 1e-12)) / _BIN)
+            acc["bins"][key] = acc["bins"].get(key, 0) + 1
+            acc["mase_max"] = mase if acc["mase_max"] is None else max(acc["mase_max"], mase)
+        return acc
+
+    def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
+        merged = self.create_accumulator()
+        for acc in accumulators:
+            for key in ("series", "points", "covered", "mase_n", "mase_sum"):
+                merged[key] += acc[key]
+            for key, n in acc["bins"].items():
+                merged["bins"][key] = merged["bins"].get(key, 0) + n
+            if acc["mase_max"] is not None:
+                merged["mase_max"] = max(acc["mase_max"], merged["mase_max"] or acc["mase_max"])
+        return merged
+
+    def extract_output(self, acc: dict) -> Optional[dict]:
+        if not acc["series"]:
+            return None
+        median = None
+        if acc["mase_n"]:
+            median = min(_median_of_bins(acc["bins"], acc["mase_n"]), acc["mase_max"])
+        return {"series": acc["series"], "points": acc["points"],
+                "mase_mean": acc["mase_sum"] / acc["mase_n"] if acc["mase_n"] else None,
+                "mase_median": median,
+                "coverage_95": acc["covered"] / acc["points"] if acc["points"] else None}
+
+
 # WriteManifest's optional inputs: PCollections of ints to add up.
-_TOTALS = ("warm_starts_offered", "previous_unreadable_shards", "predicted", "not_predicted")
+_TOTALS = ("warm_starts_offered", "previous_unreadable_shards", "predicted", "not_predicted",
+           "coarse_grid")
 
 
 class WriteManifest(beam.PTransform):
@@ -215,6 +263,9 @@ class WriteManifest(beam.PTransform):
             | f"Sum_{name}" >> beam.CombineGlobally(sum)) for name in _TOTALS}
         predictions_written = (inputs.get("predictions_written")
                                or inputs["rows"].pipeline | "NoPredictions" >> beam.Create([]))
+        no_step = ((inputs.get("no_step") or inputs["rows"].pipeline | "NoSteps" >> beam.Create([]))
+                   | "CountNoStep" >> beam.combiners.Count.PerElement())
+        holdout = inputs["rows"] | "SummariseHoldout" >> beam.CombineGlobally(SummariseHoldout())
         null_ids = inputs["null_ids"] | "SumNullIds" >> beam.CombineGlobally(sum)
         fits = inputs["fits"] | "SummariseFits" >> beam.CombineGlobally(SummariseFits())
         read = (
@@ -225,7 +276,8 @@ class WriteManifest(beam.PTransform):
         return counts | "Write" >> beam.ParDo(
             _WriteManifestFn(self._record), null_ids=AsSingleton(null_ids),
             fits=AsSingleton(fits), read=AsSingleton(read), written=AsList(inputs["written"]),
-            reuse=AsSingleton(reuse), predictions_written=AsList(predictions_written), **totals)
+            reuse=AsSingleton(reuse), predictions_written=AsList(predictions_written),
+            no_step=AsDict(no_step), holdout=AsSingleton(holdout), **totals)
 
 
 class _WriteManifestFn(beam.DoFn):
@@ -236,12 +288,15 @@ class _WriteManifestFn(beam.DoFn):
         self._clock = clock
 
     def process(self, status_counts: dict, null_ids: int, fits: dict, read: dict,
-                written: list, reuse: dict, predictions_written: list, **totals):
+                written: list, reuse: dict, predictions_written: list, no_step: dict,
+                holdout: Optional[dict], **totals):
         output = self._record.output
         nightly = {
             "reuse": {**reuse, "warm_starts_offered": totals["warm_starts_offered"],
                       "previous_unreadable_shards": totals["previous_unreadable_shards"]},
             "predicted": totals["predicted"], "not_predicted": totals["not_predicted"],
+            "no_step": dict(sorted(no_step.items())), "coarse_grid": totals["coarse_grid"],
+            "holdout": holdout,
             "prediction_files": (outputs.params_files(output, outputs.PREDICTIONS_PREFIX)
                                  if self._record.predict is not None else [])}
         composed = manifest.compose(self._record, status_counts, null_ids, fits,

@@ -18,6 +18,7 @@ from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import AUTO, CANDIDATES, KERNELS, SYNTAX, FitConfig
 from pipeline.io.errors import UsageError
 from pipeline.io.redaction import REDACTED, redacted  # noqa: F401  (REDACTED: re-exported)
+from pipeline.scales import NONE, TRANSFORMS
 
 # --log_level's choices: what gpfit's own lines show; tracebacks only at debug.
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -89,9 +90,21 @@ class GPFitOptions(PipelineOptions):
         add("--predict_points", "K",
             "forecast points per series, over the horizon (default %(default)s)",
             type=int, default=0)
+        add("--predict_steps", "K",
+            "forecast K steps of each series' own median spacing (default %(default)s)",
+            type=int, default=0)
+        add("--predict_levels", "L,L,...",
+            "interval levels in percent: columns lower_L, upper_L (default %(default)s)",
+            default="95")
         add("--predict_observed", "BOOL",
             "also predict at the observed times (default %(default)s)",
             type=_boolean, nargs="?", const=True, default=False)
+        add("--transform", "NAME",
+            "none, log or log1p: fit on log(y) or log(1 + y) (default %(default)s)",
+            choices=TRANSFORMS, default=NONE)
+        add("--holdout", "K",
+            "backtest: fit less each series' last K points, score them (default %(default)s)",
+            type=int, default=0)
         add("--log_level", "LEVEL",
             "debug (adds tracebacks), info, warning or error (default %(default)s)",
             choices=LOG_LEVELS, default="info")
@@ -184,7 +197,8 @@ def check(gp: GPFitOptions) -> None:
         (kernel_settings), a failure fraction outside [0, 1], a non-positive
         --seconds_per_fit_call, --max_rows below --max_points, a negative
         --num_shards, --previous_output_optional without --previous_output,
-        a forecast horizon without points or points without a horizon.
+        a forecast horizon without points or points without a horizon,
+        --predict_steps with either, bad --predict_levels or --holdout.
     """
     if not gp.input:
         raise UsageError("--input is required: a Parquet file, folder or glob")
@@ -212,6 +226,16 @@ MAX_PREDICT_POINTS = 100_000
 
 
 def _check_forecast(gp: GPFitOptions) -> None:
+    if gp.predict_steps and (gp.predict_horizon or gp.predict_points):
+        raise UsageError("give either --predict_steps K (steps of each series' own spacing) or "
+                         "--predict_horizon H --predict_points K (one grid for all), not both")
+    if not 0 <= gp.predict_steps <= MAX_PREDICT_POINTS:
+        raise UsageError(f"--predict_steps must be between 0 and {MAX_PREDICT_POINTS}; "
+                         f"got {gp.predict_steps}")
+    if not 0 <= gp.holdout <= MAX_PREDICT_POINTS:
+        raise UsageError(f"--holdout must be between 0 and {MAX_PREDICT_POINTS} points; "
+                         f"got {gp.holdout}")
+    levels(gp)
     if not (math.isfinite(gp.predict_horizon) and gp.predict_horizon >= 0):
         raise UsageError(f"--predict_horizon must be >= 0 (units of t); got {gp.predict_horizon:g}")
     if not 0 <= gp.predict_points <= MAX_PREDICT_POINTS:
@@ -221,6 +245,23 @@ def _check_forecast(gp: GPFitOptions) -> None:
         raise UsageError("forecasts need both --predict_horizon H (> 0, units of t) and "
                          f"--predict_points K (> 0); got H={gp.predict_horizon:g}, "
                          f"K={gp.predict_points}")
+
+
+def levels(gp: GPFitOptions) -> tuple[float, ...]:
+    """--predict_levels as percents, sorted, each in (0, 100).
+
+    Raises:
+      UsageError: not a comma-separated list of such numbers.
+    """
+    text = str(gp.predict_levels)
+    try:
+        found = tuple(sorted({float(part) for part in text.split(",")}))
+    except ValueError:
+        found = ()
+    if not found or not all(0 < level < 100 for level in found):
+        raise UsageError(f"--predict_levels must be percents between 0 and 100 separated by "
+                         f"commas, e.g. 80,95; got {text!r}")
+    return found
 
 
 def kernel_settings(gp: GPFitOptions) -> dict:

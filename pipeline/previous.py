@@ -54,13 +54,16 @@ class ReuseOrFit(beam.PTransform):
       folder: the previous output folder (pipeline.io.previous.check).
       previous_kernel: the kernel it fitted (its manifest's), or None.
       config: this run's fit configuration.
+      fingerprint_key: fingerprint.options_key of this run (default: of config).
     """
 
-    def __init__(self, folder: str, previous_kernel: Optional[str], config: FitConfig):
+    def __init__(self, folder: str, previous_kernel: Optional[str], config: FitConfig,
+                 fingerprint_key: Optional[bytes] = None):
         super().__init__()
         self._folder = folder
         self._previous_kernel = previous_kernel
         self._config = config
+        self._key = fingerprint_key
 
     def expand(self, series):
         old = (series.pipeline
@@ -72,7 +75,7 @@ class ReuseOrFit(beam.PTransform):
         compared = (
             {"series": keyed, "previous": old.rows}
             | "JoinPrevious" >> beam.CoGroupByKey()
-            | "Compare" >> beam.ParDo(Compare(self._config, self._previous_kernel))
+            | "Compare" >> beam.ParDo(Compare(self._config, self._previous_kernel, self._key))
             .with_outputs(REUSED, KEPT, OFFERED, main="to_fit"))
         return Reuse(compared.to_fit, compared[REUSED], compared[KEPT], compared[OFFERED],
                      old[UNREADABLE])
@@ -96,10 +99,11 @@ class ReadShard(beam.DoFn):
 class Compare(beam.DoFn):
     """(id, {"series": [Series], "previous": [row]}) -> see the module doc."""
 
-    def __init__(self, config: FitConfig, previous_kernel: Optional[str]):
+    def __init__(self, config: FitConfig, previous_kernel: Optional[str],
+                 fingerprint_key: Optional[bytes] = None):
         self._kernel = config.kernel
         self._previous_kernel = previous_kernel
-        self._key = fingerprint.options_key(config)
+        self._key = fingerprint_key or fingerprint.options_key(config)
         self._reused = metrics.counter(metrics.REUSED)
         self._offered = metrics.counter(metrics.WARM_STARTS_OFFERED)
 

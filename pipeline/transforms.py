@@ -29,6 +29,7 @@ from gpcore.result import FAILED, OK
 from pipeline import metrics, runtime
 from pipeline.io import fingerprint
 from pipeline.io.errors import first_line
+from pipeline.io.schema import completed
 
 _LOG = logging.getLogger(__name__)
 
@@ -44,12 +45,15 @@ class FitSeries(beam.PTransform):
     """
 
     def __init__(self, config: FitConfig, processes_per_machine: Optional[int],
-                 seconds_per_call: float, keep_series: bool = False):
+                 seconds_per_call: float, keep_series: bool = False,
+                 fingerprint_key: Optional[bytes] = None, holdout=None):
         super().__init__()
         self._config = config
         self._processes = processes_per_machine
         self._batching = Batching(config, seconds_per_call)
         self._keep_series = keep_series
+        self._key = fingerprint_key
+        self._holdout = holdout
 
     def expand(self, series):
         # The series to fit, counted for the progress lines' total: all of
@@ -59,7 +63,8 @@ class FitSeries(beam.PTransform):
         return (series
                 | "BatchByLength" >> beam.ParDo(BatchByLength(self._batching))
                 | "FitBatches" >> beam.ParDo(FitDoFn(
-                    self._config, self._processes, keep_series=self._keep_series),
+                    self._config, self._processes, keep_series=self._keep_series,
+                    fingerprint_key=self._key, holdout=self._holdout),
                     total=beam.pvalue.AsSingleton(total))
                 .with_outputs(FIT_STATS, FITTED, main="rows"))
 
@@ -134,6 +139,9 @@ class FitDoFn(beam.DoFn):
     instance uses it under a lock. Besides the rows, each batch puts out a
     FitStats on FIT_STATS (the figures of its metrics, for the manifest),
     and with keep_series each "ok" row with its Series on FITTED.
+    With a holdout (pipeline.backtest.Holdout) the fitter sees each series
+    without its held-out points, and the rows get the backtest's scores;
+    the fingerprint and FITTED keep the whole series.
     A fitter's fit never raises for a series (a bad one comes back skipped or
     failed); a call that raises all the same (the machine, not a series)
     becomes "failed" rows with the reason (fit_or_fail): on Dataflow an
@@ -142,9 +150,11 @@ class FitDoFn(beam.DoFn):
 
     def __init__(self, config: FitConfig, processes_per_machine: Optional[int],
                  clock: Callable[[], float] = time.monotonic, progress_every_s: float = 30.0,
-                 keep_series: bool = False, heartbeat_s: Optional[float] = None):
+                 keep_series: bool = False, heartbeat_s: Optional[float] = None,
+                 fingerprint_key: Optional[bytes] = None, holdout=None):
         self._config = config
-        self._key = fingerprint.options_key(config)
+        self._key = fingerprint_key or fingerprint.options_key(config)
+        self._holdout = holdout
         self._keep_series = keep_series
         self._processes = processes_per_machine
         self._clock = clock
@@ -188,7 +198,8 @@ class FitDoFn(beam.DoFn):
                 slot.counted = True
             before = work_by_kernel(slot.fitter)
             start = self._clock()
-            results = fit_or_fail(slot.fitter, batch, self._config.kernel)
+            fitted = [self._holdout.fitted_part(s) for s in batch] if self._holdout else batch
+            results = fit_or_fail(slot.fitter, fitted, self._config.kernel)
             elapsed = self._clock() - start
             work = _work_done(before, work_by_kernel(slot.fitter), self._kernels, len(batch))
             traces = slot.fitter.tracing_count
@@ -202,6 +213,8 @@ class FitDoFn(beam.DoFn):
         self._traces_now.set(traces)
         for series, result in zip(batch, results):
             row = result.to_row()
+            if self._holdout:
+                row = self._holdout.scored(series, row)
             row["fingerprint"] = fingerprint.of_points(self._key, series.t, series.y)
             yield row
             if self._keep_series and row["status"] == OK:
@@ -237,6 +250,8 @@ def fit_or_fail(fitter, batch: list[Series], kernel: str) -> list[FitResult]:
 
 
 def count_status(row: dict) -> dict:
-    """Counts an output row under its status; returns it unchanged."""
+    """Counts an output row under its status; returns it with every output
+    column (schema.completed: a FitResult's row, or a reused row of an
+    older release, lacks the holdout columns)."""
     metrics.counter(row["status"]).inc()
-    return row
+    return completed(row)

@@ -3,8 +3,8 @@
 The fingerprint is a sha256 (hex) over, in order:
   - the gpfit version (VERSION; a release that changes the fitter changes it),
   - the fit options that change a result (FitConfig's fields but batch_size,
-    which only groups the work, and candidates unless the kernel is "auto"),
-    as sorted JSON,
+    which only groups the work, and candidates unless the kernel is "auto";
+    --transform and --holdout unless none and 0), as sorted JSON,
   - the number of finite points, then their t and y as float64 bytes, sorted
     by (t, y) (a point is finite when both t and y are; -0.0 counts as 0.0).
 Points are hashed after the input's conversion (dates and timestamps to days,
@@ -33,11 +33,18 @@ VERSION = "0.5.0"
 _NOT_FIT_OPTIONS = ("batch_size",)
 
 
-def options_key(config: FitConfig) -> bytes:
-    """The version and the fit-changing options, as the bytes hashed first."""
+def options_key(config: FitConfig, transform: str = "none", holdout: int = 0) -> bytes:
+    """The version and the fit-changing options, as the bytes hashed first:
+    FitConfig's, and the pipeline's --transform (the data fitted) and
+    --holdout (the points fitted, the scores in the row) where not their
+    defaults, so that a run without them keeps earlier runs' keys."""
     options = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_FIT_OPTIONS}
     if config.kernel != AUTO:  # the candidates are not fitted
         options.pop("candidates", None)
+    if transform != "none":
+        options["transform"] = transform
+    if holdout:
+        options["holdout"] = int(holdout)
     return json.dumps({"gpfit": VERSION, "options": options}, sort_keys=True).encode()
 
 

@@ -20,7 +20,11 @@ previous_note (why none was used, or null), reuse (reused,
 warm_starts_offered, warm_started, fitted: rows fitted, skipped or failed
 anew; previous_unreadable_shards), and predictions (horizon, points,
 observed, series predicted, not_predicted; null without --predict_*) with
-prediction_files, the predictions' shard names.
+prediction_files, the predictions' shard names. predictions also hold
+steps, levels, transform and holdout as asked, no_step ({reason: series}
+without a forecast step) and coarse_grid (series whose forecast spacing is
+coarser than a quarter of a fitted period); holdout (with --holdout; else
+null) holds series, points, mase_mean, mase_median, coverage_95.
 
 A run with unreadable input files is "failed" (_FAILED.json) whatever its
 counts: its output lacks what those files held.
@@ -71,7 +75,8 @@ class RunRecord:
       run_id: the run's id in the output folder's lock (pipeline.io.lock).
       previous_output: the previous output compared against, or None.
       previous_note: why no previous output is used, or None.
-      predict: {"horizon", "points", "observed"}, or None without predictions.
+      predict: {"horizon", "points", "steps", "observed", "levels", "transform",
+        "holdout"}, or None without predictions.
     """
 
     output: str
@@ -163,11 +168,14 @@ def _nightly(record: RunRecord, nightly: dict) -> dict:
     predictions = None
     if record.predict is not None:
         predictions = {**record.predict, "series": nightly.get("predicted", 0),
-                       "not_predicted": nightly.get("not_predicted", 0)}
+                       "not_predicted": nightly.get("not_predicted", 0),
+                       "no_step": nightly.get("no_step", {}),
+                       "coarse_grid": nightly.get("coarse_grid", 0)}
     return {"previous_output": redacted("previous_output", record.previous_output),
             "previous_note": record.previous_note,
             "reuse": nightly.get("reuse"), "predictions": predictions,
-            "prediction_files": nightly.get("prediction_files", [])}
+            "prediction_files": nightly.get("prediction_files", []),
+            "holdout": nightly.get("holdout")}
 
 
 def file_name(manifest: dict) -> str:
@@ -225,10 +233,30 @@ def read(output: str) -> tuple[Optional[str], Optional[dict]]:
 
 
 def summary(manifest: dict) -> str:
-    """'23 series: 22 ok, 1 skipped, 0 failed; 3 rows with a null id'."""
+    """'23 series: 22 ok, 1 skipped, 0 failed; 3 rows with a null id', and
+    with --holdout '; holdout of 22 series: MASE mean 0.91, median 0.8,
+    95 % coverage 0.94'."""
     counts = manifest["counts"]
-    return (f"{counts[SERIES_READ]} series: {counts[OK]} ok, {counts[SKIPPED]} skipped, "
+    line = (f"{counts[SERIES_READ]} series: {counts[OK]} ok, {counts[SKIPPED]} skipped, "
             f"{counts[FAILED]} failed; {counts[NULL_IDS]} rows with a null id")
+    holdout = manifest.get("holdout")
+    if holdout:
+        said = lambda v: "n/a" if v is None else f"{v:.3g}"  # noqa: E731
+        line += (f"; holdout of {holdout['series']} series: MASE mean "
+                 f"{said(holdout['mase_mean'])}, median {said(holdout['mase_median'])}, "
+                 f"95 % coverage {said(holdout['coverage_95'])}")
+    return line
+
+
+def warnings(manifest: dict) -> list[str]:
+    """What the run's counts warn of, one line each: forecast grids too
+    coarse to show a fitted period."""
+    coarse = (manifest.get("predictions") or {}).get("coarse_grid")
+    if not coarse:
+        return []
+    return [f"{coarse} series have a forecast spacing coarser than a quarter of a fitted "
+            "period, so their forecasts cannot show that cycle (predictions.coarse_grid in "
+            "the manifest); use a finer grid: --predict_steps, or more --predict_points"]
 
 
 def _iso(seconds: float) -> str:

@@ -15,7 +15,8 @@ def _field(name: str, type_: pa.DataType, nullable: bool, doc: str) -> pa.Field:
     return pa.field(name, type_, nullable=nullable, metadata={"description": doc})
 
 
-# Same columns, same order as gpcore.OUTPUT_COLUMNS (a test keeps them equal).
+# gpcore.OUTPUT_COLUMNS, in their order, then HOLDOUT_COLUMNS (a test keeps
+# them equal).
 OUTPUT_SCHEMA = pa.schema([
     _field("series_id", pa.string(), False, "input series id, as a string"),
     _field("status", pa.string(), False, "ok, skipped (not fittable) or failed"),
@@ -53,30 +54,75 @@ OUTPUT_SCHEMA = pa.schema([
            "copied from the previous run's output: the series and options were unchanged"),
     _field("fingerprint", pa.string(), True,
            "hash of the series' finite points, the fit options and the gpfit version"),
+    # The backtest's (--holdout K, pipeline/backtest.py); null without it.
+    _field("holdout_points", pa.int64(), True,
+           "points held out of the fit and forecast (--holdout); null without it"),
+    _field("holdout_mase", pa.float64(), True,
+           "mean absolute error on the held-out points / holdout_scale; null without them"),
+    _field("holdout_coverage_95", pa.float64(), True,
+           "fraction of held-out points inside the 95 % interval for a new observation"),
+    _field("holdout_scale", pa.float64(), True,
+           "MASE's scale: mean |y_i - y_(i-1)| over the fitted points (one-step naive), "
+           "units of y"),
 ])
 
+# The parameter columns gpfit's pipeline adds after gpcore.OUTPUT_COLUMNS.
+HOLDOUT_COLUMNS = ("holdout_points", "holdout_mase", "holdout_coverage_95", "holdout_scale")
 
-# The posterior rows written with --predict_horizon/--predict_points and
-# --predict_observed (pipeline/forecast.py): one row per series and time.
-FORECAST, OBSERVED = "forecast", "observed"  # values of the `kind` column
+
+def completed(row: dict) -> dict:
+    """An output row with every OUTPUT_SCHEMA column: those a FitResult or
+    an older release's shard lacks (HOLDOUT_COLUMNS) become null."""
+    missing = [name for name in HOLDOUT_COLUMNS if name not in row]
+    return {**row, **dict.fromkeys(missing)} if missing else row
+
+
+# The posterior rows written with --predict_* and --holdout
+# (pipeline/forecast.py): one row per series and time.
+FORECAST, OBSERVED, HOLDOUT = "forecast", "observed", "holdout"  # values of `kind`
 MICROSECONDS_PER_DAY = 86_400_000_000
+DEFAULT_LEVELS = (95.0,)
 
 
-def predictions_schema(dates: bool) -> pa.Schema:
+def level_name(level: float) -> str:
+    """80 -> "80", 99.5 -> "99.5": the L of the columns lower_L, upper_L."""
+    return f"{level:g}"
+
+
+def interval_columns(levels) -> list[str]:
+    """["lower_80", "upper_80", "lower_95", "upper_95"] for levels (80, 95)."""
+    return [f"{side}_{level_name(level)}" for level in levels for side in ("lower", "upper")]
+
+
+def predictions_schema(dates: bool, levels=DEFAULT_LEVELS) -> pa.Schema:
     """The predictions' schema; `t` is a UTC timestamp (us) when the input's
-    t was a date or timestamp (`dates`), else float64 in the input's units."""
+    t was a date or timestamp (`dates`), else float64 in the input's units;
+    lower_L and upper_L for each level L (percent) of --predict_levels.
+    Under --transform, mean and the bounds are on the original scale, the
+    stddevs and the residual on the transformed one (docs/design.md,
+    "Contracts")."""
     t_type = pa.timestamp("us", tz="UTC") if dates else pa.float64()
+    bounds = [_field(f"{side}_{level_name(level)}", pa.float64(), False,
+                     f"{side} end of the central {level_name(level)} % interval for a new "
+                     "observation (f plus noise), units of y")
+              for level in levels for side in ("lower", "upper")]
     return pa.schema([
         _field("series_id", pa.string(), False, "input series id, as a string"),
         _field("kind", pa.string(), False,
-               "forecast (past the last observation) or observed (at an observed time)"),
+               "forecast (past the last observation), observed (at an observed time) or "
+               "holdout (a point held out of the fit, --holdout)"),
         _field("t", t_type, False, "time of the prediction, as the input's t"),
-        _field("mean", pa.float64(), False, "posterior mean, units of y"),
+        _field("mean", pa.float64(), False,
+               "posterior mean, units of y (under --transform: the median)"),
         _field("stddev", pa.float64(), False,
-               "posterior standard deviation of the latent function f, units of y"),
+               "posterior standard deviation of the latent function f, units of y "
+               "(under --transform: of the transformed y)"),
         _field("stddev_observed", pa.float64(), False,
-               "standard deviation of a new observation (f plus noise), units of y"),
+               "standard deviation of a new observation (f plus noise), units of y "
+               "(under --transform: of the transformed y)"),
+        *bounds,
         _field("y", pa.float64(), True, "the observed value; null for forecast rows"),
         _field("residual", pa.float64(), True,
-               "(y - mean) / stddev_observed at an observed time; null for forecast rows"),
+               "(y - mean) / stddev_observed at an observed or held-out time (transformed "
+               "scale under --transform); null for forecast rows"),
     ])

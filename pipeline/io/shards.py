@@ -14,9 +14,12 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.files import open_file
 from pipeline.io.outputs import shard_patterns
-from pipeline.io.schema import OUTPUT_SCHEMA
+from pipeline.io.schema import HOLDOUT_COLUMNS, OUTPUT_SCHEMA
 
 COLUMNS = tuple(OUTPUT_SCHEMA.names)
+# What a shard must have: older releases' shards lack the holdout columns,
+# which read as null.
+REQUIRED = tuple(name for name in COLUMNS if name not in HOLDOUT_COLUMNS)
 
 
 def list_shards(folder: str, prefix: str = "params") -> list[str]:
@@ -36,7 +39,7 @@ def list_shards(folder: str, prefix: str = "params") -> list[str]:
     return sorted(found)
 
 
-def checked_rows(path: str, required: Sequence[str] = COLUMNS) -> int:
+def checked_rows(path: str, required: Sequence[str] = REQUIRED) -> int:
     """Row count of one shard, from its footer.
 
     Raises:

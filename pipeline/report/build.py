@@ -22,7 +22,9 @@ from pipeline.io.inputs import DAYS, InputSpec
 from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER
 from pipeline.report import params as params_io
 from pipeline.report.data import read_series
-from pipeline.report.nightly import compare, read_forecasts
+from pipeline import scales
+from pipeline.io.schema import FORECAST, HOLDOUT
+from pipeline.report.nightly import compare, read_predictions
 from pipeline.report.page import Card, Choice, Page, render
 from pipeline.report.plots import Curve, Part, histograms_png, series_png
 from pipeline.report.sample import Pick
@@ -53,9 +55,12 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
     picks = scanned.sampler.picks()
     log(f"plotting {len(picks)} series")
     data = read_series(spec, [p.series_id for p in picks])
-    forecasts = read_forecasts(run.folder, [p.series_id for p in picks],
-                               spec.time_units == DAYS)
-    cards = [_card(pick, data.get(pick.series_id), spec, forecasts.get(pick.series_id))
+    ids, dates = [p.series_id for p in picks], spec.time_units == DAYS
+    forecasts = read_predictions(run.folder, ids, dates, FORECAST)
+    held = read_predictions(run.folder, ids, dates, HOLDOUT)
+    transform = ((run.manifest or {}).get("options") or {}).get("transform") or scales.NONE
+    cards = [_card(pick, data.get(pick.series_id), spec, forecasts.get(pick.series_id),
+                   held.get(pick.series_id), transform)
              for pick in picks]
     previous = (run.manifest or {}).get("previous_output")
     moves = None
@@ -77,8 +82,10 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
     return Report(render(page), tally.rows, sum(card.png is not None for card in cards))
 
 
-def posterior_curve(series: Series, row: dict) -> Curve:
-    """The fitted posterior on a grid over the data's span (plus a margin).
+def posterior_curve(series: Series, row: dict, transform: str = scales.NONE) -> Curve:
+    """The fitted posterior on a grid over the data's span (plus a margin);
+    under a --transform, `series` is on the fitted scale and the curve's
+    mean (the median) and bands are mapped back to y's.
 
     Raises:
       ValueError: the row's parameters are missing or out of range.
@@ -94,7 +101,12 @@ def posterior_curve(series: Series, row: dict) -> Curve:
     grid = np.linspace(lo, hi, m)
     mean, std_f = predict(series, params, grid)
     std_y = np.sqrt(std_f ** 2 + params["noise_variance"])
-    return Curve(grid, mean, std_f, std_y)
+    if transform == scales.NONE:
+        return Curve(grid, mean, std_f, std_y)
+    back = lambda z: scales.inverse(transform, z)  # noqa: E731
+    return Curve(grid, back(mean), std_f, std_y, bands=(
+        ("±2σ new observation", back(mean - 2 * std_y), back(mean + 2 * std_y)),
+        ("±2σ posterior", back(mean - 2 * std_f), back(mean + 2 * std_f))))
 
 
 def component_parts(series: Series, row: dict, t_new: np.ndarray) -> list[Part]:
@@ -132,6 +144,10 @@ def title(row: dict) -> str:
               if row.get("bic_margin") is not None else "")
     lines.append(f"n_points {n} · nll {_g(nll)}{per_point}{margin} · "
                  f"{stopped}{bound} after {row['iterations']} iterations")
+    if row.get("holdout_coverage_95") is not None:
+        lines.append(f"holdout {row['holdout_points']} points: MASE {_g(row['holdout_mase'])} "
+                     f"(scale {_g(row['holdout_scale'])}) · 95 % coverage "
+                     f"{_g(row['holdout_coverage_95'])}")
     return "\n".join(lines)
 
 
@@ -150,7 +166,8 @@ def kernel_choice(tally: Tally, manifest: Optional[dict], margins_png: Optional[
 
 
 def _card(pick: Pick, series: Optional[Series], spec: InputSpec,
-          forecast: Optional[Curve] = None) -> Card:
+          forecast: Optional[Curve] = None, holdout: Optional[Curve] = None,
+          transform: str = scales.NONE) -> Card:
     row = pick.row
     dates = spec.time_units == DAYS
     if series is None:
@@ -159,14 +176,18 @@ def _card(pick: Pick, series: Optional[Series], spec: InputSpec,
     note, curve, parts = None, None, []
     if row["status"] == OK:
         try:
-            curve = posterior_curve(series, row)
-            parts = component_parts(series, row, curve.t)
+            problem = scales.problem(transform, series.y)
+            if problem:
+                raise ValueError(f"the data read now cannot be transformed: {problem}")
+            fitted = scales.transformed(transform, series)
+            curve = posterior_curve(fitted, row, transform)
+            parts = component_parts(fitted, row, curve.t)
         except ValueError as err:
             note = f"cannot draw the posterior: {err}"
     else:
         note = f"{row['status']}: {row.get('error') or '(no message)'}"
     png = series_png(series.t, series.y, curve, title(row), dates=dates, note=note,
-                     forecast=forecast, parts=parts)
+                     forecast=forecast, parts=parts, holdout=holdout)
     return Card(pick.series_id, pick.reasons, row["status"], png, None)
 
 

@@ -47,8 +47,8 @@ def parser() -> argparse.ArgumentParser:
     add("--series", "ID", "also plot this series; repeat for more", action="append", default=[])
     add("--random", "N", "plot N fitted series drawn at random (default %(default)s)",
         type=int, default=6)
-    add("--worst", "N", "plot the N fitted series with the highest nll per point "
-        "(default %(default)s)", type=int, default=3)
+    add("--worst", "N", "plot the N worst fits: by holdout_mase, else by standardised nll "
+        "per point (default %(default)s)", type=int, default=3)
     add("--seed", "S", "seed of the random draw (default %(default)s)", type=int, default=0)
     return p
 

@@ -22,7 +22,7 @@ from pipeline.io import shards
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.files import map_files, open_file
 from pipeline.io.outputs import PREDICTIONS_PREFIX
-from pipeline.io.schema import FORECAST, MICROSECONDS_PER_DAY
+from pipeline.io.schema import FORECAST, HOLDOUT, MICROSECONDS_PER_DAY
 from pipeline.report import params as params_io
 from pipeline.report.plots import Curve
 from pipeline.report.summary import Histogram
@@ -107,20 +107,27 @@ def compare(run: params_io.ParamsRun, previous: str, top: int = 10) -> Moves:
                  moved[:top])
 
 
-def read_forecasts(folder: str, ids: Sequence[str], dates: bool) -> dict[str, Curve]:
-    """The forecast rows of these series in the run's predictions shards,
-    as Curves in the units the plots use (days for dates). Empty when the
-    run wrote no predictions."""
+def read_predictions(folder: str, ids: Sequence[str], dates: bool, kind: str = FORECAST
+                     ) -> dict[str, Curve]:
+    """The rows of one kind (FORECAST, HOLDOUT) of these series in the run's
+    predictions shards, as Curves in the units the plots use (days for
+    dates), with a band per interval level the run wrote (lower_L,
+    upper_L; widest first; none in older runs' shards: the plot then draws
+    +-2 sd) and, for held-out rows, their values. Empty when the run wrote
+    no predictions."""
     names = shards.list_shards(folder, PREDICTIONS_PREFIX)
     if not names or not ids:
         return {}
-    wanted = [("series_id", "in", list(ids)), ("kind", "=", FORECAST)]
+    wanted = [("series_id", "in", list(ids)), ("kind", "=", kind)]
 
     def read(path: str) -> pa.Table:
         with open_file(path) as f:
             return pq.read_table(f, filters=wanted)
 
     table = pa.concat_tables(map_files(read, names))
+    levels = sorted({name.split("_", 1)[1] for name in table.column_names
+                     if name.startswith("lower_") and f"upper_{name[6:]}" in table.column_names},
+                    key=float, reverse=True)
     found = {}
     for sid in dict.fromkeys(table.column("series_id").to_pylist()):
         part = table.filter(pc.equal(table.column("series_id"), sid))
@@ -131,8 +138,12 @@ def read_forecasts(folder: str, ids: Sequence[str], dates: bool) -> dict[str, Cu
         else:
             t = t.to_numpy()
         order = np.argsort(t, kind="stable")
-        found[sid] = Curve(t[order], *(part.column(c).to_numpy()[order]
-                                       for c in ("mean", "stddev", "stddev_observed")))
+        column = lambda name: pc.fill_null(part.column(name), np.nan).to_numpy(  # noqa: E731
+            zero_copy_only=False)[order]
+        bands = tuple((f"{level} % interval", column(f"lower_{level}"), column(f"upper_{level}"))
+                      for level in levels)
+        found[sid] = Curve(t[order], column("mean"), column("stddev"), column("stddev_observed"),
+                           bands, column("y") if kind == HOLDOUT else None)
     return found
 
 

@@ -23,6 +23,7 @@ SERIES_SIZE = (8.0, 3.6)  # inches: 800 x 360 pixels
 PARTS_HEIGHT = 2.0  # inches more for a sum's panel of components
 HIST_PANEL = (3.2, 2.3)  # inches per histogram
 DATA_COLOR, FIT_COLOR, FORECAST_COLOR = "#222222", "#1f63b4", "#d9730d"
+HOLDOUT_COLOR = "#b0178a"
 PART_COLORS = ("#c0392b", "#27864a", "#8e44ad", "#d4820f")
 
 
@@ -40,6 +41,20 @@ class Curve:
     mean: np.ndarray
     std_f: np.ndarray
     std_y: np.ndarray
+    # (label, lower [m], upper [m]) per band to draw, widest first; empty:
+    # mean +- 2 std_y and mean +- 2 std_f.
+    bands: Sequence[tuple] = ()
+    # [m] observed values at t (held-out points), or None.
+    y: Optional[np.ndarray] = None
+
+    def drawn_bands(self, what: str) -> list[tuple]:
+        """(label, lower, upper, alpha) of the bands drawn, widest first."""
+        if self.bands:
+            alphas = np.linspace(0.12, 0.3, len(self.bands)) if len(self.bands) > 1 else [0.2]
+            return [(label, lower, upper, a) for (label, lower, upper), a in zip(self.bands, alphas)]
+        return [("±2σ new observation" if what == "posterior" else None,
+                 self.mean - 2 * self.std_y, self.mean + 2 * self.std_y, 0.12),
+                (f"±2σ {what}", self.mean - 2 * self.std_f, self.mean + 2 * self.std_f, 0.3)]
 
 
 @dataclasses.dataclass
@@ -58,7 +73,8 @@ class Part:
 
 def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
                dates: bool = False, note: Optional[str] = None,
-               forecast: Optional[Curve] = None, parts: Sequence[Part] = ()) -> bytes:
+               forecast: Optional[Curve] = None, parts: Sequence[Part] = (),
+               holdout: Optional[Curve] = None) -> bytes:
     """Observations (dots) and, if given, the posterior mean with ±2σ bands,
     and the run's forecast with its bands (another colour); below them, for
     a sum of kernels, each component's posterior mean.
@@ -71,6 +87,8 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
       note: drawn inside the axes, e.g. why there is no curve.
       forecast: the run's predictions past the data (--predict_*), or None.
       parts: the components' posterior means, drawn in a panel of their own.
+      holdout: the backtest's forecast of the held-out points (--holdout),
+        with their values (Curve.y), or None.
     """
     height = SERIES_SIZE[1] + (PARTS_HEIGHT if parts else 0.0)
     fig = Figure(figsize=(SERIES_SIZE[0], height), dpi=DPI)
@@ -81,16 +99,18 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
     else:
         ax = fig.add_subplot()
     for drawn, color, what in ((curve, FIT_COLOR, "posterior"),
-                               (forecast, FORECAST_COLOR, "forecast")):
+                               (forecast, FORECAST_COLOR, "forecast"),
+                               (holdout, HOLDOUT_COLOR, "holdout")):
         if drawn is None:
             continue
-        ax.fill_between(drawn.t, drawn.mean - 2 * drawn.std_y, drawn.mean + 2 * drawn.std_y,
-                        color=color, alpha=0.12, linewidth=0,
-                        label="±2σ new observation" if what == "posterior" else None)
-        ax.fill_between(drawn.t, drawn.mean - 2 * drawn.std_f, drawn.mean + 2 * drawn.std_f,
-                        color=color, alpha=0.3, linewidth=0, label=f"±2σ {what}")
+        for label, lower, upper, alpha in drawn.drawn_bands(what):
+            ax.fill_between(drawn.t, lower, upper, color=color, alpha=alpha, linewidth=0,
+                            label=label if what != "holdout" else None)
         ax.plot(drawn.t, drawn.mean, color=color, linewidth=1.5,
-                marker="." if what == "forecast" else None, label=f"{what} mean")
+                marker="." if what != "posterior" else None, label=f"{what} mean")
+        if drawn.y is not None:
+            ax.plot(drawn.t, drawn.y, "x", color=HOLDOUT_COLOR, markersize=5, zorder=4,
+                    label=f"held out ({drawn.y.size} points)")
     shown = np.isfinite(t) & np.isfinite(y)
     ax.plot(t[shown], y[shown], "o", color=DATA_COLOR, markersize=3 if shown.sum() < 300 else 1.5,
             label=f"data ({int(shown.sum())} points)", zorder=3)

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpcore.result import OK
-from pipeline.report.summary import quantity
+from pipeline.report.summary import HOLDOUT_MASE, STANDARDISED_NLL, quantity
 
 NAMED, WORST, RANDOM = "named", "worst", "random"
 
@@ -24,7 +24,7 @@ class Pick:
 
     Attributes:
       row: its params row (a dict with the output columns).
-      reasons: why it was picked, e.g. ["named", "worst #2 by nll per point"].
+      reasons: why it was picked, e.g. ["named", "worst #2 by holdout_mase"].
     """
 
     row: dict
@@ -36,8 +36,13 @@ class Pick:
 
 
 class Sampler:
-    """Keeps the named series, the `worst` fitted series with the highest
-    nll per point, and `random` fitted series drawn uniformly.
+    """Keeps the named series, the `worst` fitted series, and `random`
+    fitted series drawn uniformly.
+
+    The worst are ranked by a measure that does not depend on the units of
+    y, so that on mixed data the worst fits come first, not the series with
+    the largest values: the backtest's holdout_mase where the run has one
+    (--holdout), else the standardised nll per point (summary.standardised_nll).
 
     The random draw gives every row a uniform key from a generator seeded
     with `seed` and keeps the smallest keys: the same seed and the same
@@ -52,6 +57,7 @@ class Sampler:
         self.n_random, self.n_worst = int(random), int(worst)
         self._rng = np.random.default_rng(seed)
         self._seen = 0  # rows so far: a tie-breaker that keeps file order
+        self.measure = None  # what the worst are ranked by, once a batch is seen
         self._named: dict[str, dict] = {}
         self._random: list[tuple[float, int, dict]] = []  # (key, seq, row)
         self._worst: list[tuple[float, int, dict]] = []  # (-score, seq, row)
@@ -72,7 +78,12 @@ class Sampler:
         if self.n_random:
             self._random = _keep_smallest(self._random, keys, seq, ok, batch, self.n_random)
         if self.n_worst:
-            score = quantity(batch, "nll per point")[0]
+            measure = HOLDOUT_MASE if (self.measure == HOLDOUT_MASE or _has_mase(batch)) \
+                else STANDARDISED_NLL
+            if measure != self.measure:
+                # A backtest's MASE outranks the fit's own measure: one ranking per run.
+                self._worst, self.measure = [], measure
+            score = quantity(batch, measure)[0]
             fine = ok & np.isfinite(score)
             self._worst = _keep_smallest(self._worst, -score, seq, fine, batch, self.n_worst)
 
@@ -93,10 +104,15 @@ class Sampler:
             if name in self._named:
                 pick(self._named[name], NAMED)
         for rank, (_, _, row) in enumerate(sorted(self._worst, key=lambda e: e[:2]), 1):
-            pick(row, f"{WORST} #{rank} by nll per point")
+            pick(row, f"{WORST} #{rank} by {self.measure}")
         for _, _, row in sorted(self._random, key=lambda e: e[:2]):
             pick(row, RANDOM)
         return list(picks.values())
+
+
+def _has_mase(batch: pa.RecordBatch) -> bool:
+    return (HOLDOUT_MASE in batch.schema.names
+            and batch.column(HOLDOUT_MASE).null_count < batch.num_rows)
 
 
 def _keep_smallest(kept, key, seq, eligible, batch, n):

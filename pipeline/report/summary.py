@@ -28,6 +28,9 @@ STATUS_ORDER = (OK, SKIPPED, FAILED)
 # flat amplitude, length_scale and period are null for sums.
 QUANTITIES = ("mean", "noise_variance", "nll per point", "n_points", "bic_margin")
 MARGIN = "bic_margin"
+# The report's unit-free ranking of fits without a backtest (standardised_nll).
+STANDARDISED_NLL = "standardised nll per point"
+HOLDOUT_MASE = "holdout_mase"
 # The columns the quantities are read from.
 COLUMNS = ("status", "kernel", "components", "mean", "noise_variance", "nll", "n_points",
            MARGIN)
@@ -59,12 +62,34 @@ def quantity(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray]:
     """([rows] float64 values of one quantity, NaN where null; [rows] bool
     True where not null), so that nulls (not applicable, e.g. the period of
     an rbf fit) and NaN (a broken value) can be told apart."""
+    if name == STANDARDISED_NLL:
+        return standardised_nll(batch)
     if name == "nll per point":
         nll, nll_ok = _floats(batch, "nll")
         n, n_ok = _floats(batch, "n_points")
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(n > 0, nll / n, np.nan), nll_ok & n_ok & (n > 0)
     return _floats(batch, name)
+
+
+def standardised_nll(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, nll per point less log(s), s the fitted sd of a new
+    observation far from the data: sqrt(noise_variance + the stationary
+    components' amplitude^2; a linear part, whose amplitude is a slope, is
+    left out). Scaling y by c adds log c to both terms, so it does not
+    depend on y's units, unlike nll per point, which ranks the series with
+    the largest values worst. Same returns as quantity()."""
+    per_point, ok = quantity(batch, "nll per point")
+    noise, noise_ok = _floats(batch, "noise_variance")
+    variance = np.where(noise_ok, noise, np.nan)
+    if "components" in batch.schema.names:
+        for i, parts in enumerate(batch.column("components").to_pylist()):
+            for part in parts or ():
+                if part.get("kernel") != "linear" and part.get("amplitude") is not None:
+                    variance[i] += part["amplitude"] ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = per_point - 0.5 * np.log(variance)
+    return value, ok & noise_ok & (variance > 0)
 
 
 def component_quantities(good: pa.RecordBatch) -> dict[str, tuple[np.ndarray, np.ndarray, tuple]]:

@@ -130,8 +130,11 @@ def test_the_manifest_names_the_previous_run_and_the_predictions(nightly, cold):
     found = nightly.manifest
     assert found["previous_output"] == cold.output and found["previous_note"] is None
     assert found["prediction_files"] == nightly.shards("predictions")
-    assert found["predictions"] == {"horizon": HORIZON, "points": POINTS, "observed": True,
-                                    "series": 10, "not_predicted": 0}
+    assert found["predictions"] == {"horizon": HORIZON, "points": POINTS, "steps": 0,
+                                    "observed": True, "levels": [95.0], "transform": "none",
+                                    "holdout": 0, "series": 10, "not_predicted": 0,
+                                    "no_step": {}, "coarse_grid": 0}
+    assert found["holdout"] is None
     assert found["reuse"]["previous_unreadable_shards"] == 0
 
 

@@ -23,7 +23,8 @@ def test_help_explains_every_option_in_one_line():
                  "--batch_size", "--max_failure_fraction", "--seconds_per_fit_call",
                  "--max_rows", "--num_shards", "--break_lock", "--previous_output",
                  "--previous_output_optional", "--predict_horizon", "--predict_points",
-                 "--predict_observed"):
+                 "--predict_steps", "--predict_levels", "--predict_observed", "--transform",
+                 "--holdout"):
         [line] = [l for l in lines if l.strip().startswith(flag + " ")]
         following = lines[lines.index(line) + 1]
         assert len(line.split(None, 2)) == 3, line  # flag, metavar, help on one line
@@ -35,8 +36,8 @@ def test_a_manifest_records_every_gpfit_option_and_the_beam_options_given():
         "input", "output", "kernel", "candidates", "id_column", "time_column", "value_column", "restarts",
         "min_points", "max_points", "batch_size", "max_failure_fraction",
         "seconds_per_fit_call", "max_rows", "num_shards", "break_lock", "previous_output",
-        "previous_output_optional", "predict_horizon", "predict_points", "predict_observed",
-        "log_level")
+        "previous_output_optional", "predict_horizon", "predict_points", "predict_steps",
+        "predict_levels", "predict_observed", "transform", "holdout", "log_level")
     found = options.recorded(PipelineOptions([
         "--input", "in", "--output", "out", "--restarts", "2", "--direct_num_workers", "2"]))
     assert list(found) == [*options.option_names(), "beam"]

@@ -94,7 +94,7 @@ def test_report_for_a_fitted_run(fitted_run, tmp_path, capsys):
     assert page.headings[:3] == [ODD_ID, "short", "ghost"]
     assert 6 <= len(page.headings) <= 8
     assert len(set(page.headings)) == len(page.headings)
-    assert "worst #1 by nll per point" in text and "random" in text
+    assert "worst #1 by standardised nll per point" in text and "random" in text
     # Summary: 12 fitted, 1 skipped, 1 failed; the reasons table shows both.
     assert "only # finite points" in text and "fit failed after jitter up to #" in text
     assert "No rows with this id" in text  # ghost has params but no data
@@ -122,7 +122,7 @@ def test_options_reach_the_sampler_and_the_same_seed_picks_the_same(fitted_run):
     first = picked(9)
     assert first == picked(9)
     assert first[0] == ("short", ["named"])
-    assert first[1][1][0] == "worst #1 by nll per point"
+    assert first[1][1][0] == "worst #1 by standardised nll per point"
     assert sum("random" in reasons for _, reasons in first) == 3
     assert any(picked(seed) != first for seed in (1, 2, 3))
 

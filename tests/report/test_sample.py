@@ -1,4 +1,5 @@
-"""Which series get plotted: named, worst by nll per point, seeded random."""
+"""Which series get plotted: named, worst by standardised nll per point, seeded random."""
+import numpy as np
 import pyarrow as pa
 
 from report_helpers import params_row
@@ -24,9 +25,9 @@ def picks(rows, size, **kwargs):
 def test_worst_by_nll_per_point_among_fitted_series():
     _, chosen = picks(rows_(), 100, worst=3)
     # s49 is skipped and s48's nll is NaN: the worst fitted are s47, s46, s45.
-    assert chosen == [("s47", ["worst #1 by nll per point"]),
-                      ("s46", ["worst #2 by nll per point"]),
-                      ("s45", ["worst #3 by nll per point"])]
+    assert chosen == [("s47", ["worst #1 by standardised nll per point"]),
+                      ("s46", ["worst #2 by standardised nll per point"]),
+                      ("s45", ["worst #3 by standardised nll per point"])]
 
 
 def test_random_is_seeded_only_fitted_and_independent_of_batching():
@@ -42,10 +43,29 @@ def test_random_is_seeded_only_fitted_and_independent_of_batching():
 
 def test_named_come_first_merge_reasons_and_missing_are_reported():
     sampler, chosen = picks(rows_(), 4, named=["s7", "s47", "nope", "s7"], worst=1)
-    assert chosen == [("s7", ["named"]), ("s47", ["named", "worst #1 by nll per point"])]
+    assert chosen == [("s7", ["named"]), ("s47", ["named", "worst #1 by standardised nll per point"])]
     assert sampler.missing() == ["nope"]
 
 
 def test_nothing_asked_nothing_picked():
     sampler, chosen = picks(rows_(), 10)
     assert chosen == [] and sampler.missing() == []
+
+
+def test_worst_does_not_depend_on_the_units_of_y():
+    # s0..s9 fit alike; "big" is s3's fit in units 1000x smaller (y x 1000:
+    # nll + n log 1000, amplitude x 1000, noise x 10^6), "bad" fits worse.
+    rows = [params_row(f"s{i}", n_points=10, nll=10.0) for i in range(10)]
+    rows.append(params_row("big", n_points=10, nll=10.0 + 10 * np.log(1000.0),
+                           amplitude=1000.0, noise_variance=0.1e6))
+    rows.append(params_row("bad", n_points=10, nll=25.0))
+    _, chosen = picks(rows, 4, worst=1)
+    assert chosen == [("bad", ["worst #1 by standardised nll per point"])]
+
+
+def test_worst_by_holdout_mase_when_the_run_has_a_backtest():
+    rows = [params_row(f"s{i}", n_points=10, nll=float(i), holdout_points=3,
+                       holdout_mase=1.0 / (i + 1), holdout_coverage_95=1.0, holdout_scale=1.0)
+            for i in range(10)]
+    _, chosen = picks(rows, 3, worst=2)
+    assert chosen == [("s0", ["worst #1 by holdout_mase"]), ("s1", ["worst #2 by holdout_mase"])]

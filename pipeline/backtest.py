@@ -1,0 +1,99 @@
+"""--holdout K: fit each series without its last K finite points, forecast
+exactly those times, and score the forecast.
+
+Scores (per series, written into its parameter row):
+  holdout_mase         mean |y - median forecast| over the K points, divided
+                       by holdout_scale; on the original scale of y
+  holdout_scale        the in-sample one-step naive MAE of the fitted
+                       points, mean |y_i - y_(i-1)| in time order (m = 1:
+                       gpfit is not told a season, so the scale is never a
+                       seasonal naive one)
+  holdout_coverage_95  the fraction of the K points inside the central 95 %
+                       interval for a new observation (f plus noise)
+MASE is null where the scale is 0 (a constant fitted part). The fitted
+parameters are those of the shortened series (docs/design.md, "Contracts").
+"""
+from __future__ import annotations
+
+import dataclasses
+from statistics import NormalDist
+import numpy as np
+
+from gpcore import Series
+from gpcore.predict import predict
+from gpcore.result import OK, SKIPPED
+from pipeline import scales
+
+Z95 = NormalDist().inv_cdf(0.975)
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """A series cut for the backtest: `fitted` (all but the last K finite
+    points; missing values before them kept), and the K held out."""
+
+    fitted: Series
+    t_held: np.ndarray  # [K] times
+    y_held: np.ndarray  # [K] values, on the fitted scale
+
+
+def split(series: Series, k: int) -> Split:
+    """Cuts off the last k finite points by time (ties: the order given,
+    which ReadSeries makes (t, y))."""
+    t = np.asarray(series.t, dtype=np.float64)
+    y = np.asarray(series.y, dtype=np.float64)
+    order = np.argsort(t, kind="stable")
+    t, y = t[order], y[order]
+    finite = np.flatnonzero(np.isfinite(t) & np.isfinite(y))
+    held = finite[max(finite.size - k, 0):] if k > 0 else finite[:0]
+    keep = np.ones(t.size, bool)
+    keep[held] = False
+    return Split(dataclasses.replace(series, t=t[keep], y=y[keep]), t[held], y[held])
+
+
+def naive_scale(y: np.ndarray) -> float:
+    """Mean |y_i - y_(i-1)| over the finite values y [n] in time order; NaN
+    with fewer than 2."""
+    y = np.asarray(y, dtype=np.float64)
+    y = y[np.isfinite(y)]
+    return float(np.mean(np.abs(np.diff(y)))) if y.size >= 2 else float("nan")
+
+
+@dataclasses.dataclass(frozen=True)
+class Holdout:
+    """The backtest of a run: K points, the --transform scale."""
+
+    k: int
+    transform: str = scales.NONE
+
+    def fitted_part(self, series: Series) -> Series:
+        return split(series, self.k).fitted
+
+    def scored(self, series: Series, row: dict) -> dict:
+        """row (of `series`' fitted part) with the holdout columns filled:
+        scores where it is "ok", holdout_points only otherwise; a skipped
+        row's reason says what was held out."""
+        cut = split(series, self.k)
+        row = dict(row, holdout_points=int(cut.t_held.size))
+        if row["status"] == SKIPPED and row.get("error"):
+            row["error"] = f"{row['error']} (after --holdout {self.k} held out the last points)"
+        if row["status"] != OK or not cut.t_held.size:
+            return row
+        mean, sd = predict(cut.fitted, row, cut.t_held, include_noise=True)
+        row.update(scores(cut.y_held, mean, sd, cut.fitted.y, self.transform))
+        return row
+
+
+def scores(y_held, mean, sd_observed, y_fitted, transform: str = scales.NONE) -> dict:
+    """holdout_mase, holdout_coverage_95, holdout_scale of held-out y
+    [K] (fitted scale) against the posterior mean and sd of a new
+    observation [K] (fitted scale), with y_fitted [n] the fitted part."""
+    original = scales.inverse(transform, y_held)
+    median = scales.inverse(transform, mean)
+    scale = naive_scale(scales.inverse(transform, y_fitted))
+    mae = float(np.mean(np.abs(original - median)))
+    inside = np.abs(np.asarray(y_held) - mean) <= Z95 * np.asarray(sd_observed)
+    return {"holdout_mase": mae / scale if scale > 0 else None,
+            "holdout_coverage_95": float(np.mean(inside)),
+            "holdout_scale": scale if np.isfinite(scale) else None}
+

@@ -1,0 +1,54 @@
+"""Where a series is forecast: a fixed horizon, or steps of its own spacing.
+
+--predict_horizon H --predict_points K: K times evenly spaced in
+(t_last, t_last + H], the same H for every series. --predict_steps K: K
+times t_last + step, t_last + 2 step, ..., step the series' median
+spacing, so that hourly and monthly series share one run.
+
+A series has a step when it has at least two distinct finite times and at
+least REGULAR_SHARE of its spacings lie within STEP_TOLERANCE of their
+median: daily data with gaps (most spacings 1 day), monthly data in days
+(28-31 around 31) pass; times drawn at random (exponential spacings: about
+7 % within 10 % of the median) do not (docs/design.md, "Contracts").
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+STEP_TOLERANCE = 0.1
+REGULAR_SHARE = 0.5
+# Why a series has no step (the manifest counts each).
+FEW_TIMES = "fewer than 2 distinct times"
+IRREGULAR = "too irregular to have a step"
+
+
+def median_step(t: np.ndarray) -> tuple[Optional[float], Optional[str]]:
+    """(the median spacing of the distinct finite times t [n], None) or
+    (None, FEW_TIMES | IRREGULAR)."""
+    t = np.unique(np.asarray(t, dtype=np.float64)[np.isfinite(t)])
+    if t.size < 2:
+        return None, FEW_TIMES
+    spacings = np.diff(t)
+    step = float(np.median(spacings))
+    close = np.abs(spacings - step) <= STEP_TOLERANCE * step
+    if np.mean(close) < REGULAR_SHARE:
+        return None, IRREGULAR
+    return step, None
+
+
+def horizon_times(t_last: float, horizon: float, points: int) -> np.ndarray:
+    """[points] times evenly spaced in (t_last, t_last + horizon]."""
+    return t_last + horizon * np.arange(1, points + 1, dtype=np.float64) / max(points, 1)
+
+
+def step_times(t_last: float, step: float, steps: int) -> np.ndarray:
+    """[steps] times t_last + step, ..., t_last + steps * step."""
+    return t_last + step * np.arange(1, steps + 1, dtype=np.float64)
+
+
+def coarse(spacing: float, periods) -> bool:
+    """Whether a grid of this spacing is coarser than a quarter of one of
+    the fitted periods (units of t): it cannot show that cycle."""
+    return any(p is not None and spacing > 0.25 * p for p in periods)

@@ -1,0 +1,84 @@
+"""--transform: the scale y is fitted on (none, log, log1p), and back.
+
+A GP on log(y) (or log(1 + y)) has Gaussian marginals on that scale, so
+its quantiles map back through the inverse exactly: the median of y is
+inverse(mean) and the bounds of an interval are inverse(mean +- z sd).
+The mean of y on the original scale is not inverse(mean) (for log it is
+exp(mean + sd^2 / 2)); the predictions give the median, which is what
+the intervals are centred on (docs/design.md, "Contracts").
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import apache_beam as beam
+import numpy as np
+
+from gpcore import FitResult, Series
+from gpcore.result import SKIPPED
+
+NONE, LOG, LOG1P = "none", "log", "log1p"
+TRANSFORMS = (NONE, LOG, LOG1P)
+
+
+# (forward, inverse) of each transform but none.
+_FUNCTIONS = {LOG: (np.log, np.exp), LOG1P: (np.log1p, np.expm1)}
+
+
+def forward(name: str, y: np.ndarray) -> np.ndarray:
+    """y [n] on the fitted scale; NaN stays NaN."""
+    y = np.asarray(y, dtype=np.float64)
+    return _FUNCTIONS[name][0](y) if name in _FUNCTIONS else y
+
+
+def inverse(name: str, z: np.ndarray) -> np.ndarray:
+    """z [n] on the fitted scale -> the original scale (forward's inverse)."""
+    z = np.asarray(z, dtype=np.float64)
+    return _FUNCTIONS[name][1](z) if name in _FUNCTIONS else z
+
+
+def problem(name: str, y: np.ndarray) -> Optional[str]:
+    """Why a series' finite values cannot be transformed, or None."""
+    y = np.asarray(y, dtype=np.float64)
+    finite = y[np.isfinite(y)]
+    if name == LOG and np.any(finite <= 0):
+        bad = int(np.sum(finite <= 0))
+        return (f"{bad} value(s) <= 0 (smallest {finite.min():.6g}): --transform log needs "
+                "y > 0; use --transform log1p for counts with zeros, or none")
+    if name == LOG1P and np.any(finite < 0):
+        bad = int(np.sum(finite < 0))
+        return (f"{bad} negative value(s) (smallest {finite.min():.6g}): --transform log1p "
+                "needs y >= 0; use --transform none")
+    return None
+
+
+def transformed(name: str, series: Series) -> Series:
+    """The series with y on the fitted scale (the input is not changed)."""
+    if name == NONE:
+        return series
+    return dataclasses.replace(series, y=forward(name, series.y))
+
+
+UNTRANSFORMABLE = "untransformable"  # output tag: "skipped" rows
+
+
+class ToFittedScale(beam.DoFn):
+    """Series -> the series on the fitted scale; a series with values the
+    transform cannot take -> a "skipped" row on UNTRANSFORMABLE, naming
+    them, with the fingerprint of its points under fingerprint_key."""
+
+    def __init__(self, name: str, kernel: str, fingerprint_key: bytes):
+        self._name, self._kernel, self._key = name, kernel, fingerprint_key
+
+    def process(self, series: Series):
+        from pipeline.io import fingerprint
+
+        reason = problem(self._name, series.y)
+        if reason is None:
+            yield transformed(self._name, series)
+            return
+        n = int(np.sum(np.isfinite(series.t) & np.isfinite(series.y)))
+        yield beam.pvalue.TaggedOutput(UNTRANSFORMABLE, FitResult(
+            str(series.series_id), SKIPPED, self._kernel, n, error=reason,
+            fingerprint=fingerprint.of_points(self._key, series.t, series.y)).to_row())

@@ -1,0 +1,37 @@
+"""The backtest's split and scores (pipeline/backtest.py) against numpy."""
+import numpy as np
+from scipy.stats import norm
+
+from gpcore import Series
+from pipeline import backtest
+
+
+def test_split_holds_out_the_last_finite_points_by_time():
+    t = np.array([5.0, 1.0, 3.0, 2.0, 4.0, 6.0])
+    y = np.array([50.0, 10.0, np.nan, 20.0, 40.0, np.nan])
+    cut = backtest.split(Series("a", t, y), 2)
+    np.testing.assert_array_equal(cut.t_held, [4.0, 5.0])
+    np.testing.assert_array_equal(cut.y_held, [40.0, 50.0])
+    # Missing values stay with the fitted part (the fitter drops them).
+    np.testing.assert_array_equal(cut.fitted.t, [1.0, 2.0, 3.0, 6.0])
+    np.testing.assert_array_equal(cut.fitted.y, [10.0, 20.0, np.nan, np.nan])
+    assert backtest.split(Series("a", t, y), 9).t_held.size == 4
+
+
+def test_scores_under_log_are_on_the_original_scale_with_log_scale_intervals():
+    rng = np.random.default_rng(2)
+    y_fit = np.exp(rng.normal(size=30))
+    y_held = np.exp(rng.normal(size=5))
+    mean, sd = rng.normal(size=5), rng.uniform(0.5, 1.5, 5)
+    got = backtest.scores(np.log(y_held), mean, sd, np.log(y_fit), "log")
+    scale = np.mean(np.abs(np.diff(y_fit)))
+    assert np.isclose(got["holdout_scale"], scale, rtol=1e-12)
+    assert np.isclose(got["holdout_mase"], np.mean(np.abs(y_held - np.exp(mean))) / scale,
+                      rtol=1e-12)
+    lo, hi = np.exp(mean - norm.ppf(0.975) * sd), np.exp(mean + norm.ppf(0.975) * sd)
+    assert got["holdout_coverage_95"] == np.mean((y_held >= lo) & (y_held <= hi))
+
+
+def test_a_constant_fitted_part_has_no_mase():
+    got = backtest.scores(np.array([1.0]), np.array([1.0]), np.array([1.0]), np.ones(5))
+    assert got["holdout_mase"] is None and got["holdout_scale"] == 0.0

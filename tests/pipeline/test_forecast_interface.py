@@ -1,0 +1,321 @@
+"""The forecast interface on the local runner over real Parquet: steps at
+each series' own spacing, intervals at chosen levels, the log transform and
+the holdout backtest, each checked against a plain numpy posterior
+(tests/gp_reference.py's kernels, Rasmussen & Williams eq. 2.23-2.24)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from gp_reference import components_matrix
+from pipeline import grid
+from pipeline_data import gpfit, write_long
+
+STEPS, HOLDOUT, LEVELS = 6, 5, (80.0, 95.0)
+
+
+def regular_series(seed: int = 3) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Hourly, daily with gaps, monthly (in days) and randomly timed series,
+    on very different scales of y, plus one too short to fit."""
+    rng = np.random.default_rng(seed)
+    hours = np.arange(72) / 24.0
+    days = np.sort(rng.choice(90, size=75, replace=False)).astype(np.float64)
+    months = np.cumsum(np.tile([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], 4)).astype(
+        np.float64)
+    random_t = np.cumsum(rng.exponential(1.0, 60))
+    return {
+        "hourly": (hours, 20 + 3 * np.sin(2 * np.pi * hours) + 0.3 * rng.standard_normal(72)),
+        "daily": (days, 1e4 * (1 + 0.2 * np.sin(days / 9)) + 50 * rng.standard_normal(75)),
+        "monthly": (months, np.cos(months / 200) + 0.05 * rng.standard_normal(48)),
+        "random": (random_t, np.sin(random_t / 5) + 0.1 * rng.standard_normal(60)),
+        "short": (np.array([1.0, 2.0]), np.array([1.0, 2.0])),
+    }
+
+
+def posterior(t, y, row, t_new):
+    """Mean and sd of a new observation at t_new, numpy (float64)."""
+    comps = row["components"]
+    a = components_matrix(comps, t, t) + row["noise_variance"] * np.eye(t.size)
+    chol = np.linalg.cholesky(a)
+    k_star = components_matrix(comps, t_new, t)
+    alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y - row["mean"]))
+    v = np.linalg.solve(chol, k_star.T)
+    prior = sum(c["amplitude"] ** 2 for c in comps)
+    var = np.maximum(prior - np.sum(v * v, axis=0), 0.0) + row["noise_variance"]
+    return row["mean"] + k_star @ alpha, np.sqrt(var)
+
+
+def finite(t, y):
+    keep = np.isfinite(t) & np.isfinite(y)
+    order = np.argsort(t[keep], kind="stable")
+    return t[keep][order], y[keep][order]
+
+
+@pytest.fixture(scope="module")
+def data():
+    return regular_series()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, data):
+    base = tmp_path_factory.mktemp("steps")
+    folder = write_long(str(base / "in"), data)
+    return gpfit(folder, str(base / "out"), "--kernel", "rbf", "--batch_size", "4",
+                 "--predict_steps", str(STEPS), "--predict_levels", "95,80",
+                 "--holdout", str(HOLDOUT), "--predict_observed")
+
+
+def by_kind(run, sid, kind):
+    return [p for p in run.predictions() if p["series_id"] == sid and p["kind"] == kind]
+
+
+def test_forecasts_step_at_each_series_own_spacing(run, data):
+    assert run.code == 0, run.stderr
+    rows = {r["series_id"]: r for r in run.rows()}
+    assert rows["short"]["status"] == "skipped"
+    expected_steps = {"hourly": 1 / 24, "daily": 1.0, "monthly": 30.5}
+    for sid, step in expected_steps.items():
+        t, y = finite(*data[sid])
+        assert rows[sid]["status"] == "ok", rows[sid]
+        got = [p["t"] for p in by_kind(run, sid, "forecast")]
+        median = np.median(np.diff(np.unique(t)))
+        np.testing.assert_allclose(median, step, rtol=0.02)  # the data are what they say
+        np.testing.assert_allclose(got, t.max() + median * np.arange(1, STEPS + 1),
+                                   rtol=0, atol=1e-9, err_msg=sid)
+    # Random times have no step: no forecast, counted with the reason.
+    assert by_kind(run, "random", "forecast") == []
+    assert len(by_kind(run, "random", "observed")) == data["random"][0].size
+    assert run.manifest["predictions"]["no_step"] == {grid.IRREGULAR: 1}
+    assert run.manifest["predictions"]["steps"] == STEPS
+    assert run.manifest["predictions"]["levels"] == list(LEVELS)
+
+
+def test_intervals_at_each_level_match_a_numpy_posterior(run, data):
+    rows = {r["series_id"]: r for r in run.rows()}
+    for sid in ("hourly", "daily", "monthly", "random"):
+        t, y = finite(*data[sid])
+        mine = by_kind(run, sid, "forecast") + by_kind(run, sid, "observed")
+        t_new = np.array([p["t"] for p in mine])
+        mean, sd_obs = posterior(t, y, rows[sid], t_new)
+        scale = np.std(y)
+        # TF and numpy run the same formula; float64 round-off on <= 75 points.
+        np.testing.assert_allclose([p["mean"] for p in mine], mean, rtol=1e-7,
+                                   atol=1e-9 * scale, err_msg=sid)
+        np.testing.assert_allclose([p["stddev_observed"] for p in mine], sd_obs, rtol=1e-6,
+                                   err_msg=sid)
+        for level in LEVELS:
+            z = norm.ppf(0.5 + level / 200)
+            for side, sign in (("lower", -1), ("upper", 1)):
+                np.testing.assert_allclose([p[f"{side}_{level:g}"] for p in mine],
+                                           mean + sign * z * sd_obs, rtol=1e-6,
+                                           atol=1e-8 * scale, err_msg=f"{sid} {side} {level}")
+
+
+def test_the_holdout_fits_without_the_last_points_and_scores_like_numpy(run, data):
+    rows = {r["series_id"]: r for r in run.rows()}
+    mases, points, covered = [], 0, 0
+    for sid in ("hourly", "daily", "monthly", "random"):
+        t, y = finite(*data[sid])
+        row = rows[sid]
+        assert row["n_points"] == t.size - HOLDOUT and row["holdout_points"] == HOLDOUT
+        t_fit, y_fit, t_held, y_held = t[:-HOLDOUT], y[:-HOLDOUT], t[-HOLDOUT:], y[-HOLDOUT:]
+        held = by_kind(run, sid, "holdout")
+        np.testing.assert_array_equal([p["t"] for p in held], t_held)
+        np.testing.assert_array_equal([p["y"] for p in held], y_held)
+        mean, sd_obs = posterior(t_fit, y_fit, row, t_held)
+        np.testing.assert_allclose([p["mean"] for p in held], mean, rtol=1e-7,
+                                   atol=1e-9 * np.std(y))
+        scale = np.mean(np.abs(np.diff(y_fit)))  # one-step naive MAE in-sample
+        mase = np.mean(np.abs(y_held - mean)) / scale
+        inside = np.abs(y_held - mean) <= norm.ppf(0.975) * sd_obs
+        np.testing.assert_allclose(row["holdout_scale"], scale, rtol=1e-12)
+        np.testing.assert_allclose(row["holdout_mase"], mase, rtol=1e-6, err_msg=sid)
+        assert row["holdout_coverage_95"] == pytest.approx(np.mean(inside), abs=1e-12)
+        mases.append(mase)
+        points += HOLDOUT
+        covered += inside.sum()
+    # Both points of "short" held out, none left to fit: skipped, saying why.
+    short = rows["short"]
+    assert short["status"] == "skipped" and short["holdout_mase"] is None
+    assert short["holdout_points"] == 2 and "--holdout 5" in short["error"]
+    totals = run.manifest["holdout"]
+    assert totals["series"] == 4 and totals["points"] == points
+    np.testing.assert_allclose(totals["mase_mean"], np.mean(mases), rtol=1e-9)
+    np.testing.assert_allclose(totals["mase_median"], np.median(mases), rtol=0.02)  # 2 % bins
+    np.testing.assert_allclose(totals["coverage_95"], covered / points, rtol=1e-12)
+    assert f"holdout of 4 series: MASE mean {np.mean(mases):.3g}" in run.stdout
+
+
+def positive_series(seed: int = 8) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Positive hourly series with a daily cycle on two scales, one with a
+    zero and one with a negative value."""
+    rng = np.random.default_rng(seed)
+    hours = np.arange(96) / 24.0
+    cycle = 0.4 * np.sin(2 * np.pi * hours)
+    with_zero = np.exp(1 + cycle + 0.05 * rng.standard_normal(96))
+    with_zero[7] = 0.0
+    return {
+        "sales": (hours, np.exp(3 + cycle + 0.05 * rng.standard_normal(96))),
+        "visits": (hours, np.exp(8 + cycle + 0.05 * rng.standard_normal(96))),
+        "with_zero": (hours, with_zero),
+        "negative": (hours, cycle),
+    }
+
+
+HORIZON, POINTS = 2.0, 4  # a spacing of 0.5 days: coarser than a quarter of a 1-day period
+
+
+@pytest.fixture(scope="module")
+def positive(tmp_path_factory):
+    base = tmp_path_factory.mktemp("log")
+    return positive_series(), write_long(str(base / "in"), positive_series())
+
+
+def log_run(tmp_path_factory, positive, transform, *extra):
+    return gpfit(positive[1], str(tmp_path_factory.mktemp("out") / transform), "--kernel",
+                 "periodic", "--batch_size", "4", "--transform", transform,
+                 "--predict_horizon", str(HORIZON), "--predict_points", str(POINTS),
+                 "--predict_observed", *extra)
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory, positive):
+    return log_run(tmp_path_factory, positive, "log")
+
+
+def test_log_transform_skips_values_it_cannot_take(logged):
+    assert logged.code == 0, logged.stderr
+    rows = {r["series_id"]: r for r in logged.rows()}
+    assert rows["sales"]["status"] == rows["visits"]["status"] == "ok"
+    for sid, said in (("with_zero", "1 value(s) <= 0"), ("negative", "value(s) <= 0")):
+        assert rows[sid]["status"] == "skipped", rows[sid]
+        assert said in rows[sid]["error"] and "--transform log" in rows[sid]["error"]
+
+
+def test_log_forecasts_are_the_log_scale_posterior_mapped_back(logged, positive):
+    rows = {r["series_id"]: r for r in logged.rows()}
+    for sid in ("sales", "visits"):
+        t, y = finite(*positive[0][sid])
+        mine = by_kind(logged, sid, "forecast") + by_kind(logged, sid, "observed")
+        mean, sd_obs = posterior(t, np.log(y), rows[sid], np.array([p["t"] for p in mine]))
+        # The median is exp(mean) and the bounds exp(mean +- z sd) of the log-scale
+        # posterior; the sds stay on the log scale. Round-off as above, through exp.
+        np.testing.assert_allclose([p["mean"] for p in mine], np.exp(mean), rtol=1e-7)
+        np.testing.assert_allclose([p["stddev_observed"] for p in mine], sd_obs, rtol=1e-6)
+        z = norm.ppf(0.975)
+        np.testing.assert_allclose([p["lower_95"] for p in mine], np.exp(mean - z * sd_obs),
+                                   rtol=1e-6)
+        np.testing.assert_allclose([p["upper_95"] for p in mine], np.exp(mean + z * sd_obs),
+                                   rtol=1e-6)
+        observed = by_kind(logged, sid, "observed")
+        np.testing.assert_allclose([p["y"] for p in observed], y, rtol=1e-14)
+        assert all(p["lower_95"] > 0 for p in mine)  # never negative
+
+
+def test_a_grid_coarser_than_a_quarter_period_is_counted_and_warned(logged):
+    rows = [r for r in logged.rows() if r["status"] == "ok"]
+    coarse = [r for r in rows if HORIZON / POINTS > 0.25 * r["period"]]
+    assert coarse  # the fitted daily cycle: 0.5-day spacing hides it
+    assert logged.manifest["predictions"]["coarse_grid"] == len(coarse)
+    warned = [line for line in logged.stderr.splitlines() if "coarser than a quarter" in line]
+    assert len(warned) == 1 and f"{len(coarse)} series" in warned[0], logged.stderr
+
+
+def test_the_transform_is_in_the_fingerprint(tmp_path_factory, positive, logged):
+    again = log_run(tmp_path_factory, positive, "log", "--previous_output", logged.output)
+    other = log_run(tmp_path_factory, positive, "log1p", "--previous_output", logged.output)
+    assert again.code == other.code == 0, (again.stderr, other.stderr)
+    # Same data, same transform: the fitted series are reused (those the
+    # transform refuses are refused again, before any comparison).
+    assert again.manifest["reuse"]["reused"] == 2
+    assert {r["series_id"] for r in again.rows() if r["reused"]} == {"sales", "visits"}
+    assert other.manifest["reuse"]["reused"] == 0  # log1p: every series refitted
+    assert {r["series_id"]: r["status"] for r in other.rows()}["with_zero"] == "ok"
+
+
+@pytest.mark.parametrize("argv,said", [
+    (["--predict_steps", "3", "--predict_horizon", "5", "--predict_points", "2"],
+     "give either --predict_steps K"),
+    (["--predict_levels", "80,100"], "--predict_levels must be percents between 0 and 100"),
+    (["--predict_levels", "eighty"], "--predict_levels must be percents"),
+    (["--holdout", "-1"], "--holdout must be between 0"),
+    (["--transform", "sqrt"], "invalid choice: 'sqrt'"),
+])
+def test_forecast_options_are_checked(tmp_path, argv, said):
+    run = gpfit(str(tmp_path / "in"), str(tmp_path / "out"), *argv)
+    assert run.code == 2 and said in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_the_report_shows_the_levels_the_holdout_and_ranks_by_mase(run, tmp_path, data):
+    from pipeline.report.build import title
+    from pipeline.report.cli import run as report
+    from pipeline.report.nightly import read_predictions
+
+    forecast = read_predictions(run.output, ["hourly"], False, "forecast")["hourly"]
+    assert [label for label, _, _ in forecast.bands] == ["95 % interval", "80 % interval"]
+    held = read_predictions(run.output, ["daily"], False, "holdout")["daily"]
+    np.testing.assert_array_equal(held.y, finite(*data["daily"])[1][-HOLDOUT:])
+    out = tmp_path / "report.html"
+    code = report(["--input", str(os.path.dirname(run.output)) + "/in", "--params", run.output,
+                   "--out", str(out), "--worst", "1", "--random", "1"])
+    assert code == 0
+    page = out.read_text()
+    rows = {r["series_id"]: r for r in run.rows() if r["holdout_mase"] is not None}
+    worst = max(rows, key=lambda sid: rows[sid]["holdout_mase"])
+    assert "worst #1 by holdout_mase" in page
+    assert page.index("worst #1 by holdout_mase") > page.index(f">{worst}<")  # its card
+    assert (f"holdout {HOLDOUT} points: MASE {rows[worst]['holdout_mase']:.4g}"
+            in title(rows[worst]))  # the plot's title
+
+
+def test_steps_of_dates_are_in_days_and_written_as_timestamps(tmp_path, data):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline_data import EPOCH_DAY0, write_nested_dates
+
+    subset = {sid: (EPOCH_DAY0 + data[sid][0], data[sid][1]) for sid in ("daily", "monthly")}
+    path = write_nested_dates(str(tmp_path / "in" / "series.parquet"), subset)
+    run = gpfit(path, str(tmp_path / "out"), "--kernel", "rbf", "--predict_steps", "3")
+    assert run.code == 0, run.stderr
+    table = pq.read_table(str(tmp_path / "out" / run.shards("predictions")[0]))
+    assert table.schema.field("t").type == pa.timestamp("us", tz="UTC")
+    for sid, (t, _) in subset.items():
+        got = table.filter(pa.compute.equal(table.column("series_id"), sid)).column("t")
+        days = got.cast(pa.int64()).to_numpy() / 86_400_000_000
+        step = np.median(np.diff(t))
+        np.testing.assert_allclose(days, t.max() + step * np.arange(1, 4), rtol=0, atol=1e-6)
+
+
+def test_an_older_release_output_still_serves_reuse_and_the_report(tmp_path_factory, positive,
+                                                                   logged):
+    """A previous output whose shards lack the holdout and interval columns
+    (gpfit 0.5.0's) is reused from, and the report reads it."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from pipeline.io.schema import HOLDOUT_COLUMNS
+    from pipeline.report.cli import run as report
+    from pipeline.report.nightly import read_predictions
+
+    old = str(tmp_path_factory.mktemp("old") / "out")
+    shutil.copytree(logged.output, old)
+    for table, dropped in (("params", HOLDOUT_COLUMNS),
+                           ("predictions", ("lower_95", "upper_95"))):
+        for name in os.listdir(os.path.join(old, table)):
+            path = os.path.join(old, table, name)
+            pq.write_table(pq.read_table(path).drop_columns(list(dropped)), path)
+    again = log_run(tmp_path_factory, positive, "log", "--previous_output", old)
+    assert again.code == 0, again.stderr
+    reused = [r for r in again.rows() if r["reused"]]
+    assert {r["series_id"] for r in reused} == {"sales", "visits"}
+    assert all(r["holdout_points"] is None and r["holdout_mase"] is None for r in reused)
+    curve = read_predictions(old, ["sales"], False)["sales"]
+    assert curve.bands == () and curve.mean.size == POINTS  # drawn as +-2 sd
+    out = tmp_path_factory.mktemp("report") / "old.html"
+    assert report(["--input", positive[1], "--params", old, "--out", str(out)]) == 0
