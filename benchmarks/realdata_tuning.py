@@ -7,7 +7,8 @@ random-walk and stock-like series and trending macro series: a short
 length scale with low noise (the series followed closely) competes with a
 long one with high noise (a smooth trend, the rest noise). This set is
 built to show that competition, so that the search can be tuned on it and
-the held-out set is only scored (docs/design.md, "Held-out proofs"). It
+the held-out set is only scored (docs/design.md, "Probes around the
+optimum"). It
 never reads the held-out set's sources (statsmodels, pmdarima,
 vega_datasets, matplotlib) and nothing of benchmarks/realdata.py's set:
 
@@ -27,8 +28,10 @@ vega_datasets, matplotlib) and nothing of benchmarks/realdata.py's set:
     python benchmarks/realdata_tuning.py [--list] [--check] [--restarts R]
 
 `--check` fits with gpcore's default options and scores against the
-scikit-learn peer with 4 starts (quality.py; cached in
-benchmarks/results/realdata-tuning-sklearn.json).
+held-out sets' RBF oracle, scikit-learn with 4 starts
+(benchmarks/heldout_oracle.py: both sides by one numpy nll; cached in
+benchmarks/results/realdata-tuning-sklearn.json), and prints the worst
+series with both sides' length scale, amplitude and noise.
 """
 from __future__ import annotations
 
