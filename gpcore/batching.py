@@ -16,8 +16,8 @@ import dataclasses
 from gpcore.config import FitConfig, fitted_configs
 from gpcore.kernels import components
 from gpcore.kernels import kernel as kernel_named
-from gpcore.starts import (GRID_RESCORED, PROBES_RESCORED, grid_piece_points, grid_shape,
-                           has_length_axis, probe_count)
+from gpcore.starts import (GRID_RESCORED, PROBES_RESCORED, far_probe_count, grid_piece_points,
+                           grid_shape, has_length_axis, probe_count)
 
 # Padded lengths are rounded up to a multiple of this, so that similar
 # batches share shapes; the compiled function accepts any length.
@@ -87,7 +87,8 @@ def flops_per_value(n: int) -> float:
 def flops_per_grid(kernel, n: int) -> float:
     """... of scoring one series' start grid and probes at N points: every
     point on pieces of min(grid_piece_points, N) points (the last one
-    padded, as GPFitter cuts them), then the best few on the whole series."""
+    padded, as GPFitter cuts them), then the best few and the far probes
+    on the whole series."""
     rows, columns = grid_shape(kernel)
     probes = probe_count(kernel)
     size = min(grid_piece_points(kernel), n)
@@ -96,7 +97,7 @@ def flops_per_grid(kernel, n: int) -> float:
     if pieces > 1:
         rescored = min(GRID_RESCORED, rows * columns) + min(PROBES_RESCORED, probes)
         flops += rescored * flops_per_value(n)
-    return flops
+    return flops + far_probe_count(kernel) * flops_per_value(n)
 
 
 def flops_per_newton_evaluation(n: int, n_params: int) -> float:

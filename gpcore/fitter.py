@@ -237,10 +237,20 @@ class GPFitter(tf.Module):
         scored = tf.reshape(self._grid_values(pieces, rows, columns), [series, -1])  # [B, Q]
         order = _ranked(scored)[:, :starts.PROBES_RESCORED]
         chosen = tf.gather(probes, order, batch_dims=1)                            # [B, K, P]
-        chosen_values = _finite_or_inf(tf.cond(
+        chosen_values = tf.cond(
             pieces.count > 1,
             lambda: self._whole_values(feature, chosen, starts.PROBES_RESCORED, y, mask),
-            lambda: tf.gather(scored, order, batch_dims=1)))
+            lambda: tf.gather(scored, order, batch_dims=1))
+        if starts.FAR_PROBE_LENGTHS:  # whole-series scores: pieces misrank them
+            far_rows = tf.clip_by_value(
+                optimum[:, None, :-1] + np.log(starts.FAR_PROBE_LENGTHS)[None, :, None],
+                lo[:, None, :-1], hi[:, None, :-1])                                # [B, F, 1]
+            far = tf.concat([far_rows, tf.repeat(optimum[:, None, -1:], len(
+                starts.FAR_PROBE_LENGTHS), axis=1)], axis=-1)                      # [B, F, P]
+            chosen = tf.concat([chosen, far], axis=1)
+            chosen_values = tf.concat([chosen_values, self._whole_values(
+                feature, far, len(starts.FAR_PROBE_LENGTHS), y, mask)], axis=-1)
+        chosen_values = _finite_or_inf(chosen_values)
         found = tf.reduce_min(chosen_values, axis=-1) < lowest - self.config.tolerance  # [B]
         start = tf.gather(chosen, tf.argmin(chosen_values, axis=-1, output_type=tf.int32),
                           batch_dims=1)                                            # [B, P]
@@ -413,7 +423,8 @@ class GPFitter(tf.Module):
         return [data.result(b, out, kernel, warm[b] is not None) for b in range(len(batch))]
 
     def _count_work(self, members: int, series: int, evaluations: int, n: int) -> None:
-        grid_points = int(np.prod(starts.grid_shape(self.kernel))) + starts.probe_count(self.kernel)
+        grid_points = (int(np.prod(starts.grid_shape(self.kernel))) + starts.probe_count(self.kernel)
+                       + starts.far_probe_count(self.kernel))
         self.work["batches"] += 1
         self.work["members"] += members
         self.work["grid_evaluations"] += series * grid_points

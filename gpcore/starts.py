@@ -81,6 +81,13 @@ BASIN_WITHIN = 10.0
 PROBE_LENGTHS = (0.6, 0.75, 1.33, 1.66)
 PROBE_NOISES = (0.3, 1.0)
 PROBES_RESCORED = 1
+# Far probes: the optimum's length scale x FAR_PROBE_LENGTHS at its noise
+# ratio, always scored on the whole series. On trending and random-walk
+# series a short length scale with low noise is a narrow basin of its own,
+# 2-3.5x below a long one with high noise; on pieces those probes rank
+# below the near ones, so they are never rescored (docs/design.md, "Probes
+# around the optimum").
+FAR_PROBE_LENGTHS = (0.3, 0.6)
 # Period probes, for kernels with a periodic part: a sharp cycle (a ramp, a
 # pulse) has strong harmonics, and the fit can settle on half or a third of
 # the true period, where the likelihood has a basin too; a period p/m is a
@@ -111,6 +118,12 @@ def probe_count(kernel: Kernel) -> int:
     if kernel.has_period:
         return len(period_probes(kernel))
     return len(PROBE_LENGTHS) * len(PROBE_NOISES) if has_length_axis(kernel) else 0
+
+
+def far_probe_count(kernel: Kernel) -> int:
+    """Far probes around each optimum, scored on the whole series:
+    FAR_PROBE_LENGTHS for a kernel with a length axis, else none."""
+    return len(FAR_PROBE_LENGTHS) if has_length_axis(kernel) else 0
 
 
 def period_probes(kernel: Kernel) -> np.ndarray:

@@ -1,0 +1,80 @@
+"""The default fit's search levers on the two real tuning sets, one setting at a time.
+
+    python benchmarks/search_levers.py [--set tuning|realdata|both] [NAME=VALUE ...]
+
+Each NAME=VALUE sets a constant of gpcore/starts.py before the fitter is
+built (a tuple as comma-separated numbers, e.g. PROBE_LENGTHS=0.45,0.6,1.33,1.66),
+so a lever is measured without editing the code. Prints, per set, the share
+within 0.01 nats of the scikit-learn peer with 4 starts, the count worse by
+> 1 nat, Newton evaluations per series and the worst series. Sets:
+benchmarks/realdata_tuning.py (the failure modes of the held-out set, from
+other sources) and benchmarks/realdata.py (the quality set); never a held-out set.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+
+def _set_constants(pairs) -> None:
+    from gpcore import starts
+
+    for pair in pairs:
+        name, value = pair.split("=", 1)
+        old = getattr(starts, name)
+        if isinstance(old, tuple):
+            setattr(starts, name, tuple(float(v) for v in value.split(",")))
+        else:
+            setattr(starts, name, type(old)(value))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks/search_levers.py",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--set", choices=("tuning", "realdata", "both"), default="both")
+    parser.add_argument("constants", nargs="*", help="NAME=VALUE of gpcore.starts")
+    args = parser.parse_args(argv)
+    import numpy as np
+    import quality
+    import realdata
+    import realdata_tuning
+
+    peers = {}
+    if args.set in ("tuning", "both"):
+        import heldout_oracle
+        series = realdata_tuning.tuning_series()
+        peers["tuning"] = (series, heldout_oracle.oracle_fits(series, "rbf", realdata_tuning.CACHE))
+    if args.set in ("realdata", "both"):
+        series = realdata.real_series()
+        peers["realdata"] = (series, quality.reference(series, os.path.join(
+            HERE, "results", "realdata-sklearn.json")))
+    _set_constants(args.constants)  # before TensorFlow builds a fitter
+    import gpcore
+    import heldout_oracle
+
+    print("settings:", " ".join(args.constants) or "defaults")
+    for name, (series, peer) in peers.items():
+        fitter = gpcore.build_fitter(gpcore.FitConfig())
+        results = fitter.fit(series)
+        evaluations = fitter.work["member_evaluations"] / len(series)
+        if name == "tuning":
+            g = heldout_oracle.gaps(series, results, peer["fits"])
+            share, bad, worst = g.share_within, g.worse_than_bad_gap, g.worst(12)
+        else:
+            gaps = quality.gaps(results, peer)
+            c = quality.Comparison([s.series_id for s in series], gaps, 0, 0, 0, 0, None)
+            share, bad, worst = c.share_within, c.worse_than_bad_gap, c.worst(12)
+        print(f"{name}: {len(series)} series, {100 * share:.1f} % within 0.01 nats, {bad} worse "
+              f"by > 1 nat, {evaluations:.2f} Newton evaluations / series")
+        print("  worst: " + ", ".join(f"{i} ({v:+.3f})" for i, v in worst))
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
