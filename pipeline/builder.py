@@ -190,7 +190,9 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
       nightly: the previous output to compare against, the predictions.
     """
     # The transforms load TensorFlow (gpcore's fitter): only once the cheap
-    # checks have passed.
+    # checks have passed, and without its start-up lines (gpcore/quiet.py).
+    from gpcore import quiet
+    quiet.import_tensorflow(keep_lines=_LOG.isEnabledFor(logging.DEBUG))
     from apache_beam.io.parquetio import WriteToParquet, WriteToParquetBatched
 
     from pipeline import forecast
