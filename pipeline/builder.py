@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import time
 from typing import Optional
 
@@ -265,5 +266,7 @@ def fit_config(gp: GPFitOptions) -> FitConfig:
         return FitConfig(**kernel, restarts=gp.restarts, min_points=gp.min_points,
                          max_points=gp.max_points, batch_size=gp.batch_size)
     except ValueError as err:
-        raise UsageError(f"{err}; see gpfit --help") from err
+        # FitConfig names its fields; the user gave flags.
+        said = re.sub(r"\b(restarts|min_points|max_points|batch_size)\b", r"--\1", str(err))
+        raise UsageError(f"{said}; see gpfit --help") from err
 

@@ -46,6 +46,7 @@ from pipeline.io import inputs, lock, manifest, outputs  # noqa: E402
 from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,  # noqa: E402
                                 EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
                                 first_line, lost_worker, storage_error, storage_line)
+from pipeline.io.fingerprint import VERSION  # noqa: E402
 from pipeline.options import help_parser, parse_options  # noqa: E402
 
 _LOG = logging.getLogger("gpfit")
@@ -72,6 +73,9 @@ def run(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
         help_parser().print_help()
+        return EXIT_OK
+    if "--version" in argv:
+        print(f"gpfit {VERSION}")  # the release's one home: pipeline/io/fingerprint.py
         return EXIT_OK
     runtime.configure_logs(runtime.log_level_in(argv))
     started_at, started = time.time(), time.monotonic()

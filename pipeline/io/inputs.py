@@ -214,8 +214,11 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
             parquet = pq.ParquetFile(f)
             schema, metadata = parquet.schema_arrow, parquet.metadata
     except (pa.ArrowException, OSError, ValueError) as err:
-        raise InputError(f"{path} is not a Parquet file ({first_line(err)}); remove it from "
-                         "the input or convert it to Parquet") from err
+        advice = "remove it from the input or convert it to Parquet"
+        if not path.endswith(".parquet"):  # a README.txt beside the data: name the data alone
+            advice += (", or give --input a glob of the Parquet files alone, e.g. "
+                       f"'{posixpath.dirname(path)}/*.parquet'")
+        raise InputError(f"{path} is not a Parquet file ({first_line(err)}); {advice}") from err
     layout, time_units = check_schema(path, schema, columns)
     return Footer(layout, time_units, metadata.num_rows, metadata.num_row_groups)
 

@@ -89,12 +89,14 @@ def _java() -> str | None:
     return shutil.which("java") or (os.path.exists("/usr/bin/java") and "/usr/bin/java") or None
 
 
-def test_spark_apply_in_pandas_fits_as_the_job(data, by_value):
+def test_spark_apply_in_pandas_fits_as_the_job(data, by_value, monkeypatch):
     pyspark = pytest.importorskip(
         "pyspark", reason="pyspark is not installed: the Spark recipe is not run here")
     if _java() is None:
         pytest.skip("no Java runtime: pyspark's local mode cannot start here")
     from pyspark.sql import SparkSession
+
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # this venv's, not python3's
 
     table, want = data
     frame = table.to_pandas().dropna(subset=["series_id"])
@@ -109,8 +111,6 @@ def test_spark_apply_in_pandas_fits_as_the_job(data, by_value):
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-             .config("spark.pyspark.python", sys.executable)  # this venv's, not python3's
-             .config("spark.pyspark.driver.python", sys.executable)
              .getOrCreate())
     try:
         sdf = spark.createDataFrame(frame)

@@ -51,8 +51,11 @@ def not_parquet(tmp):
 def one_bad_file_among_good(tmp):
     os.makedirs(tmp / "mixed")
     _write(tmp / "mixed" / "a.parquet", _good_table())
-    (tmp / "mixed" / "notes.txt").write_text("hello")
-    return str(tmp / "mixed"), "notes.txt is not a Parquet file"
+    (tmp / "mixed" / "README.txt").write_text("hello")
+    # The folder's other files are the likely mistake: the advice names the glob.
+    return str(tmp / "mixed"), ("; remove it from the input or convert it to Parquet, or give "
+                                "--input a glob of the Parquet files alone, e.g. "
+                                f"'{tmp / 'mixed'}/*.parquet'")
 
 
 def empty_file(tmp):
