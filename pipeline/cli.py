@@ -41,7 +41,7 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from pipeline import builder, runtime  # noqa: E402
+from pipeline import builder, portable, runtime  # noqa: E402
 from pipeline.io import inputs, lock, manifest, outputs  # noqa: E402
 from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,  # noqa: E402
                                 EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
@@ -134,6 +134,7 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
 def _launch(options, built: builder.Built, dry_run: bool, output: str, started: float) -> int:
     """Clears the output, runs the job and waits for it; -> exit code."""
     if not dry_run:
+        portable.check_workers_start(options)  # bounded: Beam would wait for them for ever
         try:
             _prepare_output(built)
         except OSError as err:  # BeamIOError is one too
