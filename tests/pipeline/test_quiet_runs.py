@@ -1,0 +1,58 @@
+"""A clean `gpfit` run prints only gpfit's own lines: no TensorFlow/absl
+start-up lines (written from C++ before Python's logging), no Beam warnings;
+`--log_level debug` brings them back."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from pipeline_data import make_series, write_long
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# gpfit's log lines (pipeline/runtime.py's format) and its last line.
+OURS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING) (worker: )?gpfit[: ]"
+                  r"|gpfit: )")
+
+
+def gpfit_process(*args: str) -> subprocess.CompletedProcess:
+    """The command as a user runs it: a fresh process, none of the tests'
+    TensorFlow settings in its environment."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", "TF_USE_LEGACY_KERAS")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True,
+                          text=True, env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return write_long(str(tmp_path_factory.mktemp("quiet") / "in"), make_series(n_series=6))
+
+
+def test_a_clean_run_prints_only_gpfits_lines(data, tmp_path):
+    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    foreign = [line for line in done.stderr.splitlines() if not OURS.match(line)]
+    assert foreign == [], foreign
+    assert "built the rbf fitter" in done.stderr
+    assert done.stdout.startswith("gpfit: 7 series: 6 ok, 1 skipped, 0 failed")
+
+
+def test_log_level_debug_shows_the_rest(data, tmp_path):
+    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
+                         "--log_level", "debug")
+    assert done.returncode == 0, done.stderr
+    foreign = [line for line in done.stderr.splitlines() if not OURS.match(line)]
+    # TensorFlow's C++ start-up lines, left on stderr at debug.
+    assert any("absl::InitializeLog" in line or "cuda" in line.lower() for line in foreign), \
+        done.stderr[-3000:]
+
+
+def test_version_is_the_releases():
+    from pipeline.io.fingerprint import VERSION
+    done = gpfit_process("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"gpfit {VERSION}"
