@@ -41,6 +41,14 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
+# Without the gcp extra, importing Beam logs "apitools not found" on the
+# root logger, and logging.warning then configures the root logger with its
+# default format before gpfit does (runtime.configure_logs): every later
+# line came out as "INFO:gpfit:...". A handler that drops what Beam says
+# while gpfit's modules load keeps both out.
+_IMPORTING = logging.NullHandler()
+logging.getLogger().addHandler(_IMPORTING)
+
 from pipeline import builder, portable, runtime  # noqa: E402
 from pipeline.io import inputs, lock, manifest, outputs  # noqa: E402
 from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,  # noqa: E402
@@ -48,6 +56,8 @@ from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,  # 
                                 first_line, lost_worker, storage_error, storage_line)
 from pipeline.io.fingerprint import VERSION  # noqa: E402
 from pipeline.options import help_parser, parse_options  # noqa: E402
+
+logging.getLogger().removeHandler(_IMPORTING)
 
 _LOG = logging.getLogger("gpfit")
 

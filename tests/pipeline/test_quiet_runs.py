@@ -18,13 +18,18 @@ OURS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING) (worke
                   r"|gpfit: )")
 
 
-def gpfit_process(*args: str) -> subprocess.CompletedProcess:
+def gpfit_process(*args: str, without_gcp: bool = False) -> subprocess.CompletedProcess:
     """The command as a user runs it: a fresh process, none of the tests'
-    TensorFlow settings in its environment."""
+    TensorFlow settings in its environment; without_gcp: as where the gcp
+    extra (apitools) is not installed, as `make run`'s environment."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", "TF_USE_LEGACY_KERAS")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True,
+    command = ["-m", "pipeline"]
+    if without_gcp:
+        command = ["-c", "import sys; sys.modules['apitools'] = None; sys.argv[0] = 'gpfit'; "
+                         "from pipeline import cli; cli.main()"]
+    return subprocess.run([sys.executable, *command, *args], capture_output=True,
                           text=True, env=env, timeout=600)
 
 
@@ -33,8 +38,10 @@ def data(tmp_path_factory):
     return write_long(str(tmp_path_factory.mktemp("quiet") / "in"), make_series(n_series=6))
 
 
-def test_a_clean_run_prints_only_gpfits_lines(data, tmp_path):
-    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"))
+@pytest.mark.parametrize("without_gcp", [False, True])
+def test_a_clean_run_prints_only_gpfits_lines(data, tmp_path, without_gcp):
+    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
+                         without_gcp=without_gcp)
     assert done.returncode == 0, done.stderr
     foreign = [line for line in done.stderr.splitlines() if not OURS.match(line)]
     assert foreign == [], foreign
