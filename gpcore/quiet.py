@@ -5,10 +5,11 @@ C++ straight to file descriptor 2, before and outside Python's logging and
 whatever TF_CPP_MIN_LOG_LEVEL says: "All log messages before
 absl::InitializeLog() ...", "oneDNN custom operations are on", "Could not
 find cuda drivers", and at the first device query "failed call to cuInit".
-TF_CPP_MIN_LOG_LEVEL=3 hides only the last, TF_ENABLE_ONEDNN_OPTS=0 one more
-but changes the arithmetic (docs/design.md, "Start-up"). So the import and
-the first device query run with descriptor 2 sent to a file, and what came
-is written back but for those known lines: any other line still shows.
+TF_CPP_MIN_LOG_LEVEL=3 hides only the last, TF_ENABLE_ONEDNN_OPTS=0 one
+more but changes the arithmetic (docs/design.md, "Runners and quiet runs").
+So the import and the first device query run with descriptor 2 sent to a
+file, and what came is written back but for those known lines: any other
+line still shows.
 """
 from __future__ import annotations
 

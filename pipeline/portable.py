@@ -8,7 +8,7 @@ cannot start one (its `python` lacks Beam or gpfit) left gpfit waiting until
 it was killed, holding its lock. So before the job, gpfit asks the pool for
 one worker itself, pointed at a control endpoint of its own on loopback,
 and waits at most WORKER_START_S for it to connect (docs/design.md,
-"Runners").
+"Runners and quiet runs").
 """
 from __future__ import annotations
 
