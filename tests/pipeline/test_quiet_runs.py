@@ -63,3 +63,20 @@ def test_version_is_the_releases():
     from pipeline.io.fingerprint import VERSION
     done = gpfit_process("--version")
     assert done.returncode == 0 and done.stdout.strip() == f"gpfit {VERSION}"
+
+
+def test_no_dofn_of_the_job_draws_beams_yield_and_return_warning():
+    import inspect
+
+    import apache_beam as beam
+    from apache_beam.transforms.core import _check_fn_use_yield_and_return
+
+    from pipeline import forecast, manifest_step, previous, reading, transforms
+
+    checked = []
+    for module in (reading, previous, transforms, forecast, manifest_step):
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, beam.DoFn) and cls.__module__ == module.__name__:
+                checked.append(name)
+                assert not _check_fn_use_yield_and_return(cls.process), name
+    assert "Compare" in checked  # the nightly run's join, which drew it
