@@ -79,6 +79,8 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         return _refuse(err)
     _say(f"read {scanned.tally.rows:,} params rows from {len(scanned.run.files)} shard(s)")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from gpcore import quiet
+    quiet.import_tensorflow()  # the plots' posteriors: without TF's start-up lines
     from pipeline.report.build import build
     report = build(scanned, log=_say)
     size = _write(args.out, report.html)

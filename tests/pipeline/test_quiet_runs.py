@@ -80,3 +80,19 @@ def test_no_dofn_of_the_job_draws_beams_yield_and_return_warning():
                 checked.append(name)
                 assert not _check_fn_use_yield_and_return(cls.process), name
     assert "Compare" in checked  # the nightly run's join, which drew it
+
+
+def test_the_report_of_a_clean_run_prints_only_its_own_lines(data, tmp_path):
+    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", "TF_USE_LEGACY_KERAS")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+    # No --input: the run's manifest records it.
+    report = subprocess.run([sys.executable, "-m", "pipeline.report", "--params",
+                             str(tmp_path / "out"), "--out", str(tmp_path / "r.html"),
+                             "--random", "2", "--worst", "1"],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert report.returncode == 0, report.stderr
+    lines = report.stderr.strip().splitlines()
+    assert lines and all(line.startswith("gpfit-report: ") for line in lines), lines
