@@ -108,7 +108,8 @@ def test_unusable_input_exits_2(tmp_path, make_input):
     (["--kernel", "auto", "--candidates", "rbf,cubic"], "candidate kernel 'cubic' is not known"),
     (["--candidates", "rbf,periodic"], "--candidates is for --kernel auto"),
     (["--restarts", "two"], "argument --restarts: invalid int value: 'two'"),
-    (["--min_points", "0"], "min_points must be >= 1"),
+    (["--min_points", "0"], "--min_points must be >= 1"),
+    (["--restarts", "0"], "--restarts must be >= 1; got 0"),  # the flag, not FitConfig's field
     (["--max_failure_fraction", "1.5"], "--max_failure_fraction must be between 0 and 1"),
     (["--time_column", "when"], "has no column 'when'"),
 ])
