@@ -25,6 +25,7 @@ COPY --from=launcher /opt/google/dataflow/python_template_launcher /opt/google/d
 WORKDIR /src
 COPY setup.py ./
 COPY gpcore/ gpcore/
+COPY gpfit/ gpfit/
 COPY pipeline/ pipeline/
 
 # Install gpfit as a regular (not editable) package with setup.py's pins;

@@ -40,8 +40,15 @@ EXTRAS_REQUIRE = {
         "duckdb==2.0.1",  # reads the output's components as the README shows
         "polars==2.1.0",  # one of the README's readers of the output folder
         f"apache-beam[gcp]=={BEAM_VERSION}",  # Dataflow dry-run tests
+        # fit_frame on a real LocalCluster of worker processes (the Dask recipe)
+        "dask==2026.8.0",
+        "distributed==2026.8.0",
         *FORECAST,
     ],
+    # fit_frame's Spark recipe (applyInPandas) in a test, with Java installed;
+    # not in "test": 400 MB, a JVM start per run, and pyspark 4.3 warns that it
+    # does not yet fully support pandas 3. Without it that test says it skipped.
+    "spark": ["pyspark==4.3.0"],
 }
 
 setup(
@@ -49,7 +56,7 @@ setup(
     version="0.5.0",
     description="Fit Gaussian-process hyperparameters to many time series with Apache Beam.",
     python_requires=">=3.11,<3.12",
-    packages=find_packages(include=["gpcore", "gpcore.*", "pipeline", "pipeline.*"]),
+    packages=find_packages(include=["gpcore", "gpcore.*", "gpfit", "pipeline", "pipeline.*"]),
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,

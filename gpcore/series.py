@@ -74,7 +74,7 @@ def clean(series: Series, min_points: int, max_points: int
     finite = np.isfinite(y) & np.isfinite(t)
     n = int(finite.sum())
     if n < min_points:
-        return None, n, (f"only {n} finite points (of {y.size}); at least "
+        return None, n, (f"too few finite points: {n} (of {y.size}); at least "
                          f"{min_points} are needed to fit a GP")
     if n > max_points:
         return None, n, (f"{n} finite points is more than max_points={max_points}; "

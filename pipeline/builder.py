@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import time
 from typing import Optional
 
@@ -209,7 +210,9 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
       nightly: the previous output to compare against, the predictions.
     """
     # The transforms load TensorFlow (gpcore's fitter): only once the cheap
-    # checks have passed.
+    # checks have passed, and without its start-up lines (gpcore/quiet.py).
+    from gpcore import quiet
+    quiet.import_tensorflow(keep_lines=_LOG.isEnabledFor(logging.DEBUG))
     from apache_beam.io.parquetio import WriteToParquet, WriteToParquetBatched
 
     from pipeline import backtest, forecast, scales
@@ -293,5 +296,7 @@ def fit_config(gp: GPFitOptions) -> FitConfig:
         return FitConfig(**kernel, restarts=gp.restarts, min_points=gp.min_points,
                          max_points=gp.max_points, batch_size=gp.batch_size)
     except ValueError as err:
-        raise UsageError(f"{err}; see gpfit --help") from err
+        # FitConfig names its fields; the user gave flags.
+        said = re.sub(r"\b(restarts|min_points|max_points|batch_size)\b", r"--\1", str(err))
+        raise UsageError(f"{said}; see gpfit --help") from err
 

@@ -41,12 +41,23 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from pipeline import builder, runtime  # noqa: E402
+# Without the gcp extra, importing Beam logs "apitools not found" on the
+# root logger, and logging.warning then configures the root logger with its
+# default format before gpfit does (runtime.configure_logs): every later
+# line came out as "INFO:gpfit:...". A handler that drops what Beam says
+# while gpfit's modules load keeps both out.
+_IMPORTING = logging.NullHandler()
+logging.getLogger().addHandler(_IMPORTING)
+
+from pipeline import builder, portable, runtime  # noqa: E402
 from pipeline.io import inputs, lock, manifest, outputs  # noqa: E402
 from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,  # noqa: E402
                                 EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
                                 first_line, lost_worker, storage_error, storage_line)
+from pipeline.io.fingerprint import VERSION  # noqa: E402
 from pipeline.options import help_parser, parse_options  # noqa: E402
+
+logging.getLogger().removeHandler(_IMPORTING)
 
 _LOG = logging.getLogger("gpfit")
 
@@ -72,6 +83,9 @@ def run(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
         help_parser().print_help()
+        return EXIT_OK
+    if "--version" in argv:
+        print(f"gpfit {VERSION}")  # the release's one home: pipeline/io/fingerprint.py
         return EXIT_OK
     runtime.configure_logs(runtime.log_level_in(argv))
     started_at, started = time.time(), time.monotonic()
@@ -130,6 +144,7 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
 def _launch(options, built: builder.Built, dry_run: bool, output: str, started: float) -> int:
     """Clears the output, runs the job and waits for it; -> exit code."""
     if not dry_run:
+        portable.check_workers_start(options)  # bounded: Beam would wait for them for ever
         try:
             _prepare_output(built)
         except OSError as err:  # BeamIOError is one too

@@ -17,6 +17,7 @@ from apache_beam.options.pipeline_options import _BeamArgumentParser
 from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import AUTO, CANDIDATES, KERNELS, SYNTAX, FitConfig
 from pipeline.io.errors import UsageError
+from pipeline.io.fingerprint import VERSION
 from pipeline.io.redaction import REDACTED, redacted  # noqa: F401  (REDACTED: re-exported)
 from pipeline.scales import NONE, TRANSFORMS
 
@@ -157,6 +158,9 @@ def help_parser() -> argparse.ArgumentParser:
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=38,
                                                             width=108))
     GPFitOptions._add_argparse_args(parser)  # pylint: disable=protected-access
+    # Not a pipeline option: the command answers it before parsing (pipeline/cli.py).
+    parser.add_argument("--version", action="version", version=f"gpfit {VERSION}",
+                        help="print gpfit's version and exit")
     return parser
 
 

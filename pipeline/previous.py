@@ -110,8 +110,8 @@ class Compare(beam.DoFn):
     def process(self, element):
         _, grouped = element
         tonight = list(grouped["series"])
-        if not tonight:
-            return  # gone from the input: not in the output
+        if not tonight:  # gone from the input: not in the output
+            return
         series = tonight[0]  # one per id: ReadSeries gathered them
         old = next(iter(grouped["previous"]), None)
         if old is None:

@@ -23,14 +23,11 @@ from typing import NamedTuple, Optional
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from apache_beam.io import fileio
 
-from gpcore import FitResult, Series
-from gpcore.result import SKIPPED
+from gpcore import Series
 from pipeline import metrics
-from pipeline.io import columns as col
-from pipeline.io import fingerprint, inputs
+from pipeline.io import conversion, inputs
 from pipeline.io.errors import InputError
 from pipeline.io.inputs import Columns, InputSpec
 
@@ -39,8 +36,7 @@ NULL_IDS = metrics.NULL_IDS   # output tag: ints, rows with a null id in a row g
 UNREADABLE = "unreadable"     # output tag: (path, reason)
 FILES = "files"               # output tag: (1, rows) per file whose footer was read
 
-# (t [n] float64, y [n] float64, problem or None): part of one series.
-Chunk = tuple[np.ndarray, np.ndarray, Optional[str]]
+Chunk = conversion.Chunk  # (t [n] float64, y [n] float64, problem or None)
 
 
 class ReadOutputs(NamedTuple):
@@ -161,40 +157,11 @@ class SplitBySeries(beam.DoFn):
         self._null_ids = metrics.counter(metrics.NULL_IDS)
 
     def process(self, table: pa.Table):
-        c = self._columns
-        ids = table.column(c.id)
-        if ids.null_count:
-            self._null_ids.inc(ids.null_count)
-            yield beam.pvalue.TaggedOutput(NULL_IDS, ids.null_count)
-            table = table.filter(pc.is_valid(ids))
-        if table.num_rows == 0:
-            return
-        ids = col.as_str(table.column(c.id))
-        times, values = table.column(c.time), table.column(c.value)
-        if col.is_list(times.type):
-            yield from _nested_chunks(ids, times, values, c)
-        else:
-            yield from _long_chunks(ids, col.as_float(times), col.as_float(values))
-
-
-def _long_chunks(ids: np.ndarray, t: np.ndarray, y: np.ndarray):
-    unique, inverse = np.unique(ids, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    ends = np.cumsum(np.bincount(inverse, minlength=unique.size))
-    for series_id, part in zip(unique, np.split(order, ends[:-1])):
-        yield str(series_id), (t[part], y[part], None)
-
-
-def _nested_chunks(ids: np.ndarray, times, values, columns: Columns):
-    t_len, y_len = col.list_lengths(times), col.list_lengths(values)
-    t_all = np.split(col.as_float(col.list_values(times)), np.cumsum(t_len)[:-1])
-    y_all = np.split(col.as_float(col.list_values(values)), np.cumsum(y_len)[:-1])
-    for series_id, t, y in zip(ids, t_all, y_all):
-        problem = None
-        if t.size != y.size:
-            problem = (f"a row of this series has {t.size} times but {y.size} values; give "
-                       f"its {columns.time!r} and {columns.value!r} lists equal length")
-        yield str(series_id), (t, y, problem)
+        null_ids, chunks = conversion.split(table, self._columns)
+        if null_ids:
+            self._null_ids.inc(null_ids)
+            yield beam.pvalue.TaggedOutput(NULL_IDS, null_ids)
+        yield from chunks
 
 
 # One id's chunks so far: (raw rows counted, [Chunk] or None once the rows
@@ -268,15 +235,9 @@ class MergeChunks(beam.DoFn):
         series_id, (rows, chunks, problem) = element
         self._series_read.inc()
         if problem is None and chunks is None:
-            problem = (f"{rows} input rows is more than --max_rows={self._max_rows}; "
-                       "the series was not assembled: aggregate or split it, or raise "
-                       "--max_rows")
+            problem = conversion.too_many_rows(rows, self._max_rows)
         if problem:
-            yield beam.pvalue.TaggedOutput(UNFITTABLE, FitResult(
-                series_id, SKIPPED, self._kernel, 0, error=problem,
-                fingerprint=fingerprint.of_reason(self._key, problem)).to_row())
+            yield beam.pvalue.TaggedOutput(UNFITTABLE, conversion.skipped_row(
+                series_id, self._kernel, problem, self._key))
             return
-        t = np.concatenate([chunk[0] for chunk in chunks])
-        y = np.concatenate([chunk[1] for chunk in chunks])
-        order = np.lexsort((y, t))
-        yield Series(series_id, t[order], y[order])
+        yield conversion.merge(series_id, chunks)

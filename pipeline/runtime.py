@@ -27,15 +27,13 @@ from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
                                                   PipelineOptions, StandardOptions)
 from apache_beam.runners.runner import PipelineRunner
 
+from pipeline import fitters
 from pipeline.io.errors import UsageError, first_line
 
 _LOG = logging.getLogger(__name__)
-_configure_lock = threading.Lock()
-_configured: Optional[int] = None
 
 LOCAL_RUNNERS = (None, "DirectRunner", "SwitchingDirectRunner", "FnApiRunner")
-# Set in the image (Dockerfile): they win over the count worked out here.
-INTRA_OP_ENV, INTER_OP_ENV = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"
+INTRA_OP_ENV, INTER_OP_ENV = fitters.INTRA_OP_ENV, fitters.INTER_OP_ENV
 
 
 # ---- the runner ----------------------------------------------------------------
@@ -108,36 +106,10 @@ def cores_per_process(cores: int, processes: Optional[int]) -> int:
 
 
 def configure_tf_threads(processes: Optional[int]) -> int:
-    """Sets this process's TF thread pools, once; returns how many fitters
-    it runs side by side (gpcore.build_fitter's copies).
-
-    A process with C cores runs C fitters on threads, each with one
-    intra-op thread, and C inter-op threads: GP matrices are too small to
-    split well over threads, while separate fitters keep every core busy
-    (docs/design.md, "Fitters side by side"). TF_NUM_INTRAOP_THREADS=k /
-    TF_NUM_INTEROP_THREADS in the environment win (this is the one place
-    gpfit reads them): then C // k fitters of k threads.
-
-    A process whose TF runtime already started (a second pipeline in one
-    test process) keeps its pools: TF cannot change them any more.
-    """
-    global _configured
-    import gpcore.threads  # TensorFlow: only on workers, only when fitting
-    with _configure_lock:
-        if _configured is not None:
-            return _configured
-        cores = cores_per_process(os.cpu_count() or 1, processes)
-        intra = int(os.environ.get(INTRA_OP_ENV) or 1)
-        inter = int(os.environ.get(INTER_OP_ENV) or cores)
-        try:
-            gpcore.threads.configure_threads(intra, inter)
-        except RuntimeError as err:
-            _LOG.info("gpfit: TensorFlow thread pools left as they are: %s", err)
-        gpcore.threads.skip_graph_rewrites()  # start-up: a third of the first fit call
-        _configured = max(1, cores // intra)
-        _LOG.info("gpfit: TensorFlow threads in process %d: %d intra-op, %d inter-op; "
-                  "%d fitter(s) side by side", os.getpid(), intra, inter, _configured)
-        return _configured
+    """Sets this process's TF thread pools, once, for its share of the
+    machine's cores (cores_per_process); returns how many fitters it runs
+    side by side (pipeline/fitters.py says how the counts are chosen)."""
+    return fitters.configure_threads(cores_per_process(os.cpu_count() or 1, processes))
 
 
 class Progress:

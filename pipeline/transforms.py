@@ -22,14 +22,20 @@ import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils import shared
 
-from gpcore import Batching, FitConfig, FitResult, Series, build_fitter
-from gpcore.choice import work_by_kernel
-from gpcore.config import fitted_configs
-from gpcore.result import FAILED, OK
-from pipeline import metrics, runtime
-from pipeline.io import fingerprint
-from pipeline.io.errors import first_line
-from pipeline.io.schema import completed
+from gpcore import quiet
+
+# A worker process loads TensorFlow here (gpcore.choice), when it unpickles
+# FitDoFn: without TF's start-up lines (gpcore/quiet.py).
+quiet.import_tensorflow(keep_lines=logging.getLogger("gpfit").isEnabledFor(logging.DEBUG))
+
+from gpcore import Batching, FitConfig, FitResult, Series  # noqa: E402
+from gpcore.choice import work_by_kernel  # noqa: E402
+from gpcore.config import fitted_configs  # noqa: E402
+from gpcore.result import FAILED, OK  # noqa: E402
+from pipeline import fitters, metrics, runtime  # noqa: E402
+from pipeline.io import conversion, fingerprint  # noqa: E402
+from pipeline.io.errors import first_line  # noqa: E402
+from pipeline.io.schema import completed  # noqa: E402
 
 _LOG = logging.getLogger(__name__)
 
@@ -175,11 +181,7 @@ class FitDoFn(beam.DoFn):
         self._slot = self._shared.acquire(self._build_slot)
 
     def _build_slot(self) -> _FitterSlot:
-        copies = runtime.configure_tf_threads(self._processes)
-        start = time.monotonic()
-        fitter = build_fitter(self._config, copies)
-        _LOG.info("gpfit: built a %s fitter in %.1f s (%d side by side)",
-                  self._config.kernel, time.monotonic() - start, copies)
+        fitter = fitters.build(self._config, runtime.configure_tf_threads(self._processes))
         progress = runtime.Progress(self._clock, self._progress_every_s, self._processes)
         return _FitterSlot(fitter, progress, self._heartbeat_s)
 
@@ -212,10 +214,9 @@ class FitDoFn(beam.DoFn):
         self._traces.update(traces)
         self._traces_now.set(traces)
         for series, result in zip(batch, results):
-            row = result.to_row()
+            row = conversion.fitted_row(result, series, self._key)
             if self._holdout:
                 row = self._holdout.scored(series, row)
-            row["fingerprint"] = fingerprint.of_points(self._key, series.t, series.y)
             yield row
             if self._keep_series and row["status"] == OK:
                 yield beam.pvalue.TaggedOutput(FITTED, (series, row))

@@ -214,9 +214,12 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
             parquet = pq.ParquetFile(f)
             schema, metadata = parquet.schema_arrow, parquet.metadata
     except (pa.ArrowException, OSError, ValueError) as err:
-        raise InputError(f"{path} is not a Parquet file ({first_line(err)}); remove it from "
-                         "the input or convert it to Parquet") from err
-    layout, time_units = _check_schema(path, schema, columns)
+        advice = "remove it from the input or convert it to Parquet"
+        if not path.endswith(".parquet"):  # a README.txt beside the data: name the data alone
+            advice += (", or give --input a glob of the Parquet files alone, e.g. "
+                       f"'{posixpath.dirname(path)}/*.parquet'")
+        raise InputError(f"{path} is not a Parquet file ({first_line(err)}); {advice}") from err
+    layout, time_units = check_schema(path, schema, columns)
     return Footer(layout, time_units, metadata.num_rows, metadata.num_row_groups)
 
 
@@ -251,18 +254,21 @@ def check_agrees(path: str, footer: Footer, reference_path: str, reference: Foot
             "time")
 
 
-def _check_schema(path: str, schema: pa.Schema, columns: Columns) -> tuple[str, str]:
-    """-> (layout, time units) of one file, or InputError naming the problem."""
-    for name, option in ((columns.id, "id_column"), (columns.time, "time_column"),
+def check_schema(path: str, schema: pa.Schema, columns: Columns,
+                 option: str = "--{}") -> tuple[str, str]:
+    """-> (layout, time units) of one file (or table: `path` names it), or
+    InputError naming the problem; `option` spells the column options in the
+    advice ("--{}" for the command, "{}=" for pipeline.frame's keywords)."""
+    for name, column in ((columns.id, "id_column"), (columns.time, "time_column"),
                          (columns.value, "value_column")):
         if name not in schema.names:
             raise InputError(
                 f"{path} has no column {name!r} (its columns: {', '.join(schema.names)}); "
-                f"name the right one with --{option}")
+                f"name the right one with {option.format(column)}")
         if schema.names.count(name) > 1:
             raise InputError(
                 f"{path} has {schema.names.count(name)} columns named {name!r}; give its "
-                f"columns unique names, or name another with --{option}")
+                f"columns unique names, or name another with {option.format(column)}")
     id_type = schema.field(columns.id).type
     time_type = schema.field(columns.time).type
     value_type = schema.field(columns.value).type
@@ -281,11 +287,11 @@ def _check_schema(path: str, schema: pa.Schema, columns: Columns) -> tuple[str, 
     if not (col.is_number(time_type) or col.is_calendar(time_type)):
         raise InputError(
             f"time column {columns.time!r} in {path} has type {time_type}; expected "
-            "numbers, dates or timestamps (or name another with --time_column)")
+            f"numbers, dates or timestamps (or name another with {option.format('time_column')})")
     if not col.is_number(value_type):
         raise InputError(
             f"value column {columns.value!r} in {path} has type {value_type}; expected "
-            "numbers (convert it, or name another with --value_column)")
+            f"numbers (convert it, or name another with {option.format('value_column')})")
     return layout, DAYS if col.is_calendar(time_type) else AS_GIVEN
 
 

@@ -36,14 +36,14 @@ def parser() -> argparse.ArgumentParser:
     def add(flag, metavar, help, **kwargs):  # pylint: disable=redefined-builtin
         p.add_argument(flag, metavar=metavar, help=help, **kwargs)
 
-    add("--input", "PATTERN", "the gpfit run's input: Parquet file, folder or glob (local or gs://)",
-        required=True)
+    add("--input", "PATTERN", "the gpfit run's input: Parquet file, folder or glob (local or "
+        "gs://); default: the one the run's manifest records")
     add("--params", "DIR", "the gpfit run's --output folder (params-*.parquet)", required=True)
     add("--out", "FILE", "HTML file to write (local or gs://)", required=True)
-    add("--id_column", "COLUMN", "input column naming the series (default %(default)s)",
-        default="series_id")
-    add("--time_column", "COLUMN", "input column of times (default %(default)s)", default="t")
-    add("--value_column", "COLUMN", "input column of values (default %(default)s)", default="y")
+    add("--id_column", "COLUMN", "input column naming the series (default: the run's, "
+        "else series_id)")
+    add("--time_column", "COLUMN", "input column of times (default: the run's, else t)")
+    add("--value_column", "COLUMN", "input column of values (default: the run's, else y)")
     add("--series", "ID", "also plot this series; repeat for more", action="append", default=[])
     add("--random", "N", "plot N fitted series drawn at random (default %(default)s)",
         type=int, default=6)
@@ -66,11 +66,12 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     # load) only once the input is known good: --help and mistakes answer fast.
     from pipeline.io.inputs import Columns
     from pipeline.report.scan import ReportOptions, scan
-    options = ReportOptions(
-        input=args.input, params=args.params,
-        columns=Columns(args.id_column, args.time_column, args.value_column),
-        series=args.series, random=args.random, worst=args.worst, seed=args.seed)
     try:
+        given = _from_manifest(args)
+        options = ReportOptions(
+            input=given["input"], params=args.params,
+            columns=Columns(given["id_column"], given["time_column"], given["value_column"]),
+            series=args.series, random=args.random, worst=args.worst, seed=args.seed)
         _check_matplotlib()
         _check_out(args.out)
         scanned = scan(options)
@@ -78,6 +79,8 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         return _refuse(err)
     _say(f"read {scanned.tally.rows:,} params rows from {len(scanned.run.files)} shard(s)")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from gpcore import quiet
+    quiet.import_tensorflow()  # the plots' posteriors: without TF's start-up lines
     from pipeline.report.build import build
     report = build(scanned, log=_say)
     size = _write(args.out, report.html)
@@ -88,6 +91,42 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
 
 def main() -> None:
     sys.exit(run())
+
+
+_DEFAULT_COLUMNS = {"id_column": "series_id", "time_column": "t", "value_column": "y"}
+
+
+def _from_manifest(args) -> dict:
+    """--input and the column names: as given, else as the run's manifest in
+    --params records them (else the command's defaults for the columns).
+
+    Raises:
+      UsageError: no --input and no manifest, or one whose input is redacted.
+    """
+    from pipeline.io import manifest
+    from pipeline.io.redaction import REDACTED
+
+    given = {"input": args.input, **{k: getattr(args, k) for k in _DEFAULT_COLUMNS}}
+    if all(v is not None for v in given.values()):
+        return given
+    try:
+        _, found = manifest.read(args.params)
+    except (OSError, ValueError):
+        found = None
+    found = found or {}
+    options = found.get("options") or {}
+    for name, default in _DEFAULT_COLUMNS.items():
+        if given[name] is None:
+            given[name] = options.get(name) or default
+    if given["input"] is None:
+        pattern = (found.get("input") or {}).get("pattern")
+        if not pattern or REDACTED in str(pattern):
+            why = ("its manifest's input is redacted" if pattern else
+                   f"it holds no readable manifest (_SUCCESS.json or _FAILED.json)")
+            raise UsageError(f"--input is needed: {args.params} {why}; give the run's "
+                             "--input pattern")
+        given["input"] = pattern
+    return given
 
 
 def _check_matplotlib() -> None:

@@ -6,12 +6,14 @@ display is needed and no global figure state is shared.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
+import warnings
 from typing import Optional, Sequence
 
 import numpy as np
 from matplotlib import dates as mdates
-from matplotlib import ticker
+from matplotlib import rc_context, ticker
 from PIL import Image  # a dependency of matplotlib itself
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -25,6 +27,35 @@ HIST_PANEL = (3.2, 2.3)  # inches per histogram
 DATA_COLOR, FIT_COLOR, FORECAST_COLOR = "#222222", "#1f63b4", "#d9730d"
 HOLDOUT_COLOR = "#b0178a"
 PART_COLORS = ("#c0392b", "#27864a", "#8e44ad", "#d4820f")
+
+
+# Series ids in any script: matplotlib tries these fonts in turn for each
+# glyph; only installed ones are named (an absent one is a warning). With
+# none that has a glyph it draws a box, without a warning per glyph: the
+# page's HTML headings show every id as it is (docs/design.md, "Runners
+# and quiet runs").
+FONTS = ("DejaVu Sans", "Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK KR",
+         "WenQuanYi Zen Hei", "Droid Sans Fallback", "Noto Sans", "Noto Sans Arabic",
+         "Noto Sans Devanagari", "Noto Sans Thai", "Noto Sans Hebrew")
+
+
+@functools.lru_cache(maxsize=1)
+def installed_fonts() -> tuple[str, ...]:
+    """The FONTS matplotlib finds here, in order."""
+    from matplotlib import font_manager
+    names = {font.name for font in font_manager.fontManager.ttflist}
+    return tuple(name for name in FONTS if name in names) or ("DejaVu Sans",)
+
+
+def _any_script(draw):
+    """Runs a figure function with FONTS as the font family (read when its
+    texts are made) and without matplotlib's warning per missing glyph."""
+    @functools.wraps(draw)
+    def drawn(*args, **kwargs):
+        with warnings.catch_warnings(), rc_context({"font.family": list(installed_fonts())}):
+            warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
+            return draw(*args, **kwargs)
+    return drawn
 
 
 @dataclasses.dataclass
@@ -71,6 +102,7 @@ class Part:
     mean: np.ndarray
 
 
+@_any_script
 def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
                dates: bool = False, note: Optional[str] = None,
                forecast: Optional[Curve] = None, parts: Sequence[Part] = (),
@@ -148,6 +180,7 @@ def _time_axis(ax, dates: bool) -> None:
         ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
 
 
+@_any_script
 def histograms_png(hists: Sequence[Histogram]) -> bytes:
     """One panel per quantity; log x axis where its histogram is log-binned."""
     columns = min(len(hists), 3 if len(hists) <= 6 else 4)  # one alone takes one panel

@@ -52,7 +52,7 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 def reason_pattern(message: Optional[str]) -> str:
     """A failure message with its numbers replaced by '#', so that
-    'only 2 finite points' and 'only 1 finite points' count as one reason."""
+    'too few finite points: 2' and 'too few finite points: 1' count as one reason."""
     if not message:
         return "(no message)"
     return _NUMBER.sub("#", message.strip().splitlines()[0])

@@ -132,7 +132,7 @@ def test_installs_the_package_with_the_gcp_extra_then_pip_check(image, setup_inf
     assert "gcp" in setup_info["extras_require"]
     assert "-e " not in steps[install]["args"], "workers need a regular install"
     copied = [s["args"] for s in steps[:install] if s["op"] == "COPY"]
-    for source in ("setup.py", "gpcore/", "pipeline/"):
+    for source in ("setup.py", "gpcore/", "gpfit/", "pipeline/"):
         assert any(args.split()[0] == source for args in copied), f"{source} not copied"
     assert any(steps[i]["args"].strip() == "pip check" for i in runs if i > install)
 

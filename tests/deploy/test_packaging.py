@@ -45,7 +45,7 @@ def test_sdist_has_both_packages_and_the_console_scripts(sdist, setup_info):
     assert "gpfit=pipeline.cli:main" in scripts
     # Only the packages: no tests, data or environments ride along to workers.
     tops = {name.split("/")[1] for name in members if name.count("/") >= 2}
-    assert tops <= {"gpcore", "pipeline", f"{setup_info['name']}.egg-info"}, tops
+    assert tops <= {"gpcore", "gpfit", "pipeline", f"{setup_info['name']}.egg-info"}, tops
     assert sdist.stat().st_size < 1_000_000
 
 

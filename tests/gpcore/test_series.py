@@ -16,7 +16,7 @@ def test_sorts_and_drops_missing_points_keeping_repeated_times():
 
 @pytest.mark.parametrize("t, y, words", [
     (np.arange(3.0), np.ones(4), "t has 3 values but y has 4"),
-    (np.arange(4.0), np.array([1.0, np.nan, np.nan, 2.0]), "only 2 finite points"),
+    (np.arange(4.0), np.array([1.0, np.nan, np.nan, 2.0]), "too few finite points: 2"),
     (np.arange(20.0), np.arange(20.0), "more than max_points=10"),
     (np.full(5, 7.0), np.arange(5.0), "all observation times are equal"),
     (1e15 + np.arange(5.0), np.arange(5.0), "subtract an offset"),

@@ -119,6 +119,9 @@ def test_changed_and_new_series_are_fitted_and_not_worse_than_cold(nightly, cold
     assert nightly.manifest["reuse"]["warm_starts_offered"] == len(CHANGED)
     assert {sid for sid, row in after.items() if row["warm_started"]} == set(CHANGED)
     assert nightly.manifest["reuse"]["warm_started"] == len(CHANGED)
+    last = nightly.stdout.strip().splitlines()[-1]  # the line a scheduler's log shows
+    assert (f"; {len(after) - len(fitted)} reused, {len(CHANGED)} warm-started, "
+            f"{len(fitted)} fitted ->") in last, last
     # An independent cold fit of tonight's data, series by series.
     config = FitConfig(kernel="rbf")
     cold_fits = GPFitter(config).fit([Series(sid, *second_night[sid]) for sid in fitted])

@@ -51,8 +51,11 @@ def not_parquet(tmp):
 def one_bad_file_among_good(tmp):
     os.makedirs(tmp / "mixed")
     _write(tmp / "mixed" / "a.parquet", _good_table())
-    (tmp / "mixed" / "notes.txt").write_text("hello")
-    return str(tmp / "mixed"), "notes.txt is not a Parquet file"
+    (tmp / "mixed" / "README.txt").write_text("hello")
+    # The folder's other files are the likely mistake: the advice names the glob.
+    return str(tmp / "mixed"), ("; remove it from the input or convert it to Parquet, or give "
+                                "--input a glob of the Parquet files alone, e.g. "
+                                f"'{tmp / 'mixed'}/*.parquet'")
 
 
 def empty_file(tmp):
@@ -105,7 +108,8 @@ def test_unusable_input_exits_2(tmp_path, make_input):
     (["--kernel", "auto", "--candidates", "rbf,cubic"], "candidate kernel 'cubic' is not known"),
     (["--candidates", "rbf,periodic"], "--candidates is for --kernel auto"),
     (["--restarts", "two"], "argument --restarts: invalid int value: 'two'"),
-    (["--min_points", "0"], "min_points must be >= 1"),
+    (["--min_points", "0"], "--min_points must be >= 1"),
+    (["--restarts", "0"], "--restarts must be >= 1; got 0"),  # the flag, not FitConfig's field
     (["--max_failure_fraction", "1.5"], "--max_failure_fraction must be between 0 and 1"),
     (["--time_column", "when"], "has no column 'when'"),
 ])

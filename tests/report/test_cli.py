@@ -5,6 +5,7 @@ import io
 import struct
 import zlib
 
+import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
@@ -96,7 +97,7 @@ def test_report_for_a_fitted_run(fitted_run, tmp_path, capsys):
     assert len(set(page.headings)) == len(page.headings)
     assert "worst #1 by standardised nll per point" in text and "random" in text
     # Summary: 12 fitted, 1 skipped, 1 failed; the reasons table shows both.
-    assert "only # finite points" in text and "fit failed after jitter up to #" in text
+    assert "too few finite points: #" in text and "fit failed after jitter up to #" in text
     assert "No rows with this id" in text  # ghost has params but no data
 
     # One histogram figure plus one plot per series with data (not ghost).
@@ -137,8 +138,23 @@ def test_run_without_manifest_is_reported_with_a_warning(fitted_run, tmp_path):
     assert page.headings == [] and len(page.images) == 1  # the histograms only
 
 
+def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted_run, tmp_path):
+    renamed = tmp_path / "renamed"
+    renamed.mkdir()
+    table = pq.read_table(fitted_run.data).rename_columns(["store", "day", "sales"])
+    pq.write_table(table, renamed / "part-0.parquet")
+    params = write_params(tmp_path / "params", fitted_run.rows[:4], manifest={
+        "input": {"pattern": str(renamed)},
+        "options": {"id_column": "store", "time_column": "day", "value_column": "sales"}})
+    out = tmp_path / "r.html"
+    assert run(["--params", str(params), "--out", str(out), "--series", "s00",
+                "--random", "0", "--worst", "0"]) == 0
+    assert parse_page(out).headings == ["s00"] and len(parse_page(out).images) == 2
+
+
 @pytest.mark.parametrize("make_args, message", [
-    (lambda r, t: ["--params", r.params, "--out", str(t / "o.html")], "required: --input"),
+    (lambda r, t: ["--params", str(write_params(t / "p", r.rows[:2], manifest=False)),
+                   "--out", str(t / "o.html")], "--input is needed"),
     (lambda r, t: ["--input", str(t / "nothing"), "--params", r.params,
                    "--out", str(t / "o.html")], "no file or folder"),
     (lambda r, t: ["--input", r.data, "--params", str(t),

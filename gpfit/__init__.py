@@ -1,0 +1,15 @@
+"""gpfit: fit a Gaussian process to every time series of a data set.
+
+The command `gpfit` runs the Beam job over Parquet files (pipeline.cli);
+this package is the Python API beside it:
+
+  fit_frame(df, ...)  a pandas DataFrame or pyarrow Table -> one row of
+                      hyperparameters per series, the job's output schema
+                      (pipeline/frame.py)
+  spark_schema()      that schema as Spark DDL, for applyInPandas
+  __version__         the release (pipeline/io/fingerprint.py's VERSION)
+"""
+from pipeline.frame import fit_frame, spark_schema
+from pipeline.io.fingerprint import VERSION as __version__
+
+__all__ = ["fit_frame", "spark_schema", "__version__"]

@@ -1,0 +1,120 @@
+"""A process's TensorFlow threads and its fitters, without Beam.
+
+The Beam job's workers (pipeline/transforms.py) and the DataFrame API
+(pipeline/frame.py, inside Spark, Dask or Ray tasks) set TF's thread pools
+here, once per process, and the DataFrame API keeps its fitters here: one
+per configuration, built on first use and reused by every later call in
+the process. The cache lives in this importable module on purpose: Dask
+and Ray pickle a function defined in `__main__` by value, so a cache kept
+beside such a function would be a new, empty one in every task.
+
+GP matrices are small; oversubscribed thread pools make them slower, not
+faster (docs/design.md, "Threads" and "Fitters side by side"): a process
+with C cores runs C fitters side by side, each with one intra-op thread,
+and C inter-op threads.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import time
+from typing import Optional
+
+from gpcore.config import FitConfig
+
+_LOG = logging.getLogger(__name__)
+
+# Set in the image (Dockerfile): they win over the counts worked out here.
+INTRA_OP_ENV, INTER_OP_ENV = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"
+
+_lock = threading.Lock()
+_build_lock = threading.Lock()  # held while a fitter is built
+_configured: Optional[int] = None
+
+
+def configure_threads(cores: int) -> int:
+    """Sets this process's TF thread pools for `cores` cores, once; returns
+    how many fitters it runs side by side (gpcore.build_fitter's copies).
+
+    C cores: C fitters on threads, each with one intra-op thread, and C
+    inter-op threads. TF_NUM_INTRAOP_THREADS=k / TF_NUM_INTEROP_THREADS in
+    the environment win (the one place gpfit reads them): then C // k
+    fitters of k threads. A process whose TF runtime already started keeps
+    its pools (TF cannot change them any more) and the first answer.
+    """
+    global _configured
+    from gpcore import quiet
+    quiet.import_tensorflow(keep_lines=logging.getLogger("gpfit").isEnabledFor(logging.DEBUG))
+    import gpcore.threads  # TensorFlow: only where fitting
+    with _lock:
+        if _configured is not None:
+            return _configured
+        cores = max(1, int(cores))
+        intra = int(os.environ.get(INTRA_OP_ENV) or 1)
+        inter = int(os.environ.get(INTER_OP_ENV) or cores)
+        try:
+            gpcore.threads.configure_threads(intra, inter)
+        except RuntimeError as err:
+            _LOG.info("gpfit: TensorFlow thread pools left as they are: %s", err)
+        gpcore.threads.skip_graph_rewrites()  # start-up: a third of the first fit call
+        _configured = max(1, cores // intra)
+        _LOG.info("gpfit: TensorFlow threads in process %d: %d intra-op, %d inter-op; "
+                  "%d fitter(s) side by side", os.getpid(), intra, inter, _configured)
+        return _configured
+
+
+def build(config: FitConfig, copies: int):
+    """A new fitter for config (gpcore.build_fitter), said in one line."""
+    from gpcore import build_fitter
+
+    start = time.monotonic()
+    fitter = build_fitter(config, copies)
+    _LOG.info("gpfit: built the %s fitter in %.1f s (%d side by side)", config.kernel,
+              time.monotonic() - start, copies)
+    return fitter
+
+
+@dataclasses.dataclass
+class Cached:
+    """A cached fitter and the lock its callers hold while fitting (a fitter
+    holds variables: one call at a time)."""
+
+    fitter: object
+    lock: threading.Lock
+    calls: int = 0
+
+
+_cache: dict[tuple[FitConfig, int], Cached] = {}
+_built = 0  # fitters this process built into the cache
+
+
+def cached(config: FitConfig, cores: int = 1) -> Cached:
+    """This process's fitter for (config, cores): built on the first call,
+    the same one afterwards. The threads are configured on the first call
+    of the process (configure_threads)."""
+    global _built
+    copies = configure_threads(cores)
+    key = (config, copies)
+    with _lock:
+        found = _cache.get(key)
+    if found is not None:
+        return found
+    with _build_lock:  # two threads asking at once build one fitter
+        with _lock:
+            found = _cache.get(key)
+        if found is None:
+            found = Cached(build(config, copies), threading.Lock())
+            with _lock:
+                _cache[key] = found
+                _built += 1
+        return found
+
+
+
+def counts() -> dict:
+    """{"built": fitters built into this process's cache, "calls": fit
+    calls made with them}: how a test (Dask's client.run) sees reuse."""
+    with _lock:
+        return {"built": _built, "calls": sum(c.calls for c in _cache.values())}

@@ -1,0 +1,142 @@
+"""fit_frame: gpfit on a DataFrame in memory, for notebooks and for the
+"one model per group" step of Spark (applyInPandas), Dask (map_partitions,
+groupby-apply) and Ray (map_groups).
+
+    import gpfit
+    params = gpfit.fit_frame(df, id_column="store", time_column="day",
+                             value_column="sales", kernel="rbf+periodic")
+
+The data is the long layout the command reads (one row per observation; or
+the nested layout, one row per series with list columns), and the result
+has exactly the rows and columns the command writes to <output>/params/
+(pipeline/io/schema.py): every series once, fitted or with its reason. The
+conversions are the pipeline's own (pipeline/io/conversion.py): dates and
+timestamps become days since 1970-01-01 UTC, ids strings, points sorted,
+rows fingerprinted, so a series gives the command's parameters (recipes and
+the measured agreement: docs/design.md, "DataFrame API").
+
+A process keeps one fitter per configuration (pipeline/fitters.py), built at
+its first call (seconds: TensorFlow variables, a traced function) and reused
+by every later call, whichever function of the engine's makes them. TF's
+thread pools are set at the first call: `cores` fitters side by side, one
+intra-op thread each (docs/design.md, "Threads"); the default of 1 suits an
+engine that runs one task per core (Spark, Dask and Ray's defaults).
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import pyarrow as pa
+
+from gpcore.config import FitConfig
+from pipeline import fitters
+from pipeline.io import conversion, fingerprint, inputs
+from pipeline.io.errors import InputError
+from pipeline.io.schema import OUTPUT_SCHEMA
+from pipeline.options import MAX_ROWS
+
+
+def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
+              value_column: str = "y", kernel: str = "rbf",
+              candidates: Union[str, Sequence[str], None] = None,
+              restarts: Optional[int] = None, min_points: int = 3, max_points: int = 4096,
+              batch_size: Optional[int] = None, max_rows: int = MAX_ROWS, cores: int = 1):
+    """Fits every series of `data`; one output row per series.
+
+    Args:
+      data: a pandas DataFrame, or a pyarrow Table or RecordBatch, with the
+        id, time and value columns (other columns are ignored). Times:
+        numbers (results in the same units), dates or timestamps (results
+        in days). Values: numbers, NaN or null = missing.
+      id_column, time_column, value_column, kernel, candidates, restarts,
+      min_points, max_points, batch_size, max_rows: as the command's
+        options of the same names (`gpfit --help`); candidates may be a
+        comma-separated string or a sequence.
+      cores: cores this process may use, the first time it fits: as many
+        fitters side by side (later calls keep the first setting).
+
+    Returns:
+      The type given (pandas DataFrame, or pyarrow Table for Arrow input)
+      with the output schema's columns (pipeline.io.schema.OUTPUT_SCHEMA),
+      one row per distinct non-null id, sorted by series_id.
+
+    Raises:
+      InputError: a column missing or of a type that cannot be fitted.
+      ValueError: options FitConfig refuses (an unknown kernel, restarts < 1).
+    """
+    table, pandas = _as_table(data)
+    columns = inputs.Columns(id_column, time_column, value_column)
+    inputs.check_schema("the table", table.schema, columns, option="{}=")
+    config = fit_config(kernel, candidates, restarts, min_points, max_points, batch_size)
+    key = fingerprint.options_key(config)
+    table = table.select([columns.id, columns.time, columns.value])
+    _, chunks = conversion.split(table, columns)
+    rows, ready = [], []
+    for series_id, parts in _gathered(chunks).items():
+        points = sum(len(part[1]) for part in parts)
+        problem = next((part[2] for part in parts if part[2]), None)
+        if problem is None and points > max_rows:
+            problem = conversion.too_many_rows(points, max_rows)
+        if problem:
+            rows.append(conversion.skipped_row(series_id, config.kernel, problem, key))
+        else:
+            ready.append(conversion.merge(series_id, parts))
+    if ready:
+        slot = fitters.cached(config, cores)
+        with slot.lock:
+            results = slot.fitter.fit(ready)
+            slot.calls += 1
+        rows += [conversion.fitted_row(r, s, key) for r, s in zip(results, ready)]
+    rows.sort(key=lambda row: row["series_id"])
+    out = conversion.output_table(rows)
+    return out.to_pandas() if pandas else out
+
+
+def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] = None,
+               restarts: Optional[int] = None, min_points: int = 3, max_points: int = 4096,
+               batch_size: Optional[int] = None) -> FitConfig:
+    """The FitConfig of fit_frame's options, as the command builds it from
+    its flags (an option not given keeps FitConfig's default)."""
+    settings = dict(kernel=kernel, restarts=restarts, min_points=min_points,
+                    max_points=max_points)
+    if candidates is not None:
+        settings["candidates"] = tuple(candidates.split(",") if isinstance(candidates, str)
+                                       else candidates)
+    if batch_size is not None:
+        settings["batch_size"] = batch_size
+    return FitConfig(**settings)
+
+
+def _as_table(data) -> tuple[pa.Table, bool]:
+    """-> (the data as an Arrow table, whether it was a pandas DataFrame)."""
+    if isinstance(data, pa.Table):
+        return data, False
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data]), False
+    if type(data).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(data, preserve_index=False), True
+    raise InputError(f"fit_frame takes a pandas DataFrame or a pyarrow Table; got "
+                     f"{type(data).__name__} (a Spark or Dask frame: call it per group or "
+                     "partition, as docs/design.md's recipes show)")
+
+
+def _gathered(chunks) -> dict:
+    """(id, Chunk) pairs -> {id: [Chunk, ...]} (a nested table can hold an
+    id on several rows)."""
+    by_id: dict[str, list] = {}
+    for series_id, chunk in chunks:
+        by_id.setdefault(series_id, []).append(chunk)
+    return by_id
+
+
+def spark_schema() -> str:
+    """The output schema as a Spark DDL string, for applyInPandas' schema
+    argument (no pyspark needed to build it)."""
+    def ddl(type_: pa.DataType) -> str:
+        if pa.types.is_list(type_):
+            return f"array<{ddl(type_.value_type)}>"
+        if pa.types.is_struct(type_):
+            return "struct<" + ",".join(f"{f.name}:{ddl(f.type)}" for f in type_) + ">"
+        return {pa.string(): "string", pa.int64(): "bigint", pa.float64(): "double",
+                pa.bool_(): "boolean"}[type_]
+    return ", ".join(f"{field.name} {ddl(field.type)}" for field in OUTPUT_SCHEMA)

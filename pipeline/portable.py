@@ -1,0 +1,94 @@
+"""The portable runner's external worker pool, checked before the job.
+
+With `--runner PortableRunner --environment_type EXTERNAL
+--environment_config HOST:PORT` the job service asks a Beam worker pool
+(`python -m apache_beam.runners.worker.worker_pool_main`) to start SDK
+workers, then waits for them to connect, without a time limit: a pool that
+cannot start one (its `python` lacks Beam or gpfit) left gpfit waiting until
+it was killed, holding its lock. So before the job, gpfit asks the pool for
+one worker itself, pointed at a control endpoint of its own on loopback,
+and waits at most WORKER_START_S for it to connect (docs/design.md,
+"Runners and quiet runs").
+"""
+from __future__ import annotations
+
+import threading
+from concurrent import futures
+
+from apache_beam.options.pipeline_options import PipelineOptions, PortableOptions, StandardOptions
+
+from pipeline.io.errors import UsageError
+
+# A worker imports Beam before it connects: 3-5 s on a quiet 2-core machine;
+# Beam's own harness gives its control channel 60 s.
+WORKER_START_S = 90.0
+_ASK_S = 10.0  # for the pool's answer to the request itself
+
+
+def pool_address(options: PipelineOptions):
+    """The worker pool's address of a portable run with external workers,
+    else None."""
+    runner = (options.view_as(StandardOptions).runner or "").rsplit(".", 1)[-1]
+    portable = options.view_as(PortableOptions)
+    if runner != "PortableRunner" or (portable.environment_type or "").upper() != "EXTERNAL":
+        return None
+    address = portable.environment_config
+    for option in portable.environment_options or []:
+        if option.startswith("external_service_address="):
+            address = option.split("=", 1)[1]
+    return address or None
+
+
+def check_workers_start(options: PipelineOptions, timeout_s: float | None = None) -> None:
+    """Asks the external worker pool of these options (if any) for one
+    worker and waits until it connects.
+
+    Raises:
+      UsageError: no pool answers at the address, it refused, or its worker
+        did not connect within timeout_s (WORKER_START_S); in one line.
+    """
+    address = pool_address(options)
+    if address is None:
+        return
+    import grpc
+    from apache_beam.portability.api import (beam_fn_api_pb2, beam_fn_api_pb2_grpc,
+                                             endpoints_pb2)
+
+    timeout_s = WORKER_START_S if timeout_s is None else timeout_s
+    connected = threading.Event()
+
+    class _Control(beam_fn_api_pb2_grpc.BeamFnControlServicer):
+        def Control(self, request_iterator, context):  # noqa: N802  (gRPC's name)
+            connected.set()  # the worker is up; ending the stream ends it
+            return iter(())
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    beam_fn_api_pb2_grpc.add_BeamFnControlServicer_to_server(_Control(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        endpoint = endpoints_pb2.ApiServiceDescriptor(url=f"127.0.0.1:{port}")
+        with grpc.insecure_channel(address) as channel:
+            stub = beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(channel)
+            try:
+                answer = stub.StartWorker(beam_fn_api_pb2.StartWorkerRequest(
+                    worker_id="gpfit-check", control_endpoint=endpoint,
+                    logging_endpoint=endpoint, artifact_endpoint=endpoint,
+                    provision_endpoint=endpoint), timeout=_ASK_S)
+            except grpc.RpcError as err:
+                raise UsageError(
+                    f"no Beam worker pool answers at --environment_config {address} "
+                    f"({err.code().name}): start one there (python -m "
+                    "apache_beam.runners.worker.worker_pool_main --service_port PORT) "
+                    "or give its address") from err
+        if answer.error:  # a traceback as text: its last line says what
+            said = [line for line in answer.error.strip().splitlines() if line.strip()]
+            raise UsageError(f"the worker pool at {address} could not start a worker: "
+                             f"{said[-1].strip() if said else 'no reason given'}")
+        if not connected.wait(timeout_s):
+            raise UsageError(
+                f"the worker pool at {address} started no worker that connected within "
+                f"{timeout_s:.0f} s; its workers run `python` from the pool's PATH, which "
+                "needs gpfit and Beam installed: start the pool from gpfit's environment")
+    finally:
+        server.stop(grace=None)

@@ -1,0 +1,106 @@
+"""gpfit.fit_frame in this process: the Beam job's rows for the same data,
+the output schema, one fitter per configuration, clear errors."""
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import gpfit
+from frame_data import assert_same_rows, in_folder, job_rows, long_table, rows_of
+from pipeline import fitters
+from pipeline.io.errors import InputError
+from pipeline.io.schema import OUTPUT_SCHEMA
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """(the long table, the job's rows for it)."""
+    folder = tmp_path_factory.mktemp("frame")
+    table = long_table(in_folder(folder, "series"))
+    return table, job_rows(in_folder(folder, "series"), in_folder(folder, "out"))
+
+
+def test_a_pandas_frame_gives_the_jobs_rows_and_a_second_call_reuses_the_fitter(data):
+    table, want = data
+    before = fitters.counts()
+    got = gpfit.fit_frame(table.to_pandas())
+    assert isinstance(got, pd.DataFrame)
+    assert_same_rows(rows_of(got), want)
+    assert got["status"].tolist().count("skipped") == 1  # "short": 2 points
+    again = gpfit.fit_frame(table.to_pandas())
+    after = fitters.counts()
+    assert after["built"] - before["built"] <= 1  # 0 if an earlier test built it
+    assert after["calls"] - before["calls"] == 2
+    assert_same_rows(rows_of(again), want)
+
+
+def test_an_arrow_table_gives_exactly_the_output_schema_of_the_jobs_shards(data, tmp_path):
+    table, want = data
+    got = gpfit.fit_frame(table)
+    assert isinstance(got, pa.Table)
+    assert got.schema.equals(OUTPUT_SCHEMA, check_metadata=True)
+    assert_same_rows(got.to_pylist(), want)
+
+
+def test_the_nested_layout_and_renamed_columns_are_read_as_the_command_reads_them(data):
+    table, want = data
+    frame = table.to_pandas().dropna(subset=["series_id"])
+    nested = (frame.groupby("series_id", sort=False)
+              .agg(when=("t", list), sales=("y", list)).reset_index()
+              .rename(columns={"series_id": "store"}))
+    got = gpfit.fit_frame(pa.Table.from_pandas(nested, preserve_index=False),
+                          id_column="store", time_column="when", value_column="sales")
+    assert_same_rows(got.to_pylist(), want)
+
+
+def test_the_options_are_the_commands_and_give_its_fingerprints(data):
+    table, _ = data
+    got = gpfit.fit_frame(table, kernel="auto", candidates="rbf,matern12", restarts=1,
+                          min_points=40).to_pylist()
+    kernels = {r["kernel"] for r in got if r["status"] == "ok"}
+    assert kernels <= {"rbf", "matern12"} and kernels
+    short = [r for r in got if r["status"] == "skipped"]
+    assert short and all("at least 40" in r["error"] for r in short)
+    default = {r["series_id"]: r["fingerprint"] for r in gpfit.fit_frame(table).to_pylist()}
+    assert all(r["fingerprint"] != default[r["series_id"]] for r in got)  # options are hashed
+
+
+def test_an_empty_frame_gives_an_empty_table_of_the_schema_without_a_fitter():
+    before = fitters.counts()
+    empty = gpfit.fit_frame(pd.DataFrame({"series_id": pd.Series([], dtype=str),
+                                          "t": pd.Series([], dtype=float),
+                                          "y": pd.Series([], dtype=float)}))
+    assert list(empty.columns) == OUTPUT_SCHEMA.names and len(empty) == 0
+    assert fitters.counts() == before
+
+
+@pytest.mark.parametrize("frame, kwargs, words", [
+    (pd.DataFrame({"id": ["a"], "t": [1.0], "y": [1.0]}), {},
+     ("no column 'series_id'", "id_column=")),
+    (pd.DataFrame({"series_id": ["a"], "t": ["x"], "y": [1.0]}), {},
+     ("time column 't'", "time_column=")),
+    (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"kernel": "rbff"},
+     ("rbff",)),
+    (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"restarts": 0},
+     ("restarts",)),
+])
+def test_bad_input_or_options_are_refused_naming_them(frame, kwargs, words):
+    with pytest.raises((InputError, ValueError)) as err:
+        gpfit.fit_frame(frame, **kwargs)
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_something_other_than_a_frame_is_refused_with_the_recipe():
+    with pytest.raises(InputError, match="pandas DataFrame or a pyarrow Table"):
+        gpfit.fit_frame([("a", 1.0, 2.0)])
+
+
+def test_the_spark_schema_lists_every_output_column_in_order():
+    names = [part.split(" ")[0] for part in gpfit.spark_schema().split(", ")]
+    assert names == OUTPUT_SCHEMA.names
+
+
+def test_the_version_is_the_packages():
+    from pipeline.io.fingerprint import VERSION
+    assert gpfit.__version__ == VERSION

@@ -1,0 +1,98 @@
+"""A clean `gpfit` run prints only gpfit's own lines: no TensorFlow/absl
+start-up lines (written from C++ before Python's logging), no Beam warnings;
+`--log_level debug` brings them back."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from pipeline_data import make_series, write_long
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# gpfit's log lines (pipeline/runtime.py's format) and its last line.
+OURS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING) (worker: )?gpfit[: ]"
+                  r"|gpfit: )")
+
+
+def gpfit_process(*args: str, without_gcp: bool = False) -> subprocess.CompletedProcess:
+    """The command as a user runs it: a fresh process, none of the tests'
+    TensorFlow settings in its environment; without_gcp: as where the gcp
+    extra (apitools) is not installed, as `make run`'s environment."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", "TF_USE_LEGACY_KERAS")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+    command = ["-m", "pipeline"]
+    if without_gcp:
+        command = ["-c", "import sys; sys.modules['apitools'] = None; sys.argv[0] = 'gpfit'; "
+                         "from pipeline import cli; cli.main()"]
+    return subprocess.run([sys.executable, *command, *args], capture_output=True,
+                          text=True, env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return write_long(str(tmp_path_factory.mktemp("quiet") / "in"), make_series(n_series=6))
+
+
+@pytest.mark.parametrize("without_gcp", [False, True])
+def test_a_clean_run_prints_only_gpfits_lines(data, tmp_path, without_gcp):
+    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
+                         without_gcp=without_gcp)
+    assert done.returncode == 0, done.stderr
+    foreign = [line for line in done.stderr.splitlines() if not OURS.match(line)]
+    assert foreign == [], foreign
+    assert "built the rbf fitter" in done.stderr
+    assert done.stdout.startswith("gpfit: 7 series: 6 ok, 1 skipped, 0 failed")
+
+
+def test_log_level_debug_shows_the_rest(data, tmp_path):
+    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
+                         "--log_level", "debug")
+    assert done.returncode == 0, done.stderr
+    foreign = [line for line in done.stderr.splitlines() if not OURS.match(line)]
+    # TensorFlow's C++ start-up lines, left on stderr at debug.
+    assert any("absl::InitializeLog" in line or "cuda" in line.lower() for line in foreign), \
+        done.stderr[-3000:]
+
+
+def test_version_is_the_releases():
+    from pipeline.io.fingerprint import VERSION
+    done = gpfit_process("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"gpfit {VERSION}"
+
+
+def test_no_dofn_of_the_job_draws_beams_yield_and_return_warning():
+    import inspect
+
+    import apache_beam as beam
+    from apache_beam.transforms.core import _check_fn_use_yield_and_return
+
+    from pipeline import forecast, manifest_step, previous, reading, transforms
+
+    checked = []
+    for module in (reading, previous, transforms, forecast, manifest_step):
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, beam.DoFn) and cls.__module__ == module.__name__:
+                checked.append(name)
+                assert not _check_fn_use_yield_and_return(cls.process), name
+    assert "Compare" in checked  # the nightly run's join, which drew it
+
+
+def test_the_report_of_a_clean_run_prints_only_its_own_lines(data, tmp_path):
+    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", "TF_USE_LEGACY_KERAS")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+    # No --input: the run's manifest records it.
+    report = subprocess.run([sys.executable, "-m", "pipeline.report", "--params",
+                             str(tmp_path / "out"), "--out", str(tmp_path / "r.html"),
+                             "--random", "2", "--worst", "1"],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert report.returncode == 0, report.stderr
+    lines = report.stderr.strip().splitlines()
+    assert lines and all(line.startswith("gpfit-report: ") for line in lines), lines
