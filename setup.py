@@ -53,7 +53,7 @@ EXTRAS_REQUIRE = {
 
 setup(
     name="gpfit",
-    version="0.5.0",
+    version="0.6.0",
     description="Fit Gaussian-process hyperparameters to many time series with Apache Beam.",
     python_requires=">=3.11,<3.12",
     packages=find_packages(include=["gpcore", "gpcore.*", "gpfit", "pipeline", "pipeline.*"]),

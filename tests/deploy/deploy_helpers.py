@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 PROJECT = "gpfit-offline-test"
 REGION = "europe-west4"
 BUCKET = "gpfit-offline-test-bucket"
-IMAGE = f"{REGION}-docker.pkg.dev/{PROJECT}/gpfit/gpfit:0.5.0"
+IMAGE = f"{REGION}-docker.pkg.dev/{PROJECT}/gpfit/gpfit:0.6.0"
 
 
 def read_setup() -> dict:

@@ -23,7 +23,7 @@ SCHEDULING_DOC = REPO / "docs" / "scheduling.md"
 DS = "2026-11-29"
 DS_BEFORE = "2026-11-28"  # {{ macros.ds_add(ds, -1) }}
 SHELL_VARS = {"PROJECT": PROJECT, "REGION": REGION, "BUCKET": BUCKET, "IMAGE": IMAGE,
-              "TAG": "0.5.0", "AR_REPO": "gpfit"}
+              "TAG": "0.6.0", "AR_REPO": "gpfit"}
 
 
 def render(text: str) -> str:
