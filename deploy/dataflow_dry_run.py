@@ -236,8 +236,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     if "workflow.tar.gz" in staged:
         packages = sdist_packages(staged["workflow.tar.gz"])
         print("  setup package contains: " + ", ".join(packages))
-        if not {"gpcore", "pipeline"} <= set(packages):
-            print("dataflow-dry-run: error: the staged setup package lacks gpcore or pipeline",
+        if not {"gpcore", "gpfit", "pipeline"} <= set(packages):
+            print("dataflow-dry-run: error: the staged setup package lacks gpcore, gpfit or pipeline",
                   file=sys.stderr)
             return 1
     print("dry run: job built, nothing staged or submitted, no network used")

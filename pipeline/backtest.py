@@ -22,7 +22,7 @@ import numpy as np
 from gpcore import Series
 from gpcore.predict import predict
 from gpcore.result import OK, SKIPPED
-from pipeline import scales
+from pipeline.io import scales
 
 Z95 = NormalDist().inv_cdf(0.975)
 

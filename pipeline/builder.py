@@ -108,7 +108,7 @@ class Nightly:
       dates: the input's t is a date or timestamp (predictions' t is then one).
       steps: forecast steps of each series' own spacing; 0: none.
       levels: interval levels of the predictions, percent.
-      transform: the scale y is fitted on (pipeline/scales.py).
+      transform: the scale y is fitted on (pipeline/io/scales.py).
       holdout: points held out of each fit and forecast; 0: none.
     """
 
@@ -215,8 +215,8 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     quiet.import_tensorflow(keep_lines=_LOG.isEnabledFor(logging.DEBUG))
     from apache_beam.io.parquetio import WriteToParquet, WriteToParquetBatched
 
-    from pipeline import backtest, forecast, scales
-    from pipeline.io import fingerprint
+    from pipeline import backtest, fitted_scale, forecast
+    from pipeline.io import fingerprint, scales
     from pipeline.io.schema import OUTPUT_SCHEMA, predictions_schema
     from pipeline.manifest_step import WriteManifest
     from pipeline.previous import ReuseOrFit
@@ -231,11 +231,11 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel, sizes.max_rows, key)
     series, extra, unfittable = read.series, {}, [read.unfittable]
     if nightly.transform != scales.NONE:
-        scaled = series | "ToFittedScale" >> beam.ParDo(scales.ToFittedScale(
-            nightly.transform, config.kernel, key)).with_outputs(scales.UNTRANSFORMABLE,
+        scaled = series | "ToFittedScale" >> beam.ParDo(fitted_scale.ToFittedScale(
+            nightly.transform, config.kernel, key)).with_outputs(fitted_scale.UNTRANSFORMABLE,
                                                                   main="series")
         series = scaled.series
-        unfittable.append(scaled[scales.UNTRANSFORMABLE])
+        unfittable.append(scaled[fitted_scale.UNTRANSFORMABLE])
     reused_rows, kept = [], []
     if nightly.previous:
         reuse = series | "ReuseOrFit" >> ReuseOrFit(nightly.previous, nightly.previous_kernel,

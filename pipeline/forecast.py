@@ -9,7 +9,7 @@ them (the fit's data). The numerics are gpcore.predict's: one call per
 series for the forecast and observed times, one for the held-out ones;
 the sd of a new observation adds the fitted noise variance. Intervals at
 --predict_levels are for a new observation; under --transform the mean and
-the bounds are mapped back to y's scale (pipeline/scales.py). Each series
+the bounds are mapped back to y's scale (pipeline/io/scales.py). Each series
 becomes one small pa.Table (schema.predictions_schema), written by
 WriteToParquetBatched: no per-point Python objects.
 
@@ -33,7 +33,8 @@ from apache_beam.transforms.window import GlobalWindows
 
 from gpcore import Series
 from gpcore.predict import predict
-from pipeline import backtest, grid, metrics, scales
+from pipeline import backtest, grid, metrics
+from pipeline.io import scales
 from pipeline.io.errors import first_line
 from pipeline.io.schema import (DEFAULT_LEVELS, FORECAST, HOLDOUT, MICROSECONDS_PER_DAY,
                                 OBSERVED, level_name, predictions_schema)
@@ -56,7 +57,7 @@ class Plan:
       observed: also predict at the observed times.
       dates: t is a date or timestamp (written as a UTC timestamp).
       levels: interval levels, percent.
-      transform: --transform (pipeline/scales.py).
+      transform: --transform (pipeline/io/scales.py).
       holdout: --holdout K (0: none).
     """
 

@@ -19,7 +19,7 @@ from gpcore.config import AUTO, CANDIDATES, KERNELS, SYNTAX, FitConfig
 from pipeline.io.errors import UsageError
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.redaction import REDACTED, redacted  # noqa: F401  (REDACTED: re-exported)
-from pipeline.scales import NONE, TRANSFORMS
+from pipeline.io.scales import NONE, TRANSFORMS
 
 # --log_level's choices: what gpfit's own lines show; tracebacks only at debug.
 LOG_LEVELS = ("debug", "info", "warning", "error")

@@ -22,7 +22,7 @@ from pipeline.io.inputs import DAYS, InputSpec
 from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER
 from pipeline.report import params as params_io
 from pipeline.report.data import read_series
-from pipeline import scales
+from pipeline.io import scales
 from pipeline.io.schema import FORECAST, HOLDOUT
 from pipeline.report.nightly import compare, read_predictions
 from pipeline.report.page import Card, Choice, Page, render

@@ -110,11 +110,11 @@ def package_sources(package: str) -> list[Path]:
 
 
 def check_gpfit_sdist(path, setup: dict) -> None:
-    """The file is the sdist of this checkout's setup.py, with both packages."""
+    """The file is the sdist of this checkout's setup.py, with its three packages."""
     members = sdist_members(path)
     root = f"{setup['name']}-{setup['version']}"
     assert members[f"{root}/setup.py"] == (REPO / "setup.py").read_bytes()
-    for package in ("gpcore", "pipeline"):
+    for package in ("gpcore", "gpfit", "pipeline"):
         for source in package_sources(package):
             name = f"{root}/{source.relative_to(REPO).as_posix()}"
             assert members.get(name) == source.read_bytes(), f"{name} missing or stale"

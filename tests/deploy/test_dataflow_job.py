@@ -97,7 +97,7 @@ def test_dry_run_stages_the_setup_package(dry_job, dry_run_module, setup_info):
     staged = dry_run_module.staged_artifacts(dry_job)
     assert "workflow.tar.gz" in staged  # the name Beam's workers pip-install
     check_gpfit_sdist(staged["workflow.tar.gz"], setup_info)
-    assert dry_run_module.sdist_packages(staged["workflow.tar.gz"]) == ["gpcore", "pipeline"]
+    assert dry_run_module.sdist_packages(staged["workflow.tar.gz"]) == ["gpcore", "gpfit", "pipeline"]
 
 
 def test_dry_run_submits_nothing(dry_job):
@@ -146,7 +146,7 @@ def test_make_dataflow_dry_run_target(dry_run_module, monkeypatch):
         assert dry_run_module.main(argv) == 0
     text = out.getvalue()
     assert "steps: " + ", ".join(STEPS) in text
-    assert "setup package contains: gpcore, pipeline" in text
+    assert "setup package contains: gpcore, gpfit, pipeline" in text
     assert "nothing staged or submitted, no network used" in text
 
 

@@ -1,9 +1,10 @@
-"""The step rule (pipeline/grid.py) and the value transforms (pipeline/scales.py)."""
+"""The step rule (pipeline/grid.py) and the value transforms (pipeline/io/scales.py)."""
 import numpy as np
 import pytest
 
 from gpcore import Series
-from pipeline import grid, scales
+from pipeline import grid
+from pipeline.io import scales
 
 
 def test_regular_data_with_gaps_has_its_median_step():

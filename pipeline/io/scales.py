@@ -12,11 +12,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-import apache_beam as beam
 import numpy as np
 
-from gpcore import FitResult, Series
-from gpcore.result import SKIPPED
+from gpcore import Series
 
 NONE, LOG, LOG1P = "none", "log", "log1p"
 TRANSFORMS = (NONE, LOG, LOG1P)
@@ -58,27 +56,3 @@ def transformed(name: str, series: Series) -> Series:
     if name == NONE:
         return series
     return dataclasses.replace(series, y=forward(name, series.y))
-
-
-UNTRANSFORMABLE = "untransformable"  # output tag: "skipped" rows
-
-
-class ToFittedScale(beam.DoFn):
-    """Series -> the series on the fitted scale; a series with values the
-    transform cannot take -> a "skipped" row on UNTRANSFORMABLE, naming
-    them, with the fingerprint of its points under fingerprint_key."""
-
-    def __init__(self, name: str, kernel: str, fingerprint_key: bytes):
-        self._name, self._kernel, self._key = name, kernel, fingerprint_key
-
-    def process(self, series: Series):
-        from pipeline.io import fingerprint
-
-        reason = problem(self._name, series.y)
-        if reason is None:
-            yield transformed(self._name, series)
-            return
-        n = int(np.sum(np.isfinite(series.t) & np.isfinite(series.y)))
-        yield beam.pvalue.TaggedOutput(UNTRANSFORMABLE, FitResult(
-            str(series.series_id), SKIPPED, self._kernel, n, error=reason,
-            fingerprint=fingerprint.of_points(self._key, series.t, series.y)).to_row())
