@@ -29,11 +29,17 @@ from __future__ import annotations
 import math
 
 import tensorflow as tf
-import tensorflow_probability as tfp
 
 from gpcore.kernels import Kernel, components
 
 LOG_2PI = math.log(2.0 * math.pi)
+
+# The parallel scan's levels: series up to 2^MAX_LEVELS points.
+MAX_LEVELS = 21
+MAX_POINTS = 1 << MAX_LEVELS
+
+# States up to this size multiply by broadcasting (`_matmul`).
+SMALL_STATE = 3
 
 # Base kernels with an exact state-space form, and their state dimension.
 STATE_DIMENSION = {"matern12": 1, "matern32": 2, "matern52": 3}
@@ -159,25 +165,78 @@ def _elements(a, q, h, obs, noise):
     return elem_a, elem_b, elem_c, elem_eta, elem_j
 
 
+def _matmul(a, b, transpose_a=False, transpose_b=False):
+    """Batched product of small matrices [..., D, D] x [..., D, K]: for D
+    up to SMALL_STATE as a broadcast multiply and sum, which on CPU took a
+    fraction of BatchMatMul's time per tiny matrix (docs/design.md, "Long
+    series: Markov kernels")."""
+    if transpose_a:
+        a = tf.linalg.matrix_transpose(a)
+    if transpose_b:
+        b = tf.linalg.matrix_transpose(b)
+    if a.shape[-1] > SMALL_STATE:
+        return tf.matmul(a, b)
+    return tf.reduce_sum(a[..., :, :, None] * b[..., None, :, :], axis=-2)
+
+
+def _inverse(m):
+    """[..., D, D] inverses: closed form for D <= 2, else tf.linalg.inv."""
+    d = m.shape[-1]
+    if d == 1:
+        return 1.0 / m
+    if d == 2:
+        a, b, c, e = m[..., 0, 0], m[..., 0, 1], m[..., 1, 0], m[..., 1, 1]
+        det = a * e - b * c
+        return tf.stack([tf.stack([e, -b], -1), tf.stack([-c, a], -1)], -2) / det[..., None, None]
+    return tf.linalg.inv(m)
+
+
 def _combine(first, second):
     """Element of (first then second): Sarkka & Garcia-Fernandez's operator."""
     a_i, b_i, c_i, eta_i, j_i = first
     a_j, b_j, c_j, eta_j, j_j = second
     eye = tf.eye(a_i.shape[-1], dtype=a_i.dtype)
-    w = tf.linalg.inv(eye + tf.matmul(c_i, j_j))        # (I + C_i J_j)^-1
-    aw = tf.matmul(a_j, w)
-    a = tf.matmul(aw, a_i)
-    b = tf.matmul(aw, b_i + tf.matmul(c_i, eta_j)) + b_j
-    c = tf.matmul(tf.matmul(aw, c_i), a_j, transpose_b=True) + c_j
+    w = _inverse(eye + _matmul(c_i, j_j))               # (I + C_i J_j)^-1
+    aw = _matmul(a_j, w)
+    a = _matmul(aw, a_i)
+    b = _matmul(aw, b_i + _matmul(c_i, eta_j)) + b_j
+    c = _matmul(_matmul(aw, c_i), a_j, transpose_b=True) + c_j
     # (I + J_j C_i)^-1 = W' (C, J symmetric).
-    a_w = tf.matmul(a_i, w, transpose_a=True, transpose_b=True)  # A_i' W'
-    eta = tf.matmul(a_w, eta_j - tf.matmul(j_j, b_i)) + eta_i
-    j = tf.matmul(tf.matmul(a_w, j_j), a_i) + j_i
+    a_w = _matmul(a_i, w, transpose_a=True, transpose_b=True)  # A_i' W'
+    eta = _matmul(a_w, eta_j - _matmul(j_j, b_i)) + eta_i
+    j = _matmul(_matmul(a_w, j_j), a_i) + j_i
     return a, b, 0.5 * (c + tf.linalg.matrix_transpose(c)), eta, 0.5 * (j + tf.linalg.matrix_transpose(j))
 
 
 def _scan_parallel(elements):
-    return tfp.math.scan_associative(_combine, elements)
+    """Inclusive prefix combination of elements (tuple of [n, ...]) along
+    axis 0 by pairs (Blelloch's scheme), unrolled to MAX_LEVELS levels of
+    dynamic size: no conditionals in the graph. (tfp.math.scan_associative
+    builds conditionals per level for an unknown length; inside the
+    fitter's loop its graph took over 20 GB before the first call.) An odd
+    level is padded with the identity element (A = I, the rest 0)."""
+    return _scan_level(elements, MAX_LEVELS)
+
+
+def _identity_like(elements):
+    a = elements[0]
+    eye = tf.eye(a.shape[-1], dtype=a.dtype) + tf.zeros_like(a[:1])
+    return (eye,) + tuple(tf.zeros_like(e[:1]) for e in elements[1:])
+
+
+def _scan_level(x, levels):
+    if levels == 0:
+        return x
+    n = tf.shape(x[0])[0]
+    pad = n % 2
+    identity = _identity_like(x)
+    padded = tuple(tf.concat([e, tf.repeat(i, pad, axis=0)], 0) for e, i in zip(x, identity))
+    pairs = _combine(tuple(e[0::2] for e in padded), tuple(e[1::2] for e in padded))
+    odd = _scan_level(pairs, levels - 1)                   # prefixes ending at 1, 3, 5, ...
+    later = _combine(tuple(e[:-1] for e in odd), tuple(e[2::2] for e in padded))
+    even = tuple(tf.concat([e[:1], l], 0) for e, l in zip(padded, later))
+    return tuple(tf.reshape(tf.stack([e, o], 1), tf.concat([[-1], tf.shape(e)[1:]], 0))[:n]
+                 for e, o in zip(even, odd))
 
 
 def filtered(kernel: Kernel, params, noise_ratio, t, y, mask, parallel: bool = True):
