@@ -227,12 +227,25 @@ def _identity_like(elements):
 def _scan_level(x, levels):
     if levels == 0:
         return x
-    n = tf.shape(x[0])[0]
-    pad = n % 2
-    identity = _identity_like(x)
-    padded = tuple(tf.concat([e, tf.repeat(i, pad, axis=0)], 0) for e, i in zip(x, identity))
-    pairs = _combine(tuple(e[0::2] for e in padded), tuple(e[1::2] for e in padded))
-    odd = _scan_level(pairs, levels - 1)                   # prefixes ending at 1, 3, 5, ...
+    padded, pairs = _pairs(x)
+    return _spread(padded, _scan_level(pairs, levels - 1), tf.shape(x[0])[0])
+
+
+# Each level is a function traced once and called per level: unrolled
+# inline, the levels and their gradients made a 40,000-op graph that took
+# over a minute to trace (docs/design.md, "Long series: Markov kernels").
+@tf.function(autograph=False, reduce_retracing=True, experimental_attributes={"_noinline": True})
+def _pairs(x):
+    """(x padded to even length with the identity, its adjacent pairs combined)."""
+    pad = tf.shape(x[0])[0] % 2
+    padded = tuple(tf.concat([e, tf.repeat(i, pad, axis=0)], 0)
+                   for e, i in zip(x, _identity_like(x)))
+    return padded, _combine(tuple(e[0::2] for e in padded), tuple(e[1::2] for e in padded))
+
+
+@tf.function(autograph=False, reduce_retracing=True, experimental_attributes={"_noinline": True})
+def _spread(padded, odd, n):
+    """The prefixes of all n points from those ending at odd points."""
     later = _combine(tuple(e[:-1] for e in odd), tuple(e[2::2] for e in padded))
     even = tuple(tf.concat([e[:1], l], 0) for e, l in zip(padded, later))
     return tuple(tf.reshape(tf.stack([e, o], 1), tf.concat([[-1], tf.shape(e)[1:]], 0))[:n]
