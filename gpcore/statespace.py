@@ -26,6 +26,7 @@ matrix products broadcast over (n, C).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import tensorflow as tf
@@ -227,29 +228,40 @@ def _identity_like(elements):
 def _scan_level(x, levels):
     if levels == 0:
         return x
-    padded, pairs = _pairs(x)
-    return _spread(padded, _scan_level(pairs, levels - 1), tf.shape(x[0])[0])
+    pairs_of, spread = _level_functions(x[0].shape[-1])
+    padded, pairs = pairs_of(x)
+    return spread(padded, _scan_level(pairs, levels - 1), tf.shape(x[0])[0])
 
 
-# Each level is a function traced once and called per level: unrolled
-# inline, the levels and their gradients made a 40,000-op graph that took
-# over a minute to trace (docs/design.md, "Long series: Markov kernels").
-@tf.function(autograph=False, reduce_retracing=True, experimental_attributes={"_noinline": True})
-def _pairs(x):
-    """(x padded to even length with the identity, its adjacent pairs combined)."""
-    pad = tf.shape(x[0])[0] % 2
-    padded = tuple(tf.concat([e, tf.repeat(i, pad, axis=0)], 0)
-                   for e, i in zip(x, _identity_like(x)))
-    return padded, _combine(tuple(e[0::2] for e in padded), tuple(e[1::2] for e in padded))
+@functools.lru_cache(maxsize=None)
+def _level_functions(d: int):
+    """The two halves of a level for state dimension d, as functions traced
+    once and called per level: unrolled inline, the levels and their
+    gradients made a 40,000-op graph that took over a minute to trace
+    (docs/design.md, "Long series: Markov kernels")."""
+    square = tf.TensorSpec([None, None, d, d], tf.float64)
+    column = tf.TensorSpec([None, None, d, 2], tf.float64)
+    elements = (square, column, square, column, square)
+    compiled = functools.partial(tf.function, autograph=False,
+                                 experimental_attributes={"_noinline": True})
 
+    def pairs(x):
+        """(x padded to even length with the identity, its adjacent pairs combined)."""
+        pad = tf.shape(x[0])[0] % 2
+        padded = tuple(tf.concat([e, tf.repeat(i, pad, axis=0)], 0)
+                       for e, i in zip(x, _identity_like(x)))
+        return padded, _combine(tuple(e[0::2] for e in padded), tuple(e[1::2] for e in padded))
 
-@tf.function(autograph=False, reduce_retracing=True, experimental_attributes={"_noinline": True})
-def _spread(padded, odd, n):
-    """The prefixes of all n points from those ending at odd points."""
-    later = _combine(tuple(e[:-1] for e in odd), tuple(e[2::2] for e in padded))
-    even = tuple(tf.concat([e[:1], l], 0) for e, l in zip(padded, later))
-    return tuple(tf.reshape(tf.stack([e, o], 1), tf.concat([[-1], tf.shape(e)[1:]], 0))[:n]
-                 for e, o in zip(even, odd))
+    def spread(padded, odd, n):
+        """The prefixes of all n points from those ending at odd points."""
+        later = _combine(tuple(e[:-1] for e in odd), tuple(e[2::2] for e in padded))
+        even = tuple(tf.concat([e[:1], l], 0) for e, l in zip(padded, later))
+        return tuple(tf.reshape(tf.stack([e, o], 1), tf.concat([[-1], tf.shape(e)[1:]], 0))[:n]
+                     for e, o in zip(even, odd))
+
+    return (compiled(pairs, input_signature=[elements]),
+            compiled(spread, input_signature=[elements, elements,
+                                              tf.TensorSpec([], tf.int32)]))
 
 
 def filtered(kernel: Kernel, params, noise_ratio, t, y, mask, parallel: bool = True):
