@@ -31,6 +31,7 @@ import math
 
 import tensorflow as tf
 
+from gpcore import config
 from gpcore.kernels import Kernel, components
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -48,7 +49,7 @@ STATE_DIMENSION = {"matern12": 1, "matern32": 2, "matern52": 3}
 
 def is_markov(kernel: Kernel) -> bool:
     """Whether kernel (base or sum) has an exact state-space form here."""
-    return all(base.name in STATE_DIMENSION for base in components(kernel))
+    return config.is_markov(kernel.name)
 
 
 def state_dimension(kernel: Kernel) -> int:
