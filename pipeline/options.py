@@ -62,8 +62,7 @@ class GPFitOptions(PipelineOptions):
         add("--min_points", "N", "skip series with fewer finite points (default %(default)s)",
             type=int, default=3)
         add("--max_points", "N",
-            "skip series with more finite points (default 4096; 1000000 for matern12, "
-            "matern32, matern52 and their sums, which fit long series in O(n))",
+            "skip longer series (default 4096; matern sums: 1000000)",
             type=int, default=None)
         add("--batch_size", "N", "series fitted together in one compiled call (default %(default)s)",
             type=int, default=FitConfig.batch_size)
