@@ -58,11 +58,14 @@ BASIN_RESTART_SHARE = 0.25
 
 
 # The O(n) path (gpcore/markov_fitter.py) on series over MARKOV_ABOVE
-# points: CPU seconds per point of a matern32 fit (state dimension 2), and
-# the growth with the state dimension D of a sum (its products cost ~D^3 per
-# point; measured by benchmarks/long_series.py, docs/design.md, "Long
-# series: Markov kernels").
-MARKOV_SECONDS_PER_POINT = 6e-5
+# points: CPU seconds of a matern32 fit (state dimension 2), the window's
+# stages (fixed) plus so much per point, measured by
+#   python benchmarks/long_series.py --sizes 10000,100000
+# (2.73 s at 10^4, 5.64 s at 10^5; docs/design.md, "Long series: Markov
+# kernels"); and an assumed growth with the state dimension D of a sum
+# (not measured: its small products cost D^2 to D^3 per point).
+MARKOV_SECONDS_WINDOW = 2.4
+MARKOV_SECONDS_PER_POINT = 3.2e-5
 MARKOV_STATE_EXPONENT = 1.5
 
 
@@ -70,7 +73,8 @@ def markov_seconds(kernel, n: int) -> float:
     """Estimated CPU seconds of an O(n) fit of n points."""
     dimension = sum({"matern12": 1, "matern32": 2, "matern52": 3}[b.name]
                     for b in components(kernel))
-    return MARKOV_SECONDS_PER_POINT * n * (dimension / 2.0) ** MARKOV_STATE_EXPONENT
+    return ((MARKOV_SECONDS_WINDOW + MARKOV_SECONDS_PER_POINT * n)
+            * (dimension / 2.0) ** MARKOV_STATE_EXPONENT)
 
 
 def structure(kernel) -> tuple[int, bool]:
