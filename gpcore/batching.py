@@ -60,12 +60,13 @@ BASIN_RESTART_SHARE = 0.25
 # The O(n) path (gpcore/markov_fitter.py) on series over MARKOV_ABOVE
 # points: CPU seconds of a matern32 fit (state dimension 2), the window's
 # stages (fixed) plus so much per point, measured by
-#   python benchmarks/long_series.py --sizes 10000,100000
-# (2.73 s at 10^4, 5.64 s at 10^5; docs/design.md, "Long series: Markov
-# kernels"); and an assumed growth with the state dimension D of a sum
+#   python benchmarks/long_series.py --sizes 10000,100000,1000000
+# (2.73 s at 10^4, 5.64 s at 10^5, 91.65 s at 10^6: the slope per point
+# grows 2.8x past 10^5; this one is between, within 1.6x of all three;
+# docs/design.md, "Long series: Markov kernels"); and an assumed growth with the state dimension D of a sum
 # (not measured: its small products cost D^2 to D^3 per point).
 MARKOV_SECONDS_WINDOW = 2.4
-MARKOV_SECONDS_PER_POINT = 3.2e-5
+MARKOV_SECONDS_PER_POINT = 5.6e-5
 MARKOV_STATE_EXPONENT = 1.5
 
 

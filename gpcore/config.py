@@ -50,8 +50,8 @@ SUM_MAX_ITERATIONS = 400
 # Longest series fitted by default: the dense fit costs n^3; Markov kernels
 # (matern12, matern32, matern52 and their sums) fit series longer than
 # MARKOV_ABOVE points in O(n) by a Kalman filter (gpcore/markov_fitter.py),
-# up to MARKOV_MAX_POINTS (the default --max_rows; about 1 GB of memory per
-# series at 10^6 points: docs/design.md, "Long series: Markov kernels").
+# up to MARKOV_MAX_POINTS (the default --max_rows; a 10^6-point series
+# peaked at 7.4 GB: docs/design.md, "Long series: Markov kernels").
 # Below MARKOV_ABOVE the dense path keeps its restarts and probes.
 DENSE_MAX_POINTS = 4096
 MARKOV_ABOVE = 4096
