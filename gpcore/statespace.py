@@ -137,6 +137,18 @@ def model(kernel: Kernel, params, dt):
     return a, q, pinf
 
 
+def time_reversal(kernel: Kernel):
+    """[D] signs S: the reversed process's state is S x (odd derivatives flip)."""
+    signs = []
+    for base in components(kernel):
+        signs += [(-1.0) ** i for i in range(STATE_DIMENSION[base.name])]
+    return signs
+
+
+def observation_vector(kernel: Kernel, dtype=tf.float64):
+    return _observation_vector(kernel, dtype)
+
+
 def _observation_vector(kernel: Kernel, dtype):
     """H [D]: the sum of each component's first state coordinate."""
     rows = []
@@ -265,7 +277,8 @@ def _level_functions(d: int):
                                               tf.TensorSpec([], tf.int32)]))
 
 
-def filtered(kernel: Kernel, params, noise_ratio, t, y, mask, parallel: bool = True):
+def filtered(kernel: Kernel, params, noise_ratio, t, y, mask, parallel: bool = True,
+             with_states: bool = False):
     """Innovations of the Kalman filter on two data columns (y and 1).
 
     Args:
@@ -274,6 +287,9 @@ def filtered(kernel: Kernel, params, noise_ratio, t, y, mask, parallel: bool = T
         masked points are ignored (their t must still be sorted, e.g. the
         last time repeated for padding).
       parallel: associative scan (True) or a sequential tf.scan.
+      with_states: return the predicted states instead: (means [C, n, D]
+        of the y column, covariances [C, n, D, D]), each step's state given
+        the observations before it (at a masked step, also its filtered one).
     Returns:
       (v [C, n, 2] innovations of y and of 1, s [C, n] their variances);
       masked points have v = 0, s = 1.
@@ -294,6 +310,8 @@ def filtered(kernel: Kernel, params, noise_ratio, t, y, mask, parallel: bool = T
         pred_cov = tf.matmul(tf.matmul(a, prev_cov), a, transpose_b=True) + q
     else:
         pred_mean, pred_cov = _sequential_predictions(a, q, h, obs, noise_ratio)
+    if with_states:
+        return tf.transpose(pred_mean[..., 0], [1, 0, 2]), tf.transpose(pred_cov, [1, 0, 2, 3])
     s = tf.einsum("ncd,ncde,nce->nc", h, pred_cov, h) + noise_ratio
     v = obs - tf.einsum("ncd,ncdk->nck", h, pred_mean)
     s = m * s + (1.0 - m)
