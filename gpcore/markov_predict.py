@@ -21,21 +21,23 @@ from gpcore import statespace
 from gpcore.kernels import components, kernel as kernel_named
 
 
-def posterior(p: dict, t: np.ndarray, y: np.ndarray, t_new: np.ndarray):
-    """(mean [m], variance [m]) of the latent f at t_new.
+def posterior(p: dict, t: np.ndarray, y: np.ndarray, t_new: np.ndarray, parts: bool = False):
+    """(mean [m], variance [m]) of the latent f at t_new; with parts, the
+    list of each component's posterior mean [m] instead (less the constant
+    mean, as gpcore.predict.component_means).
 
     Args:
       p: checked params (gpcore.predict.checked_params) of a Markov kernel.
       t, y: [n] observed times and values, finite. t_new: [m] times.
     """
     kernel = kernel_named(p["kernel"])
-    parts = p["components"]
-    amp2 = parts[0]["amplitude"] ** 2
+    given = p["components"]
+    amp2 = given[0]["amplitude"] ** 2
     values = []
     for c, _ in enumerate(components(kernel)):
         if c:
-            values.append(parts[c]["amplitude"] ** 2 / amp2)
-        values.append(parts[c]["length_scale"])
+            values.append(given[c]["amplitude"] ** 2 / amp2)
+        values.append(given[c]["length_scale"])
     params = [tf.constant([v], tf.float64) for v in values]
     noise = tf.constant([p["noise_variance"] / amp2], tf.float64)
     # Observations first at equal times: the forward filter sees them, the
@@ -70,6 +72,15 @@ def posterior(p: dict, t: np.ndarray, y: np.ndarray, t_new: np.ndarray):
     h = statespace.observation_vector(kernel).numpy()
     # Back to the caller's order of t_new.
     where = order[at] - t.size
+    if parts:
+        means, start = [], 0
+        for base in components(kernel):
+            d = statespace.STATE_DIMENSION[base.name]
+            part = np.empty(t_new.size)
+            part[where] = np.sqrt(amp2) * mean[:, start]
+            means.append(part)
+            start += d
+        return means
     f_mean, f_var = np.empty(t_new.size), np.empty(t_new.size)
     f_mean[where] = p["mean"] + np.sqrt(amp2) * (mean @ h)
     f_var[where] = amp2 * np.einsum("i,mij,j->m", h, cov, h)

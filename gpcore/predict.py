@@ -106,6 +106,9 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
     t, y, t_new = _observed(series, t_new)
     if t.size == 0:
         return [np.zeros_like(t_new) for _ in p["components"]]
+    if t.size > MARKOV_ABOVE and is_markov(p["kernel"]):  # O(n): docs/design.md, "Long series"
+        from gpcore.markov_predict import posterior
+        return posterior(p, t, y, t_new, parts=True)
     t, t_new = _centred(t, t_new)
     alpha = tf.linalg.cholesky_solve(
         _cholesky(_covariance(p, t, t), p["noise_variance"], _jitter_scale(p, t)),

@@ -49,3 +49,17 @@ def test_predict_takes_the_o_n_path_for_long_series():
     np.testing.assert_array_equal(mean, expected)
     np.testing.assert_array_equal(sd, np.sqrt(var))
     assert np.all(np.diff(sd) > 0)  # uncertainty grows past the data's end
+
+
+def test_component_means_of_a_long_sum_add_up_to_the_mean():
+    rng = np.random.default_rng(2)
+    n = MARKOV_ABOVE + 200
+    t = np.cumsum(rng.exponential(1.0, n))
+    y = np.sin(t / 30.0) + 0.3 * rng.normal(size=n)
+    t_new = np.linspace(t[0], t[-1] + 50.0, 40)
+    p = dict(kernel="matern52+matern12", mean=0.1, noise_variance=0.09,
+             components=PARAMS["matern52+matern12"])
+    mean, _ = predict.predict(Series("s", t, y), p, t_new)
+    parts = predict.component_means(Series("s", t, y), p, t_new)
+    assert len(parts) == 2
+    np.testing.assert_allclose(parts[0] + parts[1] + 0.1, mean, atol=1e-9)
