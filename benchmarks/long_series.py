@@ -4,6 +4,9 @@ peak is that length's), beside the dense path at the lengths it can do.
 
     python benchmarks/long_series.py --sizes 10000,100000,1000000
 
+Peer, measured in the same run: celerite2 (O(n), one series at a time;
+pip install gpfit[bench]) on the second series of each --peer_sizes.
+
 The series is drawn from a matern32 state-space model (length scale 50
 steps, noise ratio 0.1) on irregular times with 1 % missing values. The
 first fit of a fitter traces and optimises its graph; the table reports
@@ -68,21 +71,54 @@ def one(n: int, dense: bool) -> dict:
             "length_scale": result.length_scale, "iterations": result.iterations}
 
 
+def peer(n: int) -> dict:
+    """celerite2 (pip install gpfit[bench]): the same model (constant mean,
+    Matern32Term, white noise) fitted by scipy's L-BFGS-B on log parameters
+    from the truth's order of magnitude, gradients by finite differences."""
+    import celerite2
+    import scipy.optimize
+    from celerite2 import terms
+    s = series(n, 2)
+    keep = np.isfinite(s.y)
+    t, y = s.t[keep], s.y[keep]
+
+    def nll(x):
+        mean, log_sigma, log_rho, log_noise = x
+        gp = celerite2.GaussianProcess(terms.Matern32Term(sigma=np.exp(log_sigma),
+                                                          rho=np.exp(log_rho)), mean=mean)
+        gp.compute(t, diag=np.exp(2 * log_noise))
+        return -gp.log_likelihood(y)
+
+    start = time.process_time()
+    best = scipy.optimize.minimize(nll, [float(np.mean(y)), 0.0, np.log(20.0), np.log(0.5)],
+                                   method="L-BFGS-B")
+    seconds = time.process_time() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return {"n": n, "path": "celerite2", "first_cpu_s": seconds, "cpu_s": seconds,
+            "peak_mb": peak, "status": "ok" if best.success else "not converged",
+            "nll": float(best.fun), "length_scale": float(np.exp(best.x[2])),
+            "iterations": int(best.nit)}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--dense_sizes", default="1024,4096")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--dense", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--peer_sizes", default="10000,100000,1000000",
+                        help="celerite2's sizes (pip install gpfit[bench]); empty: none")
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(one(args.one, args.dense)))
+        print(json.dumps(peer(args.one) if args.peer else one(args.one, args.dense)))
         return
     rows = []
-    jobs = [(int(n), True) for n in args.dense_sizes.split(",") if n]
-    jobs += [(int(n), False) for n in args.sizes.split(",") if n]
-    for n, dense in jobs:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n)] + (["--dense"] if dense else []),
+    jobs = [(int(n), ["--dense"]) for n in args.dense_sizes.split(",") if n]
+    jobs += [(int(n), []) for n in args.sizes.split(",") if n]
+    jobs += [(int(n), ["--peer"]) for n in args.peer_sizes.split(",") if n]
+    for n, flags in jobs:
+        out = subprocess.run([sys.executable, __file__, "--one", str(n)] + flags,
                              capture_output=True, text=True, check=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
         r = rows[-1]
