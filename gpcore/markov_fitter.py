@@ -4,7 +4,7 @@ batch.
 
 The objective is the dense fitter's, the profiled nll (likelihood.py), but
 computed by a Kalman filter in O(n) time and memory (statespace.py). The
-search follows the dense fitter's (gpfitter.py) in fewer stages, because
+search follows the dense fitter's (gpcore/fitter.py) in fewer stages, because
 every evaluation now touches the whole series (docs/design.md, "Long
 series: Markov kernels"):
 
