@@ -31,6 +31,8 @@ FORECAST = [
 EXTRAS_REQUIRE = {
     "gcp": [f"apache-beam[gcp]=={BEAM_VERSION}"],
     "report": ["matplotlib==3.11.2"],
+    # benchmarks/long_series.py's peer: O(n) celerite solver, one series at a time.
+    "bench": ["celerite2==0.3.3"],
     "test": [
         "pytest==9.2.0",
         "scikit-learn==1.9.1",  # independent reference for fit quality

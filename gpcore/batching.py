@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpcore.config import FitConfig, fitted_configs
+from gpcore.config import MARKOV_ABOVE, FitConfig, fitted_configs, is_markov
 from gpcore.kernels import components
 from gpcore.kernels import kernel as kernel_named
 from gpcore.starts import (GRID_RESCORED, PROBES_RESCORED, far_probe_count, grid_piece_points,
@@ -55,6 +55,27 @@ DEAREST = (3, True)
 # (7.1 Newton evaluations per series at 3 starts against 4.8 at 1) and on
 # about 1 % of series drawn from the model.
 BASIN_RESTART_SHARE = 0.25
+
+
+# The O(n) path (gpcore/markov_fitter.py) on series over MARKOV_ABOVE
+# points: CPU seconds of a matern32 fit (state dimension 2), the window's
+# stages (fixed) plus so much per point, measured by
+#   python benchmarks/long_series.py --sizes 10000,100000,1000000
+# (2.73 s at 10^4, 5.64 s at 10^5, 91.65 s at 10^6: the slope per point
+# grows 2.8x past 10^5; this one is between, within 1.6x of all three;
+# docs/design.md, "Long series: Markov kernels"); and an assumed growth with the state dimension D of a sum
+# (not measured: its small products cost D^2 to D^3 per point).
+MARKOV_SECONDS_WINDOW = 2.4
+MARKOV_SECONDS_PER_POINT = 5.6e-5
+MARKOV_STATE_EXPONENT = 1.5
+
+
+def markov_seconds(kernel, n: int) -> float:
+    """Estimated CPU seconds of an O(n) fit of n points."""
+    dimension = sum({"matern12": 1, "matern32": 2, "matern52": 3}[b.name]
+                    for b in components(kernel))
+    return ((MARKOV_SECONDS_WINDOW + MARKOV_SECONDS_PER_POINT * n)
+            * (dimension / 2.0) ** MARKOV_STATE_EXPONENT)
 
 
 def structure(kernel) -> tuple[int, bool]:
@@ -135,14 +156,19 @@ class Batching:
         """Estimated core-seconds to fit one series of n_points points (with
         every candidate under kernel "auto")."""
         n = padded_length(max(int(n_points), 1))
-        flops = 0.0
+        flops, seconds = 0.0, SECONDS_PER_SERIES
         for config in fitted_configs(self.config):
             kernel = kernel_named(config.kernel)
+            if n > MARKOV_ABOVE and is_markov(config.kernel):
+                seconds += markov_seconds(kernel, n)
+                continue
+            if n > config.max_points:
+                continue  # skipped: no fit
             evaluations, factor = cost_figures(kernel)
             flops += factor * (flops_per_grid(kernel, n) + expected_starts(kernel, config.restarts)
                                * evaluations
                                * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
-        return flops / FLOPS_PER_SECOND + SECONDS_PER_SERIES
+        return flops / FLOPS_PER_SECOND + seconds
 
     def bucket(self, n_points: int) -> int:
         """Series in one bucket may share a fit call."""

@@ -58,8 +58,13 @@ class KernelChoice:
         Periodic candidates fit only the series `periodic_screen` passes
         (all series when every candidate is periodic)."""
         periodic = [_is_periodic(f.config.kernel) for f in self.fitters]
+        # Series too long for the periodic candidates are not screened (the
+        # periodogram's cost grows as n^2); the others fit them in O(n).
+        longest = min((f.config.max_points for f, p in zip(self.fitters, periodic) if p),
+                      default=None)
         screened = (list(range(len(series))) if all(periodic) else
-                    [i for i, s in enumerate(series) if periodic_screen(s.t, s.y)])
+                    [i for i, s in enumerate(series)
+                     if _finite_points(s) <= longest and periodic_screen(s.t, s.y)])
         per_candidate = []
         for fitter, has_period in zip(self.fitters, periodic):
             if not has_period:
@@ -72,6 +77,13 @@ class KernelChoice:
             per_candidate.append(placed)
         return [choose_fit([fits[i] for fits in per_candidate if fits[i] is not None])
                 for i in range(len(series))]
+
+
+def _finite_points(s: Series) -> int:
+    try:
+        return int(np.isfinite(np.asarray(s.y, dtype=float)).sum())
+    except (TypeError, ValueError):
+        return 0  # unreadable: the fitters say why
 
 
 def _is_periodic(kernel: str) -> bool:

@@ -47,6 +47,16 @@ BASIN_RESTARTS = 3
 # 100 steps 93.1 % (docs/design.md, "Sums of kernels").
 MAX_ITERATIONS = 100
 SUM_MAX_ITERATIONS = 400
+# Longest series fitted by default: the dense fit costs n^3; Markov kernels
+# (matern12, matern32, matern52 and their sums) fit series longer than
+# MARKOV_ABOVE points in O(n) by a Kalman filter (gpcore/markov_fitter.py),
+# up to MARKOV_MAX_POINTS (the default --max_rows; a 10^6-point series
+# peaked at 7.4 GB: docs/design.md, "Long series: Markov kernels").
+# Below MARKOV_ABOVE the dense path keeps its restarts and probes.
+DENSE_MAX_POINTS = 4096
+MARKOV_ABOVE = 4096
+MARKOV_MAX_POINTS = 1_000_000
+MARKOV_KERNELS = ("matern12", "matern32", "matern52")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +74,9 @@ class FitConfig:
         another basin of the grid, run only where the grid shows one; for
         the others from the next-best grid points (gpcore/starts.py).
       min_points: fewer finite points than this -> status "skipped".
-      max_points: more finite points than this -> status "skipped".
+      max_points: more finite points than this -> status "skipped"; None
+        (the default): MARKOV_MAX_POINTS for a Markov kernel (`is_markov`),
+        DENSE_MAX_POINTS for the others; under "auto", each candidate's own.
       batch_size: series fitted together in one compiled call (16 fitted
         faster than 32 or 64 on 64-256-point series: the batch's matrices
         stay in cache; docs/design.md, "The fitter").
@@ -79,7 +91,7 @@ class FitConfig:
     candidates: tuple[str, ...] = CANDIDATES
     restarts: Optional[int] = None
     min_points: int = 3
-    max_points: int = 4096
+    max_points: Optional[int] = None
     batch_size: int = 16
     max_iterations: Optional[int] = None
     tolerance: float = 1e-4
@@ -90,6 +102,8 @@ class FitConfig:
             sums = SUM in str(self.kernel)
             if self.restarts is None:
                 object.__setattr__(self, "restarts", default_restarts(self.kernel))
+            if self.max_points is None:
+                object.__setattr__(self, "max_points", default_max_points(self.kernel))
             if self.max_iterations is None:
                 object.__setattr__(self, "max_iterations",
                                    SUM_MAX_ITERATIONS if sums else MAX_ITERATIONS)
@@ -111,13 +125,13 @@ class FitConfig:
                                  f"got {self.kernel!r}") from None
         for name in ("restarts", "min_points", "max_points", "batch_size",
                      "max_iterations"):
-            if getattr(self, name) is None and name in ("restarts", "max_iterations"):
+            if getattr(self, name) is None and name in ("restarts", "max_iterations", "max_points"):
                 continue  # auto: each candidate's default
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)!r}")
         if self.min_points < 2:
             raise ValueError(f"min_points must be >= 2; got {self.min_points}")
-        if self.max_points < self.min_points:
+        if self.max_points is not None and self.max_points < self.min_points:
             raise ValueError(
                 f"max_points ({self.max_points}) must be >= min_points ({self.min_points})")
         if not self.tolerance > 0:
@@ -132,6 +146,17 @@ def default_restarts(name: str) -> int:
     if SUM in name:
         return SUM_RESTARTS
     return BASIN_RESTARTS if has_length_axis(kernel(name)) else 1
+
+
+def is_markov(name: str) -> bool:
+    """Whether kernel `name` (not auto) has an exact state-space form, so
+    that long series fit in O(n): matern12, matern32, matern52 and sums of them."""
+    return all(part in MARKOV_KERNELS for part in name.split(SUM))
+
+
+def default_max_points(name: str) -> int:
+    """The default max_points of kernel `name` (not auto)."""
+    return MARKOV_MAX_POINTS if is_markov(name) else DENSE_MAX_POINTS
 
 
 def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:

@@ -21,7 +21,7 @@ import tensorflow_probability as tfp
 
 from gpcore import likelihood, newton, parameters, starts
 from gpcore.batching import flops_per_grid, flops_per_newton_evaluation, padded_length
-from gpcore.config import FitConfig
+from gpcore.config import MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, is_markov
 from gpcore.kernels import components, distances, kernel as kernel_named
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line
 from gpcore.series import CleanSeries, Series, clean
@@ -65,6 +65,12 @@ class GPFitter(tf.Module):
         self.config = config or FitConfig()
         self.kernel = kernel_named(self.config.kernel)
         self._lock = threading.Lock()
+        # Series longer than MARKOV_ABOVE go to the O(n) fitter where the
+        # kernel has a state-space form (docs/design.md, "Long series").
+        self.long_fitter = None
+        if is_markov(self.config.kernel):
+            from gpcore.markov_fitter import MarkovFitter
+            self.long_fitter = MarkovFitter(self.config, name=name + "_long")
         # Batch-shaped [C] (C = series x restarts in flight) with unknown
         # size, so that batches of any size re-use the same variables.
         self.shape_parameters = [self._positive(name) for name in self.kernel.parameters]
@@ -341,9 +347,15 @@ class GPFitter(tf.Module):
                 cleaned, n, reason = None, 0, (f"series could not be read: "
                                                 f"{type(err).__name__}: {first_line(err)}")
             if cleaned is None:
-                results[i] = FitResult(str(s.series_id), SKIPPED, config.kernel, n, error=reason)
+                results[i] = FitResult(str(s.series_id), SKIPPED, config.kernel, n,
+                                       error=_long_advice(reason, n, config))
             else:
                 ready.append((i, cleaned))
+        if self.long_fitter is not None:
+            long = [(i, c) for i, c in ready if c.n_points > MARKOV_ABOVE]
+            ready = [(i, c) for i, c in ready if c.n_points <= MARKOV_ABOVE]
+            for (i, _), result in zip(long, self.long_fitter.fit_clean([c for _, c in long])):
+                results[i] = result
         # Similar lengths together: padding is wasted work (cost ~ N^3).
         ready.sort(key=lambda item: item[1].n_points)
         with self._lock:
@@ -431,6 +443,16 @@ class GPFitter(tf.Module):
         self.work["member_evaluations"] += evaluations
         self.work["flops"] += (series * flops_per_grid(self.kernel, n)
                                + evaluations * flops_per_newton_evaluation(n, len(self.parameters)))
+
+
+def _long_advice(reason, n: int, config: FitConfig):
+    """reason, with the kernels that fit a series of n points in O(n) named
+    where the kernel lacks a state-space form and n is what stopped it."""
+    if n > config.max_points and not is_markov(config.kernel):
+        return (f"{reason}; kernel {config.kernel} has no exact O(n) form: "
+                f"{', '.join(MARKOV_KERNELS)} and their sums fit series longer than "
+                f"{MARKOV_ABOVE} points in O(n)")
+    return reason
 
 
 def _other_basins(values, first):

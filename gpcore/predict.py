@@ -25,6 +25,7 @@ from typing import Mapping, Union
 import numpy as np
 import tensorflow as tf
 
+from gpcore.config import MARKOV_ABOVE, is_markov
 from gpcore.kernels import components, distances, kernel as kernel_named
 from gpcore.result import COMPONENT_FIELDS, OK, FitResult
 from gpcore.series import Series
@@ -65,7 +66,10 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
     """
     p = checked_params(params)
     t, y, t_new = _observed(series, t_new)
-    if t.size == 0:
+    if t.size > MARKOV_ABOVE and is_markov(p["kernel"]):  # O(n): docs/design.md, "Long series"
+        from gpcore.markov_predict import posterior
+        mean, var = posterior(p, t, y, t_new)
+    elif t.size == 0:
         amp2 = sum(c["amplitude"] ** 2 for base, c in _parts(p) if not base.amplitude_per_time)
         mean, var = np.full_like(t_new, p["mean"]), np.full_like(t_new, amp2)
     else:
@@ -102,6 +106,9 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
     t, y, t_new = _observed(series, t_new)
     if t.size == 0:
         return [np.zeros_like(t_new) for _ in p["components"]]
+    if t.size > MARKOV_ABOVE and is_markov(p["kernel"]):  # O(n): docs/design.md, "Long series"
+        from gpcore.markov_predict import posterior
+        return posterior(p, t, y, t_new, parts=True)
     t, t_new = _centred(t, t_new)
     alpha = tf.linalg.cholesky_solve(
         _cholesky(_covariance(p, t, t), p["noise_variance"], _jitter_scale(p, t)),

@@ -102,6 +102,11 @@ class Part:
     mean: np.ndarray
 
 
+# Dots drawn at most per series plot: a 10^5-point series (the O(n) path
+# fits them) would draw an unreadable band in seconds of rendering.
+MAX_DOTS = 5000
+
+
 @_any_script
 def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
                dates: bool = False, note: Optional[str] = None,
@@ -144,8 +149,12 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
             ax.plot(drawn.t, drawn.y, "x", color=HOLDOUT_COLOR, markersize=5, zorder=4,
                     label=f"held out ({drawn.y.size} points)")
     shown = np.isfinite(t) & np.isfinite(y)
-    ax.plot(t[shown], y[shown], "o", color=DATA_COLOR, markersize=3 if shown.sum() < 300 else 1.5,
-            label=f"data ({int(shown.sum())} points)", zorder=3)
+    count = int(shown.sum())
+    drawn_t, drawn_y = t[shown], y[shown]
+    every = -(-count // MAX_DOTS)  # long series: every k-th point, said in the label
+    ax.plot(drawn_t[::every], drawn_y[::every], "o", color=DATA_COLOR,
+            markersize=3 if count < 300 else 1.5, zorder=3,
+            label=f"data ({count} points" + (f", every {every}th drawn)" if every > 1 else ")"))
     if note:
         ax.text(0.01, 0.97, note, transform=ax.transAxes, va="top", ha="left", fontsize=8,
                 color="#a01010", parse_math=False, wrap=True)

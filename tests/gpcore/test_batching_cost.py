@@ -66,3 +66,18 @@ def test_evaluations_per_start_match_the_fitters_counters(name):
     evaluations, _ = cost_figures(kernel)
     assert evaluations / 3 <= per_start <= 3 * evaluations, (per_start, evaluations)
     assert np.isfinite(per_start)
+
+
+def test_markov_kernels_cost_linear_time_above_the_dense_limit():
+    """Above MARKOV_ABOVE a Markov kernel's cost is the O(n) path's, linear
+    in n; a kernel without a state-space form costs only its skip."""
+    from gpcore.batching import markov_seconds
+    from gpcore.config import MARKOV_ABOVE
+    batching = Batching(FitConfig(kernel="matern32"))
+    n = 10 * MARKOV_ABOVE
+    assert batching.cost(n) == pytest.approx(markov_seconds(kernel_named("matern32"), n)
+                                             + SECONDS_PER_SERIES)
+    from gpcore.batching import MARKOV_SECONDS_WINDOW
+    fixed = SECONDS_PER_SERIES + MARKOV_SECONDS_WINDOW
+    assert batching.cost(10 * n) - fixed == pytest.approx(10 * (batching.cost(n) - fixed))
+    assert Batching(FitConfig(kernel="rbf")).cost(n) == pytest.approx(SECONDS_PER_SERIES)

@@ -1,0 +1,130 @@
+"""Long series in O(n): a matern32 fit of one series per length, with
+CPU seconds and peak memory, each length in its own process (so that the
+peak is that length's), beside the dense path at the lengths it can do.
+
+    python benchmarks/long_series.py --sizes 10000,100000,1000000
+
+Peer, measured in the same run: celerite2 (O(n), one series at a time;
+pip install gpfit[bench]) on the second series of each --peer_sizes.
+
+The series is drawn from a matern32 state-space model (length scale 50
+steps, noise ratio 0.1) on irregular times with 1 % missing values. The
+first fit of a fitter traces and optimises its graph; the table reports
+a second series' fit (the steady cost on a worker) and the first's.
+Results: docs/design.md, "Long series: Markov kernels".
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def series(n: int, seed: int):
+    """A matern32 sample of n points by its exact state-space recursion."""
+    from gpcore.series import Series
+    rng = np.random.default_rng(seed)
+    t = np.cumsum(rng.exponential(1.0, n))
+    lam = np.sqrt(3.0) / 50.0
+    x = np.zeros((n, 2))
+    state = rng.normal(size=2) * [1.0, lam]
+    pinf = np.diag([1.0, lam * lam])
+    for k in range(n):
+        if k:
+            dt = t[k] - t[k - 1]
+            nil = np.array([[lam, 1.0], [-lam * lam, -lam]])
+            a = np.exp(-lam * dt) * (np.eye(2) + nil * dt)
+            q = pinf - a @ pinf @ a.T
+            state = a @ state + np.linalg.cholesky(q + 1e-15 * np.eye(2)) @ rng.normal(size=2)
+        x[k] = state
+    y = x[:, 0] + np.sqrt(0.1) * rng.normal(size=n) + 10.0
+    y[rng.random(n) < 0.01] = np.nan
+    return Series(f"n{n}_{seed}", t, y)
+
+
+def one(n: int, dense: bool) -> dict:
+    import tensorflow as tf
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    from gpcore.config import FitConfig
+    from gpcore.fitter import GPFitter
+    data = [series(n, 1), series(n, 2)]
+    fitter = GPFitter(FitConfig(kernel="matern32"))
+    path = "markov" if fitter.long_fitter is not None and n > 4096 else "dense"
+    if dense:
+        fitter = GPFitter(FitConfig(kernel="matern32"))
+        fitter.long_fitter = None  # the dense path, for the peer column
+        path = "dense"
+    seconds = []
+    for s in data:
+        start = time.process_time()
+        result = fitter.fit([s])[0]
+        seconds.append(time.process_time() - start)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return {"n": n, "path": path, "first_cpu_s": seconds[0], "cpu_s": seconds[1],
+            "peak_mb": peak, "status": result.status, "nll": result.nll,
+            "length_scale": result.length_scale, "iterations": result.iterations}
+
+
+def peer(n: int) -> dict:
+    """celerite2 (pip install gpfit[bench]): the same model (constant mean,
+    Matern32Term, white noise) fitted by scipy's L-BFGS-B on log parameters
+    from the truth's order of magnitude, gradients by finite differences."""
+    import celerite2
+    import scipy.optimize
+    from celerite2 import terms
+    s = series(n, 2)
+    keep = np.isfinite(s.y)
+    t, y = s.t[keep], s.y[keep]
+
+    def nll(x):
+        mean, log_sigma, log_rho, log_noise = x
+        gp = celerite2.GaussianProcess(terms.Matern32Term(sigma=np.exp(log_sigma),
+                                                          rho=np.exp(log_rho)), mean=mean)
+        gp.compute(t, diag=np.exp(2 * log_noise))
+        return -gp.log_likelihood(y)
+
+    start = time.process_time()
+    best = scipy.optimize.minimize(nll, [float(np.mean(y)), 0.0, np.log(20.0), np.log(0.5)],
+                                   method="L-BFGS-B")
+    seconds = time.process_time() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return {"n": n, "path": "celerite2", "first_cpu_s": seconds, "cpu_s": seconds,
+            "peak_mb": peak, "status": "ok" if best.success else "not converged",
+            "nll": float(best.fun), "length_scale": float(np.exp(best.x[2])),
+            "iterations": int(best.nit)}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--dense_sizes", default="1024,4096")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--dense", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--peer_sizes", default="10000,100000,1000000",
+                        help="celerite2's sizes (pip install gpfit[bench]); empty: none")
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(peer(args.one) if args.peer else one(args.one, args.dense)))
+        return
+    rows = []
+    jobs = [(int(n), ["--dense"]) for n in args.dense_sizes.split(",") if n]
+    jobs += [(int(n), []) for n in args.sizes.split(",") if n]
+    jobs += [(int(n), ["--peer"]) for n in args.peer_sizes.split(",") if n]
+    for n, flags in jobs:
+        out = subprocess.run([sys.executable, __file__, "--one", str(n)] + flags,
+                             capture_output=True, text=True, check=True).stdout
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+        r = rows[-1]
+        print(f"| {r['n']:>9,} | {r['path']:6} | {r['cpu_s']:8.2f} | {r['cpu_s'] / r['n'] * 1e6:7.1f} "
+              f"| {r['first_cpu_s']:8.2f} | {r['peak_mb']:7.0f} | {r['status']} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

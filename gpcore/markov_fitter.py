@@ -1,0 +1,263 @@
+"""MarkovFitter: the O(n) fitter of Markov kernels (matern12, matern32,
+matern52 and their sums) for long series, built once, fitting batch after
+batch.
+
+The objective is the dense fitter's, the profiled nll (likelihood.py), but
+computed by a Kalman filter in O(n) time and memory (statespace.py). The
+search follows the dense fitter's (gpcore/fitter.py) in fewer stages, because
+every evaluation now touches the whole series (docs/design.md, "Long
+series: Markov kernels"):
+
+1. The search grid (starts.search_grid) is scored on a window of the
+   series' first WINDOW_POINTS points, value only.
+2. Newton (gpcore/newton.py) runs on the window from the best grid point.
+3. Newton runs on the whole series from there: exact value and gradient
+   (autodiff through the scan), and the window's Hessian scaled by the
+   ratio of observed points. A series within one window has its own exact
+   objective in stage 2 and stops at stage 3's first evaluation.
+
+Hessians come from central differences of autodiff gradients (2P gradient
+evaluations, batched as members). The function's input signature has
+unknown batch size and length: one trace per fitter.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Sequence
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_probability as tfp
+
+from gpcore import newton, starts, statespace
+from gpcore.batching import padded_length
+from gpcore.config import FitConfig
+from gpcore.kernels import components, kernel as kernel_named
+from gpcore.result import FAILED, SKIPPED, FitResult, first_line
+from gpcore.series import CleanSeries, Series, clean
+
+tfb = tfp.bijectors
+DTYPE = tf.float64
+
+# Points of the window that scores the grid and shapes the Hessian: at 4096
+# a grid of 40 values costs about what one whole-series gradient does at
+# 10^5 points (docs/design.md, "Long series: Markov kernels").
+WINDOW_POINTS = 4096
+# Central-difference step of the Hessian, log units: truncation error
+# ~ step^2, round-off ~ eps |g| / step, both below 1e-7 relative.
+HESSIAN_STEP = 1e-4
+# Largest batch, in points (members x padded length): the gradient keeps
+# about 2.7 KB per point alive (docs/design.md, "Long series: Markov
+# kernels").
+MAX_BATCH_POINTS = 1 << 18
+
+
+class MarkovFitter(tf.Module):
+    """Fits constant mean + Markov kernel + Gaussian noise to long series by
+    maximum marginal likelihood in O(n), batched, in one compiled function.
+
+    Like GPFitter: variables created once, assigned per batch; `fit` never
+    raises for a bad series; not thread-safe by nature, so `fit` holds a lock.
+    """
+
+    def __init__(self, config: FitConfig | None = None, name: str = "markov_fitter"):
+        super().__init__(name=name)
+        self.config = config or FitConfig(kernel="matern32")
+        self.kernel = kernel_named(self.config.kernel)
+        if not statespace.is_markov(self.kernel):
+            raise ValueError(f"MarkovFitter fits {', '.join(statespace.STATE_DIMENSION)} and "
+                             f"their sums; got {self.config.kernel!r}")
+        self._lock = threading.Lock()
+        self.shape_parameters = [self._positive(n) for n in self.kernel.parameters]
+        self.noise_ratio = self._positive("noise_ratio")
+        self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
+                     "member_evaluations": 0, "points": 0.0}
+        # The likelihood and its gradient are functions traced once and
+        # called from each stage: inline, the fitter's first call took 80 s.
+        compiled = functools.partial(tf.function, autograph=False, reduce_retracing=True,
+                                     experimental_attributes={"_noinline": True})
+        self._nll_compiled = compiled(self._nll)
+        self._gradient_compiled = compiled(self._value_and_gradient)
+        rows, columns = starts.grid_shape(self.kernel)
+        p = len(self.kernel.parameters) + 1
+        batch = tf.TensorSpec([None, None], DTYPE)
+        self._fit_members = tf.function(
+            functools.partial(MarkovFitter._fit_graph, self), autograph=False,
+            input_signature=[batch, batch, batch, batch, batch,
+                             tf.TensorSpec([None, rows, p - 1], DTYPE),
+                             tf.TensorSpec([None, columns], DTYPE)])
+
+    @staticmethod
+    def _positive(name: str) -> tfp.util.TransformedVariable:
+        return tfp.util.TransformedVariable(
+            tf.ones([1], DTYPE), tfb.Exp(), shape=tf.TensorShape([None]), name=name)
+
+    @property
+    def parameters(self):
+        return self.shape_parameters + [self.noise_ratio]
+
+    @property
+    def tracing_count(self) -> int:
+        return self._fit_members.experimental_get_tracing_count()
+
+    # ---- compiled part -------------------------------------------------
+
+    def _nll(self, x, t, y, mask):
+        """(nll, mean, scale2) [M] at log parameters x [M, P]."""
+        shape = tf.unstack(tf.exp(x[:, :-1]), num=len(self.shape_parameters), axis=-1)
+        return statespace.profiled_nll(self.kernel, shape, tf.exp(x[:, -1]), t, y, mask)
+
+    def _value_and_gradient(self, x, t, y, mask):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            nll, mean, scale2 = self._nll(x, t, y, mask)
+            # Members are independent: the gradient of the sum is each one's.
+            total = tf.reduce_sum(nll)
+        return nll, tape.gradient(total, x), mean, scale2
+
+    def _hessian(self, x, t, y, mask):
+        """[M, P, P] central differences of autodiff gradients at x [M, P]."""
+        p = x.shape[-1]
+        offsets = tf.concat([tf.eye(p, dtype=DTYPE), -tf.eye(p, dtype=DTYPE)], 0) * HESSIAN_STEP
+        moved = tf.reshape(x[:, None, :] + offsets[None], [-1, p])       # [M * 2P, P]
+        spread = lambda v: tf.repeat(v, 2 * p, axis=0)
+        g = self._gradient_compiled(moved, spread(t), spread(y), spread(mask))[1]
+        g = tf.reshape(g, [-1, 2 * p, p])
+        h = (g[:, :p] - g[:, p:]) / (2.0 * HESSIAN_STEP)
+        h = 0.5 * (h + tf.linalg.matrix_transpose(h))
+        # Non-finite differences (a step out of range) leave Newton a failed
+        # member rather than an eigendecomposition of NaN.
+        return h
+
+    def _fit_graph(self, t, y, mask, lower, upper, kernel_grid, noise_grid):
+        """Grid on the window, Newton on the window, Newton on the series;
+        t, y, mask [B, N]; lower, upper [B, P]; grids as GPFitter's."""
+        series = tf.shape(t)[0]
+        window = tf.minimum(WINDOW_POINTS, tf.shape(t)[1])
+        tw, yw, mw = t[:, :window], y[:, :window], mask[:, :window]
+        rows, columns = kernel_grid.shape[1], noise_grid.shape[1]
+        p = len(self.parameters)
+        points = tf.concat([tf.repeat(kernel_grid, columns, axis=1),
+                            tf.tile(noise_grid, [1, rows])[..., None]], axis=-1)  # [B, G, P]
+        grid = rows * columns
+        spread = lambda v: tf.repeat(v, grid, axis=0)
+        values = self._nll_compiled(tf.reshape(points, [-1, p]), spread(tw), spread(yw), spread(mw))[0]
+        values = tf.reshape(values, [series, grid])
+        values = tf.where(tf.math.is_finite(values), values, tf.constant(np.inf, DTYPE))
+        start = tf.gather(points, tf.argmin(values, axis=-1, output_type=tf.int32), batch_dims=1)
+
+        def on_window(x, members):
+            take = lambda v: tf.gather(v, members)
+            data = (take(tw), take(yw), take(mw))
+            nll, g, mean, scale2 = self._gradient_compiled(x, *data)
+            return nll, g, self._hessian(x, *data), {"mean": mean, "scale2": scale2}
+
+        def on_series(x, members):
+            take = lambda v: tf.gather(v, members)
+            nll, g, mean, scale2 = self._gradient_compiled(x, take(t), take(y), take(mask))
+            window_mask = take(mw)
+            ratio = tf.reduce_sum(take(mask), -1) / tf.reduce_sum(window_mask, -1)
+            h = self._hessian(x, take(tw), take(yw), window_mask) * ratio[:, None, None]
+            return nll, g, h, {"mean": mean, "scale2": scale2}
+
+        floor = (newton.RIDGE_EIGEN_FLOOR if len(components(self.kernel)) > 1
+                 else newton.EIGEN_FLOOR)
+        minimize = functools.partial(newton.minimize, lower=lower, upper=upper,
+                                     max_iterations=self.config.max_iterations,
+                                     tolerance=self.config.tolerance, eigen_floor=floor)
+        first = minimize(on_window, start)
+        result = minimize(on_series, first.position)
+        for i, tv in enumerate(self.parameters):
+            tv.trainable_variables[0].assign(result.position[:, i])
+        params = tf.exp(result.position)
+        zero = tf.zeros_like(result.value)
+        return {
+            "nll": result.value, "mean": result.aux["mean"], "scale2": result.aux["scale2"],
+            "params": params, "noise_ratio": params[:, -1], "jitter": zero,
+            "status": result.status, "at_bound": result.at_bound,
+            "iterations": first.iterations + result.iterations,
+            "evaluations": first.evaluations + result.evaluations,
+        }
+
+    # ---- Python side ---------------------------------------------------
+
+    def fit(self, series: Sequence[Series]) -> list[FitResult]:
+        """One FitResult per series, in order; never raises for a bad series."""
+        results: list[FitResult | None] = [None] * len(series)
+        ready = []
+        for i, s in enumerate(series):
+            try:
+                cleaned, n, reason = clean(s, self.config.min_points, self.config.max_points)
+            except Exception as err:  # never let one series fail the caller
+                cleaned, n, reason = None, 0, (f"series could not be read: "
+                                                f"{type(err).__name__}: {first_line(err)}")
+            if cleaned is None:
+                results[i] = FitResult(str(s.series_id), SKIPPED, self.config.kernel, n,
+                                       error=reason)
+            else:
+                ready.append((i, cleaned))
+        ready.sort(key=lambda item: item[1].n_points)
+        with self._lock:
+            for batch in self._batches(ready):
+                for (i, _), result in zip(batch, self._fit_safely([s for _, s in batch])):
+                    results[i] = result
+        return results
+
+    def fit_clean(self, batch: Sequence[CleanSeries]) -> list[FitResult]:
+        """FitResults of series already cleaned (GPFitter hands over its long
+        series this way), in order."""
+        order = sorted(range(len(batch)), key=lambda i: batch[i].n_points)
+        results: list[FitResult | None] = [None] * len(batch)
+        with self._lock:
+            for part in self._batches([(i, batch[i]) for i in order]):
+                for (i, _), result in zip(part, self._fit_safely([s for _, s in part])):
+                    results[i] = result
+        return results
+
+    def _batches(self, ready):
+        start = 0
+        while start < len(ready):
+            end = min(start + self.config.batch_size, len(ready))
+            n_max = padded_length(ready[end - 1][1].n_points)
+            size = max(1, min(end - start, MAX_BATCH_POINTS // n_max))
+            yield ready[start:start + size]
+            start += size
+
+    def _fit_safely(self, batch: list[CleanSeries]) -> list[FitResult]:
+        """A batch that raises is split, so that one bad series fails alone."""
+        try:
+            return self._fit_batch(batch)
+        except Exception as err:  # never let one series fail the caller
+            if len(batch) > 1:
+                return [r for s in batch for r in self._fit_safely([s])]
+            return [FitResult(str(batch[0].series_id), FAILED, self.config.kernel,
+                              batch[0].n_points, error=f"fit failed: {first_line(err)}")]
+
+    def _fit_batch(self, batch: list[CleanSeries]) -> list[FitResult]:
+        from gpcore.fitter import _StandardisedBatch  # one way back to the caller's units
+        kernel = self.kernel
+        group = np.arange(len(batch), dtype=np.int32)
+        data = _StandardisedBatch(batch, group)
+        grids = [_search_grid(kernel, t, y) for t, y in zip(data.t_std, data.y_standard)]
+        lower, upper = (np.stack(side) for side in
+                        zip(*(starts.bounds(kernel, t) for t in data.t_std)))
+        out = {k: v.numpy() for k, v in self._fit_members(
+            data.t, data.y, data.mask, lower, upper,
+            np.stack([rows for rows, _ in grids]),
+            np.stack([columns for _, columns in grids])).items()}
+        self.work["batches"] += 1
+        self.work["members"] += len(batch)
+        self.work["grid_evaluations"] += len(batch) * int(np.prod(starts.grid_shape(kernel)))
+        self.work["member_evaluations"] += int(out.pop("evaluations"))
+        self.work["points"] += float(data.t.size)
+        return [data.result(b, out, kernel, False) for b in range(len(batch))]
+
+
+def _search_grid(kernel, t, y):
+    """starts.search_grid on the window for sums (their grid takes a
+    periodogram, whose cost grows as n^2; its periods go unused here), on
+    the whole series for a single kernel (its median spacing)."""
+    if len(components(kernel)) > 1:
+        return starts.search_grid(kernel, t[:WINDOW_POINTS], y[:WINDOW_POINTS])
+    return starts.search_grid(kernel, t, y)
