@@ -62,9 +62,13 @@ class KernelChoice:
         # periodogram's cost grows as n^2); the others fit them in O(n).
         longest = min((f.config.max_points for f, p in zip(self.fitters, periodic) if p),
                       default=None)
-        screened = (list(range(len(series))) if all(periodic) else
-                    [i for i, s in enumerate(series)
-                     if _finite_points(s) <= longest and periodic_screen(s.t, s.y)])
+        if all(periodic):
+            screened = list(range(len(series)))
+        elif not any(periodic):  # nothing to screen for (and no periodogram to pay)
+            screened = []
+        else:
+            screened = [i for i, s in enumerate(series)
+                        if _finite_points(s) <= longest and periodic_screen(s.t, s.y)]
         per_candidate = []
         for fitter, has_period in zip(self.fitters, periodic):
             if not has_period:

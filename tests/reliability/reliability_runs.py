@@ -137,7 +137,7 @@ class Running:
     def _read(self) -> None:
         for line in self.process.stderr:
             self.lines.append(line)
-            if "built a" in line and "fitter" in line:
+            if "gpfit: built the" in line and "fitter" in line:  # pipeline/fitters.py's line
                 self.fitting.set()
 
     def wait_fitting(self, timeout: float = 240) -> None:

@@ -147,7 +147,7 @@ def _kill_while_fitting(input_: str, output: str, after_s: float = 2.0) -> tuple
     def read():
         for line in process.stderr:
             lines.append(line)
-            if "built a" in line and "fitter" in line:
+            if "gpfit: built the" in line and "fitter" in line:  # pipeline/fitters.py's line
                 fitting.set()
 
     reader = threading.Thread(target=read, daemon=True)
