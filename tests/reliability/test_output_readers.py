@@ -10,8 +10,7 @@ import polars as pl
 import pyarrow.dataset as ds
 import pytest
 
-from gpcore.result import OUTPUT_COLUMNS
-from pipeline.io.schema import predictions_schema
+from pipeline.io.schema import OUTPUT_SCHEMA, predictions_schema
 from reliability_runs import HOSTILE_IDS, PREDICT_POINTS
 
 PREDICTION_COLUMNS = list(predictions_schema(False).names)
@@ -38,7 +37,7 @@ def _readers(folder: str) -> dict:
 def test_the_params_folder_reads_as_the_params_table(clean, reader):
     run, _ = clean
     rows, columns, ids = _readers(f"{run.output}/params")[reader]
-    assert columns == list(OUTPUT_COLUMNS)
+    assert columns == OUTPUT_SCHEMA.names  # gpcore's columns, then the holdout's
     assert rows == len(HOSTILE_IDS) and sorted(ids) == sorted(HOSTILE_IDS)
 
 
