@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpcore.config import MARKOV_ABOVE, FitConfig, fitted_configs, is_markov
+from gpcore.config import FitConfig, fitted_configs, takes_markov_path
 from gpcore.kernels import components
 from gpcore.kernels import kernel as kernel_named
 from gpcore.starts import (GRID_RESCORED, PROBES_RESCORED, far_probe_count, grid_piece_points,
@@ -159,7 +159,7 @@ class Batching:
         flops, seconds = 0.0, SECONDS_PER_SERIES
         for config in fitted_configs(self.config):
             kernel = kernel_named(config.kernel)
-            if n > MARKOV_ABOVE and is_markov(config.kernel):
+            if takes_markov_path(config.kernel, n):
                 seconds += markov_seconds(kernel, n)
                 continue
             if n > config.max_points:

@@ -154,6 +154,13 @@ def is_markov(name: str) -> bool:
     return all(part in MARKOV_KERNELS for part in name.split(SUM))
 
 
+def takes_markov_path(name: str, n_points: int) -> bool:
+    """Whether a series of n_points under kernel `name` (not auto) is fitted
+    and predicted in O(n): longer than MARKOV_ABOVE and a Markov kernel
+    (docs/design.md, "Long series")."""
+    return n_points > MARKOV_ABOVE and is_markov(name)
+
+
 def default_max_points(name: str) -> int:
     """The default max_points of kernel `name` (not auto)."""
     return MARKOV_MAX_POINTS if is_markov(name) else DENSE_MAX_POINTS

@@ -25,7 +25,7 @@ from typing import Mapping, Union
 import numpy as np
 import tensorflow as tf
 
-from gpcore.config import MARKOV_ABOVE, is_markov
+from gpcore.config import takes_markov_path
 from gpcore.kernels import components, distances, kernel as kernel_named
 from gpcore.result import COMPONENT_FIELDS, OK, FitResult
 from gpcore.series import Series
@@ -66,7 +66,7 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
     """
     p = checked_params(params)
     t, y, t_new = _observed(series, t_new)
-    if t.size > MARKOV_ABOVE and is_markov(p["kernel"]):  # O(n): docs/design.md, "Long series"
+    if takes_markov_path(p["kernel"], t.size):  # O(n): docs/design.md, "Long series"
         from gpcore.markov_predict import posterior
         mean, var = posterior(p, t, y, t_new)
     elif t.size == 0:
@@ -106,7 +106,7 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
     t, y, t_new = _observed(series, t_new)
     if t.size == 0:
         return [np.zeros_like(t_new) for _ in p["components"]]
-    if t.size > MARKOV_ABOVE and is_markov(p["kernel"]):  # O(n): docs/design.md, "Long series"
+    if takes_markov_path(p["kernel"], t.size):  # O(n): docs/design.md, "Long series"
         from gpcore.markov_predict import posterior
         return posterior(p, t, y, t_new, parts=True)
     t, t_new = _centred(t, t_new)
