@@ -17,8 +17,6 @@ import json
 import math
 import os
 import signal
-import subprocess
-import threading
 import time
 
 import apache_beam as beam
@@ -32,8 +30,7 @@ from gpcore import FitConfig
 from pipeline import builder, transforms
 from pipeline.io import inputs
 from reliability_corpus import write_corpus
-from reliability_runs import (ENV, REPO, files_in, gpfit_command, gpfit_here, listing,
-                              read_rows)
+from reliability_runs import Running, files_in, gpfit_here, listing, read_rows
 
 PARAMS = ("mean", "amplitude", "length_scale", "noise_variance", "nll")
 
@@ -138,31 +135,12 @@ def _many_series(folder: str, n_series: int = 200) -> list[str]:
 def _kill_while_fitting(input_: str, output: str, after_s: float = 2.0) -> tuple[int, str]:
     """Starts `python -m pipeline`, SIGKILLs it `after_s` seconds after its
     fitter was built; returns (its return code, its stderr)."""
-    process = subprocess.Popen(gpfit_command(input_, output, "--batch_size", "4"), cwd=REPO,
-                               env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
-    lines: list[str] = []
-    fitting = threading.Event()
-
-    def read():
-        for line in process.stderr:
-            lines.append(line)
-            if "gpfit: built the" in line and "fitter" in line:  # pipeline/fitters.py's line
-                fitting.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert fitting.wait(timeout=180), "".join(lines)
-        time.sleep(after_s)
-        process.send_signal(signal.SIGKILL)
-        code = process.wait(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    reader.join(timeout=10)
-    return code, "".join(lines)
+    running = Running(input_, output, "--batch_size", "4")
+    running.wait_fitting(timeout=180)
+    time.sleep(after_s)
+    running.signal(signal.SIGKILL)
+    killed = running.finish(timeout=60)
+    return killed.code, killed.stderr
 
 
 @pytest.fixture(scope="module")
