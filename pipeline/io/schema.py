@@ -15,6 +15,19 @@ def _field(name: str, type_: pa.DataType, nullable: bool, doc: str) -> pa.Field:
     return pa.field(name, type_, nullable=nullable, metadata={"description": doc})
 
 
+# The backtest's columns (--holdout K, pipeline/backtest.py); null without it.
+_HOLDOUT_FIELDS = [
+    _field("holdout_points", pa.int64(), True,
+           "points held out of the fit and forecast (--holdout); null without it"),
+    _field("holdout_mase", pa.float64(), True,
+           "mean absolute error on the held-out points / holdout_scale; null without them"),
+    _field("holdout_coverage_95", pa.float64(), True,
+           "fraction of held-out points inside the 95 % interval for a new observation"),
+    _field("holdout_scale", pa.float64(), True,
+           "MASE's scale: mean |y_i - y_(i-1)| over the fitted points (one-step naive), "
+           "units of y"),
+]
+
 # gpcore.OUTPUT_COLUMNS, in their order, then HOLDOUT_COLUMNS (a test keeps
 # them equal).
 OUTPUT_SCHEMA = pa.schema([
@@ -54,20 +67,11 @@ OUTPUT_SCHEMA = pa.schema([
            "copied from the previous run's output: the series and options were unchanged"),
     _field("fingerprint", pa.string(), True,
            "hash of the series' finite points, the fit options and the gpfit version"),
-    # The backtest's (--holdout K, pipeline/backtest.py); null without it.
-    _field("holdout_points", pa.int64(), True,
-           "points held out of the fit and forecast (--holdout); null without it"),
-    _field("holdout_mase", pa.float64(), True,
-           "mean absolute error on the held-out points / holdout_scale; null without them"),
-    _field("holdout_coverage_95", pa.float64(), True,
-           "fraction of held-out points inside the 95 % interval for a new observation"),
-    _field("holdout_scale", pa.float64(), True,
-           "MASE's scale: mean |y_i - y_(i-1)| over the fitted points (one-step naive), "
-           "units of y"),
+    *_HOLDOUT_FIELDS,
 ])
 
 # The parameter columns gpfit's pipeline adds after gpcore.OUTPUT_COLUMNS.
-HOLDOUT_COLUMNS = ("holdout_points", "holdout_mase", "holdout_coverage_95", "holdout_scale")
+HOLDOUT_COLUMNS = tuple(field.name for field in _HOLDOUT_FIELDS)
 
 
 def completed(row: dict) -> dict:
