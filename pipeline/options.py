@@ -15,7 +15,8 @@ from apache_beam.options.pipeline_options import _BeamArgumentParser
 
 # gpcore.batching and gpcore.config load no TensorFlow: `gpfit --help` stays quick.
 from gpcore.batching import SECONDS_PER_CALL
-from gpcore.config import AUTO, CANDIDATES, KERNELS, SYNTAX, FitConfig
+from gpcore.config import (AUTO, BASIN_RESTARTS, CANDIDATES, DENSE_MAX_POINTS, KERNELS,
+                           MARKOV_MAX_POINTS, SUM_RESTARTS, SYNTAX, FitConfig)
 from pipeline.io.errors import UsageError
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.redaction import REDACTED, redacted  # noqa: F401  (REDACTED: re-exported)
@@ -49,7 +50,7 @@ class GPFitOptions(PipelineOptions):
         add("--output", "DIR", "output folder (local or gs://); its old contents are replaced")
         # Sums and auto are explained in the epilog: --help keeps one line per option.
         add("--kernel", "K[+K...]|auto",
-            f"K: {','.join(KERNELS)}; auto (default %(default)s)", default="rbf")
+            f"K: {','.join(KERNELS)}; auto (default %(default)s)", default=FitConfig.kernel)
         add("--candidates", "K,K,...", f"kernels --kernel {AUTO} compares, comma-separated "
             "(see below)")
         add("--id_column", "COLUMN", "input column naming the series (default %(default)s)",
@@ -59,12 +60,14 @@ class GPFitOptions(PipelineOptions):
         add("--value_column", "COLUMN",
             "input column of values, NaN or null = missing (default %(default)s)", default="y")
         add("--restarts", "N",
-            "most optimiser starts per series (default 3; periodic 1; sums 2)",
+            f"most optimiser starts per series (default {BASIN_RESTARTS}; periodic 1; "
+            f"sums {SUM_RESTARTS})",
             type=int, default=None)
         add("--min_points", "N", "skip series with fewer finite points (default %(default)s)",
-            type=int, default=3)
+            type=int, default=FitConfig.min_points)
         add("--max_points", "N",
-            "skip longer series (default 4096; matern sums: 1000000)",
+            f"skip longer series (default {DENSE_MAX_POINTS}; matern and their sums: "
+            f"{MARKOV_MAX_POINTS})",
             type=int, default=None)
         add("--batch_size", "N", "series fitted together in one compiled call (default %(default)s)",
             type=int, default=FitConfig.batch_size)
