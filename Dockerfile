@@ -6,9 +6,10 @@
 # for tests: tests/deploy/test_dockerfile.py checks this file statically.
 
 # Stage 1: Google's Flex Template launcher image, used only as the source of
-# its launcher binary (copied below). Pin a dated tag with
-# --build-arg LAUNCHER_IMAGE=... for byte-identical rebuilds.
-ARG LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/python311-template-launcher-base:latest
+# its launcher binary (copied below). A dated release tag, not :latest, so a
+# rebuild copies the same launcher; move it to a newer release with
+# --build-arg LAUNCHER_IMAGE=... (or here) after a test launch.
+ARG LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/python311-template-launcher-base:flex_templates_base_image_release_20240628_RC00
 FROM ${LAUNCHER_IMAGE} AS launcher
 
 # Stage 2, the image: Beam's Python SDK worker image of exactly the Beam and

@@ -124,6 +124,18 @@ def test_base_image_is_the_pinned_beam_and_python(image, dockerfile, setup_info)
     assert f"{os.sys.version_info.major}.{os.sys.version_info.minor}" == python
 
 
+def test_every_base_image_is_pinned(dockerfile):
+    # A moving tag (":latest" or none) makes two builds of one commit differ;
+    # a dated release tag or a digest does not.
+    for stage in stages(dockerfile):
+        name, _, tag = stage["image"].rpartition(":")
+        if "@sha256:" in stage["image"]:
+            continue
+        assert name and tag and tag != "latest" and "/" not in tag, stage["image"]
+        assert re.fullmatch(r"\d+(\.\d+)+|flex_templates_base_image_release_\d{8}_RC\d\d", tag), \
+            stage["image"]
+
+
 def test_installs_the_package_with_the_gcp_extra_then_pip_check(image, setup_info):
     steps = image["steps"]
     runs = [i for i, s in enumerate(steps) if s["op"] == "RUN"]
