@@ -43,9 +43,10 @@ run: $(VENV)/.installed-run
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check --quiet .
 
-# The suite on TEST_WORKERS processes (-n 1: one; -p no:xdist: none).
+# The suite on TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: in this
+# process); one file per worker at a time (tests/conftest.py).
 test: lint
-	$(PY) -m pytest -q -n $(TEST_WORKERS) tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
 
 # Resolve pyproject.toml's pins and extras afresh into requirements/lock.txt.
 lock:
