@@ -6,13 +6,14 @@
 # for tests: tests/deploy/test_dockerfile.py checks this file statically.
 
 # Stage 1: Google's Flex Template launcher image, used only as the source of
-# its launcher binary (copied below). Pin a dated tag with
-# --build-arg LAUNCHER_IMAGE=... for byte-identical rebuilds.
-ARG LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/python311-template-launcher-base:latest
+# its launcher binary (copied below). A dated release tag, not :latest, so a
+# rebuild copies the same launcher; move it to a newer release with
+# --build-arg LAUNCHER_IMAGE=... (or here) after a test launch.
+ARG LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/python311-template-launcher-base:flex_templates_base_image_release_20240628_RC00
 FROM ${LAUNCHER_IMAGE} AS launcher
 
 # Stage 2, the image: Beam's Python SDK worker image of exactly the Beam and
-# Python versions setup.py pins (BEAM_VERSION, python_requires; a test keeps
+# Python versions pyproject.toml pins (BEAM_VERSION, python_requires; a test keeps
 # the three equal). It brings the worker boot program and apache-beam[gcp].
 FROM apache/beam_python3.11_sdk:2.77.0
 
@@ -23,16 +24,20 @@ COPY --from=launcher /opt/google/dataflow/python_template_launcher /opt/google/d
 # Only what the package build needs (.dockerignore keeps the rest of the
 # checkout, caches and .venv out of the build context).
 WORKDIR /src
-COPY setup.py ./
+COPY pyproject.toml setup.py ./
+COPY requirements/lock.txt requirements/lock.txt
 COPY gpcore/ gpcore/
 COPY gpfit/ gpfit/
 COPY pipeline/ pipeline/
 
-# Install gpfit as a regular (not editable) package with setup.py's pins;
-# the gcp extra pins apache-beam[gcp] to the version already in the base
-# image, so pip keeps Beam and replaces only what our pins differ on. The
-# sources are deleted so that the installed copy is the only one on the image.
-RUN pip install --no-cache-dir --disable-pip-version-check --root-user-action=ignore ".[gcp]" \
+# Install gpfit as a regular (not editable) package with pyproject.toml's
+# pins, every transitive one held at requirements/lock.txt's version (the
+# versions `make test` ran); the gcp extra pins apache-beam[gcp] to the
+# version already in the base image, so pip keeps Beam and replaces only
+# what the lock differs on. The sources are deleted so that the installed
+# copy is the only one on the image.
+RUN pip install --no-cache-dir --disable-pip-version-check --root-user-action=ignore \
+        -c requirements/lock.txt ".[gcp]" \
     && rm -rf /src
 
 # Fail the build, not the job, if our pins and the base image's packages conflict.

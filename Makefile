@@ -1,6 +1,8 @@
-# gpfit: `make run` (demo on the DirectRunner) and `make test` (whole suite).
-# Everything is installed from setup.py into .venv, so a fresh machine needs
-# only Python 3.11 and network access to PyPI.
+# gpfit: `make run` (demo on the DirectRunner) and `make test` (lint, then the
+# whole suite). Everything is installed from pyproject.toml into .venv, every
+# transitive version held at requirements/lock.txt's (`make lock` rewrites it
+# after a pin changes), so a fresh machine needs only Python 3.11 and network
+# access to PyPI.
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -11,28 +13,44 @@ PY     := $(BIN)/python
 export OPENBLAS_NUM_THREADS ?= 1
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: run test bench bench-nightly bench-seasonal bench-heldout bench-forecast report \
+LOCK   := requirements/lock.txt
+# pytest-xdist workers for `make test`: one per core (docs/design.md, "Build").
+TEST_WORKERS ?= auto
+
+.PHONY: run test lint lock bench bench-nightly bench-seasonal bench-heldout bench-forecast report \
 	dataflow-dry-run clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# One stamp per extras set; each is redone when setup.py changes.
-$(VENV)/.installed-run: setup.py | $(PY)
-	$(PY) -m pip install --quiet -e .
+# One stamp per extras set; each is redone when pyproject.toml or the lock
+# changes.
+$(VENV)/.installed-run: pyproject.toml $(LOCK) | $(PY)
+	$(PY) -m pip install --quiet -c $(LOCK) -e .
 	touch $@
 
-$(VENV)/.installed-test: setup.py | $(PY)
-	$(PY) -m pip install --quiet -e ".[test,report]"
+$(VENV)/.installed-test: pyproject.toml $(LOCK) | $(PY)
+	$(PY) -m pip install --quiet -c $(LOCK) -e ".[test,report]"
 	$(PY) -m pip check
 	touch $@ $(VENV)/.installed-run
 
 run: $(VENV)/.installed-run
 	$(PY) -m pipeline.demo
 
-test: $(VENV)/.installed-test
-	$(PY) -m pytest -q tests
+# pyflakes' findings and syntax errors only ([tool.ruff] in pyproject.toml);
+# no formatting.
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check --quiet .
+
+# The suite on TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: in this
+# process); one file per worker at a time (tests/conftest.py).
+test: lint
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
+
+# Resolve pyproject.toml's pins and extras afresh into requirements/lock.txt.
+lock:
+	$(PYTHON) requirements/make_lock.py
 
 # The Dataflow job for gs:// input and output, built offline: DataflowRunner
 # with --dry_run and --no_auth translates the pipeline and builds the setup

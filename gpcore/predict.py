@@ -19,8 +19,9 @@ loses the precision the covariance needs.
 """
 from __future__ import annotations
 
+import functools
 import math
-from typing import Mapping, Union
+from typing import Mapping, NamedTuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -36,6 +37,16 @@ DTYPE = tf.float64
 # numerically positive definite (e.g. noise_variance 0 and repeated times).
 # The first is 0: well-posed parameters are used exactly as given.
 JITTERS = (0.0, 1e-10, 1e-8, 1e-6)
+
+
+class Prediction(NamedTuple):
+    """A posterior at new times, float64 numpy arrays [m] in the units of y:
+    the mean, the sd of the latent f and the sd of a new observation (f
+    plus the fitted noise)."""
+
+    mean: np.ndarray
+    sd: np.ndarray
+    sd_observation: np.ndarray
 
 
 def predict(series: Series, params: Union[Mapping, FitResult], t_new,
@@ -64,6 +75,13 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
       ValueError: params are missing, not finite or out of range, or the
         series' t and y differ in length.
     """
+    found = prediction(series, params, t_new)
+    return found.mean, found.sd_observation if include_noise else found.sd
+
+
+def prediction(series: Series, params: Union[Mapping, FitResult], t_new) -> Prediction:
+    """predict's posterior with both standard deviations at once (Args,
+    Raises: as predict)."""
     p = checked_params(params)
     t, y, t_new = _observed(series, t_new)
     if takes_markov_path(p["kernel"], t.size):  # O(n): docs/design.md, "Long series"
@@ -73,20 +91,11 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
         amp2 = sum(c["amplitude"] ** 2 for base, c in _parts(p) if not base.amplitude_per_time)
         mean, var = np.full_like(t_new, p["mean"]), np.full_like(t_new, amp2)
     else:
-        t, t_new = _centred(t, t_new)
-        prior_var = _prior_variance(p, t_new)  # [m]
-        kxx = _covariance(p, t, t)  # [n, n]
-        ksx = _covariance(p, t_new, t)  # [m, n]
-        chol = _cholesky(kxx, p["noise_variance"], _jitter_scale(p, t))  # [n, n]
-        resid = tf.constant((y - p["mean"])[:, None])  # [n, 1]
-        alpha = tf.linalg.cholesky_solve(chol, resid)  # [n, 1] = A^-1 (y - mean)
-        v = tf.linalg.triangular_solve(chol, tf.transpose(ksx))  # [n, m] = L^-1 Kx*
-        mean = p["mean"] + tf.matmul(ksx, alpha)[:, 0].numpy()
+        parts, var = _solved(p, t, y, t_new)
+        mean = p["mean"] + parts.sum(axis=0)
         # Round-off can make the difference slightly negative far inside the data.
-        var = np.maximum(prior_var - tf.reduce_sum(v * v, axis=0).numpy(), 0.0)
-    if include_noise:
-        var = var + p["noise_variance"]
-    return mean, np.sqrt(var)
+        var = np.maximum(var, 0.0)
+    return Prediction(mean, np.sqrt(var), np.sqrt(var + p["noise_variance"]))
 
 
 def component_means(series: Series, params: Union[Mapping, FitResult],
@@ -109,11 +118,7 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
     if takes_markov_path(p["kernel"], t.size):  # O(n): docs/design.md, "Long series"
         from gpcore.markov_predict import posterior
         return posterior(p, t, y, t_new, parts=True)
-    t, t_new = _centred(t, t_new)
-    alpha = tf.linalg.cholesky_solve(
-        _cholesky(_covariance(p, t, t), p["noise_variance"], _jitter_scale(p, t)),
-        tf.constant((y - p["mean"])[:, None]))  # [n, 1]
-    return [tf.matmul(part, alpha)[:, 0].numpy() for part in _covariance(p, t_new, t, total=False)]
+    return list(_solved(p, t, y, t_new)[0])
 
 
 def _observed(series: Series, t_new) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -143,48 +148,78 @@ def _parts(p: dict):
     return zip(components(kernel_named(p["kernel"])), p["components"])
 
 
-def _covariance(p: dict, t1: np.ndarray, t2: np.ndarray, total: bool = True):
-    """[n1, n2] sum over components of amplitude_c^2 k_c(t1, t2) (centred
-    times), or (total=False) the list of the components' terms."""
-    a, b = tf.constant(t1[None]), tf.constant(t2[None])
-    d = distances(a, b)
-    parts = [c["amplitude"] ** 2 * base.matrix(
-                 base.feature(d, a, b), [tf.constant([c[name]], DTYPE) for name in base.parameters])[0]
-             for base, c in _parts(p)]
-    return tf.add_n(parts) if total else parts
-
-
-def _prior_variance(p: dict, t_new: np.ndarray) -> np.ndarray:
-    """[m] k(t*, t*) at centred times: each point as its own batch row."""
-    column = tf.constant(t_new[:, None])  # [m, 1]
-    d = tf.zeros([t_new.size, 1, 1], DTYPE)
-    parts = [c["amplitude"] ** 2 * base.matrix(
-                 base.feature(d, column, column),
-                 [tf.constant([c[name]], DTYPE) for name in base.parameters])[:, 0, 0]
-             for base, c in _parts(p)]
-    return tf.add_n(parts).numpy()
-
-
-def _jitter_scale(p: dict, t: np.ndarray) -> float:
-    """What the jitter is relative to: the largest prior variance at the
-    observed centred times t (sum_c amplitude_c^2 for stationary kernels)."""
-    return float(np.max(_prior_variance(p, t)))
-
-
-def _cholesky(kxx: tf.Tensor, noise_variance: float, amp2: float) -> tf.Tensor:
-    """Cholesky factor of kxx + noise I, adding jitter only if it fails."""
-    n = int(kxx.shape[0])
+def _solved(p: dict, t: np.ndarray, y: np.ndarray,
+            t_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(component means less the mean [C, m], latent variance [m]) at t_new
+    from the n >= 1 finite points (t, y), by the kernel's compiled
+    posterior; jitter is added only where A's Cholesky fails."""
+    t, t_new = _centred(t, t_new)
+    amplitudes = np.array([c["amplitude"] for c in p["components"]])
+    shape = np.array([c[name] for base, c in _parts(p) for name in base.parameters],
+                     dtype=np.float64)
+    solve = compiled_posterior(p["kernel"])
     for jitter in JITTERS:
-        cov = kxx + (noise_variance + jitter * amp2) * tf.eye(n, dtype=DTYPE)
         try:
-            chol = tf.linalg.cholesky(cov)
+            parts, var, ok = solve(t, y - p["mean"], t_new, amplitudes, shape,
+                                   p["noise_variance"], jitter)
         except tf.errors.InvalidArgumentError:  # raised on some builds instead of NaN
             continue
-        if np.all(np.isfinite(tf.linalg.diag_part(chol).numpy())):
-            return chol
+        if ok:
+            return parts.numpy(), var.numpy()
     raise ValueError(
-        f"the covariance of the {n} observed points is not positive definite even with "
+        f"the covariance of the {t.size} observed points is not positive definite even with "
         f"jitter {JITTERS[-1]:g} x amplitude^2; check noise_variance and amplitude")
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_posterior(kernel_name: str):
+    """The posterior of one kernel (a name gpcore.kernels knows) as a
+    tf.function traced once: shapes are [None], so every series and grid
+    length runs the same graph.
+
+    It takes (t [n] and t_new [m] centred times, resid [n] = y - mean,
+    amplitudes [C], shape [P] (the components' shape parameters in order),
+    noise_variance, jitter (relative to the largest prior variance at t))
+    and returns (component means [C, m], latent variance [m] before
+    clipping at 0, whether A's Cholesky factor is finite).
+    """
+    bases = components(kernel_named(kernel_name))
+    sizes = [len(base.parameters) for base in bases]
+    vector, scalar = tf.TensorSpec([None], DTYPE), tf.TensorSpec([], DTYPE)
+
+    @tf.function(input_signature=[vector, vector, vector, tf.TensorSpec([len(bases)], DTYPE),
+                                  tf.TensorSpec([sum(sizes)], DTYPE), scalar, scalar])
+    def solve(t, resid, t_new, amplitudes, shape, noise_variance, jitter):
+        params = [[shape_c[i:i + 1] for i in range(size)]  # [1] each: one batch row
+                  for shape_c, size in zip(tf.split(shape, sizes), sizes)]
+
+        def terms(t1, t2):
+            """[n1, n2] amplitude_c^2 k_c(t1, t2) per component."""
+            a, b = t1[None], t2[None]
+            d = distances(a, b)
+            return [tf.square(amplitudes[c]) * base.matrix(base.feature(d, a, b), params[c])[0]
+                    for c, base in enumerate(bases)]
+
+        def prior_variance(times):
+            """[m] k(t*, t*): each point as its own batch row."""
+            column = times[:, None]  # [m, 1]
+            d = tf.zeros(tf.stack([tf.size(times), 1, 1]), DTYPE)
+            return tf.add_n([
+                tf.square(amplitudes[c]) * base.matrix(base.feature(d, column, column),
+                                                       params[c])[:, 0, 0]
+                for c, base in enumerate(bases)])
+
+        n = tf.size(t)
+        added = noise_variance + jitter * tf.reduce_max(prior_variance(t))
+        chol = tf.linalg.cholesky(tf.add_n(terms(t, t)) + added * tf.eye(n, dtype=DTYPE))
+        ok = tf.reduce_all(tf.math.is_finite(tf.linalg.diag_part(chol)))
+        alpha = tf.linalg.cholesky_solve(chol, resid[:, None])  # [n, 1] = A^-1 (y - mean)
+        cross = terms(t_new, t)  # [m, n] each
+        parts = tf.stack([tf.matmul(k, alpha)[:, 0] for k in cross])  # [C, m]
+        v = tf.linalg.triangular_solve(chol, tf.transpose(tf.add_n(cross)))  # [n, m] = L^-1 Kx*
+        return parts, prior_variance(t_new) - tf.reduce_sum(v * v, axis=0), ok
+
+    return solve
 
 
 def checked_params(params: Union[Mapping, FitResult]) -> dict:

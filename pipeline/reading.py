@@ -25,7 +25,6 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io import fileio
 
-from gpcore import Series
 from pipeline import metrics
 from pipeline.io import conversion, inputs
 from pipeline.io.errors import InputError

@@ -1,6 +1,6 @@
 """The package layout drawn in docs/design.md, and who may import whom.
 
-  gpcore/            imports no pipeline module
+  gpcore/            imports no pipeline module, no Beam and no pyarrow
   pipeline/io/       the on-disk contract: imports only pipeline.io (and gpcore);
                      from Beam only its file systems
   pipeline/report/   imports only pipeline.report, pipeline.io and gpcore
@@ -80,3 +80,11 @@ def test_every_pipeline_module_is_in_the_layout_drawn_in_the_design():
             drawn.add("".join(folder[:depth]) + name)
     actual = {p.relative_to(REPO).as_posix() for p in (REPO / "pipeline").rglob("*.py")}
     assert actual == {d for d in drawn if d.startswith("pipeline/")}
+
+
+def test_gpcore_imports_neither_beam_nor_pyarrow():
+    # The numerics run inside any engine (docs/design.md, "Layout"): Beam and
+    # the Parquet layer belong to the pipeline.
+    for path, names in modules("gpcore").items():
+        found = [n for n in names if inside(n, "apache_beam") or inside(n, "pyarrow")]
+        assert not found, (path, found)

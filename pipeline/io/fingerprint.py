@@ -26,7 +26,7 @@ import numpy as np
 
 from gpcore.config import AUTO, FitConfig
 
-# gpfit's release; setup.py's version (a test keeps them equal).
+# gpfit's release; pyproject.toml's version (a test keeps them equal).
 VERSION = "0.6.0"
 
 # FitConfig fields that do not change what a fit returns.

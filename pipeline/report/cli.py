@@ -122,7 +122,7 @@ def _from_manifest(args) -> dict:
         pattern = (found.get("input") or {}).get("pattern")
         if not pattern or REDACTED in str(pattern):
             why = ("its manifest's input is redacted" if pattern else
-                   f"it holds no readable manifest (_SUCCESS.json or _FAILED.json)")
+                   "it holds no readable manifest (_SUCCESS.json or _FAILED.json)")
             raise UsageError(f"--input is needed: {args.params} {why}; give the run's "
                              "--input pattern")
         given["input"] = pattern

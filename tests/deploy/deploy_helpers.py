@@ -1,14 +1,16 @@
-"""Helpers of the deployment tests: the repository's files, setup.py's pins
-(read, not executed), the dry-run module, small Parquet inputs, sdists."""
+"""Helpers of the deployment tests: the repository's files, pyproject.toml's
+pins and the lock, the dry-run module, small Parquet inputs, sdists."""
 from __future__ import annotations
 
 import ast
 import importlib.util
 import os
 import py_compile
+import re
 import subprocess
 import sys
 import tarfile
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -25,46 +27,40 @@ IMAGE = f"{REGION}-docker.pkg.dev/{PROJECT}/gpfit/gpfit:0.6.0"
 
 
 def read_setup() -> dict:
-    """setup.py's BEAM_VERSION, install_requires, extras, python_requires,
-    packages spec and entry points, read from its syntax tree: running
-    setup.py would need setuptools' command line."""
-    tree = ast.parse((REPO / "setup.py").read_text())
-    names = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name):
-            names[node.targets[0].id] = node.value
-    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call)
-                and getattr(n.func, "id", None) == "setup")
-    keywords = {k.arg: k.value for k in call.keywords}
-    beam = ast.literal_eval(names["BEAM_VERSION"])
-
-    def value(node):
-        # Resolve names defined in setup.py, f-strings over BEAM_VERSION and
-        # lists spliced in with *.
-        if isinstance(node, ast.Name):
-            return value(names[node.id])
-        if isinstance(node, ast.JoinedStr):
-            return "".join(value(v) for v in node.values)
-        if isinstance(node, ast.FormattedValue):
-            assert getattr(node.value, "id", None) == "BEAM_VERSION"
-            return beam
-        if isinstance(node, ast.List):  # a starred name splices a list in
-            return [x for v in node.elts for x in
-                    (value(v.value) if isinstance(v, ast.Starred) else [value(v)])]
-        if isinstance(node, ast.Dict):
-            return {value(k): value(v) for k, v in zip(node.keys, node.values)}
-        return ast.literal_eval(node)
-
+    """pyproject.toml's metadata, as the deployment tests use it: BEAM_VERSION
+    (apache-beam's one pin), name, version, python_requires,
+    install_requires, extras_require and console_scripts."""
+    with open(REPO / "pyproject.toml", "rb") as f:
+        project = tomllib.load(f)["project"]
+    requires = project["dependencies"]
+    extras = project["optional-dependencies"]
+    (beam,) = {r.split("==")[1] for r in requires + [r for e in extras.values() for r in e]
+               if r.split("==")[0].split("[")[0] == "apache-beam"}
     return {
         "BEAM_VERSION": beam,
-        "name": value(keywords["name"]),
-        "version": value(keywords["version"]),
-        "python_requires": value(keywords["python_requires"]),
-        "install_requires": value(keywords["install_requires"]),
-        "extras_require": value(keywords["extras_require"]),
-        "console_scripts": value(keywords["entry_points"])["console_scripts"],
+        "name": project["name"],
+        "version": project["version"],
+        "python_requires": project["requires-python"],
+        "install_requires": requires,
+        "extras_require": extras,
+        "console_scripts": [f"{name}={target}" for name, target in project["scripts"].items()],
     }
+
+
+def read_lock() -> dict[str, str]:
+    """requirements/lock.txt: {normalised name: version}, every line name==version."""
+    found = {}
+    for line in (REPO / "requirements" / "lock.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, version = line.split("==")
+            found[canonical(name)] = version
+    return found
+
+
+def canonical(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def load_dry_run_module():
@@ -110,10 +106,12 @@ def package_sources(package: str) -> list[Path]:
 
 
 def check_gpfit_sdist(path, setup: dict) -> None:
-    """The file is the sdist of this checkout's setup.py, with its three packages."""
+    """The file is the sdist of this checkout's pyproject.toml (and the setup.py
+    that Beam builds it from), with its three packages."""
     members = sdist_members(path)
     root = f"{setup['name']}-{setup['version']}"
-    assert members[f"{root}/setup.py"] == (REPO / "setup.py").read_bytes()
+    for name in ("setup.py", "pyproject.toml"):
+        assert members[f"{root}/{name}"] == (REPO / name).read_bytes()
     for package in ("gpcore", "gpfit", "pipeline"):
         for source in package_sources(package):
             name = f"{root}/{source.relative_to(REPO).as_posix()}"

@@ -124,6 +124,18 @@ def test_base_image_is_the_pinned_beam_and_python(image, dockerfile, setup_info)
     assert f"{os.sys.version_info.major}.{os.sys.version_info.minor}" == python
 
 
+def test_every_base_image_is_pinned(dockerfile):
+    # A moving tag (":latest" or none) makes two builds of one commit differ;
+    # a dated release tag or a digest does not.
+    for stage in stages(dockerfile):
+        name, _, tag = stage["image"].rpartition(":")
+        if "@sha256:" in stage["image"]:
+            continue
+        assert name and tag and tag != "latest" and "/" not in tag, stage["image"]
+        assert re.fullmatch(r"\d+(\.\d+)+|flex_templates_base_image_release_\d{8}_RC\d\d", tag), \
+            stage["image"]
+
+
 def test_installs_the_package_with_the_gcp_extra_then_pip_check(image, setup_info):
     steps = image["steps"]
     runs = [i for i, s in enumerate(steps) if s["op"] == "RUN"]
@@ -131,9 +143,13 @@ def test_installs_the_package_with_the_gcp_extra_then_pip_check(image, setup_inf
     assert re.search(r"""pip install .*["']?\.\[gcp\]["']?""", steps[install]["args"])
     assert "gcp" in setup_info["extras_require"]
     assert "-e " not in steps[install]["args"], "workers need a regular install"
-    copied = [s["args"] for s in steps[:install] if s["op"] == "COPY"]
-    for source in ("setup.py", "gpcore/", "gpfit/", "pipeline/"):
-        assert any(args.split()[0] == source for args in copied), f"{source} not copied"
+    # Every transitive version held at the lock's, as `make test` installs.
+    assert "-c requirements/lock.txt" in steps[install]["args"]
+    copied = [args.split()[:-1] for s in steps[:install] if s["op"] == "COPY"
+              for args in [s["args"]]]
+    for source in ("pyproject.toml", "setup.py", "requirements/lock.txt", "gpcore/", "gpfit/",
+                   "pipeline/"):
+        assert any(source in sources for sources in copied), f"{source} not copied"
     assert any(steps[i]["args"].strip() == "pip check" for i in runs if i > install)
 
 
@@ -152,8 +168,12 @@ def test_one_image_for_workers_and_flex_launches(image, dockerfile):
         if step["op"] == "WORKDIR":
             workdir = step["args"]
         elif step["op"] == "COPY" and not step["args"].startswith("--from"):
-            source, dest = step["args"].split()
-            placed[os.path.normpath(os.path.join(workdir, dest))] = source
+            *sources, dest = step["args"].split()
+            for source in sources:
+                target = os.path.join(workdir, dest)
+                if dest.endswith("/") and not source.endswith("/"):
+                    target = os.path.join(target, os.path.basename(source))
+                placed[os.path.normpath(target)] = source
     assert py_file in placed, f"{py_file} is not copied into the image"
     source = REPO / placed[py_file]
     assert source.is_file() and "pipeline.cli" in source.read_text()
@@ -244,8 +264,9 @@ def context_files() -> list[str]:
 
 
 def test_context_holds_exactly_what_the_copies_need(context_files, image):
-    sources = [s["args"].split()[0] for s in image["steps"]
-               if s["op"] == "COPY" and not s["args"].startswith("--from")]
+    sources = [source for s in image["steps"]
+               if s["op"] == "COPY" and not s["args"].startswith("--from")
+               for source in s["args"].split()[:-1]]
     needed = set()
     for source in sources:
         path = REPO / source
@@ -268,6 +289,7 @@ def test_package_installs_from_the_context_and_the_flex_entry_point_runs(
         (context / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, context / name)
     bin_folder = fresh_venv(tmp_path / "venv")
+    assert (context / "requirements" / "lock.txt").is_file()  # the install's -c
     pip_install(bin_folder, f"{context}[gcp]")
     template = tmp_path / "template"
     template.mkdir()

@@ -6,13 +6,14 @@ the environment sees the pinned dependencies of this interpreter through a
 """
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
 import pytest
 
-from deploy_helpers import (REPO, check_gpfit_sdist, fresh_venv, pip_install, run_in,
-                            sdist_members)
+from deploy_helpers import (REPO, canonical, check_gpfit_sdist, fresh_venv, pip_install,
+                            read_lock, run_in, sdist_members)
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +88,27 @@ def test_pinned_dependencies_are_consistent(installed, tmp_path):
                            "check", "--disable-pip-version-check"],
                           capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_pin_is_exact_one_version_per_dependency_and_the_locks(setup_info):
+    """pyproject.toml pins each direct dependency exactly, to one version
+    wherever it appears, and requirements/lock.txt (every transitive pin)
+    holds the same versions: `make test`, CI and the image install with it."""
+    lock = read_lock()
+    pins: dict[str, set] = {}
+    for requirement in setup_info["install_requires"] + [
+            r for extra in setup_info["extras_require"].values() for r in extra]:
+        name, _, version = requirement.partition("==")
+        assert version and re.fullmatch(r"[\w.]+", version), f"{requirement} is not exact"
+        pins.setdefault(canonical(name.split("[")[0]), set()).add(version)
+    assert {name: versions for name, versions in pins.items() if len(versions) > 1} == {}
+    assert {name: (versions, lock.get(name)) for name, versions in pins.items()
+            if lock.get(name) not in versions} == {}
+    lines = [line for line in (REPO / "requirements" / "lock.txt").read_text().splitlines()
+             if line and not line.startswith("#")]
+    assert len(lines) == len(lock) and setup_info["name"] not in lock
+    assert "-c requirements/lock.txt" in (REPO / "Dockerfile").read_text()
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(r"^LOCK\s*:?=\s*requirements/lock.txt$", makefile, re.M)
+    installs = re.findall(r"^\t.*pip install.* -e .*$", makefile, re.M)  # gpfit's installs
+    assert installs and all("-c $(LOCK)" in line for line in installs), installs

@@ -193,3 +193,23 @@ def test_component_means_of_a_line_plus_a_rough_part(rng):
     assert_close(sum(means), predict(series, p, t_new)[0] - 3.0, scale=3.0)
     line = means[0]
     assert_close(np.diff(line), np.full(30, line[1] - line[0]), scale=3.0)  # straight
+
+
+def test_one_trace_per_kernel_for_every_series_and_grid_length(rng):
+    """The posterior is a tf.function of [None] shapes: series of 5 to 90
+    points on grids of 1 to 200 times run one graph per kernel, and
+    prediction gives the mean and both sds of predict at once."""
+    from gpcore.predict import compiled_posterior, prediction
+
+    p = dict(make_params("matern52"), length_scale=3.1)
+    for n, m in ((5, 1), (40, 61), (90, 200), (12, 7)):
+        series = make_series(rng, n=n, missing=False)
+        t_new = np.linspace(-5.0, 25.0, m)
+        both = prediction(series, p, t_new)
+        ref_mean, ref_sd = numpy_predict(series, p, t_new)
+        assert_close(both.mean, ref_mean, scale=3.0)
+        assert_close(both.sd, ref_sd, scale=1.7)
+        assert_close(both.sd_observation, numpy_predict(series, p, t_new, True)[1], scale=1.7)
+        np.testing.assert_array_equal(predict(series, p, t_new, include_noise=True)[1],
+                                      both.sd_observation)
+    assert compiled_posterior("matern52").experimental_get_tracing_count() == 1

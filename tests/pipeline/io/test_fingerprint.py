@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-import re
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -49,10 +49,9 @@ def test_batch_size_and_unused_candidates_do_not_change_a_fit():
     assert auto[0] != auto[1]
 
 
-def test_the_version_is_setup_pys():
-    setup = (REPO / "setup.py").read_text()
-    (version,) = re.findall(r'^\s*version="([^"]+)"', setup, re.M)
-    assert fingerprint.VERSION == version
+def test_the_version_is_pyproject_tomls():
+    with open(REPO / "pyproject.toml", "rb") as f:
+        assert fingerprint.VERSION == tomllib.load(f)["project"]["version"]
 
 
 def test_a_series_refused_unassembled_is_fingerprinted_by_its_reason():
