@@ -303,10 +303,14 @@ def run_peer(name: str, chosen: list[Case], processes: int = PROCESSES) -> Run:
     return Run(f"statsforecast {name}", out, seconds)
 
 
-def run_gpfit(kernel: str, chosen: list[Case]) -> Run:
-    """gpcore's fitter for `kernel` on the training parts, then predict."""
+def run_gpfit(kernel: str, chosen: list[Case], calibrated: bool = False) -> list[Run]:
+    """gpcore's fitter for `kernel` on the training parts, then predict;
+    with `calibrated`, a second Run from the same fits with
+    gpcore.calibration's intervals (its wall s: the fits and those
+    forecasts)."""
     import gpcore
     from gpcore import FitConfig
+    from gpcore.calibration import forecast
     from gpcore.predict import predict
 
     fitter = gpcore.build_fitter(FitConfig(kernel=kernel), copies=PROCESSES)
@@ -314,6 +318,7 @@ def run_gpfit(kernel: str, chosen: list[Case]) -> Run:
     fitter.fit(series[:2])  # the trace, off the clock
     start = time.perf_counter()
     results = fitter.fit(series)
+    fitted = time.perf_counter() - start
     out = []
     for case, s, r in zip(chosen, series, results):
         if r.status != "ok":
@@ -321,7 +326,18 @@ def run_gpfit(kernel: str, chosen: list[Case]) -> Run:
             continue
         mean, sd = predict(s, r, case.t_test, include_noise=True)
         out.append(scores(case, mean, mean - Z * sd, mean + Z * sd))
-    return Run(f"gpfit {kernel}", out, time.perf_counter() - start)
+    runs = [Run(f"gpfit {kernel}", out, time.perf_counter() - start)]
+    if calibrated:
+        start = time.perf_counter()
+        out = []
+        for case, s, r in zip(chosen, series, results):
+            if r.status != "ok":
+                out.append(None)
+                continue
+            f = forecast(s, r, case.t_test)
+            out.append(scores(case, f.mean, *f.interval(LEVEL / 100)))
+        runs.append(Run(f"gpfit {kernel}, calibrated", out, fitted + time.perf_counter() - start))
+    return runs
 
 
 def one_thread() -> None:
@@ -332,7 +348,8 @@ def one_thread() -> None:
         os.environ.setdefault(name, "1")
 
 
-def run_all(chosen: list[Case], kernels=KERNELS, peers=PEERS, done=None) -> list[Run]:
+def run_all(chosen: list[Case], kernels=KERNELS, peers=PEERS, done=None,
+            calibrated: bool = False) -> list[Run]:
     """Every method on `chosen`; done(runs so far) is called after each."""
     runs: list[Run] = []
 
@@ -349,7 +366,8 @@ def run_all(chosen: list[Case], kernels=KERNELS, peers=PEERS, done=None) -> list
         configure_threads(1, PROCESSES)
         skip_graph_rewrites()
         for k in kernels:
-            add(run_gpfit(k, chosen))
+            for run in run_gpfit(k, chosen, calibrated):
+                add(run)
     return runs
 
 
@@ -391,6 +409,8 @@ def main(argv=None) -> int:
     parser.add_argument("--split", choices=("tune", "holdout", "all"), default="all")
     parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
     parser.add_argument("--no-peers", action="store_true", help="skip statsforecast")
+    parser.add_argument("--calibrated", action="store_true",
+                        help="also score each kernel's fits with gpcore.calibration's intervals")
     parser.add_argument("--list", action="store_true", help="print the set and stop")
     parser.add_argument("--out", default=None,
                         help="also write the tables to this file, per-series scores beside it "
@@ -417,7 +437,7 @@ def main(argv=None) -> int:
                 json.dump({"ids": [c.series_id for c in chosen],
                            "runs": [dataclasses.asdict(r) for r in runs]}, f)
 
-    runs = run_all(chosen, kernels, () if args.no_peers else PEERS, write)
+    runs = run_all(chosen, kernels, () if args.no_peers else PEERS, write, args.calibrated)
     print(head + table(chosen, runs))
     return 0
 

@@ -6,7 +6,7 @@ import pytest
 
 from gpcore import FitConfig, KernelChoice, Series
 from gpcore.choice import choose_fit, periodic_screen
-from gpcore.config import PERIODIC_MARGIN, SCREEN_FALSE_ALARM, default_restarts
+from gpcore.config import AUTO_PERIODIC_RESTARTS, PERIODIC_MARGIN, SCREEN_FALSE_ALARM
 from gpcore.result import OK, SKIPPED, FitResult
 
 N = 120
@@ -125,7 +125,7 @@ def test_kernel_choice_fits_periodic_candidates_only_where_the_screen_passes():
     assert (rbf.work["members"] > 0, periodic.tracing_count) == (True, 1)
     # The periodic fitter saw the 2 cyclic series only: fewer batch members
     # than the 5 series times its starts.
-    assert periodic.work["members"] <= 2 * default_restarts("rbf+periodic")
+    assert periodic.work["members"] <= 2 * AUTO_PERIODIC_RESTARTS
     assert chooser.tracing_count == 2
 
 
