@@ -65,10 +65,13 @@ CANDIDATE_SETS = {
     "all eight": ("rbf", "matern12", "matern52", "linear+rbf", "linear+matern12", "rbf+periodic",
                   "matern52+periodic", "linear+rbf+periodic"),
 }
-# (screen's false-alarm rate or None: no screen, BIC margin)
-GUARDS = {"none": (None, 0.0), "margin 6": (None, 6.0), "margin 10": (None, 10.0),
-          "screen": (0.01, 0.0), "screen + margin 6": (0.01, 6.0),
-          "screen 1e-3 + margin 6": (1e-3, 6.0), "screen 1e-4 + margin 6": (1e-4, 6.0)}
+# (screen's false-alarm rate or None: no screen, BIC margin, screen's
+# fewest cycles in the span)
+GUARDS = {"none": (None, 0.0, 2.0), "margin 6": (None, 6.0, 2.0), "margin 10": (None, 10.0, 2.0),
+          "screen": (0.01, 0.0, 2.0), "screen + margin 6": (0.01, 6.0, 2.0),
+          "screen 1e-3 + margin 6": (1e-3, 6.0, 2.0), "screen 1e-4 + margin 6": (1e-4, 6.0, 2.0),
+          "screen 3 cycles + margin 6": (0.01, 6.0, 3.0),
+          "screen 4 cycles + margin 6": (0.01, 6.0, 4.0)}
 SETTINGS = {f"{name}; {guard}": (candidates, guard)
             for name, candidates in CANDIDATE_SETS.items()
             for guard in (GUARDS if any(P in k for k in candidates) else ("none",))}
@@ -180,10 +183,10 @@ def score(set_name: str, candidates, guard: str, chosen, fits) -> Scored:
     mase, coverage, msis, periodic = [], [], [], []
     skipped = 0
     for i, (s, _, _) in enumerate(chosen):
-        false_alarm, margin = GUARDS[guard]
+        false_alarm, margin, cycles = GUARDS[guard]
         # As KernelChoice: no screen without a non-periodic candidate.
         screen = (false_alarm is None or all(P in k for k in candidates)
-                  or periodic_screen(s.t, s.y, false_alarm=false_alarm))
+                  or periodic_screen(s.t, s.y, false_alarm=false_alarm, min_cycles=cycles))
         results, rows = [], {}
         for k in candidates:
             row = fits[k]["rows"][i]
