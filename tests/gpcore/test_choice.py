@@ -151,3 +151,18 @@ def test_kernel_choice_of_periodic_candidates_only_fits_every_series():
     fits = KernelChoice(FitConfig(kernel="auto", candidates=("periodic", "rbf+periodic"))).fit(
         [walk])
     assert fits[0].status == OK and fits[0].kernel in ("periodic", "rbf+periodic")
+
+
+def test_periodic_candidates_take_one_start_unless_restarts_is_given():
+    """Where the screen passes, the grid's best period is the one auto
+    needs (docs/design.md, "Kernel choice"): one start; --restarts still
+    sets every candidate's."""
+    from gpcore.config import default_restarts, fitted_configs
+
+    chosen = {c.kernel: c.restarts for c in fitted_configs(FitConfig(kernel="auto"))}
+    assert chosen == {"matern52": default_restarts("matern52"),
+                      "matern12": default_restarts("matern12"),
+                      "matern52+periodic": AUTO_PERIODIC_RESTARTS}
+    assert AUTO_PERIODIC_RESTARTS < default_restarts("matern52+periodic")
+    given = fitted_configs(FitConfig(kernel="auto", restarts=2))
+    assert [c.restarts for c in given] == [2, 2, 2]
