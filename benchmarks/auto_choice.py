@@ -1,7 +1,15 @@
 """`auto`'s candidates and its guard against spurious periodic parts, chosen by measurement.
 
-    python benchmarks/auto_choice.py fit --set tune|holdout|seasonal --kernels K,K,...
-    python benchmarks/auto_choice.py table --set tune|holdout|seasonal [--settings FILE]
+    python benchmarks/auto_choice.py fit --set tune|holdout|seasonal --kernels SPEC,SPEC,...
+        [--screened] [--cache DIR]
+    python benchmarks/auto_choice.py table --set tune|holdout|seasonal [--settings TEXT]
+        [--cache DIR]
+
+A SPEC is a kernel, optionally with FitConfig settings:
+"matern52+periodic:restarts=1:max_iterations=100". With `--screened`
+periodic specs are fitted only on the series gpcore.choice.periodic_screen
+passes (as KernelChoice does), so their seconds and Newton evaluations are
+what they cost under auto; keep such fits in their own `--cache`.
 
 `fit` fits each kernel once on a set (forecast.py's tune or holdout split,
 or seasonal.py's set) with gpcore's fitter for that kernel alone

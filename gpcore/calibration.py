@@ -78,8 +78,8 @@ def forecast(series: Series, params: Union[Mapping, FitResult], t_new,
     if horizon is None:
         horizon = max(1, int(np.sum(t_new > t[-1])))
     dof = t.size - 1.0
+    centre = 0.5 * (t[0] + t[-1])  # of all the points: linear's centre, as the fit's
     t, y = t[-WINDOW:], y[-WINDOW:]
-    centre = 0.5 * (t[0] + t[-1])
     kff = covariance(p, t - centre, t - centre)
     chol = _cholesky(kff, p["noise_variance"])
     w, v = np.hsplit(_solve(chol, np.column_stack(  # L^-1 1 [n], L^-1 Kx* [n, m]
