@@ -9,7 +9,7 @@ batches one after another.
 
 Periodic candidates are guarded twice (docs/design.md, "Kernel choice
 (auto)"): they are fitted only on series whose periodogram shows a cycle
-repeated at least twice standing out of the series' own red noise
+repeated SCREEN_MIN_CYCLES (3) times standing out of the series' own red noise
 (`periodic_screen`), and one is chosen only where its BIC beats the best
 non-periodic candidate's by PERIODIC_MARGIN (`choose_fit`). BIC alone put
 cycles of 4-26 years on macroeconomic trends.

@@ -24,7 +24,7 @@ CANDIDATES = ("matern52", "matern12", "matern52+periodic")
 # PERIODIC_MARGIN of BIC over the best non-periodic candidate. Three cycles
 # rather than two: on forecast.py's tune split 20 series passed instead of
 # 52, periodic parts on non-seasonal series fell from 8 to 2 and mean MASE
-# from 1.318 to 1.314; no cycle of seasonal.py or heldout_seasonal.py with
+# from 1.321 to 1.316; no cycle of seasonal.py or heldout_seasonal.py with
 # two or more periods in its span was lost.
 SCREEN_MIN_CYCLES = 3.0
 SCREEN_FALSE_ALARM = 0.01
@@ -37,13 +37,6 @@ SCREEN_REGULAR = 1.25  # most ratio of a series' longest to shortest step the sc
 # kept all 7 seasonal ones; on forecast.py's tune split, 11 trading series
 # (docs/design.md, "Kernel choice").
 SCREEN_INDEX_SHARE = 2 / 3
-# Starts of auto's periodic candidates (with restarts left at None): one.
-# On forecast.py's tune split, matern52+periodic with 1 start instead of
-# SUM_RESTARTS ran 23 Newton evaluations per screened series instead of 45,
-# and auto's choices forecast as well (mean MASE 1.318 against 1.321):
-# where the screen passes, the grid's best period is the cycle auto needs
-# (docs/design.md, "Kernel choice").
-AUTO_PERIODIC_RESTARTS = 1
 # Default starts for a sum of kernels: further starts from the next-best
 # grid points (often another period). A second matched scikit-learn with 4
 # starts on 93 % of seasonal series instead of 88 %; with the period probes,
@@ -185,15 +178,7 @@ def default_max_points(name: str) -> int:
 
 def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
     """The configs of the GPFitters a fitter for config runs: one per
-    candidate under auto (each with its own default restarts; a periodic
-    one AUTO_PERIODIC_RESTARTS), else itself."""
+    candidate under auto (each with its own default restarts), else itself."""
     if config.kernel != AUTO:
         return (config,)
-
-    def restarts(name):
-        if config.restarts is None and kernel(name).has_period:
-            return AUTO_PERIODIC_RESTARTS
-        return config.restarts
-
-    return tuple(dataclasses.replace(config, kernel=name, restarts=restarts(name))
-                 for name in config.candidates)
+    return tuple(dataclasses.replace(config, kernel=name) for name in config.candidates)

@@ -6,7 +6,7 @@ import pytest
 
 from gpcore import FitConfig, KernelChoice, Series
 from gpcore.choice import choose_fit, periodic_screen
-from gpcore.config import AUTO_PERIODIC_RESTARTS, PERIODIC_MARGIN, SCREEN_FALSE_ALARM
+from gpcore.config import PERIODIC_MARGIN, SCREEN_FALSE_ALARM, default_restarts
 from gpcore.result import OK, SKIPPED, FitResult
 
 N = 120
@@ -140,7 +140,7 @@ def test_kernel_choice_fits_periodic_candidates_only_where_the_screen_passes():
     assert (rbf.work["members"] > 0, periodic.tracing_count) == (True, 1)
     # The periodic fitter saw the 2 cyclic series only: fewer batch members
     # than the 5 series times its starts.
-    assert periodic.work["members"] <= 2 * AUTO_PERIODIC_RESTARTS
+    assert periodic.work["members"] <= 2 * default_restarts("rbf+periodic")
     assert chooser.tracing_count == 2
 
 
@@ -152,17 +152,3 @@ def test_kernel_choice_of_periodic_candidates_only_fits_every_series():
         [walk])
     assert fits[0].status == OK and fits[0].kernel in ("periodic", "rbf+periodic")
 
-
-def test_periodic_candidates_take_one_start_unless_restarts_is_given():
-    """Where the screen passes, the grid's best period is the one auto
-    needs (docs/design.md, "Kernel choice"): one start; --restarts still
-    sets every candidate's."""
-    from gpcore.config import default_restarts, fitted_configs
-
-    chosen = {c.kernel: c.restarts for c in fitted_configs(FitConfig(kernel="auto"))}
-    assert chosen == {"matern52": default_restarts("matern52"),
-                      "matern12": default_restarts("matern12"),
-                      "matern52+periodic": AUTO_PERIODIC_RESTARTS}
-    assert AUTO_PERIODIC_RESTARTS < default_restarts("matern52+periodic")
-    given = fitted_configs(FitConfig(kernel="auto", restarts=2))
-    assert [c.restarts for c in given] == [2, 2, 2]

@@ -21,7 +21,6 @@ import pytest
 
 import gp_reference as ref
 
-from gpcore.config import default_restarts
 from gpcore.result import COMPONENT_FIELDS
 from pipeline.io.schema import OUTPUT_SCHEMA
 from pipeline_data import gpfit, write_long
@@ -62,10 +61,7 @@ def sum_run(tmp_path_factory, seasonal_input):
 @pytest.fixture(scope="module")
 def auto_run(tmp_path_factory, seasonal_input):
     return gpfit(seasonal_input, str(tmp_path_factory.mktemp("out") / "auto"),
-                 "--kernel", "auto", "--candidates", ",".join(CANDIDATES), "--batch_size", "4",
-                 # The sum's own starts (auto gives a periodic candidate 1 by
-                 # default), so that it fits as sum_run does.
-                 "--restarts", str(default_restarts(SUM)))
+                 "--kernel", "auto", "--candidates", ",".join(CANDIDATES), "--batch_size", "4")
 
 
 @pytest.fixture(scope="module")
