@@ -1,7 +1,15 @@
 """`auto`'s candidates and its guard against spurious periodic parts, chosen by measurement.
 
-    python benchmarks/auto_choice.py fit --set tune|holdout|seasonal --kernels K,K,...
-    python benchmarks/auto_choice.py table --set tune|holdout|seasonal [--settings FILE]
+    python benchmarks/auto_choice.py fit --set tune|holdout|seasonal --kernels SPEC,SPEC,...
+        [--screened] [--cache DIR]
+    python benchmarks/auto_choice.py table --set tune|holdout|seasonal [--settings TEXT]
+        [--cache DIR]
+
+A SPEC is a kernel, optionally with FitConfig settings:
+"matern52+periodic:restarts=1:max_iterations=100". With `--screened`
+periodic specs are fitted only on the series gpcore.choice.periodic_screen
+passes (as KernelChoice does), so their seconds and Newton evaluations are
+what they cost under auto; keep such fits in their own `--cache`.
 
 `fit` fits each kernel once on a set (forecast.py's tune or holdout split,
 or seasonal.py's set) with gpcore's fitter for that kernel alone
@@ -59,11 +67,19 @@ CANDIDATE_SETS = {
         ("rbf", "matern12", "linear+rbf", "rbf+periodic", "matern52+periodic"),
     "rbf, m12, lin+rbf, rbf+per, lin+rbf+per":
         ("rbf", "matern12", "linear+rbf", "rbf+periodic", "linear+rbf+periodic"),
+    "m52, m12, m52+per (1 start)": ("matern52", "matern12", "matern52+periodic:restarts=1"),
+    "m52, m12, m52+per (1 start, 100 steps)":
+        ("matern52", "matern12", "matern52+periodic:restarts=1:max_iterations=100"),
     "all eight": ("rbf", "matern12", "matern52", "linear+rbf", "linear+matern12", "rbf+periodic",
                   "matern52+periodic", "linear+rbf+periodic"),
 }
-GUARDS = {"none": (False, 0.0), "margin 6": (False, 6.0), "margin 10": (False, 10.0),
-          "screen": (True, 0.0), "screen + margin 6": (True, 6.0)}  # (screen, BIC margin)
+# (screen's false-alarm rate or None: no screen, BIC margin, screen's
+# fewest cycles in the span)
+GUARDS = {"none": (None, 0.0, 2.0), "margin 6": (None, 6.0, 2.0), "margin 10": (None, 10.0, 2.0),
+          "screen": (0.01, 0.0, 2.0), "screen + margin 6": (0.01, 6.0, 2.0),
+          "screen 1e-3 + margin 6": (1e-3, 6.0, 2.0), "screen 1e-4 + margin 6": (1e-4, 6.0, 2.0),
+          "screen 3 cycles + margin 6": (0.01, 6.0, 3.0),
+          "screen 4 cycles + margin 6": (0.01, 6.0, 4.0)}
 SETTINGS = {f"{name}; {guard}": (candidates, guard)
             for name, candidates in CANDIDATE_SETS.items()
             for guard in (GUARDS if any(P in k for k in candidates) else ("none",))}
@@ -87,16 +103,19 @@ def _cases(name: str, every: int = 1):
 
 def _path(set_name: str, kernel: str, every: int = 1) -> str:
     suffix = f".every{every}" if every > 1 else ""
-    return os.path.join(CACHE, f"{set_name}{suffix}.{kernel.replace('+', '_')}.json")
+    name = kernel.replace("+", "_").replace(":", ".").replace("=", "")
+    return os.path.join(CACHE, f"{set_name}{suffix}.{name}.json")
 
 
-def fit(set_name: str, kernels, every: int = 1) -> None:
-    """Fits and caches each kernel of `kernels` not yet cached on the set."""
+def fit(set_name: str, kernels, every: int = 1, screened: bool = False) -> None:
+    """Fits and caches each kernel of `kernels` (`parse_spec`'s specs) not
+    yet cached on the set."""
     import forecast
 
     forecast.one_thread()
     import gpcore
     from gpcore import FitConfig
+    from gpcore.choice import periodic_screen
     from gpcore.predict import predict
     from gpcore.threads import configure_threads, skip_graph_rewrites
 
@@ -108,25 +127,49 @@ def fit(set_name: str, kernels, every: int = 1) -> None:
     for kernel in kernels:
         if os.path.exists(_path(set_name, kernel, every)):
             continue
-        fitter = gpcore.build_fitter(FitConfig(kernel=kernel), copies=PROCESSES)
-        fitter.fit(series[:2])  # the trace, off the clock
+        name, settings = parse_spec(kernel)
+        fitter = gpcore.build_fitter(FitConfig(kernel=name, **settings), copies=PROCESSES)
+        # As KernelChoice, with --screened: a periodic kernel fits only the
+        # series periodic_screen passes, so its seconds are auto's cost.
+        fitted = [i for i, s in enumerate(series)
+                  if not (screened and _is_periodic(name)) or periodic_screen(s.t, s.y)]
+        fitter.fit([series[i] for i in fitted[:2]])  # the trace, off the clock
         start = time.perf_counter()
-        results = fitter.fit(series)
+        results = dict(zip(fitted, fitter.fit([series[i] for i in fitted])))
         seconds = time.perf_counter() - start
+        work = dict(fitter.work)
         rows = []
-        for (s, case, _), r in zip(chosen, results):
+        for i, (s, case, _) in enumerate(chosen):
+            r = results.get(i)
+            if r is None:
+                rows.append({"status": "screened out", "bic": None, "nll": None,
+                             "periodic": False, "stop": None, "scores": None, "params": None})
+                continue
             row = {"status": r.status, "bic": r.bic, "nll": r.nll,
                    "periodic": any(c.get("period") is not None for c in r.components or []),
-                   "stop": r.stop_reason, "scores": None}
+                   "stop": r.stop_reason, "scores": None,
+                   "params": r.to_row() if r.status == "ok" else None}
             if r.status == "ok" and case is not None:
                 mean, sd = predict(s, r, case.t_test, include_noise=True)
                 row["scores"] = forecast.scores(case, mean, mean - forecast.Z * sd,
                                                 mean + forecast.Z * sd)
             rows.append(row)
         with open(_path(set_name, kernel, every), "w") as f:
-            json.dump({"kernel": kernel, "seconds": seconds,
+            json.dump({"kernel": kernel, "seconds": seconds, "work": work,
                        "ids": [s.series_id for s in series], "rows": rows}, f)
-        print(f"{kernel}: {seconds:.1f} s", flush=True)
+        print(f"{kernel}: {seconds:.1f} s, {len(fitted)} series, "
+              f"{work['member_evaluations'] / max(len(fitted), 1):.1f} Newton evaluations "
+              "per series", flush=True)
+
+
+def parse_spec(spec: str) -> tuple[str, dict]:
+    """"kernel" or "kernel:restarts=1:max_iterations=100" -> (kernel, FitConfig settings)."""
+    name, *pairs = spec.split(":")
+    return name, {k: int(v) for k, v in (pair.split("=") for pair in pairs)}
+
+
+def _is_periodic(name: str) -> bool:
+    return P in name
 
 
 @dataclasses.dataclass
@@ -148,17 +191,18 @@ def score(set_name: str, candidates, guard: str, chosen, fits) -> Scored:
     mase, coverage, msis, periodic = [], [], [], []
     skipped = 0
     for i, (s, _, _) in enumerate(chosen):
-        use_screen, margin = GUARDS[guard]
+        false_alarm, margin, cycles = GUARDS[guard]
         # As KernelChoice: no screen without a non-periodic candidate.
-        screen = (not use_screen or all(P in k for k in candidates)
-                  or periodic_screen(s.t, s.y))
+        screen = (false_alarm is None or all(P in k for k in candidates)
+                  or periodic_screen(s.t, s.y, false_alarm=false_alarm, min_cycles=cycles))
         results, rows = [], {}
         for k in candidates:
-            if P in k and not screen:
-                continue
             row = fits[k]["rows"][i]
-            rows[k] = row
-            results.append(FitResult(s.series_id, row["status"], k, s.t.size, bic=row["bic"]))
+            if P in k and (not screen or row["status"] == "screened out"):
+                continue
+            rows[parse_spec(k)[0]] = row
+            results.append(FitResult(s.series_id, row["status"], parse_spec(k)[0], s.t.size,
+                                     bic=row["bic"]))
         skipped += not screen
         best = choose_fit(results, margin=margin)
         row = rows.get(best.kernel)
@@ -231,13 +275,15 @@ def main(argv=None) -> int:
     parser.add_argument("--every", type=int, default=1,
                         help="the seasonal set's every k-th series only; on a forecast split, "
                              "k series spread over it")
+    parser.add_argument("--screened", action="store_true",
+                        help="fit periodic kernels only on the series periodic_screen passes")
     parser.add_argument("--cache", default=CACHE, help="folder of the per-kernel fits")
     parser.add_argument("--settings", default=None,
                         help="only the settings whose name contains this text")
     args = parser.parse_args(argv)
     CACHE = args.cache
     if args.what == "fit":
-        fit(args.set, [k for k in args.kernels.split(",") if k], args.every)
+        fit(args.set, [k for k in args.kernels.split(",") if k], args.every, args.screened)
         return 0
     settings = {k: v for k, v in SETTINGS.items() if args.settings is None or args.settings in k}
     print(table(args.set, settings, args.every))

@@ -25,6 +25,9 @@ the training points, forecast by gpcore.predict at the held-out times, mean
 cores, as in `make bench`: the peers a pool of one-thread processes, gpfit
 as many fitter copies side by side with one TensorFlow thread each; each
 after a warm-up (numba's compilation, the fitter's trace) off the clock.
+gpfit's rows also give the process's CPU seconds, which a busy machine
+disturbs less than the wall time. `--calibrated` adds, from the same fits,
+each kernel's forecasts with gpcore.calibration's intervals.
 
 Scores per series, averaged over series (`Scores`): MASE (mean absolute
 error over the in-sample MAE of the seasonal-naive forecast at lag m),
@@ -238,6 +241,7 @@ class Run:
     method: str
     scores: list
     seconds: float
+    cpu_seconds: float | None = None  # this process's CPU time (gpfit): steadier on a busy machine
 
     def values(self, name: str, mask=None) -> np.ndarray:
         return np.array([s[name] for s, keep in zip(self.scores, mask if mask is not None
@@ -303,17 +307,22 @@ def run_peer(name: str, chosen: list[Case], processes: int = PROCESSES) -> Run:
     return Run(f"statsforecast {name}", out, seconds)
 
 
-def run_gpfit(kernel: str, chosen: list[Case]) -> Run:
-    """gpcore's fitter for `kernel` on the training parts, then predict."""
+def run_gpfit(kernel: str, chosen: list[Case], calibrated: bool = False) -> list[Run]:
+    """gpcore's fitter for `kernel` on the training parts, then predict;
+    with `calibrated`, a second Run from the same fits with
+    gpcore.calibration's intervals (its wall s: the fits and those
+    forecasts)."""
     import gpcore
     from gpcore import FitConfig
+    from gpcore.calibration import forecast
     from gpcore.predict import predict
 
     fitter = gpcore.build_fitter(FitConfig(kernel=kernel), copies=PROCESSES)
     series = [Series(c.series_id, c.t, c.y) for c in chosen]
-    fitter.fit(series[:2])  # the trace, off the clock
-    start = time.perf_counter()
+    warm_up(fitter, series)  # the traces, off the clock
+    start, cpu = time.perf_counter(), time.process_time()
     results = fitter.fit(series)
+    fitted, fitted_cpu = time.perf_counter() - start, time.process_time() - cpu
     out = []
     for case, s, r in zip(chosen, series, results):
         if r.status != "ok":
@@ -321,7 +330,32 @@ def run_gpfit(kernel: str, chosen: list[Case]) -> Run:
             continue
         mean, sd = predict(s, r, case.t_test, include_noise=True)
         out.append(scores(case, mean, mean - Z * sd, mean + Z * sd))
-    return Run(f"gpfit {kernel}", out, time.perf_counter() - start)
+    runs = [Run(f"gpfit {kernel}", out, time.perf_counter() - start,
+                time.process_time() - cpu)]
+    if calibrated:
+        start, cpu = time.perf_counter(), time.process_time()
+        out = []
+        for case, s, r in zip(chosen, series, results):
+            if r.status != "ok":
+                out.append(None)
+                continue
+            f = forecast(s, r, case.t_test)
+            out.append(scores(case, f.mean, *f.interval(LEVEL / 100)))
+        runs.append(Run(f"gpfit {kernel}, calibrated", out, fitted + time.perf_counter() - start,
+                        fitted_cpu + time.process_time() - cpu))
+    return runs
+
+
+def warm_up(fitter, series: list) -> None:
+    """Traces every compiled fit of a build_fitter fitter: each side-by-side
+    copy fits the first two series and, under auto, two that the periodic
+    screen passes (else its periodic candidates would trace on the clock)."""
+    from gpcore.choice import periodic_screen
+    from gpcore.side_by_side import SideBySide
+
+    cyclic = [s for s in series if periodic_screen(s.t, s.y)][:2]
+    for copy in fitter.fitters if isinstance(fitter, SideBySide) else [fitter]:
+        copy.fit(series[:2] + cyclic)
 
 
 def one_thread() -> None:
@@ -332,7 +366,8 @@ def one_thread() -> None:
         os.environ.setdefault(name, "1")
 
 
-def run_all(chosen: list[Case], kernels=KERNELS, peers=PEERS, done=None) -> list[Run]:
+def run_all(chosen: list[Case], kernels=KERNELS, peers=PEERS, done=None,
+            calibrated: bool = False) -> list[Run]:
     """Every method on `chosen`; done(runs so far) is called after each."""
     runs: list[Run] = []
 
@@ -349,7 +384,8 @@ def run_all(chosen: list[Case], kernels=KERNELS, peers=PEERS, done=None) -> list
         configure_threads(1, PROCESSES)
         skip_graph_rewrites()
         for k in kernels:
-            add(run_gpfit(k, chosen))
+            for run in run_gpfit(k, chosen, calibrated):
+                add(run)
     return runs
 
 
@@ -366,13 +402,14 @@ def table(chosen: list[Case], runs: list[Run]) -> str:
              + "); subsets: " + ", ".join(f"{k} {sum(v)}" for k, v in masks.items() if k != "all"),
              "",
              "| method | mean MASE | median MASE | geo-mean MASE | mean sMAPE % | 95 % cover "
-             "| mean MSIS | failed | wall s |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "| mean MSIS | failed | wall s | CPU s |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in runs:
+        cpu = "-" if r.cpu_seconds is None else f"{r.cpu_seconds:.1f}"
         lines.append(f"| {r.method} | {r.mean('mase'):.3f} | {r.median('mase'):.3f} | "
                      f"{r.geometric_mean('mase'):.3f} | {r.mean('smape'):.2f} | "
                      f"{r.mean('coverage'):.3f} | {r.mean('msis'):.2f} | {r.failed()} | "
-                     f"{r.seconds:.1f} |")
+                     f"{r.seconds:.1f} | {cpu} |")
     lines += ["", "Subsets: mean MASE (geo-mean) and 95 % cover", "",
               "| method | " + " | ".join(f"{k} MASE | {k} cover" for k in SUBSETS) + " |",
               "|---|" + "--:|--:|" * len(SUBSETS)]
@@ -391,6 +428,10 @@ def main(argv=None) -> int:
     parser.add_argument("--split", choices=("tune", "holdout", "all"), default="all")
     parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
     parser.add_argument("--no-peers", action="store_true", help="skip statsforecast")
+    parser.add_argument("--peers", default=",".join(PEERS),
+                        help="statsforecast models, comma-separated (AutoARIMA is the slow one)")
+    parser.add_argument("--calibrated", action="store_true",
+                        help="also score each kernel's fits with gpcore.calibration's intervals")
     parser.add_argument("--list", action="store_true", help="print the set and stop")
     parser.add_argument("--out", default=None,
                         help="also write the tables to this file, per-series scores beside it "
@@ -417,7 +458,8 @@ def main(argv=None) -> int:
                 json.dump({"ids": [c.series_id for c in chosen],
                            "runs": [dataclasses.asdict(r) for r in runs]}, f)
 
-    runs = run_all(chosen, kernels, () if args.no_peers else PEERS, write)
+    peers = () if args.no_peers else [p for p in args.peers.split(",") if p]
+    runs = run_all(chosen, kernels, peers, write, args.calibrated)
     print(head + table(chosen, runs))
     return 0
 

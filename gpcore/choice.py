@@ -9,7 +9,7 @@ batches one after another.
 
 Periodic candidates are guarded twice (docs/design.md, "Kernel choice
 (auto)"): they are fitted only on series whose periodogram shows a cycle
-repeated at least twice standing out of the series' own red noise
+repeated SCREEN_MIN_CYCLES (3) times standing out of the series' own red noise
 (`periodic_screen`), and one is chosen only where its BIC beats the best
 non-periodic candidate's by PERIODIC_MARGIN (`choose_fit`). BIC alone put
 cycles of 4-26 years on macroeconomic trends.
@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from gpcore.config import (AUTO, PERIODIC_MARGIN, SCREEN_FALSE_ALARM, SCREEN_MIN_CYCLES,
-                           SCREEN_OVERSAMPLE, SCREEN_REGULAR,
+                           SCREEN_INDEX_SHARE, SCREEN_OVERSAMPLE, SCREEN_REGULAR,
                            FitConfig, fitted_configs)
 from gpcore.fitter import GPFitter, summed_work
 from gpcore.kernels import kernel as kernel_named
@@ -123,7 +123,9 @@ def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     noise reaches with probability `false_alarm` over the band's
     independent frequencies (Fisher's g test: P / variance ~ Exp(1);
     docs/design.md, "Kernel choice (auto)"). Series whose steps differ by
-    more than SCREEN_REGULAR x pass unjudged."""
+    more than SCREEN_REGULAR x are judged at their index (point number)
+    where they are regular in it (`_index_regular`: trading days), and pass
+    unjudged otherwise."""
     t, y = np.asarray(t, float), np.asarray(y, float)
     keep = np.isfinite(t) & np.isfinite(y)
     t, y = t[keep], y[keep]
@@ -134,10 +136,17 @@ def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     if n < 8 or span <= 0:
         return False
     steps = np.diff(t)
-    if steps.min() <= 0 or steps.max() > SCREEN_REGULAR * steps.min():
-        # Prewhitening at the index lag needs near-regular times; on gaps and
-        # irregular times it missed 7 of 48 cycles: fit, do not judge.
+    if steps.min() <= 0:
         return True
+    if steps.max() > SCREEN_REGULAR * steps.min():
+        if not _index_regular(steps):
+            # Prewhitening at the index lag needs near-regular times; on gaps
+            # and irregular times it missed 7 of 48 cycles: fit, do not judge.
+            return True
+        # Trading days (weekends out), a few missing steps: regular in the
+        # index, where the lag-1 prewhitening is exact; judged there.
+        t = np.arange(n, dtype=float)
+        span = float(n - 1)
     x = (t - t[0]) / span
     r = y - np.polyval(np.polyfit(x, y, 1), x)
     denominator = float(r @ r)
@@ -156,6 +165,14 @@ def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     independent = max(1.0, nyquist - min_cycles)
     z = float(power.max()) / variance
     return -np.expm1(independent * np.log1p(-np.exp(-z))) < false_alarm
+
+
+def _index_regular(steps: np.ndarray) -> bool:
+    """Whether the steps [n - 1] are whole multiples of the smallest (to
+    1 %) and at least SCREEN_INDEX_SHARE of them single steps."""
+    units = steps / steps.min()
+    return bool(np.all(np.abs(units - np.round(units)) < 0.01)
+                and np.mean(np.round(units) == 1) >= SCREEN_INDEX_SHARE)
 
 
 def work_by_kernel(fitter) -> dict[str, dict]:

@@ -50,8 +50,9 @@ def test_the_screen_rejects_walks_and_trends(draw):
     assert sum(passed) <= 2, passed
 
 
-def test_the_screen_wants_two_cycles_in_the_span():
-    """1.5 cycles is not a cycle seen twice; the same shape at 4 cycles is."""
+def test_the_screen_wants_cycles_repeated_in_the_span():
+    """1.5 cycles is not a cycle seen SCREEN_MIN_CYCLES times; the same
+    shape at 4 cycles is."""
     rng = np.random.default_rng(7)
     assert not periodic_screen(*_sine(rng, cycles=1.5, noise=0.1))
     assert periodic_screen(*_sine(rng, cycles=4.0, noise=0.1))
@@ -64,15 +65,29 @@ def test_the_screen_on_degenerate_series():
 
 
 def test_the_screen_does_not_judge_irregular_times():
-    """Prewhitening at the index lag needs near-regular steps: a walk with
-    gaps (missing values dropped) or on random times passes unjudged, so
-    its periodic candidates are fitted as before the screen."""
+    """Prewhitening at the index lag needs near-regular steps: a walk on
+    random times, or with steps of 1 and 2 in equal share, passes unjudged,
+    so its periodic candidates are fitted as before the screen; every
+    other point missing is regular again (step 2), and judged."""
     rng = np.random.default_rng(2)
-    t, y = _walk(rng)
-    y[::7] = np.nan
-    assert periodic_screen(t, y)
     assert periodic_screen(np.sort(rng.uniform(0, 100, N)), np.cumsum(rng.standard_normal(N)))
-    # Months (28-31 days) are regular enough to judge.
+    t, y = _walk(rng)
+    alternating = np.where(np.arange(N) % 3 == 1, np.nan, y)  # steps 2, 1, 2, 1, ...
+    assert periodic_screen(t, alternating)
+    assert not periodic_screen(t, np.where(np.arange(N) % 2 == 1, np.nan, y))
+
+
+def test_the_screen_judges_trading_days_at_their_index():
+    """Weekdays only (steps of 1 and 3 days, 4 of 5 single): regular in the
+    index, so judged there: walks fail as on regular times (at most 2 of 20
+    seeds, as test_the_screen_rejects_walks_and_trends), and a cycle of 6
+    per span passes on every seed."""
+    days = np.array([d for d in range(2 * N) if d % 7 < 5][:N], dtype=float)
+    walks = [periodic_screen(days, _walk(np.random.default_rng(s))[1]) for s in SEEDS]
+    assert sum(walks) <= 2, walks
+    assert all(periodic_screen(days, _sine(np.random.default_rng(s))[1]) for s in SEEDS)
+    # Months (28-31 days) are regular enough to judge in time.
+    rng = np.random.default_rng(3)
     days = np.cumsum(np.resize([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], N)).astype(float)
     assert not periodic_screen(days, np.cumsum(rng.standard_normal(N)))
 
@@ -136,3 +151,4 @@ def test_kernel_choice_of_periodic_candidates_only_fits_every_series():
     fits = KernelChoice(FitConfig(kernel="auto", candidates=("periodic", "rbf+periodic"))).fit(
         [walk])
     assert fits[0].status == OK and fits[0].kernel in ("periodic", "rbf+periodic")
+

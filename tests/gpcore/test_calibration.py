@@ -1,0 +1,139 @@
+"""gpcore.calibration against numpy references: the GLS mean's variance as
+the limit of a flat prior on the mean, the rolling-origin errors by
+explicit inverses, Student-t quantiles against scipy; and the intervals'
+coverage on draws from the model itself."""
+import numpy as np
+import pytest
+from scipy import stats
+
+import gp_reference as ref
+from gpcore import calibration
+from gpcore.calibration import MAX_SCALE, ORIGINS, forecast, student_t_quantile
+from gpcore.predict import checked_params, predict
+from gpcore.series import Series
+
+# A flat prior on the mean is the limit of a constant kernel of variance
+# c^2 -> inf; at c^2 = 1e8 (amplitudes ~1) the difference is ~1/c^2
+# relative, far below this.
+FLAT_RTOL = 1e-5
+
+
+def _params(kernel, mean, amplitude=1.0, length_scale=2.0, noise_variance=0.05):
+    return {"kernel": kernel, "mean": mean, "amplitude": amplitude,
+            "length_scale": length_scale, "period": None, "noise_variance": noise_variance}
+
+
+def _gls_mean(kernel, t, y, p):
+    a = (ref.kernel_matrix(kernel, t, t, p["amplitude"], p["length_scale"])
+         + p["noise_variance"] * np.eye(t.size))
+    w = np.linalg.solve(a, np.ones(t.size))
+    return float(w @ y / w.sum())
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "matern52", "matern12"])
+def test_forecast_sd_is_the_flat_prior_predictive_times_the_scale(kernel):
+    rng = np.random.default_rng(3)
+    t, y = ref.sample(rng, kernel, 50, amplitude=1.0, length_scale=2.0, noise_variance=0.05,
+                      mean=4.0)
+    p = _params(kernel, 0.0)
+    p["mean"] = _gls_mean(kernel, t, y, p)  # the fitter's mean is the GLS one
+    t_new = t[-1] + np.array([0.5, 2.0, 5.0, 20.0])
+    f = forecast(Series("s", t, y), p, t_new)
+    # The reference: the mean integrated out under a flat prior, i.e. a GP
+    # with kernel K + c^2 11' around 0 (Rasmussen & Williams 2.7).
+    c2 = 1e8
+    k = lambda a, b: ref.kernel_matrix(kernel, a, b, 1.0, 2.0) + c2
+    a = k(t, t) + 0.05 * np.eye(t.size)
+    mean = k(t_new, t) @ np.linalg.solve(a, y)
+    var = np.diag(k(t_new, t_new)) + 0.05 - np.einsum(
+        "ij,ji->i", k(t_new, t), np.linalg.solve(a, k(t, t_new)))
+    np.testing.assert_allclose(f.mean, mean, rtol=FLAT_RTOL)
+    np.testing.assert_allclose(f.sd / f.scale, np.sqrt(var), rtol=FLAT_RTOL)
+    # Far beyond the data the mean's uncertainty is part of the sd: wider
+    # than predict's.
+    plain = predict(Series("s", t, y), p, t_new, include_noise=True)[1]
+    assert f.sd[-1] / f.scale > plain[-1] * 1.01
+    assert f.dof == t.size - 1
+
+
+def test_rolling_errors_match_explicit_inverses():
+    rng = np.random.default_rng(5)
+    t, y = ref.sample(rng, "matern52", 40, length_scale=1.5, noise_variance=0.1, mean=2.0)
+    p = checked_params(_params("matern52", 2.0, length_scale=1.5, noise_variance=0.1))
+    tc = t - 0.5 * (t[0] + t[-1])
+    kff = calibration.covariance(p, tc, tc)
+    horizon = 5
+    z = calibration.rolling_errors(p, tc, y, kff, calibration._cholesky(kff, 0.1), horizon)
+    expected = []
+    # The documented origins: ORIGINS evenly over the second half.
+    for o in np.unique(np.linspace(t.size // 2, t.size - 1, ORIGINS).round().astype(int)):
+        ahead = np.arange(o, min(o + horizon, t.size))
+        a_inv = np.linalg.inv(ref.kernel_matrix("matern52", t[:o], t[:o], 1.0, 1.5)
+                              + 0.1 * np.eye(o))
+        ones = np.ones(o)
+        level = ones @ a_inv @ y[:o] / (ones @ a_inv @ ones)
+        k_star = ref.kernel_matrix("matern52", t[ahead], t[:o], 1.0, 1.5)
+        mean = level + k_star @ a_inv @ (y[:o] - level)
+        var = (1.0 + 0.1 - np.einsum("ij,jk,ik->i", k_star, a_inv, k_star)
+               + (1 - k_star @ a_inv @ ones) ** 2 / (ones @ a_inv @ ones))
+        expected.append((y[ahead] - mean) / np.sqrt(var))
+    # float64 algebra two ways (Cholesky rows against explicit inverses of
+    # well-conditioned 20-40 point matrices).
+    np.testing.assert_allclose(z, np.concatenate(expected), rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("dof", [1, 2, 3, 4, 7, 18, 45, 199, 200, 201, 239, 5000])
+def test_student_t_quantile_matches_scipy(dof):
+    for p in (0.6, 0.9, 0.975, 0.995, 0.025):
+        # Bisection to 1e-12; the Cornish-Fisher expansion above 200
+        # degrees of freedom is within 1e-7 relative there.
+        assert student_t_quantile(p, dof) == pytest.approx(stats.t.ppf(p, dof), rel=1e-7)
+    with pytest.raises(ValueError, match="p must be in"):
+        student_t_quantile(1.0, dof)
+
+
+def test_intervals_cover_about_95_percent_of_draws_from_the_model():
+    """The model right (true parameters, GLS mean): scale stays near 1 and
+    95 % intervals hold about 95 % of new observations (300 draws, 10 steps
+    each: the binomial sd is ~0.4 %, the steps of one draw are correlated;
+    calibration only widens, so up to ~98 %)."""
+    rng = np.random.default_rng(7)
+    inside, scales = [], []
+    for i in range(300):
+        t = np.arange(70.0)
+        _, y = _draw(rng, t, "matern52", length_scale=6.0, noise_variance=0.1)
+        train, test = slice(0, 60), slice(60, 70)
+        p = _params("matern52", 0.0, length_scale=6.0, noise_variance=0.1)
+        p["mean"] = _gls_mean("matern52", t[train], y[train], p)
+        f = forecast(Series(f"s{i}", t[train], y[train]), p, t[test])
+        lo, hi = f.interval(0.95)
+        inside.append(np.mean((y[test] >= lo) & (y[test] <= hi)))
+        scales.append(f.scale)
+    assert 0.93 <= np.mean(inside) <= 0.985
+    assert np.median(scales) < 1.2
+
+
+def test_an_overconfident_model_is_widened():
+    """A random walk forecast with a smooth rbf (long length scale, little
+    noise): its own rolling errors are far wider than its sd says."""
+    rng = np.random.default_rng(9)
+    t = np.arange(80.0)
+    y = np.cumsum(rng.standard_normal(80))
+    p = _params("rbf", float(np.mean(y)), amplitude=float(np.std(y)), length_scale=8.0,
+                noise_variance=1e-3)
+    f = forecast(Series("walk", t, y), p, t[-1] + np.arange(1.0, 11.0))
+    assert 1.5 < f.scale <= MAX_SCALE
+    plain = predict(Series("walk", t, y), p, t[-1] + np.arange(1.0, 11.0), include_noise=True)[1]
+    assert np.all(f.sd >= 1.5 * plain)
+
+
+def test_short_series_are_not_scaled():
+    f = forecast(Series("s", [0.0, 1.0, 2.0], [1.0, 2.0, 1.5]), _params("rbf", 1.5),
+                 [3.0, 4.0])
+    assert (f.scale, f.dof) == (1.0, 2.0)
+    assert f.sd.shape == (2,)
+
+
+def _draw(rng, t, kernel, length_scale, noise_variance):
+    cov = ref.kernel_matrix(kernel, t, t, 1.0, length_scale) + noise_variance * np.eye(t.size)
+    return t, np.linalg.cholesky(cov) @ rng.standard_normal(t.size)
