@@ -39,7 +39,6 @@ def main(argv=None) -> int:
     parser.add_argument("--set", choices=("tuning", "realdata", "both"), default="both")
     parser.add_argument("constants", nargs="*", help="NAME=VALUE of gpcore.starts")
     args = parser.parse_args(argv)
-    import numpy as np
     import quality
     import realdata
     import realdata_tuning
