@@ -116,7 +116,7 @@ SHAPE_PROBE_NOISES = (0.1, 10.0)
 # its length scale is also set to SHORT_PROBE_LENGTHS x its lower bound
 # (about 1-10 spacings, or 0.004-0.04 spans), with its variance
 # SHORT_PROBE_VARIANCES x the noise variance.
-SHORT_PROBE_LENGTHS = (4.0, 12.0, 40.0)
+SHORT_PROBE_LENGTHS = (1.5, 4.0, 12.0, 40.0)
 SHORT_PROBE_VARIANCES = (0.03, 0.3)
 # Rounds of probes: Newton runs on from the best probe, and its new optimum
 # is probed again, until no probe is lower or the rounds are spent.
