@@ -270,7 +270,9 @@ class GPFitter(tf.Module):
         """Newton's restart hook for kernels with a period: each series'
         optimum with a periodic component's period x 2, 3, ...
         (starts.period_probes) and, for sums, other shape parameters and the
-        noise ratio moved (starts.shape_probes), scored on the whole series;
+        noise ratio moved (starts.shape_probes) and a smooth component set
+        to a short length scale (starts.short_probes), scored on the whole
+        series;
         where one is lower than the optimum, the series' best member runs
         again from it (docs/design.md, "Sums of kernels"). Returns (again
         [C] bool, start [C, P]); arguments as `_probe_restarts`'."""
@@ -288,7 +290,14 @@ class GPFitter(tf.Module):
         if short:
             points = tf.concat([points, tf.stack(short, axis=1)], axis=1)
         points = tf.clip_by_value(points, lo[:, None], hi[:, None])
-        scored = _finite_or_inf(self._whole_values(feature, points, points.shape[1], y, mask))
+        # Two probes at a time, as the grid: 30 whole-series matrices at
+        # once would not fit beside a long series' batch.
+        score = lambda point: likelihood.profiled_nll(  # [B, P] -> [B]
+            self.kernel.matrix(feature, tf.unstack(tf.exp(point[:, :-1]), axis=-1)),
+            tf.exp(point[:, -1]) + self.jitter, y, mask)[0]
+        scored = _finite_or_inf(tf.transpose(tf.map_fn(
+            score, tf.transpose(points, [1, 0, 2]), fn_output_signature=DTYPE,
+            parallel_iterations=2)))                                              # [B, Q]
         pick = tf.argmin(scored, axis=-1, output_type=tf.int32)
         found = tf.gather(scored, pick, batch_dims=1) < lowest - self.config.tolerance  # [B]
         start = tf.gather(points, pick, batch_dims=1)

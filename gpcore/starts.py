@@ -114,7 +114,7 @@ SHAPE_PROBE_NOISES = (0.1, 10.0)
 # short length scale with a variance below the noise's, a wiggle the noise
 # alone does not explain; no multiple of the faded optimum reaches it. So
 # its length scale is also set to SHORT_PROBE_LENGTHS x its lower bound
-# (about 1-10 spacings, or 0.004-0.04 spans), with its variance
+# (about 0.4-10 spacings, or 0.0015-0.04 spans), with its variance
 # SHORT_PROBE_VARIANCES x the noise variance.
 SHORT_PROBE_LENGTHS = (1.5, 4.0, 12.0, 40.0)
 SHORT_PROBE_VARIANCES = (0.03, 0.3)
