@@ -152,11 +152,14 @@ class GPFitter(tf.Module):
             probes = functools.partial(self._probe_restarts, feature, pieces, y, mask, lower,
                                        upper, group)
         elif self.kernel.has_period:
-            probes = functools.partial(self._period_restarts, pieces, lower, upper, group)
+            probes = functools.partial(self._period_restarts, feature, y, mask, lower, upper,
+                                       group)
         result = newton.minimize(evaluate, position, lower, upper,
                                  self.config.max_iterations, self.config.tolerance,
                                  groups=group, merge_within=MERGE_WITHIN, active=active,
-                                 restart=probes, eigen_floor=_eigen_floor(self.kernel))
+                                 restart=probes, eigen_floor=_eigen_floor(self.kernel),
+                                 restart_rounds=starts.PERIOD_PROBE_ROUNDS
+                                 if self.kernel.has_period else 1)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)
@@ -263,27 +266,63 @@ class GPFitter(tf.Module):
         again = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None], found)
         return again, tf.gather(start, group)
 
-    def _period_restarts(self, pieces, lower, upper, group, position, value):
+    def _period_restarts(self, feature, y, mask, lower, upper, group, position, value):
         """Newton's restart hook for kernels with a period: each series'
-        optimum with a periodic component's period x 2 or 3
-        (starts.period_probes), scored on the whole series; where one is
-        lower than the optimum, the series' best member runs again from it
-        (docs/design.md, "Sums of kernels"). Returns (again [C] bool,
-        start [C, P]); arguments as `_probe_restarts`'."""
-        series = tf.shape(pieces.y)[0]
+        optimum with a periodic component's period x 2, 3, ...
+        (starts.period_probes) and, for sums, other shape parameters and the
+        noise ratio moved (starts.shape_probes) and a smooth component set
+        to a short length scale (starts.short_probes), scored on the whole
+        series;
+        where one is lower than the optimum, the series' best member runs
+        again from it (docs/design.md, "Sums of kernels"). Returns (again
+        [C] bool, start [C, P]); arguments as `_probe_restarts`'."""
+        series = tf.shape(y)[0]
         n_members = tf.shape(group)[0]
         lowest, best = _series_best(value, group, series)                          # [B] each
         optimum, lo, hi = (tf.reshape(tf.gather(v, best), [-1, len(self.parameters)])
                            for v in (position, lower, upper))                   # [B, P]
-        offsets = tf.constant(starts.period_probes(self.kernel), DTYPE)            # [Q, K]
-        rows = tf.clip_by_value(optimum[:, None, :-1] + offsets[None],
-                                lo[:, None, :-1], hi[:, None, :-1])              # [B, Q, K]
-        scored = _finite_or_inf(self._grid_values(pieces, rows, optimum[:, -1:])[..., 0])  # [B, Q]
+        period = starts.period_probes(self.kernel)
+        offsets = np.concatenate([np.pad(period, [[0, 0], [0, 1]]),
+                                  starts.shape_probes(self.kernel)])                # [Q, P]
+        points = optimum[:, None] + tf.constant(offsets, DTYPE)[None]            # [B, Q, P]
+        short = [self._short_probe(optimum, lo, *probe)
+                 for probe in starts.short_probes(self.kernel)]
+        if short:
+            points = tf.concat([points, tf.stack(short, axis=1)], axis=1)
+        points = tf.clip_by_value(points, lo[:, None], hi[:, None])
+        # Two probes at a time, as the grid: 30 whole-series matrices at
+        # once would not fit beside a long series' batch.
+        score = lambda point: likelihood.profiled_nll(  # [B, P] -> [B]
+            self.kernel.matrix(feature, tf.unstack(tf.exp(point[:, :-1]), axis=-1)),
+            tf.exp(point[:, -1]) + self.jitter, y, mask)[0]
+        scored = _finite_or_inf(tf.transpose(tf.map_fn(
+            score, tf.transpose(points, [1, 0, 2]), fn_output_signature=DTYPE,
+            parallel_iterations=2)))                                              # [B, Q]
         pick = tf.argmin(scored, axis=-1, output_type=tf.int32)
         found = tf.gather(scored, pick, batch_dims=1) < lowest - self.config.tolerance  # [B]
-        start = tf.concat([tf.gather(rows, pick, batch_dims=1), optimum[:, -1:]], axis=-1)
+        start = tf.gather(points, pick, batch_dims=1)
         again = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None], found)
         return again, tf.gather(start, group)
+
+    def _short_probe(self, optimum, lo, c, length, variance):
+        """[B, P] each series' optimum [B, P] (log) with component c's
+        length scale at `length` x its lower bound (lo [B, P]) and its
+        variance at `variance` x the noise variance; the other components'
+        variances and the noise's unchanged (starts.short_probes)."""
+        names = self.kernel.parameters
+        columns = [optimum[:, i] for i in range(len(self.parameters))]
+        length_at = names.index(f"length_scale_{c}")
+        columns[length_at] = lo[:, length_at] + np.log(length)
+        log_r = optimum[:, -1]
+        if c:  # its ratio to the first component: variance x r
+            ratio = names.index(f"variance_ratio_{c}")
+            columns[ratio] = np.log(variance) + log_r
+        else:  # it is the unit: the other ratios and r are measured anew
+            for i, name in enumerate(names):
+                if name.startswith("variance_ratio_"):
+                    columns[i] = optimum[:, i] - np.log(variance) - log_r
+            columns[-1] = tf.fill(tf.shape(log_r), tf.constant(-np.log(variance), DTYPE))
+        return tf.stack(columns, axis=-1)
 
     def _grid_values(self, pieces, kernel_grid, noise_grid):
         """[B, G1, G2] profiled nll of every series' grid, scored on its pieces

@@ -62,7 +62,8 @@ class NewtonResult(NamedTuple):
 def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
              upper: tf.Tensor, max_iterations: int, tolerance: float,
              groups=None, merge_within: float = 0.0, active=None,
-             restart: Callable | None = None, eigen_floor: float = EIGEN_FLOOR) -> NewtonResult:
+             restart: Callable | None = None, eigen_floor: float = EIGEN_FLOOR,
+             restart_rounds: int = 1) -> NewtonResult:
     """Minimises C independent objectives of P parameters within boxes.
 
     Args:
@@ -104,14 +105,14 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
                  iterations=tf.zeros([n_members], tf.int32),
                  evaluations=tf.size(members))
     if restart is not None:
-        state.update(pending=tf.constant(True), again=tf.zeros([n_members], tf.bool),
+        state.update(pending=tf.constant(restart_rounds), again=tf.zeros([n_members], tf.bool),
                      before=_kept(state))
 
     def any_running(s):
         return tf.reduce_any(tf.equal(s["status"], RUNNING))
 
     def running(s):
-        return any_running(s) | s["pending"] if restart is not None else any_running(s)
+        return any_running(s) | (s["pending"] > 0) if restart is not None else any_running(s)
 
     def revive(s):
         """The state with restart's members set running from their new
@@ -124,7 +125,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         return dict(s, x=put(tf.clip_by_value(start, lower, upper), s["x"]),
                     f=put(float("inf"), s["f"]), g=put(0.0, s["g"]), h=put(eye, s["h"]),
                     radius=put(MAX_STEP, s["radius"]), status=put(RUNNING, s["status"]),
-                    pending=tf.constant(False),
+                    pending=tf.where(tf.reduce_any(again), s["pending"] - 1, 0),
                     again=again, before=_kept(s))
 
     def body(s):

@@ -98,6 +98,29 @@ FAR_PROBE_LENGTHS = (0.3, 0.6)
 # whole series, and Newton runs on from the best where it is lower
 # (docs/design.md, "Sums of kernels").
 PERIOD_PROBE_MULTIPLES = (2.0, 3.0, 1 / 2, 3 / 2, 2 / 3, 1 / 3)
+# Shape probes, for sums with a periodic part: at the right period a sum
+# still has basins of its own in its other parameters (a small rbf with a
+# short length scale beside the cycle, or a long one carrying a trend).
+# Each smooth component's length scale x SHAPE_PROBE_LENGTHS, with its
+# variance x 1 and x SHAPE_PROBE_FADE; each periodic component's length
+# scale x SHAPE_PROBE_PERIODIC_LENGTHS; the noise ratio x SHAPE_PROBE_NOISES
+# (docs/design.md, "Sums of kernels").
+SHAPE_PROBE_LENGTHS = (0.1, 0.3, 3.0)
+SHAPE_PROBE_FADE = 0.01
+SHAPE_PROBE_PERIODIC_LENGTHS = (0.5, 2.0)
+SHAPE_PROBE_NOISES = (0.1, 10.0)
+# Short probes, for the same sums: where a smooth component fades (its
+# length scale at the upper bound, its variance tiny), its other basin is a
+# short length scale with a variance below the noise's, a wiggle the noise
+# alone does not explain; no multiple of the faded optimum reaches it. So
+# its length scale is also set to SHORT_PROBE_LENGTHS x its lower bound
+# (about 0.4-10 spacings, or 0.0015-0.04 spans), with its variance
+# SHORT_PROBE_VARIANCES x the noise variance.
+SHORT_PROBE_LENGTHS = (1.5, 4.0, 12.0, 40.0)
+SHORT_PROBE_VARIANCES = (0.03, 0.3)
+# Rounds of probes: Newton runs on from the best probe, and its new optimum
+# is probed again, until no probe is lower or the rounds are spent.
+PERIOD_PROBE_ROUNDS = 3
 
 
 def grid_piece_points(kernel: Kernel) -> int:
@@ -114,9 +137,11 @@ def has_length_axis(kernel: Kernel) -> bool:
 
 def probe_count(kernel: Kernel) -> int:
     """Probes around each optimum: PROBE_LENGTHS x PROBE_NOISES for a kernel
-    with a length axis, period_probes' rows for one with a period."""
+    with a length axis, period_probes' and shape_probes' rows for one with
+    a period."""
     if kernel.has_period:
-        return len(period_probes(kernel))
+        return (len(period_probes(kernel)) + len(shape_probes(kernel))
+                + len(short_probes(kernel)))
     return len(PROBE_LENGTHS) * len(PROBE_NOISES) if has_length_axis(kernel) else 0
 
 
@@ -144,6 +169,60 @@ def period_probes(kernel: Kernel) -> np.ndarray:
                 row[period], row[length] = np.log(m), np.log(shrink)
                 rows.append(row)
     return np.array(rows).reshape(-1, len(names))
+
+
+def shape_probes(kernel: Kernel) -> np.ndarray:
+    """[Q, K + 1] log offsets from an optimum's kernel parameters and noise
+    ratio, for a sum with a periodic part (none for other kernels): each
+    smooth component's length scale x SHAPE_PROBE_LENGTHS with its variance
+    x 1 and x SHAPE_PROBE_FADE, each periodic component's length scale x
+    SHAPE_PROBE_PERIODIC_LENGTHS, and the noise ratio x SHAPE_PROBE_NOISES.
+
+    The first component's variance is the unit the others' ratios and the
+    noise ratio are measured in: fading it raises all of those instead.
+    """
+    names, parts = kernel.parameters, components(kernel)
+    if len(parts) == 1 or not kernel.has_period:
+        return np.zeros((0, len(names) + 1))
+    ratios = [i for i, name in enumerate(names) if name.startswith("variance_ratio_")]
+    rows = []
+
+    def fade(row, c):
+        if c:
+            row[names.index(f"variance_ratio_{c}")] += np.log(SHAPE_PROBE_FADE)
+        else:
+            row[ratios] -= np.log(SHAPE_PROBE_FADE)
+            row[-1] -= np.log(SHAPE_PROBE_FADE)
+        return row
+
+    for c, base in enumerate(parts):
+        if "length_scale" not in base.parameters:
+            continue
+        length = names.index(f"length_scale_{c}")
+        for m in (SHAPE_PROBE_PERIODIC_LENGTHS if base.has_period else SHAPE_PROBE_LENGTHS):
+            row = np.zeros(len(names) + 1)
+            row[length] = np.log(m)
+            rows.append(row)
+            if not base.has_period:
+                rows.append(fade(row.copy(), c))
+    for m in SHAPE_PROBE_NOISES:
+        row = np.zeros(len(names) + 1)
+        row[-1] = np.log(m)
+        rows.append(row)
+    return np.array(rows)
+
+
+def short_probes(kernel: Kernel) -> list[tuple[int, float, float]]:
+    """(component, length scale x its lower bound, variance x the noise's)
+    of every short probe: SHORT_PROBE_LENGTHS x SHORT_PROBE_VARIANCES for
+    each smooth component of a sum with a periodic part (none for other
+    kernels)."""
+    parts = components(kernel)
+    if len(parts) == 1 or not kernel.has_period:
+        return []
+    return [(c, a, q) for c, base in enumerate(parts)
+            if "length_scale" in base.parameters and not base.has_period
+            for a in SHORT_PROBE_LENGTHS for q in SHORT_PROBE_VARIANCES]
 
 
 def grid_shape(kernel: Kernel) -> tuple[int, int]:

@@ -185,3 +185,33 @@ def test_a_restart_runs_members_again_and_each_keeps_the_lower_of_its_two_result
     assert iterations[1] > once.iterations.numpy()[1]
     assert iterations[2] == once.iterations.numpy()[2]
     assert int(again.evaluations) > int(once.evaluations)
+
+
+def test_restart_rounds_probe_each_new_optimum_until_none_is_sent_off():
+    # Member 0 goes from the higher well to the lower one in round 1; round
+    # 2 sends nobody, so a third round never comes. A hook that always sends
+    # member 0 off is called restart_rounds times, no more.
+    x0 = tf.constant([[0.9, 0.5], [-0.9, 0.5]], tf.float64)
+    box = tf.fill([2, 2], tf.constant(5.0, tf.float64))
+    calls = []
+
+    def once_then_none(position, value):
+        calls.append(value.numpy().copy())
+        first = len(calls) == 1
+        return tf.constant([first, False]), tf.constant([[-0.8, 0.1], [0.0, 0.0]], tf.float64)
+
+    result = newton.minimize(_double_well, x0, -box, box, 100, 1e-10, restart=once_then_none,
+                             restart_rounds=3)
+    assert len(calls) == 2
+    assert calls[1][0] < calls[0][0] - 0.5  # round 2 saw round 1's new optimum
+    np.testing.assert_allclose(result.value.numpy()[0], calls[1][0], atol=1e-12)
+
+    always = []
+
+    def every_time(position, value):
+        always.append(1)
+        return tf.constant([True, False]), tf.constant([[0.9, 0.5], [0.0, 0.0]], tf.float64)
+
+    newton.minimize(_double_well, x0, -box, box, 100, 1e-10, restart=every_time,
+                    restart_rounds=3)
+    assert len(always) == 3

@@ -30,12 +30,51 @@ def test_period_probes_multiply_each_periodic_component_s_period():
     offsets = np.exp(starts.period_probes(kernel))
     multiples = starts.PERIOD_PROBE_MULTIPLES
     assert {2.0, 3.0} <= set(multiples)
-    assert offsets.shape == (2 * len(multiples), 4) == (starts.probe_count(kernel), 4)
+    assert offsets.shape == (2 * len(multiples), 4)
     # period x each multiple m, with its length scale x 1/m or unchanged; the rest unchanged
     expected = [[1, 1, shrink, m] for m in multiples for shrink in (1 / m, 1)]
     np.testing.assert_allclose(offsets, expected)
     assert starts.period_probes(kernel_named("periodic+rbf+periodic")).shape == (
         4 * len(multiples), 7)
+
+
+def test_shape_and_short_probes_move_one_part_of_a_sum_at_a_time():
+    kernel = kernel_named("rbf+periodic")  # length_scale_0, variance_ratio_1, length_scale_1, period_1
+    offsets = np.exp(starts.shape_probes(kernel))  # [Q, 4 + noise ratio]
+    fade = 1 / starts.SHAPE_PROBE_FADE
+    expected = [row for m in starts.SHAPE_PROBE_LENGTHS
+                for row in ([m, 1, 1, 1, 1], [m, fade, 1, 1, fade])]  # the rbf faded: the rest rise
+    expected += [[1, 1, m, 1, 1] for m in starts.SHAPE_PROBE_PERIODIC_LENGTHS]
+    expected += [[1, 1, 1, 1, m] for m in starts.SHAPE_PROBE_NOISES]
+    np.testing.assert_allclose(offsets, expected)
+    short = starts.short_probes(kernel)
+    assert short == [(0, a, q) for a in starts.SHORT_PROBE_LENGTHS
+                     for q in starts.SHORT_PROBE_VARIANCES]
+    assert starts.probe_count(kernel) == len(starts.period_probes(kernel)) + len(offsets) + len(short)
+    # Other kernels keep the period probes alone; the second rbf of a longer
+    # sum fades through its own ratio.
+    assert starts.shape_probes(kernel_named("periodic")).shape == (0, 3)
+    assert starts.short_probes(kernel_named("periodic")) == [] == starts.short_probes(
+        kernel_named("rbf+matern52"))
+    second = kernel_named("periodic+rbf")  # variance_ratio_1 is the rbf's
+    faded = np.exp(starts.shape_probes(second))[len(starts.SHAPE_PROBE_PERIODIC_LENGTHS) + 1]
+    assert faded[second.parameters.index("variance_ratio_1")] == pytest.approx(
+        starts.SHAPE_PROBE_FADE)
+    assert faded[-1] == 1.0 and faded[second.parameters.index("length_scale_1")] == pytest.approx(
+        starts.SHAPE_PROBE_LENGTHS[0])
+
+
+def test_a_short_probe_puts_a_component_at_a_variance_below_the_noise():
+    fitter = GPFitter(FitConfig(kernel="rbf+periodic"))
+    optimum = tf.constant(np.log([[5.0, 1e3, 0.5, 0.3, 2e-2]]), tf.float64)  # rbf faded: long, tiny
+    lo = tf.constant(np.log([[1e-3, 1e-6, 1e-2, 0.01, 1e-8]]), tf.float64)
+    x = np.exp(fitter._short_probe(optimum, lo, 0, 4.0, 0.3).numpy()[0])
+    # The rbf at 4 x its bound with 0.3 x the noise variance; the periodic
+    # part's and the noise's variances unchanged (in units of the old rbf's).
+    assert x[0] == pytest.approx(4e-3)
+    rbf_variance = 0.3 * 2e-2  # old units
+    assert x[1] * rbf_variance == pytest.approx(1e3) and x[-1] * rbf_variance == pytest.approx(2e-2)
+    np.testing.assert_allclose(x[2:4], [0.5, 0.3])
 
 
 @pytest.mark.parametrize("name", ["rbf", "periodic", "rbf+periodic", "matern52+rbf+periodic"])
