@@ -47,6 +47,9 @@ EXTRAS_REQUIRE = {
         "distributed==2026.8.0",
         *FORECAST,
     ],
+    # benchmarks/jax_peer.py, the JAX peer of `make bench` (bench-only; jax
+    # 0.10.2 is the newest for Python 3.11).
+    "jaxbench": ["jax==0.10.2", "jaxlib==0.10.2", "optax==0.2.8"],
     # fit_frame's Spark recipe (applyInPandas) in a test, with Java installed;
     # not in "test": 400 MB, a JVM start per run, and pyspark 4.3 warns that it
     # does not yet fully support pandas 3. Without it that test says it skipped.
