@@ -59,3 +59,24 @@ def test_jax_peer_fits_and_its_nll_is_numpys(tmp_path):
         assert 0 < fit["iterations"] < jax_peer.MAX_ITERATIONS
         # An optimum, not just a likelihood: no worse than scikit-learn's.
         assert fit["nll"] <= peers.sklearn_nll(t, y, restarts=1, seed=0) + GAP
+
+
+def test_speed_races_the_jax_peer_cold_and_warm(tmp_path):
+    """benchmarks/speed.py with the JAX peer: its rows, cold and warm, judged
+    against scikit-learn, and the round table with the load."""
+    import subprocess
+
+    command = [sys.executable, os.path.join(ROOT, "benchmarks", "speed.py"),
+               "--count", "3", "--workloads", "a", "--skip-pipeline", "--skip-realdata",
+               "--restarts", "1", "--rounds", "1", "--results-dir", str(tmp_path)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    table = (tmp_path / "latest.md").read_text()
+    rows = {line.split("|")[2].strip(): line for line in table.splitlines()
+            if line.startswith("| a | ")}
+    assert {"gpcore", "sklearn", "jax-cold", "jax-warm"} <= set(rows)
+    for name in ("jax-cold", "jax-warm"):
+        assert "whole process" in rows[name] and " % " in rows[name]
+        assert f"quality of {name} on a (R=1)" in table
+    assert "| workload | round | load |" in table
+    assert "numpy's nll vs JAX's at its parameters" in table
