@@ -22,7 +22,7 @@ class Row:
     """One contender's measured run on one workload."""
 
     workload: str
-    contender: str  # "gpcore" | "pipeline" | "sklearn"
+    contender: str  # "gpcore" | "pipeline" | "sklearn" | "jax-cold" | "jax-warm"
     restarts: int
     series: int
     timed_s: float  # the span that series/s is computed from
@@ -91,7 +91,7 @@ def _per_series(total, series):
     return None if total is None else total / max(series, 1)
 
 
-ORDER = {"gpcore": 0, "pipeline": 1, "sklearn": 2}
+ORDER = {"gpcore": 0, "pipeline": 1, "sklearn": 2, "jax-cold": 3, "jax-warm": 4}
 
 
 def markdown(rows: list[Row]) -> str:
@@ -153,7 +153,8 @@ def chart(rows: list[Row], path: str) -> None:
     import matplotlib.pyplot as plt
 
     rows = sorted(rows, key=lambda r: (r.workload, r.restarts, ORDER[r.contender]))
-    colours = {"gpcore": "tab:blue", "pipeline": "tab:green", "sklearn": "tab:grey"}
+    colours = {"gpcore": "tab:blue", "pipeline": "tab:green", "sklearn": "tab:grey",
+               "jax-cold": "tab:orange", "jax-warm": "tab:red"}
     fig, (bars, dist) = plt.subplots(1, 2, figsize=(13, 5))
 
     labels = [f"{r.workload} R={r.restarts}\n{r.contender}" for r in rows]
@@ -168,7 +169,8 @@ def chart(rows: list[Row], path: str) -> None:
     bars.set_ylabel("series / s (log)")
     bars.set_title("Throughput (× = over sklearn at the same R)")
 
-    shades = {"gpcore": plt.get_cmap("Blues"), "pipeline": plt.get_cmap("Greens")}
+    shades = {"gpcore": plt.get_cmap("Blues"), "pipeline": plt.get_cmap("Greens"),
+              "jax-cold": plt.get_cmap("Oranges"), "jax-warm": plt.get_cmap("Reds")}
     for r in rows:
         if r.gaps is None or r.gaps.size == 0:
             continue

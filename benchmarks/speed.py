@@ -14,6 +14,17 @@ Contenders, each in a process tree of its own (its memory is its own):
             series in a Pool of --processes processes with one BLAS thread
             each; series/s over pool + fits.
 
+  jax-cold, jax-warm
+            the JAX peer of benchmarks/jax_peer.py (needs the jaxbench
+            extra; left out with a note where jax is not installed): 2
+            processes of 1 thread; cold = an empty persistent compilation
+            cache, warm = the same cache again; series/s over the whole
+            process, its fitting time without compilation in the notes.
+
+Each workload runs --rounds rounds, interleaved (sklearn, gpcore, JAX cold,
+JAX warm, the gpfit command), the load average printed before each; the
+main table is round 1's, the round table has every round's wall times.
+
 R is the peer's starts per series: sklearn gets n_restarts_optimizer = R - 1.
 With --restarts auto (the default) gpcore and the pipeline run with their
 default starts (FitConfig: for rbf up to 3, the grid's best point and its
@@ -53,7 +64,8 @@ from gpcore.config import MAX_ITERATIONS, FitConfig  # noqa: E402  (defaults; no
 AUTO_RESTARTS = (1, 2, 3)
 # Series per workload in a full run: b's 1,024-point fits cost ~40x a's.
 DEFAULT_COUNTS = {"a": 4000, "b": 50, "c": 1000}
-PACKAGES = ("tensorflow", "tensorflow-probability", "apache-beam", "scikit-learn", "numpy")
+PACKAGES = ("tensorflow", "tensorflow-probability", "apache-beam", "scikit-learn", "numpy",
+            "jax", "optax")
 
 
 def parse_args(argv):
@@ -76,6 +88,10 @@ def parse_args(argv):
                              f"starts, the peer at {', '.join(map(str, AUTO_RESTARTS))} in "
                              "turn until gpcore meets it (default %(default)s)")
     parser.add_argument("--skip-pipeline", action="store_true", help="leave out the pipeline")
+    parser.add_argument("--skip-jax", action="store_true", help="leave out the JAX peer")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="interleaved rounds of every contender per workload "
+                             "(default %(default)s)")
     parser.add_argument("--skip-realdata", action="store_true",
                         help="leave out the real-data quality line")
     parser.add_argument("--threads", type=int, default=2,
@@ -100,6 +116,8 @@ def parse_args(argv):
     parser.add_argument("--timeout", type=float, default=3600.0,
                         help="seconds before a contender is killed (default %(default)s)")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds: at least 1; got {args.rounds}")
     args.workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
     bad = [w for w in args.workloads if w not in ("a", "b", "c")]
     if bad:
@@ -112,6 +130,15 @@ def parse_args(argv):
         if args.restarts[0] < 1:
             parser.error("--restarts: every R must be >= 1")
     return args
+
+
+def _jax_missing():
+    """None if the JAX peer's packages are installed, else why it cannot run."""
+    import importlib.util
+
+    absent = [m for m in ("jax", "jaxlib", "optax") if importlib.util.find_spec(m) is None]
+    return (f"{', '.join(absent)} not installed (bench-only: pip install -e '.[jaxbench]')"
+            if absent else None)
 
 
 def _manifest_summary(output: str) -> dict:
@@ -147,6 +174,9 @@ class Bench:
         self.notes: list[str] = []
         self.problems: list[str] = []
         self._tiny = None  # 2 series, for the pipeline's start-up time
+        self.collect = True  # rows of round 1 go to the main table; later rounds' do not
+        self.rounds: list[dict] = []  # {"workload", "round", "load", contender: Row}
+        self.jax_missing = None if args.skip_jax else _jax_missing()
         self.real = None  # quality.Comparison.to_json() on the real-data set
 
     # ---- running ----------------------------------------------------------
@@ -239,17 +269,19 @@ class Bench:
             json.dump(row.to_json(), f)
         return self._add(row)
 
-    def pipeline(self, workload: str, data: dict, restarts: int):
+    def pipeline(self, workload: str, data: dict, restarts: int, startup: bool = True):
         """The gpfit command on the workload's Parquet; whole command timed."""
         import pyarrow.parquet as pq
 
         # Start-up cost alone: the same command on the first 2 series of a,
         # just before, so that both see about the same load on the machine.
-        if self._tiny is None:
-            self._tiny = self.prepare("a", 2)
-        startup, _ = self._run_pipeline(f"{workload}-pipeline-startup-R{restarts}",
-                                        self._tiny, restarts)
-        one_off = startup.wall_s if startup else None
+        one_off = None
+        if startup:
+            if self._tiny is None:
+                self._tiny = self.prepare("a", 2)
+            measured, _ = self._run_pipeline(f"{workload}-pipeline-startup-R{restarts}",
+                                             self._tiny, restarts)
+            one_off = measured.wall_s if measured else None
         measured, output = self._run_pipeline(f"{workload}-pipeline-R{restarts}", data, restarts)
         if measured is None:
             return None
@@ -283,8 +315,53 @@ class Bench:
         return measured, output
 
     def _add(self, row):
-        self.rows.append(row)
+        if self.collect:
+            self.rows.append(row)
         return row
+
+    def jax(self, workload: str, data: dict, restarts: int, warm: bool, cache: str):
+        """The JAX peer's whole process on the workload, its compilation cache
+        in `cache` (empty for cold); compared with sklearn at `restarts`."""
+        name = f"{workload}-jax-{'warm' if warm else 'cold'}-R{restarts}"
+        out_path = os.path.join(self.scratch, f"{name}.out.json")
+        measured = run_measured(
+            [sys.executable, os.path.join(HERE, "jax_peer.py"), data["data"], out_path,
+             "--cache-dir", cache], self.env, ROOT, self._log(name), self.args.timeout)
+        if not self._succeeded(name, measured) or not os.path.exists(out_path):
+            return None
+        with open(out_path) as f:
+            out = json.load(f)
+        info = {k: v for k, v in out["info"].items() if k != "nll_jax"}
+        info["timing"] = {k: v for k, v in out["timing"].items() if k != "workers"}
+        # gpfit's own likelihood check: numpy's nll and JAX's at the same parameters.
+        both = [(a, b) for a, b in zip(out["nll"], out["info"]["nll_jax"]) if a is not None]
+        info["nll_numpy_vs_jax_max"] = max((abs(a - b) for a, b in both), default=None)
+        return self._add(report.Row(
+            workload, "jax-warm" if warm else "jax-cold", restarts, len(out["ids"]),
+            measured.wall_s, "whole process", out["timing"]["one_off_s"], measured.wall_s,
+            measured.tree_peak_mb, measured.largest_process_mb,
+            dict(zip(out["ids"], out["nll"])), info))
+
+    def round(self, workload: str, data: dict, restarts: int, k: int, first: dict):
+        """Round k of every contender on the workload, interleaved; `first`
+        holds the rows round 1 already measured (sklearn, gpcore)."""
+        entry = {"workload": workload, "round": k, "load": os.getloadavg()[0], **first}
+        print(f"   round {k} (load {entry['load']:.1f}):", flush=True)
+        if "sklearn" not in entry:
+            entry["sklearn"] = self.sklearn(workload, data, restarts)
+        if "gpcore" not in entry:
+            entry["gpcore"] = self.gpcore(workload, data, restarts)
+        if not self.args.skip_jax and self.jax_missing is None:
+            cache = os.path.join(self.scratch, f"jax-cache-{workload}-{k}")
+            os.makedirs(cache, exist_ok=True)
+            entry["jax-cold"] = self.jax(workload, data, restarts, False, cache)
+            entry["jax-warm"] = self.jax(workload, data, restarts, True, cache)
+        if not self.args.skip_pipeline:
+            entry["pipeline"] = self.pipeline(workload, data, restarts, startup=(k == 1))
+        entry["load_after"] = os.getloadavg()[0]
+        print("     " + ", ".join(f"{c} {r.wall_s:.1f} s" for c, r in entry.items()
+                                  if isinstance(r, report.Row)), flush=True)
+        self.rounds.append(entry)
 
     # ---- the run ------------------------------------------------------------
 
@@ -315,12 +392,18 @@ class Bench:
                 self.notes.append(f"Workload {workload}: no R tried met the quality target; "
                                   f"the pipeline ran with R={chosen}.")
             self.chosen[workload] = chosen
-            if not args.skip_pipeline:
-                row = self.pipeline(workload, data, chosen)
-                if row is not None:
-                    print(f"   pipeline R={chosen}: {row.series_per_s:.2f} series/s "
-                          f"(whole command, {row.wall_s:.0f} s)", flush=True)
+            first = {c: r for r in self.rows
+                     if r.workload == workload and r.restarts == chosen
+                     for c in [r.contender]}
+            for k in range(1, args.rounds + 1):
+                self.collect = k == 1
+                self.round(workload, data, chosen, k, first if k == 1 else {})
+            self.collect = True
         report.compare(self.rows)
+        for entry in self.rounds:
+            report.compare([r for r in entry.values() if isinstance(r, report.Row)])
+        if self.jax_missing:
+            self.notes.append(f"JAX peer left out: {self.jax_missing}")
         if not args.skip_realdata:
             self.realdata()
 
@@ -407,26 +490,97 @@ def realdata_lines(real) -> list[str]:
     ]
 
 
-# The targets of the whole `gpfit` command against sklearn: 2x on workload a
-# (64-256 points), 1.5x on workload b (1,024 points).
-TARGETS = (("a", 2.0), ("b", 1.5))
+# Targets on whole-process wall time, the median of the per-round ratios
+# (a round's contenders ran back to back, under about the same load):
+# (workload, what, its wall time over which contender's, factor).
+TARGETS = (("a", "gpfit command", "pipeline", "sklearn", 3.0),
+           ("a", "gpfit command", "pipeline", "jax-warm", 1.5),
+           ("b", "gpfit command", "pipeline", "sklearn", 2.0))
+# gpcore's fits alone against the JAX peer's, compilation excluded.
+FIT_TARGET = ("a", 2.0)
 
 
-def targets(rows, chosen) -> list[str]:
-    """Lines saying whether the command's speed and quality targets are met."""
+def _fit_s(row):
+    """Fitting time without one-off costs: gpcore's fits, the JAX peer's
+    compiled calls (its busier process)."""
+    if row.contender == "gpcore":
+        return row.timed_s
+    return row.info.get("timing", {}).get("fit_s")
+
+
+def _ratio(slow, fast):
+    return slow / fast if slow and fast else None
+
+
+def rounds_table(rounds) -> list[str]:
+    """Every round's whole-process wall times, the load, and the ratios."""
+    if not rounds:
+        return []
+    names = ("sklearn", "gpcore", "jax-cold", "jax-warm", "pipeline")
+    lines = ["Rounds (whole-process wall seconds; gpcore: fits alone / whole process; JAX: "
+             "whole process (fitting without compilation)); load = 1-minute load average "
+             "before / after the round:", "",
+             "| workload | round | load | sklearn | gpcore | JAX cold | JAX warm | gpfit command | "
+             "command × sklearn | command × JAX warm | gpcore fits × JAX fits |",
+             "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for e in rounds:
+        def cell(name):
+            r = e.get(name)
+            if r is None:
+                return "–"
+            if name == "gpcore":
+                return f"{r.timed_s:.1f} / {r.wall_s:.1f}"
+            if name.startswith("jax"):
+                return f"{r.wall_s:.1f} ({_fit_s(r):.1f})"
+            return f"{r.wall_s:.1f}"
+        wall = {n: e[n].wall_s if e.get(n) else None for n in names}
+        fits = _ratio(e.get("jax-warm") and _fit_s(e["jax-warm"]),
+                      e.get("gpcore") and _fit_s(e["gpcore"]))
+        lines.append(" | ".join([
+            f"| {e['workload']}", str(e["round"]), f"{e['load']:.1f} / {e['load_after']:.1f}",
+            *(cell(n) for n in names),
+            *(f"{x:.2f}×" if x else "–" for x in (
+                _ratio(wall["sklearn"], wall["pipeline"]),
+                _ratio(wall["jax-warm"], wall["pipeline"]), fits))]) + " |")
+    return lines + [""]
+
+
+def _median(values):
+    values = sorted(v for v in values if v)
+    return values[len(values) // 2] if len(values) % 2 else (
+        0.5 * (values[len(values) // 2 - 1] + values[len(values) // 2]) if values else None)
+
+
+def targets(rows, rounds) -> list[str]:
+    """Lines saying whether the speed and quality targets are met."""
     out = []
-    for workload, factor in TARGETS:
-        for r in rows:
-            if (r.workload == workload and r.contender == "pipeline"
-                    and r.restarts == chosen.get(workload) and r.gaps is not None):
-                q = report.quality(r.gaps)
-                speed_ok = r.speedup is not None and r.speedup >= factor
-                out.append(
-                    f"- gpfit command on {workload} (R={r.restarts}): {r.speedup:.2f}× sklearn "
-                    f"(target ≥ {factor}×: {'met' if speed_ok else 'NOT met'}); quality "
-                    f"{100 * q['share_within']:.1f} % within {report.QUALITY_GAP} "
-                    f"(target ≥ {100 * report.QUALITY_SHARE:g} %: "
-                    f"{'met' if q['met'] else 'NOT met'})")
+    for workload, what, ours, theirs, factor in TARGETS:
+        ratios = [_ratio(e[theirs].wall_s, e[ours].wall_s) for e in rounds
+                  if e["workload"] == workload and e.get(ours) and e.get(theirs)]
+        if not any(ratios):
+            continue
+        m = _median(ratios)
+        out.append(f"- {what} on {workload}: {m:.2f}× {theirs}, whole process, median of "
+                   f"rounds ({', '.join(f'{r:.2f}' for r in ratios if r)}) "
+                   f"(target ≥ {factor}×: {'met' if m >= factor else 'NOT met'})")
+    workload, factor = FIT_TARGET
+    ratios = [_ratio(_fit_s(e["jax-warm"]), _fit_s(e["gpcore"])) for e in rounds
+              if e["workload"] == workload and e.get("jax-warm") and e.get("gpcore")]
+    if any(ratios):
+        m = _median(ratios)
+        out.append(f"- gpcore's fits on {workload}: {m:.2f}× the JAX peer's fitting time "
+                   f"without compilation, median of rounds (target ≥ {factor}×: "
+                   f"{'met' if m >= factor else 'NOT met'})")
+    for r in rows:
+        if r.gaps is not None and r.contender in ("pipeline", "jax-cold", "jax-warm"):
+            q = report.quality(r.gaps)
+            out.append(f"- quality of {r.contender} on {r.workload} (R={r.restarts}): "
+                       f"{100 * q['share_within']:.1f} % within {report.QUALITY_GAP} nats of "
+                       f"sklearn (target ≥ {100 * report.QUALITY_SHARE:g} %: "
+                       f"{'met' if q['met'] else 'NOT met'})"
+                       + (f"; numpy's nll vs JAX's at its parameters: max "
+                          f"{r.info['nll_numpy_vs_jax_max']:.1e} nats"
+                          if r.info.get("nll_numpy_vs_jax_max") is not None else ""))
     return out
 
 
@@ -443,7 +597,7 @@ def main(argv=None):
 
     rows = bench.rows
     lines = [header(args, argv, load_before, load_after), report.markdown(rows) if rows else "",
-             *realdata_lines(bench.real), READING]
+             *rounds_table(bench.rounds), *realdata_lines(bench.real), READING]
     if args.restarts == "auto":
         lines += ["gpcore and the pipeline ran at FitConfig's default starts; the peer at "
                   "the smallest R meeting the quality target: "
@@ -467,7 +621,14 @@ def main(argv=None):
                          f"{r.info.get('processes')} processes, threadpoolctl saw at most "
                          f"{r.info.get('blas_threads_max')} BLAS thread(s) per worker"
                          + (" (cached)" if r.info.get("cached") else ""))
-    lines += targets(rows, bench.chosen)
+        if r.contender.startswith("jax"):
+            t = r.info.get("timing", {})
+            lines.append(f"- {r.contender} on {r.workload}: {r.wall_s:.1f} s whole process, "
+                         f"fitting {t.get('fit_s', 0):.1f} s (busier process), compiling up to "
+                         f"{t.get('compile_s_max', 0):.1f} s per process for "
+                         f"{len(r.info.get('shapes', []))} bucket shapes, "
+                         f"{r.info.get('iterations_mean', 0):.1f} L-BFGS iterations per series")
+    lines += targets(rows, bench.rounds)
     lines += [f"- note: {n}" for n in bench.notes]
     lines += [f"- PROBLEM: {p}" for p in bench.problems]
     text = "\n".join(lines) + "\n"
@@ -478,6 +639,8 @@ def main(argv=None):
     with open(os.path.join(args.results_dir, "latest.json"), "w") as f:
         json.dump({"argv": argv, "load_before": load_before, "load_after": load_after,
                    "chosen_restarts": bench.chosen, "rows": [r.to_json() for r in rows],
+                   "rounds": [{k: (v.to_json() if isinstance(v, report.Row) else v)
+                               for k, v in e.items()} for e in bench.rounds],
                    "realdata": bench.real,
                    "notes": bench.notes, "problems": bench.problems}, f)
     if rows:
