@@ -52,15 +52,18 @@ def posterior(t, y, row, t_new):
 
 def calibrated(t, y, row, t_new, level):
     """(lower, upper) of the calibrated central `level` % interval of new
-    observations at forecast times t_new [m] past t [n] (n <= 512), numpy
-    written from docs/design.md: the sd of a new observation plus the GLS
-    mean's variance, times the clipped RMS of the standardised errors up to
-    m points ahead of 16 rolling origins over the second half (each origin
-    with its own GLS mean, solved afresh), Student-t with n - 1 dof."""
+    observations at forecast times t_new [m] past t [n], numpy written from
+    docs/design.md: the sd of a new observation plus the GLS mean's
+    variance, times the clipped RMS of the standardised errors up to m
+    points ahead of 16 rolling origins over the second half (each origin
+    with its own GLS mean, solved afresh), Student-t with n - 1 dof; the
+    last two from the last 512 points of a longer series."""
+    mean, sd_obs = posterior(t, y, row, t_new)
+    dof = t.size - 1
+    t, y = t[-512:], y[-512:]
     comps, noise, n = row["components"], row["noise_variance"], t.size
     kff = components_matrix(comps, t, t)
     a = kff + noise * np.eye(n)
-    mean, sd_obs = posterior(t, y, row, t_new)
     a1 = np.linalg.solve(a, np.ones(n))
     extra = (1 - components_matrix(comps, t_new, t) @ a1) ** 2 / a1.sum()
     errors = []
@@ -74,7 +77,7 @@ def calibrated(t, y, row, t_new, level):
                + (1 - kx @ b1) ** 2 / b1.sum())
         errors.append((y[ahead] - m) / np.sqrt(var))
     scale = np.clip(np.sqrt(np.mean(np.concatenate(errors) ** 2)), 1.0, 4.0)
-    half = student_t.ppf(0.5 + level / 200, n - 1) * scale * np.sqrt(sd_obs ** 2 + extra)
+    half = student_t.ppf(0.5 + level / 200, dof) * scale * np.sqrt(sd_obs ** 2 + extra)
     return mean - half, mean + half
 
 
@@ -384,3 +387,28 @@ def test_an_older_release_output_still_serves_reuse_and_the_report(tmp_path_fact
     assert curve.bands == () and curve.mean.size == POINTS  # drawn as +-2 sd
     out = tmp_path_factory.mktemp("report") / "old.html"
     assert report(["--input", positive[1], "--params", old, "--out", str(out)]) == 0
+
+
+def test_a_long_markov_series_gets_calibrated_intervals_from_its_last_points(tmp_path):
+    """Over 4,096 points matern32 takes the O(n) fit and posterior; the
+    calibration uses the last 512 points (docs/design.md, "Forecast
+    intervals")."""
+    rng = np.random.default_rng(5)
+    t = np.arange(4500.0)
+    y = np.sin(t / 30.0) + 0.02 * np.cumsum(rng.normal(size=t.size)) + 0.2 * rng.normal(size=t.size)
+    folder = write_long(str(tmp_path / "in"), {"long": (t, y)})
+    run = gpfit(folder, str(tmp_path / "out"), "--kernel", "matern32", "--predict_steps", "4")
+    assert run.code == 0, run.stderr
+    row = run.rows()[0]
+    assert row["status"] == "ok"
+    ahead = by_kind(run, "long", "forecast")
+    t_new = np.array([p["t"] for p in ahead])
+    np.testing.assert_array_equal(t_new, t[-1] + np.arange(1, 5))
+    mean, sd_obs = posterior(t, y, row, t_new)  # dense numpy over all 4,500 points
+    # The O(n) posterior equals the dense one to ~1e-13; the dof (4,499) take
+    # Cornish-Fisher's quantile, within 1e-6 of scipy's.
+    np.testing.assert_allclose([p["mean"] for p in ahead], mean, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose([p["stddev_observed"] for p in ahead], sd_obs, rtol=1e-6)
+    lo, hi = calibrated(t, y, row, t_new, 95.0)
+    np.testing.assert_allclose([p["lower_95"] for p in ahead], lo, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose([p["upper_95"] for p in ahead], hi, rtol=1e-5, atol=1e-7)
