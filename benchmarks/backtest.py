@@ -8,10 +8,11 @@ the first K of its held-out points, written as one long Parquet file (t as
 given). gpfit runs twice through its CLI on the local runner, with
 `--holdout K --predict_steps K --predict_levels 80,95` and with
 `--predict_steps K` alone; the reference is gpcore's build_fitter on the
-training parts and gpcore.predict at the K times (benchmarks/forecast.py's
-run_gpfit path), scored with pipeline.backtest.scores. Prints a Markdown
-table: series scored, mean and median MASE (one-step naive scale), 95 %
-coverage, the largest |MASE difference| job against reference, and the
+training parts and gpcore.calibration's forecast at the K times
+(benchmarks/forecast.py's run_gpfit path), scored with
+pipeline.backtest.scores. Prints a Markdown table: series scored, mean
+and median MASE (one-step naive scale), 95 % coverage, the largest
+|MASE difference| job against reference, and the
 wall seconds of each gpfit run.
 """
 from __future__ import annotations
@@ -62,7 +63,7 @@ def reference(chosen, k: int, kernel: str) -> dict:
     """{series_id: holdout_mase} of gpcore's fit on the training part."""
     import gpcore
     from gpcore import FitConfig, Series
-    from gpcore.predict import predict
+    from gpcore.calibration import forecast as calibrated
     from pipeline.backtest import scores
 
     fitter = gpcore.build_fitter(FitConfig(kernel=kernel), copies=forecast.PROCESSES)
@@ -70,8 +71,9 @@ def reference(chosen, k: int, kernel: str) -> dict:
     found = {}
     for case, s, r in zip(chosen, series, fitter.fit(series)):
         if r.status == "ok":
-            mean, sd = predict(s, r, case.t_test[:k], include_noise=True)
-            found[case.series_id] = scores(case.y_test[:k], mean, sd, case.y)["holdout_mase"]
+            f = calibrated(s, r, case.t_test[:k], horizon=k)
+            found[case.series_id] = scores(case.y_test[:k], f.mean, *f.interval(0.95),
+                                           case.y)["holdout_mase"]
     return found
 
 

@@ -70,12 +70,15 @@ class Forecast:
 
 
 def forecast(series: Series, params: Union[Mapping, FitResult], t_new,
-             horizon: int | None = None) -> Forecast:
+             horizon: int | None = None, posterior=None) -> Forecast:
     """The calibrated predictive of new observations at t_new (module
     docstring). horizon: points ahead of each rolling origin (default: the
-    t_new beyond the last observation, at least 1). Raises as predict."""
+    t_new beyond the last observation, at least 1). posterior: predict's
+    (mean [m], sd of a new observation [m]) at t_new when the caller has
+    them (the pipeline), else computed here. Raises as predict."""
     p = checked_params(params)
-    mean, sd = predict(series, p, t_new, include_noise=True)
+    mean, sd = (predict(series, p, t_new, include_noise=True) if posterior is None
+                else (np.asarray(posterior[0], np.float64), np.asarray(posterior[1], np.float64)))
     t, y = _observed(series)
     t_new = np.asarray(t_new, dtype=np.float64).reshape(-1)
     if t.size < 4:

@@ -9,22 +9,20 @@ Scores (per series, written into its parameter row):
                        gpfit is not told a season, so the scale is never a
                        seasonal naive one)
   holdout_coverage_95  the fraction of the K points inside the central 95 %
-                       interval for a new observation (f plus noise)
+                       interval for a new observation, gpcore.calibration's
+                       (the forecast rows' lower_95/upper_95)
 MASE is null where the scale is 0 (a constant fitted part). The fitted
 parameters are those of the shortened series (docs/design.md, "Contracts").
 """
 from __future__ import annotations
 
 import dataclasses
-from statistics import NormalDist
 import numpy as np
 
 from gpcore import Series
-from gpcore.predict import predict
+from gpcore.calibration import forecast
 from gpcore.result import OK, SKIPPED
 from pipeline.io import scales
-
-Z95 = NormalDist().inv_cdf(0.975)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,20 +77,23 @@ class Holdout:
             row["error"] = f"{row['error']} (after --holdout {self.k} held out the last points)"
         if row["status"] != OK or not cut.t_held.size:
             return row
-        mean, sd = predict(cut.fitted, row, cut.t_held, include_noise=True)
-        row.update(scores(cut.y_held, mean, sd, cut.fitted.y, self.transform))
+        found = forecast(cut.fitted, row, cut.t_held, horizon=cut.t_held.size)
+        row.update(scores(cut.y_held, found.mean, *found.interval(0.95), cut.fitted.y,
+                          self.transform))
         return row
 
 
-def scores(y_held, mean, sd_observed, y_fitted, transform: str = scales.NONE) -> dict:
+def scores(y_held, mean, lower, upper, y_fitted, transform: str = scales.NONE) -> dict:
     """holdout_mase, holdout_coverage_95, holdout_scale of held-out y
-    [K] (fitted scale) against the posterior mean and sd of a new
-    observation [K] (fitted scale), with y_fitted [n] the fitted part."""
+    [K] (fitted scale) against the forecast's mean and central 95 %
+    interval (lower, upper) [K] (fitted scale), with y_fitted [n] the
+    fitted part."""
     original = scales.inverse(transform, y_held)
     median = scales.inverse(transform, mean)
     scale = naive_scale(scales.inverse(transform, y_fitted))
     mae = float(np.mean(np.abs(original - median)))
-    inside = np.abs(np.asarray(y_held) - mean) <= Z95 * np.asarray(sd_observed)
+    y_held = np.asarray(y_held)
+    inside = (y_held >= np.asarray(lower)) & (y_held <= np.asarray(upper))
     return {"holdout_mase": mae / scale if scale > 0 else None,
             "holdout_coverage_95": float(np.mean(inside)),
             "holdout_scale": scale if np.isfinite(scale) else None}

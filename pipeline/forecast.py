@@ -8,8 +8,12 @@ spacing), with --predict_observed also its observed times, and with
 them (the fit's data). The numerics are gpcore.predict's: one call per
 series for the forecast and observed times, one for the held-out ones;
 the sd of a new observation adds the fitted noise variance. Intervals at
---predict_levels are for a new observation; under --transform the mean and
-the bounds are mapped back to y's scale (pipeline/io/scales.py). Each series
+--predict_levels are for a new observation: at forecast and held-out
+times gpcore.calibration's (Student-t, widened by the mean's variance and
+the rolling-origin errors; docs/design.md "Forecast intervals"), at
+observed times predict's normal ones; `stddev` and `stddev_observed` are
+predict's everywhere. Under --transform the mean and the bounds are
+mapped back to y's scale (pipeline/io/scales.py). Each series
 becomes one small pa.Table (schema.predictions_schema), written by
 WriteToParquetBatched: no per-point Python objects.
 
@@ -31,7 +35,8 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.transforms.window import GlobalWindows
 
-from gpcore import Series
+from gpcore import Series, calibration
+from gpcore.calibration import student_t_quantile
 from gpcore.predict import predict
 from pipeline import backtest, grid, metrics
 from pipeline.io import scales
@@ -88,6 +93,8 @@ class Posterior:
 def posterior_table(series: Series, row: dict, plan: Plan) -> Posterior:
     """One series' prediction rows: forecast rows, then (observed) one per
     finite observation in time order, then (holdout) the held-out points.
+    Forecast and held-out rows get the calibrated intervals
+    (gpcore.calibration), observed rows predict's normal ones.
 
     Raises:
       ValueError: the row's parameters do not give a posterior (gpcore.predict).
@@ -99,19 +106,48 @@ def posterior_table(series: Series, row: dict, plan: Plan) -> Posterior:
     t_new, spacing, no_step = _forecast_grid(t[finite], plan)
     t_first = np.concatenate([t_new, t_obs])
     mean, sd = predict(series, row, t_first) if t_first.size else (t_first, t_first)
+    noise = float(row["noise_variance"])
+    spreads = [_calibrated(series, row, t_new, mean[:t_new.size], sd[:t_new.size], noise),
+               Spread(np.sqrt(sd[t_new.size:] ** 2 + noise))]
     kinds = [FORECAST] * t_new.size + [OBSERVED] * t_obs.size
     times, values = [t_new, t_obs], [np.full(t_new.size, np.nan), y_obs]
     if plan.holdout:
         cut = backtest.split(series, plan.holdout)
         held_mean, held_sd = predict(cut.fitted, row, cut.t_held)
         mean, sd = np.concatenate([mean, held_mean]), np.concatenate([sd, held_sd])
+        spreads.append(_calibrated(cut.fitted, row, cut.t_held, held_mean, held_sd, noise))
         kinds += [HOLDOUT] * cut.t_held.size
         times.append(cut.t_held)
         values.append(cut.y_held)
     table = _table(series, row, plan, kinds, np.concatenate(times), np.concatenate(values),
-                   mean, sd)
+                   mean, sd, spreads)
     coarse = bool(t_new.size) and grid.coarse(spacing, _periods(row))
     return Posterior(table, no_step, coarse)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+    """The interval of a block of rows: mean -+ q * sd [k], q the normal
+    quantile (dof None) or Student-t's with dof degrees of freedom."""
+
+    sd: np.ndarray
+    dof: Optional[float] = None
+
+    def quantile(self, level: float) -> float:
+        p = 0.5 + level / 200.0
+        return NormalDist().inv_cdf(p) if self.dof is None else student_t_quantile(p, self.dof)
+
+
+def _calibrated(series: Series, row: dict, t_new: np.ndarray, mean: np.ndarray,
+                sd: np.ndarray, noise: float) -> Spread:
+    """The calibrated spread at forecast times t_new [k] past `series`
+    (gpcore.calibration, docs/design.md "Forecast intervals"), from
+    predict's mean and latent sd [k] there."""
+    if not t_new.size:
+        return Spread(t_new)
+    found = calibration.forecast(series, row, t_new, horizon=t_new.size,
+                                 posterior=(mean, np.sqrt(sd ** 2 + noise)))
+    return Spread(found.sd, found.dof)
 
 
 def _forecast_grid(t: np.ndarray, plan: Plan) -> tuple[np.ndarray, float, Optional[str]]:
@@ -135,18 +171,19 @@ def _periods(row: dict) -> list:
 
 
 def _table(series: Series, row: dict, plan: Plan, kinds: list, times: np.ndarray,
-           values: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> pa.Table:
+           values: np.ndarray, mean: np.ndarray, sd: np.ndarray, spreads: list) -> pa.Table:
     """The rows as predictions_schema(plan.dates, plan.levels); times [m],
     values [m] (NaN for forecast rows), mean and latent sd [m] on the
-    fitted scale."""
+    fitted scale; spreads: the intervals' Spread of each block of rows, in
+    row order."""
     sd_observed = np.sqrt(sd ** 2 + float(row["noise_variance"]))
     residual = (values - mean) / sd_observed
     back = lambda z: scales.inverse(plan.transform, z)  # noqa: E731
     bounds = {}
     for level in plan.levels:
-        z = NormalDist().inv_cdf(0.5 + level / 200.0)
-        bounds[f"lower_{level_name(level)}"] = back(mean - z * sd_observed)
-        bounds[f"upper_{level_name(level)}"] = back(mean + z * sd_observed)
+        half = np.concatenate([s.quantile(level) * s.sd for s in spreads])
+        bounds[f"lower_{level_name(level)}"] = back(mean - half)
+        bounds[f"upper_{level_name(level)}"] = back(mean + half)
     if plan.dates:
         times = pa.array(np.round(times * MICROSECONDS_PER_DAY).astype(np.int64),
                          pa.int64()).cast(pa.timestamp("us", tz="UTC"))

@@ -23,7 +23,8 @@ def test_scores_under_log_are_on_the_original_scale_with_log_scale_intervals():
     y_fit = np.exp(rng.normal(size=30))
     y_held = np.exp(rng.normal(size=5))
     mean, sd = rng.normal(size=5), rng.uniform(0.5, 1.5, 5)
-    got = backtest.scores(np.log(y_held), mean, sd, np.log(y_fit), "log")
+    half = norm.ppf(0.975) * sd  # any interval on the log scale: scores takes its bounds
+    got = backtest.scores(np.log(y_held), mean, mean - half, mean + half, np.log(y_fit), "log")
     scale = np.mean(np.abs(np.diff(y_fit)))
     assert np.isclose(got["holdout_scale"], scale, rtol=1e-12)
     assert np.isclose(got["holdout_mase"], np.mean(np.abs(y_held - np.exp(mean))) / scale,
@@ -33,5 +34,6 @@ def test_scores_under_log_are_on_the_original_scale_with_log_scale_intervals():
 
 
 def test_a_constant_fitted_part_has_no_mase():
-    got = backtest.scores(np.array([1.0]), np.array([1.0]), np.array([1.0]), np.ones(5))
+    got = backtest.scores(np.array([1.0]), np.array([1.0]), np.array([0.0]), np.array([2.0]),
+                          np.ones(5))
     assert got["holdout_mase"] is None and got["holdout_scale"] == 0.0

@@ -1,14 +1,16 @@
 """The forecast interface on the local runner over real Parquet: steps at
 each series' own spacing, intervals at chosen levels, the log transform and
 the holdout backtest, each checked against a plain numpy posterior
-(tests/gp_reference.py's kernels, Rasmussen & Williams eq. 2.23-2.24)."""
+(tests/gp_reference.py's kernels, Rasmussen & Williams eq. 2.23-2.24) and,
+for forecast and held-out rows, a plain numpy calibrated predictive
+(docs/design.md, "Forecast intervals")."""
 from __future__ import annotations
 
 import os
 
 import numpy as np
 import pytest
-from scipy.stats import norm
+from scipy.stats import norm, t as student_t
 
 from gp_reference import components_matrix
 from pipeline import grid
@@ -46,6 +48,37 @@ def posterior(t, y, row, t_new):
     prior = sum(c["amplitude"] ** 2 for c in comps)
     var = np.maximum(prior - np.sum(v * v, axis=0), 0.0) + row["noise_variance"]
     return row["mean"] + k_star @ alpha, np.sqrt(var)
+
+
+def calibrated(t, y, row, t_new, level):
+    """(lower, upper) of the calibrated central `level` % interval of new
+    observations at forecast times t_new [m] past t [n], numpy written from
+    docs/design.md: the sd of a new observation plus the GLS mean's
+    variance, times the clipped RMS of the standardised errors up to m
+    points ahead of 16 rolling origins over the second half (each origin
+    with its own GLS mean, solved afresh), Student-t with n - 1 dof; the
+    last two from the last 512 points of a longer series."""
+    mean, sd_obs = posterior(t, y, row, t_new)
+    dof = t.size - 1
+    t, y = t[-512:], y[-512:]
+    comps, noise, n = row["components"], row["noise_variance"], t.size
+    kff = components_matrix(comps, t, t)
+    a = kff + noise * np.eye(n)
+    a1 = np.linalg.solve(a, np.ones(n))
+    extra = (1 - components_matrix(comps, t_new, t) @ a1) ** 2 / a1.sum()
+    errors = []
+    for o in np.unique(np.linspace(max(n // 2, 2), n - 1, 16).round().astype(int)):
+        ahead = np.arange(o, min(o + t_new.size, n))
+        ao, kx = a[:o, :o], kff[ahead, :o]
+        b1 = np.linalg.solve(ao, np.ones(o))
+        level_o = b1 @ y[:o] / b1.sum()
+        m = level_o + kx @ np.linalg.solve(ao, y[:o] - level_o)
+        var = (kff[ahead, ahead] + noise - np.sum(kx * np.linalg.solve(ao, kx.T).T, axis=1)
+               + (1 - kx @ b1) ** 2 / b1.sum())
+        errors.append((y[ahead] - m) / np.sqrt(var))
+    scale = np.clip(np.sqrt(np.mean(np.concatenate(errors) ** 2)), 1.0, 4.0)
+    half = student_t.ppf(0.5 + level / 200, dof) * scale * np.sqrt(sd_obs ** 2 + extra)
+    return mean - half, mean + half
 
 
 def finite(t, y):
@@ -94,10 +127,18 @@ def test_forecasts_step_at_each_series_own_spacing(run, data):
 
 
 def test_intervals_at_each_level_match_a_numpy_posterior(run, data):
+    """Forecast rows: the calibrated predictive; observed rows: the plain
+    posterior's normal intervals. stddev_observed is the plain posterior's
+    on both."""
+    from gpcore import Series
+    from gpcore.calibration import forecast
+
     rows = {r["series_id"]: r for r in run.rows()}
+    widened = 0
     for sid in ("hourly", "daily", "monthly", "random"):
         t, y = finite(*data[sid])
-        mine = by_kind(run, sid, "forecast") + by_kind(run, sid, "observed")
+        ahead, seen = by_kind(run, sid, "forecast"), by_kind(run, sid, "observed")
+        mine = ahead + seen
         t_new = np.array([p["t"] for p in mine])
         mean, sd_obs = posterior(t, y, rows[sid], t_new)
         scale = np.std(y)
@@ -106,12 +147,24 @@ def test_intervals_at_each_level_match_a_numpy_posterior(run, data):
                                    atol=1e-9 * scale, err_msg=sid)
         np.testing.assert_allclose([p["stddev_observed"] for p in mine], sd_obs, rtol=1e-6,
                                    err_msg=sid)
+        k = len(ahead)
         for level in LEVELS:
             z = norm.ppf(0.5 + level / 200)
-            for side, sign in (("lower", -1), ("upper", 1)):
-                np.testing.assert_allclose([p[f"{side}_{level:g}"] for p in mine],
-                                           mean + sign * z * sd_obs, rtol=1e-6,
-                                           atol=1e-8 * scale, err_msg=f"{sid} {side} {level}")
+            lower, upper = (mean[k:] - z * sd_obs[k:], mean[k:] + z * sd_obs[k:])
+            if k:
+                lo, hi = calibrated(t, y, rows[sid], t_new[:k], level)
+                lower, upper = np.concatenate([lo, lower]), np.concatenate([hi, upper])
+                # The same numbers through gpcore.calibration, called directly.
+                f = forecast(Series(sid, *data[sid]), rows[sid], t_new[:k])
+                np.testing.assert_allclose(f.interval(level / 100)[0], lo, rtol=1e-6,
+                                           atol=1e-8 * scale, err_msg=sid)
+                widened += int(np.all(hi - lo > 2 * z * sd_obs[:k] * (1 + 1e-6)))
+            for side, want in (("lower", lower), ("upper", upper)):
+                # Round-off as above, through solves at each rolling origin.
+                np.testing.assert_allclose([p[f"{side}_{level:g}"] for p in mine], want,
+                                           rtol=1e-6, atol=1e-8 * scale,
+                                           err_msg=f"{sid} {side} {level}")
+    assert widened == 6  # 3 series with forecasts x 2 levels: Student-t alone widens them
 
 
 def test_the_holdout_fits_without_the_last_points_and_scores_like_numpy(run, data):
@@ -128,9 +181,14 @@ def test_the_holdout_fits_without_the_last_points_and_scores_like_numpy(run, dat
         mean, sd_obs = posterior(t_fit, y_fit, row, t_held)
         np.testing.assert_allclose([p["mean"] for p in held], mean, rtol=1e-7,
                                    atol=1e-9 * np.std(y))
+        lo, hi = calibrated(t_fit, y_fit, row, t_held, 95.0)  # as forecast rows'
+        np.testing.assert_allclose([p["lower_95"] for p in held], lo, rtol=1e-6,
+                                   atol=1e-8 * np.std(y))
+        np.testing.assert_allclose([p["upper_95"] for p in held], hi, rtol=1e-6,
+                                   atol=1e-8 * np.std(y))
         scale = np.mean(np.abs(np.diff(y_fit)))  # one-step naive MAE in-sample
         mase = np.mean(np.abs(y_held - mean)) / scale
-        inside = np.abs(y_held - mean) <= norm.ppf(0.975) * sd_obs
+        inside = (y_held >= lo) & (y_held <= hi)
         np.testing.assert_allclose(row["holdout_scale"], scale, rtol=1e-12)
         np.testing.assert_allclose(row["holdout_mase"], mase, rtol=1e-6, err_msg=sid)
         assert row["holdout_coverage_95"] == pytest.approx(np.mean(inside), abs=1e-12)
@@ -199,16 +257,23 @@ def test_log_forecasts_are_the_log_scale_posterior_mapped_back(logged, positive)
     rows = {r["series_id"]: r for r in logged.rows()}
     for sid in ("sales", "visits"):
         t, y = finite(*positive[0][sid])
-        mine = by_kind(logged, sid, "forecast") + by_kind(logged, sid, "observed")
-        mean, sd_obs = posterior(t, np.log(y), rows[sid], np.array([p["t"] for p in mine]))
-        # The median is exp(mean) and the bounds exp(mean +- z sd) of the log-scale
-        # posterior; the sds stay on the log scale. Round-off as above, through exp.
+        ahead = by_kind(logged, sid, "forecast")
+        mine = ahead + by_kind(logged, sid, "observed")
+        t_new = np.array([p["t"] for p in mine])
+        mean, sd_obs = posterior(t, np.log(y), rows[sid], t_new)
+        # The median is exp(mean) and the bounds exp() of the log-scale bounds:
+        # calibrated at forecast times, mean +- z sd at observed ones; the sds
+        # stay on the log scale. Round-off as above, through exp.
         np.testing.assert_allclose([p["mean"] for p in mine], np.exp(mean), rtol=1e-7)
         np.testing.assert_allclose([p["stddev_observed"] for p in mine], sd_obs, rtol=1e-6)
-        z = norm.ppf(0.975)
-        np.testing.assert_allclose([p["lower_95"] for p in mine], np.exp(mean - z * sd_obs),
+        k, z = len(ahead), norm.ppf(0.975)
+        assert k == POINTS
+        lo, hi = calibrated(t, np.log(y), rows[sid], t_new[:k], 95.0)
+        np.testing.assert_allclose([p["lower_95"] for p in mine],
+                                   np.exp(np.concatenate([lo, mean[k:] - z * sd_obs[k:]])),
                                    rtol=1e-6)
-        np.testing.assert_allclose([p["upper_95"] for p in mine], np.exp(mean + z * sd_obs),
+        np.testing.assert_allclose([p["upper_95"] for p in mine],
+                                   np.exp(np.concatenate([hi, mean[k:] + z * sd_obs[k:]])),
                                    rtol=1e-6)
         observed = by_kind(logged, sid, "observed")
         np.testing.assert_allclose([p["y"] for p in observed], y, rtol=1e-14)
@@ -257,6 +322,9 @@ def test_the_report_shows_the_levels_the_holdout_and_ranks_by_mase(run, tmp_path
 
     forecast = read_predictions(run.output, ["hourly"], False, "forecast")["hourly"]
     assert [label for label, _, _ in forecast.bands] == ["95 % interval", "80 % interval"]
+    # The drawn 95 % band is the calibrated one: wider than mean +- 1.96 sd.
+    _, lower, upper = forecast.bands[0]
+    assert np.all(upper - lower > 2 * norm.ppf(0.975) * forecast.std_y)
     held = read_predictions(run.output, ["daily"], False, "holdout")["daily"]
     np.testing.assert_array_equal(held.y, finite(*data["daily"])[1][-HOLDOUT:])
     out = tmp_path / "report.html"
@@ -319,3 +387,28 @@ def test_an_older_release_output_still_serves_reuse_and_the_report(tmp_path_fact
     assert curve.bands == () and curve.mean.size == POINTS  # drawn as +-2 sd
     out = tmp_path_factory.mktemp("report") / "old.html"
     assert report(["--input", positive[1], "--params", old, "--out", str(out)]) == 0
+
+
+def test_a_long_markov_series_gets_calibrated_intervals_from_its_last_points(tmp_path):
+    """Over 4,096 points matern32 takes the O(n) fit and posterior; the
+    calibration uses the last 512 points (docs/design.md, "Forecast
+    intervals")."""
+    rng = np.random.default_rng(5)
+    t = np.arange(4500.0)
+    y = np.sin(t / 30.0) + 0.02 * np.cumsum(rng.normal(size=t.size)) + 0.2 * rng.normal(size=t.size)
+    folder = write_long(str(tmp_path / "in"), {"long": (t, y)})
+    run = gpfit(folder, str(tmp_path / "out"), "--kernel", "matern32", "--predict_steps", "4")
+    assert run.code == 0, run.stderr
+    row = run.rows()[0]
+    assert row["status"] == "ok"
+    ahead = by_kind(run, "long", "forecast")
+    t_new = np.array([p["t"] for p in ahead])
+    np.testing.assert_array_equal(t_new, t[-1] + np.arange(1, 5))
+    mean, sd_obs = posterior(t, y, row, t_new)  # dense numpy over all 4,500 points
+    # The O(n) posterior equals the dense one to ~1e-13; the dof (4,499) take
+    # Cornish-Fisher's quantile, within 1e-6 of scipy's.
+    np.testing.assert_allclose([p["mean"] for p in ahead], mean, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose([p["stddev_observed"] for p in ahead], sd_obs, rtol=1e-6)
+    lo, hi = calibrated(t, y, row, t_new, 95.0)
+    np.testing.assert_allclose([p["lower_95"] for p in ahead], lo, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose([p["upper_95"] for p in ahead], hi, rtol=1e-5, atol=1e-7)
