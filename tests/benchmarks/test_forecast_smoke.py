@@ -68,7 +68,7 @@ def test_command_runs_and_prints_a_table(tmp_path):
     assert text.strip() in done.stdout
     rows = [[c.strip() for c in line.strip("|").split("|")]
             for line in text.splitlines() if line.startswith("| ")]
-    main = {r[0]: r for r in rows if len(r) == 9 and r[0] != "method"}
+    main = {r[0]: r for r in rows if len(r) == 10 and r[0] != "method"}
     assert set(main) == {"statsforecast SeasonalNaive", "statsforecast AutoETS",
                          "statsforecast AutoARIMA", "gpfit rbf"}
     for r in main.values():
