@@ -43,7 +43,7 @@ MAX_POINTS = 1 << MAX_LEVELS
 # Points (members x time steps) per chunk of the chunked scan: the gradient
 # keeps one chunk's intermediates (docs/design.md, "Long series: Markov
 # kernels"); a chunk has at least MIN_CHUNK_STEPS steps.
-CHUNK_POINTS = 1 << 16
+CHUNK_POINTS = 1 << 15
 MIN_CHUNK_STEPS = 1 << 10
 
 # States up to this size multiply by broadcasting (`_matmul`).
@@ -486,7 +486,8 @@ def chunked_sums(kernel: Kernel, params, noise_ratio, t, y, mask, chunk_points: 
         _, total, _, _, starts_mean, starts_cov = tf.while_loop(
             lambda i, *_: i < chunks, body,
             (tf.constant(0), zeros, zero_mean, zero_cov,
-             tf.TensorArray(dtype, size=chunks), tf.TensorArray(dtype, size=chunks)))
+             tf.TensorArray(dtype, size=chunks), tf.TensorArray(dtype, size=chunks)),
+            parallel_iterations=1)
         starts_mean, starts_cov = starts_mean.stack(), starts_cov.stack()
 
         def gradient(*upstream):
@@ -506,7 +507,10 @@ def chunked_sums(kernel: Kernel, params, noise_ratio, t, y, mask, chunk_points: 
 
             _, grads, _, _ = tf.while_loop(
                 lambda i, *_: i >= 0, back,
-                (chunks - 1, tuple(tf.zeros_like(v) for v in theta), zero_mean, zero_cov))
+                (chunks - 1, tuple(tf.zeros_like(v) for v in theta), zero_mean, zero_cov),
+                # One chunk at a time: the default (10) recomputes later
+                # chunks ahead of their adjoint, keeping their tapes alive.
+                parallel_iterations=1)
             return list(grads)
 
         return total, gradient
