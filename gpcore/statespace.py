@@ -21,6 +21,11 @@ sequential steps, which in a TensorFlow graph cost tens of microseconds each
 padding) is a step without an observation (H = 0). The first step starts
 from the stationary prior: A = 0, Q = Pinf.
 
+For the likelihood (profiled_nll) the scan runs in chunks of time steps,
+each from the previous chunk's last state, with a gradient that recomputes
+one chunk at a time (chunked_sums): memory is one chunk's tape plus O(n)
+inputs. filtered(), for the smoother's states, is one scan of the series.
+
 Shapes: time axis first inside the scan, [n, C, d, d], so that batched
 matrix products broadcast over (n, C).
 """
@@ -36,7 +41,7 @@ from gpcore.kernels import Kernel, components
 
 LOG_2PI = math.log(2.0 * math.pi)
 
-# The parallel scan's levels: series up to 2^MAX_LEVELS points.
+# The unchunked scan's levels (filtered): series up to 2^MAX_LEVELS points.
 MAX_LEVELS = 21
 MAX_POINTS = 1 << MAX_LEVELS
 
