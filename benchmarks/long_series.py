@@ -3,6 +3,13 @@ CPU seconds and peak memory, each length in its own process (so that the
 peak is that length's), beside the dense path at the lengths it can do.
 
     python benchmarks/long_series.py --sizes 10000,100000,1000000
+    python benchmarks/long_series.py --sizes 10000,100000 --dense_sizes "" \
+        --peer_sizes "" --kernels matern32+matern12,matern52+matern12
+
+Columns: points, path, kernel, CPU s, us per point, first fit's CPU s,
+peak MB, Newton evaluations per series (window and whole series, mean of
+the two fits), status. Sums are fitted to the same matern32 draw: what
+they measure is the cost of their larger state.
 
 Peer, measured in the same run: celerite2 (O(n), one series at a time;
 pip install gpfit[bench]) on the second series of each --peer_sizes.
@@ -47,17 +54,17 @@ def series(n: int, seed: int):
     return Series(f"n{n}_{seed}", t, y)
 
 
-def one(n: int, dense: bool) -> dict:
+def one(n: int, dense: bool, kernel: str = "matern32") -> dict:
     import tensorflow as tf
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     from gpcore.config import FitConfig
     from gpcore.fitter import GPFitter
     data = [series(n, 1), series(n, 2)]
-    fitter = GPFitter(FitConfig(kernel="matern32"))
+    fitter = GPFitter(FitConfig(kernel=kernel))
     path = "markov" if fitter.long_fitter is not None and n > 4096 else "dense"
     if dense:
-        fitter = GPFitter(FitConfig(kernel="matern32"))
+        fitter = GPFitter(FitConfig(kernel=kernel))
         fitter.long_fitter = None  # the dense path, for the peer column
         path = "dense"
     seconds = []
@@ -66,7 +73,9 @@ def one(n: int, dense: bool) -> dict:
         result = fitter.fit([s])[0]
         seconds.append(time.process_time() - start)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    return {"n": n, "path": path, "first_cpu_s": seconds[0], "cpu_s": seconds[1],
+    work = fitter.long_fitter.work if path == "markov" else {}
+    return {"n": n, "path": path, "kernel": kernel, "first_cpu_s": seconds[0], "cpu_s": seconds[1],
+            "evaluations": work.get("member_evaluations", 0) / 2.0,
             "peak_mb": peak, "status": result.status, "nll": result.nll,
             "length_scale": result.length_scale, "iterations": result.iterations}
 
@@ -94,7 +103,8 @@ def peer(n: int) -> dict:
                                    method="L-BFGS-B")
     seconds = time.process_time() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    return {"n": n, "path": "celerite2", "first_cpu_s": seconds, "cpu_s": seconds,
+    return {"n": n, "path": "celerite2", "kernel": "matern32", "evaluations": int(best.nfev),
+            "first_cpu_s": seconds, "cpu_s": seconds,
             "peak_mb": peak, "status": "ok" if best.success else "not converged",
             "nll": float(best.fun), "length_scale": float(np.exp(best.x[2])),
             "iterations": int(best.nit)}
@@ -104,26 +114,31 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--dense_sizes", default="1024,4096")
+    parser.add_argument("--kernels", default="matern32",
+                        help="kernels fitted at --sizes, comma-separated (sums: matern32+matern12)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--kernel", default="matern32", help=argparse.SUPPRESS)
     parser.add_argument("--dense", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--peer_sizes", default="10000,100000,1000000",
                         help="celerite2's sizes (pip install gpfit[bench]); empty: none")
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(peer(args.one) if args.peer else one(args.one, args.dense)))
+        print(json.dumps(peer(args.one) if args.peer else one(args.one, args.dense, args.kernel)))
         return
     rows = []
     jobs = [(int(n), ["--dense"]) for n in args.dense_sizes.split(",") if n]
-    jobs += [(int(n), []) for n in args.sizes.split(",") if n]
+    jobs += [(int(n), ["--kernel", k]) for k in args.kernels.split(",")
+             for n in args.sizes.split(",") if n]
     jobs += [(int(n), ["--peer"]) for n in args.peer_sizes.split(",") if n]
     for n, flags in jobs:
         out = subprocess.run([sys.executable, __file__, "--one", str(n)] + flags,
                              capture_output=True, text=True, check=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
         r = rows[-1]
-        print(f"| {r['n']:>9,} | {r['path']:6} | {r['cpu_s']:8.2f} | {r['cpu_s'] / r['n'] * 1e6:7.1f} "
-              f"| {r['first_cpu_s']:8.2f} | {r['peak_mb']:7.0f} | {r['status']} |", flush=True)
+        print(f"| {r['n']:>9,} | {r['path']:9} | {r['kernel']} | {r['cpu_s']:8.2f} "
+              f"| {r['cpu_s'] / r['n'] * 1e6:7.1f} | {r['first_cpu_s']:8.2f} | {r['peak_mb']:7.0f} "
+              f"| {r['evaluations']:.0f} | {r['status']} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -59,23 +59,26 @@ BASIN_RESTART_SHARE = 0.25
 
 # The O(n) path (gpcore/markov_fitter.py) on series over MARKOV_ABOVE
 # points: CPU seconds of a matern32 fit (state dimension 2), the window's
-# stages (fixed) plus so much per point, measured by
-#   python benchmarks/long_series.py --sizes 10000,100000,1000000
-# (2.73 s at 10^4, 5.64 s at 10^5, 91.65 s at 10^6: the slope per point
-# grows 2.8x past 10^5; this one is between, within 1.6x of all three;
-# docs/design.md, "Long series: Markov kernels"); and an assumed growth with the state dimension D of a sum
-# (not measured: its small products cost D^2 to D^3 per point).
-MARKOV_SECONDS_WINDOW = 2.4
-MARKOV_SECONDS_PER_POINT = 5.6e-5
-MARKOV_STATE_EXPONENT = 1.5
+# stages (fixed) plus so much per point; times (D / 2)^MARKOV_STATE_EXPONENT
+# for a state of dimension D, and MARKOV_SUM_FACTOR for a sum (a 4x larger
+# grid and ~3x the Newton evaluations), all measured by
+#   python benchmarks/long_series.py --kernels matern32,matern12,matern32+matern12
+# (4.8 s at 10^4, 8.7 s at 10^5, 140 s at 10^6 for matern32: the slope per
+# point grows 3.3x past 10^5; this one is between, within 1.7x of all three;
+# docs/design.md, "Long series: Markov kernels").
+MARKOV_SECONDS_WINDOW = 4.0
+MARKOV_SECONDS_PER_POINT = 8.0e-5
+MARKOV_STATE_EXPONENT = 1.25
+MARKOV_SUM_FACTOR = 5.5
 
 
 def markov_seconds(kernel, n: int) -> float:
     """Estimated CPU seconds of an O(n) fit of n points."""
-    dimension = sum({"matern12": 1, "matern32": 2, "matern52": 3}[b.name]
-                    for b in components(kernel))
+    parts = components(kernel)
+    dimension = sum({"matern12": 1, "matern32": 2, "matern52": 3}[b.name] for b in parts)
     return ((MARKOV_SECONDS_WINDOW + MARKOV_SECONDS_PER_POINT * n)
-            * (dimension / 2.0) ** MARKOV_STATE_EXPONENT)
+            * (dimension / 2.0) ** MARKOV_STATE_EXPONENT
+            * (MARKOV_SUM_FACTOR if len(parts) > 1 else 1.0))
 
 
 def structure(kernel) -> tuple[int, bool]:

@@ -12,7 +12,7 @@ series: Markov kernels"):
    series' first WINDOW_POINTS points, value only.
 2. Newton (gpcore/newton.py) runs on the window from the best grid point.
 3. Newton runs on the whole series from there: exact value and gradient
-   (autodiff through the scan), and the window's Hessian scaled by the
+   (the chunked scan's recomputing gradient, statespace.chunked_sums), and the window's Hessian scaled by the
    ratio of observed points. A series within one window has its own exact
    objective in stage 2 and stops at stage 3's first evaluation.
 
@@ -48,8 +48,8 @@ WINDOW_POINTS = 4096
 # ~ step^2, round-off ~ eps |g| / step, both below 1e-7 relative.
 HESSIAN_STEP = 1e-4
 # Largest batch, in points (members x padded length): the gradient keeps
-# about 2.7 KB per point alive (docs/design.md, "Long series: Markov
-# kernels").
+# one chunk of the scan alive (statespace.CHUNK_POINTS), the rest is ~250
+# bytes per point of inputs (docs/design.md, "Long series: Markov kernels").
 MAX_BATCH_POINTS = 1 << 18
 
 

@@ -21,6 +21,11 @@ sequential steps, which in a TensorFlow graph cost tens of microseconds each
 padding) is a step without an observation (H = 0). The first step starts
 from the stationary prior: A = 0, Q = Pinf.
 
+For the likelihood (profiled_nll) the scan runs in chunks of time steps,
+each from the previous chunk's last state, with a gradient that recomputes
+one chunk at a time (chunked_sums): memory is one chunk's tape plus O(n)
+inputs. filtered(), for the smoother's states, is one scan of the series.
+
 Shapes: time axis first inside the scan, [n, C, d, d], so that batched
 matrix products broadcast over (n, C).
 """
@@ -36,9 +41,15 @@ from gpcore.kernels import Kernel, components
 
 LOG_2PI = math.log(2.0 * math.pi)
 
-# The parallel scan's levels: series up to 2^MAX_LEVELS points.
+# The unchunked scan's levels (filtered): series up to 2^MAX_LEVELS points.
 MAX_LEVELS = 21
 MAX_POINTS = 1 << MAX_LEVELS
+
+# Points (members x time steps) per chunk of the chunked scan: the gradient
+# keeps one chunk's intermediates (docs/design.md, "Long series: Markov
+# kernels"); a chunk has at least MIN_CHUNK_STEPS steps.
+CHUNK_POINTS = 1 << 15
+MIN_CHUNK_STEPS = 1 << 10
 
 # States up to this size multiply by broadcasting (`_matmul`).
 SMALL_STATE = 3
@@ -104,14 +115,15 @@ def _block_diagonal(blocks):
         [tf.linalg.LinearOperatorFullMatrix(b) for b in blocks]).to_dense()
 
 
-def model(kernel: Kernel, params, dt):
+def model(kernel: Kernel, params, dt, first_from_prior: bool = True):
     """Per-step transitions and process noise of kernel on steps dt.
 
     Args:
       kernel: a Markov kernel (is_markov). params: list of [C] tensors, its
         shape parameters in `parameters` order (variance ratios too).
-      dt: [n, C] time steps (dt[0] is ignored: the first step starts from
-        the stationary prior).
+      dt: [n, C] time steps. first_from_prior: dt[0] is ignored and the
+        first step starts from the stationary prior (A = 0, Q = Pinf);
+        False: every step is a transition (a chunk after the first).
     Returns:
       (A [n, C, D, D], Q [n, C, D, D], Pinf [C, D, D]).
     """
@@ -129,8 +141,9 @@ def model(kernel: Kernel, params, dt):
         stationary.append(pinf)
     a = _block_diagonal(transitions)
     pinf = _block_diagonal(stationary)
-    first = tf.range(tf.shape(dt)[0]) == 0
-    a = tf.where(first[:, None, None, None], tf.zeros_like(a), a)
+    if first_from_prior:
+        first = tf.range(tf.shape(dt)[0]) == 0
+        a = tf.where(first[:, None, None, None], tf.zeros_like(a), a)
     q = pinf - tf.matmul(tf.matmul(a, pinf), a, transpose_b=True)
     # Symmetrise: round-off in A Pinf A' must not make Q asymmetric.
     q = 0.5 * (q + tf.linalg.matrix_transpose(q))
@@ -236,6 +249,11 @@ def _identity_like(elements):
     a = elements[0]
     eye = tf.eye(a.shape[-1], dtype=a.dtype) + tf.zeros_like(a[:1])
     return (eye,) + tuple(tf.zeros_like(e[:1]) for e in elements[1:])
+
+
+def _levels(steps: int) -> int:
+    """Levels of the pairwise scan that cover `steps` steps."""
+    return max(1, (steps - 1).bit_length())
 
 
 def _scan_level(x, levels):
@@ -353,19 +371,153 @@ def whitened_sums(v, s, mask):
             tf.reduce_sum(v1 * v1 * inv, -1), tf.reduce_sum(mask * tf.math.log(s), -1))
 
 
-def profiled_nll(kernel: Kernel, params, noise_ratio, t, y, mask, parallel: bool = True):
+def profiled_nll(kernel: Kernel, params, noise_ratio, t, y, mask, parallel: bool = True,
+                 chunk_points: int | None = None):
     """likelihood.profiled_nll in O(n) for a Markov kernel.
 
     Args:
       kernel: Markov kernel (unit amplitude). params: list of [C] shape
         parameters. noise_ratio: [C]. t, y, mask: [C, n], t sorted.
+      parallel: the chunked parallel scan (True) or a sequential tf.scan.
+      chunk_points: points (members x steps) per chunk of the parallel
+        scan; default CHUNK_POINTS.
     Returns:
       (nll [C], mean [C], scale2 [C]), as likelihood.profiled_nll.
     """
-    v, s = filtered(kernel, params, noise_ratio, t, y, mask, parallel)
-    yy, y1, one1, log_det = whitened_sums(v, s, mask)
+    if parallel:
+        yy, y1, one1, log_det = chunked_sums(kernel, params, noise_ratio, t, y, mask,
+                                             chunk_points or CHUNK_POINTS)
+    else:
+        v, s = filtered(kernel, params, noise_ratio, t, y, mask, parallel)
+        yy, y1, one1, log_det = whitened_sums(v, s, mask)
     n = tf.reduce_sum(mask, axis=-1)
     mean = y1 / one1
     scale2 = (yy - y1 * mean) / n
     nll = 0.5 * (n * (LOG_2PI + tf.math.log(scale2) + 1.0) + log_det)
     return nll, mean, scale2
+
+
+def _chunk_sums(kernel, params, noise, dt, y, mask, prior_mean, prior_cov, first, levels):
+    """One chunk of the filter: its whitened sums and its last state.
+
+    Args:
+      params, noise: [C] tensors. dt, y, mask: [m, C], time first; dt[0] the
+        step from the previous chunk's last time (0 for the first chunk).
+      prior_mean [C, D, 2], prior_cov [C, D, D]: the filtered state at the
+        previous chunk's last time; first: this is the series' first chunk,
+        whose prior is the stationary one (mean 0, Pinf), for any prior given.
+      levels: the pairwise scan's levels, 2^levels >= m.
+    Returns:
+      (4 sums [C] as whitened_sums, filtered mean [C, D, 2] and covariance
+      [C, D, D] after the chunk's last step).
+    """
+    a, q, pinf = model(kernel, params, dt, first_from_prior=False)
+    prior_mean = tf.where(first, tf.zeros_like(prior_mean), prior_mean)
+    prior_cov = tf.where(first, pinf, prior_cov)
+    h = _observation_vector(kernel, dt.dtype)[None, None, :] * mask[..., None]  # [m, C, D]
+    obs = tf.stack([y * mask, mask], axis=-1)                                  # [m, C, 2]
+    # The first step's element conditions on the prior: A = 0, Q its
+    # predicted covariance, and b shifted by its predicted mean
+    # ((I - K H) m + K y = m + K (y - H m)).
+    mean0 = tf.matmul(a[0], prior_mean)
+    cov0 = tf.matmul(tf.matmul(a[0], prior_cov), a[0], transpose_b=True) + q[0]
+    elements = _elements(tf.concat([tf.zeros_like(a[:1]), a[1:]], 0),
+                         tf.concat([cov0[None], q[1:]], 0), h,
+                         tf.concat([obs[:1] - tf.einsum("cd,cdk->ck", h[0], mean0)[None],
+                                    obs[1:]], 0), noise)
+    elements = (elements[0], tf.concat([elements[1][:1] + mean0[None], elements[1][1:]], 0),
+                ) + elements[2:]
+    _, means, covs, _, _ = _scan_level(elements, levels)   # filtered, [m, C, D, 2], [m, C, D, D]
+    prev_mean = tf.concat([prior_mean[None], means[:-1]], axis=0)
+    prev_cov = tf.concat([prior_cov[None], covs[:-1]], axis=0)
+    pred_mean = tf.matmul(a, prev_mean)
+    pred_cov = tf.matmul(tf.matmul(a, prev_cov), a, transpose_b=True) + q
+    s = tf.einsum("ncd,ncde,nce->nc", h, pred_cov, h) + noise
+    v = obs - tf.einsum("ncd,ncdk->nck", h, pred_mean)
+    s = mask * s + (1.0 - mask)
+    sums = whitened_sums(tf.transpose(v, [1, 0, 2]), tf.transpose(s), tf.transpose(mask))
+    return sums, means[-1], covs[-1]
+
+
+def chunked_sums(kernel: Kernel, params, noise_ratio, t, y, mask, chunk_points: int):
+    """whitened_sums of the filter, run chunk after chunk of time steps.
+
+    Each chunk is one parallel scan that starts from the previous chunk's
+    last filtered state. The gradient is hand-made (tf.custom_gradient):
+    the forward pass keeps only each chunk's starting state, and the
+    backward pass recomputes one chunk at a time, from the last, under a
+    tape, carrying the adjoint of the state back. Memory is therefore one
+    chunk's autodiff intermediates plus O(n) inputs, and the work is the
+    forward pass twice plus its gradient (docs/design.md, "Long series:
+    Markov kernels").
+
+    Args:
+      params: list of [C] shape parameters. noise_ratio: [C].
+      t, y, mask: [C, n], t sorted. chunk_points: members x steps per
+        chunk; steps at least MIN_CHUNK_STEPS (or chunk_points if fewer).
+    Returns:
+      (y'A^-1 y, y'A^-1 1, 1'A^-1 1, log|A|), each [C].
+    """
+    least = min(MIN_CHUNK_STEPS, chunk_points)
+    levels = _levels(max(least, chunk_points))
+    dtype = t.dtype
+    members, n = tf.shape(t)[0], tf.shape(t)[1]
+    steps_cap = tf.maximum(least, chunk_points // members)
+    chunks = (n + steps_cap - 1) // steps_cap
+    steps = (n + chunks - 1) // chunks              # even chunks: padding < chunks
+    pad = chunks * steps - n
+    tt = tf.transpose(t)                             # [n, C]
+    dt = tf.concat([tf.zeros_like(tt[:1]), tt[1:] - tt[:-1]], axis=0)
+    # Padding: zero steps without observations leave the state as it is.
+    shaped = lambda v: tf.reshape(tf.pad(v, [[0, pad], [0, 0]]), [chunks, steps, members])
+    dt_c, y_c, mask_c = shaped(dt), shaped(tf.transpose(y)), shaped(tf.transpose(mask))
+    d = state_dimension(kernel)
+    zero_mean = tf.zeros(tf.stack([members, d, 2]), dtype)
+    zero_cov = tf.zeros(tf.stack([members, d, d]), dtype)
+    count = len(params)
+
+    def chunk(i, theta, prior_mean, prior_cov):
+        return _chunk_sums(kernel, list(theta[:count]), theta[count], dt_c[i], y_c[i], mask_c[i],
+                           prior_mean, prior_cov, tf.equal(i, 0), levels)
+
+    @tf.custom_gradient
+    def sums_of(*theta):
+        def body(i, total, prior_mean, prior_cov, starts_mean, starts_cov):
+            sums, mean, cov = chunk(i, theta, prior_mean, prior_cov)
+            return (i + 1, tuple(a + b for a, b in zip(total, sums)), mean, cov,
+                    starts_mean.write(i, prior_mean), starts_cov.write(i, prior_cov))
+
+        zeros = tuple(tf.zeros([members], dtype) for _ in range(4))
+        _, total, _, _, starts_mean, starts_cov = tf.while_loop(
+            lambda i, *_: i < chunks, body,
+            (tf.constant(0), zeros, zero_mean, zero_cov,
+             tf.TensorArray(dtype, size=chunks), tf.TensorArray(dtype, size=chunks)),
+            parallel_iterations=1)
+        starts_mean, starts_cov = starts_mean.stack(), starts_cov.stack()
+
+        def gradient(*upstream):
+            upstream = [tf.zeros([members], dtype) if u is None else u for u in upstream]
+
+            def back(i, grads, adj_mean, adj_cov):
+                prior_mean, prior_cov = starts_mean[i], starts_cov[i]
+                with tf.GradientTape() as tape:
+                    tape.watch([theta, prior_mean, prior_cov])
+                    sums, mean, cov = chunk(i, theta, prior_mean, prior_cov)
+                    target = (sum(tf.reduce_sum(u * s) for u, s in zip(upstream, sums))
+                              + tf.reduce_sum(adj_mean * mean) + tf.reduce_sum(adj_cov * cov))
+                g_theta, g_mean, g_cov = tape.gradient(
+                    target, [list(theta), prior_mean, prior_cov],
+                    unconnected_gradients=tf.UnconnectedGradients.ZERO)
+                return (i - 1, tuple(a + b for a, b in zip(grads, g_theta)), g_mean, g_cov)
+
+            _, grads, _, _ = tf.while_loop(
+                lambda i, *_: i >= 0, back,
+                (chunks - 1, tuple(tf.zeros_like(v) for v in theta), zero_mean, zero_cov),
+                # One chunk at a time: the default (10) recomputes later
+                # chunks ahead of their adjoint, keeping their tapes alive.
+                parallel_iterations=1)
+            return list(grads)
+
+        return total, gradient
+
+    return sums_of(*params, noise_ratio)
