@@ -126,22 +126,6 @@ def test_chunked_scan_equals_dense_nll_and_gradient(name, chunk_points):
     np.testing.assert_allclose(fast_g, dense_g, rtol=1e-6, atol=1e-6 * np.abs(dense_g).max())
 
 
-def test_chunked_batch_rows_are_independent():
-    """Rows of different lengths in chunks of 40 points (20 steps per row)
-    give each row's own nll, computed in one chunk."""
-    name = "matern32+matern12"
-    params, noise = parameters(name, seed=14)
-    rows = [awkward_series(n, seed=15 + n) for n in (120, 201)]
-    width = 201
-    t, y, mask = (np.stack([np.r_[r[i], np.full(width - r[i].size, r[i][-1] if i == 0 else 0.0)]
-                            for r in rows]) for i in range(3))
-    both = statespace.profiled_nll(kernel(name), [tf.concat([p, p], 0) for p in params],
-                                   tf.concat([noise, noise], 0), tf.constant(t), tf.constant(y),
-                                   tf.constant(mask), chunk_points=40)[0].numpy()
-    alone = [markov_nll(name, params, noise, *r)[0].numpy()[0] for r in rows]
-    np.testing.assert_allclose(both, alone, rtol=1e-10)
-
-
 def numpy_kalman_nll(name, params, noise, mean, scale2, t, y, mask):
     """-log N(y_obs | mean, scale2 (K1 + noise I)) by a Kalman filter built
     from the SDE's drift F and diffusion L of each Matern component
@@ -206,17 +190,20 @@ def test_nll_equals_tfp_gaussian_process():
     np.testing.assert_allclose(nll, -gp.log_prob(y[keep]).numpy(), rtol=1e-8)
 
 
-def test_batch_rows_are_independent():
-    """Rows of a batch of different lengths (padding masked) give each
-    row's own nll."""
-    name = "matern52"
-    params, noise = parameters(name, seed=10)
-    rows = [awkward_series(n, seed=11 + n) for n in (100, 173)]
-    width = 173
+@pytest.mark.parametrize("name, seed, lengths, chunk_points", [
+    ("matern52", 10, (100, 173), None),  # one chunk (the default size)
+    ("matern32+matern12", 14, (120, 201), 40),  # chunks of 20 steps per row
+])
+def test_batch_rows_are_independent(name, seed, lengths, chunk_points):
+    """Rows of a batch of different lengths (padding masked), in one chunk
+    or in several, give each row's own nll, computed alone in one chunk."""
+    params, noise = parameters(name, seed=seed)
+    rows = [awkward_series(n, seed=seed + 1 + n) for n in lengths]
+    width = max(lengths)
     t, y, mask = (np.stack([np.r_[r[i], np.full(width - r[i].size, r[i][-1] if i == 0 else 0.0)]
                             for r in rows]) for i in range(3))
     both = statespace.profiled_nll(kernel(name), [tf.concat([p, p], 0) for p in params],
                                    tf.concat([noise, noise], 0), tf.constant(t), tf.constant(y),
-                                   tf.constant(mask))[0].numpy()
+                                   tf.constant(mask), chunk_points=chunk_points)[0].numpy()
     alone = [markov_nll(name, params, noise, *r)[0].numpy()[0] for r in rows]
     np.testing.assert_allclose(both, alone, rtol=1e-10)
