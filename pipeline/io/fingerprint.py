@@ -27,7 +27,7 @@ import numpy as np
 from gpcore.config import AUTO, FitConfig
 
 # gpfit's release; pyproject.toml's version (a test keeps them equal).
-VERSION = "0.6.0"
+VERSION = "0.7.0"
 
 # FitConfig fields that do not change what a fit returns.
 _NOT_FIT_OPTIONS = ("batch_size",)

@@ -23,7 +23,19 @@ REPO = Path(__file__).resolve().parents[2]
 PROJECT = "gpfit-offline-test"
 REGION = "europe-west4"
 BUCKET = "gpfit-offline-test-bucket"
-IMAGE = f"{REGION}-docker.pkg.dev/{PROJECT}/gpfit/gpfit:0.6.0"
+
+
+def gpfit_version() -> str:
+    """The package's version: pipeline/io/fingerprint.py's VERSION, which
+    pyproject.toml reads (dynamic), parsed without importing the package."""
+    tree = ast.parse((REPO / "pipeline" / "io" / "fingerprint.py").read_text())
+    (value,) = [node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                and [getattr(t, "id", None) for t in node.targets] == ["VERSION"]]
+    return value
+
+
+VERSION = gpfit_version()
+IMAGE = f"{REGION}-docker.pkg.dev/{PROJECT}/gpfit/gpfit:{VERSION}"
 
 
 def read_setup() -> dict:
@@ -39,7 +51,7 @@ def read_setup() -> dict:
     return {
         "BEAM_VERSION": beam,
         "name": project["name"],
-        "version": project["version"],
+        "version": VERSION,
         "python_requires": project["requires-python"],
         "install_requires": requires,
         "extras_require": extras,

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from deploy_helpers import BUCKET, IMAGE, PROJECT, REGION, REPO, read_dag
+from deploy_helpers import BUCKET, IMAGE, PROJECT, REGION, REPO, VERSION, read_dag
 
 DAG = REPO / "deploy" / "airflow" / "gpfit_dag.py"
 DATAFLOW_DOC = REPO / "docs" / "dataflow.md"
@@ -23,7 +23,7 @@ SCHEDULING_DOC = REPO / "docs" / "scheduling.md"
 DS = "2026-11-29"
 DS_BEFORE = "2026-11-28"  # {{ macros.ds_add(ds, -1) }}
 SHELL_VARS = {"PROJECT": PROJECT, "REGION": REGION, "BUCKET": BUCKET, "IMAGE": IMAGE,
-              "TAG": "0.6.0", "AR_REPO": "gpfit"}
+              "TAG": VERSION, "AR_REPO": "gpfit"}
 
 
 def render(text: str) -> str:
