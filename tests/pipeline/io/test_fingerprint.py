@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from pathlib import Path
 
@@ -49,9 +50,15 @@ def test_batch_size_and_unused_candidates_do_not_change_a_fit():
     assert auto[0] != auto[1]
 
 
-def test_the_version_is_pyproject_tomls():
+def test_the_version_is_the_one_pyproject_toml_reads():
+    # The built package's version is this one (tests/deploy checks the
+    # sdist's PKG-INFO); pyproject.toml holds no copy of it.
     with open(REPO / "pyproject.toml", "rb") as f:
-        assert fingerprint.VERSION == tomllib.load(f)["project"]["version"]
+        meta = tomllib.load(f)
+    assert "version" not in meta["project"] and "version" in meta["project"]["dynamic"]
+    assert meta["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "pipeline.io.fingerprint.VERSION"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", fingerprint.VERSION)
 
 
 def test_a_series_refused_unassembled_is_fingerprinted_by_its_reason():
