@@ -30,7 +30,8 @@ from typing import Mapping, Union
 import numpy as np
 
 from gpcore.kernels import components, distances, kernel as kernel_named
-from gpcore.predict import checked_params, predict
+# JITTERS: predict's, relative to the largest prior variance.
+from gpcore.predict import JITTERS, checked_params, predict
 from gpcore.result import FitResult
 from gpcore.series import Series
 
@@ -44,7 +45,6 @@ WINDOW = 512
 # The most the rolling errors widen an interval: a level shift in the data
 # should not make every interval meaningless.
 MAX_SCALE = 4.0
-JITTERS = (0.0, 1e-10, 1e-8, 1e-6)  # as predict's, relative to the largest prior variance
 # Degrees of freedom above which Student-t quantiles come from the
 # Cornish-Fisher expansion (within 2e-8 relative of scipy's at 201), below
 # which from bisection on the exact distribution function (a sum of dof / 2
