@@ -6,11 +6,11 @@ first used, so configuration and data types are cheap to import.
 """
 from gpcore.batching import Batching
 from gpcore.config import KERNELS, FitConfig
-from gpcore.result import OUTPUT_COLUMNS, FitResult
+from gpcore.result import FitResult
 from gpcore.series import Series
 
 __all__ = ["Batching", "FitConfig", "FitResult", "GPFitter", "KERNELS", "KernelChoice",
-           "OUTPUT_COLUMNS", "Series", "build_fitter", "predict"]
+           "Series", "build_fitter", "predict"]
 
 
 def __getattr__(name):

@@ -1,16 +1,22 @@
-"""FitResult: one output row per input series."""
+"""FitResult: what a fit says of one series.
+
+The output table's columns are the pipeline's (pipeline/io/schema.py):
+they hold these fields, and what a run adds (reuse, the fingerprint).
+"""
 from __future__ import annotations
 
 import dataclasses
 from typing import Optional
 
-# The output contract (docs/design.md, "Contracts"), in column order.
-OUTPUT_COLUMNS = (
+# FitResult.to_row's keys, in order.
+FIELDS = (
     "series_id", "status", "error", "kernel", "n_points", "mean", "amplitude",
     "length_scale", "period", "noise_variance", "components", "nll", "bic", "bic_margin",
-    "converged", "stop_reason", "at_bound", "iterations", "warm_started", "reused",
-    "fingerprint",
+    "converged", "stop_reason", "at_bound", "iterations", "warm_started",
 )
+# FitResult.params' keys: the fitted parameters.
+PARAMETERS = ("kernel", "mean", "amplitude", "length_scale", "period", "noise_variance",
+              "components")
 
 # Per-component parameters, in the order of each `components` element.
 COMPONENT_FIELDS = ("kernel", "amplitude", "length_scale", "period")
@@ -56,19 +62,16 @@ class FitResult:
     bic: Optional[float] = None
     bic_margin: Optional[float] = None
     warm_started: bool = False
-    reused: bool = False
-    fingerprint: Optional[str] = None
 
     def to_row(self) -> dict:
-        """The output row: a dict with exactly OUTPUT_COLUMNS."""
-        row = {name: getattr(self, name) for name in OUTPUT_COLUMNS}
+        """The fit as plain Python values: a dict of FIELDS, in order."""
+        row = {name: getattr(self, name) for name in FIELDS}
         row["series_id"] = str(self.series_id)
         row["n_points"] = int(self.n_points)
         row["converged"] = bool(self.converged)
         row["at_bound"] = bool(self.at_bound)
         row["iterations"] = int(self.iterations)
         row["warm_started"] = bool(self.warm_started)
-        row["reused"] = bool(self.reused)
         if self.components is not None:
             row["components"] = [
                 {name: (c.get(name) if name == "kernel" or c.get(name) is None
@@ -83,10 +86,7 @@ class FitResult:
     @property
     def params(self) -> dict:
         """Kernel and noise parameters, as accepted by gpcore.predict."""
-        return {"kernel": self.kernel, "mean": self.mean,
-                "amplitude": self.amplitude, "length_scale": self.length_scale,
-                "period": self.period, "noise_variance": self.noise_variance,
-                "components": self.components}
+        return {name: getattr(self, name) for name in PARAMETERS}
 
 
 def first_line(err: BaseException) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 from gpcore import Series
 from gpcore.calibration import forecast
 from gpcore.result import OK, SKIPPED
-from pipeline.io import scales
+from pipeline.io import rows, scales
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Holdout:
             row["error"] = f"{row['error']} (after --holdout {self.k} held out the last points)"
         if row["status"] != OK or not cut.t_held.size:
             return row
-        found = forecast(cut.fitted, row, cut.t_held, horizon=cut.t_held.size)
+        found = forecast(cut.fitted, rows.parameters(row), cut.t_held, horizon=cut.t_held.size)
         row.update(scores(cut.y_held, found.mean, *found.interval(0.95), cut.fitted.y,
                           self.transform))
         return row

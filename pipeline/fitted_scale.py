@@ -7,7 +7,7 @@ import numpy as np
 
 from gpcore import FitResult, Series
 from gpcore.result import SKIPPED
-from pipeline.io import fingerprint
+from pipeline.io import fingerprint, rows
 from pipeline.io.scales import problem, transformed
 
 UNTRANSFORMABLE = "untransformable"  # output tag: "skipped" rows
@@ -27,6 +27,6 @@ class ToFittedScale(beam.DoFn):
             yield transformed(self._name, series)
             return
         n = int(np.sum(np.isfinite(series.t) & np.isfinite(series.y)))
-        yield beam.pvalue.TaggedOutput(UNTRANSFORMABLE, FitResult(
-            str(series.series_id), SKIPPED, self._kernel, n, error=reason,
-            fingerprint=fingerprint.of_points(self._key, series.t, series.y)).to_row())
+        yield beam.pvalue.TaggedOutput(UNTRANSFORMABLE, rows.of_fit(
+            FitResult(str(series.series_id), SKIPPED, self._kernel, n, error=reason),
+            fingerprint.of_points(self._key, series.t, series.y)))

@@ -39,7 +39,7 @@ from gpcore import Series, calibration
 from gpcore.calibration import student_t_quantile
 from gpcore.predict import predict
 from pipeline import backtest, grid, metrics
-from pipeline.io import scales
+from pipeline.io import rows, scales
 from pipeline.io.errors import first_line
 from pipeline.io.schema import (DEFAULT_LEVELS, FORECAST, HOLDOUT, MICROSECONDS_PER_DAY,
                                 OBSERVED, level_name, predictions_schema)
@@ -97,31 +97,33 @@ def posterior_table(series: Series, row: dict, plan: Plan) -> Posterior:
     (gpcore.calibration), observed rows predict's normal ones.
 
     Raises:
-      ValueError: the row's parameters do not give a posterior (gpcore.predict).
+      ValueError: the row's parameters do not give a posterior
+        (pipeline.io.rows.parameters, gpcore.predict).
     """
     t = np.asarray(series.t, dtype=np.float64)
     y = np.asarray(series.y, dtype=np.float64)
     finite = np.isfinite(t) & np.isfinite(y)
     t_obs, y_obs = (t[finite], y[finite]) if plan.observed else (t[:0], y[:0])
     t_new, spacing, no_step = _forecast_grid(t[finite], plan)
+    params = rows.parameters(row)  # the row read back into a model, once
     t_first = np.concatenate([t_new, t_obs])
-    mean, sd = predict(series, row, t_first) if t_first.size else (t_first, t_first)
-    noise = float(row["noise_variance"])
-    spreads = [_calibrated(series, row, t_new, mean[:t_new.size], sd[:t_new.size], noise),
+    mean, sd = predict(series, params, t_first) if t_first.size else (t_first, t_first)
+    noise = params["noise_variance"]
+    spreads = [_calibrated(series, params, t_new, mean[:t_new.size], sd[:t_new.size], noise),
                Spread(np.sqrt(sd[t_new.size:] ** 2 + noise))]
     kinds = [FORECAST] * t_new.size + [OBSERVED] * t_obs.size
     times, values = [t_new, t_obs], [np.full(t_new.size, np.nan), y_obs]
     if plan.holdout:
         cut = backtest.split(series, plan.holdout)
-        held_mean, held_sd = predict(cut.fitted, row, cut.t_held)
+        held_mean, held_sd = predict(cut.fitted, params, cut.t_held)
         mean, sd = np.concatenate([mean, held_mean]), np.concatenate([sd, held_sd])
-        spreads.append(_calibrated(cut.fitted, row, cut.t_held, held_mean, held_sd, noise))
+        spreads.append(_calibrated(cut.fitted, params, cut.t_held, held_mean, held_sd, noise))
         kinds += [HOLDOUT] * cut.t_held.size
         times.append(cut.t_held)
         values.append(cut.y_held)
-    table = _table(series, row, plan, kinds, np.concatenate(times), np.concatenate(values),
+    table = _table(series, noise, plan, kinds, np.concatenate(times), np.concatenate(values),
                    mean, sd, spreads)
-    coarse = bool(t_new.size) and grid.coarse(spacing, _periods(row))
+    coarse = bool(t_new.size) and grid.coarse(spacing, _periods(params))
     return Posterior(table, no_step, coarse)
 
 
@@ -138,14 +140,14 @@ class Spread:
         return NormalDist().inv_cdf(p) if self.dof is None else student_t_quantile(p, self.dof)
 
 
-def _calibrated(series: Series, row: dict, t_new: np.ndarray, mean: np.ndarray,
+def _calibrated(series: Series, params: dict, t_new: np.ndarray, mean: np.ndarray,
                 sd: np.ndarray, noise: float) -> Spread:
     """The calibrated spread at forecast times t_new [k] past `series`
     (gpcore.calibration, docs/design.md "Forecast intervals"), from
-    predict's mean and latent sd [k] there."""
+    predict's mean and latent sd [k] there; params: rows.parameters'."""
     if not t_new.size:
         return Spread(t_new)
-    found = calibration.forecast(series, row, t_new, horizon=t_new.size,
+    found = calibration.forecast(series, params, t_new, horizon=t_new.size,
                                  posterior=(mean, np.sqrt(sd ** 2 + noise)))
     return Spread(found.sd, found.dof)
 
@@ -164,19 +166,19 @@ def _forecast_grid(t: np.ndarray, plan: Plan) -> tuple[np.ndarray, float, Option
     return t[:0], 0.0, None
 
 
-def _periods(row: dict) -> list:
-    """The fitted periods (units of t) of a row's periodic components."""
-    parts = row.get("components") or [{"kernel": row.get("kernel"), "period": row.get("period")}]
-    return [c.get("period") for c in parts if c.get("kernel") == "periodic"]
+def _periods(params: dict) -> list:
+    """The fitted periods (units of t) of the periodic components of
+    rows.parameters' params."""
+    return [c["period"] for c in params["components"] if c["kernel"] == "periodic"]
 
 
-def _table(series: Series, row: dict, plan: Plan, kinds: list, times: np.ndarray,
+def _table(series: Series, noise: float, plan: Plan, kinds: list, times: np.ndarray,
            values: np.ndarray, mean: np.ndarray, sd: np.ndarray, spreads: list) -> pa.Table:
     """The rows as predictions_schema(plan.dates, plan.levels); times [m],
     values [m] (NaN for forecast rows), mean and latent sd [m] on the
-    fitted scale; spreads: the intervals' Spread of each block of rows, in
-    row order."""
-    sd_observed = np.sqrt(sd ** 2 + float(row["noise_variance"]))
+    fitted scale, noise the fitted noise variance; spreads: the intervals'
+    Spread of each block of rows, in row order."""
+    sd_observed = np.sqrt(sd ** 2 + noise)
     residual = (values - mean) / sd_observed
     back = lambda z: scales.inverse(plan.transform, z)  # noqa: E731
     bounds = {}

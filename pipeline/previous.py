@@ -8,7 +8,8 @@
                    "skipped") -> the old row, reused=True     [REUSED]
                    changed, new, or last "failed" -> the Series, fitted;
                    with the old parameters as its warm_start where the old
-                   row is "ok" and of this kernel             [main]
+                   row is "ok" and of this kernel, and (but new
+                   ones) the fingerprint it was compared by    [main]
                    gone (in the previous output only) -> nothing
 Failed rows are refitted: a failure may be the machine's, and failures are
 few. Nothing is gathered on one worker: the join is a shuffle by id.
@@ -112,13 +113,14 @@ class Compare(beam.DoFn):
         tonight = list(grouped["series"])
         if not tonight:  # gone from the input: not in the output
             return
-        series = tonight[0]  # one per id: ReadSeries gathered them
         old = next(iter(grouped["previous"]), None)
         if old is None:
-            yield series
+            yield tonight[0]  # one per id: ReadSeries gathered them
             return
+        # Hashed here once; its row takes the fingerprint from the series.
+        series = fingerprint.stamped(self._key, tonight[0])
         if (old["status"] in REUSABLE and old.get("fingerprint")
-                and old["fingerprint"] == fingerprint.of_points(self._key, series.t, series.y)):
+                and old["fingerprint"] == series.fingerprint):
             self._reused.inc()
             row = dict(old, reused=True, warm_started=False)
             yield beam.pvalue.TaggedOutput(REUSED, row)

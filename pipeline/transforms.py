@@ -2,13 +2,15 @@
 
   BatchByLength: Series -> lists whose estimated cost (gpcore.batching)
                  reaches the target seconds per fit call
-  FitBatches:    FitDoFn, one fitter per worker process (gpcore.build_fitter:
-                 a GPFitter, or under kernel "auto" a KernelChoice)
+  FitBatches:    FitDoFn, one fitter per worker process, built and run by a
+                 FitterHandler (pipeline/handler.py: gpcore.build_fitter, a
+                 GPFitter, or under kernel "auto" a KernelChoice)
 
 FitSeries also puts out one FitStats per fit call (FIT_STATS), for the
 manifest, and, when asked (forecasts), each "ok" row with its Series
 (FITTED). Every row carries the series' fingerprint (pipeline/io/fingerprint.py),
-for the next run to compare. Reading the input is pipeline/reading.py.
+for the next run to compare: the one the series carries, if compared with a
+previous run, else of its points. Reading the input is pipeline/reading.py.
 """
 from __future__ import annotations
 
@@ -29,10 +31,9 @@ from gpcore import quiet
 quiet.import_tensorflow(keep_lines=logging.getLogger("gpfit").isEnabledFor(logging.DEBUG))
 
 from gpcore import Batching, FitConfig, FitResult, Series  # noqa: E402
-from gpcore.choice import work_by_kernel  # noqa: E402
-from gpcore.config import fitted_configs  # noqa: E402
 from gpcore.result import FAILED, OK  # noqa: E402
-from pipeline import fitters, metrics, runtime  # noqa: E402
+from pipeline import metrics, runtime  # noqa: E402
+from pipeline.handler import FitterHandler  # noqa: E402
 from pipeline.io import conversion, fingerprint  # noqa: E402
 from pipeline.io.errors import first_line  # noqa: E402
 from pipeline.io.schema import completed  # noqa: E402
@@ -44,7 +45,7 @@ FITTED = "fitted"            # output tag: (Series, row) per "ok" row, if kept
 
 
 class FitSeries(beam.PTransform):
-    """Series -> output rows (dicts of gpcore.OUTPUT_COLUMNS).
+    """Series -> output rows (dicts of schema.OUTPUT_COLUMNS).
 
     Returns the outputs of FitBatches: rows (main), FIT_STATS and FITTED
     (empty unless keep_series).
@@ -69,7 +70,8 @@ class FitSeries(beam.PTransform):
         return (series
                 | "BatchByLength" >> beam.ParDo(BatchByLength(self._batching))
                 | "FitBatches" >> beam.ParDo(FitDoFn(
-                    self._config, self._processes, keep_series=self._keep_series,
+                    FitterHandler(self._config, self._processes), self._processes,
+                    keep_series=self._keep_series,
                     fingerprint_key=self._key, holdout=self._holdout),
                     total=beam.pvalue.AsSingleton(total))
                 .with_outputs(FIT_STATS, FITTED, main="rows"))
@@ -139,27 +141,30 @@ class _FitterSlot:
 class FitDoFn(beam.DoFn):
     """Fits batches of Series with the worker process's one fitter.
 
-    Beam runs several instances of a DoFn per process, on threads. Building
-    a fitter costs seconds (TF variables, a traced function), so the process
-    builds one, in the first setup(), through a Shared handle, and every
-    instance uses it under a lock. Besides the rows, each batch puts out a
-    FitStats on FIT_STATS (the figures of its metrics, for the manifest),
-    and with keep_series each "ok" row with its Series on FITTED.
+    The fitter is the handler's (pipeline/handler.py: how to build it, what
+    a call costs, the call); this DoFn holds the Beam lifecycle. Beam runs
+    several instances of a DoFn per process, on threads. Building a fitter
+    costs seconds (TF variables, a traced function), so the process builds
+    one, in the first setup(), through a Shared handle, and every instance
+    uses it under a lock. Besides the rows, each batch puts out a FitStats
+    on FIT_STATS (the figures of its metrics, for the manifest), and with
+    keep_series each "ok" row with its Series on FITTED.
     With a holdout (pipeline.backtest.Holdout) the fitter sees each series
     without its held-out points, and the rows get the backtest's scores;
     the fingerprint and FITTED keep the whole series.
     A fitter's fit never raises for a series (a bad one comes back skipped or
     failed); a call that raises all the same (the machine, not a series)
-    becomes "failed" rows with the reason (fit_or_fail): on Dataflow an
+    becomes "failed" rows with the reason (failed_results): on Dataflow an
     exception would retry the bundle four times and then fail the job.
     """
 
-    def __init__(self, config: FitConfig, processes_per_machine: Optional[int],
+    def __init__(self, handler: FitterHandler, processes_per_machine: Optional[int] = None,
                  clock: Callable[[], float] = time.monotonic, progress_every_s: float = 30.0,
                  keep_series: bool = False, heartbeat_s: Optional[float] = None,
                  fingerprint_key: Optional[bytes] = None, holdout=None):
-        self._config = config
-        self._key = fingerprint_key or fingerprint.options_key(config)
+        self._handler = handler
+        self._kernel = handler.config.kernel
+        self._key = fingerprint_key or fingerprint.options_key(handler.config)
         self._holdout = holdout
         self._keep_series = keep_series
         self._processes = processes_per_machine
@@ -174,22 +179,24 @@ class FitDoFn(beam.DoFn):
         self._fit_ms = metrics.distribution(metrics.FIT_MS)
         self._traces = metrics.distribution(metrics.TRACING_COUNT)
         self._traces_now = metrics.gauge(metrics.TRACING_COUNT)
-        self._batching = Batching(config)
-        self._kernels = [c.kernel for c in fitted_configs(config)]
 
     def setup(self):
         self._slot = self._shared.acquire(self._build_slot)
 
     def _build_slot(self) -> _FitterSlot:
-        fitter = fitters.build(self._config, runtime.configure_tf_threads(self._processes))
         progress = runtime.Progress(self._clock, self._progress_every_s, self._processes)
-        return _FitterSlot(fitter, progress, self._heartbeat_s)
+        return _FitterSlot(self._handler.load_fitter(), progress, self._heartbeat_s)
+
+    def teardown(self):
+        # The process's slot lives while an instance holds it (Shared keeps
+        # a weak reference); its heartbeat ends with it.
+        self._slot = None
 
     def process(self, batch: list[Series], total: Optional[int] = None):
         """Fits one call's series; `total`: the series the job fits (the
         progress lines' total; None where not known)."""
         slot = self._slot
-        estimated = sum(self._batching.cost(np.size(s.y)) for s in batch)
+        estimated = sum(self._handler.cost(s) for s in batch)
         slot.progress.set_total(total)
         with slot.lock:
             slot.progress.start_call(len(batch), estimated)
@@ -198,21 +205,26 @@ class FitDoFn(beam.DoFn):
                 # Metrics only count inside a bundle, not in setup().
                 self._fitters_built.inc()
                 slot.counted = True
-            before = work_by_kernel(slot.fitter)
+            before = self._handler.counters(slot.fitter)
             start = self._clock()
             fitted = [self._holdout.fitted_part(s) for s in batch] if self._holdout else batch
-            results = fit_or_fail(slot.fitter, fitted, self._config.kernel)
+            try:
+                results = self._handler.fit(slot.fitter, fitted)
+            except Exception as err:  # pylint: disable=broad-except  (the machine's, not a series')
+                _LOG.warning("gpfit: a fit call of %d series raised: %s", len(batch),
+                             first_line(err))
+                results = failed_results(batch, self._kernel, err)
             elapsed = self._clock() - start
-            work = _work_done(before, work_by_kernel(slot.fitter), self._kernels, len(batch))
-            traces = slot.fitter.tracing_count
+            after = self._handler.counters(slot.fitter)
+            work = self._handler.work_done(before, after, len(batch))
             line = slot.progress.add(len(batch))
         if line:
             _LOG.info(line)
         per_series_ms = int(round(1000.0 * elapsed / max(len(batch), 1)))
         for _ in batch:
             self._fit_ms.update(per_series_ms)
-        self._traces.update(traces)
-        self._traces_now.set(traces)
+        self._traces.update(after.tracing_count)
+        self._traces_now.set(after.tracing_count)
         for series, result in zip(batch, results):
             row = conversion.fitted_row(result, series, self._key)
             if self._holdout:
@@ -221,33 +233,16 @@ class FitDoFn(beam.DoFn):
             if self._keep_series and row["status"] == OK:
                 yield beam.pvalue.TaggedOutput(FITTED, (series, row))
         yield beam.pvalue.TaggedOutput(FIT_STATS, metrics.FitStats(
-            len(batch), per_series_ms, traces, int(built), round(elapsed, 3),
+            len(batch), per_series_ms, after.tracing_count, int(built), round(elapsed, 3),
             round(estimated, 3), work))
 
 
-def _work_done(before: dict, after: dict, kernels: list[str], series: int) -> tuple:
-    """((kernel, series, newton_evaluations, grid_evaluations), ...) of one
-    fit call, from gpcore.choice.work_by_kernel before and after it; every
-    kernel fitted saw every series of the call."""
-    done = []
-    for kernel in kernels:
-        new, old = after.get(kernel, {}), before.get(kernel, {})
-        delta = lambda key: int(new.get(key, 0) - old.get(key, 0))
-        done.append((kernel, series, delta("member_evaluations"), delta("grid_evaluations")))
-    return tuple(done)
-
-
-def fit_or_fail(fitter, batch: list[Series], kernel: str) -> list[FitResult]:
-    """fitter.fit(batch) (a gpcore.build_fitter fitter); if the call raises,
-    every series of it "failed" with the reason (n_points 0: the call never
-    reported them)."""
-    try:
-        return fitter.fit(batch)
-    except Exception as err:  # pylint: disable=broad-except
-        _LOG.warning("gpfit: a fit call of %d series raised: %s", len(batch), first_line(err))
-        return [FitResult(str(s.series_id), FAILED, kernel, 0,
-                          error=f"fit raised {type(err).__name__}: {first_line(err)}")
-                for s in batch]
+def failed_results(batch: list[Series], kernel: str, err: BaseException) -> list[FitResult]:
+    """Every series of a fit call that raised `err`, "failed" with the reason
+    (n_points 0: the call never reported them)."""
+    return [FitResult(str(s.series_id), FAILED, kernel, 0,
+                      error=f"fit raised {type(err).__name__}: {first_line(err)}")
+            for s in batch]
 
 
 def count_status(row: dict) -> dict:

@@ -26,6 +26,7 @@ from gpcore.series import Series
 from pipeline.io import columns as col
 from pipeline.io import fingerprint
 from pipeline.io.inputs import Columns
+from pipeline.io.rows import of_fit
 from pipeline.io.schema import OUTPUT_SCHEMA
 
 # (t [n] float64, y [n] float64, problem or None): part of one series.
@@ -90,18 +91,17 @@ def too_many_rows(rows: int, max_rows: int, flag: str = "--max_rows") -> str:
 def skipped_row(series_id: str, kernel: str, problem: str, key: bytes) -> dict:
     """The "skipped" row of a series refused unassembled, fingerprinted by its
     reason under `key` (fingerprint.options_key)."""
-    return FitResult(series_id, SKIPPED, kernel, 0, error=problem,
-                     fingerprint=fingerprint.of_reason(key, problem)).to_row()
+    return of_fit(FitResult(series_id, SKIPPED, kernel, 0, error=problem),
+                  fingerprint.of_reason(key, problem))
 
 
 def fitted_row(result: FitResult, series: Series, key: bytes) -> dict:
-    """A fit's output row, with the fingerprint of the series' points."""
-    row = result.to_row()
-    row["fingerprint"] = fingerprint.of_points(key, series.t, series.y)
-    return row
+    """A fit's output row, with the series' fingerprint under `key` (the one
+    it carries, else of its points: fingerprint.of_series)."""
+    return of_fit(result, fingerprint.of_series(key, series))
 
 
 def output_table(rows: Sequence[dict]) -> pa.Table:
-    """Output rows (dicts of gpcore.OUTPUT_COLUMNS) -> a table of exactly the
+    """Output rows (dicts of schema.OUTPUT_COLUMNS) -> a table of exactly the
     output schema (pipeline/io/schema.py), in the rows' order."""
     return pa.Table.from_pylist(list(rows), schema=OUTPUT_SCHEMA)

@@ -15,6 +15,10 @@ fingerprints would fit the same data with the same code and options.
 A row the read step refuses before assembling its points (more than
 --max_rows rows, t and y lists of different lengths) has no points to hash:
 its fingerprint covers the version, the options and the reason instead.
+
+A series is hashed once: the step that first needs its fingerprint (the
+comparison with the previous run) carries it on with the series
+(Fingerprinted), and its row takes it from there (of_series).
 """
 from __future__ import annotations
 
@@ -22,9 +26,12 @@ import dataclasses
 import hashlib
 import json
 
+from typing import Optional
+
 import numpy as np
 
 from gpcore.config import AUTO, FitConfig
+from gpcore.series import Series
 
 # gpfit's release; pyproject.toml's version (a test keeps them equal).
 VERSION = "0.7.0"
@@ -70,3 +77,28 @@ def of_reason(key: bytes, reason: str) -> str:
     """Fingerprint of a series refused unassembled, from the reason given."""
     return hashlib.sha256(key + b"\0unassembled\0" + reason.encode()).hexdigest()
 
+
+
+@dataclasses.dataclass
+class Fingerprinted(Series):
+    """A Series with its fingerprint under the run's options_key, worked out
+    once and carried along (a fitter takes it as any Series). Made after the
+    last change to the points (--transform); a warm start is not hashed."""
+
+    fingerprint: Optional[str] = None
+
+
+def stamped(key: bytes, series: Series) -> Fingerprinted:
+    """series with its fingerprint under `key` (the one it carries, if any)."""
+    if isinstance(series, Fingerprinted) and series.fingerprint is not None:
+        return series
+    return Fingerprinted(**{f.name: getattr(series, f.name)
+                            for f in dataclasses.fields(Series)},
+                         fingerprint=of_points(key, series.t, series.y))
+
+
+def of_series(key: bytes, series: Series) -> str:
+    """A series' fingerprint under `key`: the one it carries, or of its points."""
+    if isinstance(series, Fingerprinted) and series.fingerprint is not None:
+        return series.fingerprint
+    return of_points(key, series.t, series.y)

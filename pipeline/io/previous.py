@@ -15,17 +15,17 @@ from typing import Optional
 from apache_beam.io.filesystems import FileSystems
 
 from gpcore.result import OK
-from pipeline.io import manifest, shards
+from pipeline.io import manifest, rows, shards
 from pipeline.io.errors import UsageError, first_line
 from pipeline.io.files import map_files
 from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER, same_folder
+from pipeline.io.schema import PARAMETERS
 
-# What a warm start is made of: FitResult.params' keys.
-PARAM_KEYS = ("kernel", "mean", "amplitude", "length_scale", "period", "noise_variance",
-              "components")
-# Columns a previous shard must have (an older release's lack fingerprint and
-# the newer ones: its series are then warm-started, never reused).
-REQUIRED = ("series_id", "status", *PARAM_KEYS[:-1])
+# Columns a previous shard must have: the id, the status and the parameters
+# a warm start is made of (an older release's shards lack `components`,
+# `fingerprint` and the newer ones: their series are then warm-started from
+# the flat parameters, never reused).
+REQUIRED = ("series_id", "status", *(name for name in PARAMETERS if name != "components"))
 
 
 class Unusable(UsageError):
@@ -95,12 +95,16 @@ def check_not_output(folder: str, output: str) -> None:
 
 
 def warm_start(row: dict, kernel: str, previous_kernel: Optional[str]) -> Optional[dict]:
-    """The previous row's parameters as Series.warm_start takes them, or None
-    when they mean nothing to this fit: not "ok", or another kernel (neither
-    the row's nor the previous run's is `kernel`)."""
+    """The previous row's parameters as Series.warm_start takes them
+    (rows.parameters), or None when they mean nothing to this fit: not
+    "ok", another kernel (neither the row's nor the previous run's is
+    `kernel`), or parameters that give no model."""
     if row.get("status") != OK or kernel not in (row.get("kernel"), previous_kernel):
         return None
-    return {key: row.get(key) for key in PARAM_KEYS}
+    try:
+        return rows.parameters(row)
+    except ValueError:  # a damaged row: the series is fitted cold
+        return None
 
 
 def _exists(folder: str, name: str) -> bool:

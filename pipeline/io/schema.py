@@ -1,4 +1,11 @@
-"""The output table's explicit Arrow schema: one row per input series.
+"""The output tables' explicit Arrow schemas: the parameters (one row per
+input series) and the predictions.
+
+COLUMNS is the parameters table's one list of columns: the schema, the
+column order, the previous output's keys and the report's columns are all
+read from it (docs/design.md, "Contracts"). Each column says who fills it:
+the fit (a gpcore FitResult field of that name), the run (reuse and the
+fingerprint: pipeline/io/rows.py) or the backtest (--holdout).
 
 Explicit, not inferred: a shard whose rows are all "skipped" would otherwise
 get null-typed parameter columns, and shards of one output would disagree.
@@ -8,75 +15,128 @@ BigQuery read the files as they are.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import pyarrow as pa
+
+FIT, RUN, BACKTEST = "fit", "run", "backtest"  # who fills a column (Column.source)
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One column of the parameters table.
+
+    Attributes:
+      source: FIT (gpcore.FitResult's field of this name), RUN (set by the
+        job: pipeline/io/rows.py) or BACKTEST (--holdout K,
+        pipeline/backtest.py; null without it).
+      parameter: a fitted parameter: what a warm start and a forecast read
+        back from a row (rows.parameters; FitResult.params' keys).
+    """
+
+    name: str
+    type: pa.DataType
+    nullable: bool
+    doc: str
+    source: str = FIT
+    parameter: bool = False
+
+    @property
+    def field(self) -> pa.Field:
+        return pa.field(self.name, self.type, nullable=self.nullable,
+                        metadata={"description": self.doc})
 
 
 def _field(name: str, type_: pa.DataType, nullable: bool, doc: str) -> pa.Field:
     return pa.field(name, type_, nullable=nullable, metadata={"description": doc})
 
 
-# The backtest's columns (--holdout K, pipeline/backtest.py); null without it.
-_HOLDOUT_FIELDS = [
-    _field("holdout_points", pa.int64(), True,
-           "points held out of the fit and forecast (--holdout); null without it"),
-    _field("holdout_mase", pa.float64(), True,
-           "mean absolute error on the held-out points / holdout_scale; null without them"),
-    _field("holdout_coverage_95", pa.float64(), True,
-           "fraction of held-out points inside the 95 % interval for a new observation"),
-    _field("holdout_scale", pa.float64(), True,
-           "MASE's scale: mean |y_i - y_(i-1)| over the fitted points (one-step naive), "
-           "units of y"),
-]
-
-# gpcore.OUTPUT_COLUMNS, in their order, then HOLDOUT_COLUMNS (a test keeps
-# them equal).
-OUTPUT_SCHEMA = pa.schema([
-    _field("series_id", pa.string(), False, "input series id, as a string"),
-    _field("status", pa.string(), False, "ok, skipped (not fittable) or failed"),
-    _field("error", pa.string(), True, "why the series was skipped or failed; null if ok"),
-    _field("kernel", pa.string(), False, "covariance kernel fitted"),
-    _field("n_points", pa.int64(), False, "finite observations used"),
-    _field("mean", pa.float64(), True, "constant mean, units of y"),
-    _field("amplitude", pa.float64(), True, "kernel standard deviation, units of y"),
-    _field("length_scale", pa.float64(), True,
-           "length scale, units of t (days for date/timestamp t); unitless for periodic"),
-    _field("period", pa.float64(), True, "period, units of t; null unless kernel is periodic"),
-    _field("noise_variance", pa.float64(), True, "observation noise variance, units of y^2"),
-    _field("components", pa.list_(pa.struct([
-        pa.field("kernel", pa.string()),
-        pa.field("amplitude", pa.float64()),
-        pa.field("length_scale", pa.float64()),
-        pa.field("period", pa.float64()),
-    ])), True, "each kernel of the (summed) kernel with its own amplitude (units of y), "
-               "length scale and period (as the flat columns); null if not ok"),
-    _field("nll", pa.float64(), True,
-           "negative log marginal likelihood of the observed points (nats)"),
-    _field("bic", pa.float64(), True,
-           "Bayesian information criterion 2 nll + k log n_points; null if not ok"),
-    _field("bic_margin", pa.float64(), True,
-           "runner-up candidate's bic minus this bic under kernel auto; else null"),
-    _field("converged", pa.bool_(), False, "the optimiser met its tolerance"),
-    _field("stop_reason", pa.string(), True,
-           "why the optimiser stopped: converged, max_iterations or stalled; null if not ok"),
-    _field("at_bound", pa.bool_(), False,
-           "a parameter ended at a bound of its search range (see docs/design.md)"),
-    _field("iterations", pa.int64(), False, "optimiser iterations"),
-    _field("warm_started", pa.bool_(), False,
-           "the fit also started from the previous run's parameters"),
-    _field("reused", pa.bool_(), False,
-           "copied from the previous run's output: the series and options were unchanged"),
-    _field("fingerprint", pa.string(), True,
-           "hash of the series' finite points, the fit options and the gpfit version"),
-    *_HOLDOUT_FIELDS,
+COMPONENT_TYPE = pa.struct([  # gpcore.result.COMPONENT_FIELDS, in order
+    pa.field("kernel", pa.string()),
+    pa.field("amplitude", pa.float64()),
+    pa.field("length_scale", pa.float64()),
+    pa.field("period", pa.float64()),
 ])
 
-# The parameter columns gpfit's pipeline adds after gpcore.OUTPUT_COLUMNS.
-HOLDOUT_COLUMNS = tuple(field.name for field in _HOLDOUT_FIELDS)
+COLUMNS = (
+    Column("series_id", pa.string(), False, "input series id, as a string"),
+    Column("status", pa.string(), False, "ok, skipped (not fittable) or failed"),
+    Column("error", pa.string(), True, "why the series was skipped or failed; null if ok"),
+    Column("kernel", pa.string(), False, "covariance kernel fitted", parameter=True),
+    Column("n_points", pa.int64(), False, "finite observations used"),
+    Column("mean", pa.float64(), True, "constant mean, units of y", parameter=True),
+    Column("amplitude", pa.float64(), True, "kernel standard deviation, units of y",
+           parameter=True),
+    Column("length_scale", pa.float64(), True,
+           "length scale, units of t (days for date/timestamp t); unitless for periodic",
+           parameter=True),
+    Column("period", pa.float64(), True, "period, units of t; null unless kernel is periodic",
+           parameter=True),
+    Column("noise_variance", pa.float64(), True, "observation noise variance, units of y^2",
+           parameter=True),
+    Column("components", pa.list_(COMPONENT_TYPE), True,
+           "each kernel of the (summed) kernel with its own amplitude (units of y), "
+           "length scale and period (as the flat columns); null if not ok", parameter=True),
+    Column("nll", pa.float64(), True,
+           "negative log marginal likelihood of the observed points (nats)"),
+    Column("bic", pa.float64(), True,
+           "Bayesian information criterion 2 nll + k log n_points; null if not ok"),
+    Column("bic_margin", pa.float64(), True,
+           "runner-up candidate's bic minus this bic under kernel auto; else null"),
+    Column("converged", pa.bool_(), False, "the optimiser met its tolerance"),
+    Column("stop_reason", pa.string(), True,
+           "why the optimiser stopped: converged, max_iterations or stalled; null if not ok"),
+    Column("at_bound", pa.bool_(), False,
+           "a parameter ended at a bound of its search range (see docs/design.md)"),
+    Column("iterations", pa.int64(), False, "optimiser iterations"),
+    Column("warm_started", pa.bool_(), False,
+           "the fit also started from the previous run's parameters"),
+    Column("reused", pa.bool_(), False,
+           "copied from the previous run's output: the series and options were unchanged",
+           source=RUN),
+    Column("fingerprint", pa.string(), True,
+           "hash of the series' finite points, the fit options and the gpfit version",
+           source=RUN),
+    Column("holdout_points", pa.int64(), True,
+           "points held out of the fit and forecast (--holdout); null without it",
+           source=BACKTEST),
+    Column("holdout_mase", pa.float64(), True,
+           "mean absolute error on the held-out points / holdout_scale; null without them",
+           source=BACKTEST),
+    Column("holdout_coverage_95", pa.float64(), True,
+           "fraction of held-out points inside the 95 % interval for a new observation",
+           source=BACKTEST),
+    Column("holdout_scale", pa.float64(), True,
+           "MASE's scale: mean |y_i - y_(i-1)| over the fitted points (one-step naive), "
+           "units of y", source=BACKTEST),
+)
+
+OUTPUT_SCHEMA = pa.schema([column.field for column in COLUMNS])
+OUTPUT_COLUMNS = tuple(column.name for column in COLUMNS)
+# The columns a FitResult fills (FitResult.to_row's keys, a test keeps them equal).
+FIT_COLUMNS = tuple(c.name for c in COLUMNS if c.source == FIT)
+# The fitted parameters, in column order (FitResult.params' keys).
+PARAMETERS = tuple(c.name for c in COLUMNS if c.parameter)
+# The backtest's columns: null without --holdout, absent from older releases' shards.
+HOLDOUT_COLUMNS = tuple(c.name for c in COLUMNS if c.source == BACKTEST)
+
+
+def named(*names: str) -> tuple[str, ...]:
+    """names, each checked to be a column of the parameters table: what a
+    reader of some columns (the report) declares them with.
+
+    Raises:
+      KeyError: a name that is no output column.
+    """
+    unknown = [name for name in names if name not in OUTPUT_COLUMNS]
+    if unknown:
+        raise KeyError(f"not output columns: {unknown}")
+    return names
 
 
 def completed(row: dict) -> dict:
-    """An output row with every OUTPUT_SCHEMA column: those a FitResult or
-    an older release's shard lacks (HOLDOUT_COLUMNS) become null."""
+    """An output row with every OUTPUT_SCHEMA column: those an older
+    release's shard lacks (HOLDOUT_COLUMNS) become null."""
     missing = [name for name in HOLDOUT_COLUMNS if name not in row]
     return {**row, **dict.fromkeys(missing)} if missing else row
 

@@ -14,9 +14,9 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.files import open_file
 from pipeline.io.outputs import shard_patterns
-from pipeline.io.schema import HOLDOUT_COLUMNS, OUTPUT_SCHEMA
+from pipeline.io.schema import HOLDOUT_COLUMNS, OUTPUT_COLUMNS
 
-COLUMNS = tuple(OUTPUT_SCHEMA.names)
+COLUMNS = OUTPUT_COLUMNS
 # What a shard must have: older releases' shards lack the holdout columns,
 # which read as null.
 REQUIRED = tuple(name for name in COLUMNS if name not in HOLDOUT_COLUMNS)

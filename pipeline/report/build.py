@@ -15,14 +15,14 @@ import numpy as np
 
 from gpcore.config import FitConfig
 from gpcore.kernels import kernel as kernel_named
-from gpcore.predict import checked_params, component_means, predict
+from gpcore.predict import component_means, predict
 from gpcore.result import OK
 from gpcore.series import Series
 from pipeline.io.inputs import DAYS, InputSpec
 from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER
 from pipeline.report import params as params_io
 from pipeline.report.data import read_series
-from pipeline.io import scales
+from pipeline.io import rows, scales
 from pipeline.io.schema import FORECAST, HOLDOUT
 from pipeline.report.nightly import compare, read_predictions
 from pipeline.report.page import Card, Choice, Page, render
@@ -90,7 +90,7 @@ def posterior_curve(series: Series, row: dict, transform: str = scales.NONE) -> 
     Raises:
       ValueError: the row's parameters are missing or out of range.
     """
-    params = checked_params(row)
+    params = rows.parameters(row)
     t = series.t[np.isfinite(series.t) & np.isfinite(series.y)]
     lo, hi = (float(t.min()), float(t.max())) if t.size else (0.0, 1.0)
     pad = GRID_PAD * (hi - lo) if hi > lo else 1.0
@@ -112,10 +112,11 @@ def posterior_curve(series: Series, row: dict, transform: str = scales.NONE) -> 
 def component_parts(series: Series, row: dict, t_new: np.ndarray) -> list[Part]:
     """For a sum of kernels, each component's posterior mean at t_new; for
     a single kernel, none (it is the curve itself)."""
-    components = checked_params(row)["components"]
+    params = rows.parameters(row)
+    components = params["components"]
     if len(components) < 2:
         return []
-    means = component_means(series, row, t_new)
+    means = component_means(series, params, t_new)
     return [Part(f"{c['kernel']}: {_parameters(c)}", t_new, mean)
             for c, mean in zip(components, means)]
 

@@ -22,7 +22,7 @@ from pipeline.io import shards
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.files import map_files, open_file
 from pipeline.io.outputs import PREDICTIONS_PREFIX
-from pipeline.io.schema import FORECAST, HOLDOUT, MICROSECONDS_PER_DAY
+from pipeline.io.schema import FORECAST, HOLDOUT, MICROSECONDS_PER_DAY, named
 from pipeline.report import params as params_io
 from pipeline.report.plots import Curve
 from pipeline.report.summary import Histogram
@@ -30,7 +30,7 @@ from pipeline.report.summary import Histogram
 MOVED = ("amplitude", "length_scale", "period", "noise_variance")
 MAX_COMPARED = 200_000
 BINS = 40
-_COLUMNS = ("series_id", "status", "kernel", "reused", *MOVED)
+_COLUMNS = named("series_id", "status", "kernel", "reused", *MOVED)
 
 
 @dataclasses.dataclass

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from gpcore.kernels import kernel as kernel_named
 from gpcore.result import COMPONENT_FIELDS, FAILED, OK, SKIPPED
+from pipeline.io.schema import named
 
 STATUS_ORDER = (OK, SKIPPED, FAILED)
 
@@ -32,8 +33,8 @@ MARGIN = "bic_margin"
 STANDARDISED_NLL = "standardised nll per point"
 HOLDOUT_MASE = "holdout_mase"
 # The columns the quantities are read from.
-COLUMNS = ("status", "kernel", "components", "mean", "noise_variance", "nll", "n_points",
-           MARGIN)
+COLUMNS = named("status", "kernel", "components", "mean", "noise_variance", "nll", "n_points",
+                MARGIN)
 # A BIC margin below this is weak evidence (Kass and Raftery's 2): either
 # kernel would do for that series.
 CLOSE_CALL = 2.0

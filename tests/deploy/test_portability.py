@@ -50,6 +50,7 @@ def test_gpfit_transforms_pickle_small_and_whole():
     from pipeline.io.inputs import Columns, uninspected
     from pipeline.reading import (GatherChunks, ListRowGroups, MergeChunks, ReadRowGroup,
                                   ReadSeries, SplitBySeries)
+    from pipeline.handler import FitterHandler
     from pipeline.transforms import BatchByLength, FitDoFn, FitSeries
 
     config = FitConfig(kernel="periodic", restarts=3, batch_size=8)
@@ -57,17 +58,19 @@ def test_gpfit_transforms_pickle_small_and_whole():
     spec = uninspected("gs://b/x/*.parquet", columns)
     objects = [SplitBySeries(columns), MergeChunks("periodic", 1000), GatherChunks(1000),
                ListRowGroups(spec), ReadRowGroup(columns), BatchByLength(Batching(config, 5.0)),
-               FitDoFn(config, None), ReadSeries(spec, "periodic", 1000),
+               FitDoFn(FitterHandler(config), None), ReadSeries(spec, "periodic", 1000),
                FitSeries(config, 4, 5.0)]
     for obj in objects:
         data = pickler.dumps(obj)
         copy = pickler.loads(data)
         assert type(copy) is type(obj)
-        if isinstance(obj, (FitDoFn, FitSeries)):
+        if isinstance(obj, FitDoFn):
+            assert copy._handler.config == config
+        if isinstance(obj, FitSeries):
             assert copy._config == config
     # A DoFn carries its configuration only: the fitter (TensorFlow state) is
     # built on the worker in setup(), never pickled.
-    fit = FitDoFn(config, None)
+    fit = FitDoFn(FitterHandler(config), None)
     assert len(pickler.dumps(fit)) < 20_000
     assert pickler.loads(pickler.dumps(fit))._slot is None
 

@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 
 import gp_reference as ref
-from gpcore import OUTPUT_COLUMNS, FitConfig, GPFitter, Series
+from gpcore import FitConfig, GPFitter, Series
+from gpcore.result import FIELDS
 from gpcore.fitter import JITTERS
 
 
@@ -150,7 +151,7 @@ def test_bad_series_are_reported_not_raised(rbf_fitter, rng):
     assert results["unsorted_dupes"].status == "ok" and results["unsorted_dupes"].n_points == 55
     assert results["with_inf"].status == "ok" and results["with_inf"].n_points == 42
     for r in results.values():
-        assert tuple(r.to_row()) == OUTPUT_COLUMNS
+        assert tuple(r.to_row()) == FIELDS
         if r.status != "ok":
             assert r.to_row()["nll"] is None and r.error
 

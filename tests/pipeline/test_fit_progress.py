@@ -12,6 +12,7 @@ from apache_beam.testing.util import assert_that
 
 import gpcore
 from gpcore.batching import Batching
+from pipeline.handler import FitterHandler
 from pipeline.runtime import local_runner
 from pipeline.transforms import FIT_STATS, BatchByLength, FitDoFn
 
@@ -40,7 +41,8 @@ def test_a_real_run_says_done_of_total_rate_and_eta_per_call_and_counts_work(cap
     # start_call, the call's start and end, add: each call's line is due.
     # The heartbeat thread would read the clock too: it waits an hour here
     # (tests/pipeline/test_runtime.py drives it).
-    fit = FitDoFn(config, 1, clock=StepClock(10.0), progress_every_s=30.0, heartbeat_s=3600.0)
+    fit = FitDoFn(FitterHandler(config, 1), 1, clock=StepClock(10.0), progress_every_s=30.0,
+                  heartbeat_s=3600.0)
     options = PipelineOptions([])
     with beam.Pipeline(runner=local_runner(options), options=options) as pipeline:
         series = pipeline | beam.Create([_series(k) for k in range(3)])

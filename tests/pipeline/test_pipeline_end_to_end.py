@@ -17,8 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from apache_beam.runners.portability import prism_runner
 
-from gpcore import OUTPUT_COLUMNS
-from pipeline.io.schema import OUTPUT_SCHEMA
+from pipeline.io.schema import OUTPUT_COLUMNS, OUTPUT_SCHEMA
 from gpfit_runs import files_in
 from pipeline_data import RUN_OPTIONS, gpfit, make_series, write_long, write_nested_dates
 
@@ -143,8 +142,17 @@ def test_local_run_uses_no_network(long_run, network_watch):
     assert network_watch == []
 
 
+# The columns docs/design.md ("Contracts") promises, in order: readers of
+# earlier releases' files depend on them.
+CONTRACT = ("series_id", "status", "error", "kernel", "n_points", "mean", "amplitude",
+            "length_scale", "period", "noise_variance", "components", "nll", "bic",
+            "bic_margin", "converged", "stop_reason", "at_bound", "iterations", "warm_started",
+            "reused", "fingerprint", "holdout_points", "holdout_mase", "holdout_coverage_95",
+            "holdout_scale")
+
+
 def test_output_has_the_explicit_schema(long_run):
-    assert OUTPUT_SCHEMA.names[:len(OUTPUT_COLUMNS)] == list(OUTPUT_COLUMNS)
+    assert OUTPUT_COLUMNS == CONTRACT and OUTPUT_SCHEMA.names == list(CONTRACT)
     for shard in long_run.shards():
         schema = pq.read_schema(os.path.join(long_run.output, shard))
         assert schema.remove_metadata().equals(OUTPUT_SCHEMA.remove_metadata())

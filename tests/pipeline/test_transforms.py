@@ -1,6 +1,7 @@
 """The job's transforms (pipeline.reading, pipeline.transforms): reading
-series, the cap on a series' rows, fit calls sized by cost, and the fit
-call's guard."""
+series, the cap on a series' rows, fit calls sized by cost, and the fitting
+DoFn's lifecycle (with a fake handler: pipeline/handler.py's real one is
+tested in test_handler.py)."""
 from __future__ import annotations
 
 import apache_beam as beam
@@ -15,16 +16,18 @@ from apache_beam.utils.windowed_value import WindowedValue
 import gpcore
 from gpcore.batching import Batching
 from pipeline import metrics
-from pipeline.io import inputs
+from pipeline.handler import Counters
+from pipeline.io import conversion, fingerprint, inputs
 from pipeline.io.inputs import Columns
+from pipeline.io.schema import OUTPUT_COLUMNS
 from pipeline.reading import ReadSeries
 from pipeline.runtime import local_runner
-from pipeline.transforms import BatchByLength, fit_or_fail
+from pipeline.transforms import FIT_STATS, BatchByLength, FitDoFn
 
 
-def _run(build):
+def _run(build, args=()):
     """Runs a small pipeline on gpfit's local runner; returns its result."""
-    options = PipelineOptions([])
+    options = PipelineOptions(list(args))
     pipeline = beam.Pipeline(runner=local_runner(options), options=options)
     build(pipeline)
     result = pipeline.run()
@@ -140,22 +143,99 @@ def test_leftovers_at_the_end_of_a_bundle_are_cut_by_cost_too():
     assert rest == [[10, 20, 20], [40, 80, 160]]
 
 
-class _FaultyFitter(gpcore.GPFitter):
-    """A real fitter whose call fails as a lost device or a bug would: GPFitter
-    itself never raises for a series (bad ones come back skipped or failed)."""
+# ---- FitDoFn's lifecycle, with a fake handler ------------------------------------------
 
-    def fit(self, series):
-        if any(s.series_id == "broken" for s in series):
-            raise ValueError("device lost\nmore detail")
-        return super().fit(series)
+class FakeFitter:
+    """Stands in for a gpcore fitter: counts its calls."""
+
+    def __init__(self):
+        self.calls = 0
+        self.tracing_count = 1
 
 
-def test_a_fit_call_that_raises_fails_its_series_with_the_reason():
-    fitter = _FaultyFitter(gpcore.FitConfig(kernel="rbf"))
-    broken = gpcore.Series("broken", np.arange(3.0), np.ones(3))
-    results = fit_or_fail(fitter, [_series("fine", 30), broken], "rbf")
-    assert [r.series_id for r in results] == ["fine", "broken"]
-    assert all(r.status == "failed" and r.error == "fit raised ValueError: device lost"
-               for r in results)
-    assert results[1].to_row().keys() == set(gpcore.OUTPUT_COLUMNS)
-    assert [r.status for r in fit_or_fail(fitter, [_series("fine", 30)], "rbf")] == ["ok"]
+class FakeHandler:
+    """A small real handler (pipeline.handler's interface) with no TensorFlow:
+    a series' "fit" is its sample mean and variance; a call holding the id
+    "broken" raises, as a lost device would. Builds are written to a file:
+    the DoFn is pickled to the runner's workers."""
+
+    def __init__(self, builds_file: str):
+        self.config = gpcore.FitConfig(kernel="rbf")
+        self._builds_file = builds_file
+
+    def load_fitter(self):
+        with open(self._builds_file, "a") as f:
+            f.write("built\n")
+        return FakeFitter()
+
+    def cost(self, series) -> float:
+        return 0.001 * np.size(series.y)
+
+    def fit(self, fitter, batch):
+        fitter.calls += 1
+        if any(s.series_id == "broken" for s in batch):
+            raise RuntimeError("device lost\nmore detail")
+        return [gpcore.FitResult(str(s.series_id), "ok", "rbf", int(np.size(s.y)),
+                                 mean=float(np.mean(s.y)), noise_variance=float(np.var(s.y)))
+                for s in batch]
+
+    def counters(self, fitter) -> Counters:
+        return Counters({"rbf": {"member_evaluations": fitter.calls}}, fitter.tracing_count)
+
+    def work_done(self, before: Counters, after: Counters, series: int) -> tuple:
+        calls = after.work["rbf"]["member_evaluations"] - before.work["rbf"]["member_evaluations"]
+        return (("rbf", series, calls, 0),)
+
+
+def _batches():
+    """20 series in 7 calls, one of them holding "broken"; s05 carries its
+    fingerprint, as one compared with a previous run does."""
+    series = [_series(f"s{i:02d}", 10 + i) for i in range(19)] + [_series("broken", 5)]
+    series[5] = fingerprint.stamped(b"not this run's key", series[5])
+    return [series[i:i + 3] for i in range(0, len(series), 3)], series
+
+
+def _every_series_once(series, key, calls):
+    """assert_that's check of the rows: every series once, with the table's
+    columns, the fingerprint it carries or that of its points."""
+    def check(rows):
+        by_id = {row["series_id"]: row for row in rows}
+        assert len(rows) == len(series) and set(by_id) == {str(s.series_id) for s in series}
+        for s in series:
+            row = by_id[str(s.series_id)]
+            assert list(row) == list(OUTPUT_COLUMNS), row
+            expected = (s.fingerprint if isinstance(s, fingerprint.Fingerprinted)
+                        else fingerprint.of_points(key, s.t, s.y))
+            assert row["fingerprint"] == expected and row["reused"] is False, row
+            if str(s.series_id) in calls[-1]:  # the call that raised
+                assert (row["status"], row["n_points"]) == ("failed", 0), row
+                assert row["error"] == "fit raised RuntimeError: device lost", row
+            else:
+                assert row["status"] == "ok" and row["mean"] == float(np.mean(s.y)), row
+        # The failed rows are written as any other.
+        assert conversion.output_table(rows).num_rows == len(series)
+    return check
+
+
+def test_the_dofn_builds_one_fitter_and_puts_every_series_out_once(tmp_path):
+    builds = tmp_path / "builds.txt"
+    batches, series = _batches()
+    calls = [{str(s.series_id) for s in batch} for batch in batches]
+    assert "broken" in calls[-1]
+    key = fingerprint.options_key(gpcore.FitConfig(kernel="rbf"))
+    fit = FitDoFn(FakeHandler(str(builds)), 1, heartbeat_s=3600.0)
+
+    def build(pipeline):
+        out = (pipeline | beam.Create(batches) | beam.Reshuffle()
+               | beam.ParDo(fit).with_outputs(FIT_STATS, main="rows"))
+        assert_that(out.rows, _every_series_once(series, key, calls))
+        assert_that(out[FIT_STATS] | beam.Map(lambda stats: stats.series),
+                    equal_to([len(b) for b in batches]), label="OneStatsPerCall")
+
+    result = _run(build, ["--direct_num_workers=2", "--direct_running_mode=multi_threading"])
+    # Several DoFn instances on two threads, one fitter in the process.
+    assert builds.read_text().splitlines() == ["built"]
+    built = result.metrics().query(MetricsFilter().with_name(metrics.FITTERS_BUILT))["counters"]
+    assert sum(c.committed for c in built) == 1
+    # s05's row kept the fingerprint it carried: it was not hashed again.
+    assert series[5].fingerprint != fingerprint.of_points(key, series[5].t, series[5].y)

@@ -6,6 +6,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline.io.rows import of_fit
+
 from report_helpers import ODD_ID, params_row, write_params
 from seasonal_data import seasonal_series
 
@@ -32,7 +34,7 @@ def fitted_run(tmp_path_factory):
     pq.write_table(pa.table({"series_id": keys, "t": np.concatenate([s.t for s in series]),
                              "y": np.concatenate([s.y for s in series])}),
                    root / "data" / "part-00000.parquet", row_group_size=100)
-    rows = [r.to_row() for r in GPFitter(FitConfig(kernel="rbf")).fit(series)]
+    rows = [of_fit(r, None) for r in GPFitter(FitConfig(kernel="rbf")).fit(series)]
     rows.append(params_row("ghost", status="failed", n_points=40,
                            error="fit failed after jitter up to 1e-06: not positive definite"))
     write_params(root / "params", rows, shards=2)
@@ -55,7 +57,7 @@ def auto_run(tmp_path_factory):
                              "y": np.concatenate([s.y for s in series])}),
                    root / "data" / "part-00000.parquet")
     config = FitConfig(kernel="auto", candidates=("rbf", "rbf+periodic"))
-    rows = [r.to_row() for r in build_fitter(config).fit(series)]
+    rows = [of_fit(r, None) for r in build_fitter(config).fit(series)]
     write_params(root / "params", rows, manifest={
         "kernel": "auto", "options": {"kernel": "auto", "candidates": "rbf,rbf+periodic"}})
     return types.SimpleNamespace(data=str(root / "data"), params=str(root / "params"),

@@ -7,7 +7,8 @@ import pyarrow.parquet as pq
 
 from gpcore import FitResult
 from gpcore.result import COMPONENT_FIELDS
-from pipeline.io.schema import OUTPUT_SCHEMA, completed
+from pipeline.io.rows import of_fit
+from pipeline.io.schema import OUTPUT_SCHEMA
 
 # Deliberately awkward: HTML and matplotlib-mathtext characters in an id.
 ODD_ID = "<b>&$x_1$"
@@ -30,7 +31,7 @@ def write_params(folder, rows, shards=1, manifest=True):
 def params_row(series_id, status="ok", kernel="rbf", n_points=30, **values):
     """One output row; "ok" rows get plausible parameters unless given, and
     a single kernel's `components` repeats its flat parameters."""
-    row = completed(FitResult(series_id, status, kernel, n_points).to_row())
+    row = of_fit(FitResult(series_id, status, kernel, n_points), None)
     if status == "ok":
         row.update(mean=0.0, amplitude=1.0, length_scale=2.0, noise_variance=0.1,
                    nll=float(n_points), converged=True, stop_reason="converged", iterations=12)

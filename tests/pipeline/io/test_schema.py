@@ -1,14 +1,55 @@
-"""The output table's schema (pipeline.io.schema)."""
+"""The parameters table's one list of columns (pipeline.io.schema.COLUMNS)
+and what is read from it."""
+import dataclasses
+
+import pytest
+
 import gpcore
-from pipeline.io.schema import HOLDOUT_COLUMNS, OUTPUT_SCHEMA, completed
+from gpcore.result import FIELDS
+from pipeline.io import previous, shards
+from pipeline.io.schema import (BACKTEST, COLUMNS, FIT, FIT_COLUMNS, HOLDOUT_COLUMNS,
+                                OUTPUT_COLUMNS, OUTPUT_SCHEMA, PARAMETERS, RUN, completed, named)
+from pipeline.report import nightly, summary
 
 
-def test_columns_match_gpcore_then_the_holdout_columns():
-    assert OUTPUT_SCHEMA.names == [*gpcore.OUTPUT_COLUMNS, *HOLDOUT_COLUMNS]
+def test_the_schema_is_the_table_of_columns_in_order():
+    assert OUTPUT_SCHEMA.names == list(OUTPUT_COLUMNS) == [c.name for c in COLUMNS]
+    for column, field in zip(COLUMNS, OUTPUT_SCHEMA):
+        assert (field.type, field.nullable) == (column.type, column.nullable)
+        assert field.metadata == {b"description": column.doc.encode()}
+
+
+def test_fit_columns_are_exactly_the_fit_result_fields():
+    # gpcore cannot import the pipeline: this ties its FitResult to the table.
+    assert FIT_COLUMNS == FIELDS
+    declared = {f.name for f in dataclasses.fields(gpcore.FitResult)}
+    assert set(FIT_COLUMNS) == declared
+    assert {c.source for c in COLUMNS} == {FIT, RUN, BACKTEST}
+    assert [c.name for c in COLUMNS if c.source == RUN] == ["reused", "fingerprint"]
+
+
+def test_parameters_are_what_a_fit_result_gives_as_params():
+    result = gpcore.FitResult("a", "ok", "rbf", 3)
+    assert PARAMETERS == tuple(result.params)
+    assert all(c.source == FIT for c in COLUMNS if c.parameter)
+
+
+def test_readers_take_their_columns_from_the_table():
+    assert shards.COLUMNS == OUTPUT_COLUMNS
+    assert set(previous.REQUIRED) == {"series_id", "status", *PARAMETERS} - {"components"}
+    assert set(summary.COLUMNS) <= set(OUTPUT_COLUMNS)
+    assert set(nightly._COLUMNS) <= set(OUTPUT_COLUMNS)
+    assert set(HOLDOUT_COLUMNS) == {c.name for c in COLUMNS if c.source == BACKTEST}
+
+
+def test_a_name_that_is_no_column_is_refused():
+    assert named("status", "nll") == ("status", "nll")
+    with pytest.raises(KeyError, match="holdout_rmse"):
+        named("status", "holdout_rmse")
 
 
 def test_a_row_without_the_holdout_columns_gets_them_null():
-    row = gpcore.FitResult("a", "ok", "rbf", 3).to_row()
+    row = {name: None for name in OUTPUT_COLUMNS if name not in HOLDOUT_COLUMNS}
     assert list(completed(row)) == OUTPUT_SCHEMA.names
     assert all(completed(row)[name] is None for name in HOLDOUT_COLUMNS)
     full = completed(row)

@@ -1,0 +1,51 @@
+"""The fitting step's handler (pipeline.handler.FitterHandler) against the
+real fitter: what it builds, costs and fits is gpcore's."""
+from __future__ import annotations
+
+import numpy as np
+
+import gpcore
+from gpcore.batching import Batching
+from pipeline import runtime
+from pipeline.handler import Counters, FitterHandler
+
+
+def _series(k: int, n: int) -> gpcore.Series:
+    t = np.linspace(0.0, 10.0, n)
+    return gpcore.Series(f"s{k}", t, np.sin(t / (1.0 + 0.3 * k)) + 0.05 * np.cos(5.0 * t))
+
+
+def test_the_handler_fits_as_gpcores_fitter_does_and_counts_its_work():
+    config = gpcore.FitConfig(kernel="rbf", batch_size=4)
+    handler = FitterHandler(config, 1)
+    batch = [_series(k, 20 + 5 * k) for k in range(3)]
+    fitter = handler.load_fitter()
+    before = handler.counters(fitter)
+    results = handler.fit(fitter, batch)
+    after = handler.counters(fitter)
+    # gpcore's own fitter, built apart with as many copies side by side (the
+    # process's thread setting: the batch is split the same way), on the
+    # same batch: the same fit (a fixed start grid, no random restarts).
+    reference = gpcore.build_fitter(config, runtime.configure_tf_threads(1)).fit(batch)
+    assert [r.to_row() for r in results] == [r.to_row() for r in reference]
+    assert all(r.status == "ok" for r in results)
+    # One trace, kept by a second call; the work is the fitter's own counts.
+    assert after.tracing_count == 1
+    ((kernel, series, newton, grid),) = handler.work_done(before, after, len(batch))
+    assert (kernel, series) == ("rbf", 3) and newton > 0 and grid > 0
+    handler.fit(fitter, batch[:1])
+    assert handler.counters(fitter).tracing_count == 1
+
+
+def test_a_call_costs_what_gpcores_batching_estimates():
+    config = gpcore.FitConfig(kernel="rbf")
+    handler = FitterHandler(config)
+    for n in (10, 200, 1000):
+        assert handler.cost(_series(0, n)) == Batching(config).cost(n)
+
+
+def test_under_auto_the_work_is_counted_per_candidate():
+    config = gpcore.FitConfig(kernel="auto", candidates=("rbf", "matern52"))
+    nothing = Counters({}, 0)
+    assert FitterHandler(config).work_done(nothing, nothing, 2) == (
+        ("rbf", 2, 0, 0), ("matern52", 2, 0, 0))
