@@ -7,8 +7,9 @@ import tomllib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from gpcore import FitConfig
+from gpcore import FitConfig, Series
 from pipeline.io import fingerprint
 
 REPO = Path(__file__).resolve().parents[3]
@@ -66,3 +67,24 @@ def test_a_series_refused_unassembled_is_fingerprinted_by_its_reason():
     found = {fingerprint.of_reason(KEY, r) for r in reasons}
     found.add(fingerprint.of_reason(fingerprint.options_key(FitConfig(restarts=2)), reasons[0]))
     assert len(found) == 3 and fingerprint.of_reason(KEY, reasons[0]) in found
+
+
+def test_a_stamped_series_carries_its_fingerprint_and_is_not_hashed_again(monkeypatch):
+    series = Series("a", np.arange(4.0), np.array([1.0, 3.0, 2.0, 5.0]),
+                    warm_start={"kernel": "rbf"})
+    stamped = fingerprint.stamped(KEY, series)
+    assert stamped.fingerprint == fingerprint.of_points(KEY, series.t, series.y)
+    assert (stamped.series_id, stamped.warm_start) == ("a", {"kernel": "rbf"})
+    assert np.array_equal(stamped.t, series.t) and np.array_equal(stamped.y, series.y)
+    # From here on, nothing hashes the points again: not a second stamp, not
+    # the row (of_series), not after a warm start is set.
+    monkeypatch.setattr(fingerprint, "of_points", _refuse)
+    assert fingerprint.stamped(KEY, stamped) is stamped
+    warm = dataclasses.replace(stamped, warm_start=None)
+    assert fingerprint.of_series(KEY, warm) == stamped.fingerprint
+    with pytest.raises(AssertionError, match="hashed again"):
+        fingerprint.of_series(KEY, series)  # a plain Series is hashed
+
+
+def _refuse(*args):
+    raise AssertionError("hashed again")

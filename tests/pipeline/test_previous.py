@@ -1,0 +1,57 @@
+"""ReuseOrFit's comparison (pipeline.previous.Compare), one id at a time:
+what it puts out for tonight's series against last night's row."""
+from __future__ import annotations
+
+import numpy as np
+from apache_beam.pvalue import TaggedOutput
+
+from gpcore import FitConfig, FitResult, Series
+from pipeline.io import fingerprint, rows
+from pipeline.previous import KEPT, OFFERED, REUSED, Compare
+
+CONFIG = FitConfig(kernel="rbf")
+KEY = fingerprint.options_key(CONFIG)
+SERIES = Series("a", np.arange(6.0), np.array([1.0, 2.0, 1.5, 3.0, 2.0, 2.5]))
+OLD = FitResult("a", "ok", "rbf", 6, mean=2.0, amplitude=0.8, length_scale=1.5,
+                noise_variance=0.1, components=[{"kernel": "rbf", "amplitude": 0.8,
+                                                 "length_scale": 1.5, "period": None}])
+
+
+def _compare(old_row, tonight=(SERIES,)):
+    found = list(Compare(CONFIG, "rbf", KEY).process(
+        ("a", {"series": list(tonight), "previous": [old_row] if old_row else []})))
+    main = [x for x in found if not isinstance(x, TaggedOutput)]
+    tagged = {}
+    for x in found:
+        if isinstance(x, TaggedOutput):
+            tagged.setdefault(x.tag, []).append(x.value)
+    return main, tagged
+
+
+def test_an_unchanged_series_reuses_its_row():
+    old = rows.of_fit(OLD, fingerprint.of_points(KEY, SERIES.t, SERIES.y))
+    main, tagged = _compare(old)
+    assert main == [] and tagged[REUSED] == [dict(old, reused=True)]
+    (series, row), = tagged[KEPT]
+    assert row["reused"] is True and np.array_equal(series.y, SERIES.y)
+
+
+def test_a_changed_series_is_fitted_from_the_old_parameters_with_its_fingerprint():
+    old = rows.of_fit(OLD, "0" * 64)
+    (series,), tagged = _compare(old)
+    # Hashed once, here: its row takes the fingerprint it carries.
+    assert isinstance(series, fingerprint.Fingerprinted)
+    assert series.fingerprint == fingerprint.of_points(KEY, SERIES.t, SERIES.y)
+    assert series.warm_start == rows.parameters(old) and tagged[OFFERED] == [1]
+    assert series.warm_start["components"][0]["length_scale"] == 1.5
+
+
+def test_a_row_whose_parameters_give_no_model_is_fitted_cold():
+    old = dict(rows.of_fit(OLD, "0" * 64), amplitude=float("nan"))
+    (series,), tagged = _compare(old)
+    assert series.warm_start is None and OFFERED not in tagged
+
+
+def test_a_new_series_passes_as_it_is():
+    (series,), tagged = _compare(None)
+    assert series is SERIES and tagged == {}
