@@ -295,14 +295,23 @@ class Score:
         return "\n".join(rows)
 
 
-def check(kernel: str = "rbf+periodic", count: int | None = None, fresh: bool = False) -> Score:
-    """Fits the set with gpcore (FitConfig defaults but `kernel`) and scores it."""
+def cache_path(cache: str, count: int | None) -> str:
+    """The oracle's cache for `count` series of a set (None: all), so that a
+    quick run does not overwrite the whole set's fits."""
+    return cache if count is None else cache.replace(".json", f"-count{count}.json")
+
+
+def check(kernel: str = "rbf+periodic", count: int | None = None, fresh: bool = False,
+          chosen: list | None = None, cache: str = CACHE) -> Score:
+    """Fits `chosen` (default: this set, `count` of it) with gpcore (FitConfig
+    defaults but `kernel`) and scores it against the oracle cached in `cache`."""
     import heldout_oracle
     from seasonal_quality import fitted_period, period_hit
 
-    chosen = cases(count)
+    chosen = cases(count) if chosen is None else chosen
     series = [c.series for c in chosen]
-    oracle = heldout_oracle.oracle_fits(series, ORACLE_KERNEL, None if fresh else CACHE)
+    oracle = heldout_oracle.oracle_fits(series, ORACLE_KERNEL,
+                                        None if fresh else cache_path(cache, count))
     from gpcore import FitConfig
 
     results, seconds = heldout_oracle.fit_gpcore(FitConfig(kernel=kernel), series)
