@@ -277,8 +277,9 @@ class GPFitter(tf.Module):
         to a short length scale (starts.short_probes), scored on the whole
         series;
         where one is lower than the optimum, the series' best member runs
-        again from it. In the first round the series' other members run
-        too, from the best-scored longer periods (starts.jump_probes),
+        again from it. In the first starts.JUMP_ROUNDS rounds the series'
+        other members run too, from its best-scored longer periods
+        (starts.jump_probes, the next ones each round),
         lower than the optimum or not: a probe at a multiple keeps the
         other parameters of a fraction's basin, and Newton from it found
         optima tens of nats lower that the probe's own value did not show
@@ -326,7 +327,7 @@ class GPFitter(tf.Module):
         others = tf.reduce_sum(tf.cast(same & other[None, :], tf.int32), axis=-1)  # [C]
         slot = earlier + round_index * others
         ranked = tf.argsort(tf.gather(scored, jumps, axis=1), axis=-1, stable=True)  # [B, J]
-        forced = other & (slot < jumps.size)
+        forced = other & (slot < jumps.size) & (round_index < starts.JUMP_ROUNDS)
         column = tf.gather(tf.gather(jumps, tf.gather(ranked, group)),
                            tf.minimum(slot, jumps.size - 1), batch_dims=1)       # [C]
         jump_start = tf.gather(tf.gather(points, group), column, batch_dims=1)  # [C, P]

@@ -98,13 +98,16 @@ FAR_PROBE_LENGTHS = (0.3, 0.6)
 # whole series, and Newton runs on from the best where it is lower
 # (docs/design.md, "Sums of kernels").
 PERIOD_PROBE_MULTIPLES = (2.0, 3.0, 1 / 2, 3 / 2, 2 / 3, 1 / 3)
-# Jumps, for sums with a periodic part: in the first round of probes each
-# series' other members (its starts that did not win) run on from the best
-# of the period probes at these multiples, whatever their value: on a cycle
-# taken at p/3 or p/2 the probe at 3p keeps the fraction's other parameters
-# and scores worse, yet Newton from it went 9-115 nats lower
+# Jumps, for sums with a periodic part: in each of the first JUMP_ROUNDS
+# rounds of probes each series' other members (its starts that did not win)
+# run on from the next best of the period probes at these multiples,
+# whatever their value: on a cycle taken at p/3 or p/2 the probe at 3p
+# keeps the fraction's other parameters and scores worse, yet Newton from
+# it went 9-115 nats lower. 3 rounds (all 6 such probes with 3 starts) cost
+# 2.8x the Newton evaluations of none; 1 round is the cheaper form
 # (docs/design.md, "Sums of kernels").
 JUMP_PROBE_MULTIPLES = (2.0, 3.0, 3 / 2)
+JUMP_ROUNDS = 3
 # Shape probes, for sums with a periodic part: at the right period a sum
 # still has basins of its own in its other parameters (a small rbf with a
 # short length scale beside the cycle, or a long one carrying a trend).
