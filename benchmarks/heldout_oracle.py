@@ -231,13 +231,18 @@ def gaps(series, results, fits) -> Gaps:
     return Gaps([s.series_id for s in series], np.array(out, dtype=float), own)
 
 
-def fit_gpcore(config, series):
+def fit_gpcore(config, series, work: dict | None = None):
     """(results, wall seconds): `series` fitted by build_fitter(config), its
-    trace done on two series before the clock starts."""
+    trace done on two series before the clock starts. `work`, if given, gets
+    the fitter's work counters of the timed fit (Newton evaluations...)."""
     import gpcore
 
     fitter = gpcore.build_fitter(config)
     fitter.fit(series[:2])
+    before = dict(getattr(fitter, "work", {}))
     start = time.perf_counter()
     results = fitter.fit(series)
-    return results, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    if work is not None:
+        work.update({k: v - before.get(k, 0) for k, v in getattr(fitter, "work", {}).items()})
+    return results, seconds

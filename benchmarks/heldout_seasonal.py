@@ -243,6 +243,8 @@ class Score:
     fitted_period: list  # [n] gpcore's, None without one
     gpcore_s: float
     oracle_s: float
+    evaluations: float = float("nan")  # Newton evaluations per series (all members)
+    at_limit: int = 0  # fits stopped at max_iterations
 
     def _share(self, mask) -> float:
         hits = [h for h, m in zip(self.period_hits, mask) if m]
@@ -274,6 +276,11 @@ class Score:
             f"{int(plain.sum())}) |",
             f"| within {quality.TOLERANCE} nats of the oracle or better | "
             f"{100 * g.share_within:.1f} % |",
+            f"| seasonal: within {quality.TOLERANCE} nats or better; worse by > "
+            f"{quality.BAD_GAP:g} / > {SEVERE_GAP:g} nats | "
+            f"{100 * np.mean(g.gaps[self.seasonal & ~np.isnan(g.gaps)] <= quality.TOLERANCE):.1f} %; "
+            f"{int(np.sum(g.gaps[self.seasonal] > quality.BAD_GAP))} / "
+            f"{int(np.sum(g.gaps[self.seasonal] > SEVERE_GAP))} |",
             f"| worse by > {quality.BAD_GAP:g} nat / > {SEVERE_GAP:g} nats | "
             f"{g.worse_than_bad_gap} / {int(np.sum(g.gaps > SEVERE_GAP))} |",
             f"| non-seasonal: worse by > {quality.BAD_GAP:g} nat | "
@@ -284,6 +291,8 @@ class Score:
             f"{100 * self._share(self.seasonal):.1f} % of {int(self.seasonal.sum())} |",
             f"| seasonal, >= 2 cycles: period at 1/2 or 1/3 of the true one (10 %) | "
             f"{self.fractions(two)} of {int(two.sum())} |",
+            f"| Newton evaluations per series / fits stopped at max_iterations | "
+            f"{self.evaluations:.1f} / {self.at_limit} |",
             f"| gpcore fit wall s / oracle wall s (2 processes) | {self.gpcore_s:.1f} / "
             + ("cached" if self.oracle_s is None else f"{self.oracle_s:.1f}") + " |",
         ]
@@ -295,23 +304,35 @@ class Score:
         return "\n".join(rows)
 
 
-def check(kernel: str = "rbf+periodic", count: int | None = None, fresh: bool = False) -> Score:
-    """Fits the set with gpcore (FitConfig defaults but `kernel`) and scores it."""
+def cache_path(cache: str, count: int | None) -> str:
+    """The oracle's cache for `count` series of a set (None: all), so that a
+    quick run does not overwrite the whole set's fits."""
+    return cache if count is None else cache.replace(".json", f"-count{count}.json")
+
+
+def check(kernel: str = "rbf+periodic", count: int | None = None, fresh: bool = False,
+          chosen: list | None = None, cache: str = CACHE) -> Score:
+    """Fits `chosen` (default: this set, `count` of it) with gpcore (FitConfig
+    defaults but `kernel`) and scores it against the oracle cached in `cache`."""
     import heldout_oracle
     from seasonal_quality import fitted_period, period_hit
 
-    chosen = cases(count)
+    chosen = cases(count) if chosen is None else chosen
     series = [c.series for c in chosen]
-    oracle = heldout_oracle.oracle_fits(series, ORACLE_KERNEL, None if fresh else CACHE)
+    oracle = heldout_oracle.oracle_fits(series, ORACLE_KERNEL,
+                                        None if fresh else cache_path(cache, count))
     from gpcore import FitConfig
 
-    results, seconds = heldout_oracle.fit_gpcore(FitConfig(kernel=kernel), series)
+    work: dict = {}
+    results, seconds = heldout_oracle.fit_gpcore(FitConfig(kernel=kernel), series, work)
     periods = [fitted_period(r) for r in results]
     hits = [None if c.period is None else period_hit(p, c.period)
             for c, p in zip(chosen, periods)]
     return Score(kernel, heldout_oracle.gaps(series, results, oracle["fits"]),
                  np.array([c.seasonal for c in chosen]), [c.cycles for c in chosen], hits,
-                 [c.period for c in chosen], periods, seconds, oracle.get("wall_s"))
+                 [c.period for c in chosen], periods, seconds, oracle.get("wall_s"),
+                 work.get("member_evaluations", 0) / max(len(series), 1),
+                 sum(r.stop_reason == "max_iterations" for r in results))
 
 
 def main(argv=None) -> int:

@@ -98,6 +98,8 @@ class SeasonalComparison(quality.GapMeasures):
     period_sklearn: list
     gpcore_s: float
     sklearn_s: float | None
+    evaluations: float = float("nan")  # Newton evaluations per series (all members)
+    at_limit: int = 0  # fits stopped at max_iterations
 
     def period_rate(self, side: str, multiples=PERIOD_MULTIPLES, min_cycles: float = 0.0) -> float:
         """Share of synthetic seasonal series with at least `min_cycles`
@@ -142,17 +144,22 @@ class AutoChoice:
         return float(np.mean(["periodic" not in k for k in self.plain]))
 
 
-def _fit(config, series):
+def _fit(config, series, work: dict | None = None):
     """(results, wall seconds): `series` fitted by a fitter for `config`,
-    built and traced before the clock starts."""
+    built and traced before the clock starts; `work`, if given, gets the
+    fitter's work counters of the timed fit."""
     import gpcore
 
     build = getattr(gpcore, "build_fitter", gpcore.GPFitter)  # "auto" needs build_fitter
     fitter = build(config)
     fitter.fit(series[:2])
+    before = dict(getattr(fitter, "work", {}))
     start = time.perf_counter()
     results = fitter.fit(series)
-    return results, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    if work is not None:
+        work.update({k: v - before.get(k, 0) for k, v in getattr(fitter, "work", {}).items()})
+    return results, seconds
 
 
 def set_cases(name: str = "seasonal", every: int = 1):
@@ -181,13 +188,16 @@ def compare(kernel: str = PEER_KERNEL, fresh: bool = False, cases=None,
 
     from gpcore import FitConfig
 
-    results, gpcore_s = _fit(FitConfig(kernel=kernel), series)
+    work: dict = {}
+    results, gpcore_s = _fit(FitConfig(kernel=kernel), series, work)
     return SeasonalComparison(
         kernel, [s.series_id for s in series], np.array([c.real for c in cases]),
         np.array([c.period for c in cases]),
         np.array([np.ptp(c.series.t) / c.period for c in cases]),
         quality.gaps(results, peer["nll"]),
-        [fitted_period(r) for r in results], peer["period"], gpcore_s, peer.get("wall_s"))
+        [fitted_period(r) for r in results], peer["period"], gpcore_s, peer.get("wall_s"),
+        work.get("member_evaluations", 0) / max(len(series), 1),
+        sum(r.stop_reason == "max_iterations" for r in results))
 
 
 def plain_peer(cases, cache: str | None) -> list:
@@ -243,6 +253,8 @@ def table(c: SeasonalComparison, auto: AutoChoice | None = None,
         f"{100 * c.period_rate('gpcore', min_cycles=2):.1f} % | "
         f"{100 * c.period_rate('sklearn', min_cycles=2):.1f} % |",
         f"| worse by > 5 nats | {int(np.sum(c.gaps > 5))} | (reference) |",
+        f"| Newton evaluations per series / fits stopped at max_iterations | "
+        f"{c.evaluations:.1f} / {c.at_limit} | - |",
         f"| fit wall time, s | {c.gpcore_s:.1f} | "
         + ("cached" if c.sklearn_s is None else f"{c.sklearn_s:.1f} (2 processes)") + " |",
     ]

@@ -221,7 +221,8 @@ class GPFitter(tf.Module):
                          batch_dims=1)
         return tf.gather(tf.gather(points, group), best, batch_dims=1), others, values
 
-    def _probe_restarts(self, feature, pieces, y, mask, lower, upper, group, position, value):
+    def _probe_restarts(self, feature, pieces, y, mask, lower, upper, group, position, value,
+                        round_index):
         """Newton's restart hook: probes around each series' optimum
         (a small grid of starts.PROBE_LENGTHS x starts.PROBE_NOISES times
         it; docs/design.md, "Probes around the optimum");
@@ -231,7 +232,8 @@ class GPFitter(tf.Module):
         Args:
           feature, pieces, y, mask: as `_grid_start`'s. lower, upper: [C, P]
           bounds; group: [C] each member's series. position, value: [C, P]
-          and [C], where the members stopped.
+          and [C], where the members stopped. round_index: newton's restart
+          round (unused here).
         """
         series = tf.shape(y)[0]
         n_members = tf.shape(group)[0]
@@ -266,7 +268,8 @@ class GPFitter(tf.Module):
         again = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None], found)
         return again, tf.gather(start, group)
 
-    def _period_restarts(self, feature, y, mask, lower, upper, group, position, value):
+    def _period_restarts(self, feature, y, mask, lower, upper, group, position, value,
+                         round_index):
         """Newton's restart hook for kernels with a period: each series'
         optimum with a periodic component's period x 2, 3, ...
         (starts.period_probes) and, for sums, other shape parameters and the
@@ -274,8 +277,14 @@ class GPFitter(tf.Module):
         to a short length scale (starts.short_probes), scored on the whole
         series;
         where one is lower than the optimum, the series' best member runs
-        again from it (docs/design.md, "Sums of kernels"). Returns (again
-        [C] bool, start [C, P]); arguments as `_probe_restarts`'."""
+        again from it. In the first starts.JUMP_ROUNDS rounds the series'
+        other members run too, from its best-scored longer periods
+        (starts.jump_probes, the next ones each round),
+        lower than the optimum or not: a probe at a multiple keeps the
+        other parameters of a fraction's basin, and Newton from it found
+        optima tens of nats lower that the probe's own value did not show
+        (docs/design.md, "Sums of kernels"). Returns (again [C] bool, start
+        [C, P]); arguments as `_probe_restarts`'."""
         series = tf.shape(y)[0]
         n_members = tf.shape(group)[0]
         lowest, best = _series_best(value, group, series)                          # [B] each
@@ -302,7 +311,27 @@ class GPFitter(tf.Module):
         found = tf.gather(scored, pick, batch_dims=1) < lowest - self.config.tolerance  # [B]
         start = tf.gather(points, pick, batch_dims=1)
         again = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None], found)
-        return again, tf.gather(start, group)
+        start = tf.gather(start, group)                                          # [C, P]
+        jumps = starts.jump_probes(self.kernel)
+        if not jumps.size:
+            return again, start
+        # The j-th of a series' k other members (in member order) takes its
+        # (round x k + j)-th best jump probe, until all have run.
+        is_best = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None],
+                                              tf.ones_like(best, tf.bool))
+        other = ~is_best
+        index = tf.range(n_members)
+        same = tf.equal(group[:, None], group[None, :])
+        earlier = tf.reduce_sum(tf.cast(same & (index[None, :] < index[:, None]) & other[None, :],
+                                        tf.int32), axis=-1)                     # [C]
+        others = tf.reduce_sum(tf.cast(same & other[None, :], tf.int32), axis=-1)  # [C]
+        slot = earlier + round_index * others
+        ranked = tf.argsort(tf.gather(scored, jumps, axis=1), axis=-1, stable=True)  # [B, J]
+        forced = other & (slot < jumps.size) & (round_index < starts.JUMP_ROUNDS)
+        column = tf.gather(tf.gather(jumps, tf.gather(ranked, group)),
+                           tf.minimum(slot, jumps.size - 1), batch_dims=1)       # [C]
+        jump_start = tf.gather(tf.gather(points, group), column, batch_dims=1)  # [C, P]
+        return again | forced, tf.where(forced[:, None], jump_start, start)
 
     def _short_probe(self, optimum, lo, c, length, variance):
         """[B, P] each series' optimum [B, P] (log) with component c's

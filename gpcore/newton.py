@@ -81,11 +81,13 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         that reached one basin need not all finish it.
       active: optional [C] bool: members to run; the others are never
         evaluated and come back UNUSED with value +inf.
-      restart: optional (position [C, P], value [C]) -> (again [C] bool,
-        start [C, P]), called once when no member is running: the members
-        in `again` that converged run again from `start`, and each keeps
-        the lower of its two results. Its iterations go on counting:
-        max_iterations bounds both runs together.
+      restart: optional (position [C, P], value [C], round_index) -> (again
+        [C] bool, start [C, P]), called when no member is running (round 0,
+        1, ... up to restart_rounds - 1): the members in `again` that
+        converged or merged run again from `start`, and each keeps the
+        lowest of its results (the hook sees each member's lowest so far).
+        Its iterations go on counting: max_iterations bounds all runs
+        together.
       eigen_floor: smallest |eigenvalue| of the Hessian used in a step,
         relative to the largest (EIGEN_FLOOR, or RIDGE_EIGEN_FLOOR).
     Returns:
@@ -118,8 +120,10 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         """The state with restart's members set running from their new
         starts. Their value +inf, gradient 0 and Hessian I make the next
         step a zero move that evaluates them there (and is accepted)."""
-        again, start = restart(s["x"], s["f"])
-        again &= tf.equal(s["status"], CONVERGED)
+        s = _better_of_two(s)  # a member sent off earlier keeps its lower result
+        again, start = restart(s["x"], s["f"], restart_rounds - s["pending"])
+        # A merged member reached a lower one's basin: it is idle, free to go.
+        again &= tf.equal(s["status"], CONVERGED) | tf.equal(s["status"], MERGED)
         put = lambda new, old: _per_member(again, tf.cast(new, old.dtype), old)
         eye = tf.eye(tf.shape(s["h"])[-1], batch_shape=[n_members], dtype=s["h"].dtype)
         return dict(s, x=put(tf.clip_by_value(start, lower, upper), s["x"]),

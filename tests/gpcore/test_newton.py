@@ -161,7 +161,7 @@ def test_a_restart_runs_members_again_and_each_keeps_the_lower_of_its_two_result
     box = tf.fill([3, 2], tf.constant(5.0, tf.float64))
     calls = []
 
-    def restart(position, value):
+    def restart(position, value, round_index):
         calls.append(value.numpy().copy())
         return tf.constant([True, True, False]), tf.constant([[-0.8, 0.1], [1.2, 0.1], [0.0, 0.0]],
                                                             tf.float64)
@@ -195,7 +195,7 @@ def test_restart_rounds_probe_each_new_optimum_until_none_is_sent_off():
     box = tf.fill([2, 2], tf.constant(5.0, tf.float64))
     calls = []
 
-    def once_then_none(position, value):
+    def once_then_none(position, value, round_index):
         calls.append(value.numpy().copy())
         first = len(calls) == 1
         return tf.constant([first, False]), tf.constant([[-0.8, 0.1], [0.0, 0.0]], tf.float64)
@@ -208,10 +208,40 @@ def test_restart_rounds_probe_each_new_optimum_until_none_is_sent_off():
 
     always = []
 
-    def every_time(position, value):
+    def every_time(position, value, round_index):
         always.append(1)
-        return tf.constant([True, False]), tf.constant([[0.9, 0.5], [0.0, 0.0]], tf.float64)
+        return tf.constant([True, True]), tf.constant([[0.9, 0.5], [0.9, 0.5]], tf.float64)
 
-    newton.minimize(_double_well, x0, -box, box, 100, 1e-10, restart=every_time,
-                    restart_rounds=3)
+    kept = newton.minimize(_double_well, x0, -box, box, 100, 1e-10, restart=every_time,
+                           restart_rounds=3)
     assert len(always) == 3
+    # Sent to the higher well each round, member 1 keeps the lower well it
+    # found first, not the last round's result (a hook sees each member's
+    # lowest so far).
+    once = newton.minimize(_double_well, x0, -box, box, 100, 1e-10)
+    np.testing.assert_array_equal(kept.value.numpy(), once.value.numpy())
+
+
+def test_the_hook_learns_its_round_and_a_merged_member_can_be_sent_off():
+    # Members 0 and 1 fit one objective from starts next to each other in
+    # the higher well: one merges into the other's basin. Round 0 sends the
+    # merged one to the lower well, round 1 nobody.
+    x0 = tf.constant([[0.9, 0.5], [0.92, 0.5]], tf.float64)
+    box = tf.fill([2, 2], tf.constant(5.0, tf.float64))
+    groups = tf.constant([0, 0])
+    merged = newton.minimize(_double_well, x0, -box, box, 100, 1e-10, groups=groups,
+                             merge_within=0.1)
+    assert sorted(merged.status.numpy()) == [newton.CONVERGED, newton.MERGED]
+    m = int(np.flatnonzero(merged.status.numpy() == newton.MERGED)[0])
+    seen = []
+
+    def hook(position, value, round_index):
+        seen.append(int(round_index))
+        send = np.arange(2) == m if int(round_index) == 0 else np.zeros(2, bool)
+        return tf.constant(send), tf.constant([[-0.8, 0.1], [-0.8, 0.1]], tf.float64)
+
+    result = newton.minimize(_double_well, x0, -box, box, 100, 1e-10, groups=groups,
+                             merge_within=0.1, restart=hook, restart_rounds=3)
+    assert seen == [0, 1]
+    assert result.value.numpy()[m] < result.value.numpy()[1 - m] - 0.5
+    assert result.position.numpy()[m, 0] < 0

@@ -38,6 +38,19 @@ def test_period_probes_multiply_each_periodic_component_s_period():
         4 * len(multiples), 7)
 
 
+def test_jump_probes_are_the_period_probes_at_longer_multiples_of_a_sum():
+    kernel = kernel_named("rbf+periodic")
+    offsets = np.exp(starts.period_probes(kernel))
+    jumps = starts.jump_probes(kernel)
+    assert len(jumps) == 2 * len(starts.JUMP_PROBE_MULTIPLES)  # length x 1/m and x 1 each
+    np.testing.assert_allclose(sorted(set(offsets[jumps, 3])), sorted(starts.JUMP_PROBE_MULTIPLES))
+    assert all(m > 1 for m in starts.JUMP_PROBE_MULTIPLES)  # longer periods only
+    two = starts.jump_probes(kernel_named("periodic+rbf+periodic"))
+    assert len(two) == 4 * len(starts.JUMP_PROBE_MULTIPLES)
+    assert starts.jump_probes(kernel_named("periodic")).size == 0  # single kernels: none
+    assert starts.jump_probes(kernel_named("rbf")).size == 0
+
+
 def test_shape_and_short_probes_move_one_part_of_a_sum_at_a_time():
     kernel = kernel_named("rbf+periodic")  # length_scale_0, variance_ratio_1, length_scale_1, period_1
     offsets = np.exp(starts.shape_probes(kernel))  # [Q, 4 + noise ratio]
