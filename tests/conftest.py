@@ -42,14 +42,19 @@ PARTS = {
     },
 }
 
-# The groups that take longest, longest first (tests/timing.py's CPU
-# seconds; docs/design.md, "Build").
+# The groups that take longest, longest first: CPU seconds measured with
+# GPFIT_TEST_TIMES (tests/timing.py; docs/design.md, "Build"), where known.
 COSTLIEST = (
-    "tests/gpcore/test_real_quality.py",
-    "tests/gpcore/test_seasonal_quality.py",
-    "tests/gpcore/test_seasonal_auto.py",
-    "tests/gpcore/test_quality.py",
-    "tests/test_references.py",
+    "tests/gpcore/test_seasonal_auto.py",                 # 281
+    "tests/gpcore/test_seasonal_quality.py",              # 150
+    "tests/gpcore/test_seasonal_quality.py::tuning",      # its 80 series: about half of that
+    "tests/benchmarks/test_forecast_smoke.py",            # 69
+    "tests/gpcore/test_real_quality.py::single-series",   # 5 tests of 15 each
+    "tests/benchmarks/test_heldout_smoke.py",             # 45
+    "tests/benchmarks/test_auto_choice_smoke.py",         # 43
+    "tests/test_references.py",                           # 28
+    "tests/gpcore/test_seasonal_quality.py::tuning-single",
+    "tests/gpcore/test_real_quality.py",                  # 21
 )
 
 
