@@ -2,10 +2,19 @@
 tests that exist and shares no module fixture with the rest of its file
 (each worker would compute it), and the costliest groups (COSTLIEST) are
 groups."""
-import conftest
+from pathlib import Path
+
+import pytest
 
 
-def test_parts_name_tests_that_share_no_fixture_with_the_rest_of_their_file(request):
+@pytest.fixture
+def conftest(request):
+    """tests/conftest.py as pytest loaded it (`import conftest` gets
+    whichever of the suite's conftest.py files was imported last)."""
+    return request.config.pluginmanager.get_plugin(str(Path(__file__).with_name("conftest.py")))
+
+
+def test_parts_name_tests_that_share_no_fixture_with_the_rest_of_their_file(request, conftest):
     items = request.session.items
     functions, users = set(), {}
     for item in items:
@@ -22,7 +31,7 @@ def test_parts_name_tests_that_share_no_fixture_with_the_rest_of_their_file(requ
     assert not missing, f"tests/conftest.py's PARTS names tests that do not exist: {missing}"
 
 
-def test_group_of_keeps_files_whole_but_their_parts_and_deploy_in_one():
+def test_group_of_keeps_files_whole_but_their_parts_and_deploy_in_one(conftest):
     assert conftest.group_of("tests/gpcore/test_fitter.py::test_x[a-b]") == "tests/gpcore/test_fitter.py"
     assert conftest.group_of("tests/deploy/test_dockerfile.py::test_x") == "tests/deploy"
     assert conftest.group_of("tests/deploy/test_packaging.py::test_y") == "tests/deploy"
@@ -32,7 +41,7 @@ def test_group_of_keeps_files_whole_but_their_parts_and_deploy_in_one():
     assert conftest.group_of(f"{path}::test_not_in_a_part") == path
 
 
-def test_the_costliest_groups_are_groups(request):
+def test_the_costliest_groups_are_groups(request, conftest):
     groups = {conftest.group_of(item.nodeid) for item in request.session.items}
     if len(groups) > 50:  # the whole suite collected
         assert set(conftest.COSTLIEST) <= groups, set(conftest.COSTLIEST) - groups
