@@ -2,7 +2,7 @@
 (tests/conftest.py writes one JSON line per test):
 
     GPFIT_TEST_TIMES=/tmp/times.jsonl .venv/bin/python -m pytest -q -n auto \\
-        --dist loadgroup --no-loadscope-reorder tests
+        --dist loadgroup tests
     .venv/bin/python tests/timing.py /tmp/times.jsonl
 
 prints the seconds per file and per xdist group, and what `make test`'s
