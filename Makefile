@@ -44,7 +44,8 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check --quiet .
 
 # The suite on TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: in this
-# process); one file per worker at a time (tests/conftest.py).
+# process); one group (a file, or a part of one) per worker at a time, the
+# costliest first (tests/conftest.py).
 test: lint
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
 

@@ -1,5 +1,11 @@
-"""Shared test set-up: quiet, deterministic TensorFlow with deliberate threads."""
+"""Shared test set-up: quiet, deterministic TensorFlow with deliberate threads,
+and the groups `make test`'s pytest-xdist workers take the tests in."""
+import json
 import os
+import resource
+import time
+
+import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -7,17 +13,125 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 
 # `make test` runs the suite on pytest-xdist workers with --dist loadgroup
-# (docs/design.md, "Build"). Each file is one group, so a module's fixtures
-# (the quality tests' fits take minutes) are computed once, on one worker.
-# The deployment tests share one group (one worker, one at a time): some
-# build gpfit's sdist from the checkout itself, and `setup.py sdist` writes
-# gpfit.egg-info/ beside it.
+# (docs/design.md, "Build"), one group at a time per worker. A group is a
+# file, so that a module's fixtures (the quality tests' fits take minutes)
+# are computed once, on one worker; or a part of a file that shares no such
+# fixture with the rest (PARTS), so that two halves of a slow file run side
+# by side. All of tests/deploy is one group: some of its tests build gpfit's
+# sdist from the checkout itself, and `setup.py sdist` writes gpfit.egg-info/
+# beside it.
+#
+# xdist's own loadgroup reads xdist_group marks into the test ids, which
+# pytest 9 no longer lets it change: every test was a group of its own.
+# So the workers' scheduler here (pytest_xdist_make_scheduler) groups the
+# ids itself, and hands the groups out costliest first (COSTLIEST, then in
+# file order): xdist's order, most tests first, leaves the few-test quality
+# files to the end, one worker fitting them while the other idles.
+
+# {file: {part: test functions}}; the rest of the file is its own group.
+PARTS = {
+    "tests/gpcore/test_real_quality.py": {
+        "single-series": (
+            "test_a_restart_in_the_grids_other_basin_finds_the_better_optimum",
+            "test_probes_around_the_optimum_find_the_adjacent_minimum",
+            "test_far_probes_find_the_short_length_scale_basin_of_a_trending_series"),
+    },
+    "tests/gpcore/test_seasonal_quality.py": {
+        "tuning": ("test_rbf_plus_periodic_finds_the_period_of_harmonic_rich_cycles",),
+        "tuning-single": ("test_a_faded_rbf_beside_the_cycle_finds_its_short_basin",),
+    },
+}
+
+# The groups that take longest, longest first: CPU seconds measured with
+# GPFIT_TEST_TIMES (tests/timing.py; docs/design.md, "Build"), where known.
+COSTLIEST = (
+    "tests/gpcore/test_seasonal_auto.py",                 # 281
+    "tests/gpcore/test_seasonal_quality.py",              # 150
+    "tests/gpcore/test_seasonal_quality.py::tuning",      # its 80 series: about half of that
+    "tests/benchmarks/test_forecast_smoke.py",            # 69
+    "tests/gpcore/test_real_quality.py::single-series",   # 5 tests of 15 each
+    "tests/benchmarks/test_heldout_smoke.py",             # 45
+    "tests/benchmarks/test_auto_choice_smoke.py",         # 43
+    "tests/test_references.py",                           # 28
+    "tests/gpcore/test_seasonal_quality.py::tuning-single",
+    "tests/gpcore/test_real_quality.py",                  # 21
+)
+
+
+def group_of(nodeid: str) -> str:
+    """The xdist group of the test with this id ("tests/x.py::test_y[a]")."""
+    path, _, rest = nodeid.partition("::")
+    if path.startswith("tests/deploy/"):
+        return "tests/deploy"
+    function = rest.split("[")[0].split("::")[-1]
+    for part, functions in PARTS.get(path, {}).items():
+        if function in functions:
+            return f"{path}::{part}"
+    return path
+
+
+def shared_fixtures(item) -> set:
+    """The module-, class- and package-scoped fixtures the test uses, with
+    the parameter's index for a parametrised one."""
+    callspec = getattr(item, "callspec", None)
+    return {(name, callspec.indices.get(name) if callspec else None)
+            for name, defs in item._fixtureinfo.name2fixturedefs.items()
+            if defs and defs[-1].scope in ("class", "module", "package")}
 
 
 def pytest_collection_modifyitems(config, items):
-    import pytest
+    # tests/test_groups.py checks PARTS against what is collected.
+    rank = {group: k for k, group in enumerate(COSTLIEST)}
+    items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))  # stable
 
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        group = "tests/deploy" if path.startswith("tests/deploy/") else path
-        item.add_marker(pytest.mark.xdist_group(group))
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: without xdist, no hook
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        """xdist's scope scheduling with group_of's groups, in collection
+        order (pytest_collection_modifyitems's: costliest first)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+        def schedule(self) -> None:
+            option = self.config.option
+            reorder, option.loadscopereorder = option.loadscopereorder, False
+            try:
+                super().schedule()
+            finally:
+                option.loadscopereorder = reorder
+
+    return GroupScheduling(config, log)
+
+
+# GPFIT_TEST_TIMES=FILE appends one JSON line per test to FILE: its wall
+# seconds and the CPU seconds of this process and of the children it waited
+# for (setup, call and teardown). On a shared machine the wall time is the
+# load's; the CPU time is what a quiet run would take (tests/timing.py sums
+# it per file and per group).
+_TIMES = os.environ.get("GPFIT_TEST_TIMES")
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+if _TIMES:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        wall, cpu = time.perf_counter(), _cpu()
+        yield
+        line = {"nodeid": item.nodeid, "group": group_of(item.nodeid),
+                "wall_s": round(time.perf_counter() - wall, 3),
+                "cpu_s": round(_cpu() - cpu, 3),
+                "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+                "at": round(time.time(), 3)}
+        with open(_TIMES, "a") as f:
+            f.write(json.dumps(line) + "\n")

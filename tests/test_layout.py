@@ -1,6 +1,6 @@
 """The package layout drawn in docs/design.md, and who may import whom.
 
-  gpcore/            imports no pipeline module, no Beam and no pyarrow
+  gpcore/            imports no pipeline module, no Beam, no pyarrow, no pandas
   pipeline/io/       the on-disk contract: imports only pipeline.io (and gpcore);
                      from Beam only its file systems
   pipeline/report/   imports only pipeline.report, pipeline.io and gpcore
@@ -82,9 +82,9 @@ def test_every_pipeline_module_is_in_the_layout_drawn_in_the_design():
     assert actual == {d for d in drawn if d.startswith("pipeline/")}
 
 
-def test_gpcore_imports_neither_beam_nor_pyarrow():
-    # The numerics run inside any engine (docs/design.md, "Layout"): Beam and
-    # the Parquet layer belong to the pipeline.
+def test_gpcore_imports_neither_beam_nor_pyarrow_nor_pandas():
+    # The numerics run inside any engine (docs/design.md, "Layout"): Beam,
+    # the Parquet layer and data frames belong to the pipeline.
     for path, names in modules("gpcore").items():
-        found = [n for n in names if inside(n, "apache_beam") or inside(n, "pyarrow")]
+        found = [n for n in names if any(inside(n, p) for p in ("apache_beam", "pyarrow", "pandas"))]
         assert not found, (path, found)

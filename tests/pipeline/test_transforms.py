@@ -1,13 +1,10 @@
-"""The job's transforms (pipeline.reading, pipeline.transforms): reading
-series, the cap on a series' rows, fit calls sized by cost, and the fitting
-DoFn's lifecycle (with a fake handler: pipeline/handler.py's real one is
-tested in test_handler.py)."""
+"""The job's transforms (pipeline.transforms): fit calls sized by cost, and
+the fitting DoFn's lifecycle (with a fake handler: pipeline/handler.py's real
+one is tested in test_handler.py; reading: test_reading.py)."""
 from __future__ import annotations
 
 import apache_beam as beam
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
@@ -17,10 +14,8 @@ import gpcore
 from gpcore.batching import Batching
 from pipeline import metrics
 from pipeline.handler import Counters
-from pipeline.io import conversion, fingerprint, inputs
-from pipeline.io.inputs import Columns
+from pipeline.io import conversion, fingerprint
 from pipeline.io.schema import OUTPUT_COLUMNS
-from pipeline.reading import ReadSeries
 from pipeline.runtime import local_runner
 from pipeline.transforms import FIT_STATS, BatchByLength, FitDoFn
 
@@ -35,70 +30,9 @@ def _run(build, args=()):
     return result
 
 
-def test_read_series_gathers_each_series_across_files(tmp_path):
-    # Series "a" is split over two files and out of order; one id is null.
-    pq.write_table(pa.table({"id": ["a", "b", None], "time": [3.0, 1.0, 1.0],
-                             "v": [30.0, 10.0, 0.0]}), tmp_path / "1.parquet")
-    pq.write_table(pa.table({"id": ["a", "a"], "time": [1.0, 2.0], "v": [np.nan, 20.0]}),
-                   tmp_path / "2.parquet")
-    spec = inputs.inspect(str(tmp_path), Columns("id", "time", "v"))
-
-    def build(p):
-        series = p | ReadSeries(spec, "rbf", max_rows=100)
-        assert_that(series.series | beam.Map(lambda s: (s.series_id, s.t.tolist(),
-                                                        np.nan_to_num(s.y, nan=-1).tolist())),
-                    equal_to([("a", [1.0, 2.0, 3.0], [-1.0, 20.0, 30.0]),
-                              ("b", [1.0], [10.0])]))
-        assert_that(series.unfittable, equal_to([]), label="NoneUnfittable")
-
-    result = _run(build)
-    found = result.metrics().query(MetricsFilter().with_name(metrics.NULL_IDS))["counters"]
-    assert sum(c.committed for c in found) == 1
-
-
-def test_nested_row_with_mismatched_lists_is_skipped_with_reason(tmp_path):
-    pq.write_table(pa.table({"id": ["ok", "bad"], "t": [[1.0, 2.0], [1.0, 2.0, 3.0]],
-                             "y": [[1.0, 2.0], [1.0]]}), tmp_path / "n.parquet")
-
-    def build(p):
-        spec = inputs.inspect(str(tmp_path / "n.parquet"), Columns("id", "t", "y"))
-        series = p | ReadSeries(spec, "rbf", max_rows=100)
-        assert_that(series.series | beam.Map(lambda s: s.series_id), equal_to(["ok"]))
-        assert_that(series.unfittable | beam.Map(lambda r: (r["series_id"], r["status"],
-                                                             r["error"])),
-                    equal_to([("bad", "skipped", "a row of this series has 3 times but 1 values; "
-                                        "give its 't' and 'y' lists equal length")]),
-                    label="Unfittable")
-
-    _run(build)
-
-
 def _series(sid, n):
     t = np.linspace(0.0, 10.0, n)
     return gpcore.Series(sid, t, np.sin(t) + 0.01 * np.cos(7 * t))
-
-
-def test_a_series_beyond_max_rows_is_skipped_unassembled(tmp_path):
-    # "big" spans three row groups and two files; its rows pass the cap of 10
-    # (NaN rows count: the cap is on rows, before cleaning).
-    pq.write_table(pa.table({"series_id": ["big"] * 8 + ["small"] * 3,
-                             "t": np.arange(11.0), "y": np.r_[np.full(8, np.nan), 1, 2, 3]}),
-                   tmp_path / "a.parquet", row_group_size=4)
-    pq.write_table(pa.table({"series_id": ["big"] * 4, "t": np.arange(4.0), "y": np.ones(4)}),
-                   tmp_path / "b.parquet")
-    spec = inputs.inspect(str(tmp_path), Columns())
-
-    def build(p):
-        series = p | ReadSeries(spec, "rbf", max_rows=10)
-        assert_that(series.series | beam.Map(lambda s: (s.series_id, len(s.y))),
-                    equal_to([("small", 3)]))
-        assert_that(series.unfittable | beam.Map(lambda r: (r["series_id"], r["status"],
-                                                             r["n_points"], r["error"])),
-                    equal_to([("big", "skipped", 0, "12 input rows is more than --max_rows=10; "
-                               "the series was not assembled: aggregate or split it, or raise "
-                               "--max_rows")]), label="Skipped")
-
-    _run(build)
 
 
 def _bundle(batcher, lengths):
