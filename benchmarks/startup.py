@@ -6,8 +6,8 @@ Each round runs, in a fresh process, the steps the `gpfit` command takes
   interpreter        Python's own start, to the first line of the child
   cli imports        `import pipeline.cli`: Beam, pyarrow, numpy, gpfit's modules
   parse options      parse_options (Beam's and gpfit's flags)
-  tf imports         TensorFlow and TFP (gpcore.quiet), which builder.build
-                     loads after the cheap checks
+  tf imports         TensorFlow and TFP (builder.import_tensorflow), which
+                     builder.build loads after the cheap checks
   checks + graph     build_from_options: inspect the input's footers, check
                      the output folder and its lock, construct the Beam graph
   clear output       the previous run's files
@@ -58,8 +58,7 @@ def child(folder: str, output: str, started_wall: float) -> None:
     runtime.configure_logs("warning")
     options = parse_options(["--input", folder, "--output", output])
     stamp("parse options")
-    from gpcore import quiet
-    quiet.import_tensorflow()
+    builder.import_tensorflow()
     stamp("tf imports")
     built = builder.build_from_options(options)
     stamp("checks + graph")

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline import runtime
@@ -208,3 +209,20 @@ def test_the_image_the_makefile_and_the_command_take_the_process_env_from_one_mo
     out = subprocess.run([sys.executable, "-c", probe], env={**clean, "PYTHONPATH": REPO},
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == f"{PROCESS_ENV} [1] False", out
+
+
+def test_tensorflow_loads_for_the_job_without_jax_which_stays_importable():
+    """TensorFlow imports JAX at its own import where JAX is installed
+    (TFLite's helpers); the job's import (builder.import_tensorflow) blocks
+    that, and only while TensorFlow loads (docs/design.md, "Start-up")."""
+    import importlib.util
+
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed here (the jaxbench extra): nothing to block")
+    probe = ("import sys; from pipeline import builder; builder.import_tensorflow(); "
+             "import tensorflow as tf; loaded = 'jax' in sys.modules; import jax; "
+             "print(loaded, tf.constant(2.0).numpy() * 2, jax.numpy.add(1, 1))")
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": REPO},
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-3:] == ["False", "4.0", "2"]
