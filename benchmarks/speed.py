@@ -59,6 +59,7 @@ import quality  # noqa: E402
 import report  # noqa: E402
 from measure import Measured, run_measured  # noqa: E402
 
+from gpcore import threads  # noqa: E402  (the process settings; nothing heavy)
 from gpcore.config import MAX_ITERATIONS, FitConfig  # noqa: E402  (defaults; no TensorFlow)
 
 AUTO_RESTARTS = (1, 2, 3)
@@ -168,8 +169,7 @@ class Bench:
         self.env = dict(os.environ)
         self.env["PYTHONPATH"] = os.pathsep.join(
             p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
-        self.env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        self.env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        threads.set_process_env(self.env)  # gpfit's process settings, one BLAS thread
         self.rows: list[report.Row] = []
         self.notes: list[str] = []
         self.problems: list[str] = []

@@ -291,8 +291,8 @@ def import_tensorflow() -> None:
 
     TensorFlow's TFLite helpers import JAX at TensorFlow's own import
     wherever it is installed (as in an environment that runs the JAX peer of
-    the benchmarks), and gpfit uses neither: a second or so of every start
-    (docs/design.md, "Start-up"). JAX is blocked only while TensorFlow
+    the benchmarks), and gpfit uses neither: measured in docs/design.md,
+    "Start-up". JAX is blocked only while TensorFlow
     loads, and only if nothing imported it before; `import jax` works
     afterwards.
     """
