@@ -291,10 +291,9 @@ def import_tensorflow() -> None:
 
     TensorFlow's TFLite helpers import JAX at TensorFlow's own import
     wherever it is installed (as in an environment that runs the JAX peer of
-    the benchmarks), and gpfit uses neither: measured in docs/design.md,
-    "Start-up". JAX is blocked only while TensorFlow
-    loads, and only if nothing imported it before; `import jax` works
-    afterwards.
+    the benchmarks), and gpfit uses neither (its cost: docs/design.md,
+    "Start-up"). JAX is blocked only while TensorFlow loads, and only if
+    nothing imported it before; `import jax` works afterwards.
     """
     from gpcore import quiet
 
