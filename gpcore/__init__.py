@@ -30,7 +30,8 @@ def __getattr__(name):
     if module is None:
         raise AttributeError(f"module 'gpcore' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # found directly next time
+    if module != f"gpcore.{name}":  # not predict, whose module the import system binds here
+        globals()[name] = value  # found directly next time
     return value
 
 
