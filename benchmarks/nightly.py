@@ -32,11 +32,16 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 
+# gpfit's process settings before numpy loads: this process draws the
+# workload and fits the quality references, with one BLAS thread.
+from gpcore.threads import PROCESS_ENV, set_process_env  # noqa: E402
+
+set_process_env()
+
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from gpcore.threads import PROCESS_ENV  # noqa: E402
 from measure import run_measured  # noqa: E402
 from workloads import workload  # noqa: E402
 

@@ -54,12 +54,17 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 
+# gpfit's process settings (one BLAS thread) before numpy loads, for this
+# process and, through self.env, the contenders it starts.
+from gpcore import threads  # noqa: E402  (nothing heavy)
+
+threads.set_process_env()
+
 import peers  # noqa: E402
 import quality  # noqa: E402
 import report  # noqa: E402
 from measure import Measured, run_measured  # noqa: E402
 
-from gpcore import threads  # noqa: E402  (the process settings; nothing heavy)
 from gpcore.config import MAX_ITERATIONS, FitConfig  # noqa: E402  (defaults; no TensorFlow)
 
 AUTO_RESTARTS = (1, 2, 3)

@@ -38,6 +38,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+from gpcore import threads  # noqa: E402  (nothing heavy: before numpy loads)
+
+threads.set_process_env()
 
 
 def child(folder: str, output: str, started_wall: float) -> None:
