@@ -53,16 +53,17 @@ WORKDIR /template
 COPY deploy/flex-template/main.py ./main.py
 ENV FLEX_TEMPLATE_PYTHON_PY_FILE=/template/main.py
 
-# One BLAS thread: small GP matrices are slower with oversubscribed thread
-# pools (docs/design.md, "Measured facts"). TensorFlow's thread counts are
-# not pinned here: pipeline/runtime.py derives them per process from the
-# cores and the SDK processes per VM (one per vCPU by default: 1 thread each;
+# gpfit's process settings, gpcore/threads.py's PROCESS_ENV, for every
+# process of the image (Beam's worker loads numpy before any gpfit code
+# runs, so the worker cannot set them itself): one BLAS thread, TensorFlow's
+# C++ INFO lines off, tf-keras instead of Keras 3. A test holds these lines
+# equal to PROCESS_ENV. TensorFlow's thread counts are deliberately not set:
+# each worker process derives them from its share of the cores
+# (pipeline/fitters.py; one SDK process per vCPU by default: 1 thread each;
 # --experiments=no_use_multiple_sdk_containers: one process, every core).
-ENV OPENBLAS_NUM_THREADS=1
-# gpfit uses no Keras; TensorFlow imports Keras 3 at start-up unless pointed
-# at tf-keras (pinned, and imported by TFP anyway): 1.4 s less per worker
-# process start (docs/design.md, "Start-up").
-ENV TF_USE_LEGACY_KERAS=1
+ENV OPENBLAS_NUM_THREADS=1 \
+    TF_CPP_MIN_LOG_LEVEL=2 \
+    TF_USE_LEGACY_KERAS=1
 
 # As a worker container the entry point must be Beam's boot program, which
 # Dataflow starts with its own arguments. For Flex Template launches Dataflow

@@ -8,16 +8,19 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 
-# Small matrices and oversubscribed thread pools are slow (docs/design.md,
-# "Measured facts").
-export OPENBLAS_NUM_THREADS ?= 1
-export TF_CPP_MIN_LOG_LEVEL ?= 2
+# Every target's processes start with gpfit's process settings (one BLAS
+# thread: small matrices and oversubscribed thread pools are slow), read from
+# their one home, gpcore/threads.py's PROCESS_ENV (importing it needs no
+# package); a value already in the environment wins.
+PROCESS_ENV := $(shell PYTHONPATH=. $(PYTHON) -c 'from gpcore.threads import PROCESS_ENV as e; \
+	print(" ".join(k + "=" + v for k, v in e.items()))')
+$(foreach setting,$(PROCESS_ENV),$(eval export $(subst =, ?= ,$(setting))))
 
 LOCK   := requirements/lock.txt
 # pytest-xdist workers for `make test`: one per core (docs/design.md, "Build").
 TEST_WORKERS ?= auto
 
-.PHONY: run test lint lock bench bench-nightly bench-seasonal bench-heldout bench-forecast report \
+.PHONY: run test lint lock process-env bench bench-nightly bench-seasonal bench-heldout bench-forecast report \
 	dataflow-dry-run clean
 
 $(PY):
@@ -34,6 +37,10 @@ $(VENV)/.installed-test: pyproject.toml $(LOCK) | $(PY)
 	$(PY) -m pip install --quiet -c $(LOCK) -e ".[test,report]"
 	$(PY) -m pip check
 	touch $@ $(VENV)/.installed-run
+
+# The process settings as the targets see them, one NAME=value a line.
+process-env:
+	@$(foreach setting,$(PROCESS_ENV),echo $(firstword $(subst =, ,$(setting)))=$$$(firstword $(subst =, ,$(setting)));)
 
 run: $(VENV)/.installed-run
 	$(PY) -m pipeline.demo

@@ -32,6 +32,12 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 
+# gpfit's process settings before numpy loads: this process draws the
+# workload and fits the quality references, with one BLAS thread.
+from gpcore.threads import PROCESS_ENV, set_process_env  # noqa: E402
+
+set_process_env()
+
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
@@ -106,7 +112,8 @@ class Nights:
         self.scratch = tempfile.mkdtemp(prefix="gpfit-nightly-")
         self.logs = os.path.join(args.results_dir, "logs")
         os.makedirs(self.logs, exist_ok=True)
-        self.env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2",
+        # gpfit's process settings (gpcore/threads.py), over any in the environment.
+        self.env = dict(os.environ, **PROCESS_ENV,
                         PYTHONPATH=os.pathsep.join(
                             p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
 

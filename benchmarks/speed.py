@@ -54,6 +54,12 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 
+# gpfit's process settings (one BLAS thread) before numpy loads, for this
+# process and, through self.env, the contenders it starts.
+from gpcore import threads  # noqa: E402  (nothing heavy)
+
+threads.set_process_env()
+
 import peers  # noqa: E402
 import quality  # noqa: E402
 import report  # noqa: E402
@@ -168,8 +174,7 @@ class Bench:
         self.env = dict(os.environ)
         self.env["PYTHONPATH"] = os.pathsep.join(
             p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
-        self.env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        self.env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        threads.set_process_env(self.env)  # gpfit's process settings, one BLAS thread
         self.rows: list[report.Row] = []
         self.notes: list[str] = []
         self.problems: list[str] = []

@@ -1,26 +1,38 @@
 """gpcore: batched, compiled Gaussian-process hyperparameter fitting.
 
 Pure numerics (TensorFlow, TensorFlow Probability, numpy); knows nothing of
-Beam, Parquet or files. TensorFlow loads only when GPFitter or predict is
-first used, so configuration and data types are cheap to import.
+Beam, Parquet or files. Every export loads on first use: `import gpcore`
+(or `import gpcore.threads`, which must run before numpy loads) imports
+nothing heavy, configuration and data types bring numpy, and TensorFlow
+loads only when GPFitter, KernelChoice, build_fitter or predict is used.
 """
-from gpcore.batching import Batching
-from gpcore.config import KERNELS, FitConfig
-from gpcore.result import FitResult
-from gpcore.series import Series
+import importlib
 
-__all__ = ["Batching", "FitConfig", "FitResult", "GPFitter", "KERNELS", "KernelChoice",
-           "Series", "build_fitter", "predict"]
+# export -> the module that defines it
+_EXPORTS = {
+    "Batching": "gpcore.batching",
+    "FitConfig": "gpcore.config",
+    "KERNELS": "gpcore.config",
+    "FitResult": "gpcore.result",
+    "Series": "gpcore.series",
+    "GPFitter": "gpcore.fitter",
+    "KernelChoice": "gpcore.choice",
+    "build_fitter": "gpcore.choice",
+    "predict": "gpcore.predict",
+}
+
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name):
-    if name == "GPFitter":
-        from gpcore.fitter import GPFitter
-        return GPFitter
-    if name in ("KernelChoice", "build_fitter"):
-        from gpcore import choice
-        return getattr(choice, name)
-    if name == "predict":
-        from gpcore.predict import predict
-        return predict
-    raise AttributeError(f"module 'gpcore' has no attribute {name!r}")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpcore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    if module != f"gpcore.{name}":  # not predict, whose module the import system binds here
+        globals()[name] = value  # found directly next time
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

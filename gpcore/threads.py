@@ -1,12 +1,49 @@
-"""TensorFlow's process-wide settings, set deliberately: thread pools and
-graph rewrites.
+"""Thread counts and process settings, in one place: the environment every
+gpfit process starts with, and TensorFlow's thread pools and graph rewrites.
 
 GP matrices here are small (tens to a few thousand points); oversubscribed
-thread pools make them slower, not faster (docs/design.md, "Measured facts").
-Grappler's graph rewrites cost a third of the fitter's first call and buy
+thread pools make them slower, not faster (docs/design.md, "Measured facts",
+"Threads"). Grappler's graph rewrites lengthen the fitter's first call and buy
 nothing after it (docs/design.md, "Start-up").
+
+PROCESS_ENV is read, never copied: the `gpfit` command (pipeline/cli.py) and
+the benchmarks set it with set_process_env before numpy loads, the Makefile
+exports it, and the image's ENV lines carry it (the Dockerfile cannot import
+Python; tests/pipeline/test_runtime.py holds them equal). TensorFlow's thread
+counts are not in it: they are derived per process from its share of the
+cores (pipeline/fitters.py), and INTRA_OP_ENV / INTER_OP_ENV, where a user
+sets them, win. This module imports nothing heavy at its top, so that it can
+run before numpy and TensorFlow load.
 """
 from __future__ import annotations
+
+import os
+from typing import MutableMapping
+
+# name -> value; a value already in the environment wins.
+PROCESS_ENV = {
+    # One BLAS thread: numpy's and scikit-learn's small matrices (docs/design.md,
+    # "Threads"). Read by OpenBLAS when numpy first loads.
+    "OPENBLAS_NUM_THREADS": "1",
+    # TensorFlow's C++ INFO lines off; gpcore/quiet.py filters the rest.
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+    # tf-keras (which TFP imports anyway) instead of all of Keras 3 at
+    # TensorFlow's import; gpfit uses no Keras (docs/design.md, "Start-up").
+    "TF_USE_LEGACY_KERAS": "1",
+}
+
+# A user's TensorFlow thread counts: they win over the derived ones
+# (pipeline/fitters.py). Not set by gpfit, in the image or anywhere else.
+INTRA_OP_ENV, INTER_OP_ENV = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"
+
+
+def set_process_env(environ: MutableMapping[str, str] = os.environ) -> MutableMapping[str, str]:
+    """Puts PROCESS_ENV into `environ` where it has no value of its own;
+    returns it. For this process, call it before numpy and TensorFlow load
+    (worker processes inherit it)."""
+    for name, value in PROCESS_ENV.items():
+        environ.setdefault(name, value)
+    return environ
 
 
 def configure_threads(intra_op: int | None = None, inter_op: int | None = None) -> None:
@@ -15,8 +52,8 @@ def configure_threads(intra_op: int | None = None, inter_op: int | None = None) 
     Must run before TensorFlow starts its runtime (before the first op);
     afterwards TF refuses, and this raises RuntimeError unless the requested
     counts are already in force. None leaves that count as it is. The caller
-    decides the counts (the pipeline lets TF_NUM_INTRAOP_THREADS /
-    TF_NUM_INTEROP_THREADS win: pipeline/runtime.py).
+    decides the counts (the pipeline lets INTRA_OP_ENV / INTER_OP_ENV win:
+    pipeline/fitters.py).
     """
     import tensorflow as tf
 
@@ -39,10 +76,10 @@ def configure_threads(intra_op: int | None = None, inter_op: int | None = None) 
 def skip_graph_rewrites() -> None:
     """Turns off Grappler, TensorFlow's graph optimiser, for this process.
 
-    Measured on the fitter (1 thread): its first call (trace, rewrite and
-    run) takes 1.8 s with the rewrites and 1.3 s without; a fit afterwards
-    takes the same CPU either way (its ops are already large, fused where it
-    matters by hand). Any time before TensorFlow builds a graph.
+    The fitter's first call (trace, rewrite and run) is shorter without
+    the rewrites, and a fit afterwards takes the same CPU either way
+    (its ops are already large, fused by hand where it matters): measured in
+    docs/design.md, "Start-up". Any time before TensorFlow builds a graph.
     """
     import tensorflow as tf
 

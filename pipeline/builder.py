@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import sys
 import time
 from typing import Optional
 
@@ -210,9 +211,8 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
       nightly: the previous output to compare against, the predictions.
     """
     # The transforms load TensorFlow (gpcore's fitter): only once the cheap
-    # checks have passed, and without its start-up lines (gpcore/quiet.py).
-    from gpcore import quiet
-    quiet.import_tensorflow(keep_lines=_LOG.isEnabledFor(logging.DEBUG))
+    # checks have passed.
+    import_tensorflow()
     from apache_beam.io.parquetio import WriteToParquet, WriteToParquetBatched
 
     from pipeline import backtest, fitted_scale, forecast
@@ -283,6 +283,28 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     ({"rows": rows, "null_ids": read.null_ids, "fits": fitted[FIT_STATS], "files": read.files,
       "unreadable": read.unreadable, "written": written, **extra}
      | "WriteManifest" >> WriteManifest(record))
+
+
+def import_tensorflow() -> None:
+    """Imports TensorFlow and TFP without their start-up lines (gpcore/quiet.py)
+    and without JAX.
+
+    TensorFlow's TFLite helpers import JAX at TensorFlow's own import
+    wherever it is installed (as in an environment that runs the JAX peer of
+    the benchmarks), and gpfit uses neither (its cost: docs/design.md,
+    "Start-up"). JAX is blocked only while TensorFlow loads, and only if
+    nothing imported it before; `import jax` works afterwards.
+    """
+    from gpcore import quiet
+
+    blocked = "jax" not in sys.modules
+    if blocked:
+        sys.modules["jax"] = None  # an ImportError, which TensorFlow expects
+    try:
+        quiet.import_tensorflow(keep_lines=_LOG.isEnabledFor(logging.DEBUG))
+    finally:
+        if blocked and sys.modules.get("jax", 0) is None:
+            del sys.modules["jax"]
 
 
 def fit_config(gp: GPFitOptions) -> FitConfig:

@@ -26,14 +26,11 @@ from __future__ import annotations
 import os
 
 # Before numpy/TensorFlow load (here and in worker processes, which inherit
-# the environment): small matrices and oversubscribed BLAS pools are slow,
-# and TF's C++ start-up chatter buries gpfit's own lines. gpfit uses no
-# Keras, but importing TensorFlow eagerly imports Keras 3 (1.4 s of every
-# start) unless told to use tf-keras, which TFP imports anyway
-# (docs/design.md, "Start-up").
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+# the environment): gpfit's process settings, one BLAS thread among them
+# (gpcore/threads.py; it imports nothing heavy, nor does `gpcore`).
+from gpcore import threads
+
+threads.set_process_env()
 
 import logging  # noqa: E402  (after the environment above)
 import signal  # noqa: E402
@@ -254,7 +251,7 @@ def _remove_temporary(output: str) -> None:
 def main() -> None:
     """The console script: run, then leave at once. The work is done and
     every file closed by then; Python's own finalisation of TensorFlow's and
-    Beam's modules would add 1.6 s to every command and do nothing gpfit
+    Beam's modules would add seconds to every command and do nothing gpfit
     needs (docs/design.md, "Start-up")."""
     code = run()
     logging.shutdown()

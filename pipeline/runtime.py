@@ -11,7 +11,9 @@ builds it (workers get the options).
 GP matrices are small; oversubscribed thread pools make them slower, not
 faster (docs/design.md, "Measured facts"). N worker processes on C cores
 therefore get max(1, C // N) cores each, used by as many fitters side by
-side with one intra-op thread each, set before TensorFlow starts.
+side with one intra-op thread each, set before TensorFlow starts
+(pipeline/fitters.py). The process's other settings, and the names of the
+thread counts a user may set instead, are gpcore/threads.py's.
 """
 from __future__ import annotations
 
@@ -27,13 +29,13 @@ from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
                                                   PipelineOptions, StandardOptions)
 from apache_beam.runners.runner import PipelineRunner
 
+from gpcore.threads import INTER_OP_ENV, INTRA_OP_ENV  # noqa: F401  (re-exported)
 from pipeline import fitters
 from pipeline.io.errors import UsageError, first_line
 
 _LOG = logging.getLogger(__name__)
 
 LOCAL_RUNNERS = (None, "DirectRunner", "SwitchingDirectRunner", "FnApiRunner")
-INTRA_OP_ENV, INTER_OP_ENV = fitters.INTRA_OP_ENV, fitters.INTER_OP_ENV
 
 
 # ---- the runner ----------------------------------------------------------------

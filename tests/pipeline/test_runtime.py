@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 
+import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline import runtime
@@ -162,3 +164,65 @@ def test_the_command_imports_tensorflow_without_keras_3_and_exits_with_runs_code
                            "--output", str(tmp_path / "out")], capture_output=True, text=True,
                           env=env)
     assert done.returncode == 2 and "gpfit: error:" in done.stderr
+
+
+# ---- process settings: one home (gpcore/threads.py), read everywhere -----------
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _image_env() -> dict[str, str]:
+    """The ENV settings of the Dockerfile's last stage (continuation lines joined)."""
+    with open(os.path.join(REPO, "Dockerfile")) as f:
+        text = re.sub(r"\\\n\s*", " ", f.read())
+    last = text[text.rindex("\nFROM "):]
+    return dict(re.findall(r"(\w+)=(\S+)", " ".join(
+        line[len("ENV "):] for line in last.splitlines() if line.startswith("ENV "))))
+
+
+def test_the_image_the_makefile_and_the_command_take_the_process_env_from_one_module(tmp_path):
+    from gpcore.threads import INTER_OP_ENV, INTRA_OP_ENV, PROCESS_ENV
+
+    image = _image_env()
+    assert {k: image.get(k) for k in PROCESS_ENV} == PROCESS_ENV
+    # TF's thread counts are derived per process (pipeline/fitters.py); one
+    # pinned in the image would win over that and starve a one-process VM.
+    assert INTRA_OP_ENV not in image and INTER_OP_ENV not in image
+    from pipeline import fitters
+    assert (fitters.INTRA_OP_ENV, fitters.INTER_OP_ENV) == (INTRA_OP_ENV, INTER_OP_ENV)
+    clean = {k: v for k, v in os.environ.items() if k not in PROCESS_ENV}
+    made = subprocess.run(["make", "-s", "--no-print-directory", "process-env"], cwd=REPO,
+                          env=clean, capture_output=True, text=True, check=True)
+    assert dict(line.split("=", 1) for line in made.stdout.split()) == PROCESS_ENV
+    mine = subprocess.run(["make", "-s", "--no-print-directory", "process-env"], cwd=REPO,
+                          env={**clean, "OPENBLAS_NUM_THREADS": "3"}, capture_output=True,
+                          text=True, check=True)
+    assert "OPENBLAS_NUM_THREADS=3" in mine.stdout.split()  # the user's own value wins
+    # The command sets them before numpy loads: `import pipeline.cli` starts
+    # OpenBLAS with one thread, and neither it nor `import gpcore` loads TF.
+    probe = ("import os, sys; import gpcore, gpcore.threads; "
+             "assert 'numpy' not in sys.modules, 'gpcore imported numpy'; "
+             "import pipeline.cli; from threadpoolctl import threadpool_info; "
+             "print({k: os.environ.get(k) for k in gpcore.threads.PROCESS_ENV}, "
+             "[i['num_threads'] for i in threadpool_info() if i['internal_api'] == 'openblas'], "
+             "'tensorflow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], env={**clean, "PYTHONPATH": REPO},
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == f"{PROCESS_ENV} [1] False", out
+
+
+def test_tensorflow_loads_for_the_job_without_jax_which_stays_importable():
+    """TensorFlow imports JAX at its own import where JAX is installed
+    (TFLite's helpers); the job's import (builder.import_tensorflow) blocks
+    that, and only while TensorFlow loads (docs/design.md, "Start-up")."""
+    import importlib.util
+
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed here (the jaxbench extra): nothing to block")
+    probe = ("import sys; from pipeline import builder; builder.import_tensorflow(); "
+             "import tensorflow as tf; loaded = 'jax' in sys.modules; import jax; "
+             "print(loaded, tf.constant(2.0).numpy() * 2, jax.numpy.add(1, 1))")
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": REPO},
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-3:] == ["False", "4.0", "2"]
