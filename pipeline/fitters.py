@@ -23,11 +23,9 @@ import time
 from typing import Optional
 
 from gpcore.config import FitConfig
+from gpcore.threads import INTER_OP_ENV, INTRA_OP_ENV
 
 _LOG = logging.getLogger(__name__)
-
-# Set in the image (Dockerfile): they win over the counts worked out here.
-INTRA_OP_ENV, INTER_OP_ENV = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"
 
 _lock = threading.Lock()
 _build_lock = threading.Lock()  # held while a fitter is built
