@@ -131,8 +131,12 @@ class GPFitter(tf.Module):
         series = tf.shape(t)[0]
         feature = _feature(self.kernel, t)  # [B, N, N] each, fixed for the batch
         pieces = _Pieces(self.kernel, t, y, mask)
-        grid_start, other_basins, _ = self._grid_start(feature, pieces, y, mask, kernel_grid,
-                                                       noise_grid, group, rank)
+        # Members all given starts (GPFitter.fit's `starts`): no grid to score.
+        grid_start, other_basins = tf.cond(
+            tf.reduce_any(rank >= 0),
+            lambda: self._grid_start(feature, pieces, y, mask, kernel_grid, noise_grid, group,
+                                     rank)[:2],
+            lambda: (tf.zeros_like(warm), tf.zeros([series], tf.int32)))
         start = tf.where((rank < 0)[:, None], warm, grid_start)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(start[:, i])
@@ -370,8 +374,13 @@ class GPFitter(tf.Module):
 
     # ---- Python side ---------------------------------------------------
 
-    def fit(self, series: Sequence[Series]) -> list[FitResult]:
+    def fit(self, series: Sequence[Series], starts_from=None) -> list[FitResult]:
         """Fits every series; returns one FitResult per series, in order.
+
+        starts_from: optional, one per series: None, or parameters (mappings as
+        FitResult.params gives them, of this kernel) that the series' fit
+        starts from instead of the search grid and its restarts (kernel
+        auto's periodic candidate: gpcore/choice.py).
 
         Never raises for a bad series: it comes back "skipped" or "failed"
         with the reason.
@@ -389,6 +398,8 @@ class GPFitter(tf.Module):
                 results[i] = FitResult(str(s.series_id), SKIPPED, config.kernel, n,
                                        error=_long_advice(reason, n, config))
             else:
+                if starts_from is not None and starts_from[i]:
+                    cleaned.starts = list(starts_from[i])
                 ready.append((i, cleaned))
         if self.long_fitter is not None:
             long = [(i, c) for i, c in ready if c.n_points > MARKOV_ABOVE]
@@ -453,19 +464,28 @@ class GPFitter(tf.Module):
         spans = [s.t[-1] - s.t[0] for s in batch]
         warm = [parameters.search_start(kernel, s.warm_start, span)
                 for s, span in zip(batch, spans)]
-        warmed = [b for b, w in enumerate(warm) if w is not None]
-        # Members: restart r of series b at r * B + b, then one warm start
-        # for each series that has one.
-        group = np.r_[np.tile(np.arange(len(batch)), restarts), warmed].astype(np.int32)
-        rank = np.r_[np.repeat(np.arange(restarts), len(batch)),
+        given = [[g for g in (parameters.search_start(kernel, p, span) for p in s.starts or ())
+                  if g is not None] for s, span in zip(batch, spans)]
+        gridded = [b for b, g in enumerate(given) if not g]
+        # Members: restart r of series b at r * B + b (series without given
+        # starts), then each given start, then one warm start for each
+        # series that has one.
+        placed = [(b, g) for b, mine in enumerate(given) for g in mine] + [
+            (b, w) for b, w in enumerate(warm) if w is not None]
+        warmed = [b for b, _ in placed]
+        group = np.r_[np.tile(gridded, restarts), warmed].astype(np.int32)
+        rank = np.r_[np.repeat(np.arange(restarts), len(gridded)),
                      np.full(len(warmed), -1)].astype(np.int32)
         data = _StandardisedBatch(batch, group)
-        grids = [starts.search_grid(kernel, t, y) for t, y in zip(data.t_std, data.y_standard)]
+        unused = (np.zeros((starts.grid_shape(kernel)[0], len(kernel.parameters))),
+                  np.log(starts.NOISE_GRID))  # a series with given starts scores no grid
+        grids = [starts.search_grid(kernel, t, y) if not g else unused
+                 for t, y, g in zip(data.t_std, data.y_standard, given)]
         lower, upper = (np.stack(side)[group] for side in
                         zip(*(starts.bounds(kernel, t) for t in data.t_std)))
         start = np.zeros_like(lower)
         if warmed:
-            start[len(group) - len(warmed):] = [warm[b] for b in warmed]
+            start[len(group) - len(warmed):] = [p for _, p in placed]
         out = {k: v.numpy() for k, v in self._fit_members(
             data.t, data.y, data.mask, lower, upper,
             np.stack([rows for rows, _ in grids]), np.stack([columns for _, columns in grids]),
