@@ -490,15 +490,17 @@ class GPFitter(tf.Module):
             data.t, data.y, data.mask, lower, upper,
             np.stack([rows for rows, _ in grids]), np.stack([columns for _, columns in grids]),
             group, rank, np.clip(start, lower, upper)).items()}
-        self._count_work(len(group), len(batch), int(out.pop("evaluations")), data.t.shape[1])
+        self._count_work(len(group), len(batch), int(out.pop("evaluations")), data.t.shape[1],
+                         gridded=len(gridded))
         return [data.result(b, out, kernel, warm[b] is not None) for b in range(len(batch))]
 
-    def _count_work(self, members: int, series: int, evaluations: int, n: int) -> None:
-        grid_points = (int(np.prod(starts.grid_shape(self.kernel))) + starts.probe_count(self.kernel)
-                       + starts.far_probe_count(self.kernel))
+    def _count_work(self, members: int, series: int, evaluations: int, n: int,
+                    gridded: int) -> None:
+        probes = starts.probe_count(self.kernel) + starts.far_probe_count(self.kernel)
         self.work["batches"] += 1
         self.work["members"] += members
-        self.work["grid_evaluations"] += series * grid_points
+        self.work["grid_evaluations"] += (gridded * int(np.prod(starts.grid_shape(self.kernel)))
+                                          + series * probes)
         self.work["member_evaluations"] += evaluations
         self.work["flops"] += (series * flops_per_grid(self.kernel, n)
                                + evaluations * flops_per_newton_evaluation(n, len(self.parameters)))
