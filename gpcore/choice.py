@@ -28,7 +28,7 @@ from gpcore.fitter import GPFitter, summed_work
 from gpcore.kernels import SUM, kernel as kernel_named
 from gpcore.result import OK, FitResult
 from gpcore.series import Series
-from gpcore.starts import PERIOD_BOUNDS, SUM_PERIODIC_LENGTH, periodogram, periodogram_peaks
+from gpcore.starts import PERIOD_BOUNDS, periodogram, periodogram_peaks
 
 # auto's periodic candidate starts from its smooth part's fit
 # (`periodic_starts`) instead of its own grid and restarts (docs/design.md,
