@@ -31,8 +31,8 @@ from gpcore.series import Series
 from gpcore.starts import PERIOD_BOUNDS, periodogram, periodogram_peaks
 
 # auto's periodic candidate starts from its smooth part's fit
-# (`periodic_starts`) instead of its own grid and restarts (docs/design.md,
-# "Kernel choice"): a periodic component at these multiples of the screen's
+# (`periodic_starts`) and its own grid's best point, instead of the grid's
+# restarts (docs/design.md, "Kernel choice"): a periodic component at these multiples of the screen's
 # peak period (within the periods' upper bound), of this length scale: a
 # sharp shape's (0.15-0.25 fitted on the tune split's monthly series); from
 # 1.0, qgas stayed 152 nats above its grid fit, the smooth part's fitted

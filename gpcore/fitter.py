@@ -131,12 +131,8 @@ class GPFitter(tf.Module):
         series = tf.shape(t)[0]
         feature = _feature(self.kernel, t)  # [B, N, N] each, fixed for the batch
         pieces = _Pieces(self.kernel, t, y, mask)
-        # Members all given starts (GPFitter.fit's `starts`): no grid to score.
-        grid_start, other_basins = tf.cond(
-            tf.reduce_any(rank >= 0),
-            lambda: self._grid_start(feature, pieces, y, mask, kernel_grid, noise_grid, group,
-                                     rank)[:2],
-            lambda: (tf.zeros_like(warm), tf.zeros([series], tf.int32)))
+        grid_start, other_basins, _ = self._grid_start(feature, pieces, y, mask, kernel_grid,
+                                                       noise_grid, group, rank)
         start = tf.where((rank < 0)[:, None], warm, grid_start)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(start[:, i])
@@ -379,8 +375,8 @@ class GPFitter(tf.Module):
 
         starts_from: optional, one per series: None, or parameters (mappings as
         FitResult.params gives them, of this kernel) that the series' fit
-        starts from instead of the search grid and its restarts (kernel
-        auto's periodic candidate: gpcore/choice.py).
+        starts from beside its search grid's best point, instead of the
+        grid's restarts (kernel auto's periodic candidate: gpcore/choice.py).
 
         Never raises for a bad series: it comes back "skipped" or "failed"
         with the reason.
@@ -466,21 +462,18 @@ class GPFitter(tf.Module):
                 for s, span in zip(batch, spans)]
         given = [[g for g in (parameters.search_start(kernel, p, span) for p in s.starts or ())
                   if g is not None] for s, span in zip(batch, spans)]
-        gridded = [b for b, g in enumerate(given) if not g]
-        # Members: restart r of series b at r * B + b (series without given
-        # starts), then each given start, then one warm start for each
-        # series that has one.
+        # Members: restart r of series b (series with given starts: only the
+        # grid's best point, r = 0), then each given start, then one warm
+        # start for each series that has one.
+        gridded = [(r, b) for r in range(restarts) for b in range(len(batch))
+                   if r == 0 or not given[b]]
         placed = [(b, g) for b, mine in enumerate(given) for g in mine] + [
             (b, w) for b, w in enumerate(warm) if w is not None]
         warmed = [b for b, _ in placed]
-        group = np.r_[np.tile(gridded, restarts), warmed].astype(np.int32)
-        rank = np.r_[np.repeat(np.arange(restarts), len(gridded)),
-                     np.full(len(warmed), -1)].astype(np.int32)
+        group = np.r_[[b for _, b in gridded], warmed].astype(np.int32)
+        rank = np.r_[[r for r, _ in gridded], np.full(len(warmed), -1)].astype(np.int32)
         data = _StandardisedBatch(batch, group)
-        unused = (np.zeros((starts.grid_shape(kernel)[0], len(kernel.parameters))),
-                  np.log(starts.NOISE_GRID))  # a series with given starts scores no grid
-        grids = [starts.search_grid(kernel, t, y) if not g else unused
-                 for t, y, g in zip(data.t_std, data.y_standard, given)]
+        grids = [starts.search_grid(kernel, t, y) for t, y in zip(data.t_std, data.y_standard)]
         lower, upper = (np.stack(side)[group] for side in
                         zip(*(starts.bounds(kernel, t) for t in data.t_std)))
         start = np.zeros_like(lower)
@@ -490,17 +483,15 @@ class GPFitter(tf.Module):
             data.t, data.y, data.mask, lower, upper,
             np.stack([rows for rows, _ in grids]), np.stack([columns for _, columns in grids]),
             group, rank, np.clip(start, lower, upper)).items()}
-        self._count_work(len(group), len(batch), int(out.pop("evaluations")), data.t.shape[1],
-                         gridded=len(gridded))
+        self._count_work(len(group), len(batch), int(out.pop("evaluations")), data.t.shape[1])
         return [data.result(b, out, kernel, warm[b] is not None) for b in range(len(batch))]
 
-    def _count_work(self, members: int, series: int, evaluations: int, n: int,
-                    gridded: int) -> None:
-        probes = starts.probe_count(self.kernel) + starts.far_probe_count(self.kernel)
+    def _count_work(self, members: int, series: int, evaluations: int, n: int) -> None:
+        grid_points = (int(np.prod(starts.grid_shape(self.kernel))) + starts.probe_count(self.kernel)
+                       + starts.far_probe_count(self.kernel))
         self.work["batches"] += 1
         self.work["members"] += members
-        self.work["grid_evaluations"] += (gridded * int(np.prod(starts.grid_shape(self.kernel)))
-                                          + series * probes)
+        self.work["grid_evaluations"] += series * grid_points
         self.work["member_evaluations"] += evaluations
         self.work["flops"] += (series * flops_per_grid(self.kernel, n)
                                + evaluations * flops_per_newton_evaluation(n, len(self.parameters)))

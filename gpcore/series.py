@@ -44,8 +44,8 @@ class CleanSeries:
       y: [n] finite values.
       warm_start: the Series' warm_start, passed on.
       starts: parameters (mappings as FitResult.params gives them) to start
-        Newton from instead of the search grid and its restarts
-        (GPFitter.fit's `starts_from`), or None: the grid.
+        Newton from beside the search grid's best point, instead of its
+        restarts (GPFitter.fit's `starts_from`), or None: the grid's.
     """
 
     series_id: object

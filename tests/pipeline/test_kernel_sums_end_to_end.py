@@ -63,8 +63,8 @@ def sum_run(tmp_path_factory, seasonal_input):
 def candidates_alone(series):
     """{kernel: {series_id: FitResult}} of auto's candidates fitted by
     gpcore outside the pipeline: rbf, and rbf+periodic started as auto
-    starts it, from rbf's fit (gpcore.choice.periodic_starts; its own grid
-    where that gives no starts)."""
+    starts it, from rbf's fit (gpcore.choice.periodic_starts) and its
+    grid's best point."""
     from gpcore import FitConfig, GPFitter, Series
     from gpcore.choice import periodic_starts
 
@@ -117,9 +117,10 @@ def test_the_manifest_counts_newton_evaluations_per_kernel(sum_run, auto_run):
             assert figures["newton_evaluations"] >= 6 and figures["grid_evaluations"] > 0
             assert figures["newton_evaluations_per_series"] == round(
                 figures["newton_evaluations"] / 7, 2)
-    # As a candidate the sum starts from rbf's fit: no search grid scored.
+    # As a candidate the sum scores the same grid, and starts from its best
+    # point and from rbf's fit (not the grid's restarts).
     assert (auto_run.manifest["work_per_kernel"][SUM]["grid_evaluations"]
-            < sum_run.manifest["work_per_kernel"][SUM]["grid_evaluations"])
+            == sum_run.manifest["work_per_kernel"][SUM]["grid_evaluations"])
     calls = auto_run.manifest["fit_call_seconds"]
     assert calls["max_over_estimate"] > 0
 
@@ -256,14 +257,9 @@ def test_nll_and_bic_recompute_from_the_row(run, series):
 def test_bic_margin_is_the_runner_ups_bic_minus_the_chosen(auto_run, sum_run,
                                                           candidates_alone):
     """Each candidate fitted on its own by gpcore (candidates_alone): auto
-    keeps the lower bic, and the margin is the other's minus it; the sum
-    started from rbf's fit is no worse than the sum's own run from its
-    grid, to the optimiser's tolerance."""
+    keeps the lower bic, and the margin is the other's minus it."""
     rbf = {sid: r.bic for sid, r in candidates_alone["rbf"].items() if r.status == "ok"}
     sums = {sid: r.bic for sid, r in candidates_alone[SUM].items() if r.status == "ok"}
-    for row in sum_run.rows():
-        if row["status"] == "ok":
-            assert sums[row["series_id"]] <= row["bic"] + 2e-3, row["series_id"]
     for row in auto_run.rows():
         if row["status"] != "ok":
             continue
