@@ -25,10 +25,20 @@ from gpcore.config import (AUTO, PERIODIC_MARGIN, SCREEN_FALSE_ALARM, SCREEN_MIN
                            SCREEN_INDEX_SHARE, SCREEN_OVERSAMPLE, SCREEN_REGULAR,
                            FitConfig, fitted_configs)
 from gpcore.fitter import GPFitter, summed_work
-from gpcore.kernels import kernel as kernel_named
+from gpcore.kernels import SUM, kernel as kernel_named
 from gpcore.result import OK, FitResult
 from gpcore.series import Series
-from gpcore.starts import periodogram
+from gpcore.starts import PERIOD_BOUNDS, periodogram, periodogram_peaks
+
+# auto's periodic candidate starts from its smooth part's fit
+# (`periodic_starts`) and its own grid's best point, instead of the grid's
+# restarts (docs/design.md, "Kernel choice"): a periodic component at these multiples of the screen's
+# peak period (within the periods' upper bound), of this length scale: a
+# sharp shape's (0.15-0.25 fitted on the tune split's monthly series); from
+# 1.0, qgas stayed 152 nats above its grid fit, the smooth part's fitted
+# noise holding the cycle.
+START_MULTIPLES = (1, 2, 3)
+START_PERIODIC_LENGTH = 0.3
 
 
 class KernelChoice:
@@ -39,8 +49,13 @@ class KernelChoice:
         if config.kernel != AUTO:
             raise ValueError(f"KernelChoice needs kernel {AUTO!r}; got {config.kernel!r}")
         self.config = config
+        candidates = fitted_configs(config)
+        # A periodic candidate whose smooth part is a candidate too starts
+        # from that fit (`periodic_starts`).
+        names = [c.kernel for c in candidates]
+        self.warm = [_is_periodic(n) and smooth_part(n) in names for n in names]
         self.fitters = [GPFitter(candidate, name=f"fitter_{i}")
-                        for i, candidate in enumerate(fitted_configs(config))]
+                        for i, candidate in enumerate(candidates)]
 
     @property
     def tracing_count(self) -> int:
@@ -69,16 +84,25 @@ class KernelChoice:
         else:
             screened = [i for i, s in enumerate(series)
                         if _finite_points(s) <= longest and periodic_screen(s.t, s.y)]
-        per_candidate = []
-        for fitter, has_period in zip(self.fitters, periodic):
+        # The non-periodic candidates first: a periodic one starts from its
+        # smooth part's fit where that is a candidate (`periodic_starts`).
+        per_candidate: list = [None] * len(self.fitters)
+        for c, (fitter, has_period) in enumerate(zip(self.fitters, periodic)):
             if not has_period:
-                per_candidate.append(fitter.fit(series))
+                per_candidate[c] = fitter.fit(series)
+        names = [f.config.kernel for f in self.fitters]
+        for c, (fitter, has_period) in enumerate(zip(self.fitters, periodic)):
+            if not has_period:
                 continue
-            fits = fitter.fit([series[i] for i in screened]) if screened else []
+            given = None
+            if self.warm[c]:
+                smooth_fits = per_candidate[names.index(smooth_part(names[c]))]
+                given = [periodic_starts(series[i], smooth_fits[i], names[c]) for i in screened]
+            fits = fitter.fit([series[i] for i in screened], given) if screened else []
             placed: list = [None] * len(series)
             for i, r in zip(screened, fits):
                 placed[i] = r
-            per_candidate.append(placed)
+            per_candidate[c] = placed
         return [choose_fit([fits[i] for fits in per_candidate if fits[i] is not None])
                 for i in range(len(series))]
 
@@ -113,6 +137,70 @@ def choose_fit(fits: list[FitResult], margin: Optional[float] = None) -> FitResu
     return dataclasses.replace(best, bic_margin=None if runner_up is None else runner_up - best.bic)
 
 
+def smooth_part(kernel: str) -> str:
+    """kernel's non-periodic components, joined: "matern52" of
+    "matern52+periodic" ("" where every component is periodic)."""
+    return SUM.join(part for part in kernel.split(SUM) if not _is_periodic(part))
+
+
+def periodic_starts(s: Series, smooth: FitResult, kernel: str) -> Optional[list[dict]]:
+    """Starts (FitResult.params mappings of `kernel`, a sum with one
+    periodic component; GPFitter.fit's starts_from) for series s from
+    `smooth`, the fit of kernel's smooth part: its components, mean and
+    noise variance as fitted, and a periodic component of
+    the smooth part's first amplitude and length scale START_PERIODIC_LENGTH
+    at the screen's peak period p and at 2p and 3p where those are at most
+    half the span (a sharp cycle's top peak is often its second or third
+    harmonic; docs/design.md, "Kernel choice"). None (the fitter's own
+    grid) where smooth is not fitted or kernel has not one periodic
+    component."""
+    parts = kernel.split(SUM)
+    if smooth is None or smooth.status != OK or sum(map(_is_periodic, parts)) != 1:
+        return None
+    period = screen_period(s.t, s.y)
+    if period is None:
+        return None
+    t = np.asarray(s.t, float)
+    t = t[np.isfinite(t) & np.isfinite(np.asarray(s.y, float))]
+    longest = PERIOD_BOUNDS[1] * float(np.ptp(t))
+    periods = [m * period for m in START_MULTIPLES if m * period <= longest] or [longest]
+    first = smooth.components[0]["amplitude"]
+    out = []
+    for p in periods:
+        fitted = iter(smooth.components)
+        components = [{"kernel": part, "amplitude": first, "length_scale": START_PERIODIC_LENGTH,
+                       "period": p} if _is_periodic(part) else dict(next(fitted))
+                      for part in parts]
+        out.append({"kernel": kernel, "mean": smooth.mean, "components": components,
+                    "noise_variance": smooth.noise_variance})
+    return out
+
+
+def screen_period(t, y) -> Optional[float]:
+    """The period (units of t) of the highest periodogram peak that
+    `periodic_screen` judges, or, for a series it passes unjudged, of the
+    series less its straight line (as the sums' grid); None where the
+    screen fails it."""
+    passed, period = _screen(t, y)
+    if not passed:
+        return None
+    if period is None:
+        t, y = _finite_sorted(t, y)
+        x = t - t[0]
+        peaks = periodogram_peaks(x, y - np.polyval(np.polyfit(x, y, 1), x), 1,
+                                  shortest_cycles=1 / PERIOD_BOUNDS[1])
+        period = float(peaks[0])
+    return period
+
+
+def _finite_sorted(t, y):
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    keep = np.isfinite(t) & np.isfinite(y)
+    t, y = t[keep], y[keep]
+    order = np.argsort(t, kind="stable")
+    return t[order], y[order]
+
+
 def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
                     min_cycles: float = SCREEN_MIN_CYCLES) -> bool:
     """Whether series (t [n], y [n]; non-finite points dropped) shows a
@@ -126,32 +214,37 @@ def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     more than SCREEN_REGULAR x are judged at their index (point number)
     where they are regular in it (`_index_regular`: trading days), and pass
     unjudged otherwise."""
-    t, y = np.asarray(t, float), np.asarray(y, float)
-    keep = np.isfinite(t) & np.isfinite(y)
-    t, y = t[keep], y[keep]
-    order = np.argsort(t, kind="stable")
-    t, y = t[order], y[order]
+    return _screen(t, y, false_alarm, min_cycles)[0]
+
+
+def _screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
+            min_cycles: float = SCREEN_MIN_CYCLES) -> tuple[bool, Optional[float]]:
+    """(periodic_screen's verdict, the period in units of t of the peak it
+    judged: None where it passes a series unjudged or fails it before)."""
+    t, y = _finite_sorted(t, y)
     n = t.size
     span = float(t[-1] - t[0]) if n else 0.0
     if n < 8 or span <= 0:
-        return False
+        return False, None
     steps = np.diff(t)
     if steps.min() <= 0:
-        return True
+        return True, None
+    time_per_unit = 1.0  # of the span the periodogram sees
     if steps.max() > SCREEN_REGULAR * steps.min():
         if not _index_regular(steps):
             # Prewhitening at the index lag needs near-regular times; on gaps
             # and irregular times it missed 7 of 48 cycles: fit, do not judge.
-            return True
+            return True, None
         # Trading days (weekends out), a few missing steps: regular in the
         # index, where the lag-1 prewhitening is exact; judged there.
+        time_per_unit = span / (n - 1)
         t = np.arange(n, dtype=float)
         span = float(n - 1)
     x = (t - t[0]) / span
     r = y - np.polyval(np.polyfit(x, y, 1), x)
     denominator = float(r @ r)
     if denominator <= n * (1e-12 * float(np.max(np.abs(y)))) ** 2:  # a line, to rounding
-        return False
+        return False, None
     # Prewhitening at the index lag: exact for regular series.
     phi = float(np.clip(r[1:] @ r[:-1] / denominator, 0.0, 0.99))
     w, tw = r[1:] - phi * r[:-1], x[1:]
@@ -160,11 +253,12 @@ def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     nyquist = 0.5 * (w.size - 1)
     band = np.arange(min_cycles, nyquist, 1.0 / SCREEN_OVERSAMPLE)  # cycles per span
     if band.size == 0 or variance <= 0:
-        return False
+        return False, None
     power = periodogram(tw, w, band) / w.size
     independent = max(1.0, nyquist - min_cycles)
     z = float(power.max()) / variance
-    return -np.expm1(independent * np.log1p(-np.exp(-z))) < false_alarm
+    passed = bool(-np.expm1(independent * np.log1p(-np.exp(-z))) < false_alarm)
+    return passed, span * time_per_unit / float(band[np.argmax(power)])
 
 
 def _index_regular(steps: np.ndarray) -> bool:

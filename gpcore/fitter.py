@@ -399,8 +399,13 @@ class GPFitter(tf.Module):
 
     # ---- Python side ---------------------------------------------------
 
-    def fit(self, series: Sequence[Series]) -> list[FitResult]:
+    def fit(self, series: Sequence[Series], starts_from=None) -> list[FitResult]:
         """Fits every series; returns one FitResult per series, in order.
+
+        starts_from: optional, one per series: None, or parameters (mappings as
+        FitResult.params gives them, of this kernel) that the series' fit
+        starts from beside its search grid's best point, instead of the
+        grid's restarts (kernel auto's periodic candidate: gpcore/choice.py).
 
         Never raises for a bad series: it comes back "skipped" or "failed"
         with the reason.
@@ -418,6 +423,8 @@ class GPFitter(tf.Module):
                 results[i] = FitResult(str(s.series_id), SKIPPED, config.kernel, n,
                                        error=_long_advice(reason, n, config))
             else:
+                if starts_from is not None and starts_from[i]:
+                    cleaned.starts = list(starts_from[i])
                 ready.append((i, cleaned))
         if self.long_fitter is not None:
             long = [(i, c) for i, c in ready if c.n_points > MARKOV_ABOVE]
@@ -482,19 +489,25 @@ class GPFitter(tf.Module):
         spans = [s.t[-1] - s.t[0] for s in batch]
         warm = [parameters.search_start(kernel, s.warm_start, span)
                 for s, span in zip(batch, spans)]
-        warmed = [b for b, w in enumerate(warm) if w is not None]
-        # Members: restart r of series b at r * B + b, then one warm start
-        # for each series that has one.
-        group = np.r_[np.tile(np.arange(len(batch)), restarts), warmed].astype(np.int32)
-        rank = np.r_[np.repeat(np.arange(restarts), len(batch)),
-                     np.full(len(warmed), -1)].astype(np.int32)
+        given = [[g for g in (parameters.search_start(kernel, p, span) for p in s.starts or ())
+                  if g is not None] for s, span in zip(batch, spans)]
+        # Members: restart r of series b (series with given starts: only the
+        # grid's best point, r = 0), then each given start, then one warm
+        # start for each series that has one.
+        gridded = [(r, b) for r in range(restarts) for b in range(len(batch))
+                   if r == 0 or not given[b]]
+        placed = [(b, g) for b, mine in enumerate(given) for g in mine] + [
+            (b, w) for b, w in enumerate(warm) if w is not None]
+        warmed = [b for b, _ in placed]
+        group = np.r_[[b for _, b in gridded], warmed].astype(np.int32)
+        rank = np.r_[[r for r, _ in gridded], np.full(len(warmed), -1)].astype(np.int32)
         data = _StandardisedBatch(batch, group)
         grids = [starts.search_grid(kernel, t, y) for t, y in zip(data.t_std, data.y_standard)]
         lower, upper = (np.stack(side)[group] for side in
                         zip(*(starts.bounds(kernel, t) for t in data.t_std)))
         start = np.zeros_like(lower)
         if warmed:
-            start[len(group) - len(warmed):] = [warm[b] for b in warmed]
+            start[len(group) - len(warmed):] = [p for _, p in placed]
         out = {k: v.numpy() for k, v in self._fit_members(
             data.t, data.y, data.mask, lower, upper,
             np.stack([rows for rows, _ in grids]), np.stack([columns for _, columns in grids]),

@@ -43,12 +43,16 @@ class CleanSeries:
       t: [n] sorted times; repeated times are kept (repeated measurements).
       y: [n] finite values.
       warm_start: the Series' warm_start, passed on.
+      starts: parameters (mappings as FitResult.params gives them) to start
+        Newton from beside the search grid's best point, instead of its
+        restarts (GPFitter.fit's `starts_from`), or None: the grid's.
     """
 
     series_id: object
     t: np.ndarray
     y: np.ndarray
     warm_start: Optional[dict] = None
+    starts: Optional[list] = None
 
     @property
     def n_points(self) -> int:

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from gpcore import FitConfig, KernelChoice, Series
-from gpcore.choice import choose_fit, periodic_screen
+from gpcore.choice import (START_MULTIPLES, START_PERIODIC_LENGTH, choose_fit, periodic_screen,
+                           periodic_starts, screen_period)
 from gpcore.config import PERIODIC_MARGIN, SCREEN_FALSE_ALARM, default_restarts
 from gpcore.result import OK, SKIPPED, FitResult
 
@@ -152,3 +153,51 @@ def test_kernel_choice_of_periodic_candidates_only_fits_every_series():
         [walk])
     assert fits[0].status == OK and fits[0].kernel in ("periodic", "rbf+periodic")
 
+
+
+def test_periodic_starts_are_the_smooth_fit_beside_the_peak_period_and_its_multiples():
+    rng = np.random.default_rng(5)
+    t, y = _sine(rng, cycles=8.0, noise=0.3)
+    smooth = FitResult("s", OK, "rbf", N, mean=0.1, noise_variance=0.09,
+                       components=[{"kernel": "rbf", "amplitude": 1.2, "length_scale": 0.4,
+                                    "period": None}])
+    period = screen_period(t, y)
+    assert period == pytest.approx(10.0 / 8.0, rel=0.02)  # the screen's grid: 1/4 cycle steps
+    starts = periodic_starts(Series("s", t, y), smooth, "rbf+periodic")
+    # p, 2p and 3p are all at most half the span (5).
+    assert [s["components"][1]["period"] for s in starts] == [m * period for m in START_MULTIPLES]
+    for start in starts:
+        assert start["kernel"] == "rbf+periodic"
+        assert (start["mean"], start["noise_variance"]) == (0.1, 0.09)
+        assert start["components"][0] == smooth.components[0]
+        assert start["components"][1]["amplitude"] == 1.2
+        assert start["components"][1]["length_scale"] == START_PERIODIC_LENGTH
+    # Only multiples up to half the span: 4 cycles leave p and 2p (2.5, 5.0).
+    t4, y4 = _sine(rng, cycles=4.0, noise=0.1)
+    assert len(periodic_starts(Series("s", t4, y4), smooth, "rbf+periodic")) == 2
+    # No smooth fit, or a screen that fails: the fitter's own grid.
+    assert periodic_starts(Series("s", t, y), _fit("rbf", None, SKIPPED), "rbf+periodic") is None
+    walk_t, walk_y = _walk(rng)
+    assert periodic_starts(Series("w", walk_t, walk_y), smooth, "rbf+periodic") is None
+
+
+def test_kernel_choice_finds_a_cycle_whose_top_peak_is_its_second_harmonic():
+    """A cycle whose second harmonic is twice as strong as its fundamental:
+    the screen's peak is half the period, the start at 2p finds the
+    period; the periodic candidate starts from the smooth fit and its
+    grid's best point (no restarts), one trace."""
+    rng = np.random.default_rng(8)
+    t = np.linspace(0.0, 12.0, 144)
+    period = 2.0
+    phase = 2 * np.pi * t / period
+    y = 0.5 * np.sin(phase) + np.sin(2 * phase + 1.0) + 0.2 * rng.standard_normal(t.size)
+    assert screen_period(t, y) == pytest.approx(period / 2, rel=0.05)
+    chooser = KernelChoice(FitConfig(kernel="auto", candidates=("rbf", "rbf+periodic")))
+    fit, = chooser.fit([Series("harmonic", t, y)])
+    assert fit.kernel == "rbf+periodic"
+    assert fit.components[1]["period"] == pytest.approx(period, rel=0.02)
+    periodic = chooser.fitters[1]
+    # Starts at p, 2p, 3p (<= 6, half the span) and the grid's best point,
+    # none of its restarts.
+    assert periodic.work["members"] == 3 + 1
+    assert chooser.tracing_count == 2

@@ -6,6 +6,7 @@ import pytest
 
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, KernelChoice, Series, build_fitter, starts
+from gpcore.choice import periodic_starts
 from gpcore.predict import predict
 
 
@@ -126,8 +127,11 @@ def test_auto_picks_by_bic_and_reports_the_margin(seasonal_series):
     series = [s for s, _ in seasonal_series] + smooth
     fits = chooser.fit(series)
     assert chooser.tracing_count == 2  # one compiled fit per candidate
-    singles = {name: GPFitter(dataclasses.replace(config, kernel=name)).fit(series)
-               for name in config.candidates}
+    # Each candidate alone, the sum started as auto starts it: from rbf's fit.
+    rbf = GPFitter(dataclasses.replace(config, kernel="rbf")).fit(series)
+    singles = {"rbf": rbf, "rbf+periodic": GPFitter(dataclasses.replace(
+        config, kernel="rbf+periodic")).fit(
+            series, [periodic_starts(s, r, "rbf+periodic") for s, r in zip(series, rbf)])}
     for i, fit in enumerate(fits):
         bics = sorted(singles[name][i].bic for name in config.candidates)
         assert fit.bic == pytest.approx(bics[0], rel=1e-6)
