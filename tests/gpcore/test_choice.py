@@ -7,7 +7,7 @@ import pytest
 from gpcore import FitConfig, KernelChoice, Series
 from gpcore.choice import (START_MULTIPLES, START_PERIODIC_LENGTH, choose_fit, periodic_screen,
                            periodic_starts, screen_period)
-from gpcore.config import PERIODIC_MARGIN, SCREEN_FALSE_ALARM, default_restarts
+from gpcore.config import PERIODIC_MARGIN, SCREEN_FALSE_ALARM
 from gpcore.result import OK, SKIPPED, FitResult
 
 N = 120
@@ -139,9 +139,10 @@ def test_kernel_choice_fits_periodic_candidates_only_where_the_screen_passes():
     assert all(f.bic_margin > 0 for f in fits[:2])
     rbf, periodic = chooser.fitters
     assert (rbf.work["members"] > 0, periodic.tracing_count) == (True, 1)
-    # The periodic fitter saw the 2 cyclic series only: fewer batch members
-    # than the 5 series times its starts.
-    assert periodic.work["members"] <= 2 * default_restarts("rbf+periodic")
+    # The periodic fitter saw the 2 cyclic series only, each from its
+    # smooth fit's starts (p, 2p, 3p) and its grid's best point: at most 4
+    # members each, where the 3 walks would have added at least 3 more.
+    assert periodic.work["members"] <= 2 * (len(START_MULTIPLES) + 1)
     assert chooser.tracing_count == 2
 
 
