@@ -87,9 +87,13 @@ PROBES_RESCORED = 1
 # 2-3.5x below a long one with high noise; on pieces those probes rank
 # below the near ones, so they are never rescored (docs/design.md, "Probes
 # around the optimum").
-FAR_PROBE_LENGTHS = (0.3, 0.6)
-# ... each at the optimum's noise ratio x FAR_PROBE_NOISES (one per length).
-FAR_PROBE_NOISES = (1.0, 1.0)
+# The likelihood of a stock or commodity window is rugged: minima a few
+# per cent apart in length scale along a ridge where the noise ratio
+# follows the length scale, 0.3-1.2 nats apart. So more far probes sit on
+# that ridge, each at the optimum's noise ratio x FAR_PROBE_NOISES (one per
+# length; docs/design.md, "Probes around the optimum").
+FAR_PROBE_LENGTHS = (0.3, 0.6, 0.7, 0.75, 1.5, 2.2)
+FAR_PROBE_NOISES = (1.0, 1.0, 0.7, 1.0, 1.5, 1.5)
 # Rounds of probes for kernels with a length axis (as PERIOD_PROBE_ROUNDS
 # below for those with a period).
 PROBE_ROUNDS = 1
