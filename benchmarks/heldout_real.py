@@ -73,14 +73,16 @@ class Raw:
     frequency: str
 
 
-def _years(dates) -> np.ndarray:
+def to_years(dates) -> np.ndarray:
+    """Decimal years [n] of dates (anything pandas reads as dates)."""
     import pandas as pd
 
     d = pd.DatetimeIndex(pd.to_datetime(dates))
     return (d.year + (d.dayofyear - 1) / np.where(d.is_leap_year, 366.0, 365.0)).to_numpy(float)
 
 
-def _days(dates) -> np.ndarray:
+def to_days(dates) -> np.ndarray:
+    """Days since 1970-01-01 [n] of dates (anything pandas reads as dates)."""
     import pandas as pd
 
     d = pd.DatetimeIndex(pd.to_datetime(dates))
@@ -103,7 +105,7 @@ def _statsmodels(out: list) -> None:
                    nino[months].to_numpy(float).reshape(-1), "monthly"))
     danish = danish_data.load_pandas().data
     for column in danish.columns:
-        out.append(Raw(f"statsmodels/danish_data/{column}", _years(danish.index),
+        out.append(Raw(f"statsmodels/danish_data/{column}", to_years(danish.index),
                        danish[column].to_numpy(float), "quarterly"))
     rates = interest_inflation.load_pandas().data
     for column in ("Dp", "R"):
@@ -137,7 +139,7 @@ def _pmdarima(out: list) -> None:
     heart = datasets.load_heartrate(as_series=True).to_numpy(float)
     out.append(Raw("pmdarima/heartrate", 0.5 * np.arange(heart.size), heart, "other"))
     msft = datasets.load_msft()
-    days = _days(msft["Date"])
+    days = to_days(msft["Date"])
     out.append(Raw("pmdarima/msft/log_close", days, np.log(msft["Close"].to_numpy(float)), "daily"))
     out.append(Raw("pmdarima/msft/log_volume", days,
                    np.log(np.maximum(msft["Volume"].to_numpy(float), 1.0)), "daily"))
@@ -150,23 +152,23 @@ def _vega(out: list) -> None:
 
     for name in ("seattle-temps", "sf-temps"):
         frame = data(name)
-        out.append(Raw(f"vega/{name}", _days(frame["date"]), frame["temp"].to_numpy(float),
+        out.append(Raw(f"vega/{name}", to_days(frame["date"]), frame["temp"].to_numpy(float),
                        "hourly"))
     weather = data("seattle-weather")
     for column in ("precipitation", "temp_max", "temp_min", "wind"):
-        out.append(Raw(f"vega/seattle-weather/{column}", _days(weather["date"]),
+        out.append(Raw(f"vega/seattle-weather/{column}", to_days(weather["date"]),
                        weather[column].to_numpy(float), "daily"))
     stocks = data("stocks")
     for symbol, group in stocks.groupby("symbol", sort=True):
-        out.append(Raw(f"vega/stocks/{symbol}", _years(group["date"]),
+        out.append(Raw(f"vega/stocks/{symbol}", to_years(group["date"]),
                        group["price"].to_numpy(float), "monthly"))
     jobs = data("us-employment")
     for column in [c for c in jobs.columns if c != "month"]:
-        out.append(Raw(f"vega/us-employment/{column}", _years(jobs["month"]),
+        out.append(Raw(f"vega/us-employment/{column}", to_years(jobs["month"]),
                        jobs[column].to_numpy(float), "monthly"))
     power = data("iowa-electricity")
     for source, group in power.groupby("source", sort=True):
-        out.append(Raw(f"vega/iowa-electricity/{source.replace(' ', '_')}", _years(group["year"]),
+        out.append(Raw(f"vega/iowa-electricity/{source.replace(' ', '_')}", to_years(group["year"]),
                        group["net_generation"].to_numpy(float), "yearly"))
     driving = data("driving")
     for column in ("miles", "gas"):
@@ -178,11 +180,11 @@ def _vega(out: list) -> None:
                        wheat[column].to_numpy(float), "other"))
     crimea = data("crimea")
     for column in ("wounds", "other", "disease"):
-        out.append(Raw(f"vega/crimea/{column}", _years(crimea["date"]),
+        out.append(Raw(f"vega/crimea/{column}", to_years(crimea["date"]),
                        crimea[column].to_numpy(float), "monthly"))
     ohlc = data("ohlc")
     for column in ("open", "high", "low", "close"):
-        out.append(Raw(f"vega/ohlc/{column}", _days(ohlc["date"]), ohlc[column].to_numpy(float),
+        out.append(Raw(f"vega/ohlc/{column}", to_days(ohlc["date"]), ohlc[column].to_numpy(float),
                        "daily"))
 
 
@@ -194,13 +196,29 @@ def _matplotlib(out: list) -> None:
     dates = pd.to_datetime(stocks["Date"])
     monthly = stocks[(dates.dt.day == 1).to_numpy()]  # the file mixes in a few other days
     for column in [c for c in monthly.columns if c != "Date"]:
-        out.append(Raw(f"matplotlib/Stocks/{column.lstrip('^')}", _years(monthly["Date"]),
+        out.append(Raw(f"matplotlib/Stocks/{column.lstrip('^')}", to_years(monthly["Date"]),
                        monthly[column].to_numpy(float), "monthly"))
     goog = np.load(cbook.get_sample_data("goog.npz", asfileobj=False))["price_data"]
-    days = _days(goog["date"])
+    days = to_days(goog["date"])
     out.append(Raw("matplotlib/goog/log_close", days, np.log(goog["close"]), "daily"))
     out.append(Raw("matplotlib/goog/log_volume", days, np.log(goog["volume"].astype(float)),
                    "daily"))
+
+
+def cleaned(raw) -> list[Raw]:
+    """[Raw] sorted by time, non-finite times and the leading and trailing
+    missing values dropped (a panel row before its first year); the missing
+    values inside are kept."""
+    out = []
+    for r in raw:
+        keep = np.isfinite(r.t)
+        order = np.argsort(r.t[keep], kind="stable")
+        t, y = r.t[keep][order], r.y[keep][order]
+        finite = np.flatnonzero(np.isfinite(y))
+        if finite.size:
+            t, y = t[finite[0]:finite[-1] + 1], y[finite[0]:finite[-1] + 1]
+        out.append(Raw(r.series_id, t, y, r.frequency))
+    return out
 
 
 @functools.lru_cache(maxsize=1)
@@ -210,20 +228,9 @@ def _raw() -> tuple:
         warnings.simplefilter("ignore")
         for load in (_statsmodels, _pmdarima, _vega, _matplotlib):
             load(out)
-    cleaned = []
-    for r in out:
-        keep = np.isfinite(r.t)
-        order = np.argsort(r.t[keep], kind="stable")
-        t, y = r.t[keep][order], r.y[keep][order]
-        # Drop the leading and trailing missing values (a panel row before
-        # its first year), keep the ones inside.
-        finite = np.flatnonzero(np.isfinite(y))
-        if finite.size:
-            t, y = t[finite[0]:finite[-1] + 1], y[finite[0]:finite[-1] + 1]
-        cleaned.append(Raw(r.series_id, t, y, r.frequency))
-    ids = [r.series_id for r in cleaned]
+    ids = [r.series_id for r in out]
     assert len(ids) == len(set(ids)), "duplicate series ids"
-    return tuple(cleaned)
+    return tuple(cleaned(out))
 
 
 def raw_series() -> list[Raw]:
@@ -232,12 +239,15 @@ def raw_series() -> list[Raw]:
     return [Raw(r.series_id, r.t.copy(), r.y.copy(), r.frequency) for r in _raw()]
 
 
-def _windows(t: np.ndarray, y: np.ndarray):
-    pieces = -(-t.size // WINDOW)
+def windows(t: np.ndarray, y: np.ndarray, window: int = WINDOW, max_windows: int = MAX_WINDOWS):
+    """[(suffix "#k" or "", t, y)]: a series longer than `window` points cut
+    into near-equal consecutive windows, at most `max_windows` of them,
+    spread over it."""
+    pieces = -(-t.size // window)
     if pieces == 1:
         return [("", t, y)]
     bounds = np.linspace(0, t.size, pieces + 1).round().astype(int)
-    chosen = np.unique(np.linspace(0, pieces - 1, min(pieces, MAX_WINDOWS)).round().astype(int))
+    chosen = np.unique(np.linspace(0, pieces - 1, min(pieces, max_windows)).round().astype(int))
     return [(f"#{k}", t[bounds[k]:bounds[k + 1]], y[bounds[k]:bounds[k + 1]]) for k in chosen]
 
 
@@ -245,7 +255,7 @@ def _windows(t: np.ndarray, y: np.ndarray):
 def _build() -> tuple:
     out = []
     for r in _raw():
-        for suffix, tw, yw in _windows(r.t, r.y):
+        for suffix, tw, yw in windows(r.t, r.y):
             finite = yw[np.isfinite(yw)]
             if finite.size >= MIN_POINTS and np.ptp(finite) > 0:
                 out.append(Series(r.series_id + suffix, tw, yw))
@@ -260,13 +270,13 @@ def real_series(count: int | None = None) -> list[Series]:
     return realdata.spread([Series(s.series_id, s.t.copy(), s.y.copy()) for s in _build()], count)
 
 
-def check(count: int | None = None, fresh: bool = False):
+def check(series, cache: str | None = CACHE):
     """(heldout_oracle.Gaps, gpcore wall s, oracle wall s or None) for the
-    default gpcore options against the RBF oracle."""
+    default gpcore options against the RBF oracle of `series` (cached in
+    `cache`; None refits it)."""
     import heldout_oracle
 
-    series = real_series(count)
-    oracle = heldout_oracle.oracle_fits(series, "rbf", None if fresh else CACHE)
+    oracle = heldout_oracle.oracle_fits(series, "rbf", cache)
     from gpcore import FitConfig
 
     results, seconds = heldout_oracle.fit_gpcore(FitConfig(), series)
@@ -308,7 +318,7 @@ def main(argv=None) -> int:
             print(f"{s.series_id}\t{s.t.size}\t{np.isfinite(s.y).sum()}\t{s.t[0]:g}..{s.t[-1]:g}")
         print(f"{len(series)} series, {sum(s.t.size for s in series)} points")
     if args.check:
-        print(summary(*check(args.count, args.fresh)))
+        print(summary(*check(series, None if args.fresh else CACHE)))
     return 0
 
 

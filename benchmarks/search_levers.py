@@ -1,6 +1,6 @@
 """The default fit's search levers on the two real tuning sets, one setting at a time.
 
-    python benchmarks/search_levers.py [--set tuning|realdata|both] [NAME=VALUE ...]
+    python benchmarks/search_levers.py [--set tuning|realdata|both|workload_a] [NAME=VALUE ...]
 
 Each NAME=VALUE sets a constant of gpcore/starts.py before the fitter is
 built (a tuple as comma-separated numbers, e.g. PROBE_LENGTHS=0.45,0.6,1.33,1.66),
@@ -9,6 +9,8 @@ within 0.01 nats of the scikit-learn peer with 4 starts, the count worse by
 > 1 nat, Newton evaluations per series and the worst series. Sets:
 benchmarks/realdata_tuning.py (the failure modes of the held-out set, from
 other sources) and benchmarks/realdata.py (the quality set); never a held-out set.
+`--set workload_a` prints the cost instead: Newton evaluations and CPU
+seconds per series on --count series of workload a (drawn from the model).
 """
 from __future__ import annotations
 
@@ -36,13 +38,17 @@ def _set_constants(pairs) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/search_levers.py",
                                      description=__doc__.split("\n")[0])
-    parser.add_argument("--set", choices=("tuning", "realdata", "both"), default="both")
+    parser.add_argument("--set", choices=("tuning", "realdata", "both", "workload_a"),
+                        default="both")
+    parser.add_argument("--count", type=int, default=500, help="series of workload a")
     parser.add_argument("constants", nargs="*", help="NAME=VALUE of gpcore.starts")
     args = parser.parse_args(argv)
     import quality
     import realdata
     import realdata_tuning
 
+    if args.set == "workload_a":
+        return _cost(args)
     peers = {}
     if args.set in ("tuning", "both"):
         import heldout_oracle
@@ -72,6 +78,28 @@ def main(argv=None) -> int:
               f"by > 1 nat, {evaluations:.2f} Newton evaluations / series")
         print("  worst: " + ", ".join(f"{i} ({v:+.3f})" for i, v in worst))
         sys.stdout.flush()
+    return 0
+
+
+def _cost(args) -> int:
+    import time
+
+    import workloads
+
+    series = workloads.workload("a", args.count)
+    _set_constants(args.constants)
+    import gpcore
+
+    fitter = gpcore.build_fitter(gpcore.FitConfig())
+    fitter.fit(series[:2])  # the trace, off the clock
+    before = dict(fitter.work)
+    start = time.process_time()
+    fitter.fit(series)
+    cpu = time.process_time() - start
+    evaluations = fitter.work["member_evaluations"] - before["member_evaluations"]
+    print("settings:", " ".join(args.constants) or "defaults")
+    print(f"workload a: {len(series)} series, {evaluations / len(series):.2f} Newton evaluations "
+          f"/ series, {1000 * cpu / len(series):.1f} CPU ms / series")
     return 0
 
 

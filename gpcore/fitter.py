@@ -159,7 +159,7 @@ class GPFitter(tf.Module):
                                  groups=group, merge_within=MERGE_WITHIN, active=active,
                                  restart=probes, eigen_floor=_eigen_floor(self.kernel),
                                  restart_rounds=starts.PERIOD_PROBE_ROUNDS
-                                 if self.kernel.has_period else 1)
+                                 if self.kernel.has_period else starts.PROBE_ROUNDS)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)
@@ -253,14 +253,14 @@ class GPFitter(tf.Module):
             lambda: self._whole_values(feature, chosen, starts.PROBES_RESCORED, y, mask),
             lambda: tf.gather(scored, order, batch_dims=1))
         if starts.FAR_PROBE_LENGTHS:  # whole-series scores: pieces misrank them
-            far_rows = tf.clip_by_value(
-                optimum[:, None, :-1] + np.log(starts.FAR_PROBE_LENGTHS)[None, :, None],
-                lo[:, None, :-1], hi[:, None, :-1])                                # [B, F, 1]
-            far = tf.concat([far_rows, tf.repeat(optimum[:, None, -1:], len(
-                starts.FAR_PROBE_LENGTHS), axis=1)], axis=-1)                      # [B, F, P]
+            offsets = starts.far_probes()                                          # [F, 2]
+            far = tf.clip_by_value(
+                tf.concat([optimum[:, None, :-1] + offsets[None, :, :1],
+                           optimum[:, None, -1:] + offsets[None, :, 1:]], axis=-1),
+                lo[:, None], hi[:, None])                                          # [B, F, P]
             chosen = tf.concat([chosen, far], axis=1)
             chosen_values = tf.concat([chosen_values, self._whole_values(
-                feature, far, len(starts.FAR_PROBE_LENGTHS), y, mask)], axis=-1)
+                feature, far, len(offsets), y, mask)], axis=-1)
         chosen_values = _finite_or_inf(chosen_values)
         found = tf.reduce_min(chosen_values, axis=-1) < lowest - self.config.tolerance  # [B]
         start = tf.gather(chosen, tf.argmin(chosen_values, axis=-1, output_type=tf.int32),

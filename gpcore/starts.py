@@ -87,7 +87,16 @@ PROBES_RESCORED = 1
 # 2-3.5x below a long one with high noise; on pieces those probes rank
 # below the near ones, so they are never rescored (docs/design.md, "Probes
 # around the optimum").
-FAR_PROBE_LENGTHS = (0.3, 0.6)
+# The likelihood of a stock or commodity window is rugged: minima a few
+# per cent apart in length scale along a ridge where the noise ratio
+# follows the length scale, 0.3-1.2 nats apart. So more far probes sit on
+# that ridge, each at the optimum's noise ratio x FAR_PROBE_NOISES (one per
+# length; docs/design.md, "Probes around the optimum").
+FAR_PROBE_LENGTHS = (0.3, 0.6, 0.7, 0.75, 1.5, 2.2)
+FAR_PROBE_NOISES = (1.0, 1.0, 0.7, 1.0, 1.5, 1.5)
+# Rounds of probes for kernels with a length axis (as PERIOD_PROBE_ROUNDS
+# below for those with a period).
+PROBE_ROUNDS = 1
 # Period probes, for kernels with a periodic part: a sharp cycle (a ramp, a
 # pulse) has strong harmonics, and the fit can settle on half or a third of
 # the true period, where the likelihood has a basin too; a period p/m is a
@@ -159,6 +168,15 @@ def far_probe_count(kernel: Kernel) -> int:
     """Far probes around each optimum, scored on the whole series:
     FAR_PROBE_LENGTHS for a kernel with a length axis, else none."""
     return len(FAR_PROBE_LENGTHS) if has_length_axis(kernel) else 0
+
+
+def far_probes() -> np.ndarray:
+    """[F, 2] log offsets (length scale, noise ratio) of the far probes from
+    an optimum: FAR_PROBE_LENGTHS, each with its FAR_PROBE_NOISES factor
+    (1 where that tuple is shorter)."""
+    noises = tuple(FAR_PROBE_NOISES[:len(FAR_PROBE_LENGTHS)])
+    noises += (1.0,) * (len(FAR_PROBE_LENGTHS) - len(noises))
+    return np.log(np.array([FAR_PROBE_LENGTHS, noises], dtype=float).T.reshape(-1, 2))
 
 
 def period_probes(kernel: Kernel) -> np.ndarray:

