@@ -185,7 +185,8 @@ def main(argv=None) -> None:
         return
     rows = []
     jobs = [(int(n), ["--dense"]) for n in args.dense_sizes.split(",") if n]
-    jobs += [(int(n), ["--kernel", k, "--prefix_above", str(args.prefix_above)]) for k in args.kernels.split(",")
+    jobs += [(int(n), ["--kernel", k, "--prefix_above", str(args.prefix_above)])
+             for k in args.kernels.split(",")
              for n in args.sizes.split(",") if n]
     jobs += [(int(n), ["--peer"]) for n in args.peer_sizes.split(",") if n]
     for n, flags in jobs:
