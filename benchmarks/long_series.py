@@ -7,17 +7,22 @@ peak is that length's), beside the dense path at the lengths it can do.
         --peer_sizes "" --kernels matern32+matern12,matern52+matern12
 
 Columns: points, path, kernel, CPU s, us per point, first fit's CPU s,
-peak MB, Newton evaluations per series (window and whole series, mean of
-the two fits), status. Sums are fitted to the same matern32 draw: what
-they measure is the cost of their larger state.
+peak MB, Newton evaluations of the fit (all stages; the whole series'
+alone), CPU s of one whole-series value and gradient and of one window
+Hessian (what each whole-series evaluation costs), status. Sums are
+fitted to the same matern32 draw: what they measure is the cost of their
+larger state. --prefix_above sets MarkovFitter.prefix_above (0: no
+prefix stage) for an A/B of that stage.
 
 Peer, measured in the same run: celerite2 (O(n), one series at a time;
 pip install gpfit[bench]) on the second series of each --peer_sizes.
 
 The series is drawn from a matern32 state-space model (length scale 50
 steps, noise ratio 0.1) on irregular times with 1 % missing values. The
-first fit of a fitter traces and optimises its graph; the table reports
-a second series' fit (the steady cost on a worker) and the first's.
+first fit of a fitter traces and optimises its graph: on the O(n) path
+it fits a series of WARM_POINTS (any length shares the trace); the table
+reports the second fit, of n points (the steady cost on a worker), and
+the first's CPU s.
 Results: docs/design.md, "Long series: Markov kernels".
 """
 from __future__ import annotations
@@ -38,46 +43,93 @@ def series(n: int, seed: int):
     rng = np.random.default_rng(seed)
     t = np.cumsum(rng.exponential(1.0, n))
     lam = np.sqrt(3.0) / 50.0
-    x = np.zeros((n, 2))
     state = rng.normal(size=2) * [1.0, lam]
     pinf = np.diag([1.0, lam * lam])
-    for k in range(n):
-        if k:
-            dt = t[k] - t[k - 1]
-            nil = np.array([[lam, 1.0], [-lam * lam, -lam]])
-            a = np.exp(-lam * dt) * (np.eye(2) + nil * dt)
-            q = pinf - a @ pinf @ a.T
-            state = a @ state + np.linalg.cholesky(q + 1e-15 * np.eye(2)) @ rng.normal(size=2)
-        x[k] = state
+    # Transitions, noise factors and draws for all steps at once (the
+    # random stream in the order a step-by-step loop draws it), then the
+    # recursion itself step by step.
+    dt = np.diff(t)[:, None, None]
+    nil = np.array([[lam, 1.0], [-lam * lam, -lam]])
+    a = np.exp(-lam * dt) * (np.eye(2) + nil * dt)
+    q = pinf - a @ pinf @ np.swapaxes(a, 1, 2)
+    w = (np.linalg.cholesky(q + 1e-15 * np.eye(2)) @ rng.normal(size=(n - 1, 2, 1)))[..., 0]
+    x = np.zeros((n, 2))
+    x0, x1 = state
+    x[0] = state
+    a = a.tolist()
+    w = w.tolist()
+    for k in range(1, n):
+        (a00, a01), (a10, a11) = a[k - 1]
+        x0, x1 = a00 * x0 + a01 * x1 + w[k - 1][0], a10 * x0 + a11 * x1 + w[k - 1][1]
+        x[k, 0], x[k, 1] = x0, x1
     y = x[:, 0] + np.sqrt(0.1) * rng.normal(size=n) + 10.0
     y[rng.random(n) < 0.01] = np.nan
     return Series(f"n{n}_{seed}", t, y)
 
 
-def one(n: int, dense: bool, kernel: str = "matern32") -> dict:
+# The O(n) path's first fit (the trace): a series just over MARKOV_ABOVE.
+WARM_POINTS = 5000
+
+
+def one(n: int, dense: bool, kernel: str = "matern32", prefix_above: int | None = -1) -> dict:
     import tensorflow as tf
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     from gpcore.config import FitConfig
     from gpcore.fitter import GPFitter
-    data = [series(n, 1), series(n, 2)]
     fitter = GPFitter(FitConfig(kernel=kernel))
     path = "markov" if fitter.long_fitter is not None and n > 4096 else "dense"
     if dense:
-        fitter = GPFitter(FitConfig(kernel=kernel))
         fitter.long_fitter = None  # the dense path, for the peer column
         path = "dense"
+    if fitter.long_fitter is not None and prefix_above != -1:
+        fitter.long_fitter.prefix_above = prefix_above  # before the first fit traces
+    # The first fit traces: on the O(n) path a short series does it (the
+    # function takes any length), so that only one long series is fitted.
+    data = [series(WARM_POINTS if path == "markov" else n, 1), series(n, 2)]
     seconds = []
     for s in data:
+        before = dict(fitter.long_fitter.work) if path == "markov" else {}
         start = time.process_time()
         result = fitter.fit([s])[0]
         seconds.append(time.process_time() - start)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     work = fitter.long_fitter.work if path == "markov" else {}
-    return {"n": n, "path": path, "kernel": kernel, "first_cpu_s": seconds[0], "cpu_s": seconds[1],
-            "evaluations": work.get("member_evaluations", 0) / 2.0,
-            "peak_mb": peak, "status": result.status, "nll": result.nll,
-            "length_scale": result.length_scale, "iterations": result.iterations}
+    done = lambda key: work.get(key, 0) - before.get(key, 0)
+    row = {"n": n, "path": path, "kernel": kernel, "first_cpu_s": seconds[0], "cpu_s": seconds[1],
+           "evaluations": done("member_evaluations"),
+           "series_evaluations": done("series_evaluations"),
+           "peak_mb": peak, "status": result.status, "nll": result.nll,
+           "length_scale": result.length_scale, "iterations": result.iterations}
+    if path == "markov":
+        row.update(evaluation_seconds(fitter.long_fitter, data[1]))
+    return row
+
+
+def evaluation_seconds(fitter, s) -> dict:
+    """CPU seconds of one whole-series value and gradient (the chunked
+    scan's) and of one window Hessian, as Newton's whole-series stage calls
+    them, at the standardised series' grid start; each the second call of
+    its function (the first traces)."""
+    from gpcore.fitter import _StandardisedBatch
+    from gpcore.series import clean
+    from gpcore.markov_fitter import WINDOW_POINTS
+    cleaned = clean(s, fitter.config.min_points, fitter.config.max_points)[0]
+    data = _StandardisedBatch([cleaned], np.zeros(1, np.int32))
+    x = np.zeros((1, len(fitter.parameters)))
+    x[0, :-1] = np.log(0.05)
+    x[0, -1] = np.log(0.1)
+    w = WINDOW_POINTS
+    timed = {}
+    for name, call in [
+            ("value_gradient_s", lambda: fitter._gradient_compiled(x, data.t, data.y, data.mask)),
+            ("window_hessian_s", lambda: fitter._hessian(
+                x, data.t[:, :w], data.y[:, :w], data.mask[:, :w]))]:
+        call()
+        start = time.process_time()
+        call()
+        timed[name] = time.process_time() - start
+    return timed
 
 
 def peer(n: int) -> dict:
@@ -120,15 +172,21 @@ def main(argv=None) -> None:
     parser.add_argument("--kernel", default="matern32", help=argparse.SUPPRESS)
     parser.add_argument("--dense", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--prefix_above", type=int, default=-1,
+                        help="MarkovFitter.prefix_above for the A/B of the prefix stage "
+                             "(0: no prefix stage; default: the fitter's)")
     parser.add_argument("--peer_sizes", default="10000,100000,1000000",
                         help="celerite2's sizes (pip install gpfit[bench]); empty: none")
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(peer(args.one) if args.peer else one(args.one, args.dense, args.kernel)))
+        print(json.dumps(peer(args.one) if args.peer else one(args.one, args.dense, args.kernel,
+                                                                   None if args.prefix_above == 0
+                                                                   else args.prefix_above)))
         return
     rows = []
     jobs = [(int(n), ["--dense"]) for n in args.dense_sizes.split(",") if n]
-    jobs += [(int(n), ["--kernel", k]) for k in args.kernels.split(",")
+    jobs += [(int(n), ["--kernel", k, "--prefix_above", str(args.prefix_above)])
+             for k in args.kernels.split(",")
              for n in args.sizes.split(",") if n]
     jobs += [(int(n), ["--peer"]) for n in args.peer_sizes.split(",") if n]
     for n, flags in jobs:
@@ -138,7 +196,9 @@ def main(argv=None) -> None:
         r = rows[-1]
         print(f"| {r['n']:>9,} | {r['path']:9} | {r['kernel']} | {r['cpu_s']:8.2f} "
               f"| {r['cpu_s'] / r['n'] * 1e6:7.1f} | {r['first_cpu_s']:8.2f} | {r['peak_mb']:7.0f} "
-              f"| {r['evaluations']:.0f} | {r['status']} |", flush=True)
+              f"| {r['evaluations']:.0f} | {r.get('series_evaluations', 0):.0f} "
+              f"| {r.get('value_gradient_s', float('nan')):.2f} "
+              f"| {r.get('window_hessian_s', float('nan')):.2f} | {r['status']} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -61,11 +61,17 @@ BASIN_RESTART_SHARE = 0.25
 # points: CPU seconds of a matern32 fit (state dimension 2), the window's
 # stages (fixed) plus so much per point; times (D / 2)^MARKOV_STATE_EXPONENT
 # for a state of dimension D, and MARKOV_SUM_FACTOR for a sum (a 4x larger
-# grid and ~3x the Newton evaluations), all measured by
-#   python benchmarks/long_series.py --kernels matern32,matern12,matern32+matern12
+# grid and 3-5x the whole-series Newton evaluations), all measured by
+#   python benchmarks/long_series.py --kernels matern32,matern12,matern32+matern12,matern52+matern12
 # (4.8 s at 10^4, 8.7 s at 10^5, 140 s at 10^6 for matern32: the slope per
-# point grows 3.3x past 10^5; this one is between, within 1.7x of all three;
-# docs/design.md, "Long series: Markov kernels").
+# point grows 3.3x past 10^5, from more whole-series evaluations; this one
+# is between, within 1.7x of all three. Sums at 10^4, at load 22-33:
+# matern32+matern12 measured 70.7 s against the model's 43.8 s,
+# matern52+matern12 40.0 s against 62.8 s; one sum at 10^5 varied 16x
+# with the draw, 30-485 s around the model's 110 s. Every sum over
+# MARKOV_ABOVE points is estimated above the default SECONDS_PER_CALL, so
+# it fills a call alone whatever the factor; docs/design.md, "Long series:
+# Markov kernels").
 MARKOV_SECONDS_WINDOW = 4.0
 MARKOV_SECONDS_PER_POINT = 8.0e-5
 MARKOV_STATE_EXPONENT = 1.25

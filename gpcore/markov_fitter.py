@@ -15,6 +15,8 @@ series: Markov kernels"):
    (the chunked scan's recomputing gradient, statespace.chunked_sums), and the window's Hessian scaled by the
    ratio of observed points. A series within one window has its own exact
    objective in stage 2 and stops at stage 3's first evaluation.
+   Optionally (prefix_above, off by default) a batch longer than that
+   first runs stage 3 on its first prefix_points points.
 
 Hessians come from central differences of autodiff gradients (2P gradient
 evaluations, batched as members). The function's input signature has
@@ -51,6 +53,13 @@ HESSIAN_STEP = 1e-4
 # one chunk of the scan alive (statespace.CHUNK_POINTS), the rest is ~250
 # bytes per point of inputs (docs/design.md, "Long series: Markov kernels").
 MAX_BATCH_POINTS = 1 << 18
+# The prefix stage: Newton on the first PREFIX_POINTS points of a batch
+# longer than PREFIX_ABOVE before the whole series. Off (None): at 3 x
+# 10^5 points it left the whole-series evaluations at 4 and cost 34 % more
+# (docs/design.md, "Long series: Markov kernels"; benchmarks/long_series.py
+# --prefix_above 262144).
+PREFIX_POINTS = 1 << 16
+PREFIX_ABOVE = None
 
 
 class MarkovFitter(tf.Module):
@@ -69,10 +78,13 @@ class MarkovFitter(tf.Module):
             raise ValueError(f"MarkovFitter fits {', '.join(statespace.STATE_DIMENSION)} and "
                              f"their sums; got {self.config.kernel!r}")
         self._lock = threading.Lock()
+        # Read when the graph is traced (the first fit): a benchmark or a
+        # test may set them before then (prefix_above None: no such stage).
+        self.prefix_points, self.prefix_above = PREFIX_POINTS, PREFIX_ABOVE
         self.shape_parameters = [self._positive(n) for n in self.kernel.parameters]
         self.noise_ratio = self._positive("noise_ratio")
         self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
-                     "member_evaluations": 0, "points": 0.0}
+                     "member_evaluations": 0, "series_evaluations": 0, "points": 0.0}
         # The likelihood and its gradient are functions traced once and
         # called from each stage: inline, the fitter's first call took 80 s.
         compiled = functools.partial(tf.function, autograph=False, reduce_retracing=True,
@@ -153,13 +165,19 @@ class MarkovFitter(tf.Module):
             nll, g, mean, scale2 = self._gradient_compiled(x, *data)
             return nll, g, self._hessian(x, *data), {"mean": mean, "scale2": scale2}
 
-        def on_series(x, members):
-            take = lambda v: tf.gather(v, members)
-            nll, g, mean, scale2 = self._gradient_compiled(x, take(t), take(y), take(mask))
-            window_mask = take(mw)
-            ratio = tf.reduce_sum(take(mask), -1) / tf.reduce_sum(window_mask, -1)
-            h = self._hessian(x, take(tw), take(yw), window_mask) * ratio[:, None, None]
-            return nll, g, h, {"mean": mean, "scale2": scale2}
+        def on_prefix(length):
+            """Newton's objective on the first `length` points: exact value
+            and gradient, the window's Hessian scaled by observed points."""
+            tp, yp, mp = t[:, :length], y[:, :length], mask[:, :length]
+
+            def evaluate(x, members):
+                take = lambda v: tf.gather(v, members)
+                nll, g, mean, scale2 = self._gradient_compiled(x, take(tp), take(yp), take(mp))
+                window_mask = take(mw)
+                ratio = tf.reduce_sum(take(mp), -1) / tf.reduce_sum(window_mask, -1)
+                h = self._hessian(x, take(tw), take(yw), window_mask) * ratio[:, None, None]
+                return nll, g, h, {"mean": mean, "scale2": scale2}
+            return evaluate
 
         floor = (newton.RIDGE_EIGEN_FLOOR if len(components(self.kernel)) > 1
                  else newton.EIGEN_FLOOR)
@@ -167,7 +185,19 @@ class MarkovFitter(tf.Module):
                                      max_iterations=self.config.max_iterations,
                                      tolerance=self.config.tolerance, eigen_floor=floor)
         first = minimize(on_window, start)
-        result = minimize(on_series, first.position)
+        position, evaluations = first.position, first.evaluations
+        if self.prefix_above is not None:
+            # A batch longer than prefix_above first converges on its
+            # first prefix_points points: the whole-series stage then
+            # starts prefix_points / WINDOW_POINTS times closer in nats
+            # (docs/design.md, "Long series: Markov kernels").
+            def on_the_prefix():
+                found = minimize(on_prefix(self.prefix_points), first.position)
+                return found.position, found.evaluations
+            position, extra = tf.cond(tf.shape(t)[1] > self.prefix_above, on_the_prefix,
+                                      lambda: (first.position, tf.constant(0)))
+            evaluations += extra
+        result = minimize(on_prefix(tf.shape(t)[1]), position)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)
@@ -177,7 +207,8 @@ class MarkovFitter(tf.Module):
             "params": params, "noise_ratio": params[:, -1], "jitter": zero,
             "status": result.status, "at_bound": result.at_bound,
             "iterations": first.iterations + result.iterations,
-            "evaluations": first.evaluations + result.evaluations,
+            "evaluations": evaluations + result.evaluations,
+            "series_evaluations": result.evaluations,
         }
 
     # ---- Python side ---------------------------------------------------
@@ -250,6 +281,7 @@ class MarkovFitter(tf.Module):
         self.work["members"] += len(batch)
         self.work["grid_evaluations"] += len(batch) * int(np.prod(starts.grid_shape(kernel)))
         self.work["member_evaluations"] += int(out.pop("evaluations"))
+        self.work["series_evaluations"] += int(out.pop("series_evaluations"))
         self.work["points"] += float(data.t.size)
         return [data.result(b, out, kernel, False) for b in range(len(batch))]
 

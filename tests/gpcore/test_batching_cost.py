@@ -81,3 +81,13 @@ def test_markov_kernels_cost_linear_time_above_the_dense_limit():
     fixed = SECONDS_PER_SERIES + MARKOV_SECONDS_WINDOW
     assert batching.cost(10 * n) - fixed == pytest.approx(10 * (batching.cost(n) - fixed))
     assert Batching(FitConfig(kernel="rbf")).cost(n) == pytest.approx(SECONDS_PER_SERIES)
+
+
+def test_every_long_sum_fills_a_fit_call_alone():
+    """A sum of Markov kernels over MARKOV_ABOVE points is estimated above
+    the default seconds per call (the smallest: two matern12 just over the
+    limit), so its cost factor cannot pack two such series into one call."""
+    from gpcore.config import MARKOV_ABOVE
+    for name in ("matern12+matern12", "matern32+matern12", "matern52+matern12"):
+        batching = Batching(FitConfig(kernel=name))
+        assert batching.is_full(batching.cost(MARKOV_ABOVE + 1)), name

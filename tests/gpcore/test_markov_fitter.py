@@ -12,6 +12,7 @@ import pytest
 
 from gpcore.config import DENSE_MAX_POINTS, MARKOV_ABOVE, MARKOV_MAX_POINTS, FitConfig
 from gpcore.fitter import GPFitter
+from gpcore.markov_fitter import MarkovFitter
 from gpcore.result import OK, SKIPPED
 from gpcore.series import Series
 
@@ -76,3 +77,27 @@ def test_kernels_without_state_space_form_skip_long_series_naming_those_that_fit
     assert result.status == SKIPPED
     assert "matern12, matern32, matern52" in result.error and "O(n)" in result.error
     assert fitter.long_fitter is None
+
+
+def test_prefix_stage_ends_at_the_whole_series_optimum(fitter):
+    """A series longer than prefix_above first converges on its first
+    prefix_points points, then on the whole series from there: the same
+    optimum as the fitter without that stage (the fixture's: none by
+    default, or far above this series), to Newton's tolerance."""
+    s = matern32_series(MARKOV_ABOVE + 1500, 7)
+    staged = MarkovFitter(FitConfig(kernel="matern32"))
+    staged.prefix_points, staged.prefix_above = MARKOV_ABOVE + 500, MARKOV_ABOVE + 1000
+    plain = fitter.long_fitter
+    assert plain.prefix_above is None or plain.prefix_above > s.t.size
+    work = dict(plain.work)
+    a, b = staged.fit([s])[0], plain.fit([s])[0]
+    tolerance = fitter.config.tolerance
+    assert a.status == b.status == OK and a.converged and b.converged
+    assert abs(a.nll - b.nll) <= 10 * tolerance
+    np.testing.assert_allclose([a.length_scale, a.amplitude, a.noise_variance, a.mean],
+                               [b.length_scale, b.amplitude, b.noise_variance, b.mean], rtol=1e-2)
+    # The stage ran: the evaluations before the whole-series stage exceed
+    # the window's alone (the same window, grid and start in both fitters).
+    before = lambda w: w["member_evaluations"] - w["series_evaluations"]
+    assert before(staged.work) > before(plain.work) - before(work)
+    assert staged.tracing_count == 1 and plain.tracing_count == 1
