@@ -304,9 +304,10 @@ def summary(g, gpcore_s: float, oracle_s) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks/heldout_real.py",
-                                     description=__doc__.split("\n")[0])
+def command(argv, prog: str, doc: str, real_series, cache: str) -> int:
+    """The command line of a held-out real set: `real_series(count)` gives
+    its series, `cache` holds its oracle's fits."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
     parser.add_argument("--list", action="store_true", help="print the series")
     parser.add_argument("--check", action="store_true", help="fit and score against the oracle")
     parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
@@ -318,8 +319,12 @@ def main(argv=None) -> int:
             print(f"{s.series_id}\t{s.t.size}\t{np.isfinite(s.y).sum()}\t{s.t[0]:g}..{s.t[-1]:g}")
         print(f"{len(series)} series, {sum(s.t.size for s in series)} points")
     if args.check:
-        print(summary(*check(series, None if args.fresh else CACHE)))
+        print(summary(*check(series, None if args.fresh else cache)))
     return 0
+
+
+def main(argv=None) -> int:
+    return command(argv, "benchmarks/heldout_real.py", __doc__, real_series, CACHE)
 
 
 if __name__ == "__main__":

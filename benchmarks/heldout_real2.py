@@ -35,7 +35,6 @@ benchmarks/results/heldout-real2-sklearn.json).
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import sys
@@ -159,21 +158,7 @@ def real_series(count: int | None = None) -> list[Series]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks/heldout_real2.py",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--list", action="store_true", help="print the series")
-    parser.add_argument("--check", action="store_true", help="fit and score against the oracle")
-    parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
-    parser.add_argument("--fresh", action="store_true", help="refit the oracle, ignore its cache")
-    args = parser.parse_args(argv)
-    series = real_series(args.count)
-    if args.list or not args.check:
-        for s in series:
-            print(f"{s.series_id}\t{s.t.size}\t{np.isfinite(s.y).sum()}\t{s.t[0]:g}..{s.t[-1]:g}")
-        print(f"{len(series)} series, {sum(s.t.size for s in series)} points")
-    if args.check:
-        print(heldout_real.summary(*heldout_real.check(series, None if args.fresh else CACHE)))
-    return 0
+    return heldout_real.command(argv, "benchmarks/heldout_real2.py", __doc__, real_series, CACHE)
 
 
 if __name__ == "__main__":

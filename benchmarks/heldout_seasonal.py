@@ -335,24 +335,32 @@ def check(kernel: str = "rbf+periodic", count: int | None = None, fresh: bool = 
                  sum(r.stop_reason == "max_iterations" for r in results))
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks/heldout_seasonal.py",
-                                     description=__doc__.split("\n")[0])
+def command(argv, prog: str, doc: str, set_cases, cache: str) -> int:
+    """The command line of a held-out seasonal set: `set_cases(count)` gives
+    its cases, `cache` holds its oracle's fits."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
     parser.add_argument("--list", action="store_true", help="print the series")
     parser.add_argument("--check", action="store_true", help="fit and score against the oracle")
+    parser.add_argument("--oracle", action="store_true", help="only fit and cache the oracle")
     parser.add_argument("--kernel", default="rbf+periodic", help="gpcore's kernel (any FitConfig kernel)")
     parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
     parser.add_argument("--fresh", action="store_true", help="refit the oracle, ignore its cache")
     parser.add_argument("--out", default=None, help="--check: per-series gaps and periods (JSON)")
     args = parser.parse_args(argv)
-    if args.list or not args.check:
-        for c in cases(args.count):
+    if args.list or not (args.check or args.oracle):
+        for c in set_cases(args.count):
             s = c.series
             cycles = "" if c.period is None else f"{c.cycles:.1f} cycles"
             print(f"{s.series_id}\t{s.t.size}\t{np.isfinite(s.y).sum()}\t{s.t[0]:g}..{s.t[-1]:g}"
                   f"\t{cycles}")
+    if args.oracle:
+        import heldout_oracle
+
+        fits = heldout_oracle.oracle_fits([c.series for c in set_cases(args.count)], ORACLE_KERNEL,
+                                          None if args.fresh else cache_path(cache, args.count))
+        print(f"oracle: {len(fits['fits'])} fits, wall {fits.get('wall_s', 0):.0f} s")
     if args.check:
-        score = check(args.kernel, args.count, args.fresh)
+        score = check(args.kernel, args.count, args.fresh, chosen=set_cases(args.count), cache=cache)
         print(score.table())
         if args.out:
             import json
@@ -360,6 +368,10 @@ def main(argv=None) -> int:
             with open(args.out, "w") as f:
                 json.dump(score.to_json(), f)
     return 0
+
+
+def main(argv=None) -> int:
+    return command(argv, "benchmarks/heldout_seasonal.py", __doc__, cases, CACHE)
 
 
 if __name__ == "__main__":

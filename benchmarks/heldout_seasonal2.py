@@ -36,7 +36,6 @@ rbf+periodic, 4 starts, benchmarks/results/heldout-seasonal2-sklearn.json);
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import sys
@@ -211,38 +210,7 @@ def cases(count: int | None = None) -> list[Case]:
 def main(argv=None) -> int:
     import heldout_seasonal
 
-    parser = argparse.ArgumentParser(prog="benchmarks/heldout_seasonal2.py",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--list", action="store_true", help="print the series")
-    parser.add_argument("--check", action="store_true", help="fit and score against the oracle")
-    parser.add_argument("--oracle", action="store_true", help="only fit and cache the oracle")
-    parser.add_argument("--kernel", default="rbf+periodic", help="gpcore's kernel (any FitConfig kernel)")
-    parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
-    parser.add_argument("--fresh", action="store_true", help="refit the oracle, ignore its cache")
-    parser.add_argument("--out", default=None, help="--check: per-series gaps and periods (JSON)")
-    args = parser.parse_args(argv)
-    if args.list or not (args.check or args.oracle):
-        for c in cases(args.count):
-            s = c.series
-            cycles = "" if c.period is None else f"{c.cycles:.1f} cycles"
-            print(f"{s.series_id}\t{s.t.size}\t{s.t[0]:g}..{s.t[-1]:g}\t{cycles}")
-    if args.oracle:
-        import heldout_oracle
-
-        fits = heldout_oracle.oracle_fits([c.series for c in cases(args.count)],
-                                          heldout_seasonal.ORACLE_KERNEL,
-                                          None if args.fresh else heldout_seasonal.cache_path(CACHE, args.count))
-        print(f"oracle: {len(fits['fits'])} fits, wall {fits.get('wall_s', 0):.0f} s")
-    if args.check:
-        score = heldout_seasonal.check(args.kernel, args.count, args.fresh,
-                                       chosen=cases(args.count), cache=CACHE)
-        print(score.table())
-        if args.out:
-            import json
-
-            with open(args.out, "w") as f:
-                json.dump(score.to_json(), f)
-    return 0
+    return heldout_seasonal.command(argv, "benchmarks/heldout_seasonal2.py", __doc__, cases, CACHE)
 
 
 if __name__ == "__main__":
