@@ -160,9 +160,7 @@ def periodic_starts(s: Series, smooth: FitResult, kernel: str) -> Optional[list[
     period = screen_period(s.t, s.y)
     if period is None:
         return None
-    t = np.asarray(s.t, float)
-    t = t[np.isfinite(t) & np.isfinite(np.asarray(s.y, float))]
-    longest = PERIOD_BOUNDS[1] * float(np.ptp(t))
+    longest = PERIOD_BOUNDS[1] * float(np.ptp(_finite_sorted(s.t, s.y)[0]))
     periods = [m * period for m in START_MULTIPLES if m * period <= longest] or [longest]
     first = smooth.components[0]["amplitude"]
     out = []
