@@ -23,11 +23,11 @@ from gpcore.result import FitResult
 from gpcore.series import Series
 
 
-# A copy's first call traces its function: about 1.5 s on these machines,
-# holding the GIL. A copy not traced yet joins a call only if the call's
-# estimated work (gpcore.batching, which errs long by up to 2x) is at least
-# this many traces: a night with a few changed series is done sooner by the
-# copies already traced (docs/design.md, "Fitters side by side").
+# A copy's first call traces its function, holding the GIL. A copy not
+# traced yet joins a call only if the call's estimated work (gpcore.batching)
+# is at least this many traces: a night with a few changed series is done
+# sooner by the copies already traced (the trace's cost and the rule are
+# measured in docs/design.md, "Fitters side by side").
 TRACE_SECONDS = 1.5
 COLD_COPY_TRACES = 4
 

@@ -19,8 +19,8 @@ from apache_beam.options.pipeline_options import PipelineOptions, PortableOption
 
 from pipeline.io.errors import UsageError
 
-# A worker imports Beam before it connects: 3-5 s on a quiet 2-core machine;
-# Beam's own harness gives its control channel 60 s.
+# A worker imports Beam before it connects (measured in docs/design.md,
+# "Runners and quiet runs"); Beam's own harness gives its control channel 60 s.
 WORKER_START_S = 90.0
 _ASK_S = 10.0  # for the pool's answer to the request itself
 

@@ -37,8 +37,9 @@ PARAMS_SUFFIX = ".parquet"
 # <output>/beam-temp-<table>-<hex>/ (never inside a table's folder, where a
 # reader of the folder would take an interrupted run's files for data).
 SHARD_TEMPLATE = "/part-SSSSS-of-NNNNN"
-# Parameters compress about 2x with zstd (float columns, repeated kernel
-# and status strings); every reader named in the README reads it.
+# zstd: float columns and repeated kernel and status strings compress well
+# (docs/design.md, "Output shards"), and every reader named in the README
+# reads it.
 PARAMS_CODEC = "zstd"
 # The manifest's two names: the run succeeded, or too many series failed.
 SUCCESS_MARKER = "_SUCCESS.json"
