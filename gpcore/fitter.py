@@ -262,7 +262,7 @@ class GPFitter(tf.Module):
             chosen_values = tf.concat([chosen_values, self._whole_values(
                 feature, far, len(offsets), y, mask)], axis=-1)
         chosen_values = _finite_or_inf(chosen_values)
-        if starts.RIDGE_PROBE_LENGTHS:  # further out, only where the ridge is flat
+        if starts.FAR_PROBE_LENGTHS and starts.RIDGE_PROBE_LENGTHS:  # only where the ridge is flat
             offsets = starts.ridge_probes()                                        # [R, 2]
             flat = tf.reduce_min(chosen_values, axis=-1) < lowest + starts.RIDGE_WITHIN  # [B]
             ridge = tf.clip_by_value(optimum[:, None] + offsets[None], lo[:, None], hi[:, None])
