@@ -262,6 +262,14 @@ class GPFitter(tf.Module):
             chosen_values = tf.concat([chosen_values, self._whole_values(
                 feature, far, len(offsets), y, mask)], axis=-1)
         chosen_values = _finite_or_inf(chosen_values)
+        if starts.FAR_PROBE_LENGTHS and starts.RIDGE_PROBE_LENGTHS:  # only where the ridge is flat
+            offsets = starts.ridge_probes()                                        # [R, 2]
+            flat = tf.reduce_min(chosen_values, axis=-1) < lowest + starts.RIDGE_WITHIN  # [B]
+            ridge = tf.clip_by_value(optimum[:, None] + offsets[None], lo[:, None], hi[:, None])
+            chosen = tf.concat([chosen, ridge], axis=1)
+            chosen_values = tf.concat([chosen_values, _finite_or_inf(self._whole_values_where(
+                flat, feature, ridge, len(offsets), y, mask,
+                tf.fill([series, len(offsets)], tf.constant(np.inf, y.dtype))))], axis=-1)
         found = tf.reduce_min(chosen_values, axis=-1) < lowest - self.config.tolerance  # [B]
         start = tf.gather(chosen, tf.argmin(chosen_values, axis=-1, output_type=tf.int32),
                           batch_dims=1)                                            # [B, P]

@@ -94,6 +94,20 @@ PROBES_RESCORED = 1
 # length; docs/design.md, "Probes around the optimum").
 FAR_PROBE_LENGTHS = (0.3, 0.6, 0.7, 0.75, 1.5, 2.2)
 FAR_PROBE_NOISES = (1.0, 1.0, 0.7, 1.0, 1.5, 1.5)
+# Ridge probes further out, scored (on the whole series) only where the
+# probes above show the likelihood flat along the ridge, their best within
+# RIDGE_WITHIN nats of the optimum (so not at all without far probes). On
+# the first two held-out real sets the better optimum lay at x 0.43-0.49
+# with the noise ratio x 0.5-0.65 (yields, fertility, retail jobs), x
+# 0.77-0.8 with x 0.5-0.8 (hourly temperature, mining jobs), x 1.25 (x
+# 1.25) and x 3.3 (x 1; hourly dew point), each in a valley too narrow for
+# the probes beside it, and there the best of those probes was 0.02-3.0
+# nats above the optimum. A whole-series probe costs about a Cholesky, so
+# scoring these on every series would cost workload a a quarter more
+# (docs/design.md, "Probes around the optimum").
+RIDGE_PROBE_LENGTHS = (0.45, 0.75, 0.8, 1.25, 3.3)
+RIDGE_PROBE_NOISES = (0.5, 0.5, 0.8, 1.25, 1.0)
+RIDGE_WITHIN = 3.5
 # Rounds of probes for kernels with a length axis (as PERIOD_PROBE_ROUNDS
 # below for those with a period).
 PROBE_ROUNDS = 1
@@ -168,6 +182,12 @@ def far_probe_count(kernel: Kernel) -> int:
     """Far probes around each optimum, scored on the whole series:
     FAR_PROBE_LENGTHS for a kernel with a length axis, else none."""
     return len(FAR_PROBE_LENGTHS) if has_length_axis(kernel) else 0
+
+
+def ridge_probes() -> np.ndarray:
+    """[R, 2] log offsets (length scale, noise ratio) of the ridge probes
+    from an optimum: RIDGE_PROBE_LENGTHS by RIDGE_PROBE_NOISES."""
+    return np.log(np.array([RIDGE_PROBE_LENGTHS, RIDGE_PROBE_NOISES], dtype=float).T.reshape(-1, 2))
 
 
 def far_probes() -> np.ndarray:
