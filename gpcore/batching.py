@@ -99,8 +99,11 @@ def structure(kernel) -> tuple[int, bool]:
     return len(components(kernel)), bool(kernel.has_period)
 
 
-def cost_figures(kernel) -> tuple[float, float]:
-    """(Newton evaluations per start, CPU factor) of kernel."""
+def cost_figures(kernel, jumps: bool = True) -> tuple[float, float]:
+    """(Newton evaluations per start, CPU factor) of kernel, fitted with
+    or without the sums' jumps (FitConfig.jumps)."""
+    if not jumps and structure(kernel) in NO_JUMP_FIGURES:
+        return NO_JUMP_FIGURES[structure(kernel)]
     return COST_FIGURES.get(structure(kernel), COST_FIGURES[DEAREST])
 
 
@@ -180,7 +183,7 @@ class Batching:
                 continue
             if n > config.max_points:
                 continue  # skipped: no fit
-            evaluations, factor = cost_figures(kernel)
+            evaluations, factor = cost_figures(kernel, config.jumps)
             flops += factor * (flops_per_grid(kernel, n) + expected_starts(kernel, config.restarts)
                                * evaluations
                                * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
