@@ -241,3 +241,24 @@ def test_without_the_jumps_a_cycle_taken_at_a_third_of_its_period_stays_there():
     assert period(fits[True]) == pytest.approx(case.period, rel=0.1)
     assert period(fits[False]) == pytest.approx(case.period / 3, rel=0.1)
     assert fits[True].nll < fits[False].nll - 5.0
+
+
+def test_length_groups_keep_each_compiled_batch_within_its_work_ratio():
+    """Every index once, shortest first; within a group the longest padded
+    length cubed is at most GROUP_WORK_RATIO x the shortest's, and a new
+    group starts only where the next series would break that."""
+    from gpcore.batching import padded_length
+    from gpcore.choice import GROUP_WORK_RATIO, length_groups
+
+    lengths = [240, 54, 76, 240, 128, 130, 186, 177, 12, 240, 195]
+    groups = length_groups(lengths)
+    assert sorted(k for g in groups for k in g) == list(range(len(lengths)))
+    flat = [lengths[k] for g in groups for k in g]
+    assert flat == sorted(lengths)
+    work = lambda k: padded_length(lengths[k]) ** 3
+    for g in groups:
+        assert max(map(work, g)) <= GROUP_WORK_RATIO * min(map(work, g))
+    for before, after in zip(groups, groups[1:]):
+        assert work(after[0]) > GROUP_WORK_RATIO * work(before[0])
+    assert [[lengths[k] for k in g] for g in groups][-1] == [240, 240, 240]
+    assert length_groups([]) == []
