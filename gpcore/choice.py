@@ -43,7 +43,7 @@ START_PERIODIC_LENGTH = 0.3
 # The periodic candidate fits its screened series in groups of similar
 # length (`length_groups`): on the tune split's 20 screened series one
 # batch padded the 54-point series to 240; groups within 1.25x of padded
-# work took the candidate's fits from 30.3 to 18.5 CPU s, the same optima.
+# work took the candidate's fits from 30.3 to 20.3 CPU s, the same optima.
 GROUP_WORK_RATIO = 1.25
 
 
