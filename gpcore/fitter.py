@@ -278,8 +278,9 @@ class GPFitter(tf.Module):
         series;
         where one is lower than the optimum, the series' best member runs
         again from it. In the first starts.JUMP_ROUNDS rounds (where
-        config.jumps) the series' other members run too, from its best-scored longer periods
-        (starts.jump_probes, the next ones each round),
+        config.jumps) the series' other members run too, from its
+        best-scored longer periods (starts.jump_probes, the next ones each
+        round),
         lower than the optimum or not: a probe at a multiple keeps the
         other parameters of a fraction's basin, and Newton from it found
         optima tens of nats lower that the probe's own value did not show
