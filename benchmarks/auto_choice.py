@@ -5,15 +5,19 @@
     python benchmarks/auto_choice.py table --set tune|holdout|seasonal [--settings TEXT]
         [--cache DIR]
     python benchmarks/auto_choice.py starts --set tune [--kernels matern52+periodic]
-        [--settings "START_PERIODIC_LENGTH=1.0;START_MULTIPLES=(1,2)"]
+        [--started "jumps=1:max_iterations=100"] [--refit]
+        [--settings "START_PERIODIC_LENGTH=1.0;START_MULTIPLES=(1,2);starts.PERIOD_PROBE_ROUNDS=1"]
 
 `starts` compares, on the series the screen passes, a periodic kernel
-fitted from its own grid with its restarts against the same kernel started
+fitted from its own grid with its restarts (as shipped; cached in --cache,
+`--refit` after a change of the fitter) against the same kernel started
 from its smooth part's fit as KernelChoice starts it
-(gpcore.choice.periodic_starts, with gpcore.choice's START_* constants
-set from --settings): CPU seconds (one process, one thread), Newton
-evaluations per series, and the series whose nll differs by more than
-0.01 nats.
+(gpcore.choice.periodic_starts; gpcore.config.fitted_configs's candidate
+config, changed by --started, and gpcore.choice's or gpcore.starts'
+constants set from --settings, for the smooth and started fits only):
+CPU seconds (one process, one thread), Newton evaluations per series,
+fits stopped at max_iterations, and the series whose nll differs by more
+than 0.01 nats.
 
 A SPEC is a kernel, optionally with FitConfig settings:
 "matern52+periodic:restarts=1:max_iterations=100". With `--screened`
@@ -275,60 +279,112 @@ def table(set_name: str, settings=SETTINGS, every: int = 1) -> str:
     return "\n".join(lines)
 
 
-def starts(set_name: str, kernel: str, settings: str | None) -> str:
+def starts(set_name: str, kernel: str, settings: str | None, started_spec: str = "",
+           refit: bool = False) -> str:
     """The `starts` comparison (module docstring) as lines of text."""
     import forecast
 
     forecast.one_thread()
     import gpcore.choice as choice
     from gpcore import FitConfig, GPFitter
+    from gpcore.config import fitted_configs
     from gpcore.threads import configure_threads, skip_graph_rewrites
 
     configure_threads(1, 1)
     skip_graph_rewrites()
+    series = [s for s, _, _ in _cases(set_name) if choice.periodic_screen(s.t, s.y)]
+    grid = _grid_reference(set_name, kernel, series, refit)  # before --settings: as shipped
     for pair in (settings or "").split(";"):
         if pair:
             name, value = pair.split("=")
-            setattr(choice, name, eval(value))  # a tuple or a number, from the command line
-    series = [s for s, _, _ in _cases(set_name) if choice.periodic_screen(s.t, s.y)]
-    smooth = GPFitter(FitConfig(kernel=choice.smooth_part(kernel)), name="smooth")
-    gridded = GPFitter(FitConfig(kernel=kernel), name="grid")
-    started = GPFitter(FitConfig(kernel=kernel), name="started")
-    for f in (smooth, gridded, started):
+            module, _, name = name.rpartition(".")
+            target = {"": choice, "starts": gpcore_starts()}[module]
+            setattr(target, name, eval(value))  # a tuple or a number, from the command line
+    smooth_kernel = choice.smooth_part(kernel)
+    smooth = GPFitter(FitConfig(kernel=smooth_kernel), name="smooth")
+    # The candidate as KernelChoice builds it, with --started's settings.
+    config = fitted_configs(FitConfig(kernel="auto", candidates=(smooth_kernel, kernel)))[1]
+    config = dataclasses.replace(config, **parse_spec("x:" + started_spec)[1] if started_spec
+                                 else {})
+    started = GPFitter(config, name="started")
+    for f in (smooth, started):
         f.fit(series[:2])  # the trace, off the clock
         f.work.update(dict.fromkeys(f.work, 0))
     clock = time.process_time()
     smooth_fits = smooth.fit(series)
     seconds = [time.process_time() - clock]
     given = [choice.periodic_starts(s, r, kernel) for s, r in zip(series, smooth_fits)]
-    for fitter, arguments in ((gridded, ()), (started, (given,))):
-        clock = time.process_time()
-        fits = fitter.fit(series, *arguments)
-        seconds.append(time.process_time() - clock)
-        if fitter is gridded:
-            grid_fits = fits
-    lines = [f"{len(series)} series of {set_name} pass the screen; {kernel}, settings "
+    clock = time.process_time()
+    fits: list = [None] * len(series)
+    for group in choice.length_groups([s.t.size for s in series]):  # as KernelChoice
+        for k, r in zip(group, started.fit([series[k] for k in group], [given[k] for k in group])):
+            fits[k] = r
+    seconds.append(time.process_time() - clock)
+    lines = [f"{len(series)} series of {set_name} pass the screen; {kernel}, started with "
+             f"jumps={config.jumps}, max_iterations={config.max_iterations}"
+             f"{', ' + started_spec if started_spec else ''}; settings "
              f"{settings or 'as shipped'}", "",
-             "| fit | CPU s | Newton evaluations per series |", "|---|--:|--:|"]
-    for name, fitter, cpu in (("smooth part", smooth, seconds[0]), ("grid", gridded, seconds[1]),
-                              ("from the smooth fit", started, seconds[2])):
-        lines.append(f"| {name} | {cpu:.1f} | "
-                     f"{fitter.work['member_evaluations'] / len(series):.1f} |")
+             "| fit | CPU s | Newton evaluations per series | at max_iterations |",
+             "|---|--:|--:|--:|"]
+    stopped = lambda rows: sum(r.get("stop") == "max_iterations" for r in rows)
+    lines.append(f"| smooth part | {seconds[0]:.1f} | "
+                 f"{smooth.work['member_evaluations'] / len(series):.1f} | "
+                 f"{sum(r.stop_reason == 'max_iterations' for r in smooth_fits)} |")
+    lines.append(f"| grid, {grid['restarts']} starts (cached) | {grid['cpu_s']:.1f} | "
+                 f"{grid['evaluations'] / len(series):.1f} | {stopped(grid['rows'])} |")
+    lines.append(f"| from the smooth fit | {seconds[1]:.1f} | "
+                 f"{started.work['member_evaluations'] / len(series):.1f} | "
+                 f"{sum(r.stop_reason == 'max_iterations' for r in fits)} |")
     lines += ["", "| series | grid period | grid nll | started period | started nll |",
               "|---|--:|--:|--:|--:|"]
     worse = better = 0
-    for s, a, b in zip(series, grid_fits, fits):
-        if a.status != "ok" or b.status != "ok":
-            lines.append(f"| {s.series_id} | {a.status} | | {b.status} | |")
+    period = lambda r: next(c["period"] for c in r.components if c["period"] is not None)
+    for s, a, b in zip(series, grid["rows"], fits):
+        if a["status"] != "ok" or b.status != "ok":
+            lines.append(f"| {s.series_id} | {a['status']} | | {b.status} | |")
             continue
-        worse += b.nll > a.nll + 0.01
-        better += b.nll < a.nll - 1.0
-        if abs(b.nll - a.nll) > 0.01:
-            period = lambda r: next(c["period"] for c in r.components if c["period"] is not None)
-            lines.append(f"| {s.series_id} | {period(a):.3g} | {a.nll:.2f} | {period(b):.3g} | "
-                         f"{b.nll:.2f} |")
+        worse += b.nll > a["nll"] + 0.01
+        better += b.nll < a["nll"] - 1.0
+        if abs(b.nll - a["nll"]) > 0.01:
+            lines.append(f"| {s.series_id} | {a['period']:.3g} | {a['nll']:.2f} | "
+                         f"{period(b):.3g} | {b.nll:.2f} |")
     lines += ["", f"started worse than the grid by > 0.01 nats: {worse}; better by > 1: {better}"]
     return "\n".join(lines)
+
+
+def gpcore_starts():
+    import gpcore.starts
+    return gpcore.starts
+
+
+def _grid_reference(set_name: str, kernel: str, series, refit: bool) -> dict:
+    """`kernel` fitted from its own grid with its default restarts on
+    `series`, as shipped: per series status, nll and period, the fit's CPU
+    seconds and Newton evaluations; cached in CACHE (`--refit` after a
+    change of the fitter)."""
+    from gpcore import FitConfig, GPFitter
+
+    path = _path(set_name, kernel).replace(".json", ".grid_reference.json")
+    if os.path.exists(path) and not refit:
+        with open(path) as f:
+            cached = json.load(f)
+        if cached["ids"] == [s.series_id for s in series]:
+            return cached
+    fitter = GPFitter(FitConfig(kernel=kernel), name="grid")
+    fitter.fit(series[:2])  # the trace, off the clock
+    fitter.work.update(dict.fromkeys(fitter.work, 0))
+    clock = time.process_time()
+    fits = fitter.fit(series)
+    cpu = time.process_time() - clock
+    rows = [{"status": r.status, "nll": r.nll, "stop": r.stop_reason,
+             "period": next((c["period"] for c in r.components or [] if c["period"] is not None),
+                            None)} for r in fits]
+    out = {"ids": [s.series_id for s in series], "cpu_s": cpu, "restarts": fitter.config.restarts,
+           "evaluations": fitter.work["member_evaluations"], "rows": rows}
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(out, f)
+    return out
 
 
 def main(argv=None) -> int:
@@ -346,7 +402,13 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", default=CACHE, help="folder of the per-kernel fits")
     parser.add_argument("--settings", default=None,
                         help="table: only the settings whose name contains this text; starts: "
-                             "gpcore.choice constants to set, NAME=VALUE;NAME=VALUE")
+                             "gpcore.choice constants (or starts.NAME: gpcore.starts') to set "
+                             "for the started fit, NAME=VALUE;NAME=VALUE")
+    parser.add_argument("--started", default="",
+                        help="starts: FitConfig settings of the started candidate, as a SPEC's: "
+                             "jumps=1:max_iterations=100")
+    parser.add_argument("--refit", action="store_true",
+                        help="starts: refit the cached grid reference")
     args = parser.parse_args(argv)
     CACHE = args.cache
     if args.what == "fit":
@@ -355,7 +417,7 @@ def main(argv=None) -> int:
     if args.what == "starts":
         kernel = args.kernels if args.kernels != parser.get_default("kernels") \
             else "matern52+periodic"
-        print(starts(args.set, kernel, args.settings))
+        print(starts(args.set, kernel, args.settings, args.started, args.refit))
         return 0
     settings = {k: v for k, v in SETTINGS.items() if args.settings is None or args.settings in k}
     print(table(args.set, settings, args.every))

@@ -63,11 +63,23 @@ def _work(fitter) -> dict:
     return dict(fitter.work)
 
 
+def _fits(kernel: str, config, series) -> bool:
+    """Whether auto (config) fits `series` with candidate `kernel`: every
+    series, but a periodic candidate only those its screen passes."""
+    from gpcore.choice import periodic_screen
+    from gpcore.kernels import kernel as kernel_named
+    periodic = [kernel_named(k).has_period for k in config.candidates]
+    if not kernel_named(kernel).has_period or all(periodic):
+        return True
+    return bool(periodic_screen(series.t, series.y))
+
+
 def measure(kernel: str, sets: dict, seconds_per_call: float) -> list[dict] | None:
     """Records of every fit call of `kernel` over the sets; None if gpcore
     does not know the kernel."""
     import numpy as np
     from gpcore import Batching, FitConfig, build_fitter
+    from gpcore.choice import work_by_kernel
     from gpcore.config import fitted_configs
     try:
         config = FitConfig(kernel=kernel)
@@ -82,17 +94,23 @@ def measure(kernel: str, sets: dict, seconds_per_call: float) -> list[dict] | No
     records = []
     for name, series in sets.items():
         for call in _calls(series, batching):
-            before = _work(fitter)
+            before, before_each = _work(fitter), work_by_kernel(fitter)
             wall, cpu = time.perf_counter(), time.process_time()
             results = fitter.fit(call)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             work = {k: fitter.work[k] - before[k] for k in before}
+            # Under auto each candidate's share, and the series it fitted
+            # (a periodic candidate: those the screen passes).
+            each = {k: {"series": sum(_fits(k, config, s) for s in call),
+                        **{key: v - before_each[k][key] for key, v in w.items()}}
+                    for k, w in work_by_kernel(fitter).items()} if config.kernel == "auto" else {}
             records.append({
                 "kernel": kernel, "set": name, "lengths": [int(np.size(s.t)) for s in call],
                 "estimated_s": sum(batching.cost(np.size(s.t)) for s in call),
                 "cpu_s": round(cpu, 4), "wall_s": round(wall, 4),
                 "at_max_iterations": sum(r.iterations >= min(limits) and r.stop_reason
                                          == "max_iterations" for r in results),
+                **({"per_kernel": each} if each else {}),
                 **{k: (round(v, 1) if isinstance(v, float) else v) for k, v in work.items()}})
             print(f"  {kernel} {name}: {len(call)} series, estimated {records[-1]['estimated_s']:.1f}"
                   f" s, CPU {cpu:.1f} s", flush=True)
@@ -133,7 +151,32 @@ def table(records: list[dict]) -> str:
             f"| {cpu / model_s:.2f} | {sum(r['at_max_iterations'] for r in rows)} | {len(rows)} "
             f"| {np.median(ratios):.2f}, {max(ratios):.2f} "
             f"| {np.median(recorded):.2f}, {max(recorded):.2f} | {max(r['cpu_s'] for r in rows):.1f} |")
+        lines += _candidate_rows(config, name, rows)
     return "\n".join(lines)
+
+
+def _candidate_rows(config, name: str, rows: list[dict]) -> list[str]:
+    """Under auto, a row per candidate: the series it fitted (a periodic
+    candidate: those the screen passes), its Newton evaluations per such
+    series and per start (over its expected_starts), and its flop model's
+    seconds; the CPU seconds are the calls' (not split by candidate)."""
+    from gpcore.batching import FLOPS_PER_SECOND, expected_starts
+    from gpcore.config import fitted_configs
+    from gpcore.kernels import kernel as kernel_named
+    out = []
+    for c in fitted_configs(config):
+        parts = [r["per_kernel"][c.kernel] for r in rows if c.kernel in r.get("per_kernel", {})]
+        n = sum(p["series"] for p in parts)
+        if not n:
+            continue
+        evaluations = sum(p["member_evaluations"] for p in parts)
+        starts = expected_starts(kernel_named(c.kernel), c.restarts)
+        out.append(f"| auto: {c.kernel}{'' if c.jumps else ' (no jumps)'} | {name} | {n} | "
+                   f"| {evaluations / n:.1f} | {evaluations / n / starts:.1f} "
+                   f"| {sum(p['grid_evaluations'] for p in parts) / n:.0f} | "
+                   f"model {sum(p['flops'] for p in parts) / FLOPS_PER_SECOND / n * 1000:.0f} "
+                   "| | | | | | |")
+    return out
 
 
 def main(argv=None) -> int:

@@ -42,21 +42,30 @@ SECONDS_PER_SERIES = 1e-3
 # of the two sets' figures, rounded up for sums, whose calls vary most
 # (docs/design.md, "Cost per kernel"). A structure not measured takes the
 # dearest figures (three components with a period): the safe side. Sums
-# with a period were measured before their jumps to longer periods
-# (docs/design.md, "Sums of kernels"), which raised their Newton
-# evaluations per series by JUMP_EVALUATION_FACTOR; cost.py has not
-# re-measured them since.
+# with a period, with their jumps to longer periods (docs/design.md, "Sums
+# of kernels"), measured again by
+#   python benchmarks/cost.py --count 16 --kernels auto,matern52+periodic
+# (36.6 and 51.3 evaluations per start x 2.19 and 2.04); three components
+# with a period were measured before the jumps only, and take that figure
+# times JUMP_EVALUATION_FACTOR, the jumps' measured rise of a sum's Newton
+# evaluations per series.
 JUMP_EVALUATION_FACTOR = 2.8
 COST_FIGURES = {
     (1, False): (4.8, 2.0),   # rbf, matern12, matern32, matern52 (matern12 3.6-3.8 x 1.5)
     (1, True): (10.6, 2.1),   # periodic (a single kernel: no jumps)
     (2, False): (10.0, 1.3),  # linear+rbf (6.9-7.5 x 1.2-1.3)
-    # rbf+periodic, matern52+periodic (10.7-13.1 x 1.8 before the jumps)
-    (2, True): (16.0 * JUMP_EVALUATION_FACTOR, 1.9),
+    (2, True): (52.0, 2.2),   # rbf+periodic, matern52+periodic
     # linear+rbf+periodic (13.4-20.8 x 1.7-1.9 before the jumps)
     (3, True): (30.0 * JUMP_EVALUATION_FACTOR, 1.9),
 }
 DEAREST = (3, True)
+# Sums with a period fitted without the jumps (FitConfig.jumps), per start
+# of FitConfig.restarts: two components are auto's periodic candidate
+# started from its smooth part's fit, measured by the cost.py run above
+# (13.5 and 12.9 evaluations per start over its 3; CPU factor the auto
+# calls' larger, 2.53, as the candidate's fits are most of their flops);
+# three, the figures cost.py measured before the jumps existed.
+NO_JUMP_FIGURES = {(2, True): (14.0, 2.5), (3, True): (30.0, 1.9)}
 # Restarts to other basins of a length-scale grid run only where the grid
 # shows one: measured, a restart ran on about a quarter of real series
 # (7.1 Newton evaluations per series at 3 starts against 4.8 at 1) and on
@@ -99,8 +108,11 @@ def structure(kernel) -> tuple[int, bool]:
     return len(components(kernel)), bool(kernel.has_period)
 
 
-def cost_figures(kernel) -> tuple[float, float]:
-    """(Newton evaluations per start, CPU factor) of kernel."""
+def cost_figures(kernel, jumps: bool = True) -> tuple[float, float]:
+    """(Newton evaluations per start, CPU factor) of kernel, fitted with
+    or without the sums' jumps (FitConfig.jumps)."""
+    if not jumps and structure(kernel) in NO_JUMP_FIGURES:
+        return NO_JUMP_FIGURES[structure(kernel)]
     return COST_FIGURES.get(structure(kernel), COST_FIGURES[DEAREST])
 
 
@@ -180,7 +192,7 @@ class Batching:
                 continue
             if n > config.max_points:
                 continue  # skipped: no fit
-            evaluations, factor = cost_figures(kernel)
+            evaluations, factor = cost_figures(kernel, config.jumps)
             flops += factor * (flops_per_grid(kernel, n) + expected_starts(kernel, config.restarts)
                                * evaluations
                                * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))

@@ -95,6 +95,12 @@ class FitConfig:
       tolerance: converged when the Newton model predicts at most this
         decrease (nats) to the optimum of the standardised negative log
         likelihood, or its gradient's max-norm is at most this.
+      jumps: for a sum with a periodic part, whether the probe rounds also
+        run each series' other starts on from its longer-period probes
+        (starts.JUMP_PROBE_MULTIPLES; docs/design.md, "Sums of kernels");
+        None (the default): on, and under "auto" off for a periodic
+        candidate started from its smooth part's fit (`is_started`), whose
+        starts already hold 2x and 3x the screen's period.
     """
 
     kernel: str = "rbf"
@@ -105,11 +111,14 @@ class FitConfig:
     batch_size: int = 16
     max_iterations: Optional[int] = None
     tolerance: float = 1e-4
+    jumps: Optional[bool] = None
 
     def __post_init__(self):
         object.__setattr__(self, "candidates", tuple(self.candidates))
         if self.kernel != AUTO:
             sums = SUM in str(self.kernel)
+            if self.jumps is None:
+                object.__setattr__(self, "jumps", True)
             if self.restarts is None:
                 object.__setattr__(self, "restarts", default_restarts(self.kernel))
             if self.max_points is None:
@@ -178,7 +187,24 @@ def default_max_points(name: str) -> int:
 
 def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
     """The configs of the GPFitters a fitter for config runs: one per
-    candidate under auto (each with its own default restarts), else itself."""
+    candidate under auto (each with its own default restarts, and jumps
+    off where it `is_started`), else itself."""
     if config.kernel != AUTO:
         return (config,)
-    return tuple(dataclasses.replace(config, kernel=name) for name in config.candidates)
+    return tuple(dataclasses.replace(
+        config, kernel=name,
+        jumps=not is_started(name, config.candidates) if config.jumps is None else config.jumps)
+        for name in config.candidates)
+
+
+def smooth_part(name: str) -> str:
+    """Kernel `name`'s non-periodic components, joined: "matern52" of
+    "matern52+periodic" ("" where every component is periodic)."""
+    return SUM.join(part for part in name.split(SUM) if not kernel(part).has_period)
+
+
+def is_started(name: str, candidates) -> bool:
+    """Whether auto's candidate `name` starts from its smooth part's fit
+    (gpcore/choice.py's periodic_starts) rather than its grid's restarts: it
+    has a period, and its smooth part is a candidate too."""
+    return kernel(name).has_period and smooth_part(name) in candidates

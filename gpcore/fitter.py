@@ -285,9 +285,10 @@ class GPFitter(tf.Module):
         to a short length scale (starts.short_probes), scored on the whole
         series;
         where one is lower than the optimum, the series' best member runs
-        again from it. In the first starts.JUMP_ROUNDS rounds the series'
-        other members run too, from its best-scored longer periods
-        (starts.jump_probes, the next ones each round),
+        again from it. In the first starts.JUMP_ROUNDS rounds (where
+        config.jumps) the series' other members run too, from its
+        best-scored longer periods (starts.jump_probes, the next ones each
+        round),
         lower than the optimum or not: a probe at a multiple keeps the
         other parameters of a fraction's basin, and Newton from it found
         optima tens of nats lower that the probe's own value did not show
@@ -321,7 +322,7 @@ class GPFitter(tf.Module):
         again = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None], found)
         start = tf.gather(start, group)                                          # [C, P]
         jumps = starts.jump_probes(self.kernel)
-        if not jumps.size:
+        if not jumps.size or not self.config.jumps:
             return again, start
         # The j-th of a series' k other members (in member order) takes its
         # (round x k + j)-th best jump probe, until all have run.

@@ -45,10 +45,17 @@ def test_structures_follow_the_kernel_and_unmeasured_ones_take_the_dearest():
 
 
 def test_auto_costs_the_sum_of_its_candidates():
+    """Each candidate as auto fits it: the periodic one, started from its
+    smooth part's fit, without the jumps and at their figures."""
+    from gpcore.batching import NO_JUMP_FIGURES
+    from gpcore.config import fitted_configs
     auto = FitConfig(kernel="auto")
-    parts = sum(Batching(FitConfig(kernel=k)).cost(150) - SECONDS_PER_SERIES
-                for k in auto.candidates)
+    parts = sum(Batching(c).cost(150) - SECONDS_PER_SERIES for c in fitted_configs(auto))
     assert Batching(auto).cost(150) == pytest.approx(parts + SECONDS_PER_SERIES)
+    started = fitted_configs(auto)[-1]
+    assert not started.jumps
+    assert cost_figures(kernel_named(started.kernel), False) == NO_JUMP_FIGURES[(2, True)]
+    assert Batching(started).cost(150) < Batching(FitConfig(kernel=started.kernel)).cost(150)
 
 
 @pytest.mark.parametrize("name", ["rbf", "rbf+periodic"])

@@ -202,3 +202,63 @@ def test_kernel_choice_finds_a_cycle_whose_top_peak_is_its_second_harmonic():
     # none of its restarts.
     assert periodic.work["members"] == 3 + 1
     assert chooser.tracing_count == 2
+
+
+def test_auto_runs_its_started_candidate_without_the_jumps():
+    """The periodic candidate started from its smooth part's fit (p, 2p, 3p
+    among its starts) skips the sums' jumps; a sum fitted alone, or a
+    periodic candidate with no smooth candidate to start from, keeps them,
+    and an explicit setting holds for every candidate."""
+    from gpcore.config import fitted_configs, is_started
+
+    assert FitConfig(kernel="rbf+periodic").jumps is True
+    auto = FitConfig(kernel="auto")
+    by_kernel = {c.kernel: c.jumps for c in fitted_configs(auto)}
+    assert by_kernel == {"matern52": True, "matern12": True, "matern52+periodic": False}
+    assert is_started("matern52+periodic", auto.candidates)
+    lone = FitConfig(kernel="auto", candidates=("matern12", "rbf+periodic"))
+    assert [c.jumps for c in fitted_configs(lone)] == [True, True]
+    forced = FitConfig(kernel="auto", jumps=True)
+    assert all(c.jumps for c in fitted_configs(forced))
+    chooser = KernelChoice(auto)
+    assert [f.config.jumps for f in chooser.fitters] == [True, True, False]
+
+
+def test_without_the_jumps_a_cycle_taken_at_a_third_of_its_period_stays_there():
+    """The switch is real: on an ExpSineSquared draw with a short length
+    scale (6.2 cycles; benchmarks/heldout_seasonal.py) a sum fitted from
+    its grid without the jumps settles at a third of the period, and with
+    them reaches it, over 5 nats lower (docs/design.md, "Sums of
+    kernels")."""
+    import heldout_seasonal
+    from gpcore import GPFitter
+
+    case = next(c for c in heldout_seasonal.cases()
+                if c.series.series_id == "heldout/seasonal/28/expsinsq_short+walk/regular")
+    fits = {jumps: GPFitter(FitConfig(kernel="rbf+periodic", jumps=jumps)).fit([case.series])[0]
+            for jumps in (True, False)}
+    period = lambda r: r.components[1]["period"]
+    assert period(fits[True]) == pytest.approx(case.period, rel=0.1)
+    assert period(fits[False]) == pytest.approx(case.period / 3, rel=0.1)
+    assert fits[True].nll < fits[False].nll - 5.0
+
+
+def test_length_groups_keep_each_compiled_batch_within_its_work_ratio():
+    """Every index once, shortest first; within a group the longest padded
+    length cubed is at most GROUP_WORK_RATIO x the shortest's, and a new
+    group starts only where the next series would break that."""
+    from gpcore.batching import padded_length
+    from gpcore.choice import GROUP_WORK_RATIO, length_groups
+
+    lengths = [240, 54, 76, 240, 128, 130, 186, 177, 12, 240, 195]
+    groups = length_groups(lengths)
+    assert sorted(k for g in groups for k in g) == list(range(len(lengths)))
+    flat = [lengths[k] for g in groups for k in g]
+    assert flat == sorted(lengths)
+    work = lambda k: padded_length(lengths[k]) ** 3
+    for g in groups:
+        assert max(map(work, g)) <= GROUP_WORK_RATIO * min(map(work, g))
+    for before, after in zip(groups, groups[1:]):
+        assert work(after[0]) > GROUP_WORK_RATIO * work(before[0])
+    assert [[lengths[k] for k in g] for g in groups][-1] == [240, 240, 240]
+    assert length_groups([]) == []

@@ -67,10 +67,13 @@ def candidates_alone(series):
     grid's best point."""
     from gpcore import FitConfig, GPFitter, Series
     from gpcore.choice import periodic_starts
+    from gpcore.config import fitted_configs
 
     given = [Series(sid, t, y) for sid, (t, y) in series.items()]
     rbf = GPFitter(FitConfig(kernel="rbf")).fit(given)
-    sums = GPFitter(FitConfig(kernel=SUM)).fit(
+    # The sum's config as auto builds it (no jumps: gpcore.config.fitted_configs).
+    started = fitted_configs(FitConfig(kernel="auto", candidates=("rbf", SUM)))[1]
+    sums = GPFitter(started).fit(
         given, [periodic_starts(s, r, SUM) for s, r in zip(given, rbf)])
     return {k: {r.series_id: r for r in fits} for k, fits in (("rbf", rbf), (SUM, sums))}
 
