@@ -12,14 +12,16 @@ series: Markov kernels"):
    series' first WINDOW_POINTS points, value only.
 2. Newton (gpcore/newton.py) runs on the window from the best grid point.
 3. Newton runs on the whole series from there: exact value and gradient
-   (the chunked scan's recomputing gradient, statespace.chunked_sums), and the window's Hessian scaled by the
-   ratio of observed points. A series within one window has its own exact
-   objective in stage 2 and stops at stage 3's first evaluation.
+   (the chunked scan's recomputing gradient, statespace.chunked_sums), and
+   as Hessian the window's at its optimum (stage 2's last), scaled by the
+   ratio of observed points, computed once. A series within one window has
+   its own exact objective in stage 2 and stops at stage 3's first
+   evaluation.
    Optionally (prefix_above, off by default) a batch longer than that
    first runs stage 3 on its first prefix_points points.
 
-Hessians come from central differences of autodiff gradients (2P gradient
-evaluations, batched as members). The function's input signature has
+Window Hessians come from forward differences of autodiff gradients,
+batched as members with the gradient itself (P + 1 gradients). The function's input signature has
 unknown batch size and length: one trace per fitter.
 """
 from __future__ import annotations
@@ -46,8 +48,9 @@ DTYPE = tf.float64
 # a grid of 40 values costs about what one whole-series gradient does at
 # 10^5 points (docs/design.md, "Long series: Markov kernels").
 WINDOW_POINTS = 4096
-# Central-difference step of the Hessian, log units: truncation error
-# ~ step^2, round-off ~ eps |g| / step, both below 1e-7 relative.
+# Forward-difference step of the Hessian, log units: truncation error
+# ~ step (1e-4 relative, far below what Newton's steps need), round-off
+# ~ eps |g| / step, below 1e-10 relative.
 HESSIAN_STEP = 1e-4
 # Largest batch, in points (members x padded length): the gradient keeps
 # one chunk of the scan alive (statespace.CHUNK_POINTS), the rest is ~250
@@ -128,19 +131,22 @@ class MarkovFitter(tf.Module):
             total = tf.reduce_sum(nll)
         return nll, tape.gradient(total, x), mean, scale2
 
-    def _hessian(self, x, t, y, mask):
-        """[M, P, P] central differences of autodiff gradients at x [M, P]."""
+    def _with_hessian(self, x, t, y, mask):
+        """(nll, gradient, Hessian [M, P, P], mean, scale2) at x [M, P]: the
+        Hessian by forward differences of autodiff gradients, evaluated in
+        one call with the gradient at x (P + 1 members, not 1 + 2P)."""
         p = x.shape[-1]
-        offsets = tf.concat([tf.eye(p, dtype=DTYPE), -tf.eye(p, dtype=DTYPE)], 0) * HESSIAN_STEP
-        moved = tf.reshape(x[:, None, :] + offsets[None], [-1, p])       # [M * 2P, P]
-        spread = lambda v: tf.repeat(v, 2 * p, axis=0)
-        g = self._gradient_compiled(moved, spread(t), spread(y), spread(mask))[1]
-        g = tf.reshape(g, [-1, 2 * p, p])
-        h = (g[:, :p] - g[:, p:]) / (2.0 * HESSIAN_STEP)
-        h = 0.5 * (h + tf.linalg.matrix_transpose(h))
+        offsets = tf.concat([tf.zeros([1, p], DTYPE), tf.eye(p, dtype=DTYPE) * HESSIAN_STEP], 0)
+        moved = tf.reshape(x[:, None, :] + offsets[None], [-1, p])       # [M * (P + 1), P]
+        spread = lambda v: tf.repeat(v, p + 1, axis=0)
+        nll, g, mean, scale2 = self._gradient_compiled(moved, spread(t), spread(y), spread(mask))
+        at_x = lambda v: tf.reshape(v, [-1, p + 1])[:, 0]
+        g = tf.reshape(g, [-1, p + 1, p])
+        h = (g[:, 1:] - g[:, :1]) / HESSIAN_STEP
         # Non-finite differences (a step out of range) leave Newton a failed
         # member rather than an eigendecomposition of NaN.
-        return h
+        h = 0.5 * (h + tf.linalg.matrix_transpose(h))
+        return at_x(nll), g[:, 0], h, at_x(mean), at_x(scale2)
 
     def _fit_graph(self, t, y, mask, lower, upper, kernel_grid, noise_grid):
         """Grid on the window, Newton on the window, Newton on the series;
@@ -161,22 +167,22 @@ class MarkovFitter(tf.Module):
 
         def on_window(x, members):
             take = lambda v: tf.gather(v, members)
-            data = (take(tw), take(yw), take(mw))
-            nll, g, mean, scale2 = self._gradient_compiled(x, *data)
-            return nll, g, self._hessian(x, *data), {"mean": mean, "scale2": scale2}
+            nll, g, h, mean, scale2 = self._with_hessian(x, take(tw), take(yw), take(mw))
+            return nll, g, h, {"mean": mean, "scale2": scale2, "hessian": h}
 
-        def on_prefix(length):
+        def on_prefix(length, curvature):
             """Newton's objective on the first `length` points: exact value
-            and gradient, the window's Hessian scaled by observed points."""
+            and gradient; as Hessian the window's at its optimum,
+            curvature [B, P, P], scaled by the ratio of observed points
+            (computed once: docs/design.md, "Long series: Markov kernels")."""
             tp, yp, mp = t[:, :length], y[:, :length], mask[:, :length]
+            ratio = tf.reduce_sum(mp, -1) / tf.reduce_sum(mw, -1)
+            scaled = curvature * ratio[:, None, None]
 
             def evaluate(x, members):
                 take = lambda v: tf.gather(v, members)
                 nll, g, mean, scale2 = self._gradient_compiled(x, take(tp), take(yp), take(mp))
-                window_mask = take(mw)
-                ratio = tf.reduce_sum(take(mp), -1) / tf.reduce_sum(window_mask, -1)
-                h = self._hessian(x, take(tw), take(yw), window_mask) * ratio[:, None, None]
-                return nll, g, h, {"mean": mean, "scale2": scale2}
+                return nll, g, take(scaled), {"mean": mean, "scale2": scale2}
             return evaluate
 
         floor = (newton.RIDGE_EIGEN_FLOOR if len(components(self.kernel)) > 1
@@ -186,18 +192,19 @@ class MarkovFitter(tf.Module):
                                      tolerance=self.config.tolerance, eigen_floor=floor)
         first = minimize(on_window, start)
         position, evaluations = first.position, first.evaluations
+        curvature = first.aux["hessian"]
         if self.prefix_above is not None:
             # A batch longer than prefix_above first converges on its
             # first prefix_points points: the whole-series stage then
             # starts prefix_points / WINDOW_POINTS times closer in nats
             # (docs/design.md, "Long series: Markov kernels").
             def on_the_prefix():
-                found = minimize(on_prefix(self.prefix_points), first.position)
+                found = minimize(on_prefix(self.prefix_points, curvature), first.position)
                 return found.position, found.evaluations
             position, extra = tf.cond(tf.shape(t)[1] > self.prefix_above, on_the_prefix,
                                       lambda: (first.position, tf.constant(0)))
             evaluations += extra
-        result = minimize(on_prefix(tf.shape(t)[1]), position)
+        result = minimize(on_prefix(tf.shape(t)[1], curvature), position)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)
