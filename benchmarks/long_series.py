@@ -8,8 +8,12 @@ peak is that length's), beside the dense path at the lengths it can do.
 
 Columns: points, path, kernel, CPU s, us per point, first fit's CPU s,
 peak MB, Newton evaluations of the fit (all stages; the whole series'
-alone), CPU s of one whole-series value and gradient and of one window
-Hessian (what each whole-series evaluation costs), status. Sums are
+alone), CPU s of one whole-series value and gradient (what each
+whole-series evaluation costs) and of one window evaluation (value,
+gradient and Hessian on the window), the 1-minute load average at the
+end, status; then per kernel the least-squares line CPU s = a + b n.
+`--one N [--kernel K]` prints one size's row as JSON; `--rows FILE`
+prints the table of such lines collected in a file. Sums are
 fitted to the same matern32 draw: what they measure is the cost of their
 larger state. --prefix_above sets MarkovFitter.prefix_above (0: no
 prefix stage) for an A/B of that stage.
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -100,7 +105,8 @@ def one(n: int, dense: bool, kernel: str = "matern32", prefix_above: int | None 
            "evaluations": done("member_evaluations"),
            "series_evaluations": done("series_evaluations"),
            "peak_mb": peak, "status": result.status, "nll": result.nll,
-           "length_scale": result.length_scale, "iterations": result.iterations}
+           "length_scale": result.length_scale, "iterations": result.iterations,
+           "load": os.getloadavg()[0]}
     if path == "markov":
         row.update(evaluation_seconds(fitter.long_fitter, data[1]))
     return row
@@ -108,9 +114,10 @@ def one(n: int, dense: bool, kernel: str = "matern32", prefix_above: int | None 
 
 def evaluation_seconds(fitter, s) -> dict:
     """CPU seconds of one whole-series value and gradient (the chunked
-    scan's) and of one window Hessian, as Newton's whole-series stage calls
-    them, at the standardised series' grid start; each the second call of
-    its function (the first traces)."""
+    scan's: what each whole-series Newton evaluation costs) and of one
+    window evaluation (value, gradient and forward-difference Hessian:
+    each window Newton step), at the standardised series' grid start; each
+    the second call of its function (the first traces)."""
     from gpcore.fitter import _StandardisedBatch
     from gpcore.series import clean
     from gpcore.markov_fitter import WINDOW_POINTS
@@ -123,7 +130,7 @@ def evaluation_seconds(fitter, s) -> dict:
     timed = {}
     for name, call in [
             ("value_gradient_s", lambda: fitter._gradient_compiled(x, data.t, data.y, data.mask)),
-            ("window_hessian_s", lambda: fitter._hessian(
+            ("window_evaluation_s", lambda: fitter._with_hessian(
                 x, data.t[:, :w], data.y[:, :w], data.mask[:, :w]))]:
         call()
         start = time.process_time()
@@ -175,6 +182,7 @@ def main(argv=None) -> None:
     parser.add_argument("--prefix_above", type=int, default=-1,
                         help="MarkovFitter.prefix_above for the A/B of the prefix stage "
                              "(0: no prefix stage; default: the fitter's)")
+    parser.add_argument("--rows", help="a file of --one runs' JSON lines: print their table")
     parser.add_argument("--peer_sizes", default="10000,100000,1000000",
                         help="celerite2's sizes (pip install gpfit[bench]); empty: none")
     args = parser.parse_args(argv)
@@ -182,6 +190,10 @@ def main(argv=None) -> None:
         print(json.dumps(peer(args.one) if args.peer else one(args.one, args.dense, args.kernel,
                                                                    None if args.prefix_above == 0
                                                                    else args.prefix_above)))
+        return
+    if args.rows:
+        with open(args.rows) as f:
+            table([json.loads(line) for line in f if line.startswith("{")])
         return
     rows = []
     jobs = [(int(n), ["--dense"]) for n in args.dense_sizes.split(",") if n]
@@ -193,12 +205,32 @@ def main(argv=None) -> None:
         out = subprocess.run([sys.executable, __file__, "--one", str(n)] + flags,
                              capture_output=True, text=True, check=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
-        r = rows[-1]
-        print(f"| {r['n']:>9,} | {r['path']:9} | {r['kernel']} | {r['cpu_s']:8.2f} "
-              f"| {r['cpu_s'] / r['n'] * 1e6:7.1f} | {r['first_cpu_s']:8.2f} | {r['peak_mb']:7.0f} "
+        print(json.dumps(rows[-1]), flush=True)
+    table(rows)
+
+
+def table(rows) -> None:
+    """The rows as a Markdown table, then per kernel of the O(n) rows the
+    least-squares line CPU s = a + b n (a: the window's fixed stages; b:
+    the whole-series evaluations' cost per point)."""
+    print("| points | path | kernel | CPU s | us per point | first fit | peak MB "
+          "| evaluations | whole series | value + gradient s | window evaluation s | load | status |")
+    print("|" + "---|" * 13)
+    for r in rows:
+        print(f"| {r['n']:,} | {r['path']} | {r['kernel']} | {r['cpu_s']:.2f} "
+              f"| {r['cpu_s'] / r['n'] * 1e6:.1f} | {r['first_cpu_s']:.2f} | {r['peak_mb']:,.0f} "
               f"| {r['evaluations']:.0f} | {r.get('series_evaluations', 0):.0f} "
               f"| {r.get('value_gradient_s', float('nan')):.2f} "
-              f"| {r.get('window_hessian_s', float('nan')):.2f} | {r['status']} |", flush=True)
+              f"| {r.get('window_evaluation_s', float('nan')):.3f} "
+              f"| {r.get('load', float('nan')):.1f} | {r['status']} |", flush=True)
+    for kernel in sorted({r["kernel"] for r in rows if r["path"] == "markov"}):
+        mine = [r for r in rows if r["path"] == "markov" and r["kernel"] == kernel]
+        if len(mine) < 2:
+            continue
+        n = np.array([r["n"] for r in mine], float)
+        b, a = np.polyfit(n, [r["cpu_s"] for r in mine], 1)
+        print(f"{kernel}: CPU s = {a:.2f} + {b * 1e6:.2f}e-6 n over {len(mine)} sizes "
+              f"({', '.join(f'{int(v):,}' for v in n)})")
 
 
 if __name__ == "__main__":
