@@ -15,8 +15,7 @@ end, status; then per kernel the least-squares line CPU s = a + b n.
 `--one N [--kernel K]` prints one size's row as JSON; `--rows FILE`
 prints the table of such lines collected in a file. Sums are
 fitted to the same matern32 draw: what they measure is the cost of their
-larger state. --prefix_above sets MarkovFitter.prefix_above (0: no
-prefix stage) for an A/B of that stage.
+larger state.
 
 Peer, measured in the same run: celerite2 (O(n), one series at a time;
 pip install gpfit[bench]) on the second series of each --peer_sizes.
@@ -76,7 +75,7 @@ def series(n: int, seed: int):
 WARM_POINTS = 5000
 
 
-def one(n: int, dense: bool, kernel: str = "matern32", prefix_above: int | None = -1) -> dict:
+def one(n: int, dense: bool, kernel: str = "matern32") -> dict:
     import tensorflow as tf
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -87,8 +86,6 @@ def one(n: int, dense: bool, kernel: str = "matern32", prefix_above: int | None 
     if dense:
         fitter.long_fitter = None  # the dense path, for the peer column
         path = "dense"
-    if fitter.long_fitter is not None and prefix_above != -1:
-        fitter.long_fitter.prefix_above = prefix_above  # before the first fit traces
     # The first fit traces: on the O(n) path a short series does it (the
     # function takes any length), so that only one long series is fitted.
     data = [series(WARM_POINTS if path == "markov" else n, 1), series(n, 2)]
@@ -179,17 +176,12 @@ def main(argv=None) -> None:
     parser.add_argument("--kernel", default="matern32", help=argparse.SUPPRESS)
     parser.add_argument("--dense", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--prefix_above", type=int, default=-1,
-                        help="MarkovFitter.prefix_above for the A/B of the prefix stage "
-                             "(0: no prefix stage; default: the fitter's)")
     parser.add_argument("--rows", help="a file of --one runs' JSON lines: print their table")
     parser.add_argument("--peer_sizes", default="10000,100000,1000000",
                         help="celerite2's sizes (pip install gpfit[bench]); empty: none")
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(peer(args.one) if args.peer else one(args.one, args.dense, args.kernel,
-                                                                   None if args.prefix_above == 0
-                                                                   else args.prefix_above)))
+        print(json.dumps(peer(args.one) if args.peer else one(args.one, args.dense, args.kernel)))
         return
     if args.rows:
         with open(args.rows) as f:
@@ -197,7 +189,7 @@ def main(argv=None) -> None:
         return
     rows = []
     jobs = [(int(n), ["--dense"]) for n in args.dense_sizes.split(",") if n]
-    jobs += [(int(n), ["--kernel", k, "--prefix_above", str(args.prefix_above)])
+    jobs += [(int(n), ["--kernel", k])
              for k in args.kernels.split(",")
              for n in args.sizes.split(",") if n]
     jobs += [(int(n), ["--peer"]) for n in args.peer_sizes.split(",") if n]

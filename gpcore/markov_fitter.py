@@ -16,9 +16,8 @@ series: Markov kernels"):
    as Hessian the window's at its optimum (stage 2's last), scaled by the
    ratio of observed points, computed once. A series within one window has
    its own exact objective in stage 2 and stops at stage 3's first
-   evaluation.
-   Optionally (prefix_above, off by default) a batch longer than that
-   first runs stage 3 on its first prefix_points points.
+   evaluation. Each step updates that Hessian from the step and the
+   change of the exact gradient (BFGS, secant_update).
 
 Window Hessians come from forward differences of autodiff gradients,
 batched as members with the gradient itself (P + 1 gradients). The function's input signature has
@@ -59,14 +58,6 @@ SECANT_CURVATURE = 1e-8
 # one chunk of the scan alive (statespace.CHUNK_POINTS), the rest is ~250
 # bytes per point of inputs (docs/design.md, "Long series: Markov kernels").
 MAX_BATCH_POINTS = 1 << 18
-# The prefix stage: Newton on the first PREFIX_POINTS points of a batch
-# longer than PREFIX_ABOVE before the whole series. Off (None): at 3 x
-# 10^5 points it left the whole-series evaluations at 4 and cost 34 % more
-# (docs/design.md, "Long series: Markov kernels"; benchmarks/long_series.py
-# --prefix_above 262144).
-PREFIX_POINTS = 1 << 16
-PREFIX_ABOVE = None
-
 
 class MarkovFitter(tf.Module):
     """Fits constant mean + Markov kernel + Gaussian noise to long series by
@@ -84,9 +75,6 @@ class MarkovFitter(tf.Module):
             raise ValueError(f"MarkovFitter fits {', '.join(statespace.STATE_DIMENSION)} and "
                              f"their sums; got {self.config.kernel!r}")
         self._lock = threading.Lock()
-        # Read when the graph is traced (the first fit): a benchmark or a
-        # test may set them before then (prefix_above None: no such stage).
-        self.prefix_points, self.prefix_above = PREFIX_POINTS, PREFIX_ABOVE
         self.shape_parameters = [self._positive(n) for n in self.kernel.parameters]
         self.noise_ratio = self._positive("noise_ratio")
         self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
@@ -173,18 +161,17 @@ class MarkovFitter(tf.Module):
             nll, g, h, mean, scale2 = self._with_hessian(x, take(tw), take(yw), take(mw))
             return nll, g, h, {"mean": mean, "scale2": scale2, "hessian": h}
 
-        def on_prefix(length, window_hessian):
-            """Newton's objective on the first `length` points: exact value
-            and gradient; as Hessian the window's at its optimum,
+        def on_series(window_hessian):
+            """Newton's objective on the whole series: exact value and
+            gradient; as Hessian the window's at its optimum,
             window_hessian [B, P, P], scaled by the ratio of observed points
-            (computed once: docs/design.md, "Long series: Markov kernels")."""
-            tp, yp, mp = t[:, :length], y[:, :length], mask[:, :length]
-            ratio = tf.reduce_sum(mp, -1) / tf.reduce_sum(mw, -1)
-            scaled = window_hessian * ratio[:, None, None]
+            (computed once: secant_update corrects it step by step)."""
+            scaled = window_hessian * (tf.reduce_sum(mask, -1)
+                                       / tf.reduce_sum(mw, -1))[:, None, None]
 
             def evaluate(x, members):
                 take = lambda v: tf.gather(v, members)
-                nll, g, mean, scale2 = self._gradient_compiled(x, take(tp), take(yp), take(mp))
+                nll, g, mean, scale2 = self._gradient_compiled(x, take(t), take(y), take(mask))
                 return nll, g, take(scaled), {"mean": mean, "scale2": scale2}
             return evaluate
 
@@ -194,21 +181,8 @@ class MarkovFitter(tf.Module):
                                      max_iterations=self.config.max_iterations,
                                      tolerance=self.config.tolerance, eigen_floor=floor)
         first = minimize(on_window, start)
-        position, evaluations = first.position, first.evaluations
         window_hessian = first.aux["hessian"]
-        if self.prefix_above is not None:
-            # A batch longer than prefix_above first converges on its
-            # first prefix_points points: the whole-series stage then
-            # starts prefix_points / WINDOW_POINTS times closer in nats
-            # (docs/design.md, "Long series: Markov kernels").
-            def on_the_prefix():
-                found = minimize(on_prefix(self.prefix_points, window_hessian), first.position,
-                                 hessian_update=secant_update)
-                return found.position, found.evaluations
-            position, extra = tf.cond(tf.shape(t)[1] > self.prefix_above, on_the_prefix,
-                                      lambda: (first.position, tf.constant(0)))
-            evaluations += extra
-        result = minimize(on_prefix(tf.shape(t)[1], window_hessian), position, hessian_update=secant_update)
+        result = minimize(on_series(window_hessian), first.position, hessian_update=secant_update)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)
@@ -218,7 +192,7 @@ class MarkovFitter(tf.Module):
             "params": params, "noise_ratio": params[:, -1], "jitter": zero,
             "status": result.status, "at_bound": result.at_bound,
             "iterations": first.iterations + result.iterations,
-            "evaluations": evaluations + result.evaluations,
+            "evaluations": first.evaluations + result.evaluations,
             "series_evaluations": result.evaluations,
         }
 
