@@ -203,12 +203,13 @@ def main(argv=None) -> None:
 
 def table(rows) -> None:
     """The rows as a Markdown table, then per kernel of the O(n) rows the
-    least-squares line CPU s = a + b n (a: the window's fixed stages; b:
-    the whole-series evaluations' cost per point)."""
+    least-squares lines a + b n of the fit's CPU s (a: the window's fixed
+    stages; b: the whole-series evaluations' cost per point) and of one
+    whole-series value and gradient."""
     print("| points | path | kernel | CPU s | us per point | first fit | peak MB "
           "| evaluations | whole series | value + gradient s | window evaluation s | load | status |")
     print("|" + "---|" * 13)
-    for r in rows:
+    for r in sorted(rows, key=lambda r: (r["kernel"] != "matern32", r["kernel"], r["n"])):
         print(f"| {r['n']:,} | {r['path']} | {r['kernel']} | {r['cpu_s']:.2f} "
               f"| {r['cpu_s'] / r['n'] * 1e6:.1f} | {r['first_cpu_s']:.2f} | {r['peak_mb']:,.0f} "
               f"| {r['evaluations']:.0f} | {r.get('series_evaluations', 0):.0f} "
@@ -219,10 +220,11 @@ def table(rows) -> None:
         mine = [r for r in rows if r["path"] == "markov" and r["kernel"] == kernel]
         if len(mine) < 2:
             continue
-        n = np.array([r["n"] for r in mine], float)
-        b, a = np.polyfit(n, [r["cpu_s"] for r in mine], 1)
-        print(f"{kernel}: CPU s = {a:.2f} + {b * 1e6:.2f}e-6 n over {len(mine)} sizes "
-              f"({', '.join(f'{int(v):,}' for v in n)})")
+        n = np.array(sorted(r["n"] for r in mine), float)
+        for key, what in (("cpu_s", "fit CPU s"), ("value_gradient_s", "one value + gradient")):
+            b, a = np.polyfit([r["n"] for r in mine], [r[key] for r in mine], 1)
+            print(f"{kernel}: {what} = {a:.2f} + {b * 1e6:.2f}e-6 n over {len(mine)} sizes "
+                  f"({', '.join(f'{int(v):,}' for v in n)})")
 
 
 if __name__ == "__main__":
