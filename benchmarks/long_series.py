@@ -8,11 +8,14 @@ peak is that length's), beside the dense path at the lengths it can do.
 
 Columns: points, path, kernel, CPU s, us per point, first fit's CPU s,
 peak MB, Newton evaluations of the fit (all stages; the whole series'
-alone), CPU s of one whole-series value and gradient and of one window
-Hessian (what each whole-series evaluation costs), status. Sums are
+alone), CPU s of one whole-series value and gradient (what each
+whole-series evaluation costs) and of one window evaluation (value,
+gradient and Hessian on the window), the 1-minute load average at the
+end, status; then per kernel the least-squares line CPU s = a + b n.
+`--one N [--kernel K]` prints one size's row as JSON; `--rows FILE`
+prints the table of such lines collected in a file. Sums are
 fitted to the same matern32 draw: what they measure is the cost of their
-larger state. --prefix_above sets MarkovFitter.prefix_above (0: no
-prefix stage) for an A/B of that stage.
+larger state.
 
 Peer, measured in the same run: celerite2 (O(n), one series at a time;
 pip install gpfit[bench]) on the second series of each --peer_sizes.
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -71,7 +75,7 @@ def series(n: int, seed: int):
 WARM_POINTS = 5000
 
 
-def one(n: int, dense: bool, kernel: str = "matern32", prefix_above: int | None = -1) -> dict:
+def one(n: int, dense: bool, kernel: str = "matern32") -> dict:
     import tensorflow as tf
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -82,8 +86,6 @@ def one(n: int, dense: bool, kernel: str = "matern32", prefix_above: int | None 
     if dense:
         fitter.long_fitter = None  # the dense path, for the peer column
         path = "dense"
-    if fitter.long_fitter is not None and prefix_above != -1:
-        fitter.long_fitter.prefix_above = prefix_above  # before the first fit traces
     # The first fit traces: on the O(n) path a short series does it (the
     # function takes any length), so that only one long series is fitted.
     data = [series(WARM_POINTS if path == "markov" else n, 1), series(n, 2)]
@@ -100,7 +102,8 @@ def one(n: int, dense: bool, kernel: str = "matern32", prefix_above: int | None 
            "evaluations": done("member_evaluations"),
            "series_evaluations": done("series_evaluations"),
            "peak_mb": peak, "status": result.status, "nll": result.nll,
-           "length_scale": result.length_scale, "iterations": result.iterations}
+           "length_scale": result.length_scale, "iterations": result.iterations,
+           "load": os.getloadavg()[0]}
     if path == "markov":
         row.update(evaluation_seconds(fitter.long_fitter, data[1]))
     return row
@@ -108,9 +111,10 @@ def one(n: int, dense: bool, kernel: str = "matern32", prefix_above: int | None 
 
 def evaluation_seconds(fitter, s) -> dict:
     """CPU seconds of one whole-series value and gradient (the chunked
-    scan's) and of one window Hessian, as Newton's whole-series stage calls
-    them, at the standardised series' grid start; each the second call of
-    its function (the first traces)."""
+    scan's: what each whole-series Newton evaluation costs) and of one
+    window evaluation (value, gradient and forward-difference Hessian:
+    each window Newton step), at the standardised series' grid start; each
+    the second call of its function (the first traces)."""
     from gpcore.fitter import _StandardisedBatch
     from gpcore.series import clean
     from gpcore.markov_fitter import WINDOW_POINTS
@@ -123,7 +127,7 @@ def evaluation_seconds(fitter, s) -> dict:
     timed = {}
     for name, call in [
             ("value_gradient_s", lambda: fitter._gradient_compiled(x, data.t, data.y, data.mask)),
-            ("window_hessian_s", lambda: fitter._hessian(
+            ("window_evaluation_s", lambda: fitter._with_hessian(
                 x, data.t[:, :w], data.y[:, :w], data.mask[:, :w]))]:
         call()
         start = time.process_time()
@@ -172,20 +176,20 @@ def main(argv=None) -> None:
     parser.add_argument("--kernel", default="matern32", help=argparse.SUPPRESS)
     parser.add_argument("--dense", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--prefix_above", type=int, default=-1,
-                        help="MarkovFitter.prefix_above for the A/B of the prefix stage "
-                             "(0: no prefix stage; default: the fitter's)")
+    parser.add_argument("--rows", help="a file of --one runs' JSON lines: print their table")
     parser.add_argument("--peer_sizes", default="10000,100000,1000000",
                         help="celerite2's sizes (pip install gpfit[bench]); empty: none")
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(peer(args.one) if args.peer else one(args.one, args.dense, args.kernel,
-                                                                   None if args.prefix_above == 0
-                                                                   else args.prefix_above)))
+        print(json.dumps(peer(args.one) if args.peer else one(args.one, args.dense, args.kernel)))
+        return
+    if args.rows:
+        with open(args.rows) as f:
+            table([json.loads(line) for line in f if line.startswith("{")])
         return
     rows = []
     jobs = [(int(n), ["--dense"]) for n in args.dense_sizes.split(",") if n]
-    jobs += [(int(n), ["--kernel", k, "--prefix_above", str(args.prefix_above)])
+    jobs += [(int(n), ["--kernel", k])
              for k in args.kernels.split(",")
              for n in args.sizes.split(",") if n]
     jobs += [(int(n), ["--peer"]) for n in args.peer_sizes.split(",") if n]
@@ -193,12 +197,34 @@ def main(argv=None) -> None:
         out = subprocess.run([sys.executable, __file__, "--one", str(n)] + flags,
                              capture_output=True, text=True, check=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
-        r = rows[-1]
-        print(f"| {r['n']:>9,} | {r['path']:9} | {r['kernel']} | {r['cpu_s']:8.2f} "
-              f"| {r['cpu_s'] / r['n'] * 1e6:7.1f} | {r['first_cpu_s']:8.2f} | {r['peak_mb']:7.0f} "
+        print(json.dumps(rows[-1]), flush=True)
+    table(rows)
+
+
+def table(rows) -> None:
+    """The rows as a Markdown table, then per kernel of the O(n) rows the
+    least-squares lines a + b n of the fit's CPU s (a: the window's fixed
+    stages; b: the whole-series evaluations' cost per point) and of one
+    whole-series value and gradient."""
+    print("| points | path | kernel | CPU s | us per point | first fit | peak MB "
+          "| evaluations | whole series | value + gradient s | window evaluation s | load | status |")
+    print("|" + "---|" * 13)
+    for r in sorted(rows, key=lambda r: (r["kernel"] != "matern32", r["kernel"], r["n"])):
+        print(f"| {r['n']:,} | {r['path']} | {r['kernel']} | {r['cpu_s']:.2f} "
+              f"| {r['cpu_s'] / r['n'] * 1e6:.1f} | {r['first_cpu_s']:.2f} | {r['peak_mb']:,.0f} "
               f"| {r['evaluations']:.0f} | {r.get('series_evaluations', 0):.0f} "
               f"| {r.get('value_gradient_s', float('nan')):.2f} "
-              f"| {r.get('window_hessian_s', float('nan')):.2f} | {r['status']} |", flush=True)
+              f"| {r.get('window_evaluation_s', float('nan')):.3f} "
+              f"| {r.get('load', float('nan')):.1f} | {r['status']} |", flush=True)
+    for kernel in sorted({r["kernel"] for r in rows if r["path"] == "markov"}):
+        mine = [r for r in rows if r["path"] == "markov" and r["kernel"] == kernel]
+        if len(mine) < 2:
+            continue
+        n = np.array(sorted(r["n"] for r in mine), float)
+        for key, what in (("cpu_s", "fit CPU s"), ("value_gradient_s", "one value + gradient")):
+            b, a = np.polyfit([r["n"] for r in mine], [r[key] for r in mine], 1)
+            print(f"{kernel}: {what} = {a:.2f} + {b * 1e6:.2f}e-6 n over {len(mine)} sizes "
+                  f"({', '.join(f'{int(v):,}' for v in n)})")
 
 
 if __name__ == "__main__":

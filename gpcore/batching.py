@@ -79,15 +79,14 @@ BASIN_RESTART_SHARE = 0.25
 # for a state of dimension D, and MARKOV_SUM_FACTOR for a sum (a 4x larger
 # grid and 3-5x the whole-series Newton evaluations), all measured by
 #   python benchmarks/long_series.py --kernels matern32,matern12,matern32+matern12,matern52+matern12
-# (4.8 s at 10^4, 8.7 s at 10^5, 140 s at 10^6 for matern32: the slope per
-# point grows 3.3x past 10^5, from more whole-series evaluations; this one
-# is between, within 1.7x of all three. Sums at 10^4, at load 22-33:
-# matern32+matern12 measured 70.7 s against the model's 43.8 s,
-# matern52+matern12 40.0 s against 62.8 s; one sum at 10^5 varied 16x
-# with the draw, 30-485 s around the model's 110 s. Every sum over
-# MARKOV_ABOVE points is estimated above the default SECONDS_PER_CALL, so
-# it fills a call alone whatever the factor; docs/design.md, "Long series:
-# Markov kernels").
+# (re-measured with the window Hessian computed once and its BFGS update,
+# load 13-20: 2.7 s at 10^4, 9.7-9.8 s at 10^5, 23.4 s at 3 x 10^5, 107 s
+# at 10^6 for matern32: within 1.8x of all four. Sums: matern32+matern12
+# 25.9 s at 10^4 and 27.0 s at 10^5 against the model's 43.8 s and 110 s,
+# one draw each; sums varied 16x with the draw before, so the factor
+# stays. Every sum over MARKOV_ABOVE points is estimated above the default
+# SECONDS_PER_CALL, so it fills a call alone whatever the factor;
+# docs/design.md, "Long series: Markov kernels").
 MARKOV_SECONDS_WINDOW = 4.0
 MARKOV_SECONDS_PER_POINT = 8.0e-5
 MARKOV_STATE_EXPONENT = 1.25

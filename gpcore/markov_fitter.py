@@ -12,14 +12,15 @@ series: Markov kernels"):
    series' first WINDOW_POINTS points, value only.
 2. Newton (gpcore/newton.py) runs on the window from the best grid point.
 3. Newton runs on the whole series from there: exact value and gradient
-   (the chunked scan's recomputing gradient, statespace.chunked_sums), and the window's Hessian scaled by the
-   ratio of observed points. A series within one window has its own exact
-   objective in stage 2 and stops at stage 3's first evaluation.
-   Optionally (prefix_above, off by default) a batch longer than that
-   first runs stage 3 on its first prefix_points points.
+   (the chunked scan's recomputing gradient, statespace.chunked_sums), and
+   as Hessian the window's at its optimum (stage 2's last), scaled by the
+   ratio of observed points, computed once. A series within one window has
+   its own exact objective in stage 2 and stops at stage 3's first
+   evaluation. Each step updates that Hessian from the step and the
+   change of the exact gradient (BFGS, secant_update).
 
-Hessians come from central differences of autodiff gradients (2P gradient
-evaluations, batched as members). The function's input signature has
+Window Hessians come from forward differences of autodiff gradients,
+batched as members with the gradient itself (P + 1 gradients). The function's input signature has
 unknown batch size and length: one trace per fitter.
 """
 from __future__ import annotations
@@ -46,21 +47,17 @@ DTYPE = tf.float64
 # a grid of 40 values costs about what one whole-series gradient does at
 # 10^5 points (docs/design.md, "Long series: Markov kernels").
 WINDOW_POINTS = 4096
-# Central-difference step of the Hessian, log units: truncation error
-# ~ step^2, round-off ~ eps |g| / step, both below 1e-7 relative.
+# Forward-difference step of the Hessian, log units: truncation error
+# ~ step (1e-4 relative, far below what Newton's steps need), round-off
+# ~ eps |g| / step, below 1e-10 relative.
 HESSIAN_STEP = 1e-4
+# The secant update's least curvature along a step, relative to |s| |y|:
+# below it the pair is noise or negative curvature and the Hessian stays.
+SECANT_CURVATURE = 1e-8
 # Largest batch, in points (members x padded length): the gradient keeps
 # one chunk of the scan alive (statespace.CHUNK_POINTS), the rest is ~250
 # bytes per point of inputs (docs/design.md, "Long series: Markov kernels").
 MAX_BATCH_POINTS = 1 << 18
-# The prefix stage: Newton on the first PREFIX_POINTS points of a batch
-# longer than PREFIX_ABOVE before the whole series. Off (None): at 3 x
-# 10^5 points it left the whole-series evaluations at 4 and cost 34 % more
-# (docs/design.md, "Long series: Markov kernels"; benchmarks/long_series.py
-# --prefix_above 262144).
-PREFIX_POINTS = 1 << 16
-PREFIX_ABOVE = None
-
 
 class MarkovFitter(tf.Module):
     """Fits constant mean + Markov kernel + Gaussian noise to long series by
@@ -78,9 +75,6 @@ class MarkovFitter(tf.Module):
             raise ValueError(f"MarkovFitter fits {', '.join(statespace.STATE_DIMENSION)} and "
                              f"their sums; got {self.config.kernel!r}")
         self._lock = threading.Lock()
-        # Read when the graph is traced (the first fit): a benchmark or a
-        # test may set them before then (prefix_above None: no such stage).
-        self.prefix_points, self.prefix_above = PREFIX_POINTS, PREFIX_ABOVE
         self.shape_parameters = [self._positive(n) for n in self.kernel.parameters]
         self.noise_ratio = self._positive("noise_ratio")
         self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
@@ -128,19 +122,22 @@ class MarkovFitter(tf.Module):
             total = tf.reduce_sum(nll)
         return nll, tape.gradient(total, x), mean, scale2
 
-    def _hessian(self, x, t, y, mask):
-        """[M, P, P] central differences of autodiff gradients at x [M, P]."""
+    def _with_hessian(self, x, t, y, mask):
+        """(nll, gradient, Hessian [M, P, P], mean, scale2) at x [M, P]: the
+        Hessian by forward differences of autodiff gradients, evaluated in
+        one call with the gradient at x (P + 1 members, not 1 + 2P)."""
         p = x.shape[-1]
-        offsets = tf.concat([tf.eye(p, dtype=DTYPE), -tf.eye(p, dtype=DTYPE)], 0) * HESSIAN_STEP
-        moved = tf.reshape(x[:, None, :] + offsets[None], [-1, p])       # [M * 2P, P]
-        spread = lambda v: tf.repeat(v, 2 * p, axis=0)
-        g = self._gradient_compiled(moved, spread(t), spread(y), spread(mask))[1]
-        g = tf.reshape(g, [-1, 2 * p, p])
-        h = (g[:, :p] - g[:, p:]) / (2.0 * HESSIAN_STEP)
-        h = 0.5 * (h + tf.linalg.matrix_transpose(h))
+        offsets = tf.concat([tf.zeros([1, p], DTYPE), tf.eye(p, dtype=DTYPE) * HESSIAN_STEP], 0)
+        moved = tf.reshape(x[:, None, :] + offsets[None], [-1, p])       # [M * (P + 1), P]
+        spread = lambda v: tf.repeat(v, p + 1, axis=0)
+        nll, g, mean, scale2 = self._gradient_compiled(moved, spread(t), spread(y), spread(mask))
+        at_x = lambda v: tf.reshape(v, [-1, p + 1])[:, 0]
+        g = tf.reshape(g, [-1, p + 1, p])
+        h = (g[:, 1:] - g[:, :1]) / HESSIAN_STEP
         # Non-finite differences (a step out of range) leave Newton a failed
         # member rather than an eigendecomposition of NaN.
-        return h
+        h = 0.5 * (h + tf.linalg.matrix_transpose(h))
+        return at_x(nll), g[:, 0], h, at_x(mean), at_x(scale2)
 
     def _fit_graph(self, t, y, mask, lower, upper, kernel_grid, noise_grid):
         """Grid on the window, Newton on the window, Newton on the series;
@@ -161,22 +158,21 @@ class MarkovFitter(tf.Module):
 
         def on_window(x, members):
             take = lambda v: tf.gather(v, members)
-            data = (take(tw), take(yw), take(mw))
-            nll, g, mean, scale2 = self._gradient_compiled(x, *data)
-            return nll, g, self._hessian(x, *data), {"mean": mean, "scale2": scale2}
+            nll, g, h, mean, scale2 = self._with_hessian(x, take(tw), take(yw), take(mw))
+            return nll, g, h, {"mean": mean, "scale2": scale2, "hessian": h}
 
-        def on_prefix(length):
-            """Newton's objective on the first `length` points: exact value
-            and gradient, the window's Hessian scaled by observed points."""
-            tp, yp, mp = t[:, :length], y[:, :length], mask[:, :length]
+        def on_series(window_hessian):
+            """Newton's objective on the whole series: exact value and
+            gradient; as Hessian the window's at its optimum,
+            window_hessian [B, P, P], scaled by the ratio of observed points
+            (computed once: secant_update corrects it step by step)."""
+            scaled = window_hessian * (tf.reduce_sum(mask, -1)
+                                       / tf.reduce_sum(mw, -1))[:, None, None]
 
             def evaluate(x, members):
                 take = lambda v: tf.gather(v, members)
-                nll, g, mean, scale2 = self._gradient_compiled(x, take(tp), take(yp), take(mp))
-                window_mask = take(mw)
-                ratio = tf.reduce_sum(take(mp), -1) / tf.reduce_sum(window_mask, -1)
-                h = self._hessian(x, take(tw), take(yw), window_mask) * ratio[:, None, None]
-                return nll, g, h, {"mean": mean, "scale2": scale2}
+                nll, g, mean, scale2 = self._gradient_compiled(x, take(t), take(y), take(mask))
+                return nll, g, take(scaled), {"mean": mean, "scale2": scale2}
             return evaluate
 
         floor = (newton.RIDGE_EIGEN_FLOOR if len(components(self.kernel)) > 1
@@ -185,19 +181,8 @@ class MarkovFitter(tf.Module):
                                      max_iterations=self.config.max_iterations,
                                      tolerance=self.config.tolerance, eigen_floor=floor)
         first = minimize(on_window, start)
-        position, evaluations = first.position, first.evaluations
-        if self.prefix_above is not None:
-            # A batch longer than prefix_above first converges on its
-            # first prefix_points points: the whole-series stage then
-            # starts prefix_points / WINDOW_POINTS times closer in nats
-            # (docs/design.md, "Long series: Markov kernels").
-            def on_the_prefix():
-                found = minimize(on_prefix(self.prefix_points), first.position)
-                return found.position, found.evaluations
-            position, extra = tf.cond(tf.shape(t)[1] > self.prefix_above, on_the_prefix,
-                                      lambda: (first.position, tf.constant(0)))
-            evaluations += extra
-        result = minimize(on_prefix(tf.shape(t)[1]), position)
+        window_hessian = first.aux["hessian"]
+        result = minimize(on_series(window_hessian), first.position, hessian_update=secant_update)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)
@@ -207,7 +192,7 @@ class MarkovFitter(tf.Module):
             "params": params, "noise_ratio": params[:, -1], "jitter": zero,
             "status": result.status, "at_bound": result.at_bound,
             "iterations": first.iterations + result.iterations,
-            "evaluations": evaluations + result.evaluations,
+            "evaluations": first.evaluations + result.evaluations,
             "series_evaluations": result.evaluations,
         }
 
@@ -284,6 +269,29 @@ class MarkovFitter(tf.Module):
         self.work["series_evaluations"] += int(out.pop("series_evaluations"))
         self.work["points"] += float(data.t.size)
         return [data.result(b, out, kernel, False) for b in range(len(batch))]
+
+
+def secant_update(x, g, h, x_new, g_new, h_new):
+    """BFGS: the Hessian h [M, P, P] at x corrected so that it maps the step
+    s = x_new - x [M, P] to the change of the exact gradient y = g_new - g;
+    h itself where the pair shows no positive curvature. The whole-series
+    stage's Hessian, the window's scaled, errs by up to ~1.6x along one
+    direction at 10^6 points, which made Newton converge linearly (2.6x
+    per step, 8 whole-series evaluations); the update learns that
+    direction from the steps themselves (docs/design.md, "Long series:
+    Markov kernels"). h_new, the fixed scaled window Hessian, is unused."""
+    del h_new
+    step, change = x_new - x, g_new - g
+    hs = tf.linalg.matvec(h, step)
+    shs = tf.reduce_sum(step * hs, -1)
+    ys = tf.reduce_sum(change * step, -1)
+    size = tf.norm(step, axis=-1) * tf.norm(change, axis=-1)
+    usable = (ys > SECANT_CURVATURE * size) & (shs > 0.0) & tf.math.is_finite(ys)
+    one = tf.ones_like(ys)
+    shs, ys = tf.where(usable, shs, one), tf.where(usable, ys, one)
+    updated = (h - hs[:, :, None] * hs[:, None, :] / shs[:, None, None]
+               + change[:, :, None] * change[:, None, :] / ys[:, None, None])
+    return tf.where(usable[:, None, None], updated, h)
 
 
 def _search_grid(kernel, t, y):

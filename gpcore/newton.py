@@ -63,7 +63,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
              upper: tf.Tensor, max_iterations: int, tolerance: float,
              groups=None, merge_within: float = 0.0, active=None,
              restart: Callable | None = None, eigen_floor: float = EIGEN_FLOOR,
-             restart_rounds: int = 1) -> NewtonResult:
+             restart_rounds: int = 1, hessian_update: Callable | None = None) -> NewtonResult:
     """Minimises C independent objectives of P parameters within boxes.
 
     Args:
@@ -90,6 +90,10 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         together.
       eigen_floor: smallest |eigenvalue| of the Hessian used in a step,
         relative to the largest (EIGEN_FLOOR, or RIDGE_EIGEN_FLOOR).
+      hessian_update: optional (x, g, h, x_new, g_new, h_new) -> Hessian [M, P,
+        P] at x_new, called after each evaluation of the running members:
+        a quasi-Newton update for an objective whose `evaluate` returns
+        only an approximate Hessian (the O(n) fitter's whole-series stage).
     Returns:
       NewtonResult. Members whose start is not finite are FAILED, unmoved.
     """
@@ -144,6 +148,8 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         lo, hi = take(lower), take(upper)
         x_new, slope, predicted = _newton_step(x, g, h, radius, lo, hi, eigen_floor)
         f_new, g_new, h_new, aux_new = evaluate(x_new, members)
+        if hessian_update is not None:
+            h_new = hessian_update(x, g, h, x_new, g_new, h_new)
         accepted = (_finite(f_new, g_new, h_new) & (f_new <= f)
                     & (f - f_new >= ARMIJO * predicted))
         ratio = (f - f_new) / tf.maximum(predicted, 1e-300)

@@ -12,7 +12,7 @@ import pytest
 
 from gpcore.config import DENSE_MAX_POINTS, MARKOV_ABOVE, MARKOV_MAX_POINTS, FitConfig
 from gpcore.fitter import GPFitter
-from gpcore.markov_fitter import MarkovFitter
+from gpcore.markov_fitter import secant_update
 from gpcore.result import OK, SKIPPED
 from gpcore.series import Series
 
@@ -79,25 +79,47 @@ def test_kernels_without_state_space_form_skip_long_series_naming_those_that_fit
     assert fitter.long_fitter is None
 
 
-def test_prefix_stage_ends_at_the_whole_series_optimum(fitter):
-    """A series longer than prefix_above first converges on its first
-    prefix_points points, then on the whole series from there: the same
-    optimum as the fitter without that stage (the fixture's: none by
-    default, or far above this series), to Newton's tolerance."""
-    s = matern32_series(MARKOV_ABOVE + 1500, 7)
-    staged = MarkovFitter(FitConfig(kernel="matern32"))
-    staged.prefix_points, staged.prefix_above = MARKOV_ABOVE + 500, MARKOV_ABOVE + 1000
-    plain = fitter.long_fitter
-    assert plain.prefix_above is None or plain.prefix_above > s.t.size
-    work = dict(plain.work)
-    a, b = staged.fit([s])[0], plain.fit([s])[0]
-    tolerance = fitter.config.tolerance
-    assert a.status == b.status == OK and a.converged and b.converged
-    assert abs(a.nll - b.nll) <= 10 * tolerance
-    np.testing.assert_allclose([a.length_scale, a.amplitude, a.noise_variance, a.mean],
-                               [b.length_scale, b.amplitude, b.noise_variance, b.mean], rtol=1e-2)
-    # The stage ran: the evaluations before the whole-series stage exceed
-    # the window's alone (the same window, grid and start in both fitters).
-    before = lambda w: w["member_evaluations"] - w["series_evaluations"]
-    assert before(staged.work) > before(plain.work) - before(work)
-    assert staged.tracing_count == 1 and plain.tracing_count == 1
+def test_secant_update_meets_the_secant_condition():
+    """BFGS: the updated Hessian maps the step to the gradient change
+    (against numpy, to round-off), stays symmetric, and is left as it is
+    where the pair shows negative curvature."""
+    rng = np.random.default_rng(8)
+    h = np.array([[[4.0, 1.0], [1.0, 3.0]]] * 2)
+    x, step = rng.normal(size=(2, 2)), rng.normal(size=(2, 2))
+    truth = np.array([[2.5, 0.4], [0.4, 5.0]])
+    g = rng.normal(size=(2, 2))
+    change = step @ truth                       # a quadratic's gradient change
+    change[1] = -change[1]                      # member 1: negative curvature
+    updated = secant_update(x, g, h, x + step, g + change, np.zeros_like(h)).numpy()
+    np.testing.assert_allclose(updated[0] @ step[0], change[0], rtol=1e-12)
+    np.testing.assert_allclose(updated[0], updated[0].T, rtol=1e-12)
+    np.testing.assert_array_equal(updated[1], h[1])
+
+
+def test_secant_update_cuts_newton_steps_on_a_wrong_hessian():
+    """The whole-series stage's case: exact gradients of a quadratic, a
+    Hessian 1.6x too large along one direction (as the window's was at
+    10^6 points). Newton alone converges linearly; with the update it
+    reaches the same minimum (to the tolerance's square root) in fewer
+    evaluations."""
+    import tensorflow as tf
+    from gpcore import newton
+    rotation = np.array([[0.8, -0.6], [0.6, 0.8]])
+    truth = rotation @ np.diag([1e4, 3e3]) @ rotation.T
+    wrong = rotation @ np.diag([1.6e4, 3e3]) @ rotation.T
+    minimum = np.array([[0.3, -0.2]])
+
+    def evaluate(x, members):
+        d = x - minimum
+        return (0.5 * tf.reduce_sum(d * tf.linalg.matvec(truth, d), -1),
+                tf.linalg.matvec(truth, d), tf.tile(wrong[None], [tf.shape(x)[0], 1, 1]), {})
+
+    start = tf.constant([[0.0, 0.0]], tf.float64)
+    box = dict(lower=tf.constant([[-5.0, -5.0]], tf.float64),
+               upper=tf.constant([[5.0, 5.0]], tf.float64), max_iterations=50, tolerance=1e-4)
+    plain = newton.minimize(evaluate, start, **box)
+    secant = newton.minimize(evaluate, start, hessian_update=secant_update, **box)
+    for r in (plain, secant):
+        assert int(r.status[0]) == newton.CONVERGED
+        np.testing.assert_allclose(r.position.numpy(), minimum, atol=1e-3)
+    assert int(secant.evaluations) < int(plain.evaluations)
