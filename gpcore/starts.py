@@ -105,8 +105,13 @@ PROBE_ROUNDS = 1
 # each periodic component's period x PERIOD_PROBE_MULTIPLES, with its length
 # scale x 1 / multiple (the same smoothness in units of t) and x 1, on the
 # whole series, and Newton runs on from the best where it is lower
-# (docs/design.md, "Sums of kernels").
-PERIOD_PROBE_MULTIPLES = (2.0, 3.0, 1 / 2, 3 / 2, 2 / 3, 1 / 3)
+# (docs/design.md, "Sums of kernels"). Pulses narrower than a tenth of the
+# cycle have 4th and 5th harmonics as strong as the 2nd, and the fit can
+# settle there: at p/5 two pulses a cycle lay 41 nats above p, with the
+# probe at 5x lower than it; no product of 2, 3 and 3/2 is 5, so
+# HIGH_HARMONIC_MULTIPLES are probed too (value only, as the others).
+HIGH_HARMONIC_MULTIPLES = (4.0, 5.0)
+PERIOD_PROBE_MULTIPLES = (2.0, 3.0, 1 / 2, 3 / 2, 2 / 3, 1 / 3) + HIGH_HARMONIC_MULTIPLES
 # Jumps, for sums with a periodic part: in each of the first JUMP_ROUNDS
 # rounds of probes each series' other members (its starts that did not win)
 # run on from the next best of the period probes at these multiples,
@@ -117,6 +122,15 @@ PERIOD_PROBE_MULTIPLES = (2.0, 3.0, 1 / 2, 3 / 2, 2 / 3, 1 / 3)
 # (docs/design.md, "Sums of kernels").
 JUMP_PROBE_MULTIPLES = (2.0, 3.0, 3 / 2)
 JUMP_ROUNDS = 3
+# Jumps down, for the same sums: a fit can also settle at a period longer
+# than the cycle and no multiple of it (a periodogram peak at 1.5p, where p
+# is 2/3 of it); there the jumps up leave the period's bounds and are all
+# clipped to span/2. So the jump probes are taken in tiers: those up within
+# the bounds (best-scored first, as before), then the period probes at
+# these fractions within the bounds, then those clipped; each series'
+# other members take them in that order, as many as before
+# (docs/design.md, "Sums of kernels").
+JUMP_DOWN_MULTIPLES = (1 / 2, 2 / 3)
 # Shape probes, for sums with a periodic part: at the right period a sum
 # still has basins of its own in its other parameters (a small rbf with a
 # short length scale beside the cycle, or a long one carrying a trend).
@@ -211,6 +225,18 @@ def jump_probes(kernel: Kernel) -> np.ndarray:
     count = len(period_probes(kernel)) // len(per_component)
     return np.array([i for i, m in enumerate(per_component * count) if m in JUMP_PROBE_MULTIPLES],
                     np.int32)
+
+
+def down_jump_probes(kernel: Kernel) -> np.ndarray:
+    """[D] int32 columns of the period probes whose multiple is in
+    JUMP_DOWN_MULTIPLES, for a sum with a periodic part (none for other
+    kernels): the jumps' second tier, after those up within the bounds."""
+    if len(components(kernel)) == 1 or not kernel.has_period:
+        return np.zeros(0, np.int32)
+    per_component = [m for m in PERIOD_PROBE_MULTIPLES for _ in (0, 1)]  # (1/m, 1) per m
+    count = len(period_probes(kernel)) // len(per_component)
+    return np.array([i for i, m in enumerate(per_component * count)
+                     if m in JUMP_DOWN_MULTIPLES], np.int32)
 
 
 def shape_probes(kernel: Kernel) -> np.ndarray:
