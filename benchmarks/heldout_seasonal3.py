@@ -133,7 +133,8 @@ def _cycle(rng, t, period: float, shape: str) -> np.ndarray:
         # integrated OU: a phase that wanders smoothly, sd 0.05-0.2 cycles
         drift = np.cumsum(_smooth_walk(rng, x, 0.3) * np.diff(x, prepend=0))
         v = cycles + rng.uniform(0.05, 0.2) * _standard(drift)
-        f = np.sin(2 * np.pi * v) + rng.uniform(0.4, 0.9) * np.sin(2 * np.pi * (2 * v + rng.uniform()))
+        f = np.sin(2 * np.pi * v) + rng.uniform(0.4, 0.9) * np.sin(
+            2 * np.pi * (2 * v + rng.uniform()))
     else:  # spike_decay: an instant rise, an exponential decay
         f = np.exp(-u / rng.uniform(0.03, 0.12))
     return _standard(f)
@@ -176,7 +177,8 @@ def _plain(rng, t, shape: str) -> np.ndarray:
         knot = rng.uniform(0.2, 0.8)
         f = rng.normal() * x + rng.choice([-1, 1]) * rng.uniform(1, 4) * np.maximum(x - knot, 0)
     elif shape == "bumps":
-        f = sum(rng.uniform(0.5, 1.5) * np.exp(-0.5 * ((x - rng.uniform()) / rng.uniform(0.03, 0.15)) ** 2)
+        f = sum(rng.uniform(0.5, 1.5)
+                * np.exp(-0.5 * ((x - rng.uniform()) / rng.uniform(0.03, 0.15)) ** 2)
                 for _ in range(int(rng.integers(2, 5))))
     elif shape == "integrated_walk":
         f = np.cumsum(np.cumsum(rng.standard_normal(t.size)) * np.diff(x, prepend=0))

@@ -123,12 +123,13 @@ PERIOD_PROBE_MULTIPLES = (2.0, 3.0, 1 / 2, 3 / 2, 2 / 3, 1 / 3) + HIGH_HARMONIC_
 JUMP_PROBE_MULTIPLES = (2.0, 3.0, 3 / 2)
 JUMP_ROUNDS = 3
 # Jumps down, for the same sums: a fit can also settle at a period longer
-# than the cycle and no multiple of it (a periodogram peak at 1.5p, where p
-# is 2/3 of it); there the jumps up leave the period's bounds and are all
-# clipped to span/2. So the jump probes are taken in tiers: those up within
-# the bounds (best-scored first, as before), then the period probes at
-# these fractions within the bounds, then those clipped; each series'
-# other members take them in that order, as many as before
+# than the cycle and no multiple of it (near a periodogram peak at 1.58p,
+# where p is about 2/3 of it); there the jumps up leave the period's bounds
+# and were all clipped to span/2, the same start for each. So the jumps
+# are taken in order: those up within the bounds (best-scored first, as
+# before), then the period probes at these fractions (length scale x 1/m)
+# within the bounds; a jump clipped to a bound is not run. Each series'
+# other members take them in that order, in as many rounds as before
 # (docs/design.md, "Sums of kernels").
 JUMP_DOWN_MULTIPLES = (1 / 2, 2 / 3)
 # Shape probes, for sums with a periodic part: at the right period a sum
@@ -229,14 +230,16 @@ def jump_probes(kernel: Kernel) -> np.ndarray:
 
 def down_jump_probes(kernel: Kernel) -> np.ndarray:
     """[D] int32 columns of the period probes whose multiple is in
-    JUMP_DOWN_MULTIPLES, for a sum with a periodic part (none for other
-    kernels): the jumps' second tier, after those up within the bounds."""
+    JUMP_DOWN_MULTIPLES, with the length scale x 1/m, for a sum with a
+    periodic part (none for other kernels): the jumps taken after those up
+    within the bounds."""
     if len(components(kernel)) == 1 or not kernel.has_period:
         return np.zeros(0, np.int32)
     per_component = [m for m in PERIOD_PROBE_MULTIPLES for _ in (0, 1)]  # (1/m, 1) per m
     count = len(period_probes(kernel)) // len(per_component)
-    return np.array([i for i, m in enumerate(per_component * count)
-                     if m in JUMP_DOWN_MULTIPLES], np.int32)
+    shrunk = [i % 2 == 0 for i in range(len(per_component))]  # the length x 1/m of each pair
+    return np.array([i for i, (m, first) in enumerate(zip(per_component * count, shrunk * count))
+                     if m in JUMP_DOWN_MULTIPLES and first], np.int32)
 
 
 def shape_probes(kernel: Kernel) -> np.ndarray:

@@ -3,7 +3,6 @@ and the probes at 4x and 5x the period (docs/design.md, "Sums of kernels"),
 on the two series of benchmarks/heldout_seasonal2.py (a tuning set now)
 whose misses they were made for. The peer (benchmarks/peers.py, 4 starts)
 is refitted here, one series each."""
-import pytest
 
 import heldout_seasonal2  # benchmarks/, on the path by conftest.py
 import seasonal_quality as sq
