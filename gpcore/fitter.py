@@ -307,6 +307,7 @@ class GPFitter(tf.Module):
                  for probe in starts.short_probes(self.kernel)]
         if short:
             points = tf.concat([points, tf.stack(short, axis=1)], axis=1)
+        unclipped = points
         points = tf.clip_by_value(points, lo[:, None], hi[:, None])
         # Two probes at a time, as the grid: 30 whole-series matrices at
         # once would not fit beside a long series' batch.
@@ -335,12 +336,38 @@ class GPFitter(tf.Module):
                                         tf.int32), axis=-1)                     # [C]
         others = tf.reduce_sum(tf.cast(same & other[None, :], tf.int32), axis=-1)  # [C]
         slot = earlier + round_index * others
-        ranked = tf.argsort(tf.gather(scored, jumps, axis=1), axis=-1, stable=True)  # [B, J]
-        forced = other & (slot < jumps.size) & (round_index < starts.JUMP_ROUNDS)
+        jumps, ranked, runs = self._jump_order(jumps, scored, points, unclipped)  # [J], [B, J], [B]
+        forced = other & (slot < tf.gather(runs, group)) & (round_index < starts.JUMP_ROUNDS)
         column = tf.gather(tf.gather(jumps, tf.gather(ranked, group)),
                            tf.minimum(slot, jumps.size - 1), batch_dims=1)       # [C]
         jump_start = tf.gather(tf.gather(points, group), column, batch_dims=1)  # [C, P]
         return again | forced, tf.where(forced[:, None], jump_start, start)
+
+    def _jump_order(self, up, scored, points, unclipped):
+        """(columns [J] of the jump probes, up's then starts.down_jump_probes';
+        each series' order of them [B, J]; how many of them [B] to run): the
+        jumps up whose periods stay within the bounds, best-scored first,
+        then those down within the bounds; those clipped to a bound come
+        last and are not run (starts.JUMP_DOWN_MULTIPLES).
+
+        Args: up: [U] columns of the jumps up (starts.jump_probes); scored:
+        [B, Q] the probes' values; points, unclipped: [B, Q, P] the probes
+        after and before clipping to the bounds.
+        """
+        down = starts.down_jump_probes(self.kernel)
+        if not down.size:
+            return (up, tf.argsort(tf.gather(scored, up, axis=1), axis=-1, stable=True),
+                    tf.fill([tf.shape(scored)[0]], up.size))
+        columns = np.concatenate([up, down])
+        periods = [i for i, name in enumerate(self.kernel.parameters) if name.startswith("period")]
+        moved = tf.gather(tf.gather(tf.abs(unclipped - points), columns, axis=1), periods,
+                          axis=2)                                               # [B, J, periods]
+        clipped = tf.reduce_any(moved > 0.0, axis=-1)                          # [B, J]
+        tier = tf.where(clipped, 2, tf.where(tf.range(columns.size) >= up.size, 1, 0))
+        by_value = tf.argsort(tf.gather(scored, columns, axis=1), axis=-1, stable=True)
+        order = tf.gather(by_value, tf.argsort(tf.gather(tier, by_value, batch_dims=1), axis=-1,
+                                               stable=True), batch_dims=1)
+        return columns, order, tf.reduce_sum(tf.cast(~clipped, tf.int32), axis=-1)
 
     def _short_probe(self, optimum, lo, c, length, variance):
         """[B, P] each series' optimum [B, P] (log) with component c's

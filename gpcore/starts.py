@@ -119,8 +119,13 @@ PROBE_ROUNDS = 1
 # each periodic component's period x PERIOD_PROBE_MULTIPLES, with its length
 # scale x 1 / multiple (the same smoothness in units of t) and x 1, on the
 # whole series, and Newton runs on from the best where it is lower
-# (docs/design.md, "Sums of kernels").
-PERIOD_PROBE_MULTIPLES = (2.0, 3.0, 1 / 2, 3 / 2, 2 / 3, 1 / 3)
+# (docs/design.md, "Sums of kernels"). Pulses narrower than a tenth of the
+# cycle have 4th and 5th harmonics as strong as the 2nd, and the fit can
+# settle there: at p/5 two pulses a cycle lay 41 nats above p, with the
+# probe at 5x lower than it; no product of 2, 3 and 3/2 is 5, so
+# HIGH_HARMONIC_MULTIPLES are probed too (value only, as the others).
+HIGH_HARMONIC_MULTIPLES = (4.0, 5.0)
+PERIOD_PROBE_MULTIPLES = (2.0, 3.0, 1 / 2, 3 / 2, 2 / 3, 1 / 3) + HIGH_HARMONIC_MULTIPLES
 # Jumps, for sums with a periodic part: in each of the first JUMP_ROUNDS
 # rounds of probes each series' other members (its starts that did not win)
 # run on from the next best of the period probes at these multiples,
@@ -131,6 +136,16 @@ PERIOD_PROBE_MULTIPLES = (2.0, 3.0, 1 / 2, 3 / 2, 2 / 3, 1 / 3)
 # (docs/design.md, "Sums of kernels").
 JUMP_PROBE_MULTIPLES = (2.0, 3.0, 3 / 2)
 JUMP_ROUNDS = 3
+# Jumps down, for the same sums: a fit can also settle at a period longer
+# than the cycle and no multiple of it (near a periodogram peak at 1.58p,
+# where p is about 2/3 of it); there the jumps up leave the period's bounds
+# and were all clipped to span/2, the same start for each. So the jumps
+# are taken in order: those up within the bounds (best-scored first, as
+# before), then the period probes at these fractions (length scale x 1/m)
+# within the bounds; a jump clipped to a bound is not run. Each series'
+# other members take them in that order, in as many rounds as before
+# (docs/design.md, "Sums of kernels").
+JUMP_DOWN_MULTIPLES = (1 / 2, 2 / 3)
 # Shape probes, for sums with a periodic part: at the right period a sum
 # still has basins of its own in its other parameters (a small rbf with a
 # short length scale beside the cycle, or a long one carrying a trend).
@@ -231,6 +246,20 @@ def jump_probes(kernel: Kernel) -> np.ndarray:
     count = len(period_probes(kernel)) // len(per_component)
     return np.array([i for i, m in enumerate(per_component * count) if m in JUMP_PROBE_MULTIPLES],
                     np.int32)
+
+
+def down_jump_probes(kernel: Kernel) -> np.ndarray:
+    """[D] int32 columns of the period probes whose multiple is in
+    JUMP_DOWN_MULTIPLES, with the length scale x 1/m, for a sum with a
+    periodic part (none for other kernels): the jumps taken after those up
+    within the bounds."""
+    if len(components(kernel)) == 1 or not kernel.has_period:
+        return np.zeros(0, np.int32)
+    per_component = [m for m in PERIOD_PROBE_MULTIPLES for _ in (0, 1)]  # (1/m, 1) per m
+    count = len(period_probes(kernel)) // len(per_component)
+    shrunk = [i % 2 == 0 for i in range(len(per_component))]  # the length x 1/m of each pair
+    return np.array([i for i, (m, first) in enumerate(zip(per_component * count, shrunk * count))
+                     if m in JUMP_DOWN_MULTIPLES and first], np.int32)
 
 
 def shape_probes(kernel: Kernel) -> np.ndarray:

@@ -51,6 +51,40 @@ def test_jump_probes_are_the_period_probes_at_longer_multiples_of_a_sum():
     assert starts.jump_probes(kernel_named("rbf")).size == 0
 
 
+def test_down_jumps_are_the_period_probes_at_shorter_multiples_of_a_sum():
+    kernel = kernel_named("rbf+periodic")
+    offsets = np.exp(starts.period_probes(kernel))
+    down = starts.down_jump_probes(kernel)
+    assert len(down) == len(starts.JUMP_DOWN_MULTIPLES)  # length x 1/m only
+    np.testing.assert_allclose(sorted(offsets[down, 3]), sorted(starts.JUMP_DOWN_MULTIPLES))
+    np.testing.assert_allclose(offsets[down, 2] * offsets[down, 3], 1.0)
+    assert all(m < 1 for m in starts.JUMP_DOWN_MULTIPLES)
+    assert not set(down) & set(starts.jump_probes(kernel))
+    assert len(starts.down_jump_probes(kernel_named("periodic+rbf+periodic"))) == 2 * len(
+        starts.JUMP_DOWN_MULTIPLES)
+    assert starts.down_jump_probes(kernel_named("periodic")).size == 0  # single kernels: none
+
+
+def test_jumps_go_up_within_the_bounds_then_down_and_never_to_a_clipped_period():
+    fitter = GPFitter(FitConfig(kernel="rbf+periodic"))
+    up, down = starts.jump_probes(fitter.kernel), starts.down_jump_probes(fitter.kernel)
+    probes = len(starts.period_probes(fitter.kernel))
+    rng = np.random.default_rng(3)
+    scored = rng.permutation(probes).astype(float)[None]                  # [1, Q]
+    points = np.zeros((1, probes, 5))
+    unclipped = points.copy()
+    clipped = up[[0, 3]]  # two jumps up whose period left the bounds
+    unclipped[0, clipped, 3] = 0.7
+    columns, order, run = fitter._jump_order(up, tf.constant(scored), tf.constant(points),
+                                             tf.constant(unclipped))
+    taken = np.asarray(columns)[order.numpy()[0]]
+    within = [c for c in up if c not in clipped]
+    expected = (sorted(within, key=lambda c: scored[0, c]) + sorted(down, key=lambda c: scored[0, c])
+                + sorted(clipped, key=lambda c: scored[0, c]))
+    assert list(taken) == expected
+    assert run.numpy().tolist() == [len(within) + len(down)]
+
+
 def test_far_probes_pair_each_length_with_its_noise_factor(monkeypatch):
     offsets = np.exp(starts.far_probes())
     assert offsets.shape == (len(starts.FAR_PROBE_LENGTHS), 2)

@@ -1,0 +1,70 @@
+"""Smoke tests of the second and third held-out seasonal sets
+(benchmarks/heldout_seasonal2.py, heldout_seasonal3.py): each is what its
+docstring says, shares no series with the other seasonal sets, and its
+scoring command runs on a few series. Not the quality targets."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import heldout_seasonal  # noqa: E402
+import heldout_seasonal2  # noqa: E402
+import heldout_seasonal3  # noqa: E402
+import seasonal  # noqa: E402
+import seasonal_tuning  # noqa: E402
+
+SETS = {"heldout_seasonal2.py": heldout_seasonal2, "heldout_seasonal3.py": heldout_seasonal3}
+
+
+def _values(cases) -> set:
+    """Each series' finite values, rounded, as a hashable key."""
+    return {tuple(np.round(c.series.y[np.isfinite(c.series.y)], 6)) for c in cases}
+
+
+@pytest.mark.parametrize("script", sorted(SETS))
+def test_set_is_deterministic_and_as_described(script):
+    module = SETS[script]
+    cases, again = module.cases(), module.cases()
+    assert len(cases) == module.SEASONAL_COUNT + module.NON_SEASONAL_COUNT
+    assert all(np.array_equal(a.series.y, b.series.y, equal_nan=True) for a, b in zip(cases, again))
+    seasonal_cases = [c for c in cases if c.seasonal]
+    assert len(seasonal_cases) == module.SEASONAL_COUNT
+    cycles = np.array([c.cycles for c in seasonal_cases])
+    assert cycles.min() >= module.CYCLES[0] - 1e-9 and cycles.max() <= module.CYCLES[1] + 1e-9
+    assert 0 < np.mean(cycles < 2) < 0.3  # some the two-cycle bound cannot reach, not most
+    shapes = {c.series.series_id.split("/")[3].split("+")[0] for c in seasonal_cases}
+    assert shapes == set(module.SHAPES)
+    plain = {c.series.series_id.split("/")[3].split("+")[0] for c in cases if not c.seasonal}
+    assert plain == set(module.PLAIN_SHAPES)
+    for c in cases:
+        t, y = c.series.t, c.series.y
+        assert np.all(np.diff(t) > 0)
+        assert module.POINTS[0] <= np.isfinite(y).sum() <= module.POINTS[1]
+
+
+def test_third_set_shares_nothing_with_the_other_seasonal_sets():
+    ours = heldout_seasonal3.cases()
+    names = {c.series.series_id.split("/")[3].split("+")[0] for c in ours}
+    for other in (heldout_seasonal, heldout_seasonal2):
+        assert not names & (set(other.SHAPES) | set(other.PLAIN_SHAPES))
+    for other in (heldout_seasonal.cases(), heldout_seasonal2.cases(), seasonal_tuning.cases(),
+                  seasonal.cases()):
+        assert not _values(ours) & _values(other)
+
+
+@pytest.mark.parametrize("script", sorted(SETS))
+def test_check_runs_and_scores(script):
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script),
+                           "--check", "--count", "4", "--fresh"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = {r[0]: r[1:] for r in ([c.strip() for c in line.strip("|").split("|")]
+                                  for line in done.stdout.splitlines() if line.startswith("| "))}
+    assert rows["series (seasonal + non-seasonal)"][0] == "4 (3 + 1)"
+    share = float(rows["within 0.01 nats of the oracle or better"][0].rstrip(" %"))
+    assert 0 <= share <= 100
