@@ -60,17 +60,17 @@ def sum_run(tmp_path_factory, seasonal_input):
 
 
 @pytest.fixture(scope="module")
-def candidates_alone(series):
+def candidates_alone(series, fitter_for):
     """{kernel: {series_id: FitResult}} of auto's candidates fitted by
     gpcore outside the pipeline: rbf, and rbf+periodic started as auto
     starts it, from rbf's fit (gpcore.choice.periodic_starts) and its
     grid's best point."""
-    from gpcore import FitConfig, GPFitter, Series
+    from gpcore import FitConfig, Series
     from gpcore.choice import periodic_starts
 
     given = [Series(sid, t, y) for sid, (t, y) in series.items()]
-    rbf = GPFitter(FitConfig(kernel="rbf")).fit(given)
-    sums = GPFitter(FitConfig(kernel=SUM)).fit(
+    rbf = fitter_for(FitConfig(kernel="rbf")).fit(given)
+    sums = fitter_for(FitConfig(kernel=SUM)).fit(
         given, [periodic_starts(s, r, SUM) for s, r in zip(given, rbf)])
     return {k: {r.series_id: r for r in fits} for k, fits in (("rbf", rbf), (SUM, sums))}
 
