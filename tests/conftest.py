@@ -69,14 +69,14 @@ COSTLIEST = (
     "tests/gpcore/test_seasonal_auto.py",                 # 281-388
     "tests/gpcore/test_seasonal_quality.py",              # 150-251
     "tests/gpcore/test_seasonal_quality.py::tuning",      # 129
-    "tests/benchmarks/test_heldout_smoke.py",             # 115
+    "tests/benchmarks/test_heldout_smoke.py",             # 115 (4 series in its seasonal check; now 2)
     "tests/gpcore/test_fitter.py",                        # 88 (112 before shared fitters)
-    "tests/deploy",                                       # 82
+    "tests/deploy",                                       # 56-82
     "tests/benchmarks/test_forecast_smoke.py",            # 47-69
-    "tests/benchmarks/test_nightly_smoke.py",             # 61
+    "tests/benchmarks/test_nightly_smoke.py",             # 48-61
     "tests/benchmarks/test_auto_choice_smoke.py",         # 43
     "tests/gpcore/test_real_quality.py::single-series",   # 31 (64 before shared fitters)
-    "tests/benchmarks/test_speed_smoke.py",               # 31
+    "tests/benchmarks/test_speed_smoke.py",               # 31-56
     "tests/test_references.py",                           # 28
     "tests/gpcore/test_seasonal_quality.py::tuning-single",
     "tests/gpcore/test_real_quality.py",                  # 21
