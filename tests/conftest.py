@@ -67,7 +67,7 @@ PARTS = {
 # at loads of 10-35 (the heavy groups' CPU grows with the load).
 COSTLIEST = (
     "tests/gpcore/test_seasonal_auto.py",                 # 281-388
-    "tests/gpcore/test_seasonal_quality.py",              # 150-251
+    "tests/gpcore/test_seasonal_quality.py",              # 150-269
     "tests/gpcore/test_seasonal_quality.py::tuning",      # 129
     "tests/benchmarks/test_heldout_smoke.py",             # 115 (4 series in its seasonal check; now 2)
     "tests/gpcore/test_fitter.py",                        # 88 (112 before shared fitters)
