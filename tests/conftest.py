@@ -12,6 +12,26 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 
+@pytest.fixture(scope="session")
+def fitter_for():
+    """fitter_for(config) -> the one GPFitter of that FitConfig in this test
+    process, built on first use: a fitter is made to be reused (variables
+    assigned per batch, one trace for any shapes), and its first call, the
+    trace, costs a test 3-8 CPU s. Only for a module's defaults: a test that
+    patches a module constant the trace reads (gpcore.starts' probes) builds
+    its own GPFitter, and never fits a shared one while patched."""
+    from gpcore import GPFitter
+
+    built = {}
+
+    def get(config):
+        if config not in built:
+            built[config] = GPFitter(config)
+        return built[config]
+
+    return get
+
+
 # `make test` runs the suite on pytest-xdist workers with --dist loadgroup
 # (docs/design.md, "Build"), one group at a time per worker. A group is a
 # file, so that a module's fixtures (the quality tests' fits take minutes)
@@ -43,15 +63,20 @@ PARTS = {
 }
 
 # The groups that take longest, longest first: CPU seconds measured with
-# GPFIT_TEST_TIMES (tests/timing.py; docs/design.md, "Build"), where known.
+# GPFIT_TEST_TIMES (tests/timing.py; docs/design.md, "Build"), where known,
+# at loads of 10-35 (the heavy groups' CPU grows with the load).
 COSTLIEST = (
-    "tests/gpcore/test_seasonal_auto.py",                 # 281
-    "tests/gpcore/test_seasonal_quality.py",              # 150
-    "tests/gpcore/test_seasonal_quality.py::tuning",      # its 80 series: about half of that
-    "tests/benchmarks/test_forecast_smoke.py",            # 69
-    "tests/gpcore/test_real_quality.py::single-series",   # 5 tests of 15 each
-    "tests/benchmarks/test_heldout_smoke.py",             # 45
+    "tests/gpcore/test_seasonal_auto.py",                 # 281-388
+    "tests/gpcore/test_seasonal_quality.py",              # 150-269
+    "tests/gpcore/test_seasonal_quality.py::tuning",      # 129
+    "tests/benchmarks/test_heldout_smoke.py",             # 115 (4 series in its seasonal check; now 2)
+    "tests/gpcore/test_fitter.py",                        # 88 (112 before shared fitters)
+    "tests/deploy",                                       # 56-82
+    "tests/benchmarks/test_forecast_smoke.py",            # 47-69
+    "tests/benchmarks/test_nightly_smoke.py",             # 48-61
     "tests/benchmarks/test_auto_choice_smoke.py",         # 43
+    "tests/gpcore/test_real_quality.py::single-series",   # 31 (64 before shared fitters)
+    "tests/benchmarks/test_speed_smoke.py",               # 31-56
     "tests/test_references.py",                           # 28
     "tests/gpcore/test_seasonal_quality.py::tuning-single",
     "tests/gpcore/test_real_quality.py",                  # 21

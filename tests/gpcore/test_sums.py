@@ -19,8 +19,8 @@ def seasonal_series():
 
 
 @pytest.fixture(scope="module")
-def sum_fits(seasonal_series):
-    fitter = GPFitter(FitConfig(kernel="rbf+periodic"))
+def sum_fits(seasonal_series, fitter_for):
+    fitter = fitter_for(FitConfig(kernel="rbf+periodic"))
     return fitter, fitter.fit([s for s, _ in seasonal_series])
 
 
@@ -41,9 +41,9 @@ def test_sum_rows_carry_components_and_recompute_their_nll(seasonal_series, sum_
         assert min(abs(found / period - m) for m in (1, 2, 3)) < 0.1
 
 
-def test_a_sum_beats_its_first_component_alone(seasonal_series, sum_fits):
+def test_a_sum_beats_its_first_component_alone(seasonal_series, sum_fits, fitter_for):
     # rbf+periodic contains rbf (variance ratio -> 0): its optimum can't be worse.
-    alone = GPFitter(FitConfig(kernel="rbf")).fit([s for s, _ in seasonal_series])
+    alone = fitter_for(FitConfig(kernel="rbf")).fit([s for s, _ in seasonal_series])
     for single, summed in zip(alone, sum_fits[1]):
         assert summed.nll <= single.nll + 1e-3
 
@@ -77,7 +77,7 @@ def _harmonic_cycle(rng, n=150, span=100.0, period=20.0):
 
 
 @pytest.mark.parametrize("name", ["rbf+periodic", "periodic"])
-def test_a_cycle_whose_periodogram_peaks_at_a_harmonic_is_fitted_at_its_period(name):
+def test_a_cycle_whose_periodogram_peaks_at_a_harmonic_is_fitted_at_its_period(fitter_for, name):
     # The grid's periods are the periodogram's top 3 peaks, here half, a
     # third and a quarter of the period: Newton settled at half of it, 50-100
     # nats worse, until the period probes (x 2, x 3 from the optimum) ran.
@@ -88,13 +88,13 @@ def test_a_cycle_whose_periodogram_peaks_at_a_harmonic_is_fitted_at_its_period(n
         peaks = starts.periodogram_peaks(t, s.y - np.polyval(np.polyfit(t, s.y, 1), t), 3, 2.0)
         assert abs(peaks[0] * np.ptp(s.t) / 10.0 - 1) < 0.05  # the top peak: half the period
         assert not np.any(np.abs(peaks * np.ptp(s.t) / 20.0 - 1) < 0.1)  # the period: not in the top 3
-    for fit in GPFitter(FitConfig(kernel=name)).fit(series):
+    for fit in fitter_for(FitConfig(kernel=name)).fit(series):
         period = [c["period"] for c in fit.components if c["period"] is not None][0]
         assert abs(period / 20.0 - 1) < 0.02, (fit.series_id, period)
 
 
 @pytest.mark.parametrize("name", ["rbf+periodic", "periodic"])
-def test_periods_stay_within_half_the_span_and_a_fit_held_there_says_at_bound(name):
+def test_periods_stay_within_half_the_span_and_a_fit_held_there_says_at_bound(fitter_for, name):
     # 1.8 cycles of a sine: the likelihood wants the true period, 0.56 of
     # the span, beyond the bound (a cycle must be seen twice).
     rng = np.random.default_rng(5)
@@ -103,7 +103,7 @@ def test_periods_stay_within_half_the_span_and_a_fit_held_there_says_at_bound(na
         t = np.sort(rng.uniform(0.0, 30.0, 80))
         series.append(Series(f"c{cycles}", t, np.sin(2 * np.pi * cycles * t / 30.0)
                              + 0.05 * rng.standard_normal(80)))
-    fits = GPFitter(FitConfig(kernel=name)).fit(series)
+    fits = fitter_for(FitConfig(kernel=name)).fit(series)
     for s, fit in zip(series, fits):
         period = [c["period"] for c in fit.components if c["period"] is not None][0]
         assert period <= 0.5 * np.ptp(s.t) * (1 + 1e-9), fit.series_id

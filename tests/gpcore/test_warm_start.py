@@ -5,14 +5,12 @@ import numpy as np
 import pytest
 
 import gp_reference as ref
-from gpcore import FitConfig, GPFitter, Series
-from gpcore.kernels import kernel as kernel_named
-from gpcore.parameters import search_start
+from gpcore import FitConfig, Series
 
 
 @pytest.fixture(scope="module")
-def fitter():
-    return GPFitter(FitConfig(kernel="rbf+periodic"))
+def fitter(fitter_for):
+    return fitter_for(FitConfig(kernel="rbf+periodic"))
 
 
 @pytest.fixture(scope="module")
@@ -25,18 +23,6 @@ def nights():
         first.append(Series(f"s{i}", t[:150], y[:150]))
         second.append(Series(f"s{i}", t, y))
     return first, second
-
-
-def test_warm_start_round_trips_the_parameters(fitter, nights):
-    fit = fitter.fit(nights[0][:1])[0]
-    span = np.ptp(nights[0][0].t)
-    x = search_start(fitter.kernel, fit.params, span)
-    rows = [fit.components[0]["length_scale"] / span, fit.components[1]["amplitude"] ** 2
-            / fit.components[0]["amplitude"] ** 2, fit.components[1]["length_scale"],
-            fit.components[1]["period"] / span, fit.noise_variance / fit.components[0]["amplitude"] ** 2]
-    np.testing.assert_allclose(np.exp(x), rows, rtol=1e-12)
-    assert search_start(kernel_named("rbf"), fit.params, span) is None  # another kernel
-    assert search_start(fitter.kernel, dict(fit.params, components=None), span) is None
 
 
 def test_next_night_starts_warm_and_is_never_worse_than_cold(fitter, nights):

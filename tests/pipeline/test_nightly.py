@@ -104,9 +104,7 @@ def test_unchanged_series_are_copied_exactly(nightly, cold):
 
 
 def test_changed_and_new_series_are_fitted_and_not_worse_than_cold(nightly, cold,
-                                                                  second_night):
-    from gpcore import GPFitter
-
+                                                                  second_night, fitter_for):
     before, after = by_id(cold.rows()), by_id(nightly.rows())
     fitted = CHANGED + NEW
     for sid in fitted:
@@ -124,7 +122,7 @@ def test_changed_and_new_series_are_fitted_and_not_worse_than_cold(nightly, cold
             f"{len(fitted)} fitted ->") in last, last
     # An independent cold fit of tonight's data, series by series.
     config = FitConfig(kernel="rbf")
-    cold_fits = GPFitter(config).fit([Series(sid, *second_night[sid]) for sid in fitted])
+    cold_fits = fitter_for(config).fit([Series(sid, *second_night[sid]) for sid in fitted])
     for result in cold_fits:
         assert after[result.series_id]["nll"] <= result.nll + NLL_SLACK, result.series_id
 

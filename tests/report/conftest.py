@@ -13,10 +13,10 @@ from seasonal_data import seasonal_series
 
 
 @pytest.fixture(scope="session")
-def fitted_run(tmp_path_factory):
+def fitted_run(tmp_path_factory, fitter_for):
     """12 series in long format (float t), fitted with gpcore's rbf fitter,
     plus a skipped one (2 points) and a hand-made failed row."""
-    from gpcore import FitConfig, GPFitter, Series
+    from gpcore import FitConfig, Series
 
     root = tmp_path_factory.mktemp("run")
     rng = np.random.default_rng(7)
@@ -34,7 +34,7 @@ def fitted_run(tmp_path_factory):
     pq.write_table(pa.table({"series_id": keys, "t": np.concatenate([s.t for s in series]),
                              "y": np.concatenate([s.y for s in series])}),
                    root / "data" / "part-00000.parquet", row_group_size=100)
-    rows = [of_fit(r, None) for r in GPFitter(FitConfig(kernel="rbf")).fit(series)]
+    rows = [of_fit(r, None) for r in fitter_for(FitConfig(kernel="rbf")).fit(series)]
     rows.append(params_row("ghost", status="failed", n_points=40,
                            error="fit failed after jitter up to 1e-06: not positive definite"))
     write_params(root / "params", rows, shards=2)

@@ -1,16 +1,33 @@
-"""gpcore.batching's cost: per-kernel figures, and the figures against the
-fitter's own work counters on real fits."""
+"""gpcore.batching: the padding and bucket policy, and the cost, per-kernel
+figures and the figures against the fitter's own work counters on real fits."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from gpcore import Batching, FitConfig, GPFitter, Series
-from gpcore.batching import (COST_FIGURES, DEAREST, FLOPS_PER_SECOND, SECONDS_PER_SERIES,
-                             cost_figures, expected_starts, flops_per_grid,
-                             flops_per_newton_evaluation, padded_length, structure)
+from gpcore import Batching, FitConfig, Series
+from gpcore.batching import (COST_FIGURES, DEAREST, FLOPS_PER_SECOND, LENGTH_QUANTUM,
+                             SECONDS_PER_CALL, SECONDS_PER_SERIES, cost_figures, expected_starts,
+                             flops_per_grid, flops_per_newton_evaluation, padded_length, structure)
 from gpcore.kernels import kernel as kernel_named
 from seasonal_data import seasonal_series
+
+
+def test_lengths_pad_to_the_quantum_and_share_a_bucket_up_to_a_power_of_two():
+    assert [padded_length(n) for n in (1, LENGTH_QUANTUM, LENGTH_QUANTUM + 1)] == [
+        LENGTH_QUANTUM, LENGTH_QUANTUM, 2 * LENGTH_QUANTUM]
+    batching = Batching(FitConfig())
+    assert batching.bucket(33) == batching.bucket(64) != batching.bucket(65)
+    assert batching.bucket(1) == batching.bucket(0) != batching.bucket(2)
+
+
+def test_a_call_is_full_at_its_seconds_and_they_must_be_positive():
+    batching = Batching(FitConfig())
+    assert batching.seconds_per_call == SECONDS_PER_CALL
+    assert batching.is_full(SECONDS_PER_CALL) and not batching.is_full(0.99 * SECONDS_PER_CALL)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="seconds_per_call must be > 0"):
+            Batching(FitConfig(), seconds_per_call=bad)
 
 
 def _by_hand(name: str, n: int) -> float:
@@ -59,16 +76,18 @@ def test_auto_costs_the_sum_of_its_candidates():
 
 
 @pytest.mark.parametrize("name", ["rbf", "rbf+periodic"])
-def test_evaluations_per_start_match_the_fitters_counters(name):
+def test_evaluations_per_start_match_the_fitters_counters(fitter_for, name):
     """On the seasonal test series, the figure is within 3x of the Newton
     evaluations per start the fitter counts (the figures are means over a few
     hundred real series; 6 series vary more than that)."""
     series = [Series(k, t, y) for k, (t, y) in seasonal_series().items() if k != "short"]
-    config = FitConfig(kernel=name, batch_size=8)
-    fitter = GPFitter(config)
+    config = FitConfig(kernel=name)
+    assert len(series) <= config.batch_size  # one compiled batch, as in batches of 8
+    fitter = fitter_for(config)  # the counters only grow: this fit's are the difference
+    before = fitter.work.get("member_evaluations", 0)
     fitter.fit(series)
     kernel = kernel_named(name)
-    per_start = fitter.work["member_evaluations"] / (
+    per_start = (fitter.work["member_evaluations"] - before) / (
         len(series) * expected_starts(kernel, config.restarts))
     evaluations, _ = cost_figures(kernel)
     assert evaluations / 3 <= per_start <= 3 * evaluations, (per_start, evaluations)
