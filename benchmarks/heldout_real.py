@@ -258,23 +258,39 @@ def windows(t: np.ndarray, y: np.ndarray, window: int = WINDOW, max_windows: int
     return [(f"#{k}", t[bounds[k]:bounds[k + 1]], y[bounds[k]:bounds[k + 1]]) for k in chosen]
 
 
+def windowed(raw, window: int = WINDOW, max_windows: int = MAX_WINDOWS,
+             min_points: int = MIN_POINTS) -> tuple:
+    """A held-out set's Series (n <= window) from cleaned Raw series: each
+    cut into windows (`windows`), kept when it has >= min_points finite
+    values and is not constant; ids unique."""
+    out = []
+    for r in raw:
+        for suffix, tw, yw in windows(r.t, r.y, window, max_windows):
+            finite = yw[np.isfinite(yw)]
+            if finite.size >= min_points and np.ptp(finite) > 0:
+                out.append(Series(r.series_id + suffix, tw, yw))
+    ids = [s.series_id for s in out]
+    assert len(ids) == len(set(ids)), "duplicate series ids"
+    return tuple(out)
+
+
+def spread_copies(built, count: int | None = None) -> list[Series]:
+    """Fresh copies of a set's Series `built`; with `count`, that many
+    spread evenly over it (quick runs)."""
+    import realdata
+
+    return realdata.spread([Series(s.series_id, s.t.copy(), s.y.copy()) for s in built], count)
+
+
 @functools.lru_cache(maxsize=1)
 def _build() -> tuple:
-    out = []
-    for r in _raw():
-        for suffix, tw, yw in windows(r.t, r.y):
-            finite = yw[np.isfinite(yw)]
-            if finite.size >= MIN_POINTS and np.ptp(finite) > 0:
-                out.append(Series(r.series_id + suffix, tw, yw))
-    return tuple(out)
+    return windowed(_raw())
 
 
 def real_series(count: int | None = None) -> list[Series]:
     """The held-out real set: [Series], n <= WINDOW; with `count`, that many
     spread evenly over it (quick runs)."""
-    import realdata
-
-    return realdata.spread([Series(s.series_id, s.t.copy(), s.y.copy()) for s in _build()], count)
+    return spread_copies(_build(), count)
 
 
 def check(series, cache: str | None = CACHE):

@@ -145,23 +145,13 @@ def _build() -> tuple:
         warnings.simplefilter("ignore")
         _arch(raw)
         _pvlib(raw)
-    out = []
-    for r in heldout_real.cleaned(raw):
-        for suffix, tw, yw in heldout_real.windows(r.t, r.y, WINDOW, MAX_WINDOWS):
-            finite = yw[np.isfinite(yw)]
-            if finite.size >= MIN_POINTS and np.ptp(finite) > 0:
-                out.append(Series(r.series_id + suffix, tw, yw))
-    ids = [s.series_id for s in out]
-    assert len(ids) == len(set(ids)), "duplicate series ids"
-    return tuple(out)
+    return heldout_real.windowed(heldout_real.cleaned(raw), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def real_series(count: int | None = None) -> list[Series]:
     """The second held-out real set: [Series], n <= WINDOW; with `count`,
     that many spread evenly over it (quick runs)."""
-    import realdata
-
-    return realdata.spread([Series(s.series_id, s.t.copy(), s.y.copy()) for s in _build()], count)
+    return heldout_real.spread_copies(_build(), count)
 
 
 def main(argv=None) -> int:

@@ -210,24 +210,37 @@ def _plain_case(rng, k: int) -> Case:
     return Case(Series(f"heldout/plain/{k}/{shape}/{sampling}", t, y), None)
 
 
-@functools.lru_cache(maxsize=1)
-def _build() -> tuple:
-    rng = np.random.default_rng(SEED)
-    out = [_seasonal_case(rng, k) for k in range(COUNT // 2)]
-    out += [_plain_case(rng, k) for k in range(COUNT - COUNT // 2)]
+def drawn(seed: int, seasonal_case, plain_case, seasonal_count: int, plain_count: int) -> tuple:
+    """A set's Cases drawn from one generator seeded `seed`: seasonal_count
+    of seasonal_case(rng, k), then plain_count of plain_case(rng, k); ids
+    unique."""
+    rng = np.random.default_rng(seed)
+    out = [seasonal_case(rng, k) for k in range(seasonal_count)]
+    out += [plain_case(rng, k) for k in range(plain_count)]
     ids = [c.series.series_id for c in out]
     assert len(ids) == len(set(ids)), "duplicate series ids"
     return tuple(out)
 
 
-def cases(count: int | None = None) -> list[Case]:
-    """The set (seasonal half, then non-seasonal half), fresh arrays; with
-    `count`, that many spread evenly over it (quick runs)."""
+def spread_copies(built, count: int | None = None) -> list[Case]:
+    """Fresh copies of a set's Cases `built`; with `count`, that many spread
+    evenly over it (quick runs)."""
     import realdata
 
     every = [Case(Series(c.series.series_id, c.series.t.copy(), c.series.y.copy()), c.period)
-             for c in _build()]
+             for c in built]
     return realdata.spread(every, count)
+
+
+@functools.lru_cache(maxsize=1)
+def _build() -> tuple:
+    return drawn(SEED, _seasonal_case, _plain_case, COUNT // 2, COUNT - COUNT // 2)
+
+
+def cases(count: int | None = None) -> list[Case]:
+    """The set (seasonal half, then non-seasonal half), fresh arrays; with
+    `count`, that many spread evenly over it (quick runs)."""
+    return spread_copies(_build(), count)
 
 
 # ---- scoring -------------------------------------------------------------------

@@ -218,22 +218,17 @@ def _plain_case(rng, k: int) -> Case:
 
 @functools.lru_cache(maxsize=1)
 def _build() -> tuple:
-    rng = np.random.default_rng(SEED)
-    out = [_seasonal_case(rng, k) for k in range(SEASONAL_COUNT)]
-    out += [_plain_case(rng, k) for k in range(NON_SEASONAL_COUNT)]
-    ids = [c.series.series_id for c in out]
-    assert len(ids) == len(set(ids)), "duplicate series ids"
-    return tuple(out)
+    import heldout_seasonal
+
+    return heldout_seasonal.drawn(SEED, _seasonal_case, _plain_case, SEASONAL_COUNT, NON_SEASONAL_COUNT)
 
 
 def cases(count: int | None = None) -> list[Case]:
     """The set (seasonal, then non-seasonal), fresh arrays; with `count`,
     that many spread evenly over it."""
-    import realdata
+    import heldout_seasonal
 
-    every = [Case(Series(c.series.series_id, c.series.t.copy(), c.series.y.copy()), c.period)
-             for c in _build()]
-    return realdata.spread(every, count)
+    return heldout_seasonal.spread_copies(_build(), count)
 
 
 def main(argv=None) -> int:

@@ -3,7 +3,6 @@ as its docstring says, from packages no other set reads, sharing no series
 with the tuning sets or the first held-out set, and its scoring command runs
 on a few series. Not the quality target."""
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -11,15 +10,13 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
+from heldout_checks import assert_real_check_scores, values  # noqa: E402
+
 import heldout_real  # noqa: E402
 import heldout_real2  # noqa: E402
 import realdata  # noqa: E402
 import realdata_tuning  # noqa: E402
 
-
-def _values(series) -> set:
-    """Each series' finite values, rounded, as a hashable key."""
-    return {tuple(np.round(s.y[np.isfinite(s.y)], 6)) for s in series}
 
 
 def test_second_real_set_comes_from_other_packages_and_shares_nothing():
@@ -31,21 +28,14 @@ def test_second_real_set_comes_from_other_packages_and_shares_nothing():
     for s in series:
         assert heldout_real2.MIN_POINTS <= s.t.size <= heldout_real2.WINDOW
         assert np.all(np.diff(s.t) > 0) and np.ptp(s.y[np.isfinite(s.y)]) > 0
-    ours = _values(series)
+    ours = values(series)
     for other in (heldout_real.real_series(), realdata_tuning.tuning_series(),
                   realdata.real_series()):
-        assert not ours & _values(other)
+        assert not ours & values(other)
 
 
 def test_second_real_check_runs_and_scores():
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "heldout_real2.py"),
-                           "--check", "--count", "4", "--fresh"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    row = [line for line in done.stdout.splitlines() if line.startswith("| 4 |")]
-    assert row, done.stdout
-    cells = [c.strip() for c in row[0].strip("|").split("|")]
-    assert 0 <= float(cells[1].rstrip(" %")) <= 100 and cells[3] == "0"
+    assert_real_check_scores("heldout_real2.py")
 
 
 def test_the_ridge_probes_find_the_yield_spreads_narrow_valley(monkeypatch):

@@ -3,7 +3,6 @@
 docstring says, shares no series with the other seasonal sets, and its
 scoring command runs on a few series. Not the quality targets."""
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -11,6 +10,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+from heldout_checks import run, table_rows, values  # noqa: E402
 
 import heldout_seasonal  # noqa: E402
 import heldout_seasonal2  # noqa: E402
@@ -20,10 +21,6 @@ import seasonal_tuning  # noqa: E402
 
 SETS = {"heldout_seasonal2.py": heldout_seasonal2, "heldout_seasonal3.py": heldout_seasonal3}
 
-
-def _values(cases) -> set:
-    """Each series' finite values, rounded, as a hashable key."""
-    return {tuple(np.round(c.series.y[np.isfinite(c.series.y)], 6)) for c in cases}
 
 
 @pytest.mark.parametrize("script", sorted(SETS))
@@ -54,17 +51,12 @@ def test_third_set_shares_nothing_with_the_other_seasonal_sets():
         assert not names & (set(other.SHAPES) | set(other.PLAIN_SHAPES))
     for other in (heldout_seasonal.cases(), heldout_seasonal2.cases(), seasonal_tuning.cases(),
                   seasonal.cases()):
-        assert not _values(ours) & _values(other)
+        assert not values(ours) & values(other)
 
 
 @pytest.mark.parametrize("script", sorted(SETS))
 def test_check_runs_and_scores(script):
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script),
-                           "--check", "--count", "4", "--fresh"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    rows = {r[0]: r[1:] for r in ([c.strip() for c in line.strip("|").split("|")]
-                                  for line in done.stdout.splitlines() if line.startswith("| "))}
+    rows = table_rows(run(script, "--check", "--count", "4", "--fresh", timeout=900))
     assert rows["series (seasonal + non-seasonal)"][0] == "4 (3 + 1)"
     share = float(rows["within 0.01 nats of the oracle or better"][0].rstrip(" %"))
     assert 0 <= share <= 100

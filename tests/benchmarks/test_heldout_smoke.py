@@ -3,7 +3,6 @@ heldout_real.py) and their oracle (heldout_oracle.py): the sets are what
 their docstrings say, the one numpy nll agrees with each side's own, and
 the scoring commands run on a few series. Not the quality targets."""
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -17,6 +16,7 @@ import gp_reference  # noqa: E402
 import heldout_oracle  # noqa: E402
 import heldout_real  # noqa: E402
 import heldout_seasonal  # noqa: E402
+from heldout_checks import assert_real_check_scores, run, table_rows  # noqa: E402
 
 # float64 Cholesky round-off on <= 300 points is ~1e-12 relative; sklearn
 # adds alpha = 1e-10 (standardised units) to its diagonal, which moves its
@@ -85,32 +85,16 @@ def test_one_numpy_nll_matches_both_sides(kernel):
     assert g.own_nll == 0 and np.all(np.isfinite(g.gaps))
 
 
-def _table_rows(text):
-    return {r[0]: r[1:] for r in ([c.strip() for c in line.strip("|").split("|")]
-                                  for line in text.splitlines() if line.startswith("| "))}
-
-
-def _run(script, *args):
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done.stdout
-
-
 def test_seasonal_check_runs_and_scores():
     # 2 series, the set's first (seasonal) and last (not): the fewest that
     # run both halves of the table; the oracle refits them (--fresh: a clean
     # clone has no cache), 2 rbf+periodic fits fewer than 4 series took.
-    out = _run("heldout_seasonal.py", "--check", "--count", "2", "--fresh")
-    rows = _table_rows(out)
+    out = run("heldout_seasonal.py", "--check", "--count", "2", "--fresh")
+    rows = table_rows(out)
     assert rows["series (seasonal + non-seasonal)"][0] == "2 (1 + 1)"
     share = float(rows["within 0.01 nats of the oracle or better"][0].rstrip(" %"))
     assert 0 <= share <= 100
 
 
 def test_real_check_runs_and_scores():
-    out = _run("heldout_real.py", "--check", "--count", "4", "--fresh")
-    row = [line for line in out.splitlines() if line.startswith("| 4 |")]
-    assert row, out
-    cells = [c.strip() for c in row[0].strip("|").split("|")]
-    assert 0 <= float(cells[1].rstrip(" %")) <= 100 and cells[3] == "0"
+    assert_real_check_scores("heldout_real.py")

