@@ -1,5 +1,4 @@
 """Sums of kernels and kernel "auto": the fit, its row and the choice."""
-import dataclasses
 
 import numpy as np
 import pytest
@@ -7,6 +6,7 @@ import pytest
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, KernelChoice, Series, build_fitter, starts
 from gpcore.choice import periodic_starts
+from gpcore.config import fitted_configs
 from gpcore.predict import predict
 
 
@@ -127,11 +127,13 @@ def test_auto_picks_by_bic_and_reports_the_margin(seasonal_series):
     series = [s for s, _ in seasonal_series] + smooth
     fits = chooser.fit(series)
     assert chooser.tracing_count == 2  # one compiled fit per candidate
-    # Each candidate alone, the sum started as auto starts it: from rbf's fit.
-    rbf = GPFitter(dataclasses.replace(config, kernel="rbf")).fit(series)
-    singles = {"rbf": rbf, "rbf+periodic": GPFitter(dataclasses.replace(
-        config, kernel="rbf+periodic")).fit(
-            series, [periodic_starts(s, r, "rbf+periodic") for s, r in zip(series, rbf)])}
+    # Each candidate alone, configured as auto configures it (the sum without
+    # the jumps: gpcore.config.fitted_configs) and the sum started as auto
+    # starts it, from rbf's fit.
+    alone, summed = fitted_configs(config)
+    rbf = GPFitter(alone).fit(series)
+    singles = {"rbf": rbf, "rbf+periodic": GPFitter(summed).fit(
+        series, [periodic_starts(s, r, "rbf+periodic") for s, r in zip(series, rbf)])}
     for i, fit in enumerate(fits):
         bics = sorted(singles[name][i].bic for name in config.candidates)
         assert fit.bic == pytest.approx(bics[0], rel=1e-6)
