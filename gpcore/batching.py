@@ -115,6 +115,11 @@ def cost_figures(kernel, jumps: bool = True) -> tuple[float, float]:
     return COST_FIGURES.get(structure(kernel), COST_FIGURES[DEAREST])
 
 
+def summed_work(fitters) -> dict:
+    """The `work` counters of several fitters, summed key by key."""
+    return {key: sum(f.work[key] for f in fitters) for key in fitters[0].work}
+
+
 def padded_length(n: int) -> int:
     """The length a series of n points is padded to in a compiled batch."""
     return -(-n // LENGTH_QUANTUM) * LENGTH_QUANTUM

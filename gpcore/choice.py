@@ -24,8 +24,8 @@ import numpy as np
 from gpcore.config import (AUTO, PERIODIC_MARGIN, SCREEN_FALSE_ALARM, SCREEN_MIN_CYCLES,
                            SCREEN_INDEX_SHARE, SCREEN_OVERSAMPLE, SCREEN_REGULAR,
                            FitConfig, fitted_configs, is_started, smooth_part)
-from gpcore.batching import padded_length
-from gpcore.fitter import GPFitter, summed_work
+from gpcore.batching import padded_length, summed_work
+from gpcore.fitter import GPFitter
 from gpcore.kernels import SUM, kernel as kernel_named
 from gpcore.result import OK, FitResult
 from gpcore.series import Series

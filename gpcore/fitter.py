@@ -1,13 +1,14 @@
 """GPFitter: one compiled Gaussian-process fitter, built once, fitting batch
-after batch of series.
+after batch of series; the batch driver around the in-graph search.
 
 Its variables (the log shape parameters and noise ratio of a batch, behind
 TFP bijectors) are created once in __init__. Each batch runs one
-`tf.function` that scores a grid of starting points (value only), assigns
-the best to the variables, runs damped Newton from there (gpcore/newton.py),
-probes around each optimum and runs Newton again where a probe is lower,
-and assigns the optimum back. The function's input signature has unknown
-batch size and length, so it is traced once per fitter, never per series.
+`tf.function`, the search of gpcore/search.py: a grid of starting points
+scored (value only), Newton from the best, probes around each optimum, the
+optimum assigned back to the variables. The function's input signature has
+unknown batch size and length, so it is traced once per fitter, never per
+series. This module is the Python side: cleaning, batching by length, the
+jitter escalation, and results in the caller's units.
 """
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
 
-from gpcore import likelihood, newton, parameters, starts
+from gpcore import newton, parameters, starts
 from gpcore.batching import flops_per_grid, flops_per_newton_evaluation, padded_length
 from gpcore.config import MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, is_markov
-from gpcore.kernels import components, distances, kernel as kernel_named
-from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line
+from gpcore.kernels import kernel as kernel_named
+from gpcore.likelihood import bic
+from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line
+from gpcore.search import Search
 from gpcore.series import CleanSeries, Series, clean
 
 tfb = tfp.bijectors
@@ -34,13 +37,6 @@ DTYPE = tf.float64
 # reported noise variance includes it, so the reported parameters reproduce
 # the reported nll.
 JITTERS = (0.0, 1e-6, 1e-4, 1e-2)
-
-# Restarts of one series within this distance (log units) of a lower one
-# have reached its basin: they stop rather than finish it again.
-MERGE_WITHIN = 0.1
-
-# The midpoint of a series' observed span, in standardised times.
-CENTRE = 0.5
 
 # Largest batch, in covariance elements (batch members x N x N): a Newton
 # evaluation keeps about ten such float64 tensors alive (~64 MB each).
@@ -59,6 +55,9 @@ class GPFitter(tf.Module):
     Not thread-safe by nature (variables are shared state): `fit` holds a
     lock, so concurrent callers are served one at a time.
     """
+
+    # The in-graph search this fitter compiles (gpcore/search.py).
+    search_type = Search
 
     def __init__(self, config: FitConfig | None = None, name: str = "gp_fitter"):
         super().__init__(name=name)
@@ -82,13 +81,14 @@ class GPFitter(tf.Module):
         self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
                      "member_evaluations": 0, "flops": 0.0}
         n_params = len(self.parameters)
+        self.search = self.search_type(self.kernel, self.config, self.parameters, self.jitter)
         rows, columns = starts.grid_shape(self.kernel)
         batch = tf.TensorSpec([None, None], DTYPE)  # [B, N] data or [C, P] bounds
         # autograph=False: the Python control flow here is static (loops over
         # parameters); tracing without conversion is seconds faster.
         # A partial, not the method: TF counts traces per code object, so the
         # fitters of kernel auto (one trace each) would read as one retracing.
-        fit_members = functools.partial(GPFitter._fit_members_graph, self)
+        fit_members = functools.partial(self.search_type.fit_members, self.search)
         self._fit_members = tf.function(fit_members, autograph=False, input_signature=[
             batch, batch, batch,                                      # t, y, mask [B, N]
             batch, batch,                                             # lower, upper [C, P]
@@ -114,324 +114,6 @@ class GPFitter(tf.Module):
     def tracing_count(self) -> int:
         """Total traces of the compiled fit so far."""
         return self._fit_members.experimental_get_tracing_count()
-
-    # ---- compiled part -------------------------------------------------
-
-    def _fit_members_graph(self, t, y, mask, lower, upper, kernel_grid, noise_grid, group, rank,
-                           warm):
-        """Grid search, then Newton, for C members of B series; t, y, mask
-        [B, N], one row per series.
-
-        Members 0..B-1 are the B series' first starts (rank 0); member c
-        fits series group[c] from the rank[c]-th best point of its grid, or
-        from warm[c] where rank[c] is -1 (a previous fit's parameters).
-        Restarts of one series that reach the basin of a better start stop
-        there.
-        """
-        series = tf.shape(t)[0]
-        feature = _feature(self.kernel, t)  # [B, N, N] each, fixed for the batch
-        pieces = _Pieces(self.kernel, t, y, mask)
-        grid_start, other_basins, _ = self._grid_start(feature, pieces, y, mask, kernel_grid,
-                                                       noise_grid, group, rank)
-        start = tf.where((rank < 0)[:, None], warm, grid_start)
-        for i, tv in enumerate(self.parameters):
-            tv.trainable_variables[0].assign(start[:, i])
-        position = tf.stack([tv.trainable_variables[0] for tv in self.parameters], axis=-1)
-
-        def evaluate(x, members):
-            rows = tf.gather(group, members)  # each member's series
-            same = tf.equal(tf.size(rows), series) & tf.reduce_all(
-                tf.equal(rows, tf.range(tf.size(rows))))
-            take = lambda v: tf.cond(same, lambda: v, lambda: tf.gather(v, rows))
-            return self._newton_terms(x, tf.nest.map_structure(take, feature), take(y), take(mask))
-
-        # A restart runs only where its series' grid has that many other basins.
-        active = rank <= tf.gather(other_basins, group)
-        probes = None
-        if starts.has_length_axis(self.kernel):
-            probes = functools.partial(self._probe_restarts, feature, pieces, y, mask, lower,
-                                       upper, group)
-        elif self.kernel.has_period:
-            probes = functools.partial(self._period_restarts, feature, y, mask, lower, upper,
-                                       group)
-        result = newton.minimize(evaluate, position, lower, upper,
-                                 self.config.max_iterations, self.config.tolerance,
-                                 groups=group, merge_within=MERGE_WITHIN, active=active,
-                                 restart=probes, eigen_floor=_eigen_floor(self.kernel),
-                                 restart_rounds=starts.PERIOD_PROBE_ROUNDS
-                                 if self.kernel.has_period else starts.PROBE_ROUNDS)
-        for i, tv in enumerate(self.parameters):
-            tv.trainable_variables[0].assign(result.position[:, i])
-        params = tf.exp(result.position)
-        return {
-            "nll": result.value, "mean": result.aux["mean"], "scale2": result.aux["scale2"],
-            "params": params, "noise_ratio": params[:, -1] + self.jitter,
-            "jitter": self.jitter + tf.zeros_like(result.value),
-            "status": result.status, "at_bound": result.at_bound,
-            "iterations": result.iterations, "evaluations": result.evaluations,
-        }
-
-    def _grid_start(self, feature, pieces, y, mask, kernel_grid, noise_grid, group, rank):
-        """Scores every series' grid, value only; returns each member's start
-        [C, P], the number of other basins [B] each series' grid shows and
-        the grid values [B, G1, G2].
-
-        Rank 0 starts from the best grid point. For kernels whose grid rows
-        are one ordered length scale, rank r > 0 starts from the r-th best
-        other basin: a local minimum of the grid not next to the best point
-        (docs/design.md, "Restarts from other basins"); for the others,
-        from the r-th best grid point, and every series has all of them.
-        Series longer than starts.grid_piece_points(kernel) are scored on
-        consecutive pieces taken as independent (a fraction of a full
-        Cholesky), then their starts.GRID_RESCORED best points on the whole
-        series where those are within starts.RESCORE_WITHIN nats, which
-        orders them (docs/design.md, "The fitter"). A grid point whose
-        covariance is not PD (NaN) ranks last.
-
-        Args:
-          feature: the kernel's feature of t [B, N, N]; pieces: _Pieces of
-          the batch; y, mask: [B, N].
-          group, rank: [C] each member's series and restart rank.
-        """
-        series = tf.shape(kernel_grid)[0]
-        values = self._grid_values(pieces, kernel_grid, noise_grid)            # [B, G1, G2]
-        points = _grid_points(kernel_grid, noise_grid)                          # [B, G1 * G2, P]
-        columns = noise_grid.shape[1]
-        scored = tf.reshape(values, [series, -1])                              # [B, G1 * G2]
-        order = _ranked(scored)
-        head = min(starts.GRID_RESCORED, kernel_grid.shape[1] * columns)
-
-        def rescored():  # the best `head` points, ordered by their whole-series value
-            ranked = tf.gather(scored, order[:, :head], batch_dims=1)
-            close = ranked[:, -1] - ranked[:, 0] < starts.RESCORE_WITHIN
-            # A series within one piece keeps its piece values (the same
-            # numbers but for round-off, which must not reorder near-ties).
-            exact = self._whole_values_where(
-                close & ~pieces.within_one(mask), feature,
-                tf.gather(points, order[:, :head], batch_dims=1), head, y, mask, ranked)
-            return tf.concat([tf.gather(order[:, :head], _ranked(exact), batch_dims=1),
-                              order[:, head:]], axis=-1)
-
-        order = tf.cond(pieces.count > 1, rescored, lambda: order)
-        if starts.has_length_axis(self.kernel):
-            order, others = _other_basins(values, order[:, 0])
-        else:
-            others = tf.fill([series], tf.shape(order)[1] - 1)
-        best = tf.gather(tf.gather(order, group), tf.maximum(rank, 0) % tf.shape(order)[1],
-                         batch_dims=1)
-        return tf.gather(tf.gather(points, group), best, batch_dims=1), others, values
-
-    def _probe_restarts(self, feature, pieces, y, mask, lower, upper, group, position, value,
-                        round_index):
-        """Newton's restart hook: probes around each series' optimum
-        (a small grid of starts.PROBE_LENGTHS x starts.PROBE_NOISES times
-        it; docs/design.md, "Probes around the optimum");
-        where one is lower than the optimum, the series' best member runs
-        again from it. Returns (again [C] bool, start [C, P]).
-
-        Args:
-          feature, pieces, y, mask: as `_grid_start`'s. lower, upper: [C, P]
-          bounds; group: [C] each member's series. position, value: [C, P]
-          and [C], where the members stopped. round_index: newton's restart
-          round (unused here).
-        """
-        series = tf.shape(y)[0]
-        n_members = tf.shape(group)[0]
-        lowest, best = _series_best(value, group, series)                          # [B] each
-        optimum, lo, hi = (tf.reshape(tf.gather(v, best), [-1, len(self.parameters)])
-                           for v in (position, lower, upper))                   # [B, P]
-        rows = tf.clip_by_value(optimum[:, None, :-1] + np.log(starts.PROBE_LENGTHS)[None, :, None],
-                                lo[:, None, :-1], hi[:, None, :-1])              # [B, G1, 1]
-        columns = tf.clip_by_value(optimum[:, -1:] + np.log(starts.PROBE_NOISES)[None],
-                                   lo[:, -1:], hi[:, -1:])                       # [B, G2]
-        probes = _grid_points(rows, columns)                                    # [B, Q, P]
-        scored = tf.reshape(self._grid_values(pieces, rows, columns), [series, -1])  # [B, Q]
-        order = _ranked(scored)[:, :starts.PROBES_RESCORED]
-        chosen = tf.gather(probes, order, batch_dims=1)                            # [B, K, P]
-        chosen_values = tf.cond(
-            pieces.count > 1,
-            lambda: self._whole_values(feature, chosen, starts.PROBES_RESCORED, y, mask),
-            lambda: tf.gather(scored, order, batch_dims=1))
-        if starts.FAR_PROBE_LENGTHS:  # whole-series scores: pieces misrank them
-            offsets = starts.far_probes()                                          # [F, 2]
-            far = tf.clip_by_value(
-                tf.concat([optimum[:, None, :-1] + offsets[None, :, :1],
-                           optimum[:, None, -1:] + offsets[None, :, 1:]], axis=-1),
-                lo[:, None], hi[:, None])                                          # [B, F, P]
-            chosen = tf.concat([chosen, far], axis=1)
-            chosen_values = tf.concat([chosen_values, self._whole_values(
-                feature, far, len(offsets), y, mask)], axis=-1)
-        chosen_values = _finite_or_inf(chosen_values)
-        if starts.FAR_PROBE_LENGTHS and starts.RIDGE_PROBE_LENGTHS:  # only where the ridge is flat
-            offsets = starts.ridge_probes()                                        # [R, 2]
-            flat = tf.reduce_min(chosen_values, axis=-1) < lowest + starts.RIDGE_WITHIN  # [B]
-            ridge = tf.clip_by_value(optimum[:, None] + offsets[None], lo[:, None], hi[:, None])
-            chosen = tf.concat([chosen, ridge], axis=1)
-            chosen_values = tf.concat([chosen_values, _finite_or_inf(self._whole_values_where(
-                flat, feature, ridge, len(offsets), y, mask,
-                tf.fill([series, len(offsets)], tf.constant(np.inf, y.dtype))))], axis=-1)
-        found = tf.reduce_min(chosen_values, axis=-1) < lowest - self.config.tolerance  # [B]
-        start = tf.gather(chosen, tf.argmin(chosen_values, axis=-1, output_type=tf.int32),
-                          batch_dims=1)                                            # [B, P]
-        again = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None], found)
-        return again, tf.gather(start, group)
-
-    def _period_restarts(self, feature, y, mask, lower, upper, group, position, value,
-                         round_index):
-        """Newton's restart hook for kernels with a period: each series'
-        optimum with a periodic component's period x 2, 3, ...
-        (starts.period_probes) and, for sums, other shape parameters and the
-        noise ratio moved (starts.shape_probes) and a smooth component set
-        to a short length scale (starts.short_probes), scored on the whole
-        series;
-        where one is lower than the optimum, the series' best member runs
-        again from it. In the first starts.JUMP_ROUNDS rounds (where
-        config.jumps) the series' other members run too, from its
-        best-scored longer periods (starts.jump_probes, the next ones each
-        round),
-        lower than the optimum or not: a probe at a multiple keeps the
-        other parameters of a fraction's basin, and Newton from it found
-        optima tens of nats lower that the probe's own value did not show
-        (docs/design.md, "Sums of kernels"). Returns (again [C] bool, start
-        [C, P]); arguments as `_probe_restarts`'."""
-        series = tf.shape(y)[0]
-        n_members = tf.shape(group)[0]
-        lowest, best = _series_best(value, group, series)                          # [B] each
-        optimum, lo, hi = (tf.reshape(tf.gather(v, best), [-1, len(self.parameters)])
-                           for v in (position, lower, upper))                   # [B, P]
-        period = starts.period_probes(self.kernel)
-        offsets = np.concatenate([np.pad(period, [[0, 0], [0, 1]]),
-                                  starts.shape_probes(self.kernel)])                # [Q, P]
-        points = optimum[:, None] + tf.constant(offsets, DTYPE)[None]            # [B, Q, P]
-        short = [self._short_probe(optimum, lo, *probe)
-                 for probe in starts.short_probes(self.kernel)]
-        if short:
-            points = tf.concat([points, tf.stack(short, axis=1)], axis=1)
-        unclipped = points
-        points = tf.clip_by_value(points, lo[:, None], hi[:, None])
-        # Two probes at a time, as the grid: 30 whole-series matrices at
-        # once would not fit beside a long series' batch.
-        score = lambda point: likelihood.profiled_nll(  # [B, P] -> [B]
-            self.kernel.matrix(feature, tf.unstack(tf.exp(point[:, :-1]), axis=-1)),
-            tf.exp(point[:, -1]) + self.jitter, y, mask)[0]
-        scored = _finite_or_inf(tf.transpose(tf.map_fn(
-            score, tf.transpose(points, [1, 0, 2]), fn_output_signature=DTYPE,
-            parallel_iterations=2)))                                              # [B, Q]
-        pick = tf.argmin(scored, axis=-1, output_type=tf.int32)
-        found = tf.gather(scored, pick, batch_dims=1) < lowest - self.config.tolerance  # [B]
-        start = tf.gather(points, pick, batch_dims=1)
-        again = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None], found)
-        start = tf.gather(start, group)                                          # [C, P]
-        jumps = starts.jump_probes(self.kernel)
-        if not jumps.size or not self.config.jumps:
-            return again, start
-        # The j-th of a series' k other members (in member order) takes its
-        # (round x k + j)-th best jump probe, until all have run.
-        is_best = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None],
-                                              tf.ones_like(best, tf.bool))
-        other = ~is_best
-        index = tf.range(n_members)
-        same = tf.equal(group[:, None], group[None, :])
-        earlier = tf.reduce_sum(tf.cast(same & (index[None, :] < index[:, None]) & other[None, :],
-                                        tf.int32), axis=-1)                     # [C]
-        others = tf.reduce_sum(tf.cast(same & other[None, :], tf.int32), axis=-1)  # [C]
-        slot = earlier + round_index * others
-        jumps, ranked, runs = self._jump_order(jumps, scored, points, unclipped)  # [J], [B, J], [B]
-        forced = other & (slot < tf.gather(runs, group)) & (round_index < starts.JUMP_ROUNDS)
-        column = tf.gather(tf.gather(jumps, tf.gather(ranked, group)),
-                           tf.minimum(slot, jumps.size - 1), batch_dims=1)       # [C]
-        jump_start = tf.gather(tf.gather(points, group), column, batch_dims=1)  # [C, P]
-        return again | forced, tf.where(forced[:, None], jump_start, start)
-
-    def _jump_order(self, up, scored, points, unclipped):
-        """(columns [J] of the jump probes, up's then starts.down_jump_probes';
-        each series' order of them [B, J]; how many of them [B] to run): the
-        jumps up whose periods stay within the bounds, best-scored first,
-        then those down within the bounds; those clipped to a bound come
-        last and are not run (starts.JUMP_DOWN_MULTIPLES).
-
-        Args: up: [U] columns of the jumps up (starts.jump_probes); scored:
-        [B, Q] the probes' values; points, unclipped: [B, Q, P] the probes
-        after and before clipping to the bounds.
-        """
-        down = starts.down_jump_probes(self.kernel)
-        if not down.size:
-            return (up, tf.argsort(tf.gather(scored, up, axis=1), axis=-1, stable=True),
-                    tf.fill([tf.shape(scored)[0]], up.size))
-        columns = np.concatenate([up, down])
-        periods = [i for i, name in enumerate(self.kernel.parameters) if name.startswith("period")]
-        moved = tf.gather(tf.gather(tf.abs(unclipped - points), columns, axis=1), periods,
-                          axis=2)                                               # [B, J, periods]
-        clipped = tf.reduce_any(moved > 0.0, axis=-1)                          # [B, J]
-        tier = tf.where(clipped, 2, tf.where(tf.range(columns.size) >= up.size, 1, 0))
-        by_value = tf.argsort(tf.gather(scored, columns, axis=1), axis=-1, stable=True)
-        order = tf.gather(by_value, tf.argsort(tf.gather(tier, by_value, batch_dims=1), axis=-1,
-                                               stable=True), batch_dims=1)
-        return columns, order, tf.reduce_sum(tf.cast(~clipped, tf.int32), axis=-1)
-
-    def _short_probe(self, optimum, lo, c, length, variance):
-        """[B, P] each series' optimum [B, P] (log) with component c's
-        length scale at `length` x its lower bound (lo [B, P]) and its
-        variance at `variance` x the noise variance; the other components'
-        variances and the noise's unchanged (starts.short_probes)."""
-        names = self.kernel.parameters
-        columns = [optimum[:, i] for i in range(len(self.parameters))]
-        length_at = names.index(f"length_scale_{c}")
-        columns[length_at] = lo[:, length_at] + np.log(length)
-        log_r = optimum[:, -1]
-        if c:  # its ratio to the first component: variance x r
-            ratio = names.index(f"variance_ratio_{c}")
-            columns[ratio] = np.log(variance) + log_r
-        else:  # it is the unit: the other ratios and r are measured anew
-            for i, name in enumerate(names):
-                if name.startswith("variance_ratio_"):
-                    columns[i] = optimum[:, i] - np.log(variance) - log_r
-            columns[-1] = tf.fill(tf.shape(log_r), tf.constant(-np.log(variance), DTYPE))
-        return tf.stack(columns, axis=-1)
-
-    def _grid_values(self, pieces, kernel_grid, noise_grid):
-        """[B, G1, G2] profiled nll of every series' grid, scored on its pieces
-        taken as independent: kernel rows kernel_grid [B, G1, K] by noise
-        columns noise_grid [B, G2] (log parameters). A row's kernel matrix
-        serves all its columns."""
-        spread = lambda v: tf.repeat(v, pieces.count, axis=0)  # [B, ...] -> [B * pieces, ...]
-        columns = noise_grid.shape[1]
-
-        def score_row(row):  # [B, K] -> [B, G2]; two rows at a time bound memory
-            kmat = self.kernel.matrix(pieces.feature, tf.unstack(tf.exp(spread(row)), axis=-1))
-            return tf.stack([
-                likelihood.profiled_nll_blocks(kmat, spread(tf.exp(noise_grid[:, j])) + self.jitter,
-                                               pieces.y, pieces.mask, pieces.count)[0]
-                for j in range(columns)], axis=-1)
-
-        values = tf.map_fn(score_row, tf.transpose(kernel_grid, [1, 0, 2]),
-                           fn_output_signature=DTYPE, parallel_iterations=2)  # [G1, B, G2]
-        return tf.transpose(values, [1, 0, 2])
-
-    def _whole_values_where(self, need, feature, points, k, y, mask, otherwise):
-        """[B, k]: `_whole_values` of the series in need [B], `otherwise`
-        [B, k] for the others (gathered: only those series are scored)."""
-        rows = tf.cast(tf.where(need)[:, 0], tf.int32)
-        take = lambda v: tf.gather(v, rows)
-        exact = self._whole_values(tf.nest.map_structure(take, feature), take(points), k,
-                                   take(y), take(mask))
-        return tf.tensor_scatter_nd_update(otherwise, rows[:, None], exact)
-
-    def _whole_values(self, feature, points, k, y, mask):
-        """[B, k] profiled nll of points [B, k, P] (log parameters) on the
-        whole series: one Cholesky each."""
-        return tf.stack([likelihood.profiled_nll(
-            self.kernel.matrix(feature, tf.unstack(tf.exp(points[:, i, :-1]), axis=-1)),
-            tf.exp(points[:, i, -1]) + self.jitter, y, mask)[0]
-            for i in range(k)], axis=-1)
-
-    def _newton_terms(self, x, feature, y, mask):
-        """Profiled nll, gradient and Hessian at log parameters x [M, P]."""
-        shape = tf.unstack(tf.exp(x[:, :-1]), num=len(self.shape_parameters), axis=-1)
-        kmat, first, second = self.kernel.matrix_and_derivatives(feature, shape)
-        nll, gradient, hessian, mean, scale2 = likelihood.profiled_nll_newton(
-            kmat, first, second, tf.exp(x[:, -1]) + self.jitter, x[:, -1], y, mask)
-        return nll, gradient, hessian, {"mean": mean, "scale2": scale2}
 
     # ---- Python side ---------------------------------------------------
 
@@ -572,109 +254,6 @@ def _long_advice(reason, n: int, config: FitConfig):
     return reason
 
 
-def _other_basins(values, first):
-    """The grid's points [B, G1 * G2] ordered for restarts, and how many of
-    them [B] are other basins.
-
-    values: [B, G1, G2] grid values (rows: length scales in order; columns:
-    noise ratios in order). first: [B] the flat index of each series'
-    first start. Order: `first`, then the other basins: the grid's local
-    minima (no lower value among the 8 neighbours) that are not next to
-    `first` and within starts.BASIN_WITHIN nats of the grid's best, best
-    first; then the rest.
-    """
-    finite = _finite_or_inf(values)
-    columns = tf.shape(values)[2]
-    padded = tf.pad(finite, [[0, 0], [1, 1], [1, 1]], constant_values=np.inf)
-    lowest_around = -tf.nn.max_pool2d(-padded[..., None], 3, 1, "VALID")[..., 0]
-    flat = tf.reshape(finite, [tf.shape(values)[0], -1])                      # [B, G]
-    minimum = tf.reshape(finite <= lowest_around, tf.shape(flat)) & tf.math.is_finite(flat)
-    point = tf.range(tf.shape(flat)[1])
-    apart = lambda a, b: tf.abs(a - b) > 1
-    away = (apart(point[None] // columns, first[:, None] // columns)
-            | apart(point[None] % columns, first[:, None] % columns))
-    close = flat - tf.reduce_min(flat, axis=-1, keepdims=True) <= starts.BASIN_WITHIN
-    other = minimum & away & close
-    key = tf.where(other, flat, tf.constant(np.inf, flat.dtype))
-    key = tf.where(tf.equal(point[None], first[:, None]), tf.constant(-np.inf, flat.dtype), key)
-    return (tf.argsort(key, axis=-1, stable=True),
-            tf.reduce_sum(tf.cast(other, tf.int32), axis=-1))
-
-
-def _feature(kernel, t):
-    """The kernel's feature of standardised times t [B, N] (0 at a series'
-    first point, 1 at its last: its centre, from which a kernel of the
-    times measures them, is at CENTRE), from distances computed once."""
-    return kernel.feature(distances(t, t), t - CENTRE, t - CENTRE)
-
-
-def _eigen_floor(kernel) -> float:
-    """Newton's eigenvalue floor: sums and periodic kernels have ridges
-    where a component fades (newton.RIDGE_EIGEN_FLOOR); the others keep
-    the floor they were measured with."""
-    return newton.RIDGE_EIGEN_FLOOR if kernel.has_period or len(components(kernel)) > 1 \
-        else newton.EIGEN_FLOOR
-
-
-def _series_best(value, group, series):
-    """(lowest value [B], its member [B]) of each series' members; value
-    [C] (NaN counts as +inf), group [C] each member's series."""
-    n_members = tf.shape(group)[0]
-    value = _finite_or_inf(value)
-    lowest = tf.math.unsorted_segment_min(value, group, series)
-    best = tf.minimum(tf.math.unsorted_segment_min(
-        tf.where(tf.equal(value, tf.gather(lowest, group)), tf.range(n_members), n_members),
-        group, series), n_members - 1)
-    return lowest, best
-
-
-def summed_work(fitters) -> dict:
-    """The `work` counters of several fitters, summed key by key."""
-    return {key: sum(f.work[key] for f in fitters) for key in fitters[0].work}
-
-
-def _grid_points(kernel_grid, noise_grid):
-    """[B, G1 * G2, P] the positions of grid rows [B, G1, K] by columns
-    [B, G2], row by row."""
-    return tf.concat([tf.repeat(kernel_grid, noise_grid.shape[1], axis=1),
-                      tf.tile(noise_grid, [1, kernel_grid.shape[1]])[..., None]], axis=-1)
-
-
-def _finite_or_inf(values):
-    """values with NaN (a covariance not positive definite) as +inf."""
-    return tf.where(tf.math.is_finite(values), values, tf.constant(np.inf, values.dtype))
-
-
-def _ranked(values):
-    """[B, G] indices of values [B, G] from lowest to highest, NaN last."""
-    return tf.argsort(_finite_or_inf(values), axis=-1)
-
-
-class _Pieces:
-    """Rows t, y, mask [B, N] cut into `count` consecutive pieces of
-    L = min(starts.grid_piece_points(kernel), N) points (padding masked):
-    y, mask [B * count, L] and the kernel's feature of each piece [B * count,
-    L, L]. A row's pieces are its points 0..L-1, L..2L-1, ...: they depend
-    on its own points only, not on the batch's padded length, so a series
-    gets the same grid values whatever its batch companions."""
-
-    def __init__(self, kernel, t, y, mask):
-        n = tf.shape(t)[1]
-        self.size = tf.minimum(starts.grid_piece_points(kernel), n)
-        self.count = (n + self.size - 1) // self.size
-        pad = self.count * self.size - n
-        extend = lambda v, fill: tf.reshape(tf.concat([v, tf.tile(fill, [1, pad])], axis=1),
-                                            [-1, self.size])
-        t = extend(t, t[:, -1:])
-        self.y = extend(y, tf.zeros_like(y[:, :1]))
-        self.mask = extend(mask, tf.zeros_like(mask[:, :1]))
-        self.feature = _feature(kernel, t)
-
-    def within_one(self, mask):
-        """[B] the series (mask [B, N]) that fit in one piece."""
-        return tf.reduce_sum(mask, axis=-1) <= tf.cast(self.size, mask.dtype)
-
-
 class _StandardisedBatch:
     """A batch standardised (t to [0, 1], y to zero mean and unit variance),
     padded to [B, N] with masks, one row per series, and the way back to
@@ -739,15 +318,3 @@ class _StandardisedBatch:
                          components=parts, bic=bic(kernel, fitted["nll"], series.n_points),
                          warm_started=warm_started, **fitted)
 
-
-def bic(kernel, nll: float, n_points: int) -> float:
-    """2 nll + k log n, with k the free parameters: the mean, the noise
-    variance, and each component's amplitude and shape parameters."""
-    count = 2 + sum(1 + len(base.parameters) for base in components(kernel))
-    return 2.0 * nll + count * np.log(n_points)
-
-
-def last_line(error: BaseException) -> str:
-    """The last line of the message (TensorFlow puts the op's error there)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[-1] if lines else type(error).__name__

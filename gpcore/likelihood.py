@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import tensorflow as tf
+
+from gpcore.kernels import components
 
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -194,3 +197,10 @@ def _inner(a, b, transpose=False):
     if transpose:
         b = tf.linalg.matrix_transpose(b)
     return tf.reduce_sum(a * b, axis=[-2, -1])
+
+
+def bic(kernel, nll: float, n_points: int) -> float:
+    """2 nll + k log n, with k the free parameters: the mean, the noise
+    variance, and each component's amplitude and shape parameters."""
+    count = 2 + sum(1 + len(base.parameters) for base in components(kernel))
+    return 2.0 * nll + count * np.log(n_points)

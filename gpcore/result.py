@@ -94,3 +94,9 @@ def first_line(err: BaseException) -> str:
     for one-line error messages."""
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
+
+
+def last_line(error: BaseException) -> str:
+    """The last line of the message (TensorFlow puts the op's error there)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__

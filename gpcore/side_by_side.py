@@ -17,8 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from gpcore.batching import Batching
-from gpcore.fitter import summed_work
+from gpcore.batching import Batching, summed_work
 from gpcore.result import FitResult
 from gpcore.series import Series
 

@@ -1,6 +1,7 @@
 """The package layout drawn in docs/design.md, and who may import whom.
 
   gpcore/            imports no pipeline module, no Beam, no pyarrow, no pandas
+  gpcore/search.py   the fitter's in-graph search: imports no batch driver
   pipeline/io/       the on-disk contract: imports only pipeline.io (and gpcore);
                      from Beam only its file systems
   pipeline/report/   imports only pipeline.report, pipeline.io and gpcore
@@ -88,3 +89,13 @@ def test_gpcore_imports_neither_beam_nor_pyarrow_nor_pandas():
     for path, names in modules("gpcore").items():
         found = [n for n in names if any(inside(n, p) for p in ("apache_beam", "pyarrow", "pandas"))]
         assert not found, (path, found)
+
+
+def test_the_search_imports_no_batch_driver():
+    # The search is compiled by the driver, never the other way round
+    # (docs/design.md, "The fitter"): no cycle.
+    drivers = ("gpcore.fitter", "gpcore.choice", "gpcore.side_by_side", "gpcore.markov_fitter")
+    names = modules("gpcore")["gpcore/search.py"]
+    found = [n for n in names if any(inside(n, d) for d in drivers)]
+    assert not found, found
+    assert "gpcore.search" in modules("gpcore")["gpcore/fitter.py"]

@@ -9,6 +9,7 @@ import gp_reference as ref
 from gpcore import FitConfig, GPFitter, Series
 from gpcore.result import FIELDS
 from gpcore.fitter import JITTERS
+from gpcore.search import Search
 
 
 @pytest.fixture(scope="module")
@@ -200,23 +201,27 @@ def test_config_rejects_bad_values():
         FitConfig(restarts=0)
 
 
-class _IndefiniteBelow(GPFitter):
-    """A fitter whose covariance of series "bad" is indefinite unless the
+class _IndefiniteBelow(Search):
+    """A search whose covariance of series "bad" is indefinite unless the
     jitter reaches `threshold`: the case a failed Cholesky produces."""
 
     threshold = JITTERS[-1]
 
-    def _newton_terms(self, x, feature, y, mask):
-        nll, gradient, hessian, aux = super()._newton_terms(x, feature, y, mask)
+    def newton_terms(self, x, feature, y, mask):
+        nll, gradient, hessian, aux = super().newton_terms(x, feature, y, mask)
         # Series "bad" has 37 points; the others have 40.
         bad = tf.equal(tf.reduce_sum(mask, axis=-1), 37.0) & (self.jitter < self.threshold)
         return tf.where(bad, tf.constant(np.nan, tf.float64), nll), gradient, hessian, aux
 
 
+class _IndefiniteFitter(GPFitter):
+    search_type = _IndefiniteBelow
+
+
 @pytest.mark.parametrize("threshold, status", [(JITTERS[-1], "ok"), (1.0, "failed")])
 def test_jitter_escalates_for_the_failing_series_only(rng, threshold, status):
-    fitter = _IndefiniteBelow(FitConfig(kernel="rbf"))
-    fitter.threshold = threshold
+    fitter = _IndefiniteFitter(FitConfig(kernel="rbf"))
+    fitter.search.threshold = threshold
     t = np.linspace(0.0, 5.0, 40)
     good = [Series(f"g{i}", t, np.sin(t + i) + 0.1 * rng.normal(size=40)) for i in range(3)]
     bad = Series("bad", t[:37], np.cos(t[:37]) + 0.1 * rng.normal(size=37))

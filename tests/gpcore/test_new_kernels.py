@@ -168,7 +168,7 @@ def test_what_the_new_kernels_search_and_count():
     the slope's amplitude; matern12 is searched as rbf is."""
     from gpcore import starts
     from gpcore.config import default_restarts
-    from gpcore.fitter import bic
+    from gpcore.likelihood import bic
     from gpcore.kernels import kernel
 
     t = np.linspace(0.0, 1.0, 20)

@@ -6,7 +6,7 @@ import tensorflow as tf
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, starts
 from gpcore.kernels import distances, kernel as kernel_named
-from gpcore.fitter import _Pieces
+from gpcore.search import Pieces
 
 
 def test_bounds_follow_the_data_spacing_and_span(rng):
@@ -75,8 +75,8 @@ def test_jumps_go_up_within_the_bounds_then_down_and_never_to_a_clipped_period()
     unclipped = points.copy()
     clipped = up[[0, 3]]  # two jumps up whose period left the bounds
     unclipped[0, clipped, 3] = 0.7
-    columns, order, run = fitter._jump_order(up, tf.constant(scored), tf.constant(points),
-                                             tf.constant(unclipped))
+    columns, order, run = fitter.search.jump_order(up, tf.constant(scored), tf.constant(points),
+                                                 tf.constant(unclipped))
     taken = np.asarray(columns)[order.numpy()[0]]
     within = [c for c in up if c not in clipped]
     expected = (sorted(within, key=lambda c: scored[0, c]) + sorted(down, key=lambda c: scored[0, c])
@@ -128,7 +128,7 @@ def test_a_short_probe_puts_a_component_at_a_variance_below_the_noise():
     fitter = GPFitter(FitConfig(kernel="rbf+periodic"))
     optimum = tf.constant(np.log([[5.0, 1e3, 0.5, 0.3, 2e-2]]), tf.float64)  # rbf faded: long, tiny
     lo = tf.constant(np.log([[1e-3, 1e-6, 1e-2, 0.01, 1e-8]]), tf.float64)
-    x = np.exp(fitter._short_probe(optimum, lo, 0, 4.0, 0.3).numpy()[0])
+    x = np.exp(fitter.search.short_probe(optimum, lo, 0, 4.0, 0.3).numpy()[0])
     # The rbf at 4 x its bound with 0.3 x the noise variance; the periodic
     # part's and the noise's variances unchanged (in units of the old rbf's).
     assert x[0] == pytest.approx(4e-3)
@@ -207,8 +207,8 @@ def test_grid_scores_equal_numpy_and_restarts_start_from_other_basins(rng, kerne
     one = lambda a: tf.constant(a[None])
     feature = fitter.kernel.feature(distances(one(t), one(t)))
     mask = one(np.ones_like(y))
-    start, others, values = fitter._grid_start(
-        feature, _Pieces(fitter.kernel, one(t), one(y), mask), one(y), mask, one(rows),
+    start, others, values = fitter.search.grid_start(
+        feature, Pieces(fitter.kernel, one(t), one(y), mask), one(y), mask, one(rows),
         one(columns), tf.zeros([count], tf.int32), tf.range(count))
     size = min(n, starts.grid_piece_points(fitter.kernel))
     pieces = -(-n // size)
@@ -237,7 +237,7 @@ def test_grid_scores_equal_numpy_and_restarts_start_from_other_basins(rng, kerne
 
 
 def test_other_basins_are_local_minima_away_from_the_first_start():
-    from gpcore.fitter import _other_basins
+    from gpcore.search import other_basins
 
     values = 10.0 + np.add.outer(np.arange(7.0), np.arange(4.0))  # one basin, at (0, 0)
     values[0, 0] = 0.0
@@ -250,7 +250,7 @@ def test_other_basins_are_local_minima_away_from_the_first_start():
     flat = lambda row, column: row * 4 + column
 
     def restarts(first):
-        order, others = _other_basins(tf.constant(values[None]), tf.constant([first]))
+        order, others = other_basins(tf.constant(values[None]), tf.constant([first]))
         return order.numpy()[0][:1 + int(others.numpy()[0])].tolist()
 
     assert restarts(flat(0, 0)) == [flat(0, 0), flat(6, 0), flat(1, 3), flat(4, 0)]
