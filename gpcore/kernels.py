@@ -18,10 +18,15 @@ TensorFlow is imported only when a matrix is first built.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 SQRT3, SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
+
+# Sums join base kernels with this; at most MAX_COMPONENTS of them, and
+# `linear` at most once: two lines through one centre are one line, whose
+# variance ratio the likelihood cannot tell apart.
+SUM = "+"
+MAX_COMPONENTS = 3
 
 
 def _tf():
@@ -29,12 +34,16 @@ def _tf():
     return tf
 
 
-@dataclasses.dataclass(frozen=True)
 class Kernel:
-    """A unit-amplitude kernel.
+    """A unit-amplitude kernel; its subclasses are named after the maths
+    (RBF, Matern12, Periodic, ..., Sum), and `a + b` is their Sum.
 
-    Attributes:
-      name: as given to FitConfig and written to the output's `kernel`.
+    Kernels are values: equal, with equal hashes, where their structure is
+    (the same base kernels, in the same order), and immutable.
+
+    Attributes (of each class, or of a sum):
+      name: as given to FitConfig and written to the output's `kernel`
+        ("rbf", "rbf+periodic").
       parameters: its shape parameters, in the optimiser's order.
       time_parameters: those measured in units of t (scaled with t); the
         others are unitless.
@@ -42,10 +51,31 @@ class Kernel:
         slope: `linear`), not of y.
     """
 
-    name: str
-    parameters: tuple[str, ...]
-    time_parameters: tuple[str, ...]
+    name: str = ""
+    parameters: tuple[str, ...] = ()
+    time_parameters: tuple[str, ...] = ()
     amplitude_per_time: bool = False
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __add__(self, other):
+        if not isinstance(other, Kernel):
+            return NotImplemented
+        return Sum(components(self) + components(other))
+
+    def structure(self) -> tuple:
+        """What equality and hashing compare: the class (a sum: its parts')."""
+        return (type(self),)
+
+    def __eq__(self, other):
+        return isinstance(other, Kernel) and self.structure() == other.structure()
+
+    def __hash__(self):
+        return hash(self.structure())
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
 
     @property
     def has_period(self) -> bool:
@@ -85,7 +115,13 @@ def _scaled(distance, length_scale, factor):
     return distance * (factor / length_scale)[:, None, None]
 
 
-class _RBF(Kernel):
+class RBF(Kernel):
+    """The squared exponential exp(-d^2 / 2 l^2) (TFP's ExponentiatedQuadratic)."""
+
+    name = "rbf"
+    parameters = ("length_scale",)
+    time_parameters = ("length_scale",)
+
     def feature(self, distance, t1=None, t2=None):
         return -0.5 * _tf().square(distance)  # -d^2 / 2
 
@@ -102,13 +138,13 @@ class _RBF(Kernel):
         return k, [dk], {(0, 0): dk * (two_u - 2.0)}
 
 
-class _Matern(Kernel):
-    """Matern 1/2 (nu=0.5, exponential: exp(-d/l), the Ornstein-Uhlenbeck
-    process, Markov), 3/2 (nu=1.5) and 5/2 (nu=2.5), with z = sqrt(2 nu) d / l."""
+class Matern(Kernel):
+    """The Matern kernels of smoothness nu (Matern12, Matern32, Matern52),
+    with z = sqrt(2 nu) d / l."""
 
-    def __init__(self, name, nu):
-        super().__init__(name, ("length_scale",), ("length_scale",))
-        object.__setattr__(self, "nu", nu)
+    nu: float = 0.0
+    parameters = ("length_scale",)
+    time_parameters = ("length_scale",)
 
     def matrix_and_derivatives(self, feature, params, order=2):
         tf = _tf()
@@ -144,11 +180,33 @@ class _Matern(Kernel):
         return k, [dk], {(0, 0): dk * (z - 1.0)}
 
 
-class _Linear(Kernel):
+class Matern12(Matern):
+    """nu = 1/2, exponential: exp(-d/l), the Ornstein-Uhlenbeck process
+    (Markov; TFP's MaternOneHalf)."""
+
+    name, nu = "matern12", 0.5
+
+
+class Matern32(Matern):
+    """nu = 3/2: (1 + z) exp(-z)."""
+
+    name, nu = "matern32", 1.5
+
+
+class Matern52(Matern):
+    """nu = 5/2: (1 + z + z^2 / 3) exp(-z)."""
+
+    name, nu = "matern52", 2.5
+
+
+class Linear(Kernel):
     """(t - c)(t' - c): a straight line through the constant mean at c, the
     series' centre, with a slope of unit variance (per unit of t squared).
     No shape parameters: c is fixed at the midpoint of the observed span
     (docs/design.md, "Kernel choice"), so the row and the data give it."""
+
+    name = "linear"
+    amplitude_per_time = True
 
     def time_scale(self, params) -> float:
         return math.inf  # a line needs no grid finer than the plot's least
@@ -163,8 +221,12 @@ class _Linear(Kernel):
         return feature, [], {}
 
 
-class _Periodic(Kernel):
+class Periodic(Kernel):
     """ExpSinSquared: exp(-2 sin^2(pi d / p) / l^2), l unitless."""
+
+    name = "periodic"
+    parameters = ("length_scale", "period")
+    time_parameters = ("period",)
 
     def time_scale(self, params) -> float:
         # The length scale is a fraction of the period's sine argument.
@@ -206,8 +268,14 @@ class Sum(Kernel):
     """
 
     def __init__(self, components: tuple[Kernel, ...]):
+        parts = tuple(components)
+        bases = [type(b).__name__ for b in parts if isinstance(b, Sum) or not isinstance(b, Kernel)]
+        if (bases or not 2 <= len(parts) <= MAX_COMPONENTS
+                or sum(isinstance(b, Linear) for b in parts) > 1):
+            raise ValueError(f"a sum must be of 2 to {MAX_COMPONENTS} base kernels, linear at "
+                             f"most once; got {parts!r}")
         names, time_names, layout = [], [], []
-        for c, base in enumerate(components):
+        for c, base in enumerate(parts):
             ratio = None
             if c:
                 ratio = len(names)
@@ -216,10 +284,18 @@ class Sum(Kernel):
             names += [f"{name}_{c}" for name in base.parameters]
             time_names += [f"{name}_{c}" for name in base.time_parameters]
             layout.append((ratio, shape))
-        super().__init__("+".join(b.name for b in components), tuple(names), tuple(time_names))
-        object.__setattr__(self, "components", components)
-        # Per component: (index of its variance ratio or None, its shape indices).
-        object.__setattr__(self, "layout", tuple(layout))
+        fields = dict(name=SUM.join(b.name for b in parts), parameters=tuple(names),
+                      time_parameters=tuple(time_names), components=parts,
+                      # Per component: (index of its variance ratio or None, its shape indices).
+                      layout=tuple(layout))
+        for key, value in fields.items():
+            object.__setattr__(self, key, value)
+
+    def structure(self) -> tuple:
+        return (Sum,) + tuple(base.structure() for base in self.components)
+
+    def __repr__(self):
+        return " + ".join(repr(base) for base in self.components)
 
     def component_parameters(self, c: int, params: list) -> list:
         """Component c's shape parameters, out of the sum's list."""
@@ -262,21 +338,12 @@ class Sum(Kernel):
         return total, first, second
 
 
-RBF = _RBF("rbf", ("length_scale",), ("length_scale",))
-MATERN12 = _Matern("matern12", 0.5)
-MATERN32 = _Matern("matern32", 1.5)
-MATERN52 = _Matern("matern52", 2.5)
-PERIODIC = _Periodic("periodic", ("length_scale", "period"), ("period",))
-LINEAR = _Linear("linear", (), (), amplitude_per_time=True)
+MATERN12, MATERN32, MATERN52 = Matern12(), Matern32(), Matern52()
+PERIODIC, LINEAR = Periodic(), Linear()
 
 # Name -> base kernel, in the order options and help text list them.
-TABLE = {k.name: k for k in (RBF, MATERN12, MATERN32, MATERN52, PERIODIC, LINEAR)}
+TABLE = {k.name: k for k in (RBF(), MATERN12, MATERN32, MATERN52, PERIODIC, LINEAR)}
 KERNELS = tuple(TABLE)
-# Sums join base kernels with this; at most MAX_COMPONENTS of them, and
-# `linear` at most once: two lines through one centre are one line, whose
-# variance ratio the likelihood cannot tell apart.
-SUM = "+"
-MAX_COMPONENTS = 3
 SYNTAX = (f"one of {', '.join(KERNELS)}, or a sum of up to {MAX_COMPONENTS} of them "
           f"joined by '{SUM}' (e.g. rbf+periodic, linear+rbf), linear at most once")
 

@@ -1,4 +1,6 @@
 """The kernel table against TFP's kernels, and its derivatives against autodiff."""
+import pickle
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -105,3 +107,25 @@ def test_table_describes_each_kernel_once():
     # Two lines through one centre are one line: the sum would not be identifiable.
     with pytest.raises(ValueError, match="linear at most once; got 'linear\\+rbf\\+linear'"):
         kernels.kernel("linear+rbf+linear")
+
+
+def test_kernels_are_classes_named_after_the_maths_composed_with_plus():
+    rbf_periodic = kernels.RBF() + kernels.Periodic()
+    assert isinstance(rbf_periodic, kernels.Sum) and rbf_periodic.name == "rbf+periodic"
+    # The parser and `+` build equal values, with equal hashes: a kernel is
+    # its structure, and its name is the string rows and fingerprints carry.
+    assert rbf_periodic == kernels.kernel("rbf+periodic")
+    assert hash(rbf_periodic) == hash(kernels.kernel("rbf+periodic"))
+    assert rbf_periodic != kernels.kernel("periodic+rbf") != kernels.Periodic()
+    assert len({kernels.Matern52(), kernels.kernel("matern52"), kernels.Matern32()}) == 2
+    three = kernels.Linear() + kernels.RBF() + kernels.Periodic()  # a sum plus a kernel: flat
+    assert three.components == (kernels.Linear(), kernels.RBF(), kernels.Periodic())
+    assert three.parameters == kernels.kernel("linear+rbf+periodic").parameters
+    for name in NAMES + SUMS:
+        assert kernels.kernel(name).name == name
+        assert pickle.loads(pickle.dumps(kernels.kernel(name))) == kernels.kernel(name)
+    assert kernels.RBF() != "rbf"  # a string is parsed, never compared
+    with pytest.raises(ValueError, match="linear at most once"):
+        three + kernels.Linear()
+    with pytest.raises(AttributeError, match="immutable"):
+        kernels.RBF().name = "matern12"
