@@ -25,16 +25,17 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 
 def _grid(text: str | None, piece: int | None = None, rescored: int | None = None) -> None:
-    """Sets gpcore.starts' grid constants from "G:r1,r2,..." and the grid's
-    piece length and rescored points (before a fitter is built)."""
-    from gpcore import starts
+    """Sets the grid's constants (gpcore.kernels' length scales, gpcore.starts'
+    noise ratios) from "G:r1,r2,..." and the grid's piece length and
+    rescored points (before a fitter is built)."""
+    from gpcore import kernels, starts
     if piece:
         starts.GRID_PIECE_POINTS = piece
     if rescored is not None:
         starts.GRID_RESCORED = rescored
     if text:
         rows, noise = text.split(":")
-        starts.LENGTH_GRID_SIZE = int(rows)
+        kernels.LENGTH_GRID_SIZE = int(rows)
         starts.NOISE_GRID = tuple(float(r) for r in noise.split(","))
 
 

@@ -10,7 +10,7 @@ once" and "Sums of kernels").
 the 24 lines and lines plus wiggles of benchmarks/linear_centre.py), each
 kernel with its default starts and step limit. `walks`: 30 random walks of
 50-200 points (regular and irregular times), fitted with matern12 at the
-length-scale bound of gpcore/starts.py and at 1,000 spans. `forecast`: 40
+length-scale bound of gpcore/kernels.py and at 1,000 spans. `forecast`: 40
 lines plus a smooth wiggle and 40 random walks (fresh seeds, 60-200
 points), the last 20 % held out; RMSE of the posterior mean over the held
 out points relative to the naive forecast (the last observed value), and
@@ -28,7 +28,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE, os.path.join(os.path.dirname(HERE), "tests")]
 
-from gpcore import FitConfig, GPFitter, Series, starts  # noqa: E402
+from gpcore import FitConfig, GPFitter, Series, kernels  # noqa: E402
 from gpcore.batching import Batching  # noqa: E402
 
 KERNELS = ("rbf", "matern12", "linear", "linear+rbf", "rbf+periodic", "linear+rbf+periodic")
@@ -99,11 +99,11 @@ def walks() -> None:
     rng = np.random.default_rng(5)
     series = [Series(str(i), *_walk(rng, int(rng.integers(50, 200)), i % 2 == 0))
               for i in range(30)]
-    bound = starts.LENGTH_BOUNDS
+    bound = kernels.LENGTH_BOUNDS
     at_bound = GPFitter(FitConfig(kernel="matern12")).fit(series)
-    starts.LENGTH_BOUNDS = (bound[0], bound[1], 1000.0)
+    kernels.LENGTH_BOUNDS = (bound[0], bound[1], 1000.0)
     wide = GPFitter(FitConfig(kernel="matern12")).fit(series)
-    starts.LENGTH_BOUNDS = bound
+    kernels.LENGTH_BOUNDS = bound
     gain = np.array([a.nll - b.nll for a, b in zip(at_bound, wide)])
     spans = np.array([b.length_scale / np.ptp(s.t) for b, s in zip(wide, series)])
     print(f"at the bound of {bound[2]:g} spans: {sum(a.at_bound for a in at_bound)} of "

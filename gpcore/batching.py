@@ -17,7 +17,7 @@ from gpcore.config import FitConfig, fitted_configs, takes_markov_path
 from gpcore.kernels import components
 from gpcore.kernels import kernel as kernel_named
 from gpcore.starts import (GRID_RESCORED, PROBES_RESCORED, far_probe_count, grid_piece_points,
-                           grid_shape, has_length_axis, probe_count)
+                           grid_shape, probe_count)
 
 # Padded lengths are rounded up to a multiple of this, so that similar
 # batches share shapes; the compiled function accepts any length.
@@ -163,7 +163,7 @@ def flops_per_newton_evaluation(n: int, n_params: int) -> float:
 
 def expected_starts(kernel, restarts: int) -> float:
     """Newton starts a series of `kernel` runs on average with `restarts`."""
-    if has_length_axis(kernel):
+    if kernel.has_length_axis:
         return 1.0 + BASIN_RESTART_SHARE * (restarts - 1)
     return float(restarts)
 

@@ -26,10 +26,10 @@ from gpcore.config import (AUTO, PERIODIC_MARGIN, SCREEN_FALSE_ALARM, SCREEN_MIN
                            FitConfig, fitted_configs, is_started, smooth_part)
 from gpcore.batching import padded_length, summed_work
 from gpcore.fitter import GPFitter
-from gpcore.kernels import SUM, kernel as kernel_named
+from gpcore.kernels import PERIOD_BOUNDS, SUM, kernel as kernel_named
 from gpcore.result import OK, FitResult
 from gpcore.series import Series
-from gpcore.starts import PERIOD_BOUNDS, periodogram, periodogram_peaks
+from gpcore.starts import periodogram, periodogram_peaks
 
 # auto's periodic candidate starts from its smooth part's fit
 # (`periodic_starts`) and its own grid's best point, instead of the grid's

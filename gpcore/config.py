@@ -7,7 +7,6 @@ import dataclasses
 from typing import Optional
 
 from gpcore.kernels import KERNELS, SUM, SYNTAX, kernel  # noqa: F401  (KERNELS: re-exported)
-from gpcore.starts import has_length_axis
 
 # kernel=AUTO fits each candidate and keeps the lowest BIC per series.
 AUTO = "auto"
@@ -164,7 +163,7 @@ def default_restarts(name: str) -> int:
     grid; 1 for the periodic kernel, whose grid rows are periods."""
     if SUM in name:
         return SUM_RESTARTS
-    return BASIN_RESTARTS if has_length_axis(kernel(name)) else 1
+    return BASIN_RESTARTS if kernel(name).has_length_axis else 1
 
 
 def is_markov(name: str) -> bool:

@@ -18,7 +18,10 @@ TensorFlow is imported only when a matrix is first built.
 """
 from __future__ import annotations
 
+import itertools
 import math
+
+import numpy as np
 
 SQRT3, SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
 
@@ -27,6 +30,35 @@ SQRT3, SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
 # variance ratio the likelihood cannot tell apart.
 SUM = "+"
 MAX_COMPONENTS = 3
+
+# Each kernel's bounds and start grid, in standardised units (t in [0, 1]);
+# the search-wide policy (noise ratios, probes, periodogram) is
+# gpcore/starts.py's (docs/design.md, "The fitter").
+# Length scales scored, log-spaced from LENGTH_GRID_SPAN[0] x the median
+# spacing to LENGTH_GRID_SPAN[1] x the span. From 1 spacing, not 2: real
+# optima at 1.1-1.3 spacings (docs/design.md, "Probes around the optimum").
+LENGTH_GRID_SIZE = 10
+LENGTH_GRID_SPAN = (1.0, 2.0)
+# Length scale bounds: down to a quarter of the median spacing (and at
+# least to span/1000), up to 10 spans (beyond that RBF is a polynomial).
+LENGTH_BOUNDS = (0.25, 1e-3, 10.0)
+# ExpSinSquared's length scale is unitless (relative to the sine).
+PERIODIC_LENGTH_GRID = (0.7, 2.0)
+PERIODIC_LENGTH_BOUNDS = (1e-2, 1e2)
+# Periods from 1 median spacing to half the span: a cycle must be seen at
+# least twice to be told from a trend (a longer "period" wraps the series'
+# end round to its start in a forecast). A fit held at a bound reports
+# at_bound (docs/design.md, "Periods the data can support").
+PERIOD_BOUNDS = (1.0, 0.5)  # (median spacings, spans)
+# In a sum each component's candidates are crossed, so each gets fewer: length
+# scales over the same range, periods from the periodogram of the detrended
+# series with one periodic length scale, and variance ratios of the
+# components after the first.
+SUM_LENGTH_GRID_SIZE = 4
+SUM_LENGTH_GRID_SPAN = (2.0, 2.0)
+SUM_PERIODIC_LENGTH = 1.0
+VARIANCE_RATIO_GRID = (0.1, 1.0)
+VARIANCE_RATIO_BOUNDS = (1e-6, 1e6)
 
 
 def _tf():
@@ -87,6 +119,34 @@ class Kernel:
         plot's grid must resolve."""
         return float(params["length_scale"])
 
+    # Whether the start grid's rows are one length scale in increasing
+    # order, so that neighbouring grid points are neighbours in parameter
+    # space (a single kernel whose one parameter is a length scale).
+    has_length_axis = False
+
+    def bounds(self, spacing: float) -> tuple[list[float], list[float]]:
+        """(lower, upper) of its shape parameters, in `parameters` order (not
+        log), for a series of median spacing `spacing` (t in [0, 1])."""
+        return [], []
+
+    def grid_size(self, periods: int) -> int:
+        """Rows of its start grid, with `periods` candidate periods."""
+        return 1
+
+    def start_rows(self, spacing: float, periods) -> np.ndarray:
+        """[grid_size, K] log start rows for median spacing `spacing`, from
+        candidate periods [periods] (units of t; None without a period)."""
+        return np.zeros((1, 0))
+
+    def sum_options(self, spacing: float, periods) -> list[tuple]:
+        """Its log candidates as a component of a sum, crossed with the
+        others' (fewer than its own grid's)."""
+        return [()]
+
+    def sum_option_count(self, periods: int) -> int:
+        """len(sum_options) with `periods` candidate periods."""
+        return 1
+
     def feature(self, distance, t1=None, t2=None):
         """What the matrix is computed from, per batch: the distance
         |t_i - t_j| [C, N, M] itself, or a function of it that spares
@@ -115,12 +175,35 @@ def _scaled(distance, length_scale, factor):
     return distance * (factor / length_scale)[:, None, None]
 
 
-class RBF(Kernel):
+class _Smooth(Kernel):
+    """A kernel of one length scale (RBF, the Materns): bounds from a
+    fraction of the median spacing to LENGTH_BOUNDS[2] spans, and a
+    log-spaced grid."""
+
+    parameters = ("length_scale",)
+    time_parameters = ("length_scale",)
+    has_length_axis = True
+
+    def bounds(self, spacing):
+        return [shortest_length_scale(spacing)], [LENGTH_BOUNDS[2]]
+
+    def grid_size(self, periods):
+        return LENGTH_GRID_SIZE
+
+    def start_rows(self, spacing, periods):
+        return _length_grid(spacing, LENGTH_GRID_SIZE, LENGTH_GRID_SPAN)[:, None]
+
+    def sum_options(self, spacing, periods):
+        return [(v,) for v in _length_grid(spacing, SUM_LENGTH_GRID_SIZE, SUM_LENGTH_GRID_SPAN)]
+
+    def sum_option_count(self, periods):
+        return SUM_LENGTH_GRID_SIZE
+
+
+class RBF(_Smooth):
     """The squared exponential exp(-d^2 / 2 l^2) (TFP's ExponentiatedQuadratic)."""
 
     name = "rbf"
-    parameters = ("length_scale",)
-    time_parameters = ("length_scale",)
 
     def feature(self, distance, t1=None, t2=None):
         return -0.5 * _tf().square(distance)  # -d^2 / 2
@@ -138,13 +221,11 @@ class RBF(Kernel):
         return k, [dk], {(0, 0): dk * (two_u - 2.0)}
 
 
-class Matern(Kernel):
+class Matern(_Smooth):
     """The Matern kernels of smoothness nu (Matern12, Matern32, Matern52),
     with z = sqrt(2 nu) d / l."""
 
     nu: float = 0.0
-    parameters = ("length_scale",)
-    time_parameters = ("length_scale",)
 
     def matrix_and_derivatives(self, feature, params, order=2):
         tf = _tf()
@@ -228,6 +309,22 @@ class Periodic(Kernel):
     parameters = ("length_scale", "period")
     time_parameters = ("period",)
 
+    def bounds(self, spacing):
+        return ([PERIODIC_LENGTH_BOUNDS[0], min(PERIOD_BOUNDS[0] * spacing, PERIOD_BOUNDS[1] / 2)],
+                [PERIODIC_LENGTH_BOUNDS[1], PERIOD_BOUNDS[1]])
+
+    def grid_size(self, periods):
+        return periods * len(PERIODIC_LENGTH_GRID)
+
+    def start_rows(self, spacing, periods):
+        return np.array([(np.log(l), np.log(p)) for p in periods for l in PERIODIC_LENGTH_GRID])
+
+    def sum_options(self, spacing, periods):
+        return [(np.log(SUM_PERIODIC_LENGTH), np.log(p)) for p in periods]
+
+    def sum_option_count(self, periods):
+        return periods
+
     def time_scale(self, params) -> float:
         # The length scale is a fraction of the period's sine argument.
         return float(params["period"]) * min(1.0, float(params["length_scale"])) / 4.0
@@ -297,6 +394,34 @@ class Sum(Kernel):
     def __repr__(self):
         return " + ".join(repr(base) for base in self.components)
 
+    def bounds(self, spacing):
+        lower, upper = [], []
+        for c, base in enumerate(self.components):
+            if c:
+                lower.append(VARIANCE_RATIO_BOUNDS[0])
+                upper.append(VARIANCE_RATIO_BOUNDS[1])
+            low, high = base.bounds(spacing)
+            lower += low
+            upper += high
+        return lower, upper
+
+    def grid_size(self, periods):
+        rows = len(VARIANCE_RATIO_GRID) ** (len(self.components) - 1)
+        for base in self.components:
+            rows *= base.sum_option_count(periods)
+        return rows
+
+    def start_rows(self, spacing, periods):
+        """Every component's sum_options crossed, with a variance ratio
+        from VARIANCE_RATIO_GRID for each component after the first."""
+        options = []
+        for c, base in enumerate(self.components):
+            own = base.sum_options(spacing, periods)
+            if c:
+                own = [(np.log(w),) + row for w in VARIANCE_RATIO_GRID for row in own]
+            options.append(own)
+        return np.array([sum(rows, ()) for rows in itertools.product(*options)])
+
     def component_parameters(self, c: int, params: list) -> list:
         """Component c's shape parameters, out of the sum's list."""
         return [params[i] for i in self.layout[c][1]]
@@ -363,6 +488,18 @@ def kernel(name: str) -> Kernel:
 def components(k: Kernel) -> tuple[Kernel, ...]:
     """The base kernels of k: itself alone, or a sum's components."""
     return getattr(k, "components", (k,))
+
+
+def shortest_length_scale(spacing: float) -> float:
+    """The length-scale bound for median spacing h: min(h / 4, span / 1000)."""
+    return min(LENGTH_BOUNDS[0] * spacing, LENGTH_BOUNDS[1])
+
+
+def _length_grid(spacing: float, size: int, span: tuple[float, float]) -> np.ndarray:
+    """[size] log length scales from span[0] median spacings to span[1]
+    spans (t in [0, 1])."""
+    lo = max(span[0] * spacing, shortest_length_scale(spacing))
+    return np.linspace(np.log(lo), np.log(span[1]), size)
 
 
 def distances(t1, t2):

@@ -82,7 +82,7 @@ class Search:
         # A restart runs only where its series' grid has that many other basins.
         active = rank <= tf.gather(basins, group)
         probes = None
-        if starts.has_length_axis(self.kernel):
+        if self.kernel.has_length_axis:
             probes = functools.partial(self.probe_restarts, feature, pieces, y, mask, lower,
                                        upper, group)
         elif self.kernel.has_period:
@@ -147,7 +147,7 @@ class Search:
                               order[:, head:]], axis=-1)
 
         order = tf.cond(pieces.count > 1, rescored, lambda: order)
-        if starts.has_length_axis(self.kernel):
+        if self.kernel.has_length_axis:
             order, others = other_basins(values, order[:, 0])
         else:
             others = tf.fill([series], tf.shape(order)[1] - 1)

@@ -13,47 +13,25 @@ the grid's rows are not one ordered axis, from the next-best points. A
 denser grid in length scale finds the right basin more often
 (docs/design.md, "The fitter"). Bounds keep flat likelihoods from drifting
 to 0 or infinity; they are set relative to the data's spacing and span.
+
+Each kernel owns its bounds and its start rows (Kernel.bounds, start_rows
+in gpcore/kernels.py); this module holds the search-wide policy: the noise
+ratios, the periodogram's candidate periods, the pieces, the probes and
+the jumps.
 """
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
-from gpcore.kernels import Kernel, components
+from gpcore.kernels import PERIOD_BOUNDS, Kernel, components
 
 # Noise-to-signal ratios r scored at every grid length scale: from nearly
 # noise-free (real yearly series often are) to noise as strong as the signal.
 NOISE_GRID = (1e-5, 1e-3, 3e-2, 1.0)
 NOISE_BOUNDS = (1e-8, 1e6)
-# Length scales scored, log-spaced from LENGTH_GRID_SPAN[0] x the median
-# spacing to LENGTH_GRID_SPAN[1] x the span. From 1 spacing, not 2: real
-# optima at 1.1-1.3 spacings (docs/design.md, "Probes around the optimum").
-LENGTH_GRID_SIZE = 10
-LENGTH_GRID_SPAN = (1.0, 2.0)
-# Length scale bounds: down to a quarter of the median spacing (and at
-# least to span/1000), up to 10 spans (beyond that RBF is a polynomial).
-LENGTH_BOUNDS = (0.25, 1e-3, 10.0)
-# ExpSinSquared's length scale is unitless (relative to the sine).
-PERIODIC_LENGTH_GRID = (0.7, 2.0)
-PERIODIC_LENGTH_BOUNDS = (1e-2, 1e2)
-# Periods from 1 median spacing to half the span: a cycle must be seen at
-# least twice to be told from a trend (a longer "period" wraps the series'
-# end round to its start in a forecast). A fit held at a bound reports
-# at_bound (docs/design.md, "Periods the data can support").
-PERIOD_BOUNDS = (1.0, 0.5)  # (median spacings, spans)
 PERIODS = 3            # periodogram peaks scored as candidate periods
 PERIODOGRAM_OVERSAMPLE = 4  # frequency steps per 1/span: peaks are ~1/span wide
 PERIODOGRAM_MAX_FREQUENCIES = 20000
-# Sums: each component's candidates are crossed, so each gets fewer: length
-# scales over the same range, periods from the periodogram of the detrended
-# series with one periodic length scale, and variance ratios of the
-# components after the first.
-SUM_LENGTH_GRID_SIZE = 4
-SUM_LENGTH_GRID_SPAN = (2.0, 2.0)
-SUM_PERIODIC_LENGTH = 1.0
-VARIANCE_RATIO_GRID = (0.1, 1.0)
-VARIANCE_RATIO_BOUNDS = (1e-6, 1e6)
 
 
 # The grid is scored on consecutive pieces of at most this many points,
@@ -176,13 +154,6 @@ def grid_piece_points(kernel: Kernel) -> int:
     return 1 << 30 if kernel.has_period else GRID_PIECE_POINTS
 
 
-def has_length_axis(kernel: Kernel) -> bool:
-    """Whether the grid's rows are one length scale in increasing order (a
-    single kernel whose one parameter is a length scale), so that
-    neighbouring grid points are neighbours in parameter space."""
-    return len(components(kernel)) == 1 and kernel.parameters == ("length_scale",)
-
-
 def probe_count(kernel: Kernel) -> int:
     """Probes around each optimum: PROBE_LENGTHS x PROBE_NOISES for a kernel
     with a length axis, period_probes' and shape_probes' rows for one with
@@ -190,13 +161,13 @@ def probe_count(kernel: Kernel) -> int:
     if kernel.has_period:
         return (len(period_probes(kernel)) + len(shape_probes(kernel))
                 + len(short_probes(kernel)))
-    return len(PROBE_LENGTHS) * len(PROBE_NOISES) if has_length_axis(kernel) else 0
+    return len(PROBE_LENGTHS) * len(PROBE_NOISES) if kernel.has_length_axis else 0
 
 
 def far_probe_count(kernel: Kernel) -> int:
     """Far probes around each optimum, scored on the whole series:
     FAR_PROBE_LENGTHS for a kernel with a length axis, else none."""
-    return len(FAR_PROBE_LENGTHS) if has_length_axis(kernel) else 0
+    return len(FAR_PROBE_LENGTHS) if kernel.has_length_axis else 0
 
 
 def ridge_probes() -> np.ndarray:
@@ -318,24 +289,7 @@ def short_probes(kernel: Kernel) -> list[tuple[int, float, float]]:
 
 def grid_shape(kernel: Kernel) -> tuple[int, int]:
     """(kernel-parameter rows, noise columns) of every series' grid."""
-    parts = components(kernel)
-    if not kernel.parameters:  # linear: only the noise ratio is searched
-        rows = 1
-    elif len(parts) == 1:
-        rows = PERIODS * len(PERIODIC_LENGTH_GRID) if kernel.has_period else LENGTH_GRID_SIZE
-    else:
-        rows = len(VARIANCE_RATIO_GRID) ** (len(parts) - 1)
-        for base in parts:
-            rows *= _sum_options(base)
-    return rows, len(NOISE_GRID)
-
-
-def _sum_options(base: Kernel) -> int:
-    """Candidates of one component of a sum: periods, length scales, or
-    one (a kernel without shape parameters)."""
-    if base.has_period:
-        return PERIODS
-    return SUM_LENGTH_GRID_SIZE if base.parameters else 1
+    return kernel.grid_size(PERIODS), len(NOISE_GRID)
 
 
 def median_spacing(t: np.ndarray) -> float:
@@ -345,82 +299,35 @@ def median_spacing(t: np.ndarray) -> float:
     return float(np.median(gaps)) if gaps.size else 1.0
 
 
-def _shortest_length_scale(spacing: float) -> float:
-    """The length-scale bound for median spacing h: min(h / 4, span / 1000)."""
-    return min(LENGTH_BOUNDS[0] * spacing, LENGTH_BOUNDS[1])
-
-
 def bounds(kernel: Kernel, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(lower [P], upper [P]) log bounds: kernel parameters, then log r."""
-    h = median_spacing(t)
-    lower, upper = [], []
-    for c, base in enumerate(components(kernel)):
-        if c:
-            lower.append(VARIANCE_RATIO_BOUNDS[0])
-            upper.append(VARIANCE_RATIO_BOUNDS[1])
-        if base.has_period:
-            lower += [PERIODIC_LENGTH_BOUNDS[0], min(PERIOD_BOUNDS[0] * h, PERIOD_BOUNDS[1] / 2)]
-            upper += [PERIODIC_LENGTH_BOUNDS[1], PERIOD_BOUNDS[1]]
-        elif base.parameters:
-            lower.append(_shortest_length_scale(h))
-            upper.append(LENGTH_BOUNDS[2])
+    """(lower [P], upper [P]) log bounds: the kernel's own (Kernel.bounds,
+    from t's median spacing), then log r."""
+    lower, upper = kernel.bounds(median_spacing(t))
     return (np.log(lower + [NOISE_BOUNDS[0]]), np.log(upper + [NOISE_BOUNDS[1]]))
 
 
 def search_grid(kernel: Kernel, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(kernel rows [G1, K], noise columns [G2]), both log, for one series.
+    """(kernel rows [G1, K], noise columns [G2]), both log, for one series:
+    the kernel's start rows (Kernel.start_rows), from the periodogram's
+    PERIODS highest peaks where it has a period.
 
     Args:
       kernel: the kernel fitted (rows follow its `parameters` order).
       t: [n] sorted times in [0, 1]. y: [n] standardised values.
     """
-    noise = np.log(NOISE_GRID)
-    parts = components(kernel)
-    if len(parts) > 1:
-        return _sum_grid(parts, t, y), noise
-    if not kernel.parameters:  # linear: one row of no parameters
-        return np.zeros((1, 0)), noise
+    periods = None
     if kernel.has_period:
+        if len(components(kernel)) > 1:
+            # The trend would dominate the periodogram's low frequencies:
+            # remove a line first, and look for cycles seen at least twice.
+            y = y - np.polyval(np.polyfit(t, y, 1), t)
         periods = _repeated(periodogram_peaks(t, y, PERIODS, shortest_cycles=1 / PERIOD_BOUNDS[1]))
-        rows = [(np.log(l), np.log(p)) for p in periods for l in PERIODIC_LENGTH_GRID]
-        return np.array(rows), noise
-    rows = _length_grid(t, LENGTH_GRID_SIZE, LENGTH_GRID_SPAN)
-    return rows[:, None], noise
-
-
-def _length_grid(t: np.ndarray, size: int, span: tuple[float, float]) -> np.ndarray:
-    """[size] log length scales from span[0] median spacings to span[1]
-    spans (t in [0, 1])."""
-    h = median_spacing(t)
-    lo = max(span[0] * h, _shortest_length_scale(h))
-    return np.linspace(np.log(lo), np.log(span[1]), size)
+    return kernel.start_rows(median_spacing(t), periods), np.log(NOISE_GRID)
 
 
 def _repeated(periods: np.ndarray) -> np.ndarray:
     """Exactly PERIODS periods: fewer peaks are repeated (same grid shape)."""
     return periods[np.arange(PERIODS) % periods.size]
-
-
-def _sum_grid(parts, t: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """[G1, K] log rows of a sum: every component's candidates crossed,
-    with a variance ratio for each component after the first."""
-    # The trend would dominate the periodogram's low frequencies: remove a
-    # line first, and look for cycles seen at least twice.
-    detrended = y - np.polyval(np.polyfit(t, y, 1), t)
-    periods = _repeated(periodogram_peaks(t, detrended, PERIODS,
-                                          shortest_cycles=1 / PERIOD_BOUNDS[1]))
-    options = []
-    for c, base in enumerate(parts):
-        if base.has_period:
-            own = [(np.log(SUM_PERIODIC_LENGTH), np.log(p)) for p in periods]
-        elif not base.parameters:
-            own = [()]
-        else:
-            own = [(v,) for v in _length_grid(t, SUM_LENGTH_GRID_SIZE, SUM_LENGTH_GRID_SPAN)]
-        if c:
-            own = [(np.log(w),) + row for w in VARIANCE_RATIO_GRID for row in own]
-        options.append(own)
-    return np.array([sum(rows, ()) for rows in itertools.product(*options)])
 
 
 def periodogram_peaks(t: np.ndarray, y: np.ndarray, count: int,

@@ -169,6 +169,7 @@ def test_what_the_new_kernels_search_and_count():
     from gpcore import starts
     from gpcore.config import default_restarts
     from gpcore.likelihood import bic
+    from gpcore import kernels
     from gpcore.kernels import kernel
 
     t = np.linspace(0.0, 1.0, 20)
@@ -181,8 +182,8 @@ def test_what_the_new_kernels_search_and_count():
     assert default_restarts("matern12") == default_restarts("rbf")
     # The sum's grid: variance ratios for rbf and periodic, the line's nothing.
     three = kernel("linear+rbf+periodic")
-    assert starts.grid_shape(three)[0] == (len(starts.VARIANCE_RATIO_GRID) ** 2
-                                           * starts.SUM_LENGTH_GRID_SIZE * starts.PERIODS)
+    assert starts.grid_shape(three)[0] == (len(kernels.VARIANCE_RATIO_GRID) ** 2
+                                           * kernels.SUM_LENGTH_GRID_SIZE * starts.PERIODS)
     for name, k in (("linear", 3), ("matern12", 4), ("linear+rbf", 5),
                     ("linear+rbf+periodic", 8)):
         assert bic(kernel(name), 10.0, 100) == pytest.approx(20.0 + k * np.log(100))

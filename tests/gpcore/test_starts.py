@@ -223,7 +223,7 @@ def test_grid_scores_equal_numpy_and_restarts_start_from_other_basins(rng, kerne
     if pieces > 1 and expected[head[-1]] - expected[head[0]] < starts.RESCORE_WITHIN:
         # the best few, close on pieces: ordered by the whole series
         order = np.r_[head[np.argsort(scored(None)[head])], order[starts.GRID_RESCORED:]]
-    if starts.has_length_axis(fitter.kernel):
+    if fitter.kernel.has_length_axis:
         basins = _other_basins_numpy(expected.reshape(rows.shape[0], -1), order[0])
         assert int(others.numpy()[0]) == len(basins)
         order = np.r_[order[0], basins].astype(int)
@@ -256,3 +256,24 @@ def test_other_basins_are_local_minima_away_from_the_first_start():
     assert restarts(flat(0, 0)) == [flat(0, 0), flat(6, 0), flat(1, 3), flat(4, 0)]
     # From (1, 2), (1, 1) and (1, 3) are its neighbours; (0, 0) is not.
     assert restarts(flat(1, 2)) == [flat(1, 2), flat(0, 0), flat(6, 0), flat(4, 0)]
+
+
+def test_a_sum_s_bounds_and_grid_are_its_components_with_a_ratio_after_the_first():
+    from gpcore import kernels
+
+    spacing, periods = 0.02, np.array([0.1, 0.25, 0.3])
+    rbf, periodic = kernels.RBF(), kernels.Periodic()
+    total = rbf + periodic
+    lower, upper = total.bounds(spacing)
+    ratio = kernels.VARIANCE_RATIO_BOUNDS
+    assert lower == rbf.bounds(spacing)[0] + [ratio[0]] + periodic.bounds(spacing)[0]
+    assert upper == rbf.bounds(spacing)[1] + [ratio[1]] + periodic.bounds(spacing)[1]
+    assert len(lower) == len(total.parameters)
+    rows = total.start_rows(spacing, periods)
+    assert rows.shape == (total.grid_size(len(periods)), len(total.parameters))
+    # Every rbf candidate with every ratio and period, in product order.
+    expected = [(r,) + (np.log(w),) + p for (r,) in rbf.sum_options(spacing, periods)
+                for w in kernels.VARIANCE_RATIO_GRID for p in periodic.sum_options(spacing, periods)]
+    np.testing.assert_array_equal(rows, expected)
+    assert rbf.has_length_axis and not (periodic.has_length_axis or total.has_length_axis)
+    assert kernels.Linear().start_rows(spacing, None).shape == (1, 0)
