@@ -40,36 +40,33 @@ SECONDS_PER_SERIES = 1e-3
 #   python benchmarks/cost.py --count 60 --kernels rbf+periodic,periodic,linear+rbf,linear+rbf+periodic,matern12
 # on benchmarks/realdata.py's and benchmarks/seasonal.py's sets: the larger
 # of the two sets' figures, rounded up for sums, whose calls vary most
-# (docs/design.md, "Cost per kernel"). A structure not measured takes the
-# dearest figures (three components with a period): the safe side. Sums
-# with a period, with their jumps to longer periods (docs/design.md, "Sums
-# of kernels"), measured again by
+# (each figure and its run: docs/design.md, "Cost per kernel"). A structure
+# not measured takes the dearest figures (three components with a period):
+# the safe side. Sums with a period, with their jumps to longer periods
+# (docs/design.md, "Sums of kernels"), measured again by
 #   python benchmarks/cost.py --count 16 --kernels auto,matern52+periodic
-# (36.6 and 51.3 evaluations per start x 2.19 and 2.04); three components
-# with a period were measured before the jumps only, and take that figure
-# times JUMP_EVALUATION_FACTOR, the jumps' measured rise of a sum's Newton
-# evaluations per series.
+# three components with a period were measured before the jumps only, and
+# take that figure times JUMP_EVALUATION_FACTOR, the jumps' measured rise
+# of a sum's Newton evaluations per series, rounded up.
 JUMP_EVALUATION_FACTOR = 2.8
 COST_FIGURES = {
-    (1, False): (4.8, 2.0),   # rbf, matern12, matern32, matern52 (matern12 3.6-3.8 x 1.5)
+    (1, False): (4.8, 2.0),   # rbf, matern12, matern32, matern52
     (1, True): (10.6, 2.1),   # periodic (a single kernel: no jumps)
-    (2, False): (10.0, 1.3),  # linear+rbf (6.9-7.5 x 1.2-1.3)
+    (2, False): (10.0, 1.3),  # linear+rbf
     (2, True): (52.0, 2.2),   # rbf+periodic, matern52+periodic
-    # linear+rbf+periodic (13.4-20.8 x 1.7-1.9 before the jumps)
-    (3, True): (30.0 * JUMP_EVALUATION_FACTOR, 1.9),
+    (3, True): (30.0 * JUMP_EVALUATION_FACTOR, 1.9),  # linear+rbf+periodic, before the jumps
 }
 DEAREST = (3, True)
 # Sums with a period fitted without the jumps (FitConfig.jumps), per start
 # of FitConfig.restarts: two components are auto's periodic candidate
 # started from its smooth part's fit, measured by the cost.py run above
-# (13.5 and 12.9 evaluations per start over its 3; CPU factor the auto
-# calls' larger, 2.53, as the candidate's fits are most of their flops);
-# three, the figures cost.py measured before the jumps existed.
+# (CPU factor the auto calls' larger, as the candidate's fits are most of
+# their flops); three, the figures cost.py measured before the jumps
+# existed.
 NO_JUMP_FIGURES = {(2, True): (14.0, 2.5), (3, True): (30.0, 1.9)}
 # Restarts to other basins of a length-scale grid run only where the grid
-# shows one: measured, a restart ran on about a quarter of real series
-# (7.1 Newton evaluations per series at 3 starts against 4.8 at 1) and on
-# about 1 % of series drawn from the model.
+# shows one: on about a quarter of real series, rarely on series drawn from
+# the model (docs/design.md, "Restarts from other basins"; docs/scale.md).
 BASIN_RESTART_SHARE = 0.25
 
 
@@ -79,14 +76,11 @@ BASIN_RESTART_SHARE = 0.25
 # for a state of dimension D, and MARKOV_SUM_FACTOR for a sum (a 4x larger
 # grid and 3-5x the whole-series Newton evaluations), all measured by
 #   python benchmarks/long_series.py --kernels matern32,matern12,matern32+matern12,matern52+matern12
-# (re-measured with the window Hessian computed once and its BFGS update,
-# load 13-20: 2.7 s at 10^4, 9.7-9.8 s at 10^5, 23.4 s at 3 x 10^5, 107 s
-# at 10^6 for matern32: within 1.8x of all four. Sums: matern32+matern12
-# 25.9 s at 10^4 and 27.0 s at 10^5 against the model's 43.8 s and 110 s,
-# one draw each; sums varied 16x with the draw before, so the factor
-# stays. Every sum over MARKOV_ABOVE points is estimated above the default
-# SECONDS_PER_CALL, so it fills a call alone whatever the factor;
-# docs/design.md, "Long series: Markov kernels").
+# The model is within 1.8x of the matern32 fits; the sums' factor errs long
+# and stays until more than one draw per length is measured, harmlessly:
+# every sum over MARKOV_ABOVE points is estimated above the default
+# SECONDS_PER_CALL, so it fills a call alone whatever the factor (the
+# figures: docs/design.md, "Long series: Markov kernels").
 MARKOV_SECONDS_WINDOW = 4.0
 MARKOV_SECONDS_PER_POINT = 8.0e-5
 MARKOV_STATE_EXPONENT = 1.25

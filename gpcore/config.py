@@ -21,10 +21,9 @@ CANDIDATES = ("matern52", "matern12", "matern52+periodic")
 # periodogram has a peak repeated SCREEN_MIN_CYCLES times in the span that
 # white noise reaches with probability < SCREEN_FALSE_ALARM, and win only by
 # PERIODIC_MARGIN of BIC over the best non-periodic candidate. Three cycles
-# rather than two: on forecast.py's tune split 20 series passed instead of
-# 52, periodic parts on non-seasonal series fell from 8 to 2 and mean MASE
-# from 1.321 to 1.316; no cycle of seasonal.py or heldout_seasonal.py with
-# two or more periods in its span was lost.
+# rather than two: fewer spurious periodic parts on non-seasonal series and
+# a lower MASE on forecast.py's tune split, no real cycle lost
+# (docs/design.md, "Kernel choice", the screen's table).
 SCREEN_MIN_CYCLES = 3.0
 SCREEN_FALSE_ALARM = 0.01
 PERIODIC_MARGIN = 6.0
@@ -32,15 +31,10 @@ SCREEN_OVERSAMPLE = 4  # periodogram frequencies per 1 / span
 SCREEN_REGULAR = 1.25  # most ratio of a series' longest to shortest step the screen judges (months: 31 / 28)
 # Less regular series are judged at their index where their steps are whole
 # multiples of the smallest, at least this share single (trading days: 4 of
-# 5). On seasonal.py it screened out 6 of 10 such non-seasonal series and
-# kept all 7 seasonal ones; on forecast.py's tune split, 11 trading series
-# (docs/design.md, "Kernel choice").
+# 5; what it screened: docs/design.md, "Kernel choice").
 SCREEN_INDEX_SHARE = 2 / 3
 # Default starts for a sum of kernels: further starts from the next-best
-# grid points (often another period). A second matched scikit-learn with 4
-# starts on 93 % of seasonal series instead of 88 %; with the period probes,
-# a third took the harmonic-rich tuning set from 87.5 % to 90.0 % (4 starts:
-# 90.0 % too) for 42 Newton evaluations per series instead of 30
+# grid points (often another period); a fourth gained nothing measured
 # (docs/design.md, "Sums of kernels").
 SUM_RESTARTS = 3
 # Default starts for a single kernel without a period: the grid's best
@@ -51,16 +45,15 @@ SUM_RESTARTS = 3
 BASIN_RESTARTS = 3
 # A periodic component with a long length scale is nearly a constant plus a
 # sinusoid: the likelihood rises slowly along a curved ridge (amplitude and
-# length scale growing together) that Newton climbs in small steps. 400
-# steps took 95.2 % of seasonal series to within 0.01 nats of scikit-learn,
-# 100 steps 93.1 % (docs/design.md, "Sums of kernels").
+# length scale growing together) that Newton climbs in small steps: sums
+# get SUM_MAX_ITERATIONS (docs/design.md, "Sums of kernels").
 MAX_ITERATIONS = 100
 SUM_MAX_ITERATIONS = 400
 # Longest series fitted by default: the dense fit costs n^3; Markov kernels
 # (matern12, matern32, matern52 and their sums) fit series longer than
 # MARKOV_ABOVE points in O(n) by a Kalman filter (gpcore/markov_fitter.py),
-# up to MARKOV_MAX_POINTS (the default --max_rows; a 10^6-point series
-# peaked at 7.4 GB: docs/design.md, "Long series: Markov kernels").
+# up to MARKOV_MAX_POINTS (the default --max_rows; its memory:
+# docs/design.md, "Long series: Markov kernels").
 # Below MARKOV_ABOVE the dense path keeps its restarts and probes.
 DENSE_MAX_POINTS = 4096
 MARKOV_ABOVE = 4096
