@@ -286,6 +286,7 @@ def starts(set_name: str, kernel: str, settings: str | None, started_spec: str =
 
     forecast.one_thread()
     import gpcore.choice as choice
+    from gpcore import kernels
     from gpcore import FitConfig, GPFitter
     from gpcore.config import fitted_configs
     from gpcore.threads import configure_threads, skip_graph_rewrites
@@ -300,7 +301,7 @@ def starts(set_name: str, kernel: str, settings: str | None, started_spec: str =
             module, _, name = name.rpartition(".")
             target = {"": choice, "starts": gpcore_starts()}[module]
             setattr(target, name, eval(value))  # a tuple or a number, from the command line
-    smooth_kernel = choice.smooth_part(kernel)
+    smooth_kernel = choice.smooth_part(kernels.kernel(kernel))
     smooth = GPFitter(FitConfig(kernel=smooth_kernel), name="smooth")
     # The candidate as KernelChoice builds it, with --started's settings.
     config = fitted_configs(FitConfig(kernel="auto", candidates=(smooth_kernel, kernel)))[1]

@@ -123,7 +123,6 @@ def table(records: list[dict]) -> str:
     from gpcore import Batching, FitConfig
     from gpcore.batching import FLOPS_PER_SECOND, expected_starts
     from gpcore.config import fitted_configs
-    from gpcore.kernels import kernel as kernel_named
     head = ("| kernel | set | series | mean n | Newton ev. / series | / start | grid / series "
             "| CPU ms / series | cpu/model | at max_iter | calls | CPU/estimate median, max "
             "| ... as recorded | largest call CPU s |"
@@ -136,7 +135,7 @@ def table(records: list[dict]) -> str:
         config = FitConfig(kernel=kernel)
         batching = Batching(config)
         n = sum(len(r["lengths"]) for r in rows)
-        starts = sum(expected_starts(kernel_named(c.kernel), c.restarts)
+        starts = sum(expected_starts(c.kernel, c.restarts)
                      for c in fitted_configs(config)) / len(fitted_configs(config))
         evaluations = sum(r["member_evaluations"] for r in rows)
         model_s = sum(r["flops"] for r in rows) / FLOPS_PER_SECOND
@@ -162,15 +161,14 @@ def _candidate_rows(config, name: str, rows: list[dict]) -> list[str]:
     seconds; the CPU seconds are the calls' (not split by candidate)."""
     from gpcore.batching import FLOPS_PER_SECOND, expected_starts
     from gpcore.config import fitted_configs
-    from gpcore.kernels import kernel as kernel_named
     out = []
     for c in fitted_configs(config):
-        parts = [r["per_kernel"][c.kernel] for r in rows if c.kernel in r.get("per_kernel", {})]
+        parts = [r["per_kernel"][c.kernel_name] for r in rows if c.kernel_name in r.get("per_kernel", {})]
         n = sum(p["series"] for p in parts)
         if not n:
             continue
         evaluations = sum(p["member_evaluations"] for p in parts)
-        starts = expected_starts(kernel_named(c.kernel), c.restarts)
+        starts = expected_starts(c.kernel, c.restarts)
         out.append(f"| auto: {c.kernel}{'' if c.jumps else ' (no jumps)'} | {name} | {n} | "
                    f"| {evaluations / n:.1f} | {evaluations / n / starts:.1f} "
                    f"| {sum(p['grid_evaluations'] for p in parts) / n:.0f} | "

@@ -15,7 +15,6 @@ import dataclasses
 
 from gpcore.config import FitConfig, fitted_configs, takes_markov_path
 from gpcore.kernels import components
-from gpcore.kernels import kernel as kernel_named
 from gpcore.starts import (GRID_RESCORED, PROBES_RESCORED, far_probe_count, grid_piece_points,
                            grid_shape, probe_count)
 
@@ -184,8 +183,8 @@ class Batching:
         n = padded_length(max(int(n_points), 1))
         flops, seconds = 0.0, SECONDS_PER_SERIES
         for config in fitted_configs(self.config):
-            kernel = kernel_named(config.kernel)
-            if takes_markov_path(config.kernel, n):
+            kernel = config.kernel
+            if takes_markov_path(kernel, n):
                 seconds += markov_seconds(kernel, n)
                 continue
             if n > config.max_points:

@@ -53,14 +53,13 @@ class KernelChoice:
 
     def __init__(self, config: FitConfig):
         if config.kernel != AUTO:
-            raise ValueError(f"KernelChoice needs kernel {AUTO!r}; got {config.kernel!r}")
+            raise ValueError(f"KernelChoice needs kernel {AUTO!r}; got {config.kernel_name!r}")
         self.config = config
         candidates = fitted_configs(config)
         # A periodic candidate whose smooth part is a candidate too starts
         # from that fit (`periodic_starts`), without the jumps
         # (fitted_configs).
-        names = [c.kernel for c in candidates]
-        self.warm = [is_started(n, names) for n in names]
+        self.warm = [is_started(c.kernel, config.candidates) for c in candidates]
         self.fitters = [GPFitter(candidate, name=f"fitter_{i}")
                         for i, candidate in enumerate(candidates)]
 
@@ -79,7 +78,7 @@ class KernelChoice:
         (no candidate fitted) the first candidate's reason under "auto".
         Periodic candidates fit only the series `periodic_screen` passes
         (all series when every candidate is periodic)."""
-        periodic = [_is_periodic(f.config.kernel) for f in self.fitters]
+        periodic = [f.config.kernel.has_period for f in self.fitters]
         # Series too long for the periodic candidates are not screened (the
         # periodogram's cost grows as n^2); the others fit them in O(n).
         longest = min((f.config.max_points for f, p in zip(self.fitters, periodic) if p),
@@ -97,13 +96,13 @@ class KernelChoice:
         for c, (fitter, has_period) in enumerate(zip(self.fitters, periodic)):
             if not has_period:
                 per_candidate[c] = fitter.fit(series)
-        names = [f.config.kernel for f in self.fitters]
+        names = [f.config.kernel.name for f in self.fitters]
         for c, (fitter, has_period) in enumerate(zip(self.fitters, periodic)):
             if not has_period:
                 continue
             given = None
             if self.warm[c]:
-                smooth_fits = per_candidate[names.index(smooth_part(names[c]))]
+                smooth_fits = per_candidate[names.index(smooth_part(fitter.config.kernel))]
                 given = [periodic_starts(series[i], smooth_fits[i], names[c]) for i in screened]
             placed: list = [None] * len(series)
             for group in length_groups([_finite_points(series[i]) for i in screened]):
@@ -141,6 +140,7 @@ def _finite_points(s: Series) -> int:
 
 
 def _is_periodic(kernel: str) -> bool:
+    """Whether a fit's kernel (FitResult.kernel, a name) has a period."""
     return kernel_named(kernel).has_period
 
 
@@ -293,7 +293,7 @@ def work_by_kernel(fitter) -> dict[str, dict]:
     "auto", the copies' summed under SideBySide."""
     inner = getattr(fitter, "fitters", None)
     if inner is None:
-        return {fitter.config.kernel: dict(fitter.work)}
+        return {fitter.config.kernel_name: dict(fitter.work)}
     merged: dict[str, dict] = {}
     for part in inner:
         for kernel, work in work_by_kernel(part).items():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from typing import Optional
+from typing import Optional, Union
 
-from gpcore.kernels import KERNELS, SUM, SYNTAX, kernel  # noqa: F401  (KERNELS: re-exported)
+from gpcore.kernels import KERNELS, SUM, SYNTAX, Kernel, components, kernel  # noqa: F401  (KERNELS: re-exported)
 
 # kernel=AUTO fits each candidate and keeps the lowest BIC per series.
 AUTO = "auto"
@@ -66,9 +66,11 @@ class FitConfig:
     """Settings of one GPFitter; fixed for its lifetime.
 
     Attributes:
-      kernel: one of KERNELS, a sum of them such as "rbf+periodic", or
-        "auto": every one of `candidates` is fitted and the lowest BIC kept.
-      candidates: the kernels "auto" chooses from.
+      kernel: a Kernel (gpcore/kernels.py: RBF(), RBF() + Periodic(), ...),
+        or "auto": every one of `candidates` is fitted and the lowest BIC
+        kept. A name given here ("rbf+periodic", one of KERNELS or a sum)
+        is parsed once, in __post_init__; `kernel_name` is the string.
+      candidates: the names of the kernels "auto" chooses from.
       restarts: most Newton starts per series, run as batch members; None
         (the default): `default_restarts(kernel)`; under "auto", each
         candidate's own. The first starts from the best point of the search
@@ -95,7 +97,7 @@ class FitConfig:
         starts already hold 2x and 3x the screen's period.
     """
 
-    kernel: str = "rbf"
+    kernel: Union[Kernel, str] = "rbf"
     candidates: tuple[str, ...] = CANDIDATES
     restarts: Optional[int] = None
     min_points: int = 3
@@ -107,8 +109,14 @@ class FitConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "candidates", tuple(self.candidates))
+        if self.kernel != AUTO and not isinstance(self.kernel, Kernel):
+            try:
+                object.__setattr__(self, "kernel", kernel(self.kernel))
+            except ValueError:
+                raise ValueError(f"kernel must be {SYNTAX}, or {AUTO}; "
+                                 f"got {self.kernel!r}") from None
         if self.kernel != AUTO:
-            sums = SUM in str(self.kernel)
+            sums = len(components(self.kernel)) > 1
             if self.jumps is None:
                 object.__setattr__(self, "jumps", True)
             if self.restarts is None:
@@ -128,12 +136,6 @@ class FitConfig:
                 except ValueError:
                     raise ValueError(f"candidate kernel {name!r} is not known; each must be "
                                      f"{SYNTAX}") from None
-        else:
-            try:
-                kernel(self.kernel)
-            except ValueError:
-                raise ValueError(f"kernel must be {SYNTAX}, or {AUTO}; "
-                                 f"got {self.kernel!r}") from None
         for name in ("restarts", "min_points", "max_points", "batch_size",
                      "max_iterations"):
             if getattr(self, name) is None and name in ("restarts", "max_iterations", "max_points"):
@@ -148,33 +150,39 @@ class FitConfig:
         if not self.tolerance > 0:
             raise ValueError(f"tolerance must be > 0; got {self.tolerance!r}")
 
+    @property
+    def kernel_name(self) -> str:
+        """The kernel's name ("rbf+periodic"), or "auto": what rows, the
+        manifest and messages carry."""
+        return self.kernel if self.kernel == AUTO else self.kernel.name
 
-def default_restarts(name: str) -> int:
-    """Default starts for kernel `name` (not auto): SUM_RESTARTS for a sum,
+
+def default_restarts(k: Kernel) -> int:
+    """Default starts for kernel k (not auto): SUM_RESTARTS for a sum,
     whose likelihood has an optimum per candidate period (docs/design.md,
     "Sums of kernels"); BASIN_RESTARTS for a kernel with a length-scale
     grid; 1 for the periodic kernel, whose grid rows are periods."""
-    if SUM in name:
+    if len(components(k)) > 1:
         return SUM_RESTARTS
-    return BASIN_RESTARTS if kernel(name).has_length_axis else 1
+    return BASIN_RESTARTS if k.has_length_axis else 1
 
 
-def is_markov(name: str) -> bool:
-    """Whether kernel `name` (not auto) has an exact state-space form, so
-    that long series fit in O(n): matern12, matern32, matern52 and sums of them."""
-    return all(part in MARKOV_KERNELS for part in name.split(SUM))
+def is_markov(k: Kernel) -> bool:
+    """Whether kernel k (not auto) has an exact state-space form, so that
+    long series fit in O(n): matern12, matern32, matern52 and sums of them."""
+    return all(part.name in MARKOV_KERNELS for part in components(k))
 
 
-def takes_markov_path(name: str, n_points: int) -> bool:
-    """Whether a series of n_points under kernel `name` (not auto) is fitted
+def takes_markov_path(k: Kernel, n_points: int) -> bool:
+    """Whether a series of n_points under kernel k (not auto) is fitted
     and predicted in O(n): longer than MARKOV_ABOVE and a Markov kernel
     (docs/design.md, "Long series")."""
-    return n_points > MARKOV_ABOVE and is_markov(name)
+    return n_points > MARKOV_ABOVE and is_markov(k)
 
 
-def default_max_points(name: str) -> int:
-    """The default max_points of kernel `name` (not auto)."""
-    return MARKOV_MAX_POINTS if is_markov(name) else DENSE_MAX_POINTS
+def default_max_points(k: Kernel) -> int:
+    """The default max_points of kernel k (not auto)."""
+    return MARKOV_MAX_POINTS if is_markov(k) else DENSE_MAX_POINTS
 
 
 def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
@@ -183,20 +191,21 @@ def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
     off where it `is_started`), else itself."""
     if config.kernel != AUTO:
         return (config,)
+    candidates = [kernel(name) for name in config.candidates]
     return tuple(dataclasses.replace(
-        config, kernel=name,
-        jumps=not is_started(name, config.candidates) if config.jumps is None else config.jumps)
-        for name in config.candidates)
+        config, kernel=k,
+        jumps=not is_started(k, config.candidates) if config.jumps is None else config.jumps)
+        for k in candidates)
 
 
-def smooth_part(name: str) -> str:
-    """Kernel `name`'s non-periodic components, joined: "matern52" of
-    "matern52+periodic" ("" where every component is periodic)."""
-    return SUM.join(part for part in name.split(SUM) if not kernel(part).has_period)
+def smooth_part(k: Kernel) -> str:
+    """The name of kernel k's non-periodic components, joined: "matern52"
+    of matern52+periodic ("" where every component is periodic)."""
+    return SUM.join(part.name for part in components(k) if not part.has_period)
 
 
-def is_started(name: str, candidates) -> bool:
-    """Whether auto's candidate `name` starts from its smooth part's fit
+def is_started(k: Kernel, candidates) -> bool:
+    """Whether auto's candidate k starts from its smooth part's fit
     (gpcore/choice.py's periodic_starts) rather than its grid's restarts: it
-    has a period, and its smooth part is a candidate too."""
-    return kernel(name).has_period and smooth_part(name) in candidates
+    has a period, and its smooth part is one of the candidates' names."""
+    return k.has_period and smooth_part(k) in candidates

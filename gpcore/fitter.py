@@ -22,8 +22,7 @@ import tensorflow_probability as tfp
 
 from gpcore import newton, parameters, starts
 from gpcore.batching import flops_per_grid, flops_per_newton_evaluation, padded_length
-from gpcore.config import MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, is_markov
-from gpcore.kernels import kernel as kernel_named
+from gpcore.config import AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, is_markov
 from gpcore.likelihood import bic
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line
 from gpcore.search import Search
@@ -62,7 +61,10 @@ class GPFitter(tf.Module):
     def __init__(self, config: FitConfig | None = None, name: str = "gp_fitter"):
         super().__init__(name=name)
         self.config = config or FitConfig()
-        self.kernel = kernel_named(self.config.kernel)
+        if self.config.kernel == AUTO:
+            raise ValueError(f"GPFitter fits one kernel; kernel {AUTO!r} is "
+                             "gpcore.build_fitter's (a KernelChoice)")
+        self.kernel = self.config.kernel
         self._lock = threading.Lock()
         # Series longer than MARKOV_ABOVE go to the O(n) fitter where the
         # kernel has a state-space form (docs/design.md, "Long series").
@@ -138,7 +140,7 @@ class GPFitter(tf.Module):
                 cleaned, n, reason = None, 0, (f"series could not be read: "
                                                 f"{type(err).__name__}: {first_line(err)}")
             if cleaned is None:
-                results[i] = FitResult(str(s.series_id), SKIPPED, config.kernel, n,
+                results[i] = FitResult(str(s.series_id), SKIPPED, config.kernel_name, n,
                                        error=_long_advice(reason, n, config))
             else:
                 if starts_from is not None and starts_from[i]:
@@ -198,7 +200,7 @@ class GPFitter(tf.Module):
         elif error is not None:
             series = batch[pending[0]]
             results[pending[0]] = FitResult(
-                str(series.series_id), FAILED, self.config.kernel, series.n_points,
+                str(series.series_id), FAILED, self.config.kernel_name, series.n_points,
                 error=f"fit failed with jitter up to {JITTERS[-1]:g}: {last_line(error)}")
         return [results[i] for i in range(len(batch))]
 
@@ -248,7 +250,7 @@ def _long_advice(reason, n: int, config: FitConfig):
     """reason, with the kernels that fit a series of n points in O(n) named
     where the kernel lacks a state-space form and n is what stopped it."""
     if n > config.max_points and not is_markov(config.kernel):
-        return (f"{reason}; kernel {config.kernel} has no exact O(n) form: "
+        return (f"{reason}; kernel {config.kernel_name} has no exact O(n) form: "
                 f"{', '.join(MARKOV_KERNELS)} and their sums fit series longer than "
                 f"{MARKOV_ABOVE} points in O(n)")
     return reason

@@ -109,6 +109,9 @@ class Kernel:
     def __repr__(self):
         return f"{type(self).__name__}()"
 
+    def __str__(self):
+        return self.name  # as messages, logs and tables have always shown it
+
     @property
     def has_period(self) -> bool:
         return any(name.startswith("period") for name in self.parameters)

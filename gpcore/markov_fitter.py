@@ -36,7 +36,7 @@ import tensorflow_probability as tfp
 from gpcore import newton, starts, statespace
 from gpcore.batching import padded_length
 from gpcore.config import FitConfig
-from gpcore.kernels import components, kernel as kernel_named
+from gpcore.kernels import components
 from gpcore.result import FAILED, SKIPPED, FitResult, first_line
 from gpcore.series import CleanSeries, Series, clean
 
@@ -70,10 +70,10 @@ class MarkovFitter(tf.Module):
     def __init__(self, config: FitConfig | None = None, name: str = "markov_fitter"):
         super().__init__(name=name)
         self.config = config or FitConfig(kernel="matern32")
-        self.kernel = kernel_named(self.config.kernel)
+        self.kernel = self.config.kernel
         if not statespace.is_markov(self.kernel):
             raise ValueError(f"MarkovFitter fits {', '.join(statespace.STATE_DIMENSION)} and "
-                             f"their sums; got {self.config.kernel!r}")
+                             f"their sums; got {self.config.kernel_name!r}")
         self._lock = threading.Lock()
         self.shape_parameters = [self._positive(n) for n in self.kernel.parameters]
         self.noise_ratio = self._positive("noise_ratio")
@@ -209,7 +209,7 @@ class MarkovFitter(tf.Module):
                 cleaned, n, reason = None, 0, (f"series could not be read: "
                                                 f"{type(err).__name__}: {first_line(err)}")
             if cleaned is None:
-                results[i] = FitResult(str(s.series_id), SKIPPED, self.config.kernel, n,
+                results[i] = FitResult(str(s.series_id), SKIPPED, self.config.kernel_name, n,
                                        error=reason)
             else:
                 ready.append((i, cleaned))
@@ -247,7 +247,7 @@ class MarkovFitter(tf.Module):
         except Exception as err:  # never let one series fail the caller
             if len(batch) > 1:
                 return [r for s in batch for r in self._fit_safely([s])]
-            return [FitResult(str(batch[0].series_id), FAILED, self.config.kernel,
+            return [FitResult(str(batch[0].series_id), FAILED, self.config.kernel_name,
                               batch[0].n_points, error=f"fit failed: {first_line(err)}")]
 
     def _fit_batch(self, batch: list[CleanSeries]) -> list[FitResult]:

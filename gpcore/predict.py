@@ -84,7 +84,7 @@ def prediction(series: Series, params: Union[Mapping, FitResult], t_new) -> Pred
     Raises: as predict)."""
     p = checked_params(params)
     t, y, t_new = _observed(series, t_new)
-    if takes_markov_path(p["kernel"], t.size):  # O(n): docs/design.md, "Long series"
+    if takes_markov_path(kernel_named(p["kernel"]), t.size):  # O(n): docs/design.md, "Long series"
         from gpcore.markov_predict import posterior
         mean, var = posterior(p, t, y, t_new)
     elif t.size == 0:
@@ -115,7 +115,7 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
     t, y, t_new = _observed(series, t_new)
     if t.size == 0:
         return [np.zeros_like(t_new) for _ in p["components"]]
-    if takes_markov_path(p["kernel"], t.size):  # O(n): docs/design.md, "Long series"
+    if takes_markov_path(kernel_named(p["kernel"]), t.size):  # O(n): docs/design.md, "Long series"
         from gpcore.markov_predict import posterior
         return posterior(p, t, y, t_new, parts=True)
     return list(_solved(p, t, y, t_new)[0])

@@ -60,7 +60,7 @@ STATE_DIMENSION = {"matern12": 1, "matern32": 2, "matern52": 3}
 
 def is_markov(kernel: Kernel) -> bool:
     """Whether kernel (base or sum) has an exact state-space form here."""
-    return config.is_markov(kernel.name)
+    return config.is_markov(kernel)
 
 
 def state_dimension(kernel: Kernel) -> int:

@@ -87,7 +87,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     config = fit_config(gp)
     run_id = lock.new_run_id()
     record = manifest.run_record(
-        spec, gp.output, config.kernel, gp.max_failure_fraction, recorded(options),
+        spec, gp.output, config.kernel_name, gp.max_failure_fraction, recorded(options),
         time.time() if started_at is None else started_at, run_id,
         previous_output=nightly.previous, previous_note=note, predict=nightly.predict_record)
     pipeline = beam.Pipeline(runner=runtime.runner(options), options=options)
@@ -224,15 +224,15 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     from pipeline.transforms import FIT_STATS, FITTED, FitSeries, count_status
 
     if record is None:
-        record = manifest.run_record(spec, output, config.kernel, 1.0, {}, time.time(),
+        record = manifest.run_record(spec, output, config.kernel_name, 1.0, {}, time.time(),
                                      predict=nightly.predict_record)
     outputs.make_table_folders(output, nightly.tables)  # local: Beam renames shards into them
     key = fingerprint.options_key(config, nightly.transform, nightly.holdout)
-    read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel, sizes.max_rows, key)
+    read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel_name, sizes.max_rows, key)
     series, extra, unfittable = read.series, {}, [read.unfittable]
     if nightly.transform != scales.NONE:
         scaled = series | "ToFittedScale" >> beam.ParDo(fitted_scale.ToFittedScale(
-            nightly.transform, config.kernel, key)).with_outputs(fitted_scale.UNTRANSFORMABLE,
+            nightly.transform, config.kernel_name, key)).with_outputs(fitted_scale.UNTRANSFORMABLE,
                                                                   main="series")
         series = scaled.series
         unfittable.append(scaled[fitted_scale.UNTRANSFORMABLE])

@@ -69,7 +69,7 @@ def build(config: FitConfig, copies: int):
 
     start = time.monotonic()
     fitter = build_fitter(config, copies)
-    _LOG.info("gpfit: built the %s fitter in %.1f s (%d side by side)", config.kernel,
+    _LOG.info("gpfit: built the %s fitter in %.1f s (%d side by side)", config.kernel_name,
               time.monotonic() - start, copies)
     return fitter
 

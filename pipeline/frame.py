@@ -78,7 +78,7 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
         if problem is None and points > max_rows:
             problem = conversion.too_many_rows(points, max_rows)
         if problem:
-            rows.append(conversion.skipped_row(series_id, config.kernel, problem, key))
+            rows.append(conversion.skipped_row(series_id, config.kernel_name, problem, key))
         else:
             ready.append(conversion.merge(series_id, parts))
     if ready:

@@ -45,7 +45,7 @@ class FitterHandler:
         self.config = config
         self._processes = processes_per_machine
         self._batching = Batching(config)
-        self._kernels = [c.kernel for c in fitted_configs(config)]
+        self._kernels = [c.kernel_name for c in fitted_configs(config)]
 
     def load_fitter(self):
         """A new fitter (gpcore.build_fitter: a GPFitter, or under kernel

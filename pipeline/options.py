@@ -272,9 +272,9 @@ def levels(gp: GPFitOptions) -> tuple[float, ...]:
 
 
 def kernel_settings(gp: GPFitOptions) -> dict:
-    """FitConfig's kernel settings from --kernel and --candidates, checked
-    by FitConfig itself: {"kernel": ...} plus "candidates" (a tuple) when
-    --candidates is given.
+    """FitConfig's kernel settings from --kernel and --candidates, parsed
+    and checked by FitConfig itself: {"kernel": a Kernel, or "auto"} plus
+    "candidates" (a tuple of names) when --candidates is given.
 
     Raises:
       UsageError: a kernel or candidate FitConfig refuses, or --candidates
@@ -289,7 +289,8 @@ def kernel_settings(gp: GPFitOptions) -> dict:
         # by the Flex Template's pattern.
         settings["candidates"] = tuple(gp.candidates.split(","))
     try:
-        FitConfig(**settings)
+        # Parsed here, once: the config takes the kernel as an object.
+        settings["kernel"] = FitConfig(**settings).kernel
     except ValueError as err:
         if gp.kernel == AUTO and "candidates" in settings:
             raise UsageError(f"--candidates {gp.candidates!r}: {err}; give at least 2 kernels "

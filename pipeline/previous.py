@@ -102,7 +102,7 @@ class Compare(beam.DoFn):
 
     def __init__(self, config: FitConfig, previous_kernel: Optional[str],
                  fingerprint_key: Optional[bytes] = None):
-        self._kernel = config.kernel
+        self._kernel = config.kernel_name
         self._previous_kernel = previous_kernel
         self._key = fingerprint_key or fingerprint.options_key(config)
         self._reused = metrics.counter(metrics.REUSED)

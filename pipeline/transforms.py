@@ -163,7 +163,7 @@ class FitDoFn(beam.DoFn):
                  keep_series: bool = False, heartbeat_s: Optional[float] = None,
                  fingerprint_key: Optional[bytes] = None, holdout=None):
         self._handler = handler
-        self._kernel = handler.config.kernel
+        self._kernel = handler.config.kernel_name
         self._key = fingerprint_key or fingerprint.options_key(handler.config)
         self._holdout = holdout
         self._keep_series = keep_series

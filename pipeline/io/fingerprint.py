@@ -46,6 +46,7 @@ def options_key(config: FitConfig, transform: str = "none", holdout: int = 0) ->
     --holdout (the points fitted, the scores in the row) where not their
     defaults, so that a run without them keeps earlier runs' keys."""
     options = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_FIT_OPTIONS}
+    options["kernel"] = config.kernel_name  # the name, as runs before kernels were objects
     if config.kernel != AUTO:  # the candidates are not fitted
         options.pop("candidates", None)
     if transform != "none":

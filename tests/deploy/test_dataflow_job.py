@@ -75,7 +75,7 @@ def test_dry_run_job_carries_the_options_to_the_workers(dry_job):
     fit = fns["FitSeries/FitBatches/ParDo(FitDoFn)"][0]  # a ParDo with two outputs
     assert type(fit).__name__ == "FitDoFn"
     config = fit._handler.config  # the fitter handler (pipeline/handler.py) the workers build from
-    assert (config.kernel, config.restarts) == ("matern52", 2)
+    assert (config.kernel_name, config.restarts) == ("matern52", 2)
     # The job reads the --input pattern itself (the files are listed on the workers).
     list_files = next(fn for label, fn in fns.items()
                       if label.startswith("ReadSeries/ListFiles/FlatMap"))

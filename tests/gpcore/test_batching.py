@@ -71,7 +71,7 @@ def test_auto_costs_the_sum_of_its_candidates():
     assert Batching(auto).cost(150) == pytest.approx(parts + SECONDS_PER_SERIES)
     started = fitted_configs(auto)[-1]
     assert not started.jumps
-    assert cost_figures(kernel_named(started.kernel), False) == NO_JUMP_FIGURES[(2, True)]
+    assert cost_figures(started.kernel, False) == NO_JUMP_FIGURES[(2, True)]
     assert Batching(started).cost(150) < Batching(FitConfig(kernel=started.kernel)).cost(150)
 
 

@@ -210,12 +210,13 @@ def test_auto_runs_its_started_candidate_without_the_jumps():
     periodic candidate with no smooth candidate to start from, keeps them,
     and an explicit setting holds for every candidate."""
     from gpcore.config import fitted_configs, is_started
+    from gpcore.kernels import kernel as kernel_named
 
     assert FitConfig(kernel="rbf+periodic").jumps is True
     auto = FitConfig(kernel="auto")
-    by_kernel = {c.kernel: c.jumps for c in fitted_configs(auto)}
+    by_kernel = {c.kernel_name: c.jumps for c in fitted_configs(auto)}
     assert by_kernel == {"matern52": True, "matern12": True, "matern52+periodic": False}
-    assert is_started("matern52+periodic", auto.candidates)
+    assert is_started(kernel_named("matern52+periodic"), auto.candidates)
     lone = FitConfig(kernel="auto", candidates=("matern12", "rbf+periodic"))
     assert [c.jumps for c in fitted_configs(lone)] == [True, True]
     forced = FitConfig(kernel="auto", jumps=True)

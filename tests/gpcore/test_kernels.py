@@ -129,3 +129,21 @@ def test_kernels_are_classes_named_after_the_maths_composed_with_plus():
         three + kernels.Linear()
     with pytest.raises(AttributeError, match="immutable"):
         kernels.RBF().name = "matern12"
+
+
+def test_fit_config_parses_a_name_once_and_holds_the_kernel():
+    from gpcore import FitConfig
+    from gpcore.config import AUTO, SUM_RESTARTS, fitted_configs
+
+    given = FitConfig(kernel="rbf+periodic")
+    assert given.kernel == kernels.RBF() + kernels.Periodic() and given.kernel_name == "rbf+periodic"
+    assert given == FitConfig(kernel=kernels.RBF() + kernels.Periodic())
+    assert hash(given) == hash(FitConfig(kernel=kernels.RBF() + kernels.Periodic()))
+    assert given.restarts == SUM_RESTARTS and pickle.loads(pickle.dumps(given)) == given
+    auto = FitConfig(kernel=AUTO, candidates=("rbf", "matern52+periodic"))
+    assert (auto.kernel, auto.kernel_name) == (AUTO, AUTO)  # a sentinel, not a kernel
+    assert [c.kernel for c in fitted_configs(auto)] == [kernels.RBF(),
+                                                         kernels.Matern52() + kernels.Periodic()]
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        FitConfig(kernel="rbf*periodic")
+

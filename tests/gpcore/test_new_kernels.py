@@ -177,9 +177,9 @@ def test_what_the_new_kernels_search_and_count():
     assert starts.grid_shape(line) == (1, len(starts.NOISE_GRID))
     assert starts.search_grid(line, t, t)[0].shape == (1, 0)
     assert [b.size for b in starts.bounds(line, t)] == [1, 1]
-    assert (default_restarts("linear"), starts.probe_count(line)) == (1, 0)
+    assert (default_restarts(line), starts.probe_count(line)) == (1, 0)
     assert starts.grid_shape(kernel("matern12")) == starts.grid_shape(kernel("rbf"))
-    assert default_restarts("matern12") == default_restarts("rbf")
+    assert default_restarts(kernel("matern12")) == default_restarts(kernel("rbf"))
     # The sum's grid: variance ratios for rbf and periodic, the line's nothing.
     three = kernel("linear+rbf+periodic")
     assert starts.grid_shape(three)[0] == (len(kernels.VARIANCE_RATIO_GRID) ** 2

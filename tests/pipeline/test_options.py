@@ -72,8 +72,8 @@ def gp_options(*argv: str) -> options.GPFitOptions:
 
 
 def test_kernel_takes_sums_and_auto_and_candidates_reach_the_fitter():
-    assert fit_config(gp_options()).kernel == "rbf"
-    assert fit_config(gp_options("--kernel", "rbf+periodic")).kernel == "rbf+periodic"
+    assert fit_config(gp_options()).kernel_name == "rbf"
+    assert fit_config(gp_options("--kernel", "rbf+periodic")).kernel_name == "rbf+periodic"
     auto = fit_config(gp_options("--kernel", "auto"))
     assert (auto.kernel, auto.candidates) == ("auto", gpcore.FitConfig.candidates)
     assert options.CANDIDATES is gpcore.FitConfig.candidates  # one default, gpcore's

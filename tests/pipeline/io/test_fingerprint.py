@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -49,6 +50,14 @@ def test_batch_size_and_unused_candidates_do_not_change_a_fit():
     auto = [fingerprint.options_key(FitConfig(kernel="auto", candidates=c))
             for c in (("rbf", "matern32"), ("rbf", "matern52"))]
     assert auto[0] != auto[1]
+
+
+def test_a_kernel_object_and_its_name_key_alike_by_the_name():
+    from gpcore.kernels import RBF, Periodic
+
+    key = fingerprint.options_key(FitConfig(kernel=RBF() + Periodic()))
+    assert key == fingerprint.options_key(FitConfig(kernel="rbf+periodic"))
+    assert json.loads(key)["options"]["kernel"] == "rbf+periodic"  # as before kernels were objects
 
 
 def test_the_version_is_the_one_pyproject_toml_reads():
