@@ -1,5 +1,8 @@
-"""The kernels gpcore fits, each described once: name, shape parameters,
-their units, the covariance matrix and its derivatives.
+"""The kernels gpcore fits, each a class named after the maths (RBF,
+Matern12, Matern32, Matern52, Periodic, Linear; `a + b` is their Sum) and
+described once: name, shape parameters, their units, bounds and start rows,
+the covariance matrix and its derivatives. `kernel(name)` is the one place
+a name ("rbf+periodic") becomes a kernel (docs/design.md, "The fitter").
 
 Every kernel here has unit amplitude: the amplitude is profiled out of the
 likelihood (see likelihood.py). The stationary kernels' matrices are
