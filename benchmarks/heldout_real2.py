@@ -4,7 +4,7 @@ no tuning had read when it was built.
 Scored once with the ridge probes (98.1 % within 0.01 nats, 2 worse by
 > 1 nat), then its misses were studied for the far probes of
 docs/design.md ("Probes around the optimum") and benchmarks/
-search_levers.py tunes on it: benchmarks/heldout_real3.py is the held-out
+search_levers.py tunes on it: benchmarks/heldout_real4.py is the held-out
 set now.
 
 benchmarks/heldout_real.py's set (statsmodels, pmdarima, vega_datasets,

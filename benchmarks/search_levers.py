@@ -1,6 +1,6 @@
 """The default fit's search levers on the real tuning sets, one setting at a time.
 
-    python benchmarks/search_levers.py [--set tuning|realdata|heldout_real|heldout_real2|both|all|workload_a]
+    python benchmarks/search_levers.py [--set tuning|realdata|heldout_real|heldout_real2|heldout_real3|both|all|workload_a]
         [NAME=VALUE ...]
 
 Each NAME=VALUE sets a constant of gpcore/starts.py before the fitter is
@@ -10,10 +10,10 @@ within 0.01 nats of the scikit-learn peer with 4 starts, the count worse by
 > 1 nat, Newton evaluations per series and the worst series. Sets:
 benchmarks/realdata_tuning.py (the failure modes of the held-out set, from
 other sources), benchmarks/realdata.py (the quality set; `both` is these
-two), and the first two held-out real sets, tuning sets since they were
+two), and the first three held-out real sets, tuning sets since they were
 scored and their misses studied (benchmarks/heldout_real.py,
-heldout_real2.py; `all` is the four); never benchmarks/heldout_real3.py,
-the held-out one.
+heldout_real2.py, heldout_real3.py; `all` is the five); never
+benchmarks/heldout_real4.py, the held-out one.
 `--set workload_a` prints the cost instead: Newton evaluations and CPU
 seconds per series on --count series of workload a (drawn from the model).
 """
@@ -44,7 +44,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/search_levers.py",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--set", default="both", choices=(
-        "tuning", "realdata", "heldout_real", "heldout_real2", "both", "all", "workload_a"))
+        "tuning", "realdata", "heldout_real", "heldout_real2", "heldout_real3", "both", "all",
+        "workload_a"))
     parser.add_argument("--count", type=int, default=500, help="series of workload a")
     parser.add_argument("constants", nargs="*", help="NAME=VALUE of gpcore.starts")
     args = parser.parse_args(argv)
@@ -64,7 +65,7 @@ def main(argv=None) -> int:
         series = realdata.real_series()
         peers["realdata"] = (series, quality.reference(series, os.path.join(
             HERE, "results", "realdata-sklearn.json")))
-    for name in ("heldout_real", "heldout_real2"):
+    for name in ("heldout_real", "heldout_real2", "heldout_real3"):
         if args.set in (name, "all"):
             module = __import__(name)
             series = module.real_series()

@@ -84,7 +84,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
       restart: optional (position [C, P], value [C], round_index) -> (again
         [C] bool, start [C, P]), called when no member is running (round 0,
         1, ... up to restart_rounds - 1): the members in `again` that
-        converged or merged run again from `start`, and each keeps the
+        converged, merged or never ran (UNUSED) run again from `start`, and each keeps the
         lowest of its results (the hook sees each member's lowest so far).
         Its iterations go on counting: max_iterations bounds all runs
         together.
@@ -126,8 +126,10 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         step a zero move that evaluates them there (and is accepted)."""
         s = _better_of_two(s)  # a member sent off earlier keeps its lower result
         again, start = restart(s["x"], s["f"], restart_rounds - s["pending"])
-        # A merged member reached a lower one's basin: it is idle, free to go.
-        again &= tf.equal(s["status"], CONVERGED) | tf.equal(s["status"], MERGED)
+        # A merged member reached a lower one's basin: it is idle, free to
+        # go; so is one never run (its grid showed no basin for it).
+        again &= (tf.equal(s["status"], CONVERGED) | tf.equal(s["status"], MERGED)
+                  | tf.equal(s["status"], UNUSED))
         put = lambda new, old: _per_member(again, tf.cast(new, old.dtype), old)
         eye = tf.eye(tf.shape(s["h"])[-1], batch_shape=[n_members], dtype=s["h"].dtype)
         return dict(s, x=put(tf.clip_by_value(start, lower, upper), s["x"]),

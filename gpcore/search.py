@@ -167,7 +167,7 @@ class Search:
           feature, pieces, y, mask: as `grid_start`'s. lower, upper: [C, P]
           bounds; group: [C] each member's series. position, value: [C, P]
           and [C], where the members stopped. round_index: newton's restart
-          round (unused here).
+          round (the ridge runs go in round 0 only).
         """
         series = tf.shape(y)[0]
         n_members = tf.shape(group)[0]
@@ -208,7 +208,34 @@ class Search:
         start = tf.gather(chosen, tf.argmin(chosen_values, axis=-1, output_type=tf.int32),
                           batch_dims=1)                                            # [B, P]
         again = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None], found)
-        return again, tf.gather(start, group)
+        if not (starts.FAR_PROBE_LENGTHS and starts.RIDGE_PROBE_LENGTHS and starts.RIDGE_RUNS):
+            return again, tf.gather(start, group)
+        # Ridge runs: where the ridge is flat, a probe's value does not show
+        # the valley beside it, so two of the series' other members run on
+        # from its best probe at a shorter and at a longer length scale,
+        # whatever their value (docs/design.md, "Probes around the optimum").
+        is_best = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None],
+                                              tf.ones_like(best, tf.bool))
+        other = ~is_best
+        index = tf.range(n_members)
+        same = tf.equal(group[:, None], group[None, :])
+        slot = tf.reduce_sum(tf.cast(same & (index[None, :] < index[:, None]) & other[None, :],
+                                     tf.int32), axis=-1)                          # [C]
+        shift = chosen[..., 0] - optimum[:, None, 0]                              # [B, K]
+        inf = tf.constant(np.inf, y.dtype)
+        # A side without probes (the length scale at a bound) scores +inf.
+        side_values = tf.stack([tf.where(shift < 0.0, chosen_values, inf),
+                                tf.where(shift > 0.0, chosen_values, inf)], axis=1)  # [B, 2, K]
+        sides = tf.argmin(side_values, axis=-1, output_type=tf.int32)             # [B, 2]
+        side = tf.minimum(slot, 1)
+        column = tf.gather(tf.gather(sides, group), side, batch_dims=1)          # [C]
+        run_value = tf.gather(tf.gather(tf.reduce_min(side_values, axis=-1), group), side,
+                              batch_dims=1)                                       # [C]
+        forced = (other & tf.gather(flat, group) & tf.equal(round_index, 0)
+                  & (slot < 2 * starts.RIDGE_RUNS)
+                  & (run_value < tf.gather(lowest, group) + starts.RIDGE_RUN_WITHIN))
+        run_start = tf.gather(tf.gather(chosen, group), column, batch_dims=1)    # [C, P]
+        return again | forced, tf.where(forced[:, None], run_start, tf.gather(start, group))
 
     def period_restarts(self, feature, y, mask, lower, upper, group, position, value,
                          round_index):

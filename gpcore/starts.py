@@ -86,6 +86,17 @@ FAR_PROBE_NOISES = (1.0, 1.0, 0.7, 1.0, 1.5, 1.5)
 RIDGE_PROBE_LENGTHS = (0.45, 0.75, 0.8, 1.25, 3.3)
 RIDGE_PROBE_NOISES = (0.5, 0.5, 0.8, 1.25, 1.0)
 RIDGE_WITHIN = 3.5
+# Ridge runs: there the likelihood along the ridge is rugged, and the
+# valley of a better optimum can be narrower than the step between probes:
+# the probes on either side of it score above the optimum, and none
+# restarts Newton. So where the ridge is flat, two of the series' other
+# members run on from its best probe at a shorter and at a longer length
+# scale, whatever their value, where that is within RIDGE_RUN_WITHIN nats
+# of the optimum (at RIDGE_WITHIN they cost workload a far more Newton
+# evaluations; docs/design.md, "Probes around the optimum"). RIDGE_RUNS = 0
+# turns them off.
+RIDGE_RUNS = 1
+RIDGE_RUN_WITHIN = 1.0
 # Rounds of probes for kernels with a length axis (as PERIOD_PROBE_ROUNDS
 # below for those with a period).
 PROBE_ROUNDS = 1

@@ -187,6 +187,29 @@ def test_a_restart_runs_members_again_and_each_keeps_the_lower_of_its_two_result
     assert int(again.evaluations) > int(once.evaluations)
 
 
+def test_a_restart_can_run_a_member_that_never_ran():
+    # Member 1 is inactive (UNUSED, value +inf); the hook sends it to the
+    # lower well, where it converges as a member started there alone does.
+    # Member 0 runs once, unchanged by member 1's run.
+    x0 = tf.constant([[0.9, 0.5], [0.9, 0.5]], tf.float64)
+    box = tf.fill([2, 2], tf.constant(5.0, tf.float64))
+    seen = []
+
+    def restart(position, value, round_index):
+        seen.append(value.numpy().copy())
+        return tf.constant([False, True]), tf.constant([[0.0, 0.0], [-0.8, 0.1]], tf.float64)
+
+    result = newton.minimize(_double_well, x0, -box, box, 100, 1e-10,
+                             active=tf.constant([True, False]), restart=restart)
+    once = newton.minimize(_double_well, x0[:1], -box[:1], box[:1], 100, 1e-10)
+    lower_well = newton.minimize(_double_well, tf.constant([[-0.8, 0.1]], tf.float64),
+                                 -box[:1], box[:1], 100, 1e-10)
+    assert np.isinf(seen[0][1])  # the hook saw it unused
+    assert result.status.numpy().tolist() == [newton.CONVERGED, newton.CONVERGED]
+    np.testing.assert_allclose(result.value.numpy()[1], lower_well.value.numpy()[0], atol=1e-12)
+    np.testing.assert_array_equal(result.position.numpy()[0], once.position.numpy()[0])
+
+
 def test_restart_rounds_probe_each_new_optimum_until_none_is_sent_off():
     # Member 0 goes from the higher well to the lower one in round 1; round
     # 2 sends nobody, so a third round never comes. A hook that always sends

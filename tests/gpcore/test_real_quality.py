@@ -18,7 +18,7 @@ import realdata_tuning
 from gpcore import FitConfig, GPFitter, starts
 
 # What the default fitter achieves, measured (docs/design.md, "The fitter"):
-# 99.4 % of 337 series within 0.01 nats of the peer (335), none worse by
+# 99.7 % of 337 series within 0.01 nats of the peer (336), none worse by
 # > 1 nat. The target (99 %) is 334 series: one series more missed fails
 # the target test; a change that loses a basin on a few more fails here too.
 FLOOR_SHARE = 0.98
@@ -133,3 +133,29 @@ def test_far_probes_along_the_ridge_find_the_neighbouring_minimum(monkeypatch, f
     assert probed.nll < before.nll - 0.5
     assert probed.nll <= theirs + quality.TOLERANCE
     assert probed.length_scale < 0.85 * before.length_scale
+
+
+def test_ridge_runs_reach_a_valley_whose_probes_score_above_the_optimum(monkeypatch, fitter_for):
+    # JPM's log price, a window of 150 business days (benchmarks/heldout_real3.py):
+    # scikit-learn with 4 starts finds the length scale x 0.54 with the
+    # noise ratio x 0.57 of gpcore's optimum without ridge runs, 1.5 nats
+    # lower; the probes beside that valley (x 0.45, x 0.6) score 0.35-0.43
+    # nats above the optimum, so no probe restarts Newton. A ridge run, an
+    # other member sent on from the best shorter probe whatever its value,
+    # descends into it.
+    import heldout_oracle
+    import heldout_real3
+
+    everything = heldout_real3.real_series()
+    k = next(i for i, s in enumerate(everything) if s.series_id == "river/sp500/JPM/log_price#6")
+    s = everything[k]
+    # The oracle as the set's cache fits it: 4 starts, seeded with the index.
+    row = heldout_oracle.sklearn_fit((s.t, s.y, "rbf", quality.REFERENCE_RESTARTS, k))["row"]
+    theirs = heldout_oracle.row_nll(row, s.t, s.y)
+    ours = lambda result: heldout_oracle.row_nll(result.params, s.t, s.y)
+    run = fitter_for(FitConfig()).fit([s])[0]
+    monkeypatch.setattr(starts, "RIDGE_RUNS", 0)
+    without = GPFitter(FitConfig()).fit([s])[0]
+    assert ours(without) > theirs + quality.BAD_GAP
+    assert ours(run) <= theirs + quality.TOLERANCE
+    assert run.converged and run.length_scale < 0.7 * without.length_scale
