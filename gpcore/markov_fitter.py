@@ -85,7 +85,8 @@ class MarkovFitter(tf.Module):
         self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
                      "member_evaluations": 0, "series_evaluations": 0, "points": 0.0}
         # The likelihood and its gradient are functions traced once and
-        # called from each stage: inline, the fitter's first call took 80 s.
+        # called from each stage: inline, the fitter's first call took far
+        # longer to trace (docs/design.md, "Long series: Markov kernels").
         compiled = functools.partial(tf.function, autograph=False, reduce_retracing=True,
                                      experimental_attributes={"_noinline": True})
         self._nll_compiled = compiled(self._nll)
@@ -280,11 +281,11 @@ def secant_update(x, g, h, x_new, g_new, h_new, f=None, f_new=None):
     """BFGS: the Hessian h [M, P, P] at x corrected so that it maps the step
     s = x_new - x [M, P] to the change of the exact gradient y = g_new - g;
     h itself where the pair shows no positive curvature. The whole-series
-    stage's Hessian, the window's scaled, errs by up to ~1.6x along one
-    direction at 10^6 points, which made Newton converge linearly (2.6x
-    per step, 8 whole-series evaluations); the update learns that
-    direction from the steps themselves (docs/design.md, "Long series:
-    Markov kernels"). h_new, the fixed scaled window Hessian, is unused.
+    stage's Hessian, the window's scaled, errs along one direction at
+    10^6 points, which made Newton converge linearly; the update learns
+    that direction from the steps themselves (docs/design.md, "Long
+    series: Markov kernels"). h_new, the fixed scaled window Hessian, is
+    unused.
 
     With the values f, f_new [M], the secant condition is Zhang, Deng and
     Chen's modified one (JOTA 102, 1999): y + theta s / s's, theta =
