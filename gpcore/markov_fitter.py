@@ -55,8 +55,9 @@ HESSIAN_STEP = 1e-4
 # below it the pair is noise or negative curvature and the Hessian stays.
 SECANT_CURVATURE = 1e-8
 # The modified secant's cubic term (secant_update): used where the value
-# changed by more than this share of the value (the nll's round-off is
-# ~1e-13 of it), and held within this share of the secant's curvature.
+# changed by more than this share of the value (far above the nll's
+# round-off, docs/design.md "Long series: Markov kernels"), and held
+# within this share of the secant's curvature.
 SECANT_VALUE_CHANGE = 1e-10
 SECANT_CUBIC_SHARE = 0.5
 # Largest batch, in points (members x padded length): the gradient keeps
