@@ -54,6 +54,12 @@ HESSIAN_STEP = 1e-4
 # The secant update's least curvature along a step, relative to |s| |y|:
 # below it the pair is noise or negative curvature and the Hessian stays.
 SECANT_CURVATURE = 1e-8
+# The modified secant's cubic term (secant_update): used where the value
+# changed by more than this share of the value (far above the nll's
+# round-off, docs/design.md "Long series: Markov kernels"), and held
+# within this share of the secant's curvature.
+SECANT_VALUE_CHANGE = 1e-10
+SECANT_CUBIC_SHARE = 0.5
 # Largest batch, in points (members x padded length): the gradient keeps
 # one chunk of the scan alive (statespace.CHUNK_POINTS), the rest is ~250
 # bytes per point of inputs (docs/design.md, "Long series: Markov kernels").
@@ -80,7 +86,8 @@ class MarkovFitter(tf.Module):
         self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
                      "member_evaluations": 0, "series_evaluations": 0, "points": 0.0}
         # The likelihood and its gradient are functions traced once and
-        # called from each stage: inline, the fitter's first call took 80 s.
+        # called from each stage: inline, the fitter's first call took far
+        # longer to trace (docs/design.md, "Long series: Markov kernels").
         compiled = functools.partial(tf.function, autograph=False, reduce_retracing=True,
                                      experimental_attributes={"_noinline": True})
         self._nll_compiled = compiled(self._nll)
@@ -271,20 +278,40 @@ class MarkovFitter(tf.Module):
         return [data.result(b, out, kernel, False) for b in range(len(batch))]
 
 
-def secant_update(x, g, h, x_new, g_new, h_new):
+def secant_update(x, g, h, x_new, g_new, h_new, f=None, f_new=None):
     """BFGS: the Hessian h [M, P, P] at x corrected so that it maps the step
     s = x_new - x [M, P] to the change of the exact gradient y = g_new - g;
     h itself where the pair shows no positive curvature. The whole-series
-    stage's Hessian, the window's scaled, errs by up to ~1.6x along one
-    direction at 10^6 points, which made Newton converge linearly (2.6x
-    per step, 8 whole-series evaluations); the update learns that
-    direction from the steps themselves (docs/design.md, "Long series:
-    Markov kernels"). h_new, the fixed scaled window Hessian, is unused."""
+    stage's Hessian, the window's scaled, errs along one direction at
+    10^6 points, which made Newton converge linearly; the update learns
+    that direction from the steps themselves (docs/design.md, "Long
+    series: Markov kernels"). h_new, the fixed scaled window Hessian, is
+    unused.
+
+    With the values f, f_new [M], the secant condition is Zhang, Deng and
+    Chen's modified one (JOTA 102, 1999): y + theta s / s's, theta =
+    6 (f - f_new) + 3 (g + g_new)'s, the curvature at x_new of the cubic
+    through both values and slopes along s instead of the secant's average
+    over s. The first whole-series step is long (tenths in log units) and
+    the nll is not quadratic over it, so the average misled the second
+    step (design.md). theta is used only where the value change is far
+    above round-off (SECANT_VALUE_CHANGE) and is held within
+    SECANT_CUBIC_SHARE of s'y: a correction of the secant, not a new one.
+    """
     del h_new
     step, change = x_new - x, g_new - g
+    ys = tf.reduce_sum(change * step, -1)
+    if f is not None:
+        theta = 6.0 * (f - f_new) + 3.0 * tf.reduce_sum((g + g_new) * step, -1)
+        trusted = (tf.math.is_finite(theta) & (ys > 0.0)
+                   & (tf.abs(f - f_new) > SECANT_VALUE_CHANGE * tf.abs(f)))
+        bound = SECANT_CUBIC_SHARE * tf.abs(ys)
+        theta = tf.where(trusted, tf.clip_by_value(theta, -bound, bound), tf.zeros_like(theta))
+        squared = tf.reduce_sum(step * step, -1)
+        change = change + (theta / tf.where(squared > 0.0, squared, 1.0))[:, None] * step
+        ys = ys + theta
     hs = tf.linalg.matvec(h, step)
     shs = tf.reduce_sum(step * hs, -1)
-    ys = tf.reduce_sum(change * step, -1)
     size = tf.norm(step, axis=-1) * tf.norm(change, axis=-1)
     usable = (ys > SECANT_CURVATURE * size) & (shs > 0.0) & tf.math.is_finite(ys)
     one = tf.ones_like(ys)

@@ -90,10 +90,11 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         together.
       eigen_floor: smallest |eigenvalue| of the Hessian used in a step,
         relative to the largest (EIGEN_FLOOR, or RIDGE_EIGEN_FLOOR).
-      hessian_update: optional (x, g, h, x_new, g_new, h_new) -> Hessian [M, P,
-        P] at x_new, called after each evaluation of the running members:
-        a quasi-Newton update for an objective whose `evaluate` returns
-        only an approximate Hessian (the O(n) fitter's whole-series stage).
+      hessian_update: optional (x, g, h, x_new, g_new, h_new, f=, f_new=) ->
+        Hessian [M, P, P] at x_new, called after each evaluation of the
+        running members (f, f_new [M] the values at x and x_new): a
+        quasi-Newton update for an objective whose `evaluate` returns only
+        an approximate Hessian (the O(n) fitter's whole-series stage).
     Returns:
       NewtonResult. Members whose start is not finite are FAILED, unmoved.
     """
@@ -151,7 +152,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         x_new, slope, predicted = _newton_step(x, g, h, radius, lo, hi, eigen_floor)
         f_new, g_new, h_new, aux_new = evaluate(x_new, members)
         if hessian_update is not None:
-            h_new = hessian_update(x, g, h, x_new, g_new, h_new)
+            h_new = hessian_update(x, g, h, x_new, g_new, h_new, f=f, f_new=f_new)
         accepted = (_finite(f_new, g_new, h_new) & (f_new <= f)
                     & (f - f_new >= ARMIJO * predicted))
         ratio = (f - f_new) / tf.maximum(predicted, 1e-300)

@@ -239,9 +239,10 @@ def _scan_parallel(elements):
     """Inclusive prefix combination of elements (tuple of [n, ...]) along
     axis 0 by pairs (Blelloch's scheme), unrolled to MAX_LEVELS levels of
     dynamic size: no conditionals in the graph. (tfp.math.scan_associative
-    builds conditionals per level for an unknown length; inside the
-    fitter's loop its graph took over 20 GB before the first call.) An odd
-    level is padded with the identity element (A = I, the rest 0)."""
+    builds conditionals per level for an unknown length, and inside the
+    fitter's loop its graph grew too large to run: docs/design.md, "Long
+    series: Markov kernels".) An odd level is padded with the identity
+    element (A = I, the rest 0)."""
     return _scan_level(elements, MAX_LEVELS)
 
 
@@ -268,8 +269,8 @@ def _scan_level(x, levels):
 def _level_functions(d: int):
     """The two halves of a level for state dimension d, as functions traced
     once and called per level: unrolled inline, the levels and their
-    gradients made a 40,000-op graph that took over a minute to trace
-    (docs/design.md, "Long series: Markov kernels")."""
+    gradients made a graph too slow to trace (docs/design.md, "Long
+    series: Markov kernels")."""
     square = tf.TensorSpec([None, None, d, d], tf.float64)
     column = tf.TensorSpec([None, None, d, 2], tf.float64)
     elements = (square, column, square, column, square)

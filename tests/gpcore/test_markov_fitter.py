@@ -123,3 +123,64 @@ def test_secant_update_cuts_newton_steps_on_a_wrong_hessian():
         assert int(r.status[0]) == newton.CONVERGED
         np.testing.assert_allclose(r.position.numpy(), minimum, atol=1e-3)
     assert int(secant.evaluations) < int(plain.evaluations)
+
+
+def test_modified_secant_takes_the_cubic_curvature_at_the_new_point():
+    """With values, the update's curvature along the step is the cubic's
+    at x_new: exact for a cubic objective (1-D: f = a x^3 + b x^2, f'' = 6 a
+    x + 2 b, against the formula), and plain BFGS for a quadratic, whose
+    cubic term is 0 (against the update without values, to round-off)."""
+    a, b = 0.5, 3.0
+    f = lambda x: a * x ** 3 + b * x ** 2
+    df = lambda x: 3 * a * x ** 2 + 2 * b * x
+    x, x_new = np.array([[0.2]]), np.array([[0.9]])
+    h = np.array([[[10.0]]])
+    cubic = secant_update(x, df(x), h, x_new, df(x_new), h, f=f(x[:, 0]), f_new=f(x_new[:, 0]))
+    np.testing.assert_allclose(cubic.numpy()[0, 0, 0], 6 * a * 0.9 + 2 * b, rtol=1e-12)
+    rng = np.random.default_rng(3)
+    truth = np.array([[2.5, 0.4], [0.4, 5.0]])
+    quad = lambda v: 0.5 * np.einsum("mi,ij,mj->m", v, truth, v)
+    x, step = rng.normal(size=(1, 2)), rng.normal(size=(1, 2))
+    h = np.array([[[4.0, 1.0], [1.0, 3.0]]])
+    args = (x, x @ truth, h, x + step, (x + step) @ truth, h)
+    np.testing.assert_allclose(secant_update(*args, f=quad(x), f_new=quad(x + step)).numpy(),
+                               secant_update(*args).numpy(), rtol=1e-10)
+
+
+def test_modified_secant_cuts_newton_steps_on_a_curved_objective():
+    """The whole-series stage's case beyond the quadratic: exact gradients of
+    an objective whose curvature changes along the steps (e^u - 1 - u in
+    rotated coordinates, minimum 0), a fixed Hessian off by up to 1.6x,
+    starts tenths away. From each start both updates reach the minimum
+    within the tolerance; with values (the cubic's curvature) never in
+    more evaluations than plain BFGS, and in fewer over the three."""
+    import tensorflow as tf
+    from gpcore import newton
+    rotation = np.array([[0.8, -0.6], [0.6, 0.8]])
+    minimum = np.array([[0.3, -0.2]])
+    box = dict(lower=tf.constant([[-5.0, -5.0]], tf.float64),
+               upper=tf.constant([[5.0, 5.0]], tf.float64), max_iterations=50, tolerance=1e-4)
+    plain_update = lambda *args, f, f_new: secant_update(*args)
+    counts = []
+    for wrong, start in [((1.0, 1.2), [-0.2, 0.3]), ((1.6, 1.0), [0.0, 0.0]),
+                         ((1.0, 0.8), [-0.2, 0.5])]:
+        hessian = rotation @ np.diag([1e4 * wrong[0], 3e3 * wrong[1]]) @ rotation.T
+
+        def evaluate(x, members, hessian=hessian):
+            z = tf.linalg.matvec(rotation.T, x - minimum)
+            u, v = z[:, 0], z[:, 1]
+            value = 1e4 * (tf.exp(u) - 1.0 - u) + 3e3 * (tf.exp(v) - 1.0 - v)
+            gradient = tf.stack([1e4 * (tf.exp(u) - 1.0), 3e3 * (tf.exp(v) - 1.0)], -1)
+            return (value, tf.linalg.matvec(rotation, gradient),
+                    tf.tile(hessian[None], [tf.shape(x)[0], 1, 1]), {})
+
+        x0 = tf.constant([start], tf.float64)
+        runs = [newton.minimize(evaluate, x0, hessian_update=update, **box)
+                for update in (plain_update, secant_update)]
+        for r in runs:
+            assert int(r.status[0]) == newton.CONVERGED
+            assert float(r.value[0]) <= 1e-4
+            np.testing.assert_allclose(r.position.numpy(), minimum, atol=1e-3)
+        counts.append([int(r.evaluations) for r in runs])
+    plain, cubic = np.array(counts).T
+    assert (cubic <= plain).all() and cubic.sum() < plain.sum(), counts
