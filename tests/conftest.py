@@ -1,8 +1,13 @@
 """Shared test set-up: quiet, deterministic TensorFlow with deliberate threads,
 and the groups `make test`'s pytest-xdist workers take the tests in."""
+import collections
+import functools
+import importlib.abc
+import importlib.util
 import json
 import os
 import resource
+import sys
 import time
 
 import pytest
@@ -148,15 +153,75 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+# Each line also counts the test's repeated work, what sharing can cut:
+# Python processes it launched (each pays TensorFlow's and Beam's imports),
+# Beam pipelines run in this process, and fitters built (a first fit traces).
+_COUNTED = {  # module: (class, method, counter)
+    "gpcore.fitter": ("GPFitter", "__init__", "fitters"),
+    "gpcore.markov_fitter": ("MarkovFitter", "__init__", "fitters"),
+    "apache_beam.pipeline": ("Pipeline", "run", "pipelines"),
+}
+_counts = collections.Counter()
+
+
+def _counting(method, counter):
+    depth = [0]  # Beam's run() calls run() again on its round-tripped copy
+
+    @functools.wraps(method)
+    def counted(*args, **kwargs):
+        _counts[counter] += depth[0] == 0
+        depth[0] += 1
+        try:
+            return method(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+    return counted
+
+
+class _CountOnImport(importlib.abc.MetaPathFinder):
+    """Wraps _COUNTED's methods as their modules load (imported here they
+    would load TensorFlow and Beam into every test process)."""
+
+    def find_spec(self, name, path, target=None):
+        if name not in _COUNTED:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        load = spec.loader.exec_module
+
+        def exec_module(module):
+            load(module)
+            cls, method, counter = _COUNTED[name]
+            owner = getattr(module, cls)
+            setattr(owner, method, _counting(getattr(owner, method), counter))
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _count_python_launches(event, args):
+    if event == "subprocess.Popen":  # args: executable, argv, cwd, env
+        words = " ".join(map(str, args[1])).split()
+        _counts["processes"] += any("python" in os.path.basename(w) or w.endswith("/gpfit")
+                                    or w == "gpfit" for w in words[:3])
+
+
 if _TIMES:
+    sys.meta_path.insert(0, _CountOnImport())
+    sys.addaudithook(_count_python_launches)
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item, nextitem):
+        _counts.clear()
         wall, cpu = time.perf_counter(), _cpu()
         yield
         line = {"nodeid": item.nodeid, "group": group_of(item.nodeid),
                 "wall_s": round(time.perf_counter() - wall, 3),
                 "cpu_s": round(_cpu() - cpu, 3),
                 "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
-                "at": round(time.time(), 3)}
+                "at": round(time.time(), 3),
+                **{k: _counts[k] for k in ("processes", "pipelines", "fitters")}}
         with open(_TIMES, "a") as f:
             f.write(json.dumps(line) + "\n")
