@@ -37,6 +37,41 @@ def fitter_for():
     return get
 
 
+# In-process pipeline runs (gpfit_here, builder.build) of one test module
+# share their fitters: pipeline.fitters.build hands out one per (FitConfig,
+# copies) per module, as a worker process keeps one for every bundle of its
+# job. A fresh build traces 2 copies (4-6 CPU s, docs/design.md, "Build")
+# and was most of an in-process run's cost. Per module, not per process:
+# a module's runs then see the same fitter however the workers split the
+# suite, and no module sees traces another left (tracing_count_max). Pipeline
+# runs in a test process are one at a time (each job's slot locks its fitter;
+# two jobs at once would need a lock each). Nothing patched here reads a
+# constant a test patches: no pipeline test patches gpcore.
+_pipeline_fitters = {"module": None, "built": {}}
+
+
+def _built_once_per_module(build):
+    @functools.wraps(build)
+    def shared_build(config, copies):
+        built = _pipeline_fitters["built"]
+        if (config, copies) not in built:
+            built[(config, copies)] = build(config, copies)
+        return built[(config, copies)]
+    shared_build.per_module = True
+    return shared_build
+
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures (a module's runs) are set up
+def pytest_runtest_setup(item):
+    from pipeline import fitters
+
+    if not getattr(fitters.build, "per_module", False):
+        fitters.build = _built_once_per_module(fitters.build)
+    module = getattr(getattr(item, "module", None), "__name__", item.nodeid.split("::")[0])
+    if _pipeline_fitters["module"] != module:
+        _pipeline_fitters.update(module=module, built={})
+
+
 # `make test` runs the suite on pytest-xdist workers with --dist loadgroup
 # (docs/design.md, "Build"), one group at a time per worker. A group is a
 # file, so that a module's fixtures (the quality tests' fits take minutes)
