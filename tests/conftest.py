@@ -102,24 +102,35 @@ PARTS = {
     },
 }
 
-# The groups that take longest, longest first: CPU seconds measured with
-# GPFIT_TEST_TIMES (tests/timing.py; docs/design.md, "Build"), where known,
-# at loads of 10-35 (the heavy groups' CPU grows with the load).
+# The groups that take longest, longest first: CPU seconds of one run of the
+# whole suite with GPFIT_TEST_TIMES (tests/timing.py; docs/design.md,
+# "Build", where the figures are). The rest follow in file order.
 COSTLIEST = (
-    "tests/gpcore/test_seasonal_auto.py",                 # 281-388
-    "tests/gpcore/test_seasonal_quality.py",              # 150-269
-    "tests/gpcore/test_seasonal_quality.py::tuning",      # 129
-    "tests/benchmarks/test_heldout_smoke.py",             # 115 (4 series in its seasonal check; now 2)
-    "tests/gpcore/test_fitter.py",                        # 88 (112 before shared fitters)
-    "tests/deploy",                                       # 56-82
-    "tests/benchmarks/test_forecast_smoke.py",            # 47-69
-    "tests/benchmarks/test_nightly_smoke.py",             # 48-61
-    "tests/benchmarks/test_auto_choice_smoke.py",         # 43
-    "tests/gpcore/test_real_quality.py::single-series",   # 31 (64 before shared fitters)
-    "tests/benchmarks/test_speed_smoke.py",               # 31-56
-    "tests/test_references.py",                           # 28
-    "tests/gpcore/test_seasonal_quality.py::tuning-single",
-    "tests/gpcore/test_real_quality.py",                  # 21
+    "tests/gpcore/test_seasonal_quality.py",
+    "tests/gpcore/test_seasonal_auto.py",
+    "tests/reliability/test_folder_faults.py",
+    "tests/gpcore/test_seasonal_quality.py::tuning",
+    "tests/benchmarks/test_heldout_smoke.py",
+    "tests/pipeline/test_forecast_interface.py",
+    "tests/pipeline/test_quiet_runs.py",
+    "tests/pipeline/test_pipeline_end_to_end.py",
+    "tests/gpcore/test_fitter.py",
+    "tests/gpcore/test_statespace.py",
+    "tests/deploy",
+    "tests/benchmarks/test_forecast_smoke.py",
+    "tests/pipeline/test_frame_engines.py",
+    "tests/benchmarks/test_heldout_seasonal_sets_smoke.py",
+    "tests/reliability/test_faults.py",
+    "tests/gpcore/test_sums.py",
+    "tests/benchmarks/test_speed_smoke.py",
+    "tests/pipeline/test_runtime.py",
+    "tests/pipeline/test_nightly.py",
+    "tests/benchmarks/test_nightly_smoke.py",
+    "tests/reliability/test_corpus.py",
+    "tests/gpcore/test_side_by_side.py",
+    "tests/gpcore/test_choice.py",
+    "tests/pipeline/test_kernel_sums_end_to_end.py",
+    "tests/benchmarks/test_heldout_real2_smoke.py",
 )
 
 
