@@ -1,8 +1,13 @@
 """Shared test set-up: quiet, deterministic TensorFlow with deliberate threads,
 and the groups `make test`'s pytest-xdist workers take the tests in."""
+import collections
+import functools
+import importlib.abc
+import importlib.util
 import json
 import os
 import resource
+import sys
 import time
 
 import pytest
@@ -30,6 +35,41 @@ def fitter_for():
         return built[config]
 
     return get
+
+
+# In-process pipeline runs (gpfit_here, builder.build) of one test module
+# share their fitters: pipeline.fitters.build hands out one per (FitConfig,
+# copies) per module, as a worker process keeps one for every bundle of its
+# job. A fresh build traces 2 copies (4-6 CPU s, docs/design.md, "Build")
+# and was most of an in-process run's cost. Per module, not per process:
+# a module's runs then see the same fitter however the workers split the
+# suite, and no module sees traces another left (tracing_count_max). Pipeline
+# runs in a test process are one at a time (each job's slot locks its fitter;
+# two jobs at once would need a lock each). Nothing patched here reads a
+# constant a test patches: no pipeline test patches gpcore.
+_pipeline_fitters = {"module": None, "built": {}}
+
+
+def _built_once_per_module(build):
+    @functools.wraps(build)
+    def shared_build(config, copies):
+        built = _pipeline_fitters["built"]
+        if (config, copies) not in built:
+            built[(config, copies)] = build(config, copies)
+        return built[(config, copies)]
+    shared_build.per_module = True
+    return shared_build
+
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures (a module's runs) are set up
+def pytest_runtest_setup(item):
+    from pipeline import fitters
+
+    if not getattr(fitters.build, "per_module", False):
+        fitters.build = _built_once_per_module(fitters.build)
+    module = getattr(getattr(item, "module", None), "__name__", item.nodeid.split("::")[0])
+    if _pipeline_fitters["module"] != module:
+        _pipeline_fitters.update(module=module, built={})
 
 
 # `make test` runs the suite on pytest-xdist workers with --dist loadgroup
@@ -62,24 +102,35 @@ PARTS = {
     },
 }
 
-# The groups that take longest, longest first: CPU seconds measured with
-# GPFIT_TEST_TIMES (tests/timing.py; docs/design.md, "Build"), where known,
-# at loads of 10-35 (the heavy groups' CPU grows with the load).
+# The groups that take longest, longest first: CPU seconds of one run of the
+# whole suite with GPFIT_TEST_TIMES (tests/timing.py; docs/design.md,
+# "Build", where the figures are). The rest follow in file order.
 COSTLIEST = (
-    "tests/gpcore/test_seasonal_auto.py",                 # 281-388
-    "tests/gpcore/test_seasonal_quality.py",              # 150-269
-    "tests/gpcore/test_seasonal_quality.py::tuning",      # 129
-    "tests/benchmarks/test_heldout_smoke.py",             # 115 (4 series in its seasonal check; now 2)
-    "tests/gpcore/test_fitter.py",                        # 88 (112 before shared fitters)
-    "tests/deploy",                                       # 56-82
-    "tests/benchmarks/test_forecast_smoke.py",            # 47-69
-    "tests/benchmarks/test_nightly_smoke.py",             # 48-61
-    "tests/benchmarks/test_auto_choice_smoke.py",         # 43
-    "tests/gpcore/test_real_quality.py::single-series",   # 31 (64 before shared fitters)
-    "tests/benchmarks/test_speed_smoke.py",               # 31-56
-    "tests/test_references.py",                           # 28
-    "tests/gpcore/test_seasonal_quality.py::tuning-single",
-    "tests/gpcore/test_real_quality.py",                  # 21
+    "tests/gpcore/test_seasonal_quality.py",
+    "tests/gpcore/test_seasonal_auto.py",
+    "tests/reliability/test_folder_faults.py",
+    "tests/gpcore/test_seasonal_quality.py::tuning",
+    "tests/benchmarks/test_heldout_smoke.py",
+    "tests/pipeline/test_forecast_interface.py",
+    "tests/pipeline/test_quiet_runs.py",
+    "tests/pipeline/test_pipeline_end_to_end.py",
+    "tests/gpcore/test_fitter.py",
+    "tests/gpcore/test_statespace.py",
+    "tests/deploy",
+    "tests/benchmarks/test_forecast_smoke.py",
+    "tests/pipeline/test_frame_engines.py",
+    "tests/benchmarks/test_heldout_seasonal_sets_smoke.py",
+    "tests/reliability/test_faults.py",
+    "tests/gpcore/test_sums.py",
+    "tests/benchmarks/test_speed_smoke.py",
+    "tests/pipeline/test_runtime.py",
+    "tests/pipeline/test_nightly.py",
+    "tests/benchmarks/test_nightly_smoke.py",
+    "tests/reliability/test_corpus.py",
+    "tests/gpcore/test_side_by_side.py",
+    "tests/gpcore/test_choice.py",
+    "tests/pipeline/test_kernel_sums_end_to_end.py",
+    "tests/benchmarks/test_heldout_real2_smoke.py",
 )
 
 
@@ -148,15 +199,75 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+# Each line also counts the test's repeated work, what sharing can cut:
+# Python processes it launched (each pays TensorFlow's and Beam's imports),
+# Beam pipelines run in this process, and fitters built (a first fit traces).
+_COUNTED = {  # module: (class, method, counter)
+    "gpcore.fitter": ("GPFitter", "__init__", "fitters"),
+    "gpcore.markov_fitter": ("MarkovFitter", "__init__", "fitters"),
+    "apache_beam.pipeline": ("Pipeline", "run", "pipelines"),
+}
+_counts = collections.Counter()
+
+
+def _counting(method, counter):
+    depth = [0]  # Beam's run() calls run() again on its round-tripped copy
+
+    @functools.wraps(method)
+    def counted(*args, **kwargs):
+        _counts[counter] += depth[0] == 0
+        depth[0] += 1
+        try:
+            return method(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+    return counted
+
+
+class _CountOnImport(importlib.abc.MetaPathFinder):
+    """Wraps _COUNTED's methods as their modules load (imported here they
+    would load TensorFlow and Beam into every test process)."""
+
+    def find_spec(self, name, path, target=None):
+        if name not in _COUNTED:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        load = spec.loader.exec_module
+
+        def exec_module(module):
+            load(module)
+            cls, method, counter = _COUNTED[name]
+            owner = getattr(module, cls)
+            setattr(owner, method, _counting(getattr(owner, method), counter))
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _count_python_launches(event, args):
+    if event == "subprocess.Popen":  # args: executable, argv, cwd, env
+        words = " ".join(map(str, args[1])).split()
+        _counts["processes"] += any("python" in os.path.basename(w) or w.endswith("/gpfit")
+                                    or w == "gpfit" for w in words[:3])
+
+
 if _TIMES:
+    sys.meta_path.insert(0, _CountOnImport())
+    sys.addaudithook(_count_python_launches)
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item, nextitem):
+        _counts.clear()
         wall, cpu = time.perf_counter(), _cpu()
         yield
         line = {"nodeid": item.nodeid, "group": group_of(item.nodeid),
                 "wall_s": round(time.perf_counter() - wall, 3),
                 "cpu_s": round(_cpu() - cpu, 3),
                 "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
-                "at": round(time.time(), 3)}
+                "at": round(time.time(), 3),
+                **{k: _counts[k] for k in ("processes", "pipelines", "fitters")}}
         with open(_TIMES, "a") as f:
             f.write(json.dumps(line) + "\n")

@@ -5,7 +5,8 @@
         --dist loadgroup tests
     .venv/bin/python tests/timing.py /tmp/times.jsonl
 
-prints the seconds per file and per xdist group, and what `make test`'s
+prints the seconds per file and per xdist group (with the processes,
+pipelines and fitters each group's tests started), and what `make test`'s
 pytest would take on a quiet machine with 2 workers: each group's CPU
 seconds (on a shared machine its wall seconds are the load's), handed out
 in the order the workers take them (tests/conftest.py's, or xdist's own by
@@ -17,6 +18,11 @@ import collections
 import heapq
 import json
 import sys
+
+
+# What tests/conftest.py counts per test: Python processes launched, Beam
+# pipelines run in the test's process, fitters built.
+COUNTED = ("processes", "pipelines", "fitters")
 
 
 def load(path: str) -> list[dict]:
@@ -40,6 +46,7 @@ def main(argv: list[str]) -> int:
     lines = load(argv[0])
     files = collections.defaultdict(lambda: [0, 0.0, 0.0])
     groups = collections.defaultdict(lambda: [0, 0.0, 0.0, []])
+    counts = collections.defaultdict(collections.Counter)  # group: launches, pipelines, fitters
     workers = collections.defaultdict(lambda: [0.0, 0.0])
     for line in lines:
         path = line["nodeid"].split("::")[0]
@@ -48,6 +55,7 @@ def main(argv: list[str]) -> int:
             table[key][1] += line["wall_s"]
             table[key][2] += line["cpu_s"]
         groups[line["group"] or path][3].append(line["nodeid"])
+        counts[line["group"] or path].update({k: line.get(k, 0) for k in COUNTED})
         workers[line["worker"]][0] += line["wall_s"]
         workers[line["worker"]][1] += line["cpu_s"]
 
@@ -72,9 +80,11 @@ def main(argv: list[str]) -> int:
     for name, order in orders.items():
         span, busy = schedule([cost[g] for g in order])
         print(f"| {name} | {span:.0f} | {', '.join(f'{b:.0f}' for b in busy)} |")
-    print("\n| group | tests | CPU s |\n|---|---:|---:|")
+    print("\n| group | tests | CPU s | " + " | ".join(COUNTED) + " |\n|---|---:|---:|"
+          + "---:|" * len(COUNTED))
     for g in orders["costliest first"][:25]:
-        print(f"| {g} | {groups[g][0]} | {cost[g]:.0f} |")
+        print(f"| {g} | {groups[g][0]} | {cost[g]:.0f} | "
+              + " | ".join(str(counts[g][k]) for k in COUNTED) + " |")
     return 0
 
 

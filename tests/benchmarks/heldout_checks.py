@@ -1,8 +1,11 @@
 """What the held-out and tuning sets' smoke tests share: a set's scoring
-command run as a subprocess, its markdown table read back, and series
-compared by their values (a set must share no series with another)."""
+command run as a script in the test's process, its markdown table read
+back, and series compared by their values (a set must share no series with another)."""
+import contextlib
+import io
 import os
-import subprocess
+import runpy
+import signal
 import sys
 
 import numpy as np
@@ -21,11 +24,36 @@ def values(series) -> set:
 
 
 def run(script: str, *args: str, timeout: float = 600) -> str:
-    """stdout of benchmarks/<script> with args; fails the test on a non-zero exit."""
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done.stdout
+    """stdout of benchmarks/<script> with args, run as `python <script>`
+    runs it (runpy, __name__ "__main__": its own argument parsing, path
+    set-up and exit status) but in this process, which has TensorFlow and
+    scikit-learn imported already (a fresh process paid 7-10 CPU s for
+    them, docs/design.md, "Build"). Fails the test on a non-zero exit or
+    after `timeout` seconds."""
+    path = os.path.join(ROOT, "benchmarks", script)
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.argv, list(sys.path), os.getcwd()
+
+    def too_long(signum, frame):
+        raise TimeoutError(f"{script} ran past {timeout} s")
+
+    previous = signal.signal(signal.SIGALRM, too_long)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    sys.argv = [path, *args]
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            runpy.run_path(path, run_name="__main__")
+        code = 0
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else int(done.code is not None)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        sys.argv, sys.path[:] = saved[0], saved[1]
+        os.chdir(saved[2])
+    assert code == 0, out.getvalue()[-3000:] + err.getvalue()[-3000:]
+    return out.getvalue()
 
 
 def table_rows(text: str) -> dict:

@@ -38,10 +38,25 @@ def data(tmp_path_factory):
     return write_long(str(tmp_path_factory.mktemp("quiet") / "in"), make_series(n_series=6))
 
 
+@pytest.fixture(scope="module")
+def clean_run(data, tmp_path_factory):
+    """clean_run(without_gcp) -> (output folder, the finished command) of a
+    plain run on `data`, each run once: the report's test reads the folder
+    of the clean-lines test's run (a command costs 10-14 CPU s)."""
+    runs = {}
+
+    def run(without_gcp: bool):
+        if without_gcp not in runs:
+            out = str(tmp_path_factory.mktemp("quiet-out") / "out")
+            runs[without_gcp] = out, gpfit_process("--input", data, "--output", out,
+                                                   without_gcp=without_gcp)
+        return runs[without_gcp]
+    return run
+
+
 @pytest.mark.parametrize("without_gcp", [False, True])
-def test_a_clean_run_prints_only_gpfits_lines(data, tmp_path, without_gcp):
-    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
-                         without_gcp=without_gcp)
+def test_a_clean_run_prints_only_gpfits_lines(clean_run, without_gcp):
+    _, done = clean_run(without_gcp)
     assert done.returncode == 0, done.stderr
     foreign = [line for line in done.stderr.splitlines() if not OURS.match(line)]
     assert foreign == [], foreign
@@ -82,15 +97,15 @@ def test_no_dofn_of_the_job_draws_beams_yield_and_return_warning():
     assert "Compare" in checked  # the nightly run's join, which drew it
 
 
-def test_the_report_of_a_clean_run_prints_only_its_own_lines(data, tmp_path):
-    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"))
+def test_the_report_of_a_clean_run_prints_only_its_own_lines(clean_run, tmp_path):
+    out, done = clean_run(False)
     assert done.returncode == 0, done.stderr
     env = {k: v for k, v in os.environ.items()
            if k not in ("TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", "TF_USE_LEGACY_KERAS")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
     # No --input: the run's manifest records it.
     report = subprocess.run([sys.executable, "-m", "pipeline.report", "--params",
-                             str(tmp_path / "out"), "--out", str(tmp_path / "r.html"),
+                             out, "--out", str(tmp_path / "r.html"),
                              "--random", "2", "--worst", "1"],
                             capture_output=True, text=True, env=env, timeout=600)
     assert report.returncode == 0, report.stderr
