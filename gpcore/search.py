@@ -214,13 +214,7 @@ class Search:
         # the valley beside it, so two of the series' other members run on
         # from its best probe at a shorter and at a longer length scale,
         # whatever their value (docs/design.md, "Probes around the optimum").
-        is_best = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None],
-                                              tf.ones_like(best, tf.bool))
-        other = ~is_best
-        index = tf.range(n_members)
-        same = tf.equal(group[:, None], group[None, :])
-        slot = tf.reduce_sum(tf.cast(same & (index[None, :] < index[:, None]) & other[None, :],
-                                     tf.int32), axis=-1)                          # [C]
+        other, _, slot = _other_members(best, group)
         shift = chosen[..., 0] - optimum[:, None, 0]                              # [B, K]
         inf = tf.constant(np.inf, y.dtype)
         # A side without probes (the length scale at a bound) scores +inf.
@@ -288,13 +282,7 @@ class Search:
             return again, start
         # The j-th of a series' k other members (in member order) takes its
         # (round x k + j)-th best jump probe, until all have run.
-        is_best = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None],
-                                              tf.ones_like(best, tf.bool))
-        other = ~is_best
-        index = tf.range(n_members)
-        same = tf.equal(group[:, None], group[None, :])
-        earlier = tf.reduce_sum(tf.cast(same & (index[None, :] < index[:, None]) & other[None, :],
-                                        tf.int32), axis=-1)                     # [C]
+        other, same, earlier = _other_members(best, group)
         others = tf.reduce_sum(tf.cast(same & other[None, :], tf.int32), axis=-1)  # [C]
         slot = earlier + round_index * others
         jumps, ranked, runs = self.jump_order(jumps, scored, points, unclipped)  # [J], [B, J], [B]
@@ -438,6 +426,20 @@ def _eigen_floor(kernel) -> float:
     return newton.RIDGE_EIGEN_FLOOR if kernel.has_period or len(components(kernel)) > 1 \
         else newton.EIGEN_FLOOR
 
+
+
+def _other_members(best, group):
+    """The members other than their series' best, in member order: (other
+    [C] bool, same [C, C] bool (members of one series), slot [C] int32: how
+    many of the series' other members come before each)."""
+    n_members = tf.shape(group)[0]
+    other = ~tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None],
+                                         tf.ones_like(best, tf.bool))
+    index = tf.range(n_members)
+    same = tf.equal(group[:, None], group[None, :])
+    slot = tf.reduce_sum(tf.cast(same & (index[None, :] < index[:, None]) & other[None, :],
+                                 tf.int32), axis=-1)
+    return other, same, slot
 
 def _series_best(value, group, series):
     """(lowest value [B], its member [B]) of each series' members; value
