@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-import numpy as np
-
 from gpcore.batching import Batching
 from gpcore.config import FitConfig, fitted_configs
 from gpcore.result import FitResult
@@ -55,7 +53,7 @@ class FitterHandler:
 
     def cost(self, series: Series) -> float:
         """Estimated core-seconds of fitting one series (gpcore.batching)."""
-        return self._batching.cost(int(np.size(series.y)))
+        return self._batching.cost_of(series)
 
     def fit(self, fitter, batch: list[Series]) -> list[FitResult]:
         """The fitter's results for batch, one per series in order. A bad
