@@ -3,7 +3,7 @@ work one call should carry.
 
 gpcore owns the padding and batching policy, the way a RunInference
 ModelHandler reports its batching arguments: the pipeline only groups
-series by `bucket` until their `cost` reaches `seconds_per_call`, and hands
+series by `bucket` until their `cost_of` reaches `seconds_per_call`, and hands
 each group to one fit call. Inside a call the fitter sorts by length and
 cuts compiled batches of `FitConfig.batch_size` (docs/design.md, "The
 fitter"). Bounded calls matter on Dataflow: an element cannot be split,

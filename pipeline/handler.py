@@ -52,7 +52,8 @@ class FitterHandler:
         return fitters.build(self.config, runtime.configure_tf_threads(self._processes))
 
     def cost(self, series: Series) -> float:
-        """Estimated core-seconds of fitting one series (gpcore.batching)."""
+        """Estimated core-seconds of fitting one series (gpcore.batching's
+        cost_of: under "auto", of the candidates auto fits on it)."""
         return self._batching.cost_of(series)
 
     def fit(self, fitter, batch: list[Series]) -> list[FitResult]:
