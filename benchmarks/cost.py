@@ -24,7 +24,9 @@ checkout's figures and as recorded when measured; the largest call).
   python benchmarks/cost.py --model benchmarks/results/cost.json
 
 `--model FILE` refits nothing: it re-estimates the recorded calls with this
-checkout's gpcore.batching (after a recalibration) and prints the table.
+checkout's gpcore.batching (after a recalibration) and prints the table;
+under auto with each series' recorded screen answer (`periodic`, what
+Batching.cost_of charged), where the record has one.
 """
 from __future__ import annotations
 
@@ -66,12 +68,16 @@ def _work(fitter) -> dict:
 def _fits(kernel: str, config, series) -> bool:
     """Whether auto (config) fits `series` with candidate `kernel`: every
     series, but a periodic candidate only those its screen passes."""
-    from gpcore.choice import periodic_screen
+    from gpcore.choice import fits_periodic
     from gpcore.kernels import kernel as kernel_named
-    periodic = [kernel_named(k).has_period for k in config.candidates]
-    if not kernel_named(kernel).has_period or all(periodic):
-        return True
-    return bool(periodic_screen(series.t, series.y))
+    return not kernel_named(kernel).has_period or fits_periodic(config, series)
+
+
+def _estimate(batching, lengths: list, periodic: list | None) -> float:
+    """A recorded call's estimate: its series' lengths and, under auto,
+    whether auto fitted its periodic candidates on each (None: a record
+    from before they were kept, charged as that checkout did)."""
+    return sum(batching.cost(n, p) for n, p in zip(lengths, periodic or [None] * len(lengths)))
 
 
 def measure(kernel: str, sets: dict, seconds_per_call: float) -> list[dict] | None:
@@ -79,7 +85,7 @@ def measure(kernel: str, sets: dict, seconds_per_call: float) -> list[dict] | No
     does not know the kernel."""
     import numpy as np
     from gpcore import Batching, FitConfig, build_fitter
-    from gpcore.choice import work_by_kernel
+    from gpcore.choice import fits_periodic, work_by_kernel
     from gpcore.config import fitted_configs
     try:
         config = FitConfig(kernel=kernel)
@@ -106,7 +112,9 @@ def measure(kernel: str, sets: dict, seconds_per_call: float) -> list[dict] | No
                     for k, w in work_by_kernel(fitter).items()} if config.kernel == "auto" else {}
             records.append({
                 "kernel": kernel, "set": name, "lengths": [int(np.size(s.t)) for s in call],
-                "estimated_s": sum(batching.cost(np.size(s.t)) for s in call),
+                "estimated_s": sum(batching.cost_of(s) for s in call),
+                **({"periodic": [fits_periodic(config, s) for s in call]}
+                   if config.kernel == "auto" else {}),
                 "cpu_s": round(cpu, 4), "wall_s": round(wall, 4),
                 "at_max_iterations": sum(r.iterations >= min(limits) and r.stop_reason
                                          == "max_iterations" for r in results),
@@ -140,7 +148,7 @@ def table(records: list[dict]) -> str:
         evaluations = sum(r["member_evaluations"] for r in rows)
         model_s = sum(r["flops"] for r in rows) / FLOPS_PER_SECOND
         cpu = sum(r["cpu_s"] for r in rows)
-        ratios = [r["cpu_s"] / sum(batching.cost(k) for k in r["lengths"]) for r in rows]
+        ratios = [r["cpu_s"] / _estimate(batching, r["lengths"], r.get("periodic")) for r in rows]
         recorded = [r["cpu_s"] / r["estimated_s"] for r in rows]  # the measuring checkout's
         per_model = len(fitted_configs(config))
         lines.append(

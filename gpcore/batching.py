@@ -3,7 +3,7 @@ work one call should carry.
 
 gpcore owns the padding and batching policy, the way a RunInference
 ModelHandler reports its batching arguments: the pipeline only groups
-series by `bucket` until their `cost` reaches `seconds_per_call`, and hands
+series by `bucket` until their `cost_of` reaches `seconds_per_call`, and hands
 each group to one fit call. Inside a call the fitter sorts by length and
 cuts compiled batches of `FitConfig.batch_size` (docs/design.md, "The
 fitter"). Bounded calls matter on Dataflow: an element cannot be split,
@@ -12,8 +12,11 @@ and a retried bundle redoes all of its work.
 from __future__ import annotations
 
 import dataclasses
+from typing import Optional
 
-from gpcore.config import FitConfig, fitted_configs, takes_markov_path
+import numpy as np
+
+from gpcore.config import AUTO, FitConfig, fitted_configs, takes_markov_path
 from gpcore.kernels import components
 from gpcore.starts import (GRID_RESCORED, PROBES_RESCORED, far_probe_count, grid_piece_points,
                            grid_shape, probe_count)
@@ -177,13 +180,18 @@ class Batching:
         if not self.seconds_per_call > 0:
             raise ValueError(f"seconds_per_call must be > 0; got {self.seconds_per_call!r}")
 
-    def cost(self, n_points: int) -> float:
-        """Estimated core-seconds to fit one series of n_points points (with
-        every candidate under kernel "auto")."""
+    def cost(self, n_points: int, periodic: Optional[bool] = None) -> float:
+        """Estimated core-seconds to fit one series of n_points points. Under
+        kernel "auto", with every candidate, but the periodic ones only where
+        `periodic` (gpcore.choice.fits_periodic: whether auto fits them on
+        the series) is not False; None charges them, the safe side."""
         n = padded_length(max(int(n_points), 1))
         flops, seconds = 0.0, SECONDS_PER_SERIES
+        skip_periodic = periodic is False and self.config.kernel == AUTO
         for config in fitted_configs(self.config):
             kernel = config.kernel
+            if skip_periodic and kernel.has_period:
+                continue  # auto does not fit it on this series
             if takes_markov_path(kernel, n):
                 seconds += markov_seconds(kernel, n)
                 continue
@@ -194,6 +202,18 @@ class Batching:
                                * evaluations
                                * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
         return flops / FLOPS_PER_SECOND + seconds
+
+    def cost_of(self, series) -> float:
+        """`cost` of one Series (t [n], y [n]); under kernel "auto", of the
+        candidates auto fits on it (gpcore.choice.fits_periodic: its
+        periodic screen, a periodogram; docs/design.md, "Cost per kernel")."""
+        n = int(np.size(series.y))
+        if self.config.kernel != AUTO:
+            return self.cost(n)
+        # Here, not at the top: gpcore.choice imports this module (and
+        # TensorFlow, which an auto fit call loads anyway).
+        from gpcore.choice import fits_periodic
+        return self.cost(n, fits_periodic(self.config, series))
 
     def bucket(self, n_points: int) -> int:
         """Series in one bucket may share a fit call."""

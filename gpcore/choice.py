@@ -79,17 +79,7 @@ class KernelChoice:
         Periodic candidates fit only the series `periodic_screen` passes
         (all series when every candidate is periodic)."""
         periodic = [f.config.kernel.has_period for f in self.fitters]
-        # Series too long for the periodic candidates are not screened (the
-        # periodogram's cost grows as n^2); the others fit them in O(n).
-        longest = min((f.config.max_points for f, p in zip(self.fitters, periodic) if p),
-                      default=None)
-        if all(periodic):
-            screened = list(range(len(series)))
-        elif not any(periodic):  # nothing to screen for (and no periodogram to pay)
-            screened = []
-        else:
-            screened = [i for i, s in enumerate(series)
-                        if _finite_points(s) <= longest and periodic_screen(s.t, s.y)]
+        screened = [i for i, s in enumerate(series) if fits_periodic(self.config, s)]
         # The non-periodic candidates first: a periodic one starts from its
         # smooth part's fit where that is a candidate (`periodic_starts`).
         per_candidate: list = [None] * len(self.fitters)
@@ -113,6 +103,24 @@ class KernelChoice:
             per_candidate[c] = placed
         return [choose_fit([fits[i] for fits in per_candidate if fits[i] is not None])
                 for i in range(len(series))]
+
+
+def fits_periodic(config: FitConfig, s: Series) -> bool:
+    """Whether KernelChoice (config: kernel "auto") fits series s with its
+    periodic candidates: always where every candidate is periodic, never
+    where none is (no periodogram to pay), else where s is short enough for
+    them and `periodic_screen` passes it. gpcore.batching's cost_of charges
+    them by this answer."""
+    configs = fitted_configs(config)
+    periodic = [c for c in configs if c.kernel.has_period]
+    if len(periodic) == len(configs):
+        return True
+    if not periodic:
+        return False
+    # Series too long for the periodic candidates are not screened (the
+    # periodogram's cost grows as n^2); the others fit them in O(n).
+    longest = min(c.max_points for c in periodic)
+    return _finite_points(s) <= longest and periodic_screen(s.t, s.y)
 
 
 def length_groups(lengths: Sequence[int]) -> list[list[int]]:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-import numpy as np
-
 from gpcore.batching import Batching
 from gpcore.config import FitConfig, fitted_configs
 from gpcore.result import FitResult
@@ -54,8 +52,9 @@ class FitterHandler:
         return fitters.build(self.config, runtime.configure_tf_threads(self._processes))
 
     def cost(self, series: Series) -> float:
-        """Estimated core-seconds of fitting one series (gpcore.batching)."""
-        return self._batching.cost(int(np.size(series.y)))
+        """Estimated core-seconds of fitting one series (gpcore.batching's
+        cost_of: under "auto", of the candidates auto fits on it)."""
+        return self._batching.cost_of(series)
 
     def fit(self, fitter, batch: list[Series]) -> list[FitResult]:
         """The fitter's results for batch, one per series in order. A bad

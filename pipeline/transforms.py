@@ -91,31 +91,34 @@ class BatchByLength(beam.DoFn):
 
     def __init__(self, batching: Batching):
         self._batching = batching
-        self._buckets: dict[int, tuple[list[Series], float]] = {}
+        # Per bucket: its series, their costs and their sum. A series' cost
+        # is kept, not asked again at the bundle's end: under "auto" it runs
+        # the periodic screen (Batching.cost_of).
+        self._buckets: dict[int, tuple[list[Series], list[float], float]] = {}
 
     def start_bundle(self):
         self._buckets = {}
 
     def process(self, series: Series):
-        n = np.size(series.y)
-        key = self._batching.bucket(n)
-        bucket, seconds = self._buckets.get(key, ([], 0.0))
+        key = self._batching.bucket(np.size(series.y))
+        bucket, costs, seconds = self._buckets.get(key, ([], [], 0.0))
         bucket.append(series)
-        seconds += self._batching.cost(n)
+        costs.append(self._batching.cost_of(series))
+        seconds += costs[-1]
         if self._batching.is_full(seconds):
             self._buckets.pop(key, None)
             yield bucket
         else:
-            self._buckets[key] = (bucket, seconds)
+            self._buckets[key] = (bucket, costs, seconds)
 
     def finish_bundle(self):
-        rest = sorted((s for bucket, _ in self._buckets.values() for s in bucket),
-                      key=lambda s: np.size(s.y))
+        rest = sorted((pair for bucket, costs, _ in self._buckets.values()
+                       for pair in zip(bucket, costs)), key=lambda pair: np.size(pair[0].y))
         self._buckets = {}
         call, seconds = [], 0.0
-        for series in rest:
+        for series, cost in rest:
             call.append(series)
-            seconds += self._batching.cost(np.size(series.y))
+            seconds += cost
             if self._batching.is_full(seconds):
                 yield GlobalWindows.windowed_value(call)
                 call, seconds = [], 0.0

@@ -75,6 +75,48 @@ def test_auto_costs_the_sum_of_its_candidates():
     assert Batching(started).cost(150) < Batching(FitConfig(kernel=started.kernel)).cost(150)
 
 
+def _cyclic_and_walk() -> tuple[Series, Series]:
+    """Six cycles of a sine in noise (the screen passes it) and a random
+    walk (it fails it), 120 points each."""
+    rng = np.random.default_rng(11)
+    t = np.linspace(0.0, 10.0, 120)
+    return (Series("cycle", t, np.sin(2 * np.pi * 0.6 * t) + 0.3 * rng.standard_normal(t.size)),
+            Series("walk", np.arange(120.0), np.cumsum(rng.standard_normal(120))))
+
+
+def test_auto_charges_its_periodic_candidate_only_where_it_fits_it():
+    """auto fits its periodic candidate only on the series its screen
+    passes (gpcore.choice.fits_periodic): a series the screen fails costs
+    the smooth candidates' sum, one it passes every candidate's, and an
+    unknown answer (None) charges every candidate too, the safe side."""
+    from gpcore.choice import fits_periodic, periodic_screen
+    from gpcore.config import fitted_configs
+    auto = FitConfig(kernel="auto")
+    batching = Batching(auto)
+    configs = fitted_configs(auto)
+    assert any(c.kernel.has_period for c in configs) and not all(
+        c.kernel.has_period for c in configs)
+    smooth = sum(Batching(c).cost(150) - SECONDS_PER_SERIES for c in configs
+                 if not c.kernel.has_period)
+    assert batching.cost(150, False) == pytest.approx(smooth + SECONDS_PER_SERIES)
+    assert batching.cost(150, True) == batching.cost(150, None) == batching.cost(150)
+    # The periodic candidate's fits are most of auto's flops.
+    assert batching.cost(150, True) > 3 * batching.cost(150, False)
+    # Of a Series, by the screen's answer.
+    cycle, walk = _cyclic_and_walk()
+    assert (periodic_screen(cycle.t, cycle.y), periodic_screen(walk.t, walk.y)) == (True, False)
+    assert (fits_periodic(auto, cycle), fits_periodic(auto, walk)) == (True, False)
+    assert batching.cost_of(cycle) == batching.cost(120, True)
+    assert batching.cost_of(walk) == batching.cost(120, False)
+    # Candidates all periodic: no screen, every series fits them all.
+    periodic_only = FitConfig(kernel="auto", candidates=("periodic", "rbf+periodic"))
+    assert Batching(periodic_only).cost_of(walk) == Batching(periodic_only).cost(120)
+    # Other kernels: the length's cost, a periodic kernel's whatever the answer.
+    for name in ("rbf", "rbf+periodic"):
+        single = Batching(FitConfig(kernel=name))
+        assert single.cost_of(walk) == single.cost(120) == single.cost(120, False)
+
+
 @pytest.mark.parametrize("name", ["rbf", "rbf+periodic"])
 def test_evaluations_per_start_match_the_fitters_counters(fitter_for, name):
     """On the seasonal test series, the figure is within 3x of the Newton

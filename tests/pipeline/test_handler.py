@@ -44,6 +44,19 @@ def test_a_call_costs_what_gpcores_batching_estimates():
         assert handler.cost(_series(0, n)) == Batching(config).cost(n)
 
 
+def test_under_auto_a_call_costs_the_candidates_auto_fits():
+    """The progress lines' estimate, as the batching's (Batching.cost_of):
+    auto's periodic candidate charged only where its screen passes."""
+    from gpcore.choice import fits_periodic
+    config = gpcore.FitConfig(kernel="auto")
+    handler, batching = FitterHandler(config), Batching(config)
+    rng = np.random.default_rng(4)
+    walk = gpcore.Series("walk", np.arange(80.0), np.cumsum(rng.standard_normal(80)))
+    cycle = gpcore.Series("cycle", np.arange(80.0), np.sin(np.arange(80.0)) + 0.1 * rng.standard_normal(80))
+    assert (fits_periodic(config, walk), fits_periodic(config, cycle)) == (False, True)
+    assert handler.cost(walk) == batching.cost(80, False) < handler.cost(cycle) == batching.cost(80)
+
+
 def test_under_auto_the_work_is_counted_per_candidate():
     config = gpcore.FitConfig(kernel="auto", candidates=("rbf", "matern52"))
     nothing = Counters({}, 0)

@@ -62,6 +62,30 @@ def test_fit_calls_are_cut_by_estimated_cost_within_a_length_bucket():
     assert sorted(n for call in full + rest for n in call) == sorted(lengths)
 
 
+def test_under_auto_calls_of_series_the_screen_fails_hold_more():
+    """auto fits its periodic candidate only where the periodic screen
+    passes (Batching.cost_of): a call of random walks holds as many as
+    their smooth candidates' cost allows, not the 3 a call of cycles holds."""
+    rng = np.random.default_rng(3)
+    t = np.linspace(0.0, 10.0, 100)
+    cycles = [gpcore.Series(f"c{k}", t, np.sin(2 * np.pi * 0.6 * t + k)
+                            + 0.3 * rng.standard_normal(t.size)) for k in range(3)]
+    batching = Batching(gpcore.FitConfig(kernel="auto"))
+    batching = Batching(batching.config, seconds_per_call=2.5 * batching.cost(100, True))
+    per_call = int(-(-batching.seconds_per_call // batching.cost(100, False)))
+    walks = [gpcore.Series(f"w{k}", t, np.cumsum(rng.standard_normal(t.size)))
+             for k in range(per_call + 1)]
+    assert per_call > 3 * len(cycles)
+    assert [batching.cost_of(s) for s in cycles + walks] == (
+        [batching.cost(100, True)] * 3 + [batching.cost(100, False)] * len(walks))
+    dofn = BatchByLength(batching)
+    dofn.start_bundle()
+    full = [[s.series_id for s in call] for s in cycles + walks for call in dofn.process(s)]
+    rest = [[s.series_id for s in w.value] for w in dofn.finish_bundle()]
+    assert full == [["c0", "c1", "c2"], [f"w{k}" for k in range(per_call)]]
+    assert rest == [[f"w{per_call}"]]
+
+
 class FlatCost(Batching):
     """gpcore's buckets, every series 0.4 s: leftovers of several buckets."""
 
