@@ -78,8 +78,9 @@ BASIN_RESTART_SHARE = 0.25
 # for a state of dimension D, and MARKOV_SUM_FACTOR for a sum (a 4x larger
 # grid and 3-5x the whole-series Newton evaluations), all measured by
 #   python benchmarks/long_series.py --kernels matern32,matern12,matern32+matern12,matern52+matern12
-# The model is within 1.8x of the matern32 fits; the sums' factor errs long
-# and stays until more than one draw per length is measured, harmlessly:
+# The model errs long on the matern32 fits (by how much at each length:
+# design.md); the sums' factor errs long and stays until more than one draw
+# per length is measured, harmlessly:
 # every sum over MARKOV_ABOVE points is estimated above the default
 # SECONDS_PER_CALL, so it fills a call alone whatever the factor (the
 # figures: docs/design.md, "Long series: Markov kernels").

@@ -61,8 +61,9 @@ SECANT_CURVATURE = 1e-8
 SECANT_VALUE_CHANGE = 1e-10
 SECANT_CUBIC_SHARE = 0.5
 # Largest batch, in points (members x padded length): the gradient keeps
-# one chunk of the scan alive (statespace.CHUNK_POINTS), the rest is ~250
-# bytes per point of inputs (docs/design.md, "Long series: Markov kernels").
+# one chunk of the scan alive (statespace.CHUNK_POINTS), the rest grows with
+# the points of inputs (the bytes per point: docs/design.md, "Long series:
+# Markov kernels").
 MAX_BATCH_POINTS = 1 << 18
 
 class MarkovFitter(tf.Module):
