@@ -35,7 +35,7 @@ import tensorflow_probability as tfp
 
 from gpcore import newton, starts, statespace
 from gpcore.batching import padded_length
-from gpcore.config import FitConfig
+from gpcore.config import FitConfig, is_markov
 from gpcore.kernels import components
 from gpcore.result import FAILED, SKIPPED, FitResult, first_line
 from gpcore.series import CleanSeries, Series, clean
@@ -78,7 +78,7 @@ class MarkovFitter(tf.Module):
         super().__init__(name=name)
         self.config = config or FitConfig(kernel="matern32")
         self.kernel = self.config.kernel
-        if not statespace.is_markov(self.kernel):
+        if not is_markov(self.kernel):
             raise ValueError(f"MarkovFitter fits {', '.join(statespace.STATE_DIMENSION)} and "
                              f"their sums; got {self.config.kernel_name!r}")
         self._lock = threading.Lock()

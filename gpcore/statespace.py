@@ -36,7 +36,6 @@ import math
 
 import tensorflow as tf
 
-from gpcore import config
 from gpcore.kernels import Kernel, components
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -56,11 +55,6 @@ SMALL_STATE = 3
 
 # Base kernels with an exact state-space form, and their state dimension.
 STATE_DIMENSION = {"matern12": 1, "matern32": 2, "matern52": 3}
-
-
-def is_markov(kernel: Kernel) -> bool:
-    """Whether kernel (base or sum) has an exact state-space form here."""
-    return config.is_markov(kernel)
 
 
 def state_dimension(kernel: Kernel) -> int:
@@ -119,7 +113,7 @@ def model(kernel: Kernel, params, dt, first_from_prior: bool = True):
     """Per-step transitions and process noise of kernel on steps dt.
 
     Args:
-      kernel: a Markov kernel (is_markov). params: list of [C] tensors, its
+      kernel: a Markov kernel (config.is_markov). params: list of [C] tensors, its
         shape parameters in `parameters` order (variance ratios too).
       dt: [n, C] time steps. first_from_prior: dt[0] is ignored and the
         first step starts from the stationary prior (A = 0, Q = Pinf);
