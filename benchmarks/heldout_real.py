@@ -274,6 +274,18 @@ def windowed(raw, window: int = WINDOW, max_windows: int = MAX_WINDOWS,
     return tuple(out)
 
 
+def loaded(loaders, window: int, max_windows: int, min_points: int) -> tuple:
+    """A held-out set's Series (`windowed`) from its loaders, each a function
+    that appends the Raw series of one source to a list; the packages'
+    warnings are silenced while they read."""
+    raw: list[Raw] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for load in loaders:
+            load(raw)
+    return windowed(cleaned(raw), window, max_windows, min_points)
+
+
 def spread_copies(built, count: int | None = None) -> list[Series]:
     """Fresh copies of a set's Series `built`; with `count`, that many
     spread evenly over it (quick runs)."""

@@ -45,7 +45,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import warnings
 
 import numpy as np
 
@@ -140,12 +139,7 @@ def _pvlib(out: list) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _build() -> tuple:
-    raw: list[Raw] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _arch(raw)
-        _pvlib(raw)
-    return heldout_real.windowed(heldout_real.cleaned(raw), WINDOW, MAX_WINDOWS, MIN_POINTS)
+    return heldout_real.loaded((_arch, _pvlib), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def real_series(count: int | None = None) -> list[Series]:

@@ -51,7 +51,6 @@ import functools
 import importlib.util
 import os
 import sys
-import warnings
 
 import numpy as np
 
@@ -162,12 +161,7 @@ def _datasets(out: list) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _build() -> tuple:
-    raw: list[Raw] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _drift(raw)
-        _datasets(raw)
-    return heldout_real.windowed(heldout_real.cleaned(raw), WINDOW, MAX_WINDOWS, MIN_POINTS)
+    return heldout_real.loaded((_drift, _datasets), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def real_series(count: int | None = None) -> list[Series]:

