@@ -11,7 +11,7 @@ within 0.01 nats of the scikit-learn peer with 4 starts, the count worse by
 benchmarks/realdata_tuning.py (the failure modes of the held-out set, from
 other sources), benchmarks/realdata.py (the quality set; `both` is these
 two), and the first four held-out real sets, tuning sets since they were
-scored and their misses studied (benchmarks/heldout_real.py,
+scored and their misses named (benchmarks/heldout_real.py,
 heldout_real2.py, heldout_real3.py, heldout_real4.py; `all` is the six);
 never benchmarks/heldout_real5.py, the held-out one.
 `--set workload_a` prints the cost instead: Newton evaluations and CPU
