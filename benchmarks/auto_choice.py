@@ -40,6 +40,7 @@ choice (auto)").
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import json
 import os
@@ -295,12 +296,7 @@ def starts(set_name: str, kernel: str, settings: str | None, started_spec: str =
     skip_graph_rewrites()
     series = [s for s, _, _ in _cases(set_name) if choice.periodic_screen(s.t, s.y)]
     grid = _grid_reference(set_name, kernel, series, refit)  # before --settings: as shipped
-    for pair in (settings or "").split(";"):
-        if pair:
-            name, value = pair.split("=")
-            module, _, name = name.rpartition(".")
-            target = {"": choice, "starts": gpcore_starts()}[module]
-            setattr(target, name, eval(value))  # a tuple or a number, from the command line
+    set_constants(settings, {"": choice, "starts": gpcore_starts()})
     smooth_kernel = choice.smooth_part(kernels.kernel(kernel))
     smooth = GPFitter(FitConfig(kernel=smooth_kernel), name="smooth")
     # The candidate as KernelChoice builds it, with --started's settings.
@@ -351,6 +347,16 @@ def starts(set_name: str, kernel: str, settings: str | None, started_spec: str =
                          f"{period(b):.3g} | {b.nll:.2f} |")
     lines += ["", f"started worse than the grid by > 0.01 nats: {worse}; better by > 1: {better}"]
     return "\n".join(lines)
+
+
+def set_constants(settings: str | None, modules: dict) -> None:
+    """Sets each "MODULE.NAME=VALUE" of `settings` (";"-separated; a bare
+    NAME is modules[""]'s) on modules[MODULE]; VALUE a number or a tuple."""
+    for pair in (settings or "").split(";"):
+        if pair:
+            name, value = pair.split("=", 1)
+            module, _, name = name.rpartition(".")
+            setattr(modules[module], name, ast.literal_eval(value))
 
 
 def gpcore_starts():

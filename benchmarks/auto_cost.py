@@ -24,7 +24,6 @@ gpcore.config's), for trying levers on the tune split: e.g.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import sys
@@ -40,12 +39,10 @@ def _set_constants(settings: str | None) -> None:
     import gpcore.choice
     import gpcore.config
     import gpcore.starts
-    modules = {"choice": gpcore.choice, "starts": gpcore.starts, "config": gpcore.config}
-    for pair in (settings or "").split(";"):
-        if pair:
-            name, value = pair.split("=", 1)
-            module, _, name = name.partition(".")
-            setattr(modules[module], name, ast.literal_eval(value))  # a number or a tuple
+    from auto_choice import set_constants
+
+    set_constants(settings, {"choice": gpcore.choice, "starts": gpcore.starts,
+                             "config": gpcore.config})
 
 
 class _Timed:
