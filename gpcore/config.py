@@ -57,6 +57,9 @@ SUM_MAX_ITERATIONS = 400
 # starts.BEHIND_AFTER Newton steps (FitConfig.stop_behind; docs/design.md,
 # "Where auto's time goes").
 STARTED_STOP_BEHIND = 1.0
+# Its Newton tolerance (nats), where looser than FitConfig.tolerance (None:
+# the config's own): BIC chooses it only by PERIODIC_MARGIN.
+STARTED_TOLERANCE = None
 # Longest series fitted by default: the dense fit costs n^3; Markov kernels
 # (matern12, matern32, matern52 and their sums) fit series longer than
 # MARKOV_ABOVE points in O(n) by a Kalman filter (gpcore/markov_fitter.py),
@@ -217,7 +220,9 @@ def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
         and len(components(k)) == 1 else config.restarts,
         jumps=not s if config.jumps is None else config.jumps,
         stop_behind=(STARTED_STOP_BEHIND if s else 0.0) if config.stop_behind is None
-        else config.stop_behind)
+        else config.stop_behind,
+        tolerance=max(config.tolerance, STARTED_TOLERANCE) if s and STARTED_TOLERANCE
+        else config.tolerance)
         for k, s in zip(candidates, started))
 
 
