@@ -43,9 +43,11 @@ SUM_RESTARTS = 3
 # so series with one basin pay nothing (docs/design.md, "Restarts from
 # other basins").
 BASIN_RESTARTS = 3
-# The same under auto, for its candidates with a length-scale grid
-# (`fitted_configs`; docs/design.md, "Where auto's time goes").
-AUTO_BASIN_RESTARTS = 3
+# Under auto, its candidates with a length-scale grid start once: their
+# restarts cost a quarter of auto's smooth fits and changed no forecast
+# score on forecast.py's tune split (`fitted_configs`; docs/design.md,
+# "Where auto's time goes").
+AUTO_BASIN_RESTARTS = 1
 # A periodic component with a long length scale is nearly a constant plus a
 # sinusoid: the likelihood rises slowly along a curved ridge (amplitude and
 # length scale growing together) that Newton climbs in small steps: sums
@@ -54,12 +56,14 @@ MAX_ITERATIONS = 100
 SUM_MAX_ITERATIONS = 400
 # auto's started periodic candidate (`is_started`) stops a start once it is
 # more than this many nats behind its series' best after
-# starts.BEHIND_AFTER Newton steps (FitConfig.stop_behind; docs/design.md,
+# starts.BEHIND_AFTER Newton steps (FitConfig.stop_behind): such starts
+# took 40 % of its Newton work and seldom end lowest (docs/design.md,
 # "Where auto's time goes").
 STARTED_STOP_BEHIND = 1.0
 # Its Newton tolerance (nats), where looser than FitConfig.tolerance (None:
-# the config's own): BIC chooses it only by PERIODIC_MARGIN.
-STARTED_TOLERANCE = None
+# the config's own): BIC keeps it only by PERIODIC_MARGIN (6), so its last
+# hundredth of a nat decides nothing (docs/design.md, the same section).
+STARTED_TOLERANCE = 0.01
 # Longest series fitted by default: the dense fit costs n^3; Markov kernels
 # (matern12, matern32, matern52 and their sums) fit series longer than
 # MARKOV_ABOVE points in O(n) by a Kalman filter (gpcore/markov_fitter.py),
@@ -84,7 +88,8 @@ class FitConfig:
       candidates: the names of the kernels "auto" chooses from.
       restarts: most Newton starts per series, run as batch members; None
         (the default): `default_restarts(kernel)`; under "auto", each
-        candidate's own. The first starts from the best point of the search
+        candidate's own, AUTO_BASIN_RESTARTS for a single kernel with a
+        length-scale grid. The first starts from the best point of the search
         grid; for a single kernel without a period each further one from
         another basin of the grid, run only where the grid shows one; for
         the others from the next-best grid points (gpcore/starts.py).
@@ -99,7 +104,8 @@ class FitConfig:
         default): 100 for a single kernel, SUM_MAX_ITERATIONS for a sum.
       tolerance: converged when the Newton model predicts at most this
         decrease (nats) to the optimum of the standardised negative log
-        likelihood, or its gradient's max-norm is at most this.
+        likelihood, or its gradient's max-norm is at most this; under
+        "auto" at least STARTED_TOLERANCE for a started candidate.
       jumps: for a sum with a periodic part, whether the probe rounds also
         run each series' other starts on from its longer-period probes
         (starts.JUMP_PROBE_MULTIPLES; docs/design.md, "Sums of kernels");
