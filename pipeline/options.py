@@ -61,7 +61,7 @@ class GPFitOptions(PipelineOptions):
         add("--value_column", "COLUMN",
             "input column of values, NaN or null = missing (default %(default)s)", default="y")
         add("--restarts", "N",
-            f"most optimiser starts per series (default {BASIN_RESTARTS}, under auto "
+            f"most starts per series (default {BASIN_RESTARTS}, under auto "
             f"{AUTO_BASIN_RESTARTS}; periodic 1; sums {SUM_RESTARTS})",
             type=int, default=None)
         add("--min_points", "N", "skip series with fewer finite points (default %(default)s)",
