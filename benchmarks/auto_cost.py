@@ -169,6 +169,10 @@ def run(split: str, candidates, settings: str | None) -> dict:
             "rbf": _summary(_scores(cases, series, rbf_fits)),
             "auto_cpu_s": auto_cpu, "auto": score_all, "timed_helpers_s": totals,
             "per_candidate": rows, "without": without,
+            # Each candidate's nll per series: two records' optima compared.
+            "nll": {name: {sid: r.nll for sid, r in fits.items() if r.status == "ok"}
+                    for name, fits in per_candidate.items()},
+            "chosen": {s.series_id: r.kernel for s, r in zip(series, chosen)},
             "screened": rows[names[-1]]["series"] if names else 0}
 
 

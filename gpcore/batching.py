@@ -61,11 +61,13 @@ COST_FIGURES = {
 DEAREST = (3, True)
 # Sums with a period fitted without the jumps (FitConfig.jumps), per start
 # of FitConfig.restarts: two components are auto's periodic candidate
-# started from its smooth part's fit, measured by the cost.py run above
-# (CPU factor the auto calls' larger, as the candidate's fits are most of
-# their flops); three, the figures cost.py measured before the jumps
-# existed.
-NO_JUMP_FIGURES = {(2, True): (14.0, 2.5), (3, True): (30.0, 1.9)}
+# started from its smooth part's fit, with its starts that fall behind
+# stopped (FitConfig.stop_behind), measured by
+#   python benchmarks/cost.py --kernels auto --count 60 --seconds_per_fit_call 5
+# (8.8 and 7.9 on the two sets, rounded up; the CPU factor kept from the
+# run before, at load 17-21, as the safe side: 1.4 at load 1); three, the
+# figures cost.py measured before the jumps existed.
+NO_JUMP_FIGURES = {(2, True): (9.0, 2.5), (3, True): (30.0, 1.9)}
 # Restarts to other basins of a length-scale grid run only where the grid
 # shows one: on about a quarter of real series, rarely on series drawn from
 # the model (docs/design.md, "Restarts from other basins"; docs/scale.md).

@@ -43,12 +43,27 @@ SUM_RESTARTS = 3
 # so series with one basin pay nothing (docs/design.md, "Restarts from
 # other basins").
 BASIN_RESTARTS = 3
+# Under auto, its candidates with a length-scale grid start once: their
+# restarts cost a quarter of auto's smooth fits and changed no forecast
+# score on forecast.py's tune split (`fitted_configs`; docs/design.md,
+# "Where auto's time goes").
+AUTO_BASIN_RESTARTS = 1
 # A periodic component with a long length scale is nearly a constant plus a
 # sinusoid: the likelihood rises slowly along a curved ridge (amplitude and
 # length scale growing together) that Newton climbs in small steps: sums
 # get SUM_MAX_ITERATIONS (docs/design.md, "Sums of kernels").
 MAX_ITERATIONS = 100
 SUM_MAX_ITERATIONS = 400
+# auto's started periodic candidate (`is_started`) stops a start once it is
+# more than this many nats behind its series' best after
+# starts.BEHIND_AFTER Newton steps (FitConfig.stop_behind): such starts
+# took 40 % of its Newton work and seldom end lowest (docs/design.md,
+# "Where auto's time goes").
+STARTED_STOP_BEHIND = 1.0
+# Its Newton tolerance (nats), where looser than FitConfig.tolerance (None:
+# the config's own): BIC keeps it only by PERIODIC_MARGIN (6), so its last
+# hundredth of a nat decides nothing (docs/design.md, the same section).
+STARTED_TOLERANCE = 0.01
 # Longest series fitted by default: the dense fit costs n^3; Markov kernels
 # (matern12, matern32, matern52 and their sums) fit series longer than
 # MARKOV_ABOVE points in O(n) by a Kalman filter (gpcore/markov_fitter.py),
@@ -73,7 +88,8 @@ class FitConfig:
       candidates: the names of the kernels "auto" chooses from.
       restarts: most Newton starts per series, run as batch members; None
         (the default): `default_restarts(kernel)`; under "auto", each
-        candidate's own. The first starts from the best point of the search
+        candidate's own, AUTO_BASIN_RESTARTS for a single kernel with a
+        length-scale grid. The first starts from the best point of the search
         grid; for a single kernel without a period each further one from
         another basin of the grid, run only where the grid shows one; for
         the others from the next-best grid points (gpcore/starts.py).
@@ -88,13 +104,18 @@ class FitConfig:
         default): 100 for a single kernel, SUM_MAX_ITERATIONS for a sum.
       tolerance: converged when the Newton model predicts at most this
         decrease (nats) to the optimum of the standardised negative log
-        likelihood, or its gradient's max-norm is at most this.
+        likelihood, or its gradient's max-norm is at most this; under
+        "auto" at least STARTED_TOLERANCE for a started candidate.
       jumps: for a sum with a periodic part, whether the probe rounds also
         run each series' other starts on from its longer-period probes
         (starts.JUMP_PROBE_MULTIPLES; docs/design.md, "Sums of kernels");
         None (the default): on, and under "auto" off for a periodic
         candidate started from its smooth part's fit (`is_started`), whose
         starts already hold 2x and 3x the screen's period.
+      stop_behind: nats; a Newton start more than this above its series'
+        best after starts.BEHIND_AFTER steps stops (0: never); None (the
+        default): 0, and under "auto" STARTED_STOP_BEHIND for a periodic
+        candidate started from its smooth part's fit (`is_started`).
     """
 
     kernel: Union[Kernel, str] = "rbf"
@@ -106,6 +127,7 @@ class FitConfig:
     max_iterations: Optional[int] = None
     tolerance: float = 1e-4
     jumps: Optional[bool] = None
+    stop_behind: Optional[float] = None
 
     def __post_init__(self):
         object.__setattr__(self, "candidates", tuple(self.candidates))
@@ -119,6 +141,8 @@ class FitConfig:
             sums = len(components(self.kernel)) > 1
             if self.jumps is None:
                 object.__setattr__(self, "jumps", True)
+            if self.stop_behind is None:
+                object.__setattr__(self, "stop_behind", 0.0)
             if self.restarts is None:
                 object.__setattr__(self, "restarts", default_restarts(self.kernel))
             if self.max_points is None:
@@ -147,6 +171,8 @@ class FitConfig:
         if self.max_points is not None and self.max_points < self.min_points:
             raise ValueError(
                 f"max_points ({self.max_points}) must be >= min_points ({self.min_points})")
+        if self.stop_behind is not None and not self.stop_behind >= 0:
+            raise ValueError(f"stop_behind must be >= 0; got {self.stop_behind!r}")
         if not self.tolerance > 0:
             raise ValueError(f"tolerance must be > 0; got {self.tolerance!r}")
 
@@ -187,15 +213,23 @@ def default_max_points(k: Kernel) -> int:
 
 def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
     """The configs of the GPFitters a fitter for config runs: one per
-    candidate under auto (each with its own default restarts, and jumps
-    off where it `is_started`), else itself."""
+    candidate under auto (each with its own default restarts, AUTO_BASIN_RESTARTS
+    for a single kernel with a length-scale grid, and jumps off and
+    stop_behind STARTED_STOP_BEHIND where it `is_started`), else itself."""
     if config.kernel != AUTO:
         return (config,)
     candidates = [kernel(name) for name in config.candidates]
+    started = [is_started(k, config.candidates) for k in candidates]
     return tuple(dataclasses.replace(
         config, kernel=k,
-        jumps=not is_started(k, config.candidates) if config.jumps is None else config.jumps)
-        for k in candidates)
+        restarts=AUTO_BASIN_RESTARTS if config.restarts is None and k.has_length_axis
+        and len(components(k)) == 1 else config.restarts,
+        jumps=not s if config.jumps is None else config.jumps,
+        stop_behind=(STARTED_STOP_BEHIND if s else 0.0) if config.stop_behind is None
+        else config.stop_behind,
+        tolerance=max(config.tolerance, STARTED_TOLERANCE) if s and STARTED_TOLERANCE
+        else config.tolerance)
+        for k, s in zip(candidates, started))
 
 
 def smooth_part(k: Kernel) -> str:

@@ -30,9 +30,10 @@ from typing import Callable, NamedTuple
 
 import tensorflow as tf
 
-RUNNING, CONVERGED, MAX_ITERATIONS, STALLED, FAILED, MERGED, UNUSED = 0, 1, 2, 3, 4, 5, 6
+RUNNING, CONVERGED, MAX_ITERATIONS, STALLED, FAILED, MERGED, UNUSED, BEHIND = range(8)
 STOP_REASONS = {CONVERGED: "converged", MAX_ITERATIONS: "max_iterations",
-                STALLED: "stalled", FAILED: "failed", MERGED: "merged", UNUSED: "unused"}
+                STALLED: "stalled", FAILED: "failed", MERGED: "merged", UNUSED: "unused",
+                BEHIND: "behind"}
 
 ARMIJO = 1e-4       # accept a step that achieves this share of the predicted decrease
 MAX_STEP = 2.0      # largest trust radius: move of one coordinate (log units: e^2)
@@ -63,7 +64,8 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
              upper: tf.Tensor, max_iterations: int, tolerance: float,
              groups=None, merge_within: float = 0.0, active=None,
              restart: Callable | None = None, eigen_floor: float = EIGEN_FLOOR,
-             restart_rounds: int = 1, hessian_update: Callable | None = None) -> NewtonResult:
+             restart_rounds: int = 1, hessian_update: Callable | None = None,
+             behind: float = 0.0, behind_after: int = 0) -> NewtonResult:
     """Minimises C independent objectives of P parameters within boxes.
 
     Args:
@@ -79,6 +81,10 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
       merge_within: with groups, a running member within this distance
         (max-norm) of a lower member of its group stops (MERGED): starts
         that reached one basin need not all finish it.
+      behind, behind_after: with groups and behind > 0, a running member
+        that has taken at least behind_after steps and whose value is more
+        than `behind` above its group's lowest stops (BEHIND): a start that
+        far behind after that many steps seldom ends lowest.
       active: optional [C] bool: members to run; the others are never
         evaluated and come back UNUSED with value +inf.
       restart: optional (position [C, P], value [C], round_index) -> (again
@@ -130,7 +136,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         # A merged member reached a lower one's basin: it is idle, free to
         # go; so is one never run (its grid showed no basin for it).
         again &= (tf.equal(s["status"], CONVERGED) | tf.equal(s["status"], MERGED)
-                  | tf.equal(s["status"], UNUSED))
+                  | tf.equal(s["status"], UNUSED) | tf.equal(s["status"], BEHIND))
         put = lambda new, old: _per_member(again, tf.cast(new, old.dtype), old)
         eye = tf.eye(tf.shape(s["h"])[-1], batch_shape=[n_members], dtype=s["h"].dtype)
         return dict(s, x=put(tf.clip_by_value(start, lower, upper), s["x"]),
@@ -184,10 +190,13 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         x_all, f_all = put(s["x"], x), put(s["f"], f)
         if groups is not None and merge_within > 0:
             status = _merge(status, x_all, f_all, groups, merge_within)
+        iterations = put(s["iterations"], iterations)
+        if groups is not None and behind > 0:
+            status = _behind(status, f_all, iterations, groups, behind, behind_after)
         return dict(s, x=x_all, f=f_all, g=put(s["g"], g), h=put(s["h"], h),
                     aux={k: put(s["aux"][k], aux[k]) for k in aux},
                     radius=put(s["radius"], radius), status=status,
-                    iterations=put(s["iterations"], iterations),
+                    iterations=iterations,
                     evaluations=s["evaluations"] + tf.size(members))
 
     if max_iterations > 0:
@@ -242,6 +251,19 @@ def _merge(status, x, f, groups, within):
                            & usable[None, :], axis=-1)
     # A member with no value yet (restarted, not evaluated) cannot be compared.
     return tf.where(tf.equal(status, RUNNING) & joined & tf.math.is_finite(f), MERGED, status)
+
+
+def _behind(status, f, iterations, groups, behind, after):
+    """status [C] with running members that have taken `after` steps and
+    are more than `behind` above their group's lowest value stopped
+    (BEHIND). Values not finite (a member restarted, not yet evaluated)
+    neither stop nor set the lowest."""
+    finite = tf.math.is_finite(f)
+    lowest = tf.math.unsorted_segment_min(
+        tf.where(finite, f, tf.constant(float("inf"), f.dtype)), groups,
+        tf.reduce_max(groups) + 1)
+    far = finite & (f > tf.gather(lowest, groups) + behind)
+    return tf.where(tf.equal(status, RUNNING) & (iterations >= after) & far, BEHIND, status)
 
 
 def _held(x, g, lower, upper):

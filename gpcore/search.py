@@ -93,7 +93,9 @@ class Search:
                                  groups=group, merge_within=MERGE_WITHIN, active=active,
                                  restart=probes, eigen_floor=_eigen_floor(self.kernel),
                                  restart_rounds=starts.PERIOD_PROBE_ROUNDS
-                                 if self.kernel.has_period else starts.PROBE_ROUNDS)
+                                 if self.kernel.has_period else starts.PROBE_ROUNDS,
+                                 behind=self.config.stop_behind,
+                                 behind_after=starts.BEHIND_AFTER)
         for i, tv in enumerate(self.parameters):
             tv.trainable_variables[0].assign(result.position[:, i])
         params = tf.exp(result.position)

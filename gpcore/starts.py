@@ -158,6 +158,10 @@ SHORT_PROBE_VARIANCES = (0.03, 0.3)
 # Rounds of probes: Newton runs on from the best probe, and its new optimum
 # is probed again, until no probe is lower or the rounds are spent.
 PERIOD_PROBE_ROUNDS = 3
+# Newton steps a start takes before FitConfig.stop_behind may stop it
+# (5 and 3 stopped as much on forecast.py's tune split, 10 less;
+# docs/design.md, "Where auto's time goes").
+BEHIND_AFTER = 5
 
 
 def grid_piece_points(kernel: Kernel) -> int:

@@ -15,8 +15,9 @@ from apache_beam.options.pipeline_options import _BeamArgumentParser
 
 # gpcore.batching and gpcore.config load no TensorFlow: `gpfit --help` stays quick.
 from gpcore.batching import SECONDS_PER_CALL
-from gpcore.config import (AUTO, BASIN_RESTARTS, CANDIDATES, DENSE_MAX_POINTS, KERNELS,
-                           MARKOV_MAX_POINTS, SUM_RESTARTS, SYNTAX, FitConfig)
+from gpcore.config import (AUTO, AUTO_BASIN_RESTARTS, BASIN_RESTARTS, CANDIDATES,
+                           DENSE_MAX_POINTS, KERNELS, MARKOV_MAX_POINTS, SUM_RESTARTS, SYNTAX,
+                           FitConfig)
 from pipeline.io.errors import UsageError
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.redaction import REDACTED, redacted  # noqa: F401  (REDACTED: re-exported)
@@ -60,8 +61,8 @@ class GPFitOptions(PipelineOptions):
         add("--value_column", "COLUMN",
             "input column of values, NaN or null = missing (default %(default)s)", default="y")
         add("--restarts", "N",
-            f"most optimiser starts per series (default {BASIN_RESTARTS}; periodic 1; "
-            f"sums {SUM_RESTARTS})",
+            f"most starts per series (default {BASIN_RESTARTS}, under auto "
+            f"{AUTO_BASIN_RESTARTS}; periodic 1; sums {SUM_RESTARTS})",
             type=int, default=None)
         add("--min_points", "N", "skip series with fewer finite points (default %(default)s)",
             type=int, default=FitConfig.min_points)

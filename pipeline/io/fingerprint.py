@@ -49,6 +49,8 @@ def options_key(config: FitConfig, transform: str = "none", holdout: int = 0) ->
     options["kernel"] = config.kernel_name  # the name, as runs before kernels were objects
     if config.kernel != AUTO:  # the candidates are not fitted
         options.pop("candidates", None)
+    if not options.get("stop_behind"):  # its default: keys as before the option
+        options.pop("stop_behind", None)
     if transform != "none":
         options["transform"] = transform
     if holdout:

@@ -225,6 +225,25 @@ def test_auto_runs_its_started_candidate_without_the_jumps():
     assert [f.config.jumps for f in chooser.fitters] == [True, True, False]
 
 
+def test_auto_stops_its_started_candidates_starts_that_fall_behind():
+    """Only the started candidate stops its starts that fall behind
+    (FitConfig.stop_behind); a kernel fitted alone never does, and an
+    explicit setting holds for every candidate."""
+    from gpcore.config import STARTED_STOP_BEHIND, fitted_configs
+
+    assert STARTED_STOP_BEHIND > 0
+    assert FitConfig(kernel="rbf+periodic").stop_behind == FitConfig().stop_behind == 0.0
+    by_kernel = {c.kernel_name: c.stop_behind for c in fitted_configs(FitConfig(kernel="auto"))}
+    assert by_kernel == {"matern52": 0.0, "matern12": 0.0,
+                         "matern52+periodic": STARTED_STOP_BEHIND}
+    lone = FitConfig(kernel="auto", candidates=("matern12", "rbf+periodic"))
+    assert [c.stop_behind for c in fitted_configs(lone)] == [0.0, 0.0]
+    forced = FitConfig(kernel="auto", stop_behind=0.0)
+    assert [c.stop_behind for c in fitted_configs(forced)] == [0.0] * 3
+    with pytest.raises(ValueError, match="stop_behind"):
+        FitConfig(stop_behind=-1.0)
+
+
 def test_without_the_jumps_a_cycle_taken_at_a_third_of_its_period_stays_there():
     """The switch is real: on an ExpSineSquared draw with a short length
     scale (6.2 cycles; benchmarks/heldout_seasonal.py) a sum fitted from

@@ -153,6 +153,29 @@ def _double_well(x, members):
     return f, g, h, {"twice": 2.0 * f}
 
 
+def test_a_start_far_behind_its_groups_best_stops_after_its_steps():
+    # Members 0 and 1 minimise one objective, from the lower and the higher
+    # well (minima about 0.58 apart); member 2 alone, from the higher well.
+    # With behind 0.3 after 2 steps member 1 stops there; member 2, alone
+    # in its group, is never behind. The group's best is unchanged.
+    x0 = tf.constant([[-0.9, 0.5], [0.9, 0.5], [0.9, 0.5]], tf.float64)
+    box = tf.fill([3, 2], tf.constant(5.0, tf.float64))
+    groups = tf.constant([0, 0, 1])
+    run = lambda **kw: newton.minimize(_double_well, x0, -box, box, 100, 1e-10, groups=groups,
+                                       **kw)
+    stopped, full = run(behind=0.3, behind_after=2), run()
+    assert stopped.status.numpy().tolist() == [newton.CONVERGED, newton.BEHIND, newton.CONVERGED]
+    assert newton.STOP_REASONS[newton.BEHIND] == "behind"
+    assert stopped.iterations.numpy()[1] == 2 < full.iterations.numpy()[1]
+    assert int(stopped.evaluations) < int(full.evaluations)
+    np.testing.assert_array_equal(stopped.value.numpy()[[0, 2]], full.value.numpy()[[0, 2]])
+    assert stopped.value.numpy()[1] > full.value.numpy()[0] + 0.3
+    # Not before its steps: with behind_after past the run, no member stops.
+    late = run(behind=0.3, behind_after=100)
+    assert (late.status.numpy() == newton.CONVERGED).all()
+    np.testing.assert_array_equal(late.value.numpy(), full.value.numpy())
+
+
 def test_a_restart_runs_members_again_and_each_keeps_the_lower_of_its_two_results():
     # Member 0 starts in the higher well and is sent to the lower one;
     # member 1 starts in the lower well and is sent to the higher one (it

@@ -62,17 +62,18 @@ def sum_run(tmp_path_factory, seasonal_input):
 @pytest.fixture(scope="module")
 def candidates_alone(series, fitter_for):
     """{kernel: {series_id: FitResult}} of auto's candidates fitted by
-    gpcore outside the pipeline: rbf, and rbf+periodic started as auto
-    starts it, from rbf's fit (gpcore.choice.periodic_starts) and its
+    gpcore outside the pipeline: rbf as auto fits it, and rbf+periodic
+    started as auto starts it, from rbf's fit (gpcore.choice.periodic_starts) and its
     grid's best point."""
     from gpcore import FitConfig, Series
     from gpcore.choice import periodic_starts
     from gpcore.config import fitted_configs
 
     given = [Series(sid, t, y) for sid, (t, y) in series.items()]
-    rbf = fitter_for(FitConfig(kernel="rbf")).fit(given)
-    # The sum's config as auto builds it (no jumps: gpcore.config.fitted_configs).
-    started = fitted_configs(FitConfig(kernel="auto", candidates=("rbf", SUM)))[1]
+    # The configs as auto builds them (gpcore.config.fitted_configs): rbf
+    # with one start, the sum without the jumps.
+    smooth, started = fitted_configs(FitConfig(kernel="auto", candidates=("rbf", SUM)))
+    rbf = fitter_for(smooth).fit(given)
     sums = fitter_for(started).fit(
         given, [periodic_starts(s, r, SUM) for s, r in zip(given, rbf)])
     return {k: {r.series_id: r for r in fits} for k, fits in (("rbf", rbf), (SUM, sums))}

@@ -34,12 +34,14 @@ def test_a_point_a_value_an_option_or_the_version_changes_it(monkeypatch):
                fingerprint.of_points(KEY, t, y + np.array([0, 0, 1e-12, 0, 0])),
                fingerprint.of_points(KEY, t * 2, y)}
     for option in ({"kernel": "matern52"}, {"restarts": 2}, {"max_points": 100},
-                   {"tolerance": 1e-6}):
+                   {"tolerance": 1e-6}, {"stop_behind": 1.0}):
         config = dataclasses.replace(FitConfig(), **option)
         changed.add(fingerprint.of_points(fingerprint.options_key(config), t, y))
     monkeypatch.setattr(fingerprint, "VERSION", "9.9.9")
     changed.add(fingerprint.of_points(fingerprint.options_key(FitConfig()), t, y))
-    assert base not in changed and len(changed) == 8
+    assert base not in changed and len(changed) == 9
+    # Its default (0, or None under auto) keys as before the option existed.
+    assert "stop_behind" not in json.loads(KEY)["options"]
 
 
 def test_batch_size_and_unused_candidates_do_not_change_a_fit():
