@@ -103,7 +103,7 @@ bench-seasonal: $(VENV)/.installed-test
 # studied since and so tuning sets now (heldout_seasonal.py and
 # heldout_seasonal2.py for the sums' jumps, heldout_real.py and
 # heldout_real2.py for the default fit's ridge probes, heldout_real3.py for
-# its ridge runs; heldout_real4.py, scored once, its misses named).
+# its ridge runs, heldout_real4.py for its short ridge probes).
 # The oracle's fits take ~10-30 min on 2 cores the first time, then come
 # from benchmarks/results/. HELDOUT_KERNEL is the sums' kernel to prove.
 HELDOUT_KERNEL ?= rbf+periodic
