@@ -1,0 +1,392 @@
+"""Does a locally periodic product kernel (rbf * periodic) fit or forecast
+real seasonal series better than the sum gpfit ships? (docs/design.md, "A
+locally periodic product").
+
+    python benchmarks/locally_periodic.py [--split tune|holdout] [--count N]
+        [--no-gpfit] [--out FILE.md]
+
+The set: benchmarks/forecast.py's cases of the split with a season m > 1
+(training points, the last H held out), scored on all of them and on
+forecast.subsets' "seasonal" ones. Fitted with scikit-learn as the
+independent reference (GaussianProcessRegressor, normalize_y, L-BFGS-B,
+RESTARTS starts: the initial values below, then sklearn's log-uniform
+draws inside the bounds; random_state from the series id; 1 BLAS thread,
+PROCESSES processes):
+
+    A  C*Matern(nu=2.5) + C*ExpSineSquared + White   (gpfit's matern52+periodic)
+    B  C*RBF*ExpSineSquared + White                  (locally periodic)
+    C  C*RBF*ExpSineSquared + C*Matern(nu=2.5) + White
+
+Initial values and bounds, in the series' own units of t, as
+benchmarks/heldout_oracle.py's oracle: C 1 (1e-5..1e5), every RBF and
+Matern length scale span/10 (span/1000..10 span), ExpSineSquared length
+1 (1e-2..1e2), White 0.1 (1e-5..10) on standardised y; the period m mean
+spacings (span / (n - 1): months of 28-31 days and trading days with
+weekends have a median spacing 1/m of the season's off), clipped into its
+bounds [2 median spacings, span/2].
+
+Per series and model: the nll in raw units of y (sklearn's, less n log
+std(y) for its standardised y), BIC = 2 nll + k log n with k the kernel's
+hyperparameters + 1 for the mean, and forecast.scores of the posterior
+mean +- 1.96 sd at the held-out times. sklearn's predict(return_std=True)
+already includes the White noise in its sd (WhiteKernel.diag is the noise
+level at any X), so that sd is the one of a new observation; adding the
+noise again would count it twice (tests/benchmarks/
+test_locally_periodic_smoke.py checks it against the textbook formula).
+The choices "BIC {A, B}" and "BIC {A, C}" take, per series, the lower-BIC
+model's forecast. gpfit's own FitConfig(kernel="matern52+periodic")
+(gpcore.build_fitter, PROCESSES fitter copies of one thread, predicted
+with include_noise as forecast.run_gpfit does) gives the scale: its nll
+and sklearn A's are both rescored by heldout_oracle.row_nll, one numpy
+likelihood at each side's fitted parameters and mean.
+
+Tolerances (fixed before the first run): a model "wins" a series when its
+BIC is lower than A's, "clearly" when by at least 6 (auto's margin,
+docs/design.md "The guard"). The product helps only if a BIC choice lowers
+the tune split's mean MASE below A's by at least 5 % on both the seasonal
+subset and all m > 1 series, its geo-mean MASE too, with 95 % cover at
+most 0.02 lower; the holdout split is scored once, after that decision.
+sklearn A stands for gpfit's sum when its row_nll is within 1 nat of
+gpfit's on most series (the gap's median and count are printed).
+
+Fits are cached in benchmarks/results/locally_periodic.json by a hash of
+the model's description, scikit-learn's version, the starts and the
+series' points.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+import warnings
+import zlib
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if __name__ == "__main__":  # run as a script: gpcore from the checkout
+    sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import forecast  # noqa: E402
+
+MODELS = {
+    "A": "C*Matern(nu=2.5) + C*ExpSineSquared + White",
+    "B": "C*RBF*ExpSineSquared + White",
+    "C": "C*RBF*ExpSineSquared + C*Matern(nu=2.5) + White",
+}
+SETUP = ("normalize_y; C 1 (1e-5..1e5); lengths span/10 (span/1000..10 span); ESS length 1 "
+         "(1e-2..1e2); period m mean spacings in [2 median spacings, span/2]; White 0.1 "
+         "(1e-5..10); L-BFGS-B")
+RESTARTS = 4
+PROCESSES = 2
+GPFIT_KERNEL = "matern52+periodic"
+MARGIN = 6.0  # BIC points: auto's margin (docs/design.md, "The guard")
+CACHE = os.path.join(HERE, "results", "locally_periodic.json")
+CHOICES = (("A", "B"), ("A", "C"))
+
+
+def kernel_of(model: str, t: np.ndarray, season: int):
+    """The unfitted sklearn kernel of `model` ("A", "B" or "C") for sorted
+    times t [n] (units of t) with season length `season` points."""
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, ExpSineSquared, Matern
+    from sklearn.gaussian_process.kernels import WhiteKernel
+
+    gaps = np.diff(t)
+    span = float(t[-1] - t[0])
+    low, high = 2 * float(np.median(gaps)), span / 2
+    period = float(np.clip(season * span / (t.size - 1), low, high))
+
+    def amplitude():
+        return ConstantKernel(1.0, (1e-5, 1e5))
+
+    def length(kind):
+        return kind(span / 10, (span / 1000, 10 * span))
+
+    def cycle():
+        return ExpSineSquared(1.0, period, (1e-2, 1e2), (low, high))
+
+    def smooth():
+        return amplitude() * Matern(span / 10, (span / 1000, 10 * span), nu=2.5)
+
+    if model == "A":
+        k = smooth() + amplitude() * cycle()
+    elif model == "B":
+        k = amplitude() * length(RBF) * cycle()
+    elif model == "C":
+        k = amplitude() * length(RBF) * cycle() + smooth()
+    else:
+        raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
+    return k + WhiteKernel(0.1, (1e-5, 1e1))
+
+
+def seed_of(series_id: str) -> int:
+    """A fixed seed per series (the same for every model)."""
+    return zlib.crc32(series_id.encode()) % 2 ** 31
+
+
+def _parts(k):
+    """The leaves of a fitted sklearn kernel's sums, each a product's factors."""
+    from sklearn.gaussian_process.kernels import Product, Sum
+
+    if isinstance(k, Sum):
+        return _parts(k.k1) + _parts(k.k2)
+    if isinstance(k, Product):
+        return [sum(_parts(k.k1) + _parts(k.k2), [])]
+    return [[k]]
+
+
+def raw_row(fitted, mean: float, std: float) -> dict | None:
+    """A fitted A kernel (on standardised y) as a gpcore-style row in raw
+    units, for heldout_oracle.row_nll; None for the products."""
+    from sklearn.gaussian_process.kernels import ConstantKernel, ExpSineSquared, Matern
+    from sklearn.gaussian_process.kernels import WhiteKernel
+
+    row = {"mean": mean, "noise_variance": 0.0, "components": []}
+    for factors in _parts(fitted):
+        if len(factors) == 1 and isinstance(factors[0], WhiteKernel):
+            row["noise_variance"] += factors[0].noise_level * std ** 2
+            continue
+        if len(factors) != 2 or not isinstance(factors[0], ConstantKernel):
+            return None
+        amplitude, shape = math.sqrt(factors[0].constant_value) * std, factors[1]
+        if isinstance(shape, ExpSineSquared):
+            row["components"].append({"kernel": "periodic", "amplitude": amplitude,
+                                      "length_scale": shape.length_scale,
+                                      "period": shape.periodicity})
+        elif isinstance(shape, Matern) and shape.nu == 2.5:
+            row["components"].append({"kernel": "matern52", "amplitude": amplitude,
+                                      "length_scale": shape.length_scale, "period": None})
+        else:
+            return None
+    return row
+
+
+def fitted(model: str, series_id: str, t: np.ndarray, y: np.ndarray, season: int):
+    """The GaussianProcessRegressor of `model` fitted to y [n] at sorted t [n]."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    gp = GaussianProcessRegressor(kernel_of(model, t, season), normalize_y=True,
+                                  n_restarts_optimizer=RESTARTS - 1,
+                                  random_state=seed_of(series_id))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # optima held at a bound
+        gp.fit(t[:, None], y)
+    return gp
+
+
+def summary(gp, model: str, y: np.ndarray, t_test: np.ndarray) -> dict:
+    """A fitted regressor as {nll (raw units), bic, k, mean [H], sd [H] (of
+    a new observation), noise_variance, kernel (sklearn's repr), row (A
+    only)}."""
+    std = float(np.std(y))
+    nll = float(-gp.log_marginal_likelihood_value_ + y.size * math.log(std))
+    k = gp.kernel_.theta.size + 1
+    mean, sd = gp.predict(t_test[:, None], return_std=True)  # sd includes the White noise
+    noise = [f[0].noise_level for f in _parts(gp.kernel_) if len(f) == 1][0] * std ** 2
+    return {"nll": nll, "bic": 2 * nll + k * math.log(y.size), "k": k,
+            "mean": mean.tolist(), "sd": sd.tolist(), "noise_variance": float(noise),
+            "kernel": repr(gp.kernel_),
+            "row": raw_row(gp.kernel_, float(np.mean(y)), std) if model == "A" else None}
+
+
+def fit(task) -> dict:
+    """task (model, series_id, t [n], y [n], t_test [H], season) -> summary's
+    dict and cpu_s; nll None (and the error) if the fit failed."""
+    model, series_id, t, y, t_test, season = task
+    t, y, t_test = (np.asarray(v, float) for v in (t, y, t_test))
+    start = time.process_time()
+    try:
+        out = summary(fitted(model, series_id, t, y, season), model, y, t_test)
+    except Exception as e:  # pylint: disable=broad-except  (a failed fit is a result)
+        out = {"nll": None, "error": repr(e)}
+    out["cpu_s"] = time.process_time() - start
+    return out
+
+
+def _key(model: str, case) -> str:
+    import sklearn
+
+    return hashlib.sha256(json.dumps(
+        [MODELS[model], SETUP, sklearn.__version__, RESTARTS, case.series_id, case.season,
+         case.t.tolist(), case.y.tolist(), case.t_test.tolist()]).encode()).hexdigest()
+
+
+def sklearn_fits(chosen: list, cache: str | None = CACHE, processes: int = PROCESSES) -> dict:
+    """{model: [fit()'s dict] in the order of `chosen`}, and "cpu_s": {model:
+    the fits' summed CPU seconds}; fits found in `cache` are reused."""
+    import multiprocessing
+
+    saved = {}
+    if cache and os.path.exists(cache):
+        with open(cache) as f:
+            saved = json.load(f)
+    keys = {(m, i): _key(m, c) for m in MODELS for i, c in enumerate(chosen)}
+    todo = [(m, i) for (m, i), key in keys.items() if key not in saved]
+    if todo:
+        forecast.one_thread()  # spawned workers read it before their numpy loads
+        tasks = [(m, chosen[i].series_id, chosen[i].t.tolist(), chosen[i].y.tolist(),
+                  chosen[i].t_test.tolist(), chosen[i].season) for m, i in todo]
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            for (m, i), result in zip(todo, pool.imap(fit, tasks, chunksize=1)):
+                saved[keys[m, i]] = result
+        if cache:
+            os.makedirs(os.path.dirname(cache), exist_ok=True)
+            with open(cache, "w") as f:
+                json.dump(saved, f)
+    out = {m: [saved[keys[m, i]] for i in range(len(chosen))] for m in MODELS}
+    out["cpu_s"] = {m: sum(r["cpu_s"] for r in out[m]) for m in MODELS}
+    out["fitted"] = len(todo)
+    return out
+
+
+def gpfit_fits(chosen: list) -> dict:
+    """gpfit's matern52+periodic: {"results": [FitResult], "mean", "sd" [H]
+    per series (None where it failed), "cpu_s": fits and predict}."""
+    import gpcore
+    from gpcore import FitConfig, Series
+    from gpcore.predict import predict
+    from gpcore.threads import configure_threads, skip_graph_rewrites
+
+    configure_threads(1, PROCESSES)
+    skip_graph_rewrites()
+    fitter = gpcore.build_fitter(FitConfig(kernel=GPFIT_KERNEL), copies=PROCESSES)
+    series = [Series(c.series_id, c.t, c.y) for c in chosen]
+    forecast.warm_up(fitter, series)  # the traces, off the clock
+    start = time.process_time()
+    results = fitter.fit(series)
+    means, sds = [], []
+    for case, s, r in zip(chosen, series, results):
+        mean, sd = (None, None) if r.status != "ok" else predict(s, r, case.t_test,
+                                                               include_noise=True)
+        means.append(mean)
+        sds.append(sd)
+    return {"results": results, "mean": means, "sd": sds, "cpu_s": time.process_time() - start}
+
+
+def scored(case, mean, sd) -> dict | None:
+    if mean is None:
+        return None
+    mean, sd = np.asarray(mean, float), np.asarray(sd, float)
+    return forecast.scores(case, mean, mean - forecast.Z * sd, mean + forecast.Z * sd)
+
+
+def choose(fits: dict, pair: tuple, i: int) -> str:
+    """The model of `pair` with the lower BIC on series i (the first if
+    the other failed)."""
+    a, b = (fits[m][i] for m in pair)
+    if b["nll"] is None or (a["nll"] is not None and a["bic"] <= b["bic"]):
+        return pair[0]
+    return pair[1]
+
+
+def runs(chosen: list, fits: dict, gpfit: dict | None) -> list:
+    """[forecast.Run] per model, per BIC choice, and gpfit's."""
+    out = []
+    for m in MODELS:
+        out.append(forecast.Run(f"sklearn {m}: {MODELS[m]}", [
+            None if r["nll"] is None else scored(c, r["mean"], r["sd"])
+            for c, r in zip(chosen, fits[m])], math.nan, fits["cpu_s"][m]))
+    for pair in CHOICES:
+        picks = [choose(fits, pair, i) for i in range(len(chosen))]
+        out.append(forecast.Run(f"BIC {{{', '.join(pair)}}}", [
+            out["ABC".index(p)].scores[i] for i, p in enumerate(picks)], math.nan,
+            sum(fits["cpu_s"][m] for m in pair)))
+    if gpfit is not None:
+        out.append(forecast.Run(f"gpfit {GPFIT_KERNEL}", [
+            scored(c, mu, sd) for c, mu, sd in zip(chosen, gpfit["mean"], gpfit["sd"])],
+            math.nan, gpfit["cpu_s"]))
+    return out
+
+
+def bic_wins(fits: dict, model: str, mask) -> tuple[int, int, int]:
+    """(series where `model`'s BIC < A's, of them by >= MARGIN, series with
+    both fitted) among `mask`."""
+    pairs = [(a["bic"], b["bic"]) for a, b, keep in zip(fits["A"], fits[model], mask)
+             if keep and a["nll"] is not None and b["nll"] is not None]
+    return (sum(b < a for a, b in pairs), sum(b <= a - MARGIN for a, b in pairs), len(pairs))
+
+
+def nll_gaps(chosen: list, fits: dict, gpfit: dict) -> np.ndarray:
+    """[n] gpfit's nll - sklearn A's, both by heldout_oracle.row_nll at their
+    own fitted parameters (NaN where either is missing)."""
+    from heldout_oracle import row_nll
+
+    out = []
+    for c, a, r in zip(chosen, fits["A"], gpfit["results"]):
+        ours = row_nll(r.params, c.t, c.y) if r.status == "ok" else None
+        theirs = row_nll(a["row"], c.t, c.y) if a.get("row") else None
+        out.append(math.nan if ours is None or theirs is None else ours - theirs)
+    return np.array(out, float)
+
+
+def table(chosen: list, fits: dict, gpfit: dict | None) -> str:
+    masks = {"m > 1": [True] * len(chosen),
+             "seasonal": [forecast.subsets(c)["seasonal"] for c in chosen]}
+    methods = runs(chosen, fits, gpfit)
+    lines = []
+    for label, mask in masks.items():
+        lines += [f"**{label}** ({sum(mask)} series)", "",
+                  "| model | mean MASE | geo-mean MASE | mean sMAPE % | 95 % cover | mean MSIS | "
+                  "failed | CPU s (all) |", "|---|--:|--:|--:|--:|--:|--:|--:|"]
+        for r in methods:
+            failed = sum(s is None for s, keep in zip(r.scores, mask) if keep)
+            lines.append(f"| {r.method} | {r.mean('mase', mask):.3f} | "
+                         f"{r.geometric_mean('mase', mask):.3f} | {r.mean('smape', mask):.2f} | "
+                         f"{r.mean('coverage', mask):.3f} | {r.mean('msis', mask):.2f} | "
+                         f"{failed} | {r.cpu_seconds:.1f} |")
+        lines.append("")
+        for m in ("B", "C"):
+            wins, clear, of = bic_wins(fits, m, mask)
+            lines.append(f"- {m} beats A on BIC on {wins} of {of} series ({clear} by >= {MARGIN:g})")
+        lml = {m: np.array([r["nll"] for r, keep in zip(fits[m], mask) if keep
+                            and r["nll"] is not None]) for m in MODELS}
+        lines.append("- mean nll (raw units): " + ", ".join(
+            f"{m} {v.mean():.2f}" for m, v in lml.items() if v.size))
+        if gpfit is not None:
+            gaps = nll_gaps(chosen, fits, gpfit)[np.array(mask, bool)]
+            ok = gaps[np.isfinite(gaps)]
+            if ok.size:
+                lines.append(f"- gpfit {GPFIT_KERNEL} nll - sklearn A's (row_nll): median "
+                             f"{np.median(ok):+.3f}, within 1 nat on {np.sum(np.abs(ok) <= 1)} of "
+                             f"{ok.size}, gpfit worse by > 1 on {np.sum(ok > 1)}, better by > 1 "
+                             f"on {np.sum(ok < -1)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks/locally_periodic.py",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--split", choices=("tune", "holdout", "all"), default="tune")
+    parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
+    parser.add_argument("--no-gpfit", action="store_true", help="skip gpfit's matern52+periodic")
+    parser.add_argument("--cache", default=CACHE, help="the sklearn fits' JSON cache ('' for none)")
+    parser.add_argument("--out", default=None, help="also write the tables to this file")
+    args = parser.parse_args(argv)
+    forecast.one_thread()
+    import realdata
+
+    chosen = realdata.spread([c for c in forecast.cases(args.split) if c.season > 1], args.count)
+    start = time.perf_counter()
+    fits = sklearn_fits(chosen, args.cache or None)
+    fitted_s = time.perf_counter() - start
+    gpfit = None if args.no_gpfit else gpfit_fits(chosen)
+    text = (f"Measured {time.strftime('%Y-%m-%dT%H:%M:%S')} with `python benchmarks/"
+            f"locally_periodic.py {' '.join(argv if argv is not None else sys.argv[1:])}` "
+            f"(split {args.split}; {fits['fitted']} sklearn fits made in {fitted_s:.0f} s wall, "
+            f"the rest cached; load {os.getloadavg()[0]:.1f})\n\n" + table(chosen, fits, gpfit))
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
