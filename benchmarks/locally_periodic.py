@@ -3,7 +3,7 @@ real seasonal series better than the sum gpfit ships? (docs/design.md, "A
 locally periodic product").
 
     python benchmarks/locally_periodic.py [--split tune|holdout] [--count N]
-        [--no-gpfit] [--out FILE.md]
+        [--no-gpfit] [--auto] [--out FILE.md]   # per-series BIC and scores beside it (.json)
 
 The set: benchmarks/forecast.py's cases of the split with a season m > 1
 (training points, the last H held out), scored on all of them and on
@@ -245,9 +245,9 @@ def sklearn_fits(chosen: list, cache: str | None = CACHE, processes: int = PROCE
     return out
 
 
-def gpfit_fits(chosen: list) -> dict:
-    """gpfit's matern52+periodic: {"results": [FitResult], "mean", "sd" [H]
-    per series (None where it failed), "cpu_s": fits and predict}."""
+def gpfit_fits(chosen: list, kernel: str = GPFIT_KERNEL) -> dict:
+    """gpfit's `kernel`: {"results": [FitResult], "mean", "sd" [H] per
+    series (None where it failed), "cpu_s": fits and predict}."""
     import gpcore
     from gpcore import FitConfig, Series
     from gpcore.predict import predict
@@ -255,7 +255,7 @@ def gpfit_fits(chosen: list) -> dict:
 
     configure_threads(1, PROCESSES)
     skip_graph_rewrites()
-    fitter = gpcore.build_fitter(FitConfig(kernel=GPFIT_KERNEL), copies=PROCESSES)
+    fitter = gpcore.build_fitter(FitConfig(kernel=kernel), copies=PROCESSES)
     series = [Series(c.series_id, c.t, c.y) for c in chosen]
     forecast.warm_up(fitter, series)  # the traces, off the clock
     start = time.process_time()
@@ -285,8 +285,28 @@ def choose(fits: dict, pair: tuple, i: int) -> str:
     return pair[1]
 
 
-def runs(chosen: list, fits: dict, gpfit: dict | None) -> list:
-    """[forecast.Run] per model, per BIC choice, and gpfit's."""
+def with_candidate(chosen: list, auto: dict, fits: dict, model: str) -> list:
+    """[bool] per series: would `model` (periodic) be auto's choice as one
+    more candidate? Where periodic_screen passes, a BIC below auto's
+    choice's, and at least MARGIN below it if that choice has no period
+    (choice.choose_fit's rule; a periodic choice already beat every plain
+    one by MARGIN)."""
+    from gpcore.choice import periodic_screen
+
+    out = []
+    for c, r, f in zip(chosen, auto["results"], fits[model]):
+        if f["nll"] is None or not periodic_screen(c.t, c.y):
+            out.append(False)
+        elif r.status != "ok":
+            out.append(True)
+        else:
+            bar = r.bic if "periodic" in r.kernel else r.bic - MARGIN
+            out.append(f["bic"] < bar)
+    return out
+
+
+def runs(chosen: list, fits: dict, gpfit: dict | None, auto: dict | None = None) -> list:
+    """[forecast.Run] per model, per BIC choice, gpfit's and auto's."""
     out = []
     for m in MODELS:
         out.append(forecast.Run(f"sklearn {m}: {MODELS[m]}", [
@@ -298,10 +318,43 @@ def runs(chosen: list, fits: dict, gpfit: dict | None) -> list:
             out["ABC".index(p)].scores[i] for i, p in enumerate(picks)], math.nan,
             sum(fits["cpu_s"][m] for m in pair)))
     if gpfit is not None:
-        out.append(forecast.Run(f"gpfit {GPFIT_KERNEL}", [
+        ours = forecast.Run(f"gpfit {GPFIT_KERNEL}", [
             scored(c, mu, sd) for c, mu, sd in zip(chosen, gpfit["mean"], gpfit["sd"])],
-            math.nan, gpfit["cpu_s"]))
+            math.nan, gpfit["cpu_s"])
+        out.append(ours)
+        for m in ("B", "C"):
+            # gpfit's bic (its GLS mean) against sklearn's (the sample mean, so
+            # the product's nll is, if anything, too high: this leans to gpfit).
+            picks = [r.status == "ok" and (f["nll"] is None or r.bic <= f["bic"])
+                     for r, f in zip(gpfit["results"], fits[m])]
+            out.append(forecast.Run(f"BIC {{gpfit {GPFIT_KERNEL}, {m}}}", [
+                ours.scores[i] if p else out["ABC".index(m)].scores[i]
+                for i, p in enumerate(picks)], math.nan, gpfit["cpu_s"] + fits["cpu_s"][m]))
+    if auto is not None:
+        theirs = forecast.Run("gpfit auto", [
+            scored(c, mu, sd) for c, mu, sd in zip(chosen, auto["mean"], auto["sd"])],
+            math.nan, auto["cpu_s"])
+        out.append(theirs)
+        for m in ("B", "C"):
+            picks = with_candidate(chosen, auto, fits, m)
+            out.append(forecast.Run(f"gpfit auto + {m} as a candidate ({sum(picks)} chosen)", [
+                out["ABC".index(m)].scores[i] if p else theirs.scores[i]
+                for i, p in enumerate(picks)], math.nan, auto["cpu_s"] + fits["cpu_s"][m]))
     return out
+
+
+def gls_mean(row: dict, t: np.ndarray, y: np.ndarray) -> float:
+    """The constant mean that maximises the likelihood of y [n] under the
+    row's covariance (gpfit's profiled mean, docs/design.md "The fitter")."""
+    d = np.abs(t[:, None] - t[None, :])
+    cov = row["noise_variance"] * np.eye(t.size)
+    for c in row["components"]:
+        r = np.sqrt(5.0) * d / c["length_scale"]
+        cov = cov + c["amplitude"] ** 2 * (
+            (1.0 + r + r * r / 3.0) * np.exp(-r) if c["kernel"] == "matern52"
+            else np.exp(-2.0 * np.sin(np.pi * d / c["period"]) ** 2 / c["length_scale"] ** 2))
+    w = np.linalg.solve(cov, np.ones(t.size))
+    return float(w @ y / w.sum())
 
 
 def bic_wins(fits: dict, model: str, mask) -> tuple[int, int, int]:
@@ -312,23 +365,28 @@ def bic_wins(fits: dict, model: str, mask) -> tuple[int, int, int]:
     return (sum(b < a for a, b in pairs), sum(b <= a - MARGIN for a, b in pairs), len(pairs))
 
 
-def nll_gaps(chosen: list, fits: dict, gpfit: dict) -> np.ndarray:
+def nll_gaps(chosen: list, fits: dict, gpfit: dict, profiled: bool = False) -> np.ndarray:
     """[n] gpfit's nll - sklearn A's, both by heldout_oracle.row_nll at their
-    own fitted parameters (NaN where either is missing)."""
+    own fitted parameters (NaN where either is missing); sklearn's at its
+    sample mean, or with `profiled` at the GLS mean of its covariance."""
     from heldout_oracle import row_nll
 
     out = []
     for c, a, r in zip(chosen, fits["A"], gpfit["results"]):
         ours = row_nll(r.params, c.t, c.y) if r.status == "ok" else None
-        theirs = row_nll(a["row"], c.t, c.y) if a.get("row") else None
+        theirs = None
+        if a.get("row") and profiled:
+            theirs = row_nll(dict(a["row"], mean=gls_mean(a["row"], c.t, c.y)), c.t, c.y)
+        elif a.get("row"):
+            theirs = row_nll(a["row"], c.t, c.y)
         out.append(math.nan if ours is None or theirs is None else ours - theirs)
     return np.array(out, float)
 
 
-def table(chosen: list, fits: dict, gpfit: dict | None) -> str:
+def table(chosen: list, fits: dict, gpfit: dict | None, auto: dict | None = None) -> str:
     masks = {"m > 1": [True] * len(chosen),
              "seasonal": [forecast.subsets(c)["seasonal"] for c in chosen]}
-    methods = runs(chosen, fits, gpfit)
+    methods = runs(chosen, fits, gpfit, auto)
     lines = []
     for label, mask in masks.items():
         lines += [f"**{label}** ({sum(mask)} series)", "",
@@ -349,13 +407,21 @@ def table(chosen: list, fits: dict, gpfit: dict | None) -> str:
         lines.append("- mean nll (raw units): " + ", ".join(
             f"{m} {v.mean():.2f}" for m, v in lml.items() if v.size))
         if gpfit is not None:
-            gaps = nll_gaps(chosen, fits, gpfit)[np.array(mask, bool)]
-            ok = gaps[np.isfinite(gaps)]
-            if ok.size:
-                lines.append(f"- gpfit {GPFIT_KERNEL} nll - sklearn A's (row_nll): median "
-                             f"{np.median(ok):+.3f}, within 1 nat on {np.sum(np.abs(ok) <= 1)} of "
-                             f"{ok.size}, gpfit worse by > 1 on {np.sum(ok > 1)}, better by > 1 "
-                             f"on {np.sum(ok < -1)}")
+            for profiled, label in ((False, "its sample mean"), (True, "its GLS mean")):
+                gaps = nll_gaps(chosen, fits, gpfit, profiled)[np.array(mask, bool)]
+                ok = gaps[np.isfinite(gaps)]
+                if ok.size:
+                    lines.append(
+                        f"- gpfit {GPFIT_KERNEL} nll - sklearn A's at {label} (row_nll): median "
+                        f"{np.median(ok):+.3f}, within 1 nat on {np.sum(np.abs(ok) <= 1)} of "
+                        f"{ok.size}, gpfit worse by > 1 on {np.sum(ok > 1)}, better by > 1 on "
+                        f"{np.sum(ok < -1)}")
+            for m in ("B", "C"):
+                pairs = [(r.bic, f["bic"]) for r, f, keep in zip(gpfit["results"], fits[m], mask)
+                         if keep and r.status == "ok" and f["nll"] is not None]
+                lines.append(f"- {m} beats gpfit's {GPFIT_KERNEL} on BIC on "
+                             f"{sum(b < a for a, b in pairs)} of {len(pairs)} series "
+                             f"({sum(b <= a - MARGIN for a, b in pairs)} by >= {MARGIN:g})")
         lines.append("")
     return "\n".join(lines)
 
@@ -366,6 +432,8 @@ def main(argv=None) -> int:
     parser.add_argument("--split", choices=("tune", "holdout", "all"), default="tune")
     parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
     parser.add_argument("--no-gpfit", action="store_true", help="skip gpfit's matern52+periodic")
+    parser.add_argument("--auto", action="store_true",
+                        help="also gpfit's auto, and auto with B or C as one more candidate")
     parser.add_argument("--cache", default=CACHE, help="the sklearn fits' JSON cache ('' for none)")
     parser.add_argument("--out", default=None, help="also write the tables to this file")
     args = parser.parse_args(argv)
@@ -377,14 +445,22 @@ def main(argv=None) -> int:
     fits = sklearn_fits(chosen, args.cache or None)
     fitted_s = time.perf_counter() - start
     gpfit = None if args.no_gpfit else gpfit_fits(chosen)
+    auto = gpfit_fits(chosen, "auto") if args.auto else None
     text = (f"Measured {time.strftime('%Y-%m-%dT%H:%M:%S')} with `python benchmarks/"
             f"locally_periodic.py {' '.join(argv if argv is not None else sys.argv[1:])}` "
             f"(split {args.split}; {fits['fitted']} sklearn fits made in {fitted_s:.0f} s wall, "
-            f"the rest cached; load {os.getloadavg()[0]:.1f})\n\n" + table(chosen, fits, gpfit))
+            f"the rest cached; load {os.getloadavg()[0]:.1f})\n\n" + table(chosen, fits, gpfit, auto))
     print(text)
     if args.out:
         with open(args.out, "w") as f:
             f.write(text + "\n")
+        with open(os.path.splitext(args.out)[0] + ".json", "w") as f:  # per series, beside it
+            json.dump({"ids": [c.series_id for c in chosen],
+                       "seasonal": [forecast.subsets(c)["seasonal"] for c in chosen],
+                       "bic": {m: [r.get("bic") for r in fits[m]] for m in MODELS}
+                       | ({} if gpfit is None else {"gpfit": [r.bic for r in gpfit["results"]]}),
+                       "scores": {r.method: r.scores for r in runs(chosen, fits, gpfit, auto)}},
+                      f)
     return 0
 
 
