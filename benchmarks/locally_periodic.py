@@ -88,6 +88,7 @@ GPFIT_KERNEL = "matern52+periodic"
 MARGIN = 6.0  # BIC points: auto's margin (docs/design.md, "The guard")
 CACHE = os.path.join(HERE, "results", "locally_periodic.json")
 CHOICES = (("A", "B"), ("A", "C"))
+PLAIN_CANDIDATES = ("matern52", "matern12")  # auto's candidates without a period (gpcore.config)
 
 
 def kernel_of(model: str, t: np.ndarray, season: int):
@@ -305,6 +306,24 @@ def with_candidate(chosen: list, auto: dict, fits: dict, model: str) -> list:
     return out
 
 
+def in_place(chosen: list, plain: list, fits: dict, model: str) -> list:
+    """[index into plain, or None for `model`] per series: auto's choice
+    with `model` in place of its periodic candidate, by choice.choose_fit's
+    rule (the lowest-BIC plain fit, unless periodic_screen passes and
+    `model`'s BIC is at least MARGIN below it). plain: [gpfit_fits dict]
+    of auto's other candidates."""
+    from gpcore.choice import periodic_screen
+
+    out = []
+    for i, (c, f) in enumerate(zip(chosen, fits[model])):
+        bics = [p["results"][i].bic if p["results"][i].status == "ok" else math.inf
+                for p in plain]
+        best = int(np.argmin(bics))
+        periodic = f["nll"] is not None and periodic_screen(c.t, c.y)
+        out.append(None if periodic and f["bic"] <= bics[best] - MARGIN else best)
+    return out
+
+
 def runs(chosen: list, fits: dict, gpfit: dict | None, auto: dict | None = None) -> list:
     """[forecast.Run] per model, per BIC choice, gpfit's and auto's."""
     out = []
@@ -340,6 +359,16 @@ def runs(chosen: list, fits: dict, gpfit: dict | None, auto: dict | None = None)
             out.append(forecast.Run(f"gpfit auto + {m} as a candidate ({sum(picks)} chosen)", [
                 out["ABC".index(m)].scores[i] if p else theirs.scores[i]
                 for i, p in enumerate(picks)], math.nan, auto["cpu_s"] + fits["cpu_s"][m]))
+        plain = auto["plain"]
+        plain_runs = [[scored(c, mu, sd) for c, mu, sd in zip(chosen, p["mean"], p["sd"])]
+                      for p in plain]
+        for m in ("C",):
+            picks = in_place(chosen, plain, fits, m)
+            out.append(forecast.Run(
+                f"gpfit auto, {m} in place of {GPFIT_KERNEL} ({picks.count(None)} chosen)", [
+                    out["ABC".index(m)].scores[i] if p is None else plain_runs[p][i]
+                    for i, p in enumerate(picks)], math.nan,
+                sum(p["cpu_s"] for p in plain) + fits["cpu_s"][m]))
     return out
 
 
@@ -445,7 +474,10 @@ def main(argv=None) -> int:
     fits = sklearn_fits(chosen, args.cache or None)
     fitted_s = time.perf_counter() - start
     gpfit = None if args.no_gpfit else gpfit_fits(chosen)
-    auto = gpfit_fits(chosen, "auto") if args.auto else None
+    auto = None
+    if args.auto:
+        auto = gpfit_fits(chosen, "auto")
+        auto["plain"] = [gpfit_fits(chosen, k) for k in PLAIN_CANDIDATES]
     text = (f"Measured {time.strftime('%Y-%m-%dT%H:%M:%S')} with `python benchmarks/"
             f"locally_periodic.py {' '.join(argv if argv is not None else sys.argv[1:])}` "
             f"(split {args.split}; {fits['fitted']} sklearn fits made in {fitted_s:.0f} s wall, "
