@@ -38,7 +38,13 @@ model's forecast. gpfit's own FitConfig(kernel="matern52+periodic")
 (gpcore.build_fitter, PROCESSES fitter copies of one thread, predicted
 with include_noise as forecast.run_gpfit does) gives the scale: its nll
 and sklearn A's are both rescored by heldout_oracle.row_nll, one numpy
-likelihood at each side's fitted parameters and mean.
+likelihood at each side's fitted parameters and mean. With `--auto`,
+gpfit's auto too (the kernel that ships the periodic candidate), auto
+with B or C as one more candidate, and auto with C in place of
+matern52+periodic (from auto's plain candidates, fitted alone), each by
+choice.choose_fit's rule: a periodic model only where periodic_screen
+passes and by MARGIN of BIC over the best plain fit. gpfit's BIC (its GLS
+mean) is set against sklearn's (the sample mean): that leans to gpfit.
 
 Tolerances (fixed before the first run): a model "wins" a series when its
 BIC is lower than A's, "clearly" when by at least 6 (auto's margin,
