@@ -16,6 +16,7 @@ PROCESSES processes):
     A  C*Matern(nu=2.5) + C*ExpSineSquared + White   (gpfit's matern52+periodic)
     B  C*RBF*ExpSineSquared + White                  (locally periodic)
     C  C*RBF*ExpSineSquared + C*Matern(nu=2.5) + White
+    D  C*Matern(nu=2.5) + C*ExpSineSquared + C*RBF + White   (C's parts summed: the control)
 
 Initial values and bounds, in the series' own units of t, as
 benchmarks/heldout_oracle.py's oracle: C 1 (1e-5..1e5), every RBF and
@@ -84,7 +85,10 @@ MODELS = {
     "A": "C*Matern(nu=2.5) + C*ExpSineSquared + White",
     "B": "C*RBF*ExpSineSquared + White",
     "C": "C*RBF*ExpSineSquared + C*Matern(nu=2.5) + White",
+    # The control: C's three amplitudes without the product (a sum of three).
+    "D": "C*Matern(nu=2.5) + C*ExpSineSquared + C*RBF + White",
 }
+CHALLENGERS = ("B", "C", "D")
 SETUP = ("normalize_y; C 1 (1e-5..1e5); lengths span/10 (span/1000..10 span); ESS length 1 "
          "(1e-2..1e2); period m mean spacings in [2 median spacings, span/2]; White 0.1 "
          "(1e-5..10); L-BFGS-B")
@@ -93,12 +97,12 @@ PROCESSES = 2
 GPFIT_KERNEL = "matern52+periodic"
 MARGIN = 6.0  # BIC points: auto's margin (docs/design.md, "The guard")
 CACHE = os.path.join(HERE, "results", "locally_periodic.json")
-CHOICES = (("A", "B"), ("A", "C"))
+CHOICES = (("A", "B"), ("A", "C"), ("A", "D"))
 PLAIN_CANDIDATES = ("matern52", "matern12")  # auto's candidates without a period (gpcore.config)
 
 
 def kernel_of(model: str, t: np.ndarray, season: int):
-    """The unfitted sklearn kernel of `model` ("A", "B" or "C") for sorted
+    """The unfitted sklearn kernel of `model` (a key of MODELS) for sorted
     times t [n] (units of t) with season length `season` points."""
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel, ExpSineSquared, Matern
     from sklearn.gaussian_process.kernels import WhiteKernel
@@ -126,6 +130,8 @@ def kernel_of(model: str, t: np.ndarray, season: int):
         k = amplitude() * length(RBF) * cycle()
     elif model == "C":
         k = amplitude() * length(RBF) * cycle() + smooth()
+    elif model == "D":
+        k = smooth() + amplitude() * cycle() + amplitude() * length(RBF)
     else:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
     return k + WhiteKernel(0.1, (1e-5, 1e1))
@@ -340,39 +346,39 @@ def runs(chosen: list, fits: dict, gpfit: dict | None, auto: dict | None = None)
     for pair in CHOICES:
         picks = [choose(fits, pair, i) for i in range(len(chosen))]
         out.append(forecast.Run(f"BIC {{{', '.join(pair)}}}", [
-            out["ABC".index(p)].scores[i] for i, p in enumerate(picks)], math.nan,
+            out[list(MODELS).index(p)].scores[i] for i, p in enumerate(picks)], math.nan,
             sum(fits["cpu_s"][m] for m in pair)))
     if gpfit is not None:
         ours = forecast.Run(f"gpfit {GPFIT_KERNEL}", [
             scored(c, mu, sd) for c, mu, sd in zip(chosen, gpfit["mean"], gpfit["sd"])],
             math.nan, gpfit["cpu_s"])
         out.append(ours)
-        for m in ("B", "C"):
+        for m in CHALLENGERS:
             # gpfit's bic (its GLS mean) against sklearn's (the sample mean, so
             # the product's nll is, if anything, too high: this leans to gpfit).
             picks = [r.status == "ok" and (f["nll"] is None or r.bic <= f["bic"])
                      for r, f in zip(gpfit["results"], fits[m])]
             out.append(forecast.Run(f"BIC {{gpfit {GPFIT_KERNEL}, {m}}}", [
-                ours.scores[i] if p else out["ABC".index(m)].scores[i]
+                ours.scores[i] if p else out[list(MODELS).index(m)].scores[i]
                 for i, p in enumerate(picks)], math.nan, gpfit["cpu_s"] + fits["cpu_s"][m]))
     if auto is not None:
         theirs = forecast.Run("gpfit auto", [
             scored(c, mu, sd) for c, mu, sd in zip(chosen, auto["mean"], auto["sd"])],
             math.nan, auto["cpu_s"])
         out.append(theirs)
-        for m in ("B", "C"):
+        for m in CHALLENGERS:
             picks = with_candidate(chosen, auto, fits, m)
             out.append(forecast.Run(f"gpfit auto + {m} as a candidate ({sum(picks)} chosen)", [
-                out["ABC".index(m)].scores[i] if p else theirs.scores[i]
+                out[list(MODELS).index(m)].scores[i] if p else theirs.scores[i]
                 for i, p in enumerate(picks)], math.nan, auto["cpu_s"] + fits["cpu_s"][m]))
         plain = auto["plain"]
         plain_runs = [[scored(c, mu, sd) for c, mu, sd in zip(chosen, p["mean"], p["sd"])]
                       for p in plain]
-        for m in ("C",):
+        for m in ("C", "D"):
             picks = in_place(chosen, plain, fits, m)
             out.append(forecast.Run(
                 f"gpfit auto, {m} in place of {GPFIT_KERNEL} ({picks.count(None)} chosen)", [
-                    out["ABC".index(m)].scores[i] if p is None else plain_runs[p][i]
+                    out[list(MODELS).index(m)].scores[i] if p is None else plain_runs[p][i]
                     for i, p in enumerate(picks)], math.nan,
                 sum(p["cpu_s"] for p in plain) + fits["cpu_s"][m]))
     return out
@@ -434,7 +440,7 @@ def table(chosen: list, fits: dict, gpfit: dict | None, auto: dict | None = None
                          f"{r.mean('coverage', mask):.3f} | {r.mean('msis', mask):.2f} | "
                          f"{failed} | {r.cpu_seconds:.1f} |")
         lines.append("")
-        for m in ("B", "C"):
+        for m in CHALLENGERS:
             wins, clear, of = bic_wins(fits, m, mask)
             lines.append(f"- {m} beats A on BIC on {wins} of {of} series ({clear} by >= {MARGIN:g})")
         lml = {m: np.array([r["nll"] for r, keep in zip(fits[m], mask) if keep
@@ -451,7 +457,7 @@ def table(chosen: list, fits: dict, gpfit: dict | None, auto: dict | None = None
                         f"{np.median(ok):+.3f}, within 1 nat on {np.sum(np.abs(ok) <= 1)} of "
                         f"{ok.size}, gpfit worse by > 1 on {np.sum(ok > 1)}, better by > 1 on "
                         f"{np.sum(ok < -1)}")
-            for m in ("B", "C"):
+            for m in CHALLENGERS:
                 pairs = [(r.bic, f["bic"]) for r, f, keep in zip(gpfit["results"], fits[m], mask)
                          if keep and r.status == "ok" and f["nll"] is not None]
                 lines.append(f"- {m} beats gpfit's {GPFIT_KERNEL} on BIC on "

@@ -26,7 +26,7 @@ def case():
 def test_models_have_their_parameters_and_start_at_the_season(case):
     sizes = {m: locally_periodic.kernel_of(m, case.t, case.season).theta.size
              for m in locally_periodic.MODELS}
-    assert sizes == {"A": 6, "B": 5, "C": 7}
+    assert sizes == {"A": 6, "B": 5, "C": 7, "D": 8}
     k = locally_periodic.kernel_of("B", case.t, case.season)
     cycle = k.k1.k2  # (C * RBF) * ExpSineSquared + White
     assert cycle.periodicity == pytest.approx(1.0, rel=1e-6)  # 12 months, in years
