@@ -34,14 +34,14 @@ already includes the White noise in its sd (WhiteKernel.diag is the noise
 level at any X), so that sd is the one of a new observation; adding the
 noise again would count it twice (tests/benchmarks/
 test_locally_periodic_smoke.py checks it against the textbook formula).
-The choices "BIC {A, B}" and "BIC {A, C}" take, per series, the lower-BIC
+The choices "BIC {A, B}" (and C, D) take, per series, the lower-BIC
 model's forecast. gpfit's own FitConfig(kernel="matern52+periodic")
 (gpcore.build_fitter, PROCESSES fitter copies of one thread, predicted
 with include_noise as forecast.run_gpfit does) gives the scale: its nll
 and sklearn A's are both rescored by heldout_oracle.row_nll, one numpy
 likelihood at each side's fitted parameters and mean. With `--auto`,
 gpfit's auto too (the kernel that ships the periodic candidate), auto
-with B or C as one more candidate, and auto with C in place of
+with B, C or D as one more candidate, and auto with C or D in place of
 matern52+periodic (from auto's plain candidates, fitted alone), each by
 choice.choose_fit's rule: a periodic model only where periodic_screen
 passes and by MARGIN of BIC over the best plain fit. gpfit's BIC (its GLS
@@ -52,7 +52,8 @@ BIC is lower than A's, "clearly" when by at least 6 (auto's margin,
 docs/design.md "The guard"). The product helps only if a BIC choice lowers
 the tune split's mean MASE below A's by at least 5 % on both the seasonal
 subset and all m > 1 series, its geo-mean MASE too, with 95 % cover at
-most 0.02 lower; the holdout split is scored once, after that decision.
+most 0.02 lower; the holdout split is scored once, after that decision
+(docs/design.md gives the decision, and which rows came after it).
 sklearn A stands for gpfit's sum when its row_nll is within 1 nat of
 gpfit's on most series (the gap's median and count are printed).
 
