@@ -23,18 +23,23 @@ TEST_WORKERS ?= auto
 .PHONY: run test lint lock process-env bench bench-nightly bench-seasonal bench-heldout bench-forecast report \
 	dataflow-dry-run clean
 
+# The venv's own pip installs only the installer, uv, at the lock's pin
+# (pyproject.toml's `install` extra); uv installs the rest from PyPI, as pip
+# would, at the same pins, in a fifth of the time (docs/design.md, "Build").
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c $(LOCK) uv
+
+INSTALL := $(BIN)/uv pip install --quiet --python $(PY) -c $(LOCK)
 
 # One stamp per extras set; each is redone when pyproject.toml or the lock
 # changes.
 $(VENV)/.installed-run: pyproject.toml $(LOCK) | $(PY)
-	$(PY) -m pip install --quiet -c $(LOCK) -e .
+	$(INSTALL) -e .
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(LOCK) | $(PY)
-	$(PY) -m pip install --quiet -c $(LOCK) -e ".[test,report]"
+	$(INSTALL) -e ".[test,report]"
 	$(PY) -m pip check
 	touch $@ $(VENV)/.installed-run
 

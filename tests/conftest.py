@@ -17,6 +17,21 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def tensorflow_as_a_job_runs_it():
+    """Each test process runs TensorFlow as an in-process gpfit job does,
+    from before its first op, whichever test comes first:
+    pipeline.fitters.configure_threads for this machine's cores (one
+    intra-op thread a fitter, Grappler's rewrites off). Left to the first
+    test, a gpcore test's fitters started TF's default pools and traced
+    with Grappler on, a seventh more CPU for a fitter's first call, and the
+    pipeline tests then ran on whatever pools were left (docs/design.md,
+    "Build")."""
+    from pipeline import fitters
+
+    fitters.configure_threads(os.cpu_count() or 1)
+
+
 @pytest.fixture(scope="session")
 def fitter_for():
     """fitter_for(config) -> the one GPFitter of that FitConfig in this test

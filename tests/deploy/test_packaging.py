@@ -110,5 +110,9 @@ def test_every_pin_is_exact_one_version_per_dependency_and_the_locks(setup_info)
     assert "-c requirements/lock.txt" in (REPO / "Dockerfile").read_text()
     makefile = (REPO / "Makefile").read_text()
     assert re.search(r"^LOCK\s*:?=\s*requirements/lock.txt$", makefile, re.M)
+    # The installer's command (uv's `pip install`) as the recipes spell it.
+    makefile = makefile.replace("$(INSTALL)", re.search(r"^INSTALL\s*:=\s*(.*)$", makefile, re.M)[1])
     installs = re.findall(r"^\t.*pip install.* -e .*$", makefile, re.M)  # gpfit's installs
     assert installs and all("-c $(LOCK)" in line for line in installs), installs
+    every = re.findall(r"^\t.*pip install.*$", makefile, re.M)  # uv's own install too
+    assert all("-c $(LOCK)" in line for line in every), every
