@@ -1,0 +1,67 @@
+"""Smoke tests of the eighth held-out real set (benchmarks/heldout_real8.py):
+as its docstring says, from the data files of astropy-iers-data,
+hvsampledata, pycwt and spkit, which no other set reads, sharing no series
+with the tuning sets or the other held-out sets. Not the quality target,
+and no fit: the set was built to be scored once, later."""
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+from heldout_checks import values  # noqa: E402
+
+import heldout_real  # noqa: E402
+import heldout_real2  # noqa: E402
+import heldout_real3  # noqa: E402
+import heldout_real4  # noqa: E402
+import heldout_real5  # noqa: E402
+import heldout_real6  # noqa: E402
+import heldout_real7  # noqa: E402
+import heldout_real8  # noqa: E402
+import realdata  # noqa: E402
+import realdata_tuning  # noqa: E402
+
+
+def test_eighth_real_set_comes_from_its_four_wheels_and_shares_nothing():
+    series = heldout_real8.real_series()
+    again = heldout_real8.real_series()
+    assert 150 <= len(series) <= 250
+    assert all(np.array_equal(a.y, b.y, equal_nan=True) for a, b in zip(series, again))
+    sources = [s.series_id.split("/")[0] for s in series]
+    assert set(sources) == set(heldout_real8.PACKAGES)
+    # A mix, not one source: no package more than two fifths of the set.
+    assert max(sources.count(p) for p in heldout_real8.PACKAGES) / len(series) <= 0.4
+    # Mixed spacings: a year and a season (in years); a day and a week (in
+    # days); a second (the skin sensors' bins), 1/128 s (EEG, pulse sensor)
+    # and 1/500 s (ECG), in seconds.
+    spacings = np.array([np.median(np.diff(s.t)) for s in series])
+    for low, high in ((0.99, 1.01), (0.2499, 0.2501), (6.99, 7.01), (0.00781, 0.00782),
+                      (0.00199, 0.00201)):
+        assert np.any((spacings > low) & (spacings < high)), (low, high)
+    quakes = [s for s in series if "/earthquakes/" in s.series_id]
+    assert quakes and all(np.ptp(np.diff(s.t)) > 0.1 for s in quakes)  # at their own times
+    for s in series:
+        assert heldout_real8.MIN_POINTS <= s.t.size <= heldout_real8.WINDOW
+        assert np.all(np.diff(s.t) > 0) and np.ptp(s.y[np.isfinite(s.y)]) > 0
+    # The IERS series: one value a day, none missing; UT1-TAI from 1972
+    # (the leap-second table's start), without the steps of UT1-UTC.
+    iers = [s for s in series if s.series_id.startswith("iers/")]
+    assert iers and all(np.allclose(np.diff(s.t), 1.0) for s in iers)
+    ut1 = [s for s in iers if "/ut1_tai" in s.series_id]
+    assert ut1 and all(s.t[0] >= 41317 and np.all(np.abs(np.diff(s.y)) < 0.01) for s in ut1)
+    # What the docstring leaves out: UT1-UTC, Mauna Loa and sunspots (the
+    # quality set's), the reanalysis, processed EEG, derived ECG leads and
+    # the other spkit samples.
+    left_out = ("ut1_utc", "mauna", "sunspot", "air_temp", "X_", "III", "aV", "optical", "egm")
+    assert not any(word in s.series_id for s in series for word in left_out)
+    ours, ids = values(series), {s.series_id for s in series}
+    for other in (heldout_real.real_series(), heldout_real2.real_series(),
+                  heldout_real3.real_series(), heldout_real4.real_series(),
+                  heldout_real5.real_series(), heldout_real6.real_series(),
+                  heldout_real7.real_series(), realdata_tuning.tuning_series(),
+                  realdata.real_series()):
+        assert not ours & values(other)
+        assert not ids & {getattr(s, "series", s).series_id for s in other}
