@@ -78,7 +78,7 @@ PROBES_RESCORED = 1
 # nearest (x 1.25), which falls back, and on one series the gate is shut
 # (its best probe 7 nats up), so this one is scored on every series
 # (seventh held-out real set 98.2 % -> 99.1 % within 0.01 nats; workload a
-# +1.8 % CPU per series, Newton evaluations 4.70 either way;
+# +1.6 % CPU per series, Newton evaluations 4.70 either way;
 # docs/design.md, "Probes around the optimum", *A longer, noisier basin*).
 FAR_PROBE_LENGTHS = (0.3, 0.6, 0.7, 0.75, 1.5, 2.2, 3.75)
 FAR_PROBE_NOISES = (1.0, 1.0, 0.7, 1.0, 1.5, 1.5, 2.25)
