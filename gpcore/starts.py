@@ -82,7 +82,7 @@ PROBES_RESCORED = 1
 # docs/design.md, "Probes around the optimum", *A longer, noisier basin*).
 # The last, x 0.5 (x 0.03), reaches a near-periodic ECG's low-noise valley
 # off the ridge: on a 500 Hz lead's window the better optimum lay at x 0.52
-# with the noise ratio x 0.006, 18.2 nats lower, behind a wall of 15-30
+# with the noise ratio x 0.006, 18.2 nats lower, behind a wall of 12-17
 # nats, where every probe of before lies 9.9-140 nats above the optimum
 # (so the gate is shut and no ridge probe is scored); it lies 12.5 nats
 # below, and Newton from it reaches the valley (eighth held-out real set:

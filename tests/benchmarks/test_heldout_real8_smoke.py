@@ -73,7 +73,7 @@ def test_a_far_probe_reaches_the_ecg_windows_low_noise_valley(monkeypatch, fitte
     # Newton stops in a broad basin at a length scale of 3.1 samples with
     # the noise ratio 0.012; the better optimum, which scikit-learn with 4
     # starts finds, is a valley at x 0.52 with the noise ratio x 0.006,
-    # 18.2 nats lower, behind a wall of 15-30 nats at x 0.6-0.75. Every
+    # 18.2 nats lower, behind a wall of 12-17 nats at x 0.6-0.75. Every
     # probe of before lies 9.9-140 nats above the optimum, so the gate is
     # shut and no probe restarts Newton; the far probe x 0.5 (x 0.03),
     # scored on every series, lies 12.5 nats below it (docs/design.md,
