@@ -1,6 +1,6 @@
 """The default fit's search levers on the real tuning sets, one setting at a time.
 
-    python benchmarks/search_levers.py [--set tuning|realdata|heldout_real|heldout_real2|heldout_real3|heldout_real4|heldout_real6|heldout_real7|both|all|workload_a]
+    python benchmarks/search_levers.py [--set tuning|realdata|heldout_real|heldout_real2|heldout_real3|heldout_real4|heldout_real6|heldout_real7|heldout_real8|both|all|workload_a]
         [NAME=VALUE ...]
 
 Each NAME=VALUE sets a constant of gpcore/starts.py (kernels.NAME: of
@@ -13,7 +13,7 @@ other sources), benchmarks/realdata.py (the quality set; `both` is these
 two), and the held-out real sets that are tuning sets since they were
 scored and their misses named (benchmarks/heldout_real.py,
 heldout_real2.py, heldout_real3.py, heldout_real4.py, heldout_real6.py,
-heldout_real7.py; `all` is the eight); never benchmarks/heldout_real5.py,
+heldout_real7.py, heldout_real8.py; `all` is the nine); never benchmarks/heldout_real5.py,
 held out still.
 `--set workload_a` prints the cost instead: Newton evaluations and CPU
 seconds per series on --count series of workload a (drawn from the model).
@@ -49,7 +49,7 @@ def main(argv=None) -> int:
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--set", default="both", choices=(
         "tuning", "realdata", "heldout_real", "heldout_real2", "heldout_real3", "heldout_real4",
-        "heldout_real6", "heldout_real7", "both", "all", "workload_a"))
+        "heldout_real6", "heldout_real7", "heldout_real8", "both", "all", "workload_a"))
     parser.add_argument("--count", type=int, default=500, help="series of workload a")
     parser.add_argument("constants", nargs="*", help="NAME=VALUE of gpcore.starts")
     args = parser.parse_args(argv)
@@ -70,7 +70,7 @@ def main(argv=None) -> int:
         peers["realdata"] = (series, quality.reference(series, os.path.join(
             HERE, "results", "realdata-sklearn.json")))
     for name in ("heldout_real", "heldout_real2", "heldout_real3", "heldout_real4", "heldout_real6",
-                 "heldout_real7"):
+                 "heldout_real7", "heldout_real8"):
         if args.set in (name, "all"):
             module = __import__(name)
             series = module.real_series()
