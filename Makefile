@@ -115,7 +115,7 @@ bench-seasonal: $(VENV)/.installed-test
 # heldout_real2.py for the default fit's ridge probes, heldout_real3.py for
 # its ridge runs, heldout_real4.py for its short ridge probes, heldout_real6.py
 # for its longer one, heldout_real7.py for its far probe x 3.75, heldout_real8.py
-# for the probes after it).
+# for its far probe x 0.5).
 # The oracle's fits take ~10-30 min on 2 cores the first time, then come
 # from benchmarks/results/. HELDOUT_KERNEL is the sums' kernel to prove.
 HELDOUT_KERNEL ?= rbf+periodic
