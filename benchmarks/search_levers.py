@@ -25,6 +25,9 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The held-out real sets that are tuning sets now (never heldout_real5).
+STUDIED = ("heldout_real", "heldout_real2", "heldout_real3", "heldout_real4", "heldout_real6",
+           "heldout_real7", "heldout_real8")
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
@@ -48,8 +51,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/search_levers.py",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--set", default="both", choices=(
-        "tuning", "realdata", "heldout_real", "heldout_real2", "heldout_real3", "heldout_real4",
-        "heldout_real6", "heldout_real7", "heldout_real8", "both", "all", "workload_a"))
+        "tuning", "realdata", *STUDIED, "both", "all", "workload_a"))
     parser.add_argument("--count", type=int, default=500, help="series of workload a")
     parser.add_argument("constants", nargs="*", help="NAME=VALUE of gpcore.starts")
     args = parser.parse_args(argv)
@@ -69,8 +71,7 @@ def main(argv=None) -> int:
         series = realdata.real_series()
         peers["realdata"] = (series, quality.reference(series, os.path.join(
             HERE, "results", "realdata-sklearn.json")))
-    for name in ("heldout_real", "heldout_real2", "heldout_real3", "heldout_real4", "heldout_real6",
-                 "heldout_real7", "heldout_real8"):
+    for name in STUDIED:
         if args.set in (name, "all"):
             module = __import__(name)
             series = module.real_series()

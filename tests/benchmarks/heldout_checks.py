@@ -68,3 +68,13 @@ def assert_real_check_scores(script: str, count: int = 4) -> None:
     cells = table_rows(run(script, "--check", "--count", str(count), "--fresh")).get(str(count))
     assert cells, f"no table row for {count} series from {script}"
     assert 0 <= float(cells[0].rstrip(" %")) <= 100 and cells[2] == "0"
+
+
+def live_oracle_nll(series, k: int) -> float:
+    """The oracle's nll of `series`, refitted live as a held-out set's cache
+    fits it (benchmarks/heldout_oracle.py: RBF + White, scikit-learn with its
+    starts, the seed the series' position k in its set), by the one numpy nll."""
+    import heldout_oracle
+
+    fit = heldout_oracle.sklearn_fit((series.t, series.y, "rbf", heldout_oracle.REFERENCE_RESTARTS, k))
+    return heldout_oracle.row_nll(fit["row"], series.t, series.y)

@@ -10,7 +10,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import assert_real_check_scores, values  # noqa: E402
+from heldout_checks import assert_real_check_scores, live_oracle_nll, values  # noqa: E402
 
 import heldout_real  # noqa: E402
 import heldout_real2  # noqa: E402
@@ -53,10 +53,7 @@ def test_the_ridge_probes_find_the_yield_spreads_narrow_valley(monkeypatch):
     series = heldout_real2.real_series()
     k = [s.series_id for s in series].index("arch/default/spread#0")
     s = series[k]
-    # The oracle as the set's cache fits it (seed = the series' position).
-    theirs = heldout_oracle.row_nll(
-        heldout_oracle.sklearn_fit((s.t, s.y, "rbf", heldout_oracle.REFERENCE_RESTARTS, k))["row"],
-        s.t, s.y)
+    theirs = live_oracle_nll(s, k)
     probed = GPFitter(FitConfig()).fit([s])[0]
     monkeypatch.setattr(starts, "RIDGE_PROBE_LENGTHS", ())
     before = GPFitter(FitConfig()).fit([s])[0]

@@ -11,7 +11,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import assert_real_check_scores, values  # noqa: E402
+from heldout_checks import assert_real_check_scores, live_oracle_nll, values  # noqa: E402
 
 import heldout_real  # noqa: E402
 import heldout_real2  # noqa: E402
@@ -68,10 +68,7 @@ def test_the_short_ridge_probes_find_the_ecg_windows_narrow_valley(monkeypatch):
     series = heldout_real4.real_series()
     k = [s.series_id for s in series].index("pywt/ecg#2")
     s = series[k]
-    # The oracle as the set's cache fits it (seed = the series' position).
-    theirs = heldout_oracle.row_nll(
-        heldout_oracle.sklearn_fit((s.t, s.y, "rbf", heldout_oracle.REFERENCE_RESTARTS, k))["row"],
-        s.t, s.y)
+    theirs = live_oracle_nll(s, k)
     probed = GPFitter(FitConfig()).fit([s])[0]
     # The ridge probes of before: the five, without x 0.24 and x 0.35.
     monkeypatch.setattr(starts, "RIDGE_PROBE_LENGTHS", (0.45, 0.75, 0.8, 1.25, 3.3))

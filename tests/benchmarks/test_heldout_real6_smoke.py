@@ -12,7 +12,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import values  # noqa: E402
+from heldout_checks import live_oracle_nll, values  # noqa: E402
 
 import heldout_real  # noqa: E402
 import heldout_real2  # noqa: E402
@@ -75,10 +75,7 @@ def test_a_ridge_probe_reaches_the_weather_stations_longer_noisier_valley(monkey
     series = heldout_real6.real_series()
     k = [s.series_id for s in series].index("pvanalytics/nrel_RSF_II/temperature#2")
     s = series[k]
-    # The oracle as the set's cache fits it (seed = the series' position).
-    theirs = heldout_oracle.row_nll(
-        heldout_oracle.sklearn_fit((s.t, s.y, "rbf", heldout_oracle.REFERENCE_RESTARTS, k))["row"],
-        s.t, s.y)
+    theirs = live_oracle_nll(s, k)
     probed = fitter_for(FitConfig()).fit([s])[0]
     # The ridge probes of before: the seven, without x 1.8 (x 2.25).
     monkeypatch.setattr(starts, "RIDGE_PROBE_LENGTHS", (0.45, 0.75, 0.8, 1.25, 3.3, 0.24, 0.35))

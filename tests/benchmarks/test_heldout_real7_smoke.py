@@ -12,7 +12,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import values  # noqa: E402
+from heldout_checks import live_oracle_nll, values  # noqa: E402
 
 import heldout_real  # noqa: E402
 import heldout_real2  # noqa: E402
@@ -85,10 +85,7 @@ def test_a_far_probe_reaches_the_rivers_longer_noisier_basin(monkeypatch, fitter
     ids = [s.series_id for s in series]
     ks = [ids.index(i) for i in ("baseflow/GRDC_1160815#5", "spotpy/hymod/discharge#9")]
     rivers = [series[k] for k in ks]
-    # The oracle as the set's cache fits it (seed = the series' position).
-    theirs = [heldout_oracle.row_nll(heldout_oracle.sklearn_fit(
-        (s.t, s.y, "rbf", heldout_oracle.REFERENCE_RESTARTS, k))["row"], s.t, s.y)
-        for s, k in zip(rivers, ks)]
+    theirs = [live_oracle_nll(s, k) for s, k in zip(rivers, ks)]
     probed = fitter_for(FitConfig()).fit(rivers)
     # The far probes of before: the six, without x 3.75 (x 2.25).
     monkeypatch.setattr(starts, "FAR_PROBE_LENGTHS", (0.3, 0.6, 0.7, 0.75, 1.5, 2.2))

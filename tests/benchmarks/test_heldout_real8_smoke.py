@@ -12,7 +12,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import values  # noqa: E402
+from heldout_checks import live_oracle_nll, values  # noqa: E402
 
 import heldout_real  # noqa: E402
 import heldout_real2  # noqa: E402
@@ -84,9 +84,7 @@ def test_a_far_probe_reaches_the_ecg_windows_low_noise_valley(monkeypatch, fitte
     series = heldout_real8.real_series()
     k = [s.series_id for s in series].index("spkit/ecg1/II#15")
     ecg = series[k]
-    # The oracle as the set's cache fits it (seed = the series' position).
-    theirs = heldout_oracle.row_nll(heldout_oracle.sklearn_fit(
-        (ecg.t, ecg.y, "rbf", heldout_oracle.REFERENCE_RESTARTS, k))["row"], ecg.t, ecg.y)
+    theirs = live_oracle_nll(ecg, k)
     new, = fitter_for(FitConfig()).fit([ecg])
     # The far probes of before: the seven, without x 0.5 (x 0.03).
     monkeypatch.setattr(starts, "FAR_PROBE_LENGTHS", (0.3, 0.6, 0.7, 0.75, 1.5, 2.2, 3.75))
