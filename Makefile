@@ -32,9 +32,10 @@ $(PY):
 $(BIN)/uv: | $(PY)
 	$(PY) -m pip install --quiet -c $(LOCK) uv
 
-# --compile-bytecode, as pip does: without .pyc files every process the
-# tests start with `python -B` (Beam's and multiprocessing's workers)
-# compiled TensorFlow's and Beam's sources again (docs/design.md, "Build").
+# --compile-bytecode, as pip does: where PYTHONDONTWRITEBYTECODE is set (as
+# on the 2-core CI machines), no process writes .pyc files, so without them
+# every process compiled TensorFlow's and Beam's sources again
+# (docs/design.md, "Build").
 INSTALL := $(BIN)/uv pip install --quiet --compile-bytecode --python $(PY) -c $(LOCK)
 
 # One stamp per extras set; each is redone when pyproject.toml or the lock
