@@ -131,10 +131,10 @@ def oracle_fits(series, kernel: str, cache: str | None) -> dict:
     """{"fits": [sklearn_fit's dict] in the order of `series`, "wall_s"}.
 
     cache: a JSON file reused when it was written for the same series,
-    oracle set-up and scikit-learn version (a hash of them is its key)."""
+    oracle set-up and scikit-learn version (quality.stamp)."""
     import multiprocessing
 
-    key, saved = quality.cached(cache, DESCRIPTIONS[kernel], series)
+    wanted, saved = quality.cached(cache, DESCRIPTIONS[kernel], series)
     if saved is not None:
         return saved
     tasks = [(s.t, s.y, kernel, REFERENCE_RESTARTS, seed) for seed, s in enumerate(series)]
@@ -151,7 +151,7 @@ def oracle_fits(series, kernel: str, cache: str | None) -> dict:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    out = {"key": key, "kernel": kernel, "fits": fits, "wall_s": time.perf_counter() - start}
+    out = {**wanted, "kernel": kernel, "fits": fits, "wall_s": time.perf_counter() - start}
     quality.save(cache, out)
     return out
 

@@ -5,12 +5,13 @@ The peer (benchmarks/peers.py: sklearn's GP regressor at
 quality.REFERENCE_RESTARTS starts, the k-th series of a set seeded with k)
 takes minutes per set on 2 cores; gpcore's side of a test takes seconds. So
 a clean clone reads the peer's fits from these files instead of refitting
-them, and tests/test_references.py keeps them honest: each file's key (a
+them, and tests/test_references.py keeps them honest: each file's stamp (a
 hash of the peer's set-up, scikit-learn's version, the starts and every
-point of every series; quality.cached) must be that of the set as the code
-builds it now, and a sample of series is refitted live and compared.
+series' id and length, and weighted sums of its points that must agree to
+round-off; quality.stamp) must be that of the set as the code builds it
+now, on any CPU, and a sample of series is refitted live and compared.
 
-A file whose key no longer matches is refitted and rewritten by the test
+A file whose stamp no longer matches is refitted and rewritten by the test
 that reads it (slow, but right); regenerate them all with
 
     .venv/bin/python tests/references.py            # every set
@@ -99,8 +100,8 @@ def path(name: str) -> str:
 
 def fits(name: str, series=None) -> dict:
     """quality.peer_fits of set `name` (its series, unless given) from its
-    committed file: {"key", "nll": [nll or None], "period", "seconds",
-    "wall_s"}; refitted and rewritten if the key does not match."""
+    committed file: {"key", "sums", "nll": [nll or None], "period", "seconds",
+    "wall_s"}; refitted and rewritten if the stamp does not match."""
     import quality
 
     build, kernel = SETS[name]
