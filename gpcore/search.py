@@ -76,8 +76,11 @@ class Search:
             rows = tf.gather(group, members)  # each member's series
             same = tf.equal(tf.size(rows), series) & tf.reduce_all(
                 tf.equal(rows, tf.range(tf.size(rows))))
-            take = lambda v: tf.cond(same, lambda: v, lambda: tf.gather(v, rows))
-            return self.newton_terms(x, tf.nest.map_structure(take, feature), take(y), take(mask))
+            # One cond for all the rows' tensors: fewer graph nodes than one each.
+            taken = tf.cond(same, lambda: (feature, y, mask),
+                            lambda: tf.nest.map_structure(lambda v: tf.gather(v, rows),
+                                                          (feature, y, mask)))
+            return self.newton_terms(x, *taken)
 
         # A restart runs only where its series' grid has that many other basins.
         active = rank <= tf.gather(basins, group)
@@ -345,15 +348,15 @@ class Search:
         taken as independent: kernel rows kernel_grid [B, G1, K] by noise
         columns noise_grid [B, G2] (log parameters). A row's kernel matrix
         serves all its columns."""
-        spread = lambda v: tf.repeat(v, pieces.count, axis=0)  # [B, ...] -> [B * pieces, ...]
-        columns = noise_grid.shape[1]
+        spread = lambda v: tf.gather(v, pieces.owner)  # [B, ...] -> [B * pieces, ...]
+        # The noise columns [B * pieces] each, out of the loop: every row
+        # scores the same ones.
+        noises = tf.unstack(spread(tf.exp(noise_grid)) + self.jitter, axis=-1)
 
         def score_row(row):  # [B, K] -> [B, G2]; two rows at a time bound memory
             kmat = self.kernel.matrix(pieces.feature, tf.unstack(tf.exp(spread(row)), axis=-1))
-            return tf.stack([
-                likelihood.profiled_nll_blocks(kmat, spread(tf.exp(noise_grid[:, j])) + self.jitter,
-                                               pieces.y, pieces.mask, pieces.count)[0]
-                for j in range(columns)], axis=-1)
+            return tf.stack([nll for nll, _, _ in likelihood.profiled_nll_columns(
+                kmat, noises, pieces.y, pieces.mask, pieces.count)], axis=-1)
 
         values = tf.map_fn(score_row, tf.transpose(kernel_grid, [1, 0, 2]),
                            fn_output_signature=DTYPE, parallel_iterations=2)  # [G1, B, G2]
@@ -362,19 +365,29 @@ class Search:
     def whole_values_where(self, need, feature, points, k, y, mask, otherwise):
         """[B, k]: `whole_values` of the series in need [B], `otherwise`
         [B, k] for the others (gathered: only those series are scored)."""
-        rows = tf.cast(tf.where(need)[:, 0], tf.int32)
+        rows = tf.cast(tf.squeeze(tf.where(need), -1), tf.int32)
         take = lambda v: tf.gather(v, rows)
         exact = self.whole_values(tf.nest.map_structure(take, feature), take(points), k,
                                   take(y), take(mask))
-        return tf.tensor_scatter_nd_update(otherwise, rows[:, None], exact)
+        return tf.tensor_scatter_nd_update(otherwise, tf.expand_dims(rows, 1), exact)
 
     def whole_values(self, feature, points, k, y, mask):
         """[B, k] profiled nll of points [B, k, P] (log parameters) on the
-        whole series: one Cholesky each."""
-        return tf.stack([likelihood.profiled_nll(
-            self.kernel.matrix(feature, tf.unstack(tf.exp(points[:, i, :-1]), axis=-1)),
-            tf.exp(points[:, i, -1]) + self.jitter, y, mask)[0]
-            for i in range(k)], axis=-1)
+        whole series: one Cholesky each, one point at a time in a
+        tf.map_fn (two in flight, as the grid), so that the graph holds one
+        copy of the scoring, not k (docs/design.md, "Build")."""
+        rows = likelihood.observed(y, mask)  # shared by the k points
+
+        def score(point):  # [B, P] -> [B]
+            shape, noise = tf.split(tf.exp(point), [len(self.parameters) - 1, 1], axis=-1)
+            return likelihood.profiled_nll_observed(
+                self.kernel.matrix(feature, tf.unstack(shape, axis=-1)),
+                tf.squeeze(noise, -1) + self.jitter, mask, rows)[0]
+
+        if k == 1:
+            return tf.expand_dims(score(tf.squeeze(points, 1)), 1)
+        return tf.transpose(tf.map_fn(score, tf.transpose(points, [1, 0, 2]),
+                                      fn_output_signature=DTYPE, parallel_iterations=2))
 
     def newton_terms(self, x, feature, y, mask):
         """Profiled nll, gradient and Hessian at log parameters x [M, P]."""
@@ -459,8 +472,10 @@ def _series_best(value, group, series):
 def _grid_points(kernel_grid, noise_grid):
     """[B, G1 * G2, P] the positions of grid rows [B, G1, K] by columns
     [B, G2], row by row."""
-    return tf.concat([tf.repeat(kernel_grid, noise_grid.shape[1], axis=1),
-                      tf.tile(noise_grid, [1, kernel_grid.shape[1]])[..., None]], axis=-1)
+    rows, columns = kernel_grid.shape[1], noise_grid.shape[1]
+    point = np.arange(rows * columns)  # gathers: fewer graph nodes than tf.repeat and tf.tile
+    return tf.concat([tf.gather(kernel_grid, point // columns, axis=1),
+                      tf.expand_dims(tf.gather(noise_grid, point % columns, axis=1), -1)], axis=-1)
 
 
 def _finite_or_inf(values):
@@ -492,6 +507,8 @@ class Pieces:
         self.y = extend(y, tf.zeros_like(y[:, :1]))
         self.mask = extend(mask, tf.zeros_like(mask[:, :1]))
         self.feature = _feature(kernel, t)
+        # [B * count] the row of each piece (a gather spreads [B] over them).
+        self.owner = tf.range(tf.shape(self.y)[0]) // self.count
 
     def within_one(self, mask):
         """[B] the series (mask [B, N]) that fit in one piece."""
