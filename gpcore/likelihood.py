@@ -207,21 +207,25 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
     ld1 = [_inner(b, d) for d in dkmats] + [r * trace_b]
     products = [tf.matmul(b, d) for d in dkmats]  # A^-1 A_i, kernel directions
     alpha2 = tf.reduce_sum(alpha * alpha, axis=-1)
+    # Shared by the Hessian's entries, made once (Grappler, off, would not
+    # merge the copies; docs/design.md, "Build").
+    transposed = [tf.linalg.matrix_transpose(a) for a in products]
+    n_s4, minus_r = n * scale2 * scale2, -r
 
     def second(i, j):
         q = 2.0 * tf.reduce_sum(v[i] * pv[j], axis=-1)
         if i < k and j < k:
-            ld = -_inner(products[i], products[j], transpose=True)
+            ld = -_inner(products[i], transposed[j])
             d2 = d2kmats.get((i, j))  # absent: zero (different components of a sum)
             if d2 is not None:
                 q -= tf.reduce_sum(alpha * tf.linalg.matvec(d2, alpha), axis=-1)
                 ld += _inner(b, d2)
         elif i < k:  # kernel x noise: A_ir = 0
-            ld = -r * _inner(products[i], b)
+            ld = minus_r * _inner(products[i], b)
         else:  # noise x noise: A_rr = A_r
             q -= r * alpha2
             ld = r * trace_b - r * r * _inner(b, b)
-        return 0.5 * (q / scale2 - q1[i] * q1[j] / (n * scale2 * scale2) + ld)
+        return 0.5 * (q / scale2 - q1[i] * q1[j] / n_s4 + ld)
 
     p = k + 1
     gradient = tf.stack([0.5 * (q1[i] / scale2 + ld1[i]) for i in range(p)], axis=-1)

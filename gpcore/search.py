@@ -271,9 +271,12 @@ class Search:
         points = tf.clip_by_value(points, lo[:, None], hi[:, None])
         # Two probes at a time, as the grid: 30 whole-series matrices at
         # once would not fit beside a long series' batch.
-        score = lambda point: likelihood.profiled_nll(  # [B, P] -> [B]
-            self.kernel.matrix(feature, tf.unstack(tf.exp(point[:, :-1]), axis=-1)),
-            tf.exp(point[:, -1]) + self.jitter, y, mask)[0]
+        rows = likelihood.observed(y, mask)  # shared by the probes
+
+        def score(point):  # [B, P] -> [B]
+            shape, noise = self.exp_split(point)
+            return likelihood.profiled_nll_observed(
+                self.kernel.matrix(feature, shape), noise + self.jitter, mask, rows)[0]
         scored = _finite_or_inf(tf.transpose(tf.map_fn(
             score, tf.transpose(points, [1, 0, 2]), fn_output_signature=DTYPE,
             parallel_iterations=2)))                                              # [B, Q]
@@ -329,17 +332,19 @@ class Search:
         variance at `variance` x the noise variance; the other components'
         variances and the noise's unchanged (starts.short_probes)."""
         names = self.kernel.parameters
-        columns = [optimum[:, i] for i in range(len(self.parameters))]
+        at_optimum = tf.unstack(optimum, num=len(self.parameters), axis=-1)
+        columns = list(at_optimum)
         length_at = names.index(f"length_scale_{c}")
-        columns[length_at] = lo[:, length_at] + np.log(length)
-        log_r = optimum[:, -1]
+        columns[length_at] = tf.unstack(lo, num=len(self.parameters), axis=-1)[length_at] \
+            + np.log(length)
+        log_r = at_optimum[-1]
         if c:  # its ratio to the first component: variance x r
             ratio = names.index(f"variance_ratio_{c}")
             columns[ratio] = np.log(variance) + log_r
         else:  # it is the unit: the other ratios and r are measured anew
             for i, name in enumerate(names):
                 if name.startswith("variance_ratio_"):
-                    columns[i] = optimum[:, i] - np.log(variance) - log_r
+                    columns[i] = at_optimum[i] - np.log(variance) - log_r
             columns[-1] = tf.fill(tf.shape(log_r), tf.constant(-np.log(variance), DTYPE))
         return tf.stack(columns, axis=-1)
 
@@ -379,22 +384,28 @@ class Search:
         rows = likelihood.observed(y, mask)  # shared by the k points
 
         def score(point):  # [B, P] -> [B]
-            shape, noise = tf.split(tf.exp(point), [len(self.parameters) - 1, 1], axis=-1)
+            shape, noise = self.exp_split(point)
             return likelihood.profiled_nll_observed(
-                self.kernel.matrix(feature, tf.unstack(shape, axis=-1)),
-                tf.squeeze(noise, -1) + self.jitter, mask, rows)[0]
+                self.kernel.matrix(feature, shape), noise + self.jitter, mask, rows)[0]
 
         if k == 1:
             return tf.expand_dims(score(tf.squeeze(points, 1)), 1)
         return tf.transpose(tf.map_fn(score, tf.transpose(points, [1, 0, 2]),
                                       fn_output_signature=DTYPE, parallel_iterations=2))
 
+    def exp_split(self, x):
+        """(shape parameters: a list of [M], noise ratio [M]) from log
+        parameters x [M, P]: one exp and one unstack, fewer graph nodes
+        than slices of x (docs/design.md, "Build")."""
+        *shape, noise = tf.unstack(tf.exp(x), num=len(self.parameters), axis=-1)
+        return shape, noise
+
     def newton_terms(self, x, feature, y, mask):
         """Profiled nll, gradient and Hessian at log parameters x [M, P]."""
-        shape = tf.unstack(tf.exp(x[:, :-1]), num=len(self.parameters) - 1, axis=-1)
+        shape, noise = self.exp_split(x)
         kmat, first, second = self.kernel.matrix_and_derivatives(feature, shape)
         nll, gradient, hessian, mean, scale2 = likelihood.profiled_nll_newton(
-            kmat, first, second, tf.exp(x[:, -1]) + self.jitter, x[:, -1], y, mask)
+            kmat, first, second, noise + self.jitter, tf.unstack(x, axis=-1)[-1], y, mask)
         return nll, gradient, hessian, {"mean": mean, "scale2": scale2}
 
 
