@@ -315,8 +315,7 @@ def _converged(x, g, h, lower, upper, tolerance):
     g, h = _projected(x, g, h, lower, upper)
     small = tf.reduce_max(tf.abs(g), axis=-1) <= tolerance
     eig = tf.linalg.eigvalsh(h)
-    ascending = tf.unstack(eig, axis=-1)
-    definite = ascending[0] > DEFINITE * tf.abs(ascending[-1])
+    definite = eig[:, 0] > DEFINITE * tf.abs(eig[:, -1])
     safe = tf.where(tf.reshape(definite, [-1, 1, 1]), h, tf.eye(tf.shape(h)[-1], dtype=h.dtype))
     decrease = 0.5 * tf.reduce_sum(
         g * tf.squeeze(tf.linalg.solve(safe, tf.expand_dims(g, -1)), -1), axis=-1)

@@ -355,8 +355,9 @@ class Search:
         serves all its columns."""
         spread = lambda v: tf.gather(v, pieces.owner)  # [B, ...] -> [B * pieces, ...]
         # The noise columns [B * pieces] each, out of the loop: every row
-        # scores the same ones.
-        noises = tf.unstack(spread(tf.exp(noise_grid)) + self.jitter, axis=-1)
+        # scores the same ones (one exp a column, as exp_split says why).
+        noises = [spread(tf.exp(column)) + self.jitter
+                  for column in tf.unstack(noise_grid, num=noise_grid.shape[1], axis=-1)]
 
         def score_row(row):  # [B, K] -> [B, G2]; two rows at a time bound memory
             kmat = self.kernel.matrix(pieces.feature, tf.unstack(tf.exp(spread(row)), axis=-1))
@@ -395,17 +396,21 @@ class Search:
 
     def exp_split(self, x):
         """(shape parameters: a list of [M], noise ratio [M]) from log
-        parameters x [M, P]: one exp and one unstack, fewer graph nodes
-        than slices of x (docs/design.md, "Build")."""
-        *shape, noise = tf.unstack(tf.exp(x), num=len(self.parameters), axis=-1)
-        return shape, noise
+        parameters x [M, P]: one split, fewer graph nodes than slices of x
+        (docs/design.md, "Build"). Split before the exp: Eigen's vectorised
+        exp and its scalar one differ in the last bit, so one exp of all
+        of x would move the fits by round-off."""
+        shape, noise = tf.split(x, [len(self.parameters) - 1, 1], axis=-1)
+        return tf.unstack(tf.exp(shape), num=len(self.parameters) - 1, axis=-1), \
+            tf.exp(tf.squeeze(noise, -1))
 
     def newton_terms(self, x, feature, y, mask):
         """Profiled nll, gradient and Hessian at log parameters x [M, P]."""
         shape, noise = self.exp_split(x)
         kmat, first, second = self.kernel.matrix_and_derivatives(feature, shape)
         nll, gradient, hessian, mean, scale2 = likelihood.profiled_nll_newton(
-            kmat, first, second, noise + self.jitter, tf.unstack(x, axis=-1)[-1], y, mask)
+            kmat, first, second, noise + self.jitter,
+            tf.unstack(x, num=len(self.parameters), axis=-1)[-1], y, mask)
         return nll, gradient, hessian, {"mean": mean, "scale2": scale2}
 
 
