@@ -178,7 +178,14 @@ class Kernel:
 
 def _scaled(distance, length_scale, factor):
     """z = factor * d / l, with l [C] broadcast over [C, N, M]."""
-    return distance * (factor / length_scale)[:, None, None]
+    return distance * _per_matrix(factor / length_scale)
+
+
+def _per_matrix(v):
+    """[C] -> [C, 1, 1], to broadcast over [C, N, M]: a reshape, which
+    traces to fewer graph nodes than v[:, None, None] (docs/design.md,
+    "Build")."""
+    return _tf().reshape(v, [-1, 1, 1])
 
 
 class _Smooth(Kernel):
@@ -216,7 +223,7 @@ class RBF(_Smooth):
 
     def matrix_and_derivatives(self, feature, params, order=2):
         tf = _tf()
-        inv_l2 = 1.0 / tf.square(params[0])[:, None, None]
+        inv_l2 = 1.0 / _per_matrix(tf.square(params[0]))
         k = tf.exp(feature * inv_l2)  # exp(-u), u = d^2 / 2l^2
         if order == 0:
             return k, [], {}
@@ -338,8 +345,8 @@ class Periodic(Kernel):
     def matrix_and_derivatives(self, feature, params, order=2):
         tf = _tf()
         length_scale, period = params
-        phase = feature * (math.pi / period)[:, None, None]  # feature: distance
-        inv_l2 = (1.0 / tf.square(length_scale))[:, None, None]
+        phase = feature * _per_matrix(math.pi / period)  # feature: distance
+        inv_l2 = _per_matrix(1.0 / tf.square(length_scale))
         s = 2.0 * tf.square(tf.sin(phase)) * inv_l2   # S; k = exp(-S)
         k = tf.exp(-s)
         if order == 0:
@@ -447,7 +454,7 @@ class Sum(Kernel):
             ratio, shape = self.layout[c]
             k, dk, d2k = base.matrix_and_derivatives(
                 feature[c], self.component_parameters(c, params), order)
-            w = 1.0 if ratio is None else params[ratio][:, None, None]
+            w = 1.0 if ratio is None else _per_matrix(params[ratio])
             wk = k if ratio is None else w * k
             total = total + wk
             if order == 0:

@@ -35,9 +35,23 @@ def masked_covariance(kmat: tf.Tensor, noise: tf.Tensor, mask: tf.Tensor) -> tf.
     Returns:
       [C, N, N] m m^T * (K + noise I) + diag(1 - m).
     """
-    outer = mask[:, :, tf.newaxis] * mask[:, tf.newaxis, :]
-    diag = mask * (tf.linalg.diag_part(kmat) + noise[:, tf.newaxis]) + (1.0 - mask)
-    return tf.linalg.set_diag(outer * kmat, diag)
+    return with_noise(masked_kernel(kmat, mask), noise)
+
+
+def masked_kernel(kmat, mask):
+    """(m m^T * K [C, N, N], diag K [C, N], m, 1 - m [C, N]): the parts of
+    `masked_covariance` that do not depend on the noise, computed once for
+    all the noise ratios scored with one kernel matrix (expand_dims, not
+    [:, :, None]: fewer graph nodes to trace, the same arithmetic;
+    docs/design.md, "Build")."""
+    outer = tf.expand_dims(mask, 2) * tf.expand_dims(mask, 1)
+    return outer * kmat, tf.linalg.diag_part(kmat), mask, 1.0 - mask
+
+
+def with_noise(masked, noise):
+    """`masked_covariance` from `masked_kernel`'s parts and the noise [C]."""
+    off_diagonal, kdiag, mask, missing = masked
+    return tf.linalg.set_diag(off_diagonal, mask * (kdiag + tf.expand_dims(noise, 1)) + missing)
 
 
 def negative_log_likelihood(kmat, noise, y, mask, mean):
@@ -57,13 +71,17 @@ def negative_log_likelihood(kmat, noise, y, mask, mean):
     return 0.5 * (tf.reduce_sum(z * z, axis=-1) + log_det + n * LOG_2PI)
 
 
-def _solves(cov, y, mask):
+def observed(y, mask):
+    """(rhs [C, N, 2]: masked y and the mask; n [C]: observed points): what
+    every covariance scored against rows y, mask [C, N] shares."""
+    return tf.stack([y * mask, mask], axis=-1), tf.reduce_sum(mask, axis=-1)
+
+
+def _solves(cov, rhs):
     """Cholesky of A = cov and the sums the profile needs, per row:
-    (chol, y'A^-1 y, y'A^-1 1, 1'A^-1 1, log|A|), masked y."""
+    (chol, y'A^-1 y, y'A^-1 1, 1'A^-1 1, log|A|), rhs from `observed`."""
     chol = tf.linalg.cholesky(cov)
-    rhs = tf.stack([y * mask, mask], axis=-1)  # [C, N, 2]
-    z = tf.linalg.triangular_solve(chol, rhs)  # [C, N, 2]
-    zy, z1 = z[..., 0], z[..., 1]
+    zy, z1 = tf.unstack(tf.linalg.triangular_solve(chol, rhs), axis=-1)  # [C, N] each
     log_det = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol)), axis=-1)
     return (chol, tf.reduce_sum(zy * zy, axis=-1), tf.reduce_sum(zy * z1, axis=-1),
             tf.reduce_sum(z1 * z1, axis=-1), log_det)
@@ -77,15 +95,17 @@ def _profiled(yy, y1, one1, log_det, n):
     return nll, mean, scale2
 
 
-def _profile(cov, y, mask):
-    """Cholesky of A = cov and the profiled nll, GLS mean and scale s^2.
+def _profile(cov, rows):
+    """Cholesky of A = cov and the profiled nll, GLS mean and scale s^2;
+    rows: `observed(y, mask)`.
 
     With A = K1 + r I: mu = 1'A^-1 y / 1'A^-1 1, s^2 = (y-mu)'A^-1(y-mu) / n,
     nll = n/2 (log 2 pi + log s^2 + 1) + 1/2 log|A|. Non-positive-definite
     covariances give NaN (CPU Cholesky does not raise).
     """
-    chol, *sums = _solves(cov, y, mask)
-    return (chol,) + _profiled(*sums, tf.reduce_sum(mask, axis=-1))
+    rhs, n = rows
+    chol, *sums = _solves(cov, rhs)
+    return (chol,) + _profiled(*sums, n)
 
 
 def profiled_nll(kmat_unit, noise_ratio, y, mask):
@@ -99,7 +119,13 @@ def profiled_nll(kmat_unit, noise_ratio, y, mask):
       (nll [C], mean [C], scale2 [C]): nats, and the maximising mean and
       kernel variance s^2.
     """
-    _, nll, mean, scale2 = _profile(masked_covariance(kmat_unit, noise_ratio, mask), y, mask)
+    return profiled_nll_observed(kmat_unit, noise_ratio, mask, observed(y, mask))
+
+
+def profiled_nll_observed(kmat_unit, noise_ratio, mask, rows):
+    """`profiled_nll` with rows = `observed(y, mask)` computed by the caller,
+    once for every kernel matrix it scores against the same rows."""
+    _, nll, mean, scale2 = _profile(masked_covariance(kmat_unit, noise_ratio, mask), rows)
     return nll, mean, scale2
 
 
@@ -116,9 +142,23 @@ def profiled_nll_blocks(kmat_unit, noise_ratio, y, mask, blocks):
     Returns:
       (nll [C], mean [C], scale2 [C]).
     """
-    _, *sums = _solves(masked_covariance(kmat_unit, noise_ratio, mask), y, mask)
-    sums.append(tf.reduce_sum(mask, axis=-1))
-    return _profiled(*(tf.reduce_sum(tf.reshape(v, [-1, blocks]), axis=-1) for v in sums))
+    return profiled_nll_columns(kmat_unit, [noise_ratio], y, mask, blocks)[0]
+
+
+def profiled_nll_columns(kmat_unit, noise_ratios, y, mask, blocks):
+    """`profiled_nll_blocks` of one kernel matrix with each of the noise
+    ratios (a list of [C * blocks]): a list of (nll, mean, scale2). The
+    masked kernel and the rows' sums are computed once for all of them."""
+    masked = masked_kernel(kmat_unit, mask)
+    rhs, n = observed(y, mask)
+    by_row = tf.stack([-1, blocks])  # [C * blocks] -> [C, blocks], once for all the sums
+    per_row = lambda v: tf.reduce_sum(tf.reshape(v, by_row), axis=-1)
+    n = per_row(n)
+    results = []
+    for noise_ratio in noise_ratios:
+        _, *sums = _solves(with_noise(masked, noise_ratio), rhs)
+        results.append(_profiled(*(per_row(v) for v in sums), n))
+    return results
 
 
 def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, mask):
@@ -145,42 +185,47 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
     Returns:
       (nll [C], gradient [C, K+1], hessian [C, K+1, K+1], mean [C], scale2 [C]).
     """
-    chol, nll, mean, scale2 = _profile(masked_covariance(kmat, noise_ratio, mask), y, mask)
+    rows = observed(y, mask)
+    chol, nll, mean, scale2 = _profile(masked_covariance(kmat, noise_ratio, mask), rows)
     r = tf.exp(log_noise_ratio)
-    n = tf.reduce_sum(mask, axis=-1)
+    n = rows[1]
     # B = A^-1 restricted to observed points (zero rows/columns elsewhere):
     # solving against diag(m) instead of I spares masking the derivatives.
     b = tf.linalg.cholesky_solve(chol, tf.linalg.diag(mask))  # [C, N, N]
     # alpha = A^-1 (y - mu), w = A^-1 1: one pass over b for both.
-    alpha, w = tf.unstack(tf.matmul(b, tf.stack([(y - mean[:, None]) * mask, mask], axis=-1)),
+    alpha, w = tf.unstack(tf.matmul(b, tf.stack([(y - tf.expand_dims(mean, 1)) * mask, mask], axis=-1)),
                           axis=-1)
     one1 = tf.reduce_sum(w * mask, axis=-1)
     k = len(dkmats)
     # Directions A_i alpha (masked rows: derivatives are not masked).
-    v = [mask * tf.linalg.matvec(d, alpha) for d in dkmats] + [r[:, None] * alpha]
+    v = [mask * tf.linalg.matvec(d, alpha) for d in dkmats] + [tf.expand_dims(r, 1) * alpha]
     # P v = A^-1 v - A^-1 1 (1'A^-1 v) / (1'A^-1 1), all directions in one pass.
     pv = tf.unstack(tf.matmul(b, tf.stack(v, axis=-1)), axis=-1)
-    pv = [p - w * (tf.reduce_sum(w * vi, axis=-1) / one1)[:, None] for p, vi in zip(pv, v)]
+    pv = [p - w * tf.expand_dims(tf.reduce_sum(w * vi, axis=-1) / one1, 1) for p, vi in zip(pv, v)]
     q1 = [-tf.reduce_sum(alpha * vi, axis=-1) for vi in v]
     trace_b = tf.linalg.trace(b)
     ld1 = [_inner(b, d) for d in dkmats] + [r * trace_b]
     products = [tf.matmul(b, d) for d in dkmats]  # A^-1 A_i, kernel directions
     alpha2 = tf.reduce_sum(alpha * alpha, axis=-1)
+    # Shared by the Hessian's entries, made once (Grappler, off, would not
+    # merge the copies; docs/design.md, "Build").
+    transposed = [tf.linalg.matrix_transpose(a) for a in products]
+    n_s4, minus_r = n * scale2 * scale2, -r
 
     def second(i, j):
         q = 2.0 * tf.reduce_sum(v[i] * pv[j], axis=-1)
         if i < k and j < k:
-            ld = -_inner(products[i], products[j], transpose=True)
+            ld = -_inner(products[i], transposed[j])
             d2 = d2kmats.get((i, j))  # absent: zero (different components of a sum)
             if d2 is not None:
                 q -= tf.reduce_sum(alpha * tf.linalg.matvec(d2, alpha), axis=-1)
                 ld += _inner(b, d2)
         elif i < k:  # kernel x noise: A_ir = 0
-            ld = -r * _inner(products[i], b)
+            ld = minus_r * _inner(products[i], b)
         else:  # noise x noise: A_rr = A_r
             q -= r * alpha2
             ld = r * trace_b - r * r * _inner(b, b)
-        return 0.5 * (q / scale2 - q1[i] * q1[j] / (n * scale2 * scale2) + ld)
+        return 0.5 * (q / scale2 - q1[i] * q1[j] / n_s4 + ld)
 
     p = k + 1
     gradient = tf.stack([0.5 * (q1[i] / scale2 + ld1[i]) for i in range(p)], axis=-1)

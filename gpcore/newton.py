@@ -108,7 +108,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
     n_members = tf.shape(x)[0]
     if active is None:
         active = tf.ones([n_members], tf.bool)
-    members = tf.cast(tf.where(active)[:, 0], tf.int32)
+    members = tf.cast(tf.squeeze(tf.where(active), -1), tf.int32)
     f, g, h, aux = _scattered(evaluate(tf.gather(x, members), members), members, n_members)
     finite = _finite(f, g, h)
     done = _converged(x, g, h, lower, upper, tolerance)
@@ -151,7 +151,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         return (tf.cond(any_running(s), lambda: step(s), lambda: revive(s)),)
 
     def step(s):
-        members = tf.cast(tf.where(tf.equal(s["status"], RUNNING))[:, 0], tf.int32)  # [M]
+        members = tf.cast(tf.squeeze(tf.where(tf.equal(s["status"], RUNNING)), -1), tf.int32)  # [M]
         take = lambda v: tf.gather(v, members)
         x, f, g, h, radius = (take(s[k]) for k in ("x", "f", "g", "h", "radius"))
         lo, hi = take(lower), take(upper)
@@ -184,7 +184,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
             accepted & _converged(x, g, h, lo, hi, tolerance), CONVERGED,
             tf.where(~accepted & (radius < MIN_STEP), STALLED,
                      tf.where(iterations >= max_iterations, MAX_ITERATIONS, RUNNING)))
-        at = members[:, None]
+        at = tf.expand_dims(members, 1)
         put = lambda old, new: tf.tensor_scatter_nd_update(old, at, new)
         status = put(s["status"], status)
         x_all, f_all = put(s["x"], x), put(s["f"], f)
@@ -226,6 +226,8 @@ def _better_of_two(s):
 
 def _per_member(chosen, a, b):
     """a where chosen [C] bool, else b: [C, ...] tensors of any rank."""
+    if len(b.shape) == 1:
+        return tf.where(chosen, a, b)
     return tf.where(tf.reshape(chosen, [-1] + [1] * (len(b.shape) - 1)), a, b)
 
 
@@ -233,7 +235,7 @@ def _scattered(terms, members, n_members):
     """The (value, gradient, Hessian, aux) of members [M], as [C]-shaped
     terms: +inf, 0, the identity and 0 for the members not listed."""
     f, g, h, aux = terms
-    at = members[:, None]
+    at = tf.expand_dims(members, 1)
     spread = lambda v, fill: tf.tensor_scatter_nd_update(
         tf.fill(tf.concat([[n_members], tf.shape(v)[1:]], 0), tf.cast(fill, v.dtype)), at, v)
     eye = tf.eye(tf.shape(h)[-1], batch_shape=[n_members], dtype=h.dtype)
@@ -245,10 +247,13 @@ def _merge(status, x, f, groups, within):
     """status [C] with running members that joined a lower member's basin stopped."""
     usable = tf.equal(status, RUNNING) | tf.equal(status, CONVERGED) | tf.equal(status, MAX_ITERATIONS)
     index = tf.range(tf.shape(f)[0])
-    lower = (f[None, :] < f[:, None]) | (tf.equal(f[None, :], f[:, None]) & (index[None, :] < index[:, None]))
-    near = tf.reduce_max(tf.abs(x[:, None, :] - x[None, :, :]), axis=-1) <= within  # [C, C]
-    joined = tf.reduce_any(tf.equal(groups[:, None], groups[None, :]) & near & lower
-                           & usable[None, :], axis=-1)
+    # Row and column forms made once (expand_dims: fewer graph nodes than slices).
+    row, column = lambda v: tf.expand_dims(v, 0), lambda v: tf.expand_dims(v, 1)
+    f_row, f_column = row(f), column(f)
+    lower = (f_row < f_column) | (tf.equal(f_row, f_column) & (row(index) < column(index)))
+    near = tf.reduce_max(tf.abs(column(x) - row(x)), axis=-1) <= within  # [C, C]
+    joined = tf.reduce_any(tf.equal(column(groups), row(groups)) & near & lower
+                           & row(usable), axis=-1)
     # A member with no value yet (restarted, not evaluated) cannot be compared.
     return tf.where(tf.equal(status, RUNNING) & joined & tf.math.is_finite(f), MERGED, status)
 
@@ -275,12 +280,12 @@ def _projected(x, g, h, lower, upper):
     """Gradient and Hessian on the free coordinates (held ones: 0 and 1).
     Non-finite members get a zero gradient and the identity: eigen
     decompositions raise on NaN, and such members are never stepped."""
-    finite = _finite(tf.zeros_like(g[:, 0]), g, h)
-    g = tf.where(finite[:, None], g, tf.zeros_like(g))
-    h = tf.where(finite[:, None, None], h, tf.eye(tf.shape(h)[-1], dtype=h.dtype))
+    finite = _finite_derivatives(g, h)
+    g = tf.where(tf.expand_dims(finite, 1), g, tf.zeros_like(g))
+    h = tf.where(tf.reshape(finite, [-1, 1, 1]), h, tf.eye(tf.shape(h)[-1], dtype=h.dtype))
     free = tf.cast(~_held(x, g, lower, upper), g.dtype)
     g = g * free
-    h = h * free[:, :, None] * free[:, None, :] + tf.linalg.diag(1.0 - free)
+    h = h * tf.expand_dims(free, 2) * tf.expand_dims(free, 1) + tf.linalg.diag(1.0 - free)
     return g, h
 
 
@@ -296,7 +301,7 @@ def _newton_step(x, g, h, radius, lower, upper, eigen_floor=EIGEN_FLOOR):
     floor = eigen_floor * tf.reduce_max(tf.abs(eig), axis=-1, keepdims=True) + 1e-300
     along = tf.linalg.matvec(vec, g, adjoint_a=True) / tf.maximum(tf.abs(eig), floor)
     s = -tf.linalg.matvec(vec, along)
-    s *= tf.minimum(radius / (tf.reduce_max(tf.abs(s), axis=-1) + 1e-300), 1.0)[:, None]
+    s *= tf.expand_dims(tf.minimum(radius / (tf.reduce_max(tf.abs(s), axis=-1) + 1e-300), 1.0), 1)
     x_new = tf.clip_by_value(x + s, lower, upper)
     s = x_new - x
     slope = tf.reduce_sum(g * s, axis=-1)
@@ -311,11 +316,16 @@ def _converged(x, g, h, lower, upper, tolerance):
     small = tf.reduce_max(tf.abs(g), axis=-1) <= tolerance
     eig = tf.linalg.eigvalsh(h)
     definite = eig[:, 0] > DEFINITE * tf.abs(eig[:, -1])
-    safe = tf.where(definite[:, None, None], h, tf.eye(tf.shape(h)[-1], dtype=h.dtype))
-    decrease = 0.5 * tf.reduce_sum(g * tf.linalg.solve(safe, g[..., None])[..., 0], axis=-1)
+    safe = tf.where(tf.reshape(definite, [-1, 1, 1]), h, tf.eye(tf.shape(h)[-1], dtype=h.dtype))
+    decrease = 0.5 * tf.reduce_sum(
+        g * tf.squeeze(tf.linalg.solve(safe, tf.expand_dims(g, -1)), -1), axis=-1)
     return small | (definite & (decrease <= tolerance))
 
 
 def _finite(f, g, h):
-    return (tf.math.is_finite(f) & tf.reduce_all(tf.math.is_finite(g), axis=-1)
+    return tf.math.is_finite(f) & _finite_derivatives(g, h)
+
+
+def _finite_derivatives(g, h):
+    return (tf.reduce_all(tf.math.is_finite(g), axis=-1)
             & tf.reduce_all(tf.math.is_finite(h), axis=[-2, -1]))

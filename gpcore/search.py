@@ -76,8 +76,11 @@ class Search:
             rows = tf.gather(group, members)  # each member's series
             same = tf.equal(tf.size(rows), series) & tf.reduce_all(
                 tf.equal(rows, tf.range(tf.size(rows))))
-            take = lambda v: tf.cond(same, lambda: v, lambda: tf.gather(v, rows))
-            return self.newton_terms(x, tf.nest.map_structure(take, feature), take(y), take(mask))
+            # One cond for all the rows' tensors: fewer graph nodes than one each.
+            taken = tf.cond(same, lambda: (feature, y, mask),
+                            lambda: tf.nest.map_structure(lambda v: tf.gather(v, rows),
+                                                          (feature, y, mask)))
+            return self.newton_terms(x, *taken)
 
         # A restart runs only where its series' grid has that many other basins.
         active = rank <= tf.gather(basins, group)
@@ -268,9 +271,12 @@ class Search:
         points = tf.clip_by_value(points, lo[:, None], hi[:, None])
         # Two probes at a time, as the grid: 30 whole-series matrices at
         # once would not fit beside a long series' batch.
-        score = lambda point: likelihood.profiled_nll(  # [B, P] -> [B]
-            self.kernel.matrix(feature, tf.unstack(tf.exp(point[:, :-1]), axis=-1)),
-            tf.exp(point[:, -1]) + self.jitter, y, mask)[0]
+        rows = likelihood.observed(y, mask)  # shared by the probes
+
+        def score(point):  # [B, P] -> [B]
+            shape, noise = self.exp_split(point)
+            return likelihood.profiled_nll_observed(
+                self.kernel.matrix(feature, shape), noise + self.jitter, mask, rows)[0]
         scored = _finite_or_inf(tf.transpose(tf.map_fn(
             score, tf.transpose(points, [1, 0, 2]), fn_output_signature=DTYPE,
             parallel_iterations=2)))                                              # [B, Q]
@@ -326,17 +332,19 @@ class Search:
         variance at `variance` x the noise variance; the other components'
         variances and the noise's unchanged (starts.short_probes)."""
         names = self.kernel.parameters
-        columns = [optimum[:, i] for i in range(len(self.parameters))]
+        at_optimum = tf.unstack(optimum, num=len(self.parameters), axis=-1)
+        columns = list(at_optimum)
         length_at = names.index(f"length_scale_{c}")
-        columns[length_at] = lo[:, length_at] + np.log(length)
-        log_r = optimum[:, -1]
+        columns[length_at] = tf.unstack(lo, num=len(self.parameters), axis=-1)[length_at] \
+            + np.log(length)
+        log_r = at_optimum[-1]
         if c:  # its ratio to the first component: variance x r
             ratio = names.index(f"variance_ratio_{c}")
             columns[ratio] = np.log(variance) + log_r
         else:  # it is the unit: the other ratios and r are measured anew
             for i, name in enumerate(names):
                 if name.startswith("variance_ratio_"):
-                    columns[i] = optimum[:, i] - np.log(variance) - log_r
+                    columns[i] = at_optimum[i] - np.log(variance) - log_r
             columns[-1] = tf.fill(tf.shape(log_r), tf.constant(-np.log(variance), DTYPE))
         return tf.stack(columns, axis=-1)
 
@@ -345,15 +353,16 @@ class Search:
         taken as independent: kernel rows kernel_grid [B, G1, K] by noise
         columns noise_grid [B, G2] (log parameters). A row's kernel matrix
         serves all its columns."""
-        spread = lambda v: tf.repeat(v, pieces.count, axis=0)  # [B, ...] -> [B * pieces, ...]
-        columns = noise_grid.shape[1]
+        spread = lambda v: tf.gather(v, pieces.owner)  # [B, ...] -> [B * pieces, ...]
+        # The noise columns [B * pieces] each, out of the loop: every row
+        # scores the same ones (one exp a column, as exp_split says why).
+        noises = [spread(tf.exp(column)) + self.jitter
+                  for column in tf.unstack(noise_grid, num=noise_grid.shape[1], axis=-1)]
 
         def score_row(row):  # [B, K] -> [B, G2]; two rows at a time bound memory
             kmat = self.kernel.matrix(pieces.feature, tf.unstack(tf.exp(spread(row)), axis=-1))
-            return tf.stack([
-                likelihood.profiled_nll_blocks(kmat, spread(tf.exp(noise_grid[:, j])) + self.jitter,
-                                               pieces.y, pieces.mask, pieces.count)[0]
-                for j in range(columns)], axis=-1)
+            return tf.stack([nll for nll, _, _ in likelihood.profiled_nll_columns(
+                kmat, noises, pieces.y, pieces.mask, pieces.count)], axis=-1)
 
         values = tf.map_fn(score_row, tf.transpose(kernel_grid, [1, 0, 2]),
                            fn_output_signature=DTYPE, parallel_iterations=2)  # [G1, B, G2]
@@ -362,26 +371,43 @@ class Search:
     def whole_values_where(self, need, feature, points, k, y, mask, otherwise):
         """[B, k]: `whole_values` of the series in need [B], `otherwise`
         [B, k] for the others (gathered: only those series are scored)."""
-        rows = tf.cast(tf.where(need)[:, 0], tf.int32)
+        rows = tf.cast(tf.squeeze(tf.where(need), -1), tf.int32)
         take = lambda v: tf.gather(v, rows)
         exact = self.whole_values(tf.nest.map_structure(take, feature), take(points), k,
                                   take(y), take(mask))
-        return tf.tensor_scatter_nd_update(otherwise, rows[:, None], exact)
+        return tf.tensor_scatter_nd_update(otherwise, tf.expand_dims(rows, 1), exact)
 
     def whole_values(self, feature, points, k, y, mask):
         """[B, k] profiled nll of points [B, k, P] (log parameters) on the
-        whole series: one Cholesky each."""
-        return tf.stack([likelihood.profiled_nll(
-            self.kernel.matrix(feature, tf.unstack(tf.exp(points[:, i, :-1]), axis=-1)),
-            tf.exp(points[:, i, -1]) + self.jitter, y, mask)[0]
-            for i in range(k)], axis=-1)
+        whole series: one Cholesky each, unrolled: a tf.map_fn over the k
+        points traced one copy but made the fits 3.5 % slower
+        (docs/design.md, "Build")."""
+        rows = likelihood.observed(y, mask)  # shared by the k points
+
+        def score(point):  # [B, P] -> [B]
+            shape, noise = self.exp_split(point)
+            return likelihood.profiled_nll_observed(
+                self.kernel.matrix(feature, shape), noise + self.jitter, mask, rows)[0]
+
+        return tf.stack([score(point) for point in tf.unstack(points, num=k, axis=1)], axis=-1)
+
+    def exp_split(self, x):
+        """(shape parameters: a list of [M], noise ratio [M]) from log
+        parameters x [M, P]: one split, fewer graph nodes than slices of x
+        (docs/design.md, "Build"). Split before the exp: Eigen's vectorised
+        exp and its scalar one differ in the last bit, so one exp of all
+        of x would move the fits by round-off."""
+        shape, noise = tf.split(x, [len(self.parameters) - 1, 1], axis=-1)
+        return tf.unstack(tf.exp(shape), num=len(self.parameters) - 1, axis=-1), \
+            tf.exp(tf.squeeze(noise, -1))
 
     def newton_terms(self, x, feature, y, mask):
         """Profiled nll, gradient and Hessian at log parameters x [M, P]."""
-        shape = tf.unstack(tf.exp(x[:, :-1]), num=len(self.parameters) - 1, axis=-1)
+        shape, noise = self.exp_split(x)
         kmat, first, second = self.kernel.matrix_and_derivatives(feature, shape)
         nll, gradient, hessian, mean, scale2 = likelihood.profiled_nll_newton(
-            kmat, first, second, tf.exp(x[:, -1]) + self.jitter, x[:, -1], y, mask)
+            kmat, first, second, noise + self.jitter,
+            tf.unstack(x, num=len(self.parameters), axis=-1)[-1], y, mask)
         return nll, gradient, hessian, {"mean": mean, "scale2": scale2}
 
 
@@ -459,8 +485,10 @@ def _series_best(value, group, series):
 def _grid_points(kernel_grid, noise_grid):
     """[B, G1 * G2, P] the positions of grid rows [B, G1, K] by columns
     [B, G2], row by row."""
-    return tf.concat([tf.repeat(kernel_grid, noise_grid.shape[1], axis=1),
-                      tf.tile(noise_grid, [1, kernel_grid.shape[1]])[..., None]], axis=-1)
+    rows, columns = kernel_grid.shape[1], noise_grid.shape[1]
+    point = np.arange(rows * columns)  # gathers: fewer graph nodes than tf.repeat and tf.tile
+    return tf.concat([tf.gather(kernel_grid, point // columns, axis=1),
+                      tf.expand_dims(tf.gather(noise_grid, point % columns, axis=1), -1)], axis=-1)
 
 
 def _finite_or_inf(values):
@@ -492,6 +520,8 @@ class Pieces:
         self.y = extend(y, tf.zeros_like(y[:, :1]))
         self.mask = extend(mask, tf.zeros_like(mask[:, :1]))
         self.feature = _feature(kernel, t)
+        # [B * count] the row of each piece (a gather spreads [B] over them).
+        self.owner = tf.range(tf.shape(self.y)[0]) // self.count
 
     def within_one(self, mask):
         """[B] the series (mask [B, N]) that fit in one piece."""
