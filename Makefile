@@ -35,8 +35,8 @@ $(BIN)/uv: | $(PY)
 # Python writes the .pyc of what it imports, once: the 2-core CI machines set
 # PYTHONDONTWRITEBYTECODE=1, so every test process compiled TensorFlow's,
 # Beam's and gpfit's own sources again; compiling every installed package
-# up front (uv's --compile-bytecode) cost more than the modules imported
-# (docs/design.md, "Build").
+# up front (uv's --compile-bytecode) made the install 25 times longer and
+# left gpfit's own modules uncompiled (docs/design.md, "Build").
 unexport PYTHONDONTWRITEBYTECODE
 INSTALL := $(BIN)/uv pip install --quiet --python $(PY) -c $(LOCK)
 
