@@ -272,11 +272,7 @@ class Search:
         # Two probes at a time, as the grid: 30 whole-series matrices at
         # once would not fit beside a long series' batch.
         rows = likelihood.observed(y, mask)  # shared by the probes
-
-        def score(point):  # [B, P] -> [B]
-            shape, noise = self.exp_split(point)
-            return likelihood.profiled_nll_observed(
-                self.kernel.matrix(feature, shape), noise + self.jitter, mask, rows)[0]
+        score = functools.partial(self.point_values, feature, mask, rows)  # [B, P] -> [B]
         scored = _finite_or_inf(tf.transpose(tf.map_fn(
             score, tf.transpose(points, [1, 0, 2]), fn_output_signature=DTYPE,
             parallel_iterations=2)))                                              # [B, Q]
@@ -383,13 +379,15 @@ class Search:
         points traced one copy but made the fits 3.5 % slower
         (docs/design.md, "Build")."""
         rows = likelihood.observed(y, mask)  # shared by the k points
+        return tf.stack([self.point_values(feature, mask, rows, point)
+                         for point in tf.unstack(points, num=k, axis=1)], axis=-1)
 
-        def score(point):  # [B, P] -> [B]
-            shape, noise = self.exp_split(point)
-            return likelihood.profiled_nll_observed(
-                self.kernel.matrix(feature, shape), noise + self.jitter, mask, rows)[0]
-
-        return tf.stack([score(point) for point in tf.unstack(points, num=k, axis=1)], axis=-1)
+    def point_values(self, feature, mask, rows, point):
+        """[B] profiled nll of one point per series, point [B, P] (log
+        parameters), on the whole series; rows: likelihood.observed(y, mask)."""
+        shape, noise = self.exp_split(point)
+        return likelihood.profiled_nll_observed(
+            self.kernel.matrix(feature, shape), noise + self.jitter, mask, rows)[0]
 
     def exp_split(self, x):
         """(shape parameters: a list of [M], noise ratio [M]) from log
