@@ -51,7 +51,9 @@ class KernelChoice:
     """Fits every candidate of config (kernel "auto") and keeps, per series,
     the lowest BIC; `bic_margin` is the runner-up's BIC minus the choice's."""
 
-    def __init__(self, config: FitConfig):
+    def __init__(self, config: FitConfig, twin: "KernelChoice | None" = None):
+        """twin: a KernelChoice of the same config whose candidates' traces
+        this one's share (gpcore/traced.py)."""
         if config.kernel != AUTO:
             raise ValueError(f"KernelChoice needs kernel {AUTO!r}; got {config.kernel_name!r}")
         self.config = config
@@ -60,8 +62,9 @@ class KernelChoice:
         # from that fit (`periodic_starts`), without the jumps
         # (fitted_configs).
         self.warm = [is_started(c.kernel, config.candidates) for c in candidates]
-        self.fitters = [GPFitter(candidate, name=f"fitter_{i}")
-                        for i, candidate in enumerate(candidates)]
+        twins = twin.fitters if twin is not None else [None] * len(candidates)
+        self.fitters = [GPFitter(candidate, name=f"fitter_{i}", twin=other)
+                        for i, (candidate, other) in enumerate(zip(candidates, twins))]
 
     @property
     def tracing_count(self) -> int:
@@ -314,10 +317,15 @@ def work_by_kernel(fitter) -> dict[str, dict]:
 def build_fitter(config: FitConfig, copies: int = 1):
     """The fitter for config: a GPFitter, or a KernelChoice under "auto";
     with copies > 1, that many of them side by side on threads (SideBySide),
-    for a process with as many cores."""
-    build = lambda k: (KernelChoice(config) if config.kernel == AUTO
-                       else GPFitter(config, name="gp_fitter" + (f"_{k}" if k else "")))
+    for a process with as many cores: twins of the first, sharing its
+    traces (gpcore/traced.py)."""
+    def build(k, twin=None):
+        if config.kernel == AUTO:
+            return KernelChoice(config, twin=twin)
+        return GPFitter(config, name="gp_fitter" + (f"_{k}" if k else ""), twin=twin)
+
+    first = build(0)
     if copies <= 1:
-        return build(0)
+        return first
     from gpcore.side_by_side import SideBySide
-    return SideBySide([build(k) for k in range(copies)])
+    return SideBySide([first] + [build(k, twin=first) for k in range(1, copies)])

@@ -27,6 +27,7 @@ from gpcore.likelihood import bic
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line
 from gpcore.search import Search
 from gpcore.series import CleanSeries, Series, clean
+from gpcore.traced import Traced
 
 tfb = tfp.bijectors
 DTYPE = tf.float64
@@ -58,12 +59,21 @@ class GPFitter(tf.Module):
     # The in-graph search this fitter compiles (gpcore/search.py).
     search_type = Search
 
-    def __init__(self, config: FitConfig | None = None, name: str = "gp_fitter"):
+    def __init__(self, config: FitConfig | None = None, name: str = "gp_fitter",
+                 twin: "GPFitter | None" = None):
+        """twin: a fitter built alike (the same config and search) whose
+        trace this one shares (gpcore/traced.py): a copy of it, with
+        variables of its own."""
         super().__init__(name=name)
         self.config = config or FitConfig()
         if self.config.kernel == AUTO:
             raise ValueError(f"GPFitter fits one kernel; kernel {AUTO!r} is "
                              "gpcore.build_fitter's (a KernelChoice)")
+        if twin is not None and (twin.config != self.config
+                                 or twin.search_type is not self.search_type):
+            raise ValueError("a twin shares the trace of a fitter built alike: same FitConfig "
+                             f"and search; got {twin.config.kernel_name!r} for "
+                             f"{self.config.kernel_name!r}")
         self.kernel = self.config.kernel
         self._lock = threading.Lock()
         # Series longer than MARKOV_ABOVE go to the O(n) fitter where the
@@ -71,7 +81,8 @@ class GPFitter(tf.Module):
         self.long_fitter = None
         if is_markov(self.config.kernel):
             from gpcore.markov_fitter import MarkovFitter
-            self.long_fitter = MarkovFitter(self.config, name=name + "_long")
+            self.long_fitter = MarkovFitter(self.config, name=name + "_long",
+                                            twin=twin.long_fitter if twin is not None else None)
         # Batch-shaped [C] (C = series x restarts in flight) with unknown
         # size, so that batches of any size re-use the same variables.
         self.shape_parameters = [self._positive(name) for name in self.kernel.parameters]
@@ -82,16 +93,17 @@ class GPFitter(tf.Module):
         # floating-point operations they needed.
         self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
                      "member_evaluations": 0, "flops": 0.0}
+        self.search = self.search_type(self.kernel, self.config, self.log_parameters, self.jitter)
+        if twin is not None:
+            self._traced = twin._traced
+            return
         n_params = len(self.parameters)
-        self.search = self.search_type(self.kernel, self.config, self.parameters, self.jitter)
         rows, columns = starts.grid_shape(self.kernel)
         batch = tf.TensorSpec([None, None], DTYPE)  # [B, N] data or [C, P] bounds
-        # autograph=False: the Python control flow here is static (loops over
-        # parameters); tracing without conversion is seconds faster.
         # A partial, not the method: TF counts traces per code object, so the
         # fitters of kernel auto (one trace each) would read as one retracing.
         fit_members = functools.partial(self.search_type.fit_members, self.search)
-        self._fit_members = tf.function(fit_members, autograph=False, input_signature=[
+        self._traced = Traced(fit_members, [
             batch, batch, batch,                                      # t, y, mask [B, N]
             batch, batch,                                             # lower, upper [C, P]
             tf.TensorSpec([None, rows, n_params - 1], DTYPE),         # kernel grid rows [B, ...]
@@ -113,9 +125,15 @@ class GPFitter(tf.Module):
         return self.shape_parameters + [self.noise_ratio]
 
     @property
+    def log_parameters(self) -> list[tf.Variable]:
+        """The log-space variables behind `parameters`, what the search assigns."""
+        return [tv.trainable_variables[0] for tv in self.parameters]
+
+    @property
     def tracing_count(self) -> int:
-        """Total traces of the compiled fit so far."""
-        return self._fit_members.experimental_get_tracing_count()
+        """Traces of the compiled fit so far, shared with its twins: 1 once
+        the first of them has fitted."""
+        return self._traced.tracing_count
 
     # ---- Python side ---------------------------------------------------
 
@@ -228,8 +246,8 @@ class GPFitter(tf.Module):
         start = np.zeros_like(lower)
         if warmed:
             start[len(group) - len(warmed):] = [p for _, p in placed]
-        out = {k: v.numpy() for k, v in self._fit_members(
-            data.t, data.y, data.mask, lower, upper,
+        out = {k: v.numpy() for k, v in self._traced(
+            self.log_parameters + [self.jitter], data.t, data.y, data.mask, lower, upper,
             np.stack([rows for rows, _ in grids]), np.stack([columns for _, columns in grids]),
             group, rank, np.clip(start, lower, upper)).items()}
         self._count_work(len(group), len(batch), int(out.pop("evaluations")), data.t.shape[1])

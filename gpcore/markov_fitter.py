@@ -39,6 +39,7 @@ from gpcore.config import FitConfig, is_markov
 from gpcore.kernels import components
 from gpcore.result import FAILED, SKIPPED, FitResult, first_line
 from gpcore.series import CleanSeries, Series, clean
+from gpcore.traced import Traced
 
 tfb = tfp.bijectors
 DTYPE = tf.float64
@@ -74,7 +75,10 @@ class MarkovFitter(tf.Module):
     raises for a bad series; not thread-safe by nature, so `fit` holds a lock.
     """
 
-    def __init__(self, config: FitConfig | None = None, name: str = "markov_fitter"):
+    def __init__(self, config: FitConfig | None = None, name: str = "markov_fitter",
+                 twin: "MarkovFitter | None" = None):
+        """twin: a MarkovFitter of the same config whose trace this one
+        shares (gpcore/traced.py)."""
         super().__init__(name=name)
         self.config = config or FitConfig(kernel="matern32")
         self.kernel = self.config.kernel
@@ -96,11 +100,13 @@ class MarkovFitter(tf.Module):
         rows, columns = starts.grid_shape(self.kernel)
         p = len(self.kernel.parameters) + 1
         batch = tf.TensorSpec([None, None], DTYPE)
-        self._fit_members = tf.function(
-            functools.partial(MarkovFitter._fit_graph, self), autograph=False,
-            input_signature=[batch, batch, batch, batch, batch,
-                             tf.TensorSpec([None, rows, p - 1], DTYPE),
-                             tf.TensorSpec([None, columns], DTYPE)])
+        if twin is not None:
+            self._traced = twin._traced
+            return
+        self._traced = Traced(functools.partial(MarkovFitter._fit_graph, self),
+                              [batch, batch, batch, batch, batch,
+                               tf.TensorSpec([None, rows, p - 1], DTYPE),
+                               tf.TensorSpec([None, columns], DTYPE)])
 
     @staticmethod
     def _positive(name: str) -> tfp.util.TransformedVariable:
@@ -113,7 +119,7 @@ class MarkovFitter(tf.Module):
 
     @property
     def tracing_count(self) -> int:
-        return self._fit_members.experimental_get_tracing_count()
+        return self._traced.tracing_count
 
     # ---- compiled part -------------------------------------------------
 
@@ -147,9 +153,11 @@ class MarkovFitter(tf.Module):
         h = 0.5 * (h + tf.linalg.matrix_transpose(h))
         return at_x(nll), g[:, 0], h, at_x(mean), at_x(scale2)
 
-    def _fit_graph(self, t, y, mask, lower, upper, kernel_grid, noise_grid):
+    def _fit_graph(self, variables, t, y, mask, lower, upper, kernel_grid, noise_grid):
         """Grid on the window, Newton on the window, Newton on the series;
-        t, y, mask [B, N]; lower, upper [B, P]; grids as GPFitter's."""
+        variables: the calling fitter's log-parameter variables (assigned
+        the optimum); t, y, mask [B, N]; lower, upper [B, P]; grids as
+        GPFitter's."""
         series = tf.shape(t)[0]
         window = tf.minimum(WINDOW_POINTS, tf.shape(t)[1])
         tw, yw, mw = t[:, :window], y[:, :window], mask[:, :window]
@@ -191,8 +199,8 @@ class MarkovFitter(tf.Module):
         first = minimize(on_window, start)
         window_hessian = first.aux["hessian"]
         result = minimize(on_series(window_hessian), first.position, hessian_update=secant_update)
-        for i, tv in enumerate(self.parameters):
-            tv.trainable_variables[0].assign(result.position[:, i])
+        for i, variable in enumerate(variables):
+            variable.assign(result.position[:, i])
         params = tf.exp(result.position)
         zero = tf.zeros_like(result.value)
         return {
@@ -266,8 +274,8 @@ class MarkovFitter(tf.Module):
         grids = [_search_grid(kernel, t, y) for t, y in zip(data.t_std, data.y_standard)]
         lower, upper = (np.stack(side) for side in
                         zip(*(starts.bounds(kernel, t) for t in data.t_std)))
-        out = {k: v.numpy() for k, v in self._fit_members(
-            data.t, data.y, data.mask, lower, upper,
+        out = {k: v.numpy() for k, v in self._traced(
+            [tv.trainable_variables[0] for tv in self.parameters], data.t, data.y, data.mask, lower, upper,
             np.stack([rows for rows, _ in grids]),
             np.stack([columns for _, columns in grids])).items()}
         self.work["batches"] += 1

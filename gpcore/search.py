@@ -13,6 +13,7 @@ which this module never imports.
 """
 from __future__ import annotations
 
+import copy
 import functools
 
 import numpy as np
@@ -38,11 +39,14 @@ class Search:
     Args:
       kernel: the kernel fitted. config: the fitter's FitConfig (Newton's
         steps and tolerance, the sums' jumps).
-      parameters: the fitter's TransformedVariables [C] each, the kernel's
-        shape parameters in `kernel.parameters` order, then the noise
-        ratio; assigned in place, never created here.
+      parameters: the fitter's log-parameter variables [C] each, the
+        kernel's shape parameters in `kernel.parameters` order, then the
+        noise ratio; assigned in place, never created here.
       jitter: the fitter's diagonal jitter variable (units of the kernel
         variance), added to the noise ratio everywhere.
+    The traced search (fit_members) takes the variables as its argument
+    instead, so that a fitter's twins share its trace (gpcore/traced.py);
+    these are what the other methods use when called on their own.
     """
 
     def __init__(self, kernel: Kernel, config: FitConfig, parameters, jitter):
@@ -51,10 +55,15 @@ class Search:
         self.parameters = list(parameters)
         self.jitter = jitter
 
-    def fit_members(self, t, y, mask, lower, upper, kernel_grid, noise_grid, group, rank,
-                           warm):
+    def fit_members(self, variables, t, y, mask, lower, upper, kernel_grid, noise_grid, group,
+                    rank, warm):
         """Grid search, then Newton, for C members of B series; t, y, mask
         [B, N], one row per series.
+
+        variables: the calling fitter's log-parameter variables and its
+        jitter variable, last: assigned and read here in place of the
+        constructor's (a shallow copy of this search holds them), so one
+        trace serves every fitter built alike.
 
         Members 0..B-1 are the B series' first starts (rank 0); member c
         fits series group[c] from the rank[c]-th best point of its grid, or
@@ -62,15 +71,21 @@ class Search:
         Restarts of one series that reach the basin of a better start stop
         there.
         """
+        search = copy.copy(self)
+        *search.parameters, search.jitter = variables
+        return search.members(t, y, mask, lower, upper, kernel_grid, noise_grid, group, rank, warm)
+
+    def members(self, t, y, mask, lower, upper, kernel_grid, noise_grid, group, rank, warm):
+        """fit_members with this search's own variables."""
         series = tf.shape(t)[0]
         feature = _feature(self.kernel, t)  # [B, N, N] each, fixed for the batch
         pieces = Pieces(self.kernel, t, y, mask)
         grid_start, basins, _ = self.grid_start(feature, pieces, y, mask, kernel_grid, noise_grid,
                                                 group, rank)
         start = tf.where((rank < 0)[:, None], warm, grid_start)
-        for i, tv in enumerate(self.parameters):
-            tv.trainable_variables[0].assign(start[:, i])
-        position = tf.stack([tv.trainable_variables[0] for tv in self.parameters], axis=-1)
+        for i, variable in enumerate(self.parameters):
+            variable.assign(start[:, i])
+        position = tf.stack(self.parameters, axis=-1)
 
         def evaluate(x, members):
             rows = tf.gather(group, members)  # each member's series
@@ -99,8 +114,8 @@ class Search:
                                  if self.kernel.has_period else starts.PROBE_ROUNDS,
                                  behind=self.config.stop_behind,
                                  behind_after=starts.BEHIND_AFTER)
-        for i, tv in enumerate(self.parameters):
-            tv.trainable_variables[0].assign(result.position[:, i])
+        for i, variable in enumerate(self.parameters):
+            variable.assign(result.position[:, i])
         params = tf.exp(result.position)
         return {
             "nll": result.value, "mean": result.aux["mean"], "scale2": result.aux["scale2"],

@@ -6,8 +6,9 @@ over one thread; TensorFlow releases the GIL while a compiled graph runs, so
 two fitters with one intra-op thread each, fitting different series at the
 same time, fit about 1.35x as many series per second on 2 cores
 (docs/design.md, "Fitters side by side"). Each copy is an ordinary fitter
-(gpcore.build_fitter): its variables are created once and its function
-traced once, like any other.
+with variables of its own, created once; the copies are twins of the first
+(gpcore.build_fitter), so the process traces their function once, not once
+per copy (gpcore/traced.py), and every copy joins every call.
 """
 from __future__ import annotations
 
@@ -17,18 +18,9 @@ from typing import Sequence
 
 import numpy as np
 
-from gpcore.batching import Batching, summed_work
+from gpcore.batching import summed_work
 from gpcore.result import FitResult
 from gpcore.series import Series
-
-
-# A copy's first call traces its function, holding the GIL. A copy not
-# traced yet joins a call only if the call's estimated work (gpcore.batching)
-# is at least this many traces: a night with a few changed series is done
-# sooner by the copies already traced (the trace's cost and the rule are
-# measured in docs/design.md, "Fitters side by side").
-TRACE_SECONDS = 1.5
-COLD_COPY_TRACES = 4
 
 
 class SideBySide:
@@ -37,11 +29,10 @@ class SideBySide:
 
     A call's series are sorted by length and cut into chunks of a few
     batches (at most a copy's share of the call), longest first; each copy
-    takes the next chunk when it is free, so copies that start late (a
-    trace takes a second or two) or get dearer chunks still finish
-    together; a copy not traced yet joins only a call with enough work to
-    repay its trace. A series' fit does not depend on the other series of
-    its batch, so the results are those of one fitter.
+    takes the next chunk when it is free, so copies that start late (the
+    first call waits for the one trace) or get dearer chunks still finish
+    together. A series' fit does not depend on the other series of its
+    batch, so the results are those of one fitter.
     """
 
     # Chunks of this many batches: enough for full batches of similar
@@ -53,22 +44,12 @@ class SideBySide:
             raise ValueError("SideBySide needs at least one fitter")
         self.fitters = list(fitters)
         self.config = self.fitters[0].config
-        self._batching = Batching(self.config)
         self._threads = ThreadPoolExecutor(len(self.fitters), thread_name_prefix="gpfit-fitter")
-
-    def _joining(self, series: Sequence[Series]) -> list:
-        """The copies that take part in a call: those already traced, and the
-        others only when the call's estimated work repays their trace."""
-        traced = [f for f in self.fitters if f.tracing_count > 0] or self.fitters[:1]
-        if len(traced) == len(self.fitters):
-            return traced
-        work = sum(self._batching.cost(np.size(s.t)) for s in series)
-        return self.fitters if work >= COLD_COPY_TRACES * TRACE_SECONDS else traced
 
     @property
     def tracing_count(self) -> int:
-        """Traces of each copy (the most of any): each traces once, like a
-        lone fitter."""
+        """Traces of the copies' one shared function: 1 once any copy has
+        fitted, like a lone fitter."""
         return max(f.tracing_count for f in self.fitters)
 
     @property
@@ -97,7 +78,7 @@ class SideBySide:
                 for i, result in zip(chunk, fitter.fit([series[i] for i in chunk])):
                     results[i] = result
 
-        running = [self._threads.submit(work, fitter) for fitter in self._joining(series)]
+        running = [self._threads.submit(work, fitter) for fitter in self.fitters]
         wait(running)
         for done in running:
             done.result()  # a copy's error is the call's, once every copy has stopped

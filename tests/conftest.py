@@ -55,8 +55,8 @@ def fitter_for():
 # In-process pipeline runs (gpfit_here, builder.build) of one test module
 # share their fitters: pipeline.fitters.build hands out one per (FitConfig,
 # copies) per module, as a worker process keeps one for every bundle of its
-# job. A fresh build traces 2 copies (4-6 CPU s, docs/design.md, "Build")
-# and was most of an in-process run's cost. Per module, not per process:
+# job. A fresh build's trace (one for its copies, gpcore/traced.py; 3-6
+# CPU s, docs/design.md, "Build") was most of an in-process run's cost. Per module, not per process:
 # a module's runs then see the same fitter however the workers split the
 # suite, and no module sees traces another left (tracing_count_max). Pipeline
 # runs in a test process are one at a time (each job's slot locks its fitter;

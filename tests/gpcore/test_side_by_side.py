@@ -7,14 +7,7 @@ import pytest
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, Series, build_fitter
 from gpcore.choice import KernelChoice
-from gpcore import side_by_side
 from gpcore.side_by_side import SideBySide
-
-
-@pytest.fixture
-def every_copy_joins(monkeypatch):
-    """Cold copies join every call, however small (tests fit little)."""
-    monkeypatch.setattr(side_by_side, "COLD_COPY_TRACES", 0)
 
 
 def _series(rng, count):
@@ -28,7 +21,7 @@ def _series(rng, count):
     return out
 
 
-def test_copies_fit_every_series_once_in_order_as_one_fitter_does(rng, every_copy_joins):
+def test_copies_fit_every_series_once_in_order_as_one_fitter_does(rng):
     config = FitConfig(kernel="rbf", batch_size=4)
     series = _series(rng, 70)  # several chunks of 4 batches of 4
     alone = GPFitter(config).fit(series)
@@ -49,13 +42,13 @@ def test_copies_fit_every_series_once_in_order_as_one_fitter_does(rng, every_cop
             # Other batch companions change the padding only: float64 round-off.
             assert b.nll == pytest.approx(a.nll, rel=1e-9, abs=1e-9)
             assert b.length_scale == pytest.approx(a.length_scale, rel=1e-5)
-    assert copies.tracing_count == 1  # each copy traced once
+    assert copies.tracing_count == 1  # one trace for both copies
     assert copies.work["batches"] == sum(f.work["batches"] for f in copies.fitters)
     copies.fit(series[:9])
     assert copies.tracing_count == 1
 
 
-def test_a_copy_that_raises_makes_the_call_raise_after_the_others_stop(rng, every_copy_joins):
+def test_a_copy_that_raises_makes_the_call_raise_after_the_others_stop(rng):
     copies = build_fitter(FitConfig(kernel="rbf", batch_size=2), copies=2)
     finished = []
 
@@ -78,7 +71,7 @@ def test_one_copy_is_the_plain_fitter_and_auto_copies_kernel_choices():
         SideBySide([])
 
 
-def test_a_call_of_few_series_is_shared_between_the_copies(rng, every_copy_joins):
+def test_a_call_of_few_series_is_shared_between_the_copies(rng):
     copies = build_fitter(FitConfig(kernel="rbf"), copies=2)
     sizes = []
     for fitter in copies.fitters:
@@ -88,13 +81,30 @@ def test_a_call_of_few_series_is_shared_between_the_copies(rng, every_copy_joins
     assert sorted(sizes) == [3, 3]
 
 
-def test_a_copy_not_traced_yet_joins_only_a_call_that_repays_its_trace(rng, monkeypatch):
+def test_copies_share_one_trace_and_keep_their_own_variables(rng):
     copies = build_fitter(FitConfig(kernel="rbf"), copies=2)
-    small = _series(rng, 20)  # well under a second of work: 4 traces are 6 s
-    copies.fit(small)
-    assert [f.tracing_count for f in copies.fitters] == [1, 0]
-    copies.fit(small)  # still small: the traced copy alone
-    assert [f.tracing_count for f in copies.fitters] == [1, 0]
-    monkeypatch.setattr(side_by_side, "TRACE_SECONDS", 1e-4)  # now it repays
-    copies.fit(small)
+    first, second = copies.fitters
+    assert [f.tracing_count for f in copies.fitters] == [0, 0]
+    series = _series(rng, 20)
+    fitted = copies.fit(series)  # a small call: both copies take part, one trace
     assert [f.tracing_count for f in copies.fitters] == [1, 1]
+    assert first.work["batches"] > 0 and second.work["batches"] > 0
+    values = lambda fitter: [v.numpy().copy() for v in fitter.log_parameters]
+    before_first, before_second = values(first), values(second)
+    alone = second.fit(series[:5])  # the twin alone, on the shared trace
+    assert second.tracing_count == 1
+    # The twin's .assign landed in its own variables, none in the first's.
+    for old, new in zip(before_first, values(first)):
+        np.testing.assert_array_equal(old, new)
+    assert any(old.shape != new.shape or not np.array_equal(old, new)
+               for old, new in zip(before_second, values(second)))
+    for a, b in zip(alone, fitted[:5]):
+        assert a.status == b.status
+        if a.status == "ok":  # other batch companions: float64 round-off
+            assert a.nll == pytest.approx(b.nll, rel=1e-9, abs=1e-9)
+
+
+def test_a_twin_must_be_built_alike():
+    first = GPFitter(FitConfig(kernel="rbf"))
+    with pytest.raises(ValueError, match="built alike"):
+        GPFitter(FitConfig(kernel="matern52"), twin=first)

@@ -1,0 +1,60 @@
+"""Traced: one compiled fit function, traced once, shared by a fitter and
+its twins.
+
+A fitter's compiled search reads and assigns its variables. Captured, they
+would tie the traced graph to one fitter, and each copy of a fitter (one
+per core, gpcore/side_by_side.py; one per candidate and core under
+`auto`) would trace the same graph again: seconds of CPU each, with the
+GIL held, so the copies' traces ran one after another (docs/design.md,
+"One trace for the copies"). Here the variables are the function's first
+argument instead: the graph is traced once, for the first fitter, and a
+twin's call passes its own variables to the same concrete function, so its
+`.assign`s land in its own variables and never in another's. Calls from
+several threads at once are safe: each runs the graph with its own
+arguments.
+
+tf.function's input_signature cannot describe variables, so the function
+is traced once by get_concrete_function, with the variables' own specs
+(batch size unknown) and the tensors' specs given here, on the first call.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable, Sequence
+
+import tensorflow as tf
+
+
+class Traced:
+    """fn(variables, *tensors) traced once, for variables of any fitter
+    built alike.
+
+    Args:
+      fn: the graph's Python function: (variables, *tensors) -> outputs.
+      tensors: tf.TensorSpec per tensor argument (unknown sizes as None).
+    """
+
+    def __init__(self, fn: Callable, tensors: Sequence[tf.TensorSpec]):
+        # autograph=False: the graph's Python control flow is static (loops
+        # over parameters); tracing without conversion is seconds faster.
+        self._function = tf.function(fn, autograph=False)
+        self._tensors = list(tensors)
+        self._concrete = None
+        self._lock = threading.Lock()
+
+    def __call__(self, variables: list[tf.Variable], *tensors):
+        """The graph's outputs for these variables (assigned in place) and
+        tensors (numpy arrays or tensors of the specs' dtypes)."""
+        concrete = self._concrete
+        if concrete is None:
+            with self._lock:  # twins calling first at once: one trace
+                if self._concrete is None:
+                    self._concrete = self._function.get_concrete_function(
+                        variables, *self._tensors)
+                concrete = self._concrete
+        return concrete(variables, *tensors)
+
+    @property
+    def tracing_count(self) -> int:
+        """Traces so far: 0 before the first call, 1 after, for every twin."""
+        return self._function.experimental_get_tracing_count()
