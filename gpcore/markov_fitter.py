@@ -118,6 +118,11 @@ class MarkovFitter(tf.Module):
         return self.shape_parameters + [self.noise_ratio]
 
     @property
+    def log_parameters(self) -> list[tf.Variable]:
+        """The log-space variables behind `parameters`, what the graph assigns."""
+        return [tv.trainable_variables[0] for tv in self.parameters]
+
+    @property
     def tracing_count(self) -> int:
         return self._traced.tracing_count
 
@@ -275,7 +280,7 @@ class MarkovFitter(tf.Module):
         lower, upper = (np.stack(side) for side in
                         zip(*(starts.bounds(kernel, t) for t in data.t_std)))
         out = {k: v.numpy() for k, v in self._traced(
-            [tv.trainable_variables[0] for tv in self.parameters], data.t, data.y, data.mask, lower, upper,
+            self.log_parameters, data.t, data.y, data.mask, lower, upper,
             np.stack([rows for rows, _ in grids]),
             np.stack([columns for _, columns in grids])).items()}
         self.work["batches"] += 1

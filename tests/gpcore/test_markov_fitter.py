@@ -67,6 +67,22 @@ def test_long_series_take_the_markov_path(fitter):
     assert fitter.long_fitter.tracing_count == 1
 
 
+def test_a_twins_long_fitter_shares_the_trace_and_fits_alike(fitter):
+    twin = GPFitter(fitter.config, twin=fitter)  # a side-by-side copy (gpcore/traced.py)
+    assert twin.long_fitter is not fitter.long_fitter
+    series = [matern32_series(300, 7)]
+    ours = fitter.long_fitter.fit(series)[0]
+    theirs = twin.long_fitter.fit(series)[0]
+    # The same graph on the same inputs: the same fit, bit for bit.
+    assert (theirs.status, theirs.nll, theirs.length_scale) == (ours.status, ours.nll,
+                                                                ours.length_scale)
+    assert twin.long_fitter.tracing_count == fitter.long_fitter.tracing_count == 1
+    # Each assigned the optimum to its own variables.
+    for a, b in zip(fitter.long_fitter.log_parameters, twin.long_fitter.log_parameters):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        assert a is not b
+
+
 def test_kernels_without_state_space_form_skip_long_series_naming_those_that_fit():
     config = FitConfig(kernel="rbf+periodic")
     assert config.max_points == DENSE_MAX_POINTS
