@@ -88,6 +88,10 @@ class MarkovFitter(tf.Module):
         self._lock = threading.Lock()
         self.shape_parameters = [self._positive(n) for n in self.kernel.parameters]
         self.noise_ratio = self._positive("noise_ratio")
+        # The log-space variables behind `parameters`, what the graph assigns:
+        # listed once (a TransformedVariable's trainable_variables walks its
+        # module tree, 2.4 ms a call), passed to every fit call.
+        self.log_parameters = [tv.trainable_variables[0] for tv in self.parameters]
         self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
                      "member_evaluations": 0, "series_evaluations": 0, "points": 0.0}
         # The likelihood and its gradient are functions traced once and
@@ -116,11 +120,6 @@ class MarkovFitter(tf.Module):
     @property
     def parameters(self):
         return self.shape_parameters + [self.noise_ratio]
-
-    @property
-    def log_parameters(self) -> list[tf.Variable]:
-        """The log-space variables behind `parameters`, what the graph assigns."""
-        return [tv.trainable_variables[0] for tv in self.parameters]
 
     @property
     def tracing_count(self) -> int:
