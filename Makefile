@@ -143,4 +143,4 @@ bench-forecast: $(VENV)/.installed-test
 	$(PY) benchmarks/forecast.py $(FORECAST_ARGS)
 
 clean:
-	rm -rf $(VENV) demo/data demo/output demo/output-seasonal build dist *.egg-info
+	rm -rf $(VENV) .cache demo/data demo/output demo/output-seasonal build dist *.egg-info

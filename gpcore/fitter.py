@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
 
-from gpcore import newton, parameters, starts
+from gpcore import newton, parameters, starts, trace_cache
 from gpcore.batching import flops_per_grid, flops_per_newton_evaluation, padded_length
 from gpcore.config import AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, is_markov
 from gpcore.likelihood import bic
@@ -115,7 +115,7 @@ class GPFitter(tf.Module):
             tf.TensorSpec([None], tf.int32),                          # series of each member [C]
             tf.TensorSpec([None], tf.int32),                          # restart rank [C]; -1: warm
             batch,                                                    # warm start [C, P]
-        ])
+        ], cache_parts=trace_cache.parts(self.config, type(self), self.search_type))
 
     @staticmethod
     def _positive(name: str) -> tfp.util.TransformedVariable:

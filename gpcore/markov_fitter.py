@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
 
-from gpcore import newton, starts, statespace
+from gpcore import newton, starts, statespace, trace_cache
 from gpcore.batching import padded_length
 from gpcore.config import FitConfig, is_markov
 from gpcore.kernels import components
@@ -110,7 +110,8 @@ class MarkovFitter(tf.Module):
         self._traced = Traced(functools.partial(MarkovFitter._fit_graph, self),
                               [batch, batch, batch, batch, batch,
                                tf.TensorSpec([None, rows, p - 1], DTYPE),
-                               tf.TensorSpec([None, columns], DTYPE)])
+                               tf.TensorSpec([None, columns], DTYPE)],
+                              cache_parts=trace_cache.parts(self.config, type(self)))
 
     @staticmethod
     def _positive(name: str) -> tfp.util.TransformedVariable:

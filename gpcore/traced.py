@@ -16,6 +16,8 @@ arguments.
 tf.function's input_signature cannot describe variables, so the function
 is traced once by get_concrete_function, with the variables' own specs
 (batch size unknown) and the tensors' specs given here, on the first call.
+Given a cache key, the first call loads the function a process traced
+before instead, and keeps the one it traces (gpcore/trace_cache.py).
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ import threading
 from typing import Callable, Sequence
 
 import tensorflow as tf
+
+from gpcore import trace_cache
 
 
 class Traced:
@@ -32,14 +36,20 @@ class Traced:
     Args:
       fn: the graph's Python function: (variables, *tensors) -> outputs.
       tensors: tf.TensorSpec per tensor argument (unknown sizes as None).
+      cache_parts: what the graph is traced from besides gpcore itself (the
+        fitter's class and configuration), naming its entry in the trace
+        cache; None: always traced.
     """
 
-    def __init__(self, fn: Callable, tensors: Sequence[tf.TensorSpec]):
+    def __init__(self, fn: Callable, tensors: Sequence[tf.TensorSpec],
+                 cache_parts: Sequence[str] | None = None):
         # autograph=False: the graph's Python control flow is static (loops
         # over parameters); tracing without conversion is seconds faster.
         self._function = tf.function(fn, autograph=False)
         self._tensors = list(tensors)
+        self._cache_parts = None if cache_parts is None else list(cache_parts)
         self._concrete = None
+        self._restored = None  # the loaded SavedModel, which owns a loaded function
         self._lock = threading.Lock()
 
     def __call__(self, variables: list[tf.Variable], *tensors):
@@ -49,12 +59,29 @@ class Traced:
         if concrete is None:
             with self._lock:  # twins calling first at once: one trace
                 if self._concrete is None:
-                    self._concrete = self._function.get_concrete_function(
-                        variables, *self._tensors)
+                    self._concrete = self._compiled(variables)
                 concrete = self._concrete
         return concrete(variables, *tensors)
 
+    def _compiled(self, variables):
+        """The function loaded from the trace cache, else traced (and kept)."""
+        name = None if self._cache_parts is None else trace_cache.key(*self._cache_parts)
+        found = trace_cache.load(name) if name else None
+        if found is not None:
+            concrete, self._restored = found
+            return concrete
+        concrete = self._function.get_concrete_function(variables, *self._tensors)
+        if name:
+            trace_cache.save(name, concrete)
+        return concrete
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the function came from the trace cache, not a trace."""
+        return self._restored is not None
+
     @property
     def tracing_count(self) -> int:
-        """Traces so far: 0 before the first call, 1 after, for every twin."""
-        return self._function.experimental_get_tracing_count()
+        """Compiled functions made so far, traced or loaded: 0 before the
+        first call, 1 after, for every twin."""
+        return self._function.experimental_get_tracing_count() + int(self.loaded)

@@ -15,6 +15,13 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+# One trace cache for the whole run, its test processes and the gpfit
+# processes they start: the suite builds about 200 fitters and starts about
+# 60 processes, mostly of a few configurations, and each after the first
+# loads its traced search instead of tracing it (gpcore/trace_cache.py).
+# In the checkout, not the user's cache: `make clean` removes it.
+os.environ.setdefault("GPFIT_TRACE_CACHE", os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".cache", "traces"))
 
 
 @pytest.fixture(scope="session", autouse=True)

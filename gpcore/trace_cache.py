@@ -1,0 +1,239 @@
+"""A folder of traced fit functions, kept between processes.
+
+A fitter's first call traces its search into a TensorFlow graph: 1.3-1.8 CPU
+s for one kernel, more under `auto` (a graph per candidate), paid by every
+process that builds a fitter (each run of the command, each Dataflow worker
+process, each test process). Like JAX's persistent compilation cache, this
+keeps the traced function as a SavedModel, so a later process loads it
+(0.3-0.7 s) instead of tracing (docs/design.md, "Traces kept between
+processes").
+
+An entry is valid only for the graph it was traced from. Its key hashes
+everything the trace reads: gpcore's sources, the values of gpcore's module
+constants and the code of its functions and methods as they stand in this
+process (a test that patches one gets another key), the fitter's class and
+configuration, and the versions of Python, TensorFlow and TFP. The folder is
+GPFIT_TRACE_CACHE, by default gpfit/traces under the user's cache folder
+($XDG_CACHE_HOME, else ~/.cache); "off" turns it off. Entries are written
+whole, then renamed into place, so processes that share the folder never read
+half an entry; any entry may be deleted at any time.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import logging
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import types
+from typing import Callable, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from gpcore.result import first_line
+
+_LOG = logging.getLogger("gpfit")
+
+ENV = "GPFIT_TRACE_CACHE"
+OFF = "off"
+# Bumped when what an entry holds changes meaning.
+FORMAT = "1"
+# Entries kept, the least recently used pruned beyond it: each is 0.3-1 MB,
+# one per configuration and gpfit version used.
+MAX_ENTRIES = 200
+# A half-written entry this old was left by a process that died.
+STALE_PARTIAL_S = 3600.0
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def folder() -> Optional[str]:
+    """The cache folder, or None when turned off."""
+    chosen = os.environ.get(ENV)
+    if chosen is not None:
+        return None if chosen.strip().lower() in (OFF, "") else os.path.expanduser(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "gpfit", "traces")
+
+
+@functools.lru_cache(maxsize=1)
+def _sources() -> str:
+    """Hash of gpcore's source files (read once a process)."""
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(_HERE)):
+        if name.endswith(".py"):
+            digest.update(name.encode())
+            with open(os.path.join(_HERE, name), "rb") as f:
+                digest.update(f.read())
+    return digest.hexdigest()
+
+
+# Modules no graph reads, whose globals change as a process runs: the
+# package's exports bind on first use, quiet sets a start-up flag.
+_PLUMBING = ("__init__", "quiet", "threads", "trace_cache", "traced")
+
+
+@functools.lru_cache(maxsize=1)
+def _module_names() -> tuple[str, ...]:
+    stems = sorted(f[:-3] for f in os.listdir(_HERE) if f.endswith(".py"))
+    return tuple("gpcore." + s for s in stems if s not in _PLUMBING)
+
+
+def _elsewhere_in_gpcore(value, name: str) -> bool:
+    """A function or class another gpcore module defines (hashed there)."""
+    home = getattr(value, "__module__", None) or ""
+    return home != name and (home == "gpcore" or home.startswith("gpcore."))
+
+
+def _stable(value) -> str:
+    """A text for `value` that is the same in every process: code objects
+    by their bytecode and constants (their repr holds an address), sets
+    sorted (their order follows the process's hash seed), other objects by
+    their type, and gpcore's by their own repr."""
+    if isinstance(value, types.CodeType):
+        return value.co_code.hex() + "(" + ",".join(_stable(c) for c in value.co_consts) + ")"
+    if isinstance(value, (int, float, complex, str, bytes, bool, type(None))):
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        return "(" + ",".join(_stable(v) for v in value) + ")"
+    if isinstance(value, dict):
+        return "{" + ",".join(sorted(_stable(k) + ":" + _stable(v) for k, v in value.items())) + "}"
+    if isinstance(value, np.ndarray):
+        return f"array{value.shape}{value.dtype}:" + hashlib.sha256(value.tobytes()).hexdigest()
+    if isinstance(value, (set, frozenset)):
+        return "{" + ",".join(sorted(_stable(v) for v in value)) + "}"
+    if isinstance(value, types.FunctionType):
+        return _stable(value.__code__) + _stable(value.__defaults__)
+    if isinstance(value, property):
+        return "property(" + ",".join(_stable(f) for f in (value.fget, value.fset)) + ")"
+    if hasattr(value, "python_function"):  # a tf.function
+        return _stable(value.python_function)
+    if isinstance(value, functools.partial):
+        return _stable(value.func) + _stable(value.args) + _stable(sorted(value.keywords.items()))
+    kind = f"<{type(value).__module__}.{type(value).__qualname__}>"
+    if type(value).__module__.startswith("gpcore.") and type(value).__repr__ is not object.__repr__:
+        # gpcore's value types (a kernel); not others', whose repr may hold
+        # state (a logger's level)
+        text = repr(value)
+        if " at 0x" not in text:
+            return kind + text
+    return kind
+
+
+def _live_state() -> str:
+    """Hash of gpcore as it stands in this process: each module's constants
+    and the code of its functions and of its classes' methods (what a
+    patch changes without touching the sources). Every gpcore module is
+    imported first, so the hash does not depend on which ones a process
+    happened to import."""
+    digest = hashlib.sha256()
+    for name in _module_names():
+        module = importlib.import_module(name)
+        for attr, value in sorted(vars(module).items()):
+            if attr.startswith("__") or isinstance(value, types.ModuleType):
+                continue
+            if isinstance(value, (type, types.FunctionType)) and _elsewhere_in_gpcore(value, name):
+                continue
+            if isinstance(value, type):
+                for member, fn in sorted(vars(value).items()):
+                    if not member.startswith("__") or member in ("__init__", "__call__"):
+                        digest.update(f"{name}.{attr}.{member}={_stable(getattr(fn, '__func__', fn))};".encode())
+            else:
+                digest.update(f"{name}.{attr}={_stable(value)};".encode())
+    return digest.hexdigest()
+
+
+def key(*parts: str) -> str:
+    """The entry's name for a graph traced from `parts` (the fitter's class,
+    search and configuration) by this process's gpcore."""
+    import tensorflow_probability as tfp
+
+    digest = hashlib.sha256()
+    for part in (FORMAT, sys.version, platform.machine(), tf.__version__, tfp.__version__,
+                 _sources(), _live_state(), *parts):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:32]
+
+
+def parts(config, *classes: type) -> Optional[list[str]]:
+    """A fitter's cache parts (gpcore/traced.py): its configuration and the
+    classes its graph comes from; None (trace, keep nothing) unless every
+    class is gpcore's own, whose code the key covers."""
+    if not all(c.__module__.startswith("gpcore.") for c in classes):
+        return None
+    return [f"{c.__module__}.{c.__qualname__}" for c in classes] + [repr(config)]
+
+
+def load(name: str):
+    """The traced function kept as `name` (callable as the traced one:
+    (variables, *tensors)), and the restored object that owns it; or None."""
+    where = folder()
+    if where is None:
+        return None
+    path = os.path.join(where, name)
+    if not os.path.isdir(path):
+        return None
+    try:
+        restored = tf.saved_model.load(path)
+        fit = restored.fit
+    except Exception as err:  # pylint: disable=broad-except  (a damaged entry: trace instead)
+        _LOG.warning("gpfit: trace cache entry %s unreadable (%s: %s); tracing instead, "
+                     "and replacing it", path, type(err).__name__, first_line(err))
+        shutil.rmtree(path, ignore_errors=True)
+        return None
+    try:
+        os.utime(path)  # used: the last to be pruned
+    except OSError:
+        pass  # a read-only folder still serves
+    _LOG.info("gpfit: traced fit loaded from %s", path)
+    return fit, restored
+
+
+def save(name: str, concrete: Callable) -> None:
+    """Keeps `concrete` (the traced ConcreteFunction; saving the
+    tf.function instead would trace it again) as `name`; a folder that
+    cannot be written is reported and skipped (the fit goes on)."""
+    where = folder()
+    if where is None:
+        return
+    path = os.path.join(where, name)
+    if os.path.exists(path):
+        return  # another process saved it first
+    partial = None
+    try:
+        os.makedirs(where, exist_ok=True)
+        partial = tempfile.mkdtemp(prefix=f".{name}-", dir=where)
+        holder = tf.Module()
+        holder.fit = concrete
+        tf.saved_model.save(holder, partial)
+        os.rename(partial, path)  # OSError if another process saved it meanwhile
+        partial = None
+        _prune(where)
+    except Exception as err:  # pylint: disable=broad-except  (a cache never fails a fit)
+        if not os.path.exists(path):
+            _LOG.warning("gpfit: could not keep a traced fit in %s (%s: %s); set %s=%s to "
+                         "stop trying", where, type(err).__name__, first_line(err), ENV, OFF)
+    finally:
+        if partial is not None:
+            shutil.rmtree(partial, ignore_errors=True)
+
+
+def _prune(where: str) -> None:
+    """Removes the least recently used entries beyond MAX_ENTRIES, and
+    half-written ones left by dead processes."""
+    try:
+        names = os.listdir(where)
+        ages = {n: os.path.getmtime(os.path.join(where, n)) for n in names}
+    except OSError:
+        return  # another process pruned meanwhile
+    now = time.time()
+    dead = [n for n in names if n.startswith(".") and now - ages[n] > STALE_PARTIAL_S]
+    kept = sorted((n for n in names if not n.startswith(".")), key=ages.get, reverse=True)
+    for name in dead + kept[MAX_ENTRIES:]:
+        shutil.rmtree(os.path.join(where, name), ignore_errors=True)

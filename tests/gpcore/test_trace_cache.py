@@ -1,0 +1,147 @@
+"""trace_cache: a fitter's traced search kept on disk and loaded by the next
+fitter of its configuration, in this process or another, with the same fits."""
+import dataclasses
+import logging
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import gp_reference as ref
+from gpcore import FitConfig, GPFitter, Series, likelihood, starts, trace_cache
+
+CONFIG = FitConfig(kernel="rbf", batch_size=4)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    where = tmp_path / "traces"
+    monkeypatch.setenv(trace_cache.ENV, str(where))
+    return where
+
+
+def _series(rng):
+    out = []
+    for i in range(5):
+        t, y = ref.sample(rng, "rbf", int(rng.integers(20, 90)), length_scale=rng.uniform(0.3, 2.0),
+                          noise_variance=rng.uniform(0.01, 0.3))
+        out.append(Series(f"s{i}", t, y))
+    return out
+
+
+def _entries(where):
+    return sorted(p for p in os.listdir(where) if not p.startswith(".")) if where.exists() else []
+
+
+def _key(config=CONFIG):
+    return trace_cache.key(*trace_cache.parts(config, GPFitter, GPFitter.search_type))
+
+
+def test_a_second_fitter_loads_the_kept_trace_and_fits_bit_for_bit_alike(folder, rng):
+    series = _series(rng)
+    first = GPFitter(CONFIG)
+    traced = first.fit(series)
+    assert (first._traced.loaded, first.tracing_count) == (False, 1)
+    assert _entries(folder) == [_key()]
+    second = GPFitter(CONFIG)
+    loaded = second.fit(series)
+    assert (second._traced.loaded, second.tracing_count) == (True, 1)
+    # The same graph on the same inputs: every field equal, not merely close.
+    assert [dataclasses.asdict(r) for r in loaded] == [dataclasses.asdict(r) for r in traced]
+    assert all(r.status == "ok" for r in loaded)
+    assert _entries(folder) == [_key()]
+
+
+def test_another_process_names_the_same_entry():
+    # Another hash seed (set order) and only the fitter imported: code
+    # objects' and sets' reprs, and which modules a process imported, must
+    # not reach the key.
+    script = ("from gpcore import trace_cache, FitConfig, GPFitter\n"
+              "config = FitConfig(kernel='rbf', batch_size=4)\n"
+              "print(trace_cache.key(*trace_cache.parts(config, GPFitter, GPFitter.search_type)))")
+    there = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                           cwd=ROOT, env=dict(os.environ, PYTHONHASHSEED="7", PYTHONPATH=ROOT))
+    assert there.stdout.split()[-1] == _key()
+
+
+def test_a_patched_constant_function_or_configuration_names_another_entry(monkeypatch):
+    before = _key()
+    assert _key(dataclasses.replace(CONFIG, max_iterations=CONFIG.max_iterations + 1)) != before
+    monkeypatch.setattr(starts, "PROBE_LENGTHS", (1.0,))
+    patched = _key()
+    assert patched != before
+    monkeypatch.setattr(likelihood, "bic", lambda *a: 0.0)
+    assert _key() not in (before, patched)
+    monkeypatch.undo()
+    assert _key() == before
+
+
+def test_a_damaged_entry_is_reported_replaced_and_the_fit_goes_on(folder, rng, caplog):
+    series = _series(rng)
+    GPFitter(CONFIG).fit(series)
+    (name,) = _entries(folder)
+    with open(folder / name / "saved_model.pb", "wb") as f:
+        f.write(b"not a SavedModel")
+    os.mkdir(folder / ("f" * 32))  # an entry with no saved_model.pb at all
+    assert trace_cache.load("f" * 32) is None and not (folder / ("f" * 32)).exists()
+    again = GPFitter(CONFIG)
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        results = again.fit(series)
+    assert not again._traced.loaded and all(r.status == "ok" for r in results)
+    assert any(str(folder / name) in m and "unreadable" in m for m in caplog.messages)
+    assert trace_cache.load(name) is not None  # traced again and kept whole
+
+
+def test_a_folder_that_cannot_be_written_is_reported_once_and_the_fit_goes_on(tmp_path, monkeypatch,
+                                                                               rng, caplog):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv(trace_cache.ENV, str(blocker / "traces"))
+    fitter = GPFitter(CONFIG)
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        results = fitter.fit(_series(rng))
+        fitter.fit(_series(rng))
+    assert all(r.status == "ok" for r in results)
+    said = [m for m in caplog.messages if "could not keep a traced fit" in m]
+    assert len(said) == 1 and str(blocker) in said[0] and f"{trace_cache.ENV}=off" in said[0]
+
+
+def test_off_keeps_nothing_and_the_default_is_the_users_cache_folder(monkeypatch, tmp_path, rng):
+    monkeypatch.setenv(trace_cache.ENV, "off")
+    assert trace_cache.folder() is None
+    fitter = GPFitter(CONFIG)
+    fitter.fit(_series(rng)[:1])
+    assert not fitter._traced.loaded
+    monkeypatch.delenv(trace_cache.ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert trace_cache.folder() == str(tmp_path / "gpfit" / "traces")
+
+
+def test_a_fitter_defined_outside_gpcore_is_never_kept(folder, rng):
+    class Instrumented(GPFitter):  # code the key does not cover
+        pass
+
+    assert trace_cache.parts(CONFIG, Instrumented, Instrumented.search_type) is None
+    Instrumented(CONFIG).fit(_series(rng)[:2])
+    assert _entries(folder) == []
+
+
+def test_an_array_constant_counts_by_value():
+    assert trace_cache._stable(np.arange(3.0)) == trace_cache._stable(np.arange(3.0))
+    assert trace_cache._stable(np.arange(3.0)) != trace_cache._stable(np.arange(4.0))
+    assert trace_cache._stable({"b", "a"}) == "{'a','b'}"
+
+
+def test_the_least_recently_used_entries_beyond_the_bound_and_dead_partials_are_pruned(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(trace_cache, "MAX_ENTRIES", 2)
+    now = time.time()
+    for name, age in (("old", 300), ("recent", 100), ("newest", 0), (".dead-1", 7200), (".live-2", 10)):
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (now - age, now - age))
+    trace_cache._prune(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == [".live-2", "newest", "recent"]
