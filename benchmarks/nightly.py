@@ -113,7 +113,12 @@ class Nights:
         self.logs = os.path.join(args.results_dir, "logs")
         os.makedirs(self.logs, exist_ok=True)
         # gpfit's process settings (gpcore/threads.py), over any in the environment.
+        # A trace cache of the benchmark's own, empty at the start: the cold
+        # run traces and keeps its fit, the nights load it, as a nightly job
+        # on one machine does (gpcore/trace_cache.py); the user's cache would
+        # make the cold run's cost depend on what ran before.
         self.env = dict(os.environ, **PROCESS_ENV,
+                        GPFIT_TRACE_CACHE=os.path.join(self.scratch, "traces"),
                         PYTHONPATH=os.pathsep.join(
                             p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
 

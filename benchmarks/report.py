@@ -22,7 +22,7 @@ class Row:
     """One contender's measured run on one workload."""
 
     workload: str
-    contender: str  # "gpcore" | "pipeline" | "sklearn" | "jax-cold" | "jax-warm"
+    contender: str  # "gpcore" | "pipeline" | "pipeline-warm" | "sklearn" | "jax-cold" | "jax-warm"
     restarts: int
     series: int
     timed_s: float  # the span that series/s is computed from
@@ -91,7 +91,8 @@ def _per_series(total, series):
     return None if total is None else total / max(series, 1)
 
 
-ORDER = {"gpcore": 0, "pipeline": 1, "sklearn": 2, "jax-cold": 3, "jax-warm": 4}
+ORDER = {"gpcore": 0, "pipeline": 1, "pipeline-warm": 2, "sklearn": 3, "jax-cold": 4,
+         "jax-warm": 5}
 
 
 def markdown(rows: list[Row]) -> str:
@@ -153,7 +154,8 @@ def chart(rows: list[Row], path: str) -> None:
     import matplotlib.pyplot as plt
 
     rows = sorted(rows, key=lambda r: (r.workload, r.restarts, ORDER[r.contender]))
-    colours = {"gpcore": "tab:blue", "pipeline": "tab:green", "sklearn": "tab:grey",
+    colours = {"gpcore": "tab:blue", "pipeline": "tab:green", "pipeline-warm": "tab:olive",
+               "sklearn": "tab:grey",
                "jax-cold": "tab:orange", "jax-warm": "tab:red"}
     fig, (bars, dist) = plt.subplots(1, 2, figsize=(13, 5))
 
@@ -170,6 +172,7 @@ def chart(rows: list[Row], path: str) -> None:
     bars.set_title("Throughput (× = over sklearn at the same R)")
 
     shades = {"gpcore": plt.get_cmap("Blues"), "pipeline": plt.get_cmap("Greens"),
+              "pipeline-warm": plt.get_cmap("YlGn"),
               "jax-cold": plt.get_cmap("Oranges"), "jax-warm": plt.get_cmap("Reds")}
     for r in rows:
         if r.gaps is None or r.gaps.size == 0:

@@ -8,7 +8,10 @@ Contenders, each in a process tree of its own (its memory is its own):
             reported apart.
   pipeline  the `gpfit` command, Parquet -> Parquet on the local runner with
             --pipeline-workers worker processes; series/s over the whole command,
-            start-up included.
+            start-up included; its trace cache (gpcore/trace_cache.py) empty.
+  pipeline-warm
+            the same command again with the trace cache the cold run filled,
+            as a nightly job on one machine runs (and as jax-warm).
   sklearn   the competent peer of benchmarks/peers.py (initial length scale
             span/10, bounds span/1000 to 10 x span, normalize_y, L-BFGS-B) per
             series in a Pool of --processes processes with one BLAS thread
@@ -22,7 +25,7 @@ Contenders, each in a process tree of its own (its memory is its own):
             process, its fitting time without compilation in the notes.
 
 Each workload runs --rounds rounds, interleaved (sklearn, gpcore, JAX cold,
-JAX warm, the gpfit command), the load average printed before each; the
+JAX warm, the gpfit command cold and warm), the load average printed before each; the
 main table is round 1's, the round table has every round's wall times.
 
 R is the peer's starts per series: sklearn gets n_restarts_optimizer = R - 1.
@@ -175,6 +178,9 @@ class Bench:
         self.env["PYTHONPATH"] = os.pathsep.join(
             p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
         threads.set_process_env(self.env)  # gpfit's process settings, one BLAS thread
+        # gpcore traces in every process; the command's runs name their own
+        # trace cache (pipeline()), never the user's.
+        self.env["GPFIT_TRACE_CACHE"] = "off"
         self.rows: list[report.Row] = []
         self.notes: list[str] = []
         self.problems: list[str] = []
@@ -274,8 +280,12 @@ class Bench:
             json.dump(row.to_json(), f)
         return self._add(row)
 
-    def pipeline(self, workload: str, data: dict, restarts: int, startup: bool = True):
-        """The gpfit command on the workload's Parquet; whole command timed."""
+    def pipeline(self, workload: str, data: dict, restarts: int, traces: str,
+                 startup: bool = True, warm: bool = False):
+        """The gpfit command on the workload's Parquet; whole command timed.
+        `traces`: its trace cache folder (gpcore/trace_cache.py), empty for
+        the cold run ("pipeline"), filled by it for the warm one
+        ("pipeline-warm"), as the JAX peer's compilation cache is."""
         import pyarrow.parquet as pq
 
         # Start-up cost alone: the same command on the first 2 series of a,
@@ -285,9 +295,11 @@ class Bench:
             if self._tiny is None:
                 self._tiny = self.prepare("a", 2)
             measured, _ = self._run_pipeline(f"{workload}-pipeline-startup-R{restarts}",
-                                             self._tiny, restarts)
+                                             self._tiny, restarts, "off")
             one_off = measured.wall_s if measured else None
-        measured, output = self._run_pipeline(f"{workload}-pipeline-R{restarts}", data, restarts)
+        contender = "pipeline-warm" if warm else "pipeline"
+        measured, output = self._run_pipeline(f"{workload}-{contender}-R{restarts}", data,
+                                              restarts, traces)
         if measured is None:
             return None
         table = pq.read_table(output, columns=["series_id", "status", "nll"]).to_pydict()
@@ -301,11 +313,11 @@ class Bench:
                 "workers": self.args.pipeline_workers,
                 **_manifest_summary(output)}
         return self._add(report.Row(
-            workload, "pipeline", restarts, len(data["ids"]), measured.wall_s,
+            workload, contender, restarts, len(data["ids"]), measured.wall_s,
             "whole command", one_off, measured.wall_s,
             measured.tree_peak_mb, measured.largest_process_mb, nll, info))
 
-    def _run_pipeline(self, name: str, data: dict, restarts: int):
+    def _run_pipeline(self, name: str, data: dict, restarts: int, traces: str):
         output = os.path.join(self.scratch, f"{name}-output")
         command = [sys.executable, "-m", "pipeline", "--input", data["parquet"],
                    "--output", output, "--kernel", "rbf", "--batch_size", str(self.args.batch_size)]
@@ -314,7 +326,8 @@ class Bench:
         if self.args.pipeline_workers > 1:
             command += ["--direct_num_workers", str(self.args.pipeline_workers),
                         "--direct_running_mode", "multi_processing"]
-        measured = run_measured(command, self.env, ROOT, self._log(name), self.args.timeout)
+        env = dict(self.env, GPFIT_TRACE_CACHE=traces)
+        measured = run_measured(command, env, ROOT, self._log(name), self.args.timeout)
         if not self._succeeded(name, measured):
             return None, output
         return measured, output
@@ -362,7 +375,10 @@ class Bench:
             entry["jax-cold"] = self.jax(workload, data, restarts, False, cache)
             entry["jax-warm"] = self.jax(workload, data, restarts, True, cache)
         if not self.args.skip_pipeline:
-            entry["pipeline"] = self.pipeline(workload, data, restarts, startup=(k == 1))
+            traces = os.path.join(self.scratch, f"gpfit-traces-{workload}-{k}")
+            entry["pipeline"] = self.pipeline(workload, data, restarts, traces, startup=(k == 1))
+            entry["pipeline-warm"] = self.pipeline(workload, data, restarts, traces,
+                                                   startup=False, warm=True)
         entry["load_after"] = os.getloadavg()[0]
         print("     " + ", ".join(f"{c} {r.wall_s:.1f} s" for c, r in entry.items()
                                   if isinstance(r, report.Row)), flush=True)
@@ -500,6 +516,7 @@ def realdata_lines(real) -> list[str]:
 # (workload, what, its wall time over which contender's, factor).
 TARGETS = (("a", "gpfit command", "pipeline", "sklearn", 3.0),
            ("a", "gpfit command", "pipeline", "jax-warm", 1.5),
+           ("a", "gpfit command, traces kept", "pipeline-warm", "jax-warm", 1.5),
            ("b", "gpfit command", "pipeline", "sklearn", 2.0))
 # gpcore's fits alone against the JAX peer's, compilation excluded.
 FIT_TARGET = ("a", 2.0)
@@ -521,13 +538,14 @@ def rounds_table(rounds) -> list[str]:
     """Every round's whole-process wall times, the load, and the ratios."""
     if not rounds:
         return []
-    names = ("sklearn", "gpcore", "jax-cold", "jax-warm", "pipeline")
+    names = ("sklearn", "gpcore", "jax-cold", "jax-warm", "pipeline", "pipeline-warm")
     lines = ["Rounds (whole-process wall seconds; gpcore: fits alone / whole process; JAX: "
              "whole process (fitting without compilation)); load = 1-minute load average "
              "before / after the round:", "",
              "| workload | round | load | sklearn | gpcore | JAX cold | JAX warm | gpfit command | "
-             "command × sklearn | command × JAX warm | gpcore fits × JAX fits |",
-             "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "gpfit, traces kept | command × sklearn | command × JAX warm | "
+             "kept × JAX warm | gpcore fits × JAX fits |",
+             "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for e in rounds:
         def cell(name):
             r = e.get(name)
@@ -546,7 +564,8 @@ def rounds_table(rounds) -> list[str]:
             *(cell(n) for n in names),
             *(f"{x:.2f}×" if x else "–" for x in (
                 _ratio(wall["sklearn"], wall["pipeline"]),
-                _ratio(wall["jax-warm"], wall["pipeline"]), fits))]) + " |")
+                _ratio(wall["jax-warm"], wall["pipeline"]),
+                _ratio(wall["jax-warm"], wall["pipeline-warm"]), fits))]) + " |")
     return lines + [""]
 
 
@@ -577,7 +596,8 @@ def targets(rows, rounds) -> list[str]:
                    f"without compilation, median of rounds (target ≥ {factor}×: "
                    f"{'met' if m >= factor else 'NOT met'})")
     for r in rows:
-        if r.gaps is not None and r.contender in ("pipeline", "jax-cold", "jax-warm"):
+        if r.gaps is not None and r.contender in ("pipeline", "pipeline-warm", "jax-cold",
+                                                  "jax-warm"):
             q = report.quality(r.gaps)
             out.append(f"- quality of {r.contender} on {r.workload} (R={r.restarts}): "
                        f"{100 * q['share_within']:.1f} % within {report.QUALITY_GAP} nats of "

@@ -19,7 +19,9 @@ Each round runs, in a fresh process, the steps the `gpfit` command takes
                      one series less its second (the trace and first run)
 
 Rounds alternate with the whole command (`python -m pipeline`, timed from
-outside), so the table's sum can be held against it. Exit is not timed in
+outside), so the table's sum can be held against it, and each is run
+twice: tracing (GPFIT_TRACE_CACHE=off) and loading the trace that an
+earlier run kept (a cache folder filled by one run before the rounds). Exit is not timed in
 the child: the command leaves with os._exit (docs/design.md, "Start-up").
 
 Usage: python benchmarks/startup.py [--count 10] [--rounds 3]
@@ -129,28 +131,45 @@ def main(argv=None) -> int:
                         for s in workload("a", args.count)})
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (ROOT, HERE, os.environ.get("PYTHONPATH")) if p))
+    # Each round twice: tracing (the cache off) and loading the trace a
+    # previous run kept (gpcore/trace_cache.py), filled by one run first.
+    modes = {"traced": dict(env, GPFIT_TRACE_CACHE="off"),
+             "trace kept": dict(env, GPFIT_TRACE_CACHE=os.path.join(scratch, "traces"))}
+    run_command(folder, os.path.join(scratch, "fill"), modes["trace kept"])
     load_before = os.getloadavg()
-    rounds, commands = [], []
+    rounds = {mode: [] for mode in modes}
+    commands = {mode: [] for mode in modes}
     for k in range(args.rounds):
-        rounds.append(run_child(folder, os.path.join(scratch, f"out-{k}"), env))
-        commands.append(run_command(folder, os.path.join(scratch, f"cmd-{k}"), env))
+        for mode, mode_env in modes.items():
+            tag = f"{k}-{mode.replace(' ', '-')}"
+            rounds[mode].append(run_child(folder, os.path.join(scratch, f"out-{tag}"), mode_env))
+        for mode, mode_env in modes.items():
+            tag = f"{k}-{mode.replace(' ', '-')}"
+            commands[mode].append(run_command(folder, os.path.join(scratch, f"cmd-{tag}"), mode_env))
     load_after = os.getloadavg()
     med = lambda xs: statistics.median(xs) if xs and xs[0] is not None else None  # noqa: E731
     print(f"`python benchmarks/startup.py --count {args.count} --rounds {args.rounds}`; "
           f"{os.cpu_count()} CPUs, load (1 min) {load_before[0]:.1f} before, "
           f"{load_after[0]:.1f} after; medians over the rounds\n")
-    print("| phase | CPU s | wall s |\n|---|--:|--:|")
-    total_cpu = total_wall = 0.0
-    for name in rounds[0]:
-        cpu = med([r[name][0] for r in rounds])
-        wall = med([r[name][1] for r in rounds])
-        if not name.startswith(" ") and name != "trace, alone":
-            total_cpu += cpu
-            total_wall += wall
-        print(f"| {name} | {'–' if cpu is None else f'{cpu:.2f}'} | {wall:.2f} |")
-    print(f"| **sum of the phases** | {total_cpu:.2f} | {total_wall:.2f} |")
-    print(f"| **whole command** (from outside, exit included) | "
-          f"{med([c[1] for c in commands]):.2f} | {med([c[0] for c in commands]):.2f} |")
+    print("| phase | " + " | ".join(f"{m}: CPU s | {m}: wall s" for m in modes) + " |\n|---|"
+          + "--:|--:|" * len(modes))
+    fmt = lambda x: "–" if x is None else f"{x:.2f}"  # noqa: E731
+    totals = {mode: [0.0, 0.0] for mode in modes}
+    for name in rounds["traced"][0]:
+        cells = []
+        for mode in modes:
+            cpu = med([r[name][0] for r in rounds[mode]])
+            wall = med([r[name][1] for r in rounds[mode]])
+            if not name.startswith(" ") and name != "trace, alone":
+                totals[mode][0] += cpu or 0.0
+                totals[mode][1] += wall
+            cells += [fmt(cpu), fmt(wall)]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print("| **sum of the phases** | " + " | ".join(
+        f"{cpu:.2f} | {wall:.2f}" for cpu, wall in totals.values()) + " |")
+    print("| **whole command** (from outside, exit included) | " + " | ".join(
+        f"{med([c[1] for c in commands[m]]):.2f} | {med([c[0] for c in commands[m]]):.2f}"
+        for m in modes) + " |")
     return 0
 
 

@@ -20,6 +20,7 @@ half an entry; any entry may be deleted at any time.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -125,26 +126,35 @@ def _stable(value) -> str:
     return kind
 
 
-def _live_state() -> str:
-    """Hash of gpcore as it stands in this process: each module's constants
-    and the code of its functions and of its classes' methods (what a
-    patch changes without touching the sources). Every gpcore module is
-    imported first, so the hash does not depend on which ones a process
-    happened to import."""
-    digest = hashlib.sha256()
+def live_parts() -> dict[str, str]:
+    """{gpcore name: hash of its stable text} for gpcore as it stands in
+    this process: each module's constants and the code of its functions and
+    of its classes' methods (what a patch changes without touching the
+    sources). Every gpcore module is imported first, so it does not depend
+    on which ones a process happened to import."""
+    found = {}
     for name in _module_names():
         module = importlib.import_module(name)
-        for attr, value in sorted(vars(module).items()):
+        for attr, value in vars(module).items():
             if attr.startswith("__") or isinstance(value, types.ModuleType):
                 continue
             if isinstance(value, (type, types.FunctionType)) and _elsewhere_in_gpcore(value, name):
                 continue
             if isinstance(value, type):
-                for member, fn in sorted(vars(value).items()):
-                    if not member.startswith("__") or member in ("__init__", "__call__"):
-                        digest.update(f"{name}.{attr}.{member}={_stable(getattr(fn, '__func__', fn))};".encode())
+                members = {f"{name}.{attr}.{member}": getattr(fn, "__func__", fn)
+                           for member, fn in vars(value).items()
+                           if not member.startswith("__") or member in ("__init__", "__call__")}
             else:
-                digest.update(f"{name}.{attr}={_stable(value)};".encode())
+                members = {f"{name}.{attr}": value}
+            for where, member in members.items():
+                found[where] = hashlib.sha256(_stable(member).encode()).hexdigest()
+    return found
+
+
+def _live_state() -> str:
+    digest = hashlib.sha256()
+    for where, text in sorted(live_parts().items()):
+        digest.update(f"{where}={text};".encode())
     return digest.hexdigest()
 
 
@@ -211,7 +221,8 @@ def save(name: str, concrete: Callable) -> None:
         partial = tempfile.mkdtemp(prefix=f".{name}-", dir=where)
         holder = tf.Module()
         holder.fit = concrete
-        tf.saved_model.save(holder, partial)
+        with _tensorflow_info_off():  # "Assets written to ...": not for gpfit's user
+            tf.saved_model.save(holder, partial)
         os.rename(partial, path)  # OSError if another process saved it meanwhile
         partial = None
         _prune(where)
@@ -222,6 +233,17 @@ def save(name: str, concrete: Callable) -> None:
     finally:
         if partial is not None:
             shutil.rmtree(partial, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _tensorflow_info_off():
+    logger = logging.getLogger("tensorflow")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _prune(where: str) -> None:

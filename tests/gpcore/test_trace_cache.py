@@ -1,6 +1,7 @@
 """trace_cache: a fitter's traced search kept on disk and loaded by the next
 fitter of its configuration, in this process or another, with the same fits."""
 import dataclasses
+import json
 import logging
 import os
 import subprocess
@@ -56,16 +57,32 @@ def test_a_second_fitter_loads_the_kept_trace_and_fits_bit_for_bit_alike(folder,
     assert _entries(folder) == [_key()]
 
 
-def test_another_process_names_the_same_entry():
-    # Another hash seed (set order) and only the fitter imported: code
-    # objects' and sets' reprs, and which modules a process imported, must
-    # not reach the key.
-    script = ("from gpcore import trace_cache, FitConfig, GPFitter\n"
+def _parts_elsewhere(seed: str, imports: str) -> dict:
+    script = (f"{imports}\nimport json\nfrom gpcore import trace_cache, FitConfig, GPFitter\n"
               "config = FitConfig(kernel='rbf', batch_size=4)\n"
-              "print(trace_cache.key(*trace_cache.parts(config, GPFitter, GPFitter.search_type)))")
+              "print(json.dumps([trace_cache.key(*trace_cache.parts(config, GPFitter, "
+              "GPFitter.search_type)), trace_cache.live_parts()]))")
     there = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                           cwd=ROOT, env=dict(os.environ, PYTHONHASHSEED="7", PYTHONPATH=ROOT))
-    assert there.stdout.split()[-1] == _key()
+                           cwd=ROOT, env=dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=ROOT))
+    return json.loads(there.stdout.splitlines()[-1])
+
+
+def _differing(a: dict, b: dict) -> list:
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+def test_another_process_names_the_same_entry():
+    # Other hash seeds (set order), and one process with only the fitter
+    # imported, another with the pipeline's modules and thread settings:
+    # code objects' and sets' reprs, which modules a process imported and
+    # what the pipeline sets must not reach the key.
+    bare_key, bare = _parts_elsewhere("7", "import gpcore.fitter")
+    piped_key, piped = _parts_elsewhere("11", "import logging, pipeline.cli\nfrom pipeline import fitters\n"
+                                        "fitters.configure_threads(2)\n"
+                                        "logging.getLogger('gpfit').setLevel(logging.INFO)")
+    assert (bare_key, _differing(bare, piped)) == (piped_key, [])
+    # This process, after whatever tests ran before in it.
+    assert (_key(), _differing(trace_cache.live_parts(), bare)) == (bare_key, [])
 
 
 def test_a_patched_constant_function_or_configuration_names_another_entry(monkeypatch):
