@@ -48,6 +48,8 @@ FORMAT = "1"
 # Entries kept, the least recently used pruned beyond it: each is 0.3-1 MB,
 # one per configuration and gpfit version used.
 MAX_ENTRIES = 200
+# Folders this process could not write to, already reported.
+_WARNED: set[str] = set()
 # A half-written entry this old was left by a process that died.
 STALE_PARTIAL_S = 3600.0
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,6 +79,10 @@ def _sources() -> str:
 # Modules no graph reads, whose globals change as a process runs: the
 # package's exports bind on first use, quiet sets a start-up flag.
 _PLUMBING = ("__init__", "quiet", "threads", "trace_cache", "traced")
+# Class attributes that libraries attach to gpcore's classes as a process
+# runs: Beam tags a NamedTuple used as a PCollection's element type with a
+# per-process schema id. No graph reads them.
+_ATTACHED = ("_beam_",)
 
 
 @functools.lru_cache(maxsize=1)
@@ -143,7 +149,8 @@ def live_parts() -> dict[str, str]:
             if isinstance(value, type):
                 members = {f"{name}.{attr}.{member}": getattr(fn, "__func__", fn)
                            for member, fn in vars(value).items()
-                           if not member.startswith("__") or member in ("__init__", "__call__")}
+                           if (not member.startswith("__") or member in ("__init__", "__call__"))
+                           and not member.startswith(_ATTACHED)}
             else:
                 members = {f"{name}.{attr}": value}
             for where, member in members.items():
@@ -208,7 +215,8 @@ def load(name: str):
 def save(name: str, concrete: Callable) -> None:
     """Keeps `concrete` (the traced ConcreteFunction; saving the
     tf.function instead would trace it again) as `name`; a folder that
-    cannot be written is reported and skipped (the fit goes on)."""
+    cannot be written is reported once a process and skipped (the fit
+    goes on)."""
     where = folder()
     if where is None:
         return
@@ -227,7 +235,8 @@ def save(name: str, concrete: Callable) -> None:
         partial = None
         _prune(where)
     except Exception as err:  # pylint: disable=broad-except  (a cache never fails a fit)
-        if not os.path.exists(path):
+        if not os.path.exists(path) and where not in _WARNED:
+            _WARNED.add(where)  # once a process: a read-only home is not news each fit
             _LOG.warning("gpfit: could not keep a traced fit in %s (%s: %s); set %s=%s to "
                          "stop trying", where, type(err).__name__, first_line(err), ENV, OFF)
     finally:

@@ -73,11 +73,15 @@ def _differing(a: dict, b: dict) -> list:
 
 def test_another_process_names_the_same_entry():
     # Other hash seeds (set order), and one process with only the fitter
-    # imported, another with the pipeline's modules and thread settings:
-    # code objects' and sets' reprs, which modules a process imported and
-    # what the pipeline sets must not reach the key.
+    # imported, another with the pipeline's modules and thread settings and
+    # Series seen as a Beam schema (which tags the class with a per-process
+    # id): code objects' and sets' reprs, which modules a process imported
+    # and what the pipeline sets must not reach the key.
     bare_key, bare = _parts_elsewhere("7", "import gpcore.fitter")
     piped_key, piped = _parts_elsewhere("11", "import logging, pipeline.cli\nfrom pipeline import fitters\n"
+                                        "from apache_beam.typehints import schemas\nfrom gpcore import Series\n"
+                                        "schemas.named_tuple_to_schema(Series)\n"
+                                        "assert hasattr(Series, '_beam_schema_id')\n"
                                         "fitters.configure_threads(2)\n"
                                         "logging.getLogger('gpfit').setLevel(logging.INFO)")
     assert (bare_key, _differing(bare, piped)) == (piped_key, [])
@@ -118,10 +122,9 @@ def test_a_folder_that_cannot_be_written_is_reported_once_and_the_fit_goes_on(tm
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setenv(trace_cache.ENV, str(blocker / "traces"))
-    fitter = GPFitter(CONFIG)
     with caplog.at_level(logging.WARNING, logger="gpfit"):
-        results = fitter.fit(_series(rng))
-        fitter.fit(_series(rng))
+        results = GPFitter(CONFIG).fit(_series(rng))
+        GPFitter(dataclasses.replace(CONFIG, batch_size=2)).fit(_series(rng)[:1])  # another entry
     assert all(r.status == "ok" for r in results)
     said = [m for m in caplog.messages if "could not keep a traced fit" in m]
     assert len(said) == 1 and str(blocker) in said[0] and f"{trace_cache.ENV}=off" in said[0]
