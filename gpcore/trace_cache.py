@@ -16,10 +16,13 @@ configuration, and the versions of Python, TensorFlow and TFP. The folder is
 GPFIT_TRACE_CACHE, by default gpfit/traces under the user's cache folder
 ($XDG_CACHE_HOME, else ~/.cache); "off" turns it off. Entries are written
 whole, then renamed into place, so processes that share the folder never read
-half an entry; any entry may be deleted at any time.
+half an entry; any entry may be deleted at any time. A process holds the
+entries it read or wrote in memory while they are unchanged on disk, so its
+later fitters of a configuration read nothing.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import hashlib
@@ -30,6 +33,7 @@ import platform
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import types
 from typing import Callable, Optional
@@ -50,6 +54,16 @@ FORMAT = "1"
 MAX_ENTRIES = 200
 # Folders this process could not write to, already reported.
 _WARNED: set[str] = set()
+# Entries this process has read or written, held in memory by path with the
+# stamp of their saved_model.pb (inode, size, mtime): a later fitter built
+# alike in this process (another DoFn's, a frame call's, a test's) takes the
+# function as a twin does, with no disk read (0.5-1.5 CPU s a fitter;
+# docs/design.md, "Traces kept between processes"). An entry removed or
+# rewritten on disk is read again. The least recently used beyond MAX_HELD
+# are let go (each holds a graph of a few MB).
+MAX_HELD = 32
+_HELD: "collections.OrderedDict[str, tuple]" = collections.OrderedDict()
+_HELD_LOCK = threading.Lock()
 # A half-written entry this old was left by a process that died.
 STALE_PARTIAL_S = 3600.0
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -187,29 +201,64 @@ def parts(config, *classes: type) -> Optional[list[str]]:
     return [f"{c.__module__}.{c.__qualname__}" for c in classes] + [repr(config)]
 
 
+def _stamp(path: str) -> Optional[tuple]:
+    """(inode, size, mtime) of the entry's saved_model.pb, or None."""
+    try:
+        st = os.stat(os.path.join(path, "saved_model.pb"))
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _hold(path: str, stamp: Optional[tuple], fit: Callable, owner) -> None:
+    if stamp is None:
+        return
+    with _HELD_LOCK:
+        _HELD[path] = (stamp, fit, owner)
+        _HELD.move_to_end(path)
+        while len(_HELD) > MAX_HELD:
+            _HELD.popitem(last=False)
+
+
+def _held(path: str) -> Optional[tuple]:
+    """(fit, owner) held for the entry at `path` as it is on disk now."""
+    stamp = _stamp(path)
+    with _HELD_LOCK:
+        held = _HELD.get(path)
+        if held is None or held[0] != stamp:
+            return None
+        _HELD.move_to_end(path)
+        return held[1:]
+
+
 def load(name: str):
     """The traced function kept as `name` (callable as the traced one:
-    (variables, *tensors)), and the restored object that owns it; or None."""
+    (variables, *tensors)), and the object that owns it (the restored
+    SavedModel, or None for one this process traced); or None."""
     where = folder()
     if where is None:
         return None
     path = os.path.join(where, name)
-    if not os.path.isdir(path):
-        return None
-    try:
-        restored = tf.saved_model.load(path)
-        fit = restored.fit
-    except Exception as err:  # pylint: disable=broad-except  (a damaged entry: trace instead)
-        _LOG.warning("gpfit: trace cache entry %s unreadable (%s: %s); tracing instead, "
-                     "and replacing it", path, type(err).__name__, first_line(err))
-        shutil.rmtree(path, ignore_errors=True)
-        return None
+    found = _held(path)
+    if found is None:
+        if not os.path.isdir(path):
+            return None
+        stamp = _stamp(path)
+        try:
+            restored = tf.saved_model.load(path)
+            found = restored.fit, restored
+        except Exception as err:  # pylint: disable=broad-except  (a damaged entry: trace instead)
+            _LOG.warning("gpfit: trace cache entry %s unreadable (%s: %s); tracing instead, "
+                         "and replacing it", path, type(err).__name__, first_line(err))
+            shutil.rmtree(path, ignore_errors=True)
+            return None
+        _hold(path, stamp, *found)
+        _LOG.info("gpfit: traced fit loaded from %s", path)
     try:
         os.utime(path)  # used: the last to be pruned
     except OSError:
         pass  # a read-only folder still serves
-    _LOG.info("gpfit: traced fit loaded from %s", path)
-    return fit, restored
+    return found
 
 
 def save(name: str, concrete: Callable) -> None:
@@ -233,6 +282,7 @@ def save(name: str, concrete: Callable) -> None:
             tf.saved_model.save(holder, partial)
         os.rename(partial, path)  # OSError if another process saved it meanwhile
         partial = None
+        _hold(path, _stamp(path), concrete, None)
         _prune(where)
     except Exception as err:  # pylint: disable=broad-except  (a cache never fails a fit)
         if not os.path.exists(path) and where not in _WARNED:

@@ -49,6 +49,7 @@ class Traced:
         self._tensors = list(tensors)
         self._cache_parts = None if cache_parts is None else list(cache_parts)
         self._concrete = None
+        self._loaded = False  # the function came from the trace cache
         self._restored = None  # the loaded SavedModel, which owns a loaded function
         self._lock = threading.Lock()
 
@@ -68,6 +69,7 @@ class Traced:
         name = None if self._cache_parts is None else trace_cache.key(*self._cache_parts)
         found = trace_cache.load(name) if name else None
         if found is not None:
+            self._loaded = True
             concrete, self._restored = found
             return concrete
         concrete = self._function.get_concrete_function(variables, *self._tensors)
@@ -78,7 +80,7 @@ class Traced:
     @property
     def loaded(self) -> bool:
         """Whether the function came from the trace cache, not a trace."""
-        return self._restored is not None
+        return self._loaded
 
     @property
     def tracing_count(self) -> int:

@@ -57,6 +57,31 @@ def test_a_second_fitter_loads_the_kept_trace_and_fits_bit_for_bit_alike(folder,
     assert _entries(folder) == [_key()]
 
 
+def test_this_process_holds_what_it_kept_and_reads_a_changed_entry_again(folder, rng, monkeypatch):
+    series = _series(rng)
+    first = GPFitter(CONFIG)
+    first.fit(series[:1])
+    reads = []
+    real_load = trace_cache.tf.saved_model.load
+    monkeypatch.setattr(trace_cache.tf.saved_model, "load", lambda path: reads.append(path) or real_load(path))
+    second = GPFitter(CONFIG)
+    second.fit(series[:1])
+    # The traced function itself, as a twin takes it: no disk read.
+    assert (second._traced.loaded, second._traced._concrete is first._traced._concrete, reads) == (True, True, [])
+    (name,) = _entries(folder)
+    os.utime(folder / name / "saved_model.pb", ns=(1, 1))  # rewritten by another process
+    third = GPFitter(CONFIG)
+    third.fit(series[:1])
+    assert third._traced.loaded and reads == [str(folder / name)]
+    fourth = GPFitter(CONFIG)
+    fourth.fit(series[:1])
+    assert fourth._traced._concrete is third._traced._concrete and len(reads) == 1
+    monkeypatch.setattr(trace_cache, "MAX_HELD", 1)
+    GPFitter(dataclasses.replace(CONFIG, batch_size=2)).fit(series[:1])  # another entry, held
+    GPFitter(CONFIG).fit(series[:1])
+    assert len(reads) == 2  # the least recently used let go beyond the bound
+
+
 def _parts_elsewhere(seed: str, imports: str) -> dict:
     script = (f"{imports}\nimport json\nfrom gpcore import trace_cache, FitConfig, GPFitter\n"
               "config = FitConfig(kernel='rbf', batch_size=4)\n"
