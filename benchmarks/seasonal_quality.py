@@ -147,18 +147,20 @@ class AutoChoice:
 def _fit(config, series, work: dict | None = None):
     """(results, wall seconds): `series` fitted by a fitter for `config`,
     built and traced before the clock starts; `work`, if given, gets the
-    fitter's work counters of the timed fit."""
+    fitter's work counters of the timed fit and its process CPU seconds
+    (`cpu_s`)."""
     import gpcore
 
     build = getattr(gpcore, "build_fitter", gpcore.GPFitter)  # "auto" needs build_fitter
     fitter = build(config)
     fitter.fit(series[:2])
     before = dict(getattr(fitter, "work", {}))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     results = fitter.fit(series)
     seconds = time.perf_counter() - start
     if work is not None:
         work.update({k: v - before.get(k, 0) for k, v in getattr(fitter, "work", {}).items()})
+        work["cpu_s"] = time.process_time() - cpu
     return results, seconds
 
 

@@ -51,6 +51,36 @@ def test_linear_needs_the_times():
         kernels.LINEAR.feature(d)
 
 
+def test_periodic_sines_from_the_times_equal_those_of_the_distances(rng):
+    # The fit's feature (the times given) forms sin and cos of each phase
+    # by angle subtraction; the distance alone takes tf.sin of each phase.
+    # A short period on a long irregular series: phases up to ~500 rad,
+    # which carry a relative round-off of ~1e-16, so ~5e-14 rad, times the
+    # slope of an entry in the phase (k: at most 4 / l^2 = 25; the second
+    # derivatives grow as phase^2 / l^2, to ~1e7). Hence 1e-12 on k against
+    # sines in extended precision (numpy's long double, 64-bit mantissa),
+    # and 5e-12 of each array's largest entry between the two ways: both
+    # round-off, far below any error of the formulas (a wrong sign or factor
+    # moves entries by their own size). The diagonal is exactly 1.
+    kernel = kernels.kernel("periodic")
+    t = np.sort(rng.uniform(0.0, 1.0, 300))
+    length_scale, period = 0.4, 0.003
+    tc = tf.constant((t - ref.centre(t))[None])
+    params = [tf.constant([v], tf.float64) for v in (length_scale, period)]
+    by_times = kernel.matrix_and_derivatives(kernel.feature(kernels.distances(tc, tc), tc, tc),
+                                             params)
+    by_distance = kernel.matrix_and_derivatives(kernel.feature(kernels.distances(tc, tc)), params)
+    long_t = t.astype(np.longdouble) - np.longdouble(ref.centre(t))
+    phase = (long_t[:, None] - long_t[None, :]) * (np.longdouble(np.pi) / np.longdouble(period))
+    exact = np.exp(-2.0 * np.sin(phase) ** 2 / np.longdouble(length_scale) ** 2)
+    for way in (by_times, by_distance):
+        np.testing.assert_allclose(way[0][0].numpy(), exact.astype(np.float64), rtol=0, atol=1e-12)
+    for ours, theirs in zip(tf.nest.flatten(by_times), tf.nest.flatten(by_distance)):
+        theirs = theirs.numpy()
+        np.testing.assert_allclose(ours.numpy(), theirs, rtol=0, atol=5e-12 * np.abs(theirs).max())
+    np.testing.assert_array_equal(np.diag(by_times[0][0].numpy()), 1.0)
+
+
 def test_distances_keep_precision_at_large_offsets():
     # Unix seconds: x^2 + y^2 - 2xy cancels ~1e18 to get ~1e2; |t_i - t_j| is exact here.
     t = 1.7e9 + np.arange(0.0, 600.0, 60.0)
