@@ -28,7 +28,10 @@ def __getattr__(name):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'gpcore' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    from gpcore import threads
+
+    with threads.collection_paused():  # TensorFlow's import, where this is it
+        value = getattr(importlib.import_module(module), name)
     if module != f"gpcore.{name}":  # not predict, whose module the import system binds here
         globals()[name] = value  # found directly next time
     return value

@@ -20,6 +20,8 @@ import sys
 import tempfile
 import threading
 
+from gpcore import threads
+
 _LOG = logging.getLogger(__name__)
 _lock = threading.Lock()
 _done = False
@@ -47,10 +49,12 @@ def import_tensorflow(keep_lines: bool = False):
     with _lock:
         if _done or keep_lines or "tensorflow" in sys.modules:
             _done = True
-            import tensorflow as tf
+            with threads.collection_paused():  # where this is the import
+                import tensorflow as tf
             return tf
         _done = True
-        said = _captured(_start)
+        with threads.collection_paused():
+            said = _captured(_start)
     for line in said.splitlines():
         if START_UP.search(line):
             _LOG.debug("TensorFlow: %s", line)

@@ -46,13 +46,15 @@ import time  # noqa: E402
 _IMPORTING = logging.NullHandler()
 logging.getLogger().addHandler(_IMPORTING)
 
-from pipeline import builder, portable, runtime  # noqa: E402
-from pipeline.io import inputs, lock, manifest, outputs  # noqa: E402
-from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,  # noqa: E402
-                                EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
-                                first_line, lost_worker, storage_error, storage_line)
-from pipeline.io.fingerprint import VERSION  # noqa: E402
-from pipeline.options import help_parser, parse_options  # noqa: E402
+# Beam's import with Python's garbage collector paused (gpcore/threads.py).
+with threads.collection_paused():
+    from pipeline import builder, portable, runtime
+    from pipeline.io import inputs, lock, manifest, outputs
+    from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,
+                                    EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
+                                    first_line, lost_worker, storage_error, storage_line)
+    from pipeline.io.fingerprint import VERSION
+    from pipeline.options import help_parser, parse_options
 
 logging.getLogger().removeHandler(_IMPORTING)
 

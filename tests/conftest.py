@@ -24,6 +24,17 @@ os.environ.setdefault("GPFIT_TRACE_CACHE", os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".cache", "traces"))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session):
+    """Collection imports the test modules, and with them TensorFlow, TFP,
+    Beam and scikit-learn: with Python's garbage collector paused, as the
+    gpfit command imports them (gpcore/threads.py, collection_paused)."""
+    from gpcore import threads
+
+    with threads.collection_paused():
+        yield
+
+
 @pytest.fixture(scope="session", autouse=True)
 def tensorflow_as_a_job_runs_it():
     """Each test process runs TensorFlow as an in-process gpfit job does,
