@@ -30,7 +30,7 @@ def __getattr__(name):
         raise AttributeError(f"module 'gpcore' has no attribute {name!r}")
     from gpcore import threads
 
-    with threads.collection_paused():  # TensorFlow's import, where this is it
+    with threads.collection_paused(module):  # TensorFlow's import, where this is it
         value = getattr(importlib.import_module(module), name)
     if module != f"gpcore.{name}":  # not predict, whose module the import system binds here
         globals()[name] = value  # found directly next time

@@ -49,11 +49,11 @@ def import_tensorflow(keep_lines: bool = False):
     with _lock:
         if _done or keep_lines or "tensorflow" in sys.modules:
             _done = True
-            with threads.collection_paused():  # where this is the import
+            with threads.collection_paused("tensorflow"):
                 import tensorflow as tf
             return tf
         _done = True
-        with threads.collection_paused():
+        with threads.collection_paused("tensorflow"):
             said = _captured(_start)
     for line in said.splitlines():
         if START_UP.search(line):

@@ -47,7 +47,7 @@ _IMPORTING = logging.NullHandler()
 logging.getLogger().addHandler(_IMPORTING)
 
 # Beam's import with Python's garbage collector paused (gpcore/threads.py).
-with threads.collection_paused():
+with threads.collection_paused("apache_beam"):
     from pipeline import builder, portable, runtime
     from pipeline.io import inputs, lock, manifest, outputs
     from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,

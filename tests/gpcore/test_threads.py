@@ -75,3 +75,13 @@ def test_blocks_in_two_threads_leave_the_collector_on_after_both(collector_as_fo
     release.set()
     worker.join(10)
     assert gc.isenabled()
+
+
+def test_a_module_already_loaded_is_not_imported_again_and_nothing_is_frozen(collector_as_found):
+    gc.enable()
+    frozen = gc.get_freeze_count()
+    with threads.collection_paused("gc"):  # loaded in every process
+        assert gc.isenabled()
+        kept = [Cycle() for _ in range(1000)]
+    assert gc.get_freeze_count() == frozen and len(kept) == 1000
+
