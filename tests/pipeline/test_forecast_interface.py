@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 import pytest
+from scipy.linalg import cho_solve, solve_triangular
 from scipy.stats import norm, t as student_t
 
 from gp_reference import components_matrix
@@ -41,10 +42,12 @@ def posterior(t, y, row, t_new):
     """Mean and sd of a new observation at t_new, numpy (float64)."""
     comps = row["components"]
     a = components_matrix(comps, t, t) + row["noise_variance"] * np.eye(t.size)
+    # Triangular solves against the factor: np.linalg.solve would factor the
+    # triangle again by LU, 2/3 n^3 (1.4 s of one core each at n = 4,500).
     chol = np.linalg.cholesky(a)
     k_star = components_matrix(comps, t_new, t)
-    alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y - row["mean"]))
-    v = np.linalg.solve(chol, k_star.T)
+    alpha = cho_solve((chol, True), y - row["mean"])
+    v = solve_triangular(chol, k_star.T, lower=True)
     prior = sum(c["amplitude"] ** 2 for c in comps)
     var = np.maximum(prior - np.sum(v * v, axis=0), 0.0) + row["noise_variance"]
     return row["mean"] + k_star @ alpha, np.sqrt(var)
