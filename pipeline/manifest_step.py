@@ -17,7 +17,7 @@ import time
 from typing import Iterable, Optional
 
 import apache_beam as beam
-from apache_beam.pvalue import AsDict, AsList, AsSingleton
+from apache_beam.pvalue import AsList
 
 from gpcore.result import FAILED, OK, SKIPPED
 from pipeline import metrics
@@ -232,23 +232,90 @@ class SummariseHoldout(beam.CombineFn):
                 "coverage_95": acc["covered"] / acc["points"] if acc["points"] else None}
 
 
+class Summaries(beam.CombineFn):
+    """(input name, value) -> {summary name: summary}: several CombineFns in
+    one combine, each over the values of one input. `parts` maps a summary's
+    name to (the input it reads, its CombineFn)."""
+
+    def __init__(self, parts: dict):
+        super().__init__()
+        self._parts = parts
+
+    def create_accumulator(self) -> dict:
+        return {name: fn.create_accumulator() for name, (_, fn) in self._parts.items()}
+
+    def add_input(self, acc: dict, element) -> dict:
+        source, value = element
+        for name, (reads, fn) in self._parts.items():
+            if reads == source:
+                acc[name] = fn.add_input(acc[name], value)
+        return acc
+
+    def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
+        accumulators = list(accumulators)
+        return {name: fn.merge_accumulators([acc[name] for acc in accumulators])
+                for name, (_, fn) in self._parts.items()}
+
+    def extract_output(self, acc: dict) -> dict:
+        return {name: fn.extract_output(acc[name]) for name, (_, fn) in self._parts.items()}
+
+
+class CountEach(beam.CombineFn):
+    """Values -> {value: how many times it came}."""
+
+    def create_accumulator(self) -> dict:
+        return {}
+
+    def add_input(self, counts: dict, value) -> dict:
+        counts[value] = counts.get(value, 0) + 1
+        return counts
+
+    def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
+        merged: dict = {}
+        for counts in accumulators:
+            for value, n in counts.items():
+                merged[value] = merged.get(value, 0) + n
+        return merged
+
+    def extract_output(self, counts: dict) -> dict:
+        return counts
+
+
 # WriteManifest's optional inputs: PCollections of ints to add up.
 _TOTALS = ("warm_starts_offered", "previous_unreadable_shards", "predicted", "not_predicted",
            "coarse_grid")
 
 
+def _summaries() -> Summaries:
+    """The manifest's summaries, by the name _WriteManifestFn reads them:
+    what the rows, the fits, the read step and the totals add up to."""
+    total = lambda: beam.CombineFn.from_callable(sum)  # noqa: E731
+    return Summaries({
+        "status_counts": ("rows", CountStatuses()), "reuse": ("rows", CountReuse()),
+        "holdout": ("rows", SummariseHoldout()), "null_ids": ("null_ids", total()),
+        "fits": ("fits", SummariseFits()), "read": ("read", SummariseInput()),
+        "no_step": ("no_step", CountEach()),
+        **{name: (name, total()) for name in _TOTALS}})
+
+
 class WriteManifest(beam.PTransform):
     """{"rows", "null_ids", "fits", "files", "unreadable", "written", and
-    optionally "predictions_written" and the _TOTALS} -> the manifest,
-    written last.
+    optionally "predictions_written", "no_step" and the _TOTALS} -> the
+    manifest, written last.
 
     Inputs: rows, the output rows; null_ids, ints to add up; fits,
     metrics.FitStats; files, (1, rows) per input file read; unreadable,
-    (path, reason) per input that could not be read; written, WriteParams'
+    (path, reason) per input that could not be read; no_step, the reasons
+    a series had no forecast step, one a series; written, WriteParams'
     result (the finalised shard names): a side input, so the manifest waits
     for every shard, and predictions_written likewise for the predictions;
     _TOTALS, ints (warm starts given, previous shards not read, series
     predicted or not). Returns the manifest's path (one element).
+
+    Every count and summary is one CombineGlobally over the inputs tagged
+    by name (`Summaries`): a combine a summary cost the graph 13 transforms
+    and a shuffle, and the job's 13 had made two thirds of its graph
+    (docs/design.md, "Runners and quiet runs").
     """
 
     def __init__(self, record: manifest.RunRecord):
@@ -256,28 +323,20 @@ class WriteManifest(beam.PTransform):
         self._record = record
 
     def expand(self, inputs: dict):
-        counts = inputs["rows"] | "CountStatuses" >> beam.CombineGlobally(CountStatuses())
-        reuse = inputs["rows"] | "CountReuse" >> beam.CombineGlobally(CountReuse())
-        totals = {name: AsSingleton(
-            (inputs.get(name) or inputs["rows"].pipeline | f"No_{name}" >> beam.Create([]))
-            | f"Sum_{name}" >> beam.CombineGlobally(sum)) for name in _TOTALS}
+        tagged = [inputs["rows"] | "TagRows" >> beam.Map(lambda v: ("rows", v)),
+                  inputs["files"] | "TagFiles" >> beam.Map(lambda v: ("read", ("file", v))),
+                  inputs["unreadable"] | "TagUnreadable" >> beam.Map(
+                      lambda v: ("read", ("unreadable", v)))]
+        for name in ("null_ids", "fits", "no_step") + _TOTALS:
+            if inputs.get(name) is not None:
+                tagged.append(inputs[name] | f"Tag_{name}" >> beam.Map(lambda v, n=name: (n, v)))
+        summary = (tagged | "AllCounts" >> beam.Flatten()
+                   | "Summarise" >> beam.CombineGlobally(_summaries()))
         predictions_written = (inputs.get("predictions_written")
                                or inputs["rows"].pipeline | "NoPredictions" >> beam.Create([]))
-        no_step = ((inputs.get("no_step") or inputs["rows"].pipeline | "NoSteps" >> beam.Create([]))
-                   | "CountNoStep" >> beam.combiners.Count.PerElement())
-        holdout = inputs["rows"] | "SummariseHoldout" >> beam.CombineGlobally(SummariseHoldout())
-        null_ids = inputs["null_ids"] | "SumNullIds" >> beam.CombineGlobally(sum)
-        fits = inputs["fits"] | "SummariseFits" >> beam.CombineGlobally(SummariseFits())
-        read = (
-            (inputs["files"] | "TagFiles" >> beam.Map(lambda v: ("file", v)),
-             inputs["unreadable"] | "TagUnreadable" >> beam.Map(lambda v: ("unreadable", v)))
-            | "AllInput" >> beam.Flatten()
-            | "SummariseInput" >> beam.CombineGlobally(SummariseInput()))
-        return counts | "Write" >> beam.ParDo(
-            _WriteManifestFn(self._record), null_ids=AsSingleton(null_ids),
-            fits=AsSingleton(fits), read=AsSingleton(read), written=AsList(inputs["written"]),
-            reuse=AsSingleton(reuse), predictions_written=AsList(predictions_written),
-            no_step=AsDict(no_step), holdout=AsSingleton(holdout), **totals)
+        return summary | "Write" >> beam.ParDo(
+            _WriteManifestFn(self._record), written=AsList(inputs["written"]),
+            predictions_written=AsList(predictions_written))
 
 
 class _WriteManifestFn(beam.DoFn):
@@ -287,21 +346,23 @@ class _WriteManifestFn(beam.DoFn):
         self._record = record
         self._clock = clock
 
-    def process(self, status_counts: dict, null_ids: int, fits: dict, read: dict,
-                written: list, reuse: dict, predictions_written: list, no_step: dict,
-                holdout: Optional[dict], **totals):
+    def process(self, summary: dict, written: list, predictions_written: list):
+        """summary: `_summaries()`'s output; written, predictions_written:
+        the finalised shards (side inputs, so that this runs last)."""
         output = self._record.output
         nightly = {
-            "reuse": {**reuse, "warm_starts_offered": totals["warm_starts_offered"],
-                      "previous_unreadable_shards": totals["previous_unreadable_shards"]},
-            "predicted": totals["predicted"], "not_predicted": totals["not_predicted"],
-            "no_step": dict(sorted(no_step.items())), "coarse_grid": totals["coarse_grid"],
-            "holdout": holdout,
+            "reuse": {**summary["reuse"],
+                      "warm_starts_offered": summary["warm_starts_offered"],
+                      "previous_unreadable_shards": summary["previous_unreadable_shards"]},
+            "predicted": summary["predicted"], "not_predicted": summary["not_predicted"],
+            "no_step": dict(sorted(summary["no_step"].items())),
+            "coarse_grid": summary["coarse_grid"], "holdout": summary["holdout"],
             "prediction_files": (outputs.params_files(output, outputs.PREDICTIONS_PREFIX)
                                  if self._record.predict is not None else [])}
-        composed = manifest.compose(self._record, status_counts, null_ids, fits,
-                                    output_files=outputs.params_files(output),
-                                    finished_at=self._clock(), read=read, nightly=nightly)
+        composed = manifest.compose(self._record, summary["status_counts"], summary["null_ids"],
+                                    summary["fits"], output_files=outputs.params_files(output),
+                                    finished_at=self._clock(), read=summary["read"],
+                                    nightly=nightly)
         path = manifest.write(self._record.output, composed)
         _LOG.info("gpfit: wrote %s (%d shard(s) finalised)", path, len(written))
         # The run is over: a launcher that did not wait (a Flex Template)

@@ -145,6 +145,31 @@ def test_status_counts_and_the_failure_policy():
     assert empty["status"] == "succeeded" and empty["counts"]["series_read"] == 0
 
 
+def test_one_combine_gives_each_summary_of_its_own_input_however_it_is_split():
+    """Summaries: each part sees only its input's values, and merging the
+    accumulators of any split of the elements gives what one pass gives."""
+    summaries = manifest_step.Summaries({
+        "status_counts": ("rows", manifest_step.CountStatuses()),
+        "reasons": ("no_step", manifest_step.CountEach()),
+        "also_reasons": ("no_step", manifest_step.CountEach())})
+    elements = ([("rows", {"status": s}) for s in ("ok", "failed", "ok")]
+                + [("no_step", r) for r in ("one point", "one point", "irregular")]
+                + [("other", 7)])  # an input no part reads
+    whole = summaries.create_accumulator()
+    for element in elements:
+        whole = summaries.add_input(whole, element)
+    halves = [summaries.create_accumulator(), summaries.create_accumulator()]
+    for k, element in enumerate(elements):
+        halves[k % 2] = summaries.add_input(halves[k % 2], element)
+    expected = {"status_counts": {"ok": 2, "skipped": 0, "failed": 1},
+                "reasons": {"one point": 2, "irregular": 1},
+                "also_reasons": {"one point": 2, "irregular": 1}}
+    assert summaries.extract_output(whole) == expected
+    assert summaries.extract_output(summaries.merge_accumulators(halves)) == expected
+    assert summaries.extract_output(summaries.create_accumulator()) == {
+        "status_counts": {"ok": 0, "skipped": 0, "failed": 0}, "reasons": {}, "also_reasons": {}}
+
+
 def test_a_job_that_ends_without_a_manifest_exits_3(tmp_path, monkeypatch, capsys):
     """gpfit decides from the manifest the job wrote; no manifest, no success."""
     import apache_beam as beam
