@@ -4,9 +4,9 @@ A fitter's first call traces its search into a TensorFlow graph: 1.3-1.8 CPU
 s for one kernel, more under `auto` (a graph per candidate), paid by every
 process that builds a fitter (each run of the command, each Dataflow worker
 process, each test process). Like JAX's persistent compilation cache, this
-keeps the traced function as a SavedModel, so a later process loads it
-(0.3-0.7 s) instead of tracing (docs/design.md, "Traces kept between
-processes").
+keeps the traced function's graph (its FunctionDef library), so a later
+process registers it with TensorFlow and calls it by name (0.05 s) instead
+of tracing (docs/design.md, "Traces kept between processes").
 
 An entry is valid only for the graph it was traced from. Its key hashes
 everything the trace reads: gpcore's sources, the values of gpcore's module
@@ -23,10 +23,11 @@ later fitters of a configuration read nothing.
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import hashlib
 import importlib
+import itertools
+import json
 import logging
 import os
 import platform
@@ -40,6 +41,8 @@ from typing import Callable, Optional
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.framework import function_pb2
+from tensorflow.python.eager import context
 
 from gpcore.result import first_line
 
@@ -48,14 +51,18 @@ _LOG = logging.getLogger("gpfit")
 ENV = "GPFIT_TRACE_CACHE"
 OFF = "off"
 # Bumped when what an entry holds changes meaning.
-FORMAT = "1"
+FORMAT = "2"
+# An entry's files: the function and every function it calls (a
+# FunctionDefLibrary, the called function last), and how to call it.
+LIBRARY = "functions.pb"
+SIGNATURE = "signature.json"
 # Entries kept, the least recently used pruned beyond it: each is 0.3-1 MB,
 # one per configuration and gpfit version used.
 MAX_ENTRIES = 200
 # Folders this process could not write to, already reported.
 _WARNED: set[str] = set()
 # Entries this process has read or written, held in memory by path with the
-# stamp of their saved_model.pb (inode, size, mtime): a later fitter built
+# stamp of their LIBRARY file (inode, size, mtime): a later fitter built
 # alike in this process (another DoFn's, a frame call's, a test's) takes the
 # function as a twin does, with no disk read (0.5-1.5 CPU s a fitter;
 # docs/design.md, "Traces kept between processes"). An entry removed or
@@ -202,9 +209,9 @@ def parts(config, *classes: type) -> Optional[list[str]]:
 
 
 def _stamp(path: str) -> Optional[tuple]:
-    """(inode, size, mtime) of the entry's saved_model.pb, or None."""
+    """(inode, size, mtime) of the entry's LIBRARY file, or None."""
     try:
-        st = os.stat(os.path.join(path, "saved_model.pb"))
+        st = os.stat(os.path.join(path, LIBRARY))
     except OSError:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
@@ -233,8 +240,8 @@ def _held(path: str) -> Optional[tuple]:
 
 def load(name: str):
     """The traced function kept as `name` (callable as the traced one:
-    (variables, *tensors)), and the object that owns it (the restored
-    SavedModel, or None for one this process traced); or None."""
+    (variables, *tensors)), and the object that owns it (None: the function
+    holds what it needs); or None."""
     where = folder()
     if where is None:
         return None
@@ -245,8 +252,7 @@ def load(name: str):
             return None
         stamp = _stamp(path)
         try:
-            restored = tf.saved_model.load(path)
-            found = restored.fit, restored
+            found = _read(path), None
         except Exception as err:  # pylint: disable=broad-except  (a damaged entry: trace instead)
             _LOG.warning("gpfit: trace cache entry %s unreadable (%s: %s); tracing instead, "
                          "and replacing it", path, type(err).__name__, first_line(err))
@@ -262,10 +268,9 @@ def load(name: str):
 
 
 def save(name: str, concrete: Callable) -> None:
-    """Keeps `concrete` (the traced ConcreteFunction; saving the
-    tf.function instead would trace it again) as `name`; a folder that
-    cannot be written is reported once a process and skipped (the fit
-    goes on)."""
+    """Keeps `concrete` (the traced ConcreteFunction) as `name`: its
+    FunctionDef library and signature; a folder that cannot be written is
+    reported once a process and skipped (the fit goes on)."""
     where = folder()
     if where is None:
         return
@@ -276,10 +281,15 @@ def save(name: str, concrete: Callable) -> None:
     try:
         os.makedirs(where, exist_ok=True)
         partial = tempfile.mkdtemp(prefix=f".{name}-", dir=where)
-        holder = tf.Module()
-        holder.fit = concrete
-        with _tensorflow_info_off():  # "Assets written to ...": not for gpfit's user
-            tf.saved_model.save(holder, partial)
+        library = function_pb2.FunctionDefLibrary()
+        library.function.extend(concrete.graph.as_graph_def().library.function)
+        library.function.append(concrete.function_def)
+        with open(os.path.join(partial, LIBRARY), "wb") as f:
+            f.write(library.SerializeToString())
+        with open(os.path.join(partial, SIGNATURE), "w") as f:
+            json.dump({"function": concrete.function_def.signature.name,
+                       "inputs": [t.dtype.name for t in concrete.inputs],
+                       "outputs": _structure(concrete.structured_outputs)}, f)
         os.rename(partial, path)  # OSError if another process saved it meanwhile
         partial = None
         _hold(path, _stamp(path), concrete, None)
@@ -294,15 +304,92 @@ def save(name: str, concrete: Callable) -> None:
             shutil.rmtree(partial, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def _tensorflow_info_off():
-    logger = logging.getLogger("tensorflow")
-    level = logger.level
-    logger.setLevel(max(level, logging.WARNING))
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
+def _structure(outputs):
+    """The nesting of a function's outputs as JSON, a tensor as null."""
+    if isinstance(outputs, dict):
+        return {"dict": {k: _structure(v) for k, v in outputs.items()}}
+    if isinstance(outputs, (tuple, list)):
+        return {type(outputs).__name__: [_structure(v) for v in outputs]}
+    return None
+
+
+def _template(structure):
+    """_structure's nesting rebuilt, None for each tensor."""
+    if structure is None:
+        return None
+    (kind, inner), = structure.items()
+    if kind == "dict":
+        return {k: _template(v) for k, v in inner.items()}
+    return {"tuple": tuple, "list": list}[kind](_template(v) for v in inner)
+
+
+_LOADS = itertools.count()  # loads in this process: each registers its own names
+
+
+class LoadedFunction:
+    """A kept function registered with this process's TensorFlow runtime,
+    called as the ConcreteFunction it was saved from: fn(variables,
+    *tensors) -> its outputs, nested alike.
+
+    tf.saved_model.load rebuilt a Python graph of every function (0.6 CPU
+    s for rbf's 19 functions and 4,100 ops, most of a loaded fitter's first
+    call); the runtime needs only the FunctionDefs, which this registers
+    under names of their own (a suffix per load, as the SavedModel loader
+    renames, so that entries traced in different processes never clash)
+    and calls by name, as a ConcreteFunction calls its own
+    (docs/design.md, "Traces kept between processes").
+    """
+
+    def __init__(self, library: bytes, signature: dict):
+        functions = function_pb2.FunctionDefLibrary.FromString(library).function
+        suffix = f"_gpfit_kept_{next(_LOADS)}"
+        renamed = {f.signature.name: f.signature.name + suffix for f in functions}
+        if signature["function"] not in renamed:
+            raise ValueError(f"the library has no function {signature['function']}")
+        ctx = context.context()
+        for fdef in functions:
+            fdef.signature.name = renamed[fdef.signature.name]
+            for node in fdef.node_def:
+                _rename_calls(node, renamed)
+            ctx.add_function_def(fdef)
+        self._name = renamed[signature["function"]].encode()
+        self._dtypes = [tf.as_dtype(d) for d in signature["inputs"]]
+        self._outputs = _template(signature["outputs"])
+        self._count = len(tf.nest.flatten(self._outputs))
+
+    def __call__(self, variables, *tensors):
+        leaves = tf.nest.flatten((list(variables), *tensors))
+        if len(leaves) != len(self._dtypes):
+            raise ValueError(f"the kept function takes {len(self._dtypes)} inputs; "
+                             f"got {len(leaves)}")
+        flat = [leaf.handle if isinstance(leaf, tf.Variable)
+                else tf.convert_to_tensor(leaf, dtype=dtype)
+                for leaf, dtype in zip(leaves, self._dtypes)]
+        outputs = context.context().call_function(self._name, flat, self._count)
+        return tf.nest.pack_sequence_as(self._outputs, outputs)
+
+
+def _rename_calls(node, renamed: dict) -> None:
+    """Points a NodeDef's calls of library functions (as its op, or in a
+    func or list-of-func attribute) at their renamed FunctionDefs."""
+    if node.op in renamed:
+        node.op = renamed[node.op]
+    for attr in node.attr.values():
+        kind = attr.WhichOneof("value")
+        if kind == "func" and attr.func.name in renamed:
+            attr.func.name = renamed[attr.func.name]
+        elif kind == "list":
+            for fn in attr.list.func:
+                fn.name = renamed.get(fn.name, fn.name)
+
+
+def _read(path: str) -> LoadedFunction:
+    """The function kept in the entry at `path`; raises if it is damaged."""
+    with open(os.path.join(path, LIBRARY), "rb") as f:
+        library = f.read()
+    with open(os.path.join(path, SIGNATURE)) as f:
+        signature = json.load(f)
+    return LoadedFunction(library, signature)
 
 
 def _prune(where: str) -> None:

@@ -1,5 +1,6 @@
 """trace_cache: a fitter's traced search kept on disk and loaded by the next
 fitter of its configuration, in this process or another, with the same fits."""
+import collections
 import dataclasses
 import json
 import logging
@@ -42,7 +43,7 @@ def _key(config=CONFIG):
     return trace_cache.key(*trace_cache.parts(config, GPFitter, GPFitter.search_type))
 
 
-def test_a_second_fitter_loads_the_kept_trace_and_fits_bit_for_bit_alike(folder, rng):
+def test_a_second_fitter_loads_the_kept_trace_and_fits_bit_for_bit_alike(folder, rng, monkeypatch):
     series = _series(rng)
     first = GPFitter(CONFIG)
     traced = first.fit(series)
@@ -55,6 +56,14 @@ def test_a_second_fitter_loads_the_kept_trace_and_fits_bit_for_bit_alike(folder,
     assert [dataclasses.asdict(r) for r in loaded] == [dataclasses.asdict(r) for r in traced]
     assert all(r.status == "ok" for r in loaded)
     assert _entries(folder) == [_key()]
+    # A fitter of a process that holds nothing: the kept graph read from
+    # disk, registered and called by name; again every field equal.
+    monkeypatch.setattr(trace_cache, "_HELD", collections.OrderedDict())
+    third = GPFitter(CONFIG)
+    read = third.fit(series)
+    assert isinstance(third._traced._concrete, trace_cache.LoadedFunction)
+    assert (third._traced.loaded, third.tracing_count) == (True, 1)
+    assert [dataclasses.asdict(r) for r in read] == [dataclasses.asdict(r) for r in traced]
 
 
 def test_this_process_holds_what_it_kept_and_reads_a_changed_entry_again(folder, rng, monkeypatch):
@@ -62,14 +71,14 @@ def test_this_process_holds_what_it_kept_and_reads_a_changed_entry_again(folder,
     first = GPFitter(CONFIG)
     first.fit(series[:1])
     reads = []
-    real_load = trace_cache.tf.saved_model.load
-    monkeypatch.setattr(trace_cache.tf.saved_model, "load", lambda path: reads.append(path) or real_load(path))
+    real_read = trace_cache._read
+    monkeypatch.setattr(trace_cache, "_read", lambda path: reads.append(path) or real_read(path))
     second = GPFitter(CONFIG)
     second.fit(series[:1])
     # The traced function itself, as a twin takes it: no disk read.
     assert (second._traced.loaded, second._traced._concrete is first._traced._concrete, reads) == (True, True, [])
     (name,) = _entries(folder)
-    os.utime(folder / name / "saved_model.pb", ns=(1, 1))  # rewritten by another process
+    os.utime(folder / name / trace_cache.LIBRARY, ns=(1, 1))  # rewritten by another process
     third = GPFitter(CONFIG)
     third.fit(series[:1])
     assert third._traced.loaded and reads == [str(folder / name)]
@@ -130,9 +139,9 @@ def test_a_damaged_entry_is_reported_replaced_and_the_fit_goes_on(folder, rng, c
     series = _series(rng)
     GPFitter(CONFIG).fit(series)
     (name,) = _entries(folder)
-    with open(folder / name / "saved_model.pb", "wb") as f:
-        f.write(b"not a SavedModel")
-    os.mkdir(folder / ("f" * 32))  # an entry with no saved_model.pb at all
+    with open(folder / name / trace_cache.LIBRARY, "wb") as f:
+        f.write(b"not a FunctionDef library")
+    os.mkdir(folder / ("f" * 32))  # an entry with no files at all
     assert trace_cache.load("f" * 32) is None and not (folder / ("f" * 32)).exists()
     again = GPFitter(CONFIG)
     with caplog.at_level(logging.WARNING, logger="gpfit"):
