@@ -26,25 +26,39 @@ from pipeline.io import lock, manifest, outputs
 _LOG = logging.getLogger(__name__)
 
 
-class CountStatuses(beam.CombineFn):
-    """Output rows -> {status: rows}, with ok, skipped and failed always present."""
+class CountEach(beam.CombineFn):
+    """Values -> {key(value): how many times it came}."""
+
+    def key(self, value):
+        return value
 
     def create_accumulator(self) -> dict:
-        return {OK: 0, SKIPPED: 0, FAILED: 0}
+        return {}
 
-    def add_input(self, counts: dict, row: dict) -> dict:
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    def add_input(self, counts: dict, value) -> dict:
+        key = self.key(value)
+        counts[key] = counts.get(key, 0) + 1
         return counts
 
     def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
         merged = self.create_accumulator()
         for counts in accumulators:
-            for status, n in counts.items():
-                merged[status] = merged.get(status, 0) + n
+            for key, n in counts.items():
+                merged[key] = merged.get(key, 0) + n
         return merged
 
     def extract_output(self, counts: dict) -> dict:
         return counts
+
+
+class CountStatuses(CountEach):
+    """Output rows -> {status: rows}, with ok, skipped and failed always present."""
+
+    def key(self, row: dict):
+        return row["status"]
+
+    def create_accumulator(self) -> dict:
+        return {OK: 0, SKIPPED: 0, FAILED: 0}
 
 
 # Fit-call durations are kept as a histogram of bins 2% wide, so that the
@@ -258,27 +272,6 @@ class Summaries(beam.CombineFn):
 
     def extract_output(self, acc: dict) -> dict:
         return {name: fn.extract_output(acc[name]) for name, (_, fn) in self._parts.items()}
-
-
-class CountEach(beam.CombineFn):
-    """Values -> {value: how many times it came}."""
-
-    def create_accumulator(self) -> dict:
-        return {}
-
-    def add_input(self, counts: dict, value) -> dict:
-        counts[value] = counts.get(value, 0) + 1
-        return counts
-
-    def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
-        merged: dict = {}
-        for counts in accumulators:
-            for value, n in counts.items():
-                merged[value] = merged.get(value, 0) + n
-        return merged
-
-    def extract_output(self, counts: dict) -> dict:
-        return counts
 
 
 # WriteManifest's optional inputs: PCollections of ints to add up.
