@@ -217,31 +217,30 @@ def _stamp(path: str) -> Optional[tuple]:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def _hold(path: str, stamp: Optional[tuple], fit: Callable, owner) -> None:
+def _hold(path: str, stamp: Optional[tuple], fit: Callable) -> None:
     if stamp is None:
         return
     with _HELD_LOCK:
-        _HELD[path] = (stamp, fit, owner)
+        _HELD[path] = (stamp, fit)
         _HELD.move_to_end(path)
         while len(_HELD) > MAX_HELD:
             _HELD.popitem(last=False)
 
 
-def _held(path: str) -> Optional[tuple]:
-    """(fit, owner) held for the entry at `path` as it is on disk now."""
+def _held(path: str) -> Optional[Callable]:
+    """The fit function held for the entry at `path` as it is on disk now."""
     stamp = _stamp(path)
     with _HELD_LOCK:
         held = _HELD.get(path)
         if held is None or held[0] != stamp:
             return None
         _HELD.move_to_end(path)
-        return held[1:]
+        return held[1]
 
 
 def load(name: str):
     """The traced function kept as `name` (callable as the traced one:
-    (variables, *tensors)), and the object that owns it (None: the function
-    holds what it needs); or None."""
+    (variables, *tensors)), or None."""
     where = folder()
     if where is None:
         return None
@@ -252,13 +251,13 @@ def load(name: str):
             return None
         stamp = _stamp(path)
         try:
-            found = _read(path), None
+            found = _read(path)
         except Exception as err:  # pylint: disable=broad-except  (a damaged entry: trace instead)
             _LOG.warning("gpfit: trace cache entry %s unreadable (%s: %s); tracing instead, "
                          "and replacing it", path, type(err).__name__, first_line(err))
             shutil.rmtree(path, ignore_errors=True)
             return None
-        _hold(path, stamp, *found)
+        _hold(path, stamp, found)
         _LOG.info("gpfit: traced fit loaded from %s", path)
     try:
         os.utime(path)  # used: the last to be pruned
@@ -292,7 +291,7 @@ def save(name: str, concrete: Callable) -> None:
                        "outputs": _structure(concrete.structured_outputs)}, f)
         os.rename(partial, path)  # OSError if another process saved it meanwhile
         partial = None
-        _hold(path, _stamp(path), concrete, None)
+        _hold(path, _stamp(path), concrete)
         _prune(where)
     except Exception as err:  # pylint: disable=broad-except  (a cache never fails a fit)
         if not os.path.exists(path) and where not in _WARNED:

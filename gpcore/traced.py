@@ -50,7 +50,6 @@ class Traced:
         self._cache_parts = None if cache_parts is None else list(cache_parts)
         self._concrete = None
         self._loaded = False  # the function came from the trace cache
-        self._restored = None  # the loaded SavedModel, which owns a loaded function
         self._lock = threading.Lock()
 
     def __call__(self, variables: list[tf.Variable], *tensors):
@@ -67,11 +66,10 @@ class Traced:
     def _compiled(self, variables):
         """The function loaded from the trace cache, else traced (and kept)."""
         name = None if self._cache_parts is None else trace_cache.key(*self._cache_parts)
-        found = trace_cache.load(name) if name else None
-        if found is not None:
+        loaded = trace_cache.load(name) if name else None
+        if loaded is not None:
             self._loaded = True
-            concrete, self._restored = found
-            return concrete
+            return loaded
         concrete = self._function.get_concrete_function(variables, *self._tensors)
         if name:
             trace_cache.save(name, concrete)

@@ -306,8 +306,8 @@ class WriteManifest(beam.PTransform):
     predicted or not). Returns the manifest's path (one element).
 
     Every count and summary is one CombineGlobally over the inputs tagged
-    by name (`Summaries`): a combine a summary cost the graph 13 transforms
-    and a shuffle, and the job's 13 had made two thirds of its graph
+    by name (`Summaries`): a combine of its own cost each summary 13
+    transforms and a shuffle, and the job's 13 had made two thirds of its graph
     (docs/design.md, "Runners and quiet runs").
     """
 
