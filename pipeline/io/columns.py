@@ -75,6 +75,24 @@ def as_str(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(array.to_pylist(), dtype=object)
 
 
+def as_codes(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """Series ids (nulls removed first) -> (codes [n] int, names [u] object
+    array of str): row i has id names[codes[i]]; names as `as_str` gives them.
+
+    Arrow hashes the raw values and only the u distinct ones become Python
+    strings: np.unique sorted 160,000 id strings of a row group in 50 ms,
+    this takes 3 ms (docs/design.md, "What a small night costs"). Two raw
+    values may give one string (bytes that are not UTF-8); callers group by
+    the string.
+    """
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if pa.types.is_dictionary(array.type):
+        array = pc.cast(array, array.type.value_type)
+    encoded = array.dictionary_encode()
+    return _to_numpy(encoded.indices).astype(np.intp), as_str(encoded.dictionary)
+
+
 def _is_bytes(type_: pa.DataType) -> bool:
     return (pa.types.is_binary(type_) or pa.types.is_large_binary(type_)
             or pa.types.is_fixed_size_binary(type_) or pa.types.is_binary_view(type_))

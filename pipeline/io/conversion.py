@@ -47,19 +47,19 @@ def split(table: pa.Table, columns: Columns) -> tuple[int, Iterator[tuple[str, C
         table = table.filter(pc.is_valid(ids))
     if table.num_rows == 0:
         return null_ids, iter(())
-    ids = col.as_str(table.column(columns.id))
+    ids = table.column(columns.id)
     times, values = table.column(columns.time), table.column(columns.value)
     if col.is_list(times.type):
-        return null_ids, _nested_chunks(ids, times, values, columns)
-    return null_ids, _long_chunks(ids, col.as_float(times), col.as_float(values))
+        return null_ids, _nested_chunks(col.as_str(ids), times, values, columns)
+    return null_ids, _long_chunks(*col.as_codes(ids), col.as_float(times), col.as_float(values))
 
 
-def _long_chunks(ids: np.ndarray, t: np.ndarray, y: np.ndarray):
-    unique, inverse = np.unique(ids, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    ends = np.cumsum(np.bincount(inverse, minlength=unique.size))
-    for series_id, part in zip(unique, np.split(order, ends[:-1])):
-        yield str(series_id), (t[part], y[part], None)
+def _long_chunks(codes: np.ndarray, names: np.ndarray, t: np.ndarray, y: np.ndarray):
+    """One chunk per distinct id (col.as_codes), in the order of the ids."""
+    order = np.argsort(codes, kind="stable")
+    parts = np.split(order, np.cumsum(np.bincount(codes, minlength=names.size))[:-1])
+    for code in np.argsort(names, kind="stable"):
+        yield str(names[code]), (t[parts[code]], y[parts[code]], None)
 
 
 def _nested_chunks(ids: np.ndarray, times, values, columns: Columns):

@@ -37,3 +37,19 @@ def test_numbers_keep_their_units_and_null_is_nan():
 def test_ids_become_strings():
     assert columns.as_str(pa.array([7, 8])).tolist() == ["7", "8"]
     assert columns.as_str(pa.array(["a", "b"]).dictionary_encode()).tolist() == ["a", "b"]
+
+
+@pytest.mark.parametrize("ids", [
+    pa.chunked_array([["b", "a", "c"], ["a", "b", "é"]]),
+    pa.chunked_array([[3, 1, 2], [1, 3, 10]]),
+    pa.chunked_array([pa.array(["b", "a", "c"]).dictionary_encode(),
+                      pa.array(["a", "b", "é"]).dictionary_encode()]),
+    pa.chunked_array([[b"\xff", b"a", b"\\xff"], [b"a", b"\xff", b"z"]], pa.binary_view()),
+    pa.chunked_array([[dt.date(2020, 1, 3), dt.date(2020, 1, 1)]] * 3),
+], ids=["string", "int", "dictionary", "bytes", "date"])
+def test_id_codes_name_each_row_as_as_str_does(ids):
+    """Codes into the distinct ids, hashed by Arrow: each row's name is the
+    string as_str gives that row (bytes that are not UTF-8 included)."""
+    codes, names = columns.as_codes(ids)
+    assert names[codes].tolist() == columns.as_str(ids).tolist()
+    assert len(set(codes.tolist())) == len(names)
