@@ -41,6 +41,9 @@ JITTERS = (0.0, 1e-6, 1e-4, 1e-2)
 # Largest batch, in covariance elements (batch members x N x N): a Newton
 # evaluation keeps about ten such float64 tensors alive (~64 MB each).
 MAX_BATCH_ELEMENTS = 1 << 23
+# Points of warm_up's made-up series: the function's instantiation costs
+# the same at any length, and a short series little else.
+WARM_UP_POINTS = 16
 
 
 class GPFitter(tf.Module):
@@ -135,6 +138,22 @@ class GPFitter(tf.Module):
         return self._traced.tracing_count
 
     # ---- Python side ---------------------------------------------------
+
+    def warm_up(self) -> bool:
+        """Readies a kept trace (gpcore/trace_cache.py): runs it once on a
+        made-up series, so that TensorFlow's one-off instantiation of the
+        function, shared by every fitter of this process that runs the same
+        kept entry, is done before real work; its counters are left as they
+        were. False, doing nothing, where the trace is not kept: tracing
+        holds the GIL for a second or more (docs/design.md, "What a small
+        night costs")."""
+        if not self._traced.load_kept():
+            return False
+        work = dict(self.work)
+        t = np.linspace(0.0, 1.0, WARM_UP_POINTS)
+        self.fit([Series("warm-up", t, np.sin(2.0 * np.pi * t) + 0.1 * np.cos(17.0 * t))])
+        self.work = work
+        return True
 
     def fit(self, series: Sequence[Series], starts_from=None) -> list[FitResult]:
         """Fits every series; returns one FitResult per series, in order.

@@ -75,6 +75,16 @@ class Traced:
             trace_cache.save(name, concrete)
         return concrete
 
+    def load_kept(self) -> bool:
+        """Whether the function comes from the trace cache: loads it there
+        if nothing is compiled yet; never traces."""
+        with self._lock:
+            if self._concrete is None and self._cache_parts is not None:
+                loaded = trace_cache.load(trace_cache.key(*self._cache_parts))
+                if loaded is not None:
+                    self._concrete, self._loaded = loaded, True
+        return self._loaded
+
     @property
     def loaded(self) -> bool:
         """Whether the function came from the trace cache, not a trace."""

@@ -48,7 +48,7 @@ logging.getLogger().addHandler(_IMPORTING)
 
 # Beam's import with Python's garbage collector paused (gpcore/threads.py).
 with threads.collection_paused("apache_beam"):
-    from pipeline import builder, portable, runtime
+    from pipeline import builder, fitters, portable, runtime
     from pipeline.io import inputs, lock, manifest, outputs
     from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,
                                     EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
@@ -151,6 +151,12 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
             if refused is None:
                 raise
             raise refused from err
+    warming = None
+    if not dry_run and runtime.fits_in_this_process(options):
+        # The kept trace's one-off start in TensorFlow, off the job's path
+        # (docs/design.md, "What a small night costs").
+        runtime.configure_tf_threads(1)
+        warming = fitters.warm_up_in_background(builder.fit_config(built.gp))
     try:
         result = built.pipeline.run()
         # A dry run or a template (a Flex launch, --template_location): Beam
@@ -165,6 +171,9 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
         if _SIGNALLED:  # Beam caught Stopped inside a step and failed the job with it
             raise Stopped(_SIGNALLED[0]) from err
         return _failed(err, output)
+    finally:
+        if warming is not None:
+            warming.join()  # one short fit, done long before: no thread outlives the run
     return _report(name, found, output, time.monotonic() - started)
 
 

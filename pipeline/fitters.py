@@ -116,3 +116,30 @@ def counts() -> dict:
     calls made with them}: how a test (Dask's client.run) sees reuse."""
     with _lock:
         return {"built": _built, "calls": sum(c.calls for c in _cache.values())}
+
+
+def warm_up_in_background(config: FitConfig) -> threading.Thread:
+    """Starts a daemon thread that readies this process's kept traces of
+    config's fitters (GPFitter.warm_up, one per configuration fitted: each
+    candidate under auto) while the job reads its input, for a job whose
+    fitting runs in this process, after configure_threads. A failure is
+    logged and changes nothing: the job's fitters load or trace as they
+    would have (docs/design.md, "What a small night costs")."""
+    def run() -> None:
+        from gpcore import GPFitter
+        from gpcore.config import fitted_configs
+
+        start = time.monotonic()
+        try:
+            readied = [c.kernel_name for c in fitted_configs(config)
+                       if GPFitter(c, name="warm_up").warm_up()]
+        except Exception as err:  # pylint: disable=broad-except  (the job goes on as it would)
+            _LOG.debug("gpfit: kept traces not readied: %s: %s", type(err).__name__, err)
+            return
+        if readied:
+            _LOG.debug("gpfit: kept trace(s) of %s readied in %.2f s", ", ".join(readied),
+                       time.monotonic() - start)
+
+    thread = threading.Thread(target=run, name="gpfit-warm-up", daemon=True)
+    thread.start()
+    return thread

@@ -26,7 +26,8 @@ import weakref
 from typing import Callable, Optional
 
 from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
-                                                  PipelineOptions, StandardOptions)
+                                                  PipelineOptions, PortableOptions,
+                                                  StandardOptions)
 from apache_beam.runners.runner import PipelineRunner
 
 from gpcore.threads import INTER_OP_ENV, INTRA_OP_ENV  # noqa: F401  (re-exported)
@@ -99,6 +100,14 @@ def processes_per_machine(options: PipelineOptions) -> Optional[int]:
     if "no_use_multiple_sdk_containers" in experiments:
         return 1
     return None
+
+
+def fits_in_this_process(options: PipelineOptions) -> bool:
+    """Whether the job's fitting step runs in this process: the local
+    runner's in-process worker (not multi_processing, no other worker
+    environment)."""
+    return (is_local(options) and processes_per_machine(options) == 1
+            and not options.view_as(PortableOptions).environment_type)
 
 
 def cores_per_process(cores: int, processes: Optional[int]) -> int:

@@ -199,3 +199,17 @@ def test_the_least_recently_used_entries_beyond_the_bound_and_dead_partials_are_
         os.utime(tmp_path / name, (now - age, now - age))
     trace_cache._prune(str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == [".live-2", "newest", "recent"]
+
+
+def test_warm_up_runs_only_a_kept_trace_and_leaves_the_counters(folder, rng, monkeypatch):
+    series = _series(rng)
+    cold = GPFitter(CONFIG)
+    assert cold.warm_up() is False  # nothing kept: no trace, no fit
+    assert (cold.tracing_count, cold.work["batches"], _entries(folder)) == (0, 0, [])
+    traced = GPFitter(CONFIG).fit(series)
+    monkeypatch.setattr(trace_cache, "_HELD", collections.OrderedDict())  # a process holding nothing
+    warm = GPFitter(CONFIG)
+    counters = dict(warm.work)
+    assert warm.warm_up() is True
+    assert (warm._traced.loaded, warm.tracing_count, warm.work) == (True, 1, counters)
+    assert [dataclasses.asdict(r) for r in warm.fit(series)] == [dataclasses.asdict(r) for r in traced]

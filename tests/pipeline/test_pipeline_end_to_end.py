@@ -10,6 +10,7 @@ import os
 import shutil
 import socket
 import sys
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -225,6 +226,25 @@ def test_one_fitter_serves_every_batch(long_run):
     assert manifest["fitters_built"] == 1
     assert manifest["fit_ms_per_series"]["count"] == 23 - 1 + 1  # every series sent to the fitter
     assert manifest["tracing_count_max"] == 1  # its copies share one trace
+
+
+def test_a_kept_trace_is_readied_beside_the_job_and_fits_alike(tmp_path, monkeypatch, long_input,
+                                                              long_run):
+    """With the fit's trace kept, the command readies it on a thread while
+    the job reads (docs/design.md, "What a small night costs"); without,
+    nothing is readied (the job's fitter traces); the fits are the same."""
+    from gpcore import GPFitter, trace_cache
+
+    monkeypatch.setenv(trace_cache.ENV, str(tmp_path / "traces"))
+    readied, warm_up = [], GPFitter.warm_up
+    monkeypatch.setattr(GPFitter, "warm_up", lambda self: readied.append(warm_up(self)) or readied[-1])
+    for name, expected in (("first", [False]), ("second", [False, True])):
+        # A batch size of its own: a fitter no other run of this process built.
+        run = gpfit(long_input, str(tmp_path / name), "--kernel", "rbf", "--batch_size", "3")
+        assert run.code == 0, run.stderr
+        assert readied == expected  # the thread was joined: its answer is in
+        assert "gpfit-warm-up" not in [t.name for t in threading.enumerate()]
+        assert_same_fits(long_run.rows(), run.rows())
 
 
 def test_nested_dates_give_the_same_fits(long_run, nested_run):

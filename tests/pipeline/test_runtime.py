@@ -135,6 +135,16 @@ def test_local_runs_use_the_fn_api_runner_never_prism():
     assert local_runner(PipelineOptions(["--runner", "DataflowRunner"])) is None
 
 
+def test_only_the_local_runners_in_process_worker_fits_in_this_process():
+    assert runtime.fits_in_this_process(PipelineOptions([]))
+    assert runtime.fits_in_this_process(PipelineOptions(
+        ["--direct_num_workers", "2", "--direct_running_mode", "multi_threading"]))
+    for argv in (["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"],
+                 ["--environment_type", "PROCESS"], ["--runner", "DataflowRunner"],
+                 ["--runner", "PortableRunner"]):
+        assert not runtime.fits_in_this_process(PipelineOptions(argv)), argv
+
+
 def test_the_dataflow_job_id_line_stays_visible():
     """Airflow's Beam operator reads "Created job with id: [...]", logged at
     INFO by Beam's Dataflow API client; the rest of Beam stays at WARNING."""
