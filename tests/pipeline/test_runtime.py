@@ -135,6 +135,19 @@ def test_local_runs_use_the_fn_api_runner_never_prism():
     assert local_runner(PipelineOptions(["--runner", "DataflowRunner"])) is None
 
 
+def test_local_runs_sample_bundle_states_often_so_a_bundle_ends_promptly():
+    """Beam's only setting of the period is StateSampler's default argument:
+    a Beam that renames it fails here, not silently."""
+    import inspect
+
+    from apache_beam.runners.worker import statesampler
+    local_runner(PipelineOptions([]))
+    period = inspect.signature(statesampler.StateSampler.__init__).parameters["sampling_period_ms"]
+    assert period.default == runtime.LOCAL_SAMPLING_MS
+    sampler = statesampler.StateSampler("stage", None)
+    assert sampler.sampling_period_ms == runtime.LOCAL_SAMPLING_MS
+
+
 def test_only_the_local_runners_in_process_worker_fits_in_this_process():
     assert runtime.fits_in_this_process(PipelineOptions([]))
     assert runtime.fits_in_this_process(PipelineOptions(
