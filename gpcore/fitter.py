@@ -150,7 +150,9 @@ class GPFitter(tf.Module):
         if not self._traced.load_kept():
             return False
         work = dict(self.work)
-        t = np.linspace(0.0, 1.0, WARM_UP_POINTS)
+        # Within the configuration's bounds on points, or it is not fitted.
+        points = max(WARM_UP_POINTS, self.config.min_points)
+        t = np.linspace(0.0, 1.0, min(points, self.config.max_points or points))
         self.fit([Series("warm-up", t, np.sin(2.0 * np.pi * t) + 0.1 * np.cos(17.0 * t))])
         self.work = work
         return True

@@ -55,7 +55,7 @@ def split(table: pa.Table, columns: Columns) -> tuple[int, Iterator[tuple[str, C
 
 
 def _long_chunks(codes: np.ndarray, names: np.ndarray, t: np.ndarray, y: np.ndarray):
-    """One chunk per distinct id (col.as_codes), in the order of the ids."""
+    """One chunk per distinct id (col.as_codes), the ids in sorted order."""
     order = np.argsort(codes, kind="stable")
     parts = np.split(order, np.cumsum(np.bincount(codes, minlength=names.size))[:-1])
     for code in np.argsort(names, kind="stable"):

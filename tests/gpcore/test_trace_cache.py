@@ -213,3 +213,12 @@ def test_warm_up_runs_only_a_kept_trace_and_leaves_the_counters(folder, rng, mon
     assert warm.warm_up() is True
     assert (warm._traced.loaded, warm.tracing_count, warm.work) == (True, 1, counters)
     assert [dataclasses.asdict(r) for r in warm.fit(series)] == [dataclasses.asdict(r) for r in traced]
+    # A configuration that would skip a 16-point series still runs its trace.
+    picky = dataclasses.replace(CONFIG, min_points=20)
+    GPFitter(picky).fit(series)
+    monkeypatch.setattr(trace_cache, "_HELD", collections.OrderedDict())
+    fussy = GPFitter(picky)
+    assert fussy._traced.load_kept()
+    calls, kept = [], fussy._traced._concrete
+    fussy._traced._concrete = lambda *args: calls.append(1) or kept(*args)
+    assert fussy.warm_up() and calls
