@@ -170,11 +170,18 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
     except Exception as err:  # pylint: disable=broad-except
         if _SIGNALLED:  # Beam caught Stopped inside a step and failed the job with it
             raise Stopped(_SIGNALLED[0]) from err
+        _joined(warming)
         return _failed(err, output)
-    finally:
-        if warming is not None:
-            warming.join()  # one short fit, done long before: no thread outlives the run
+    # Stopped (a signal) goes on at once: the warm-up's daemon thread ends with the process.
+    _joined(warming)
     return _report(name, found, output, time.monotonic() - started)
+
+
+def _joined(warming) -> None:
+    """Waits for the warm-up thread, if any: one short fit, done long before
+    the job is; no thread of the run outlives it."""
+    if warming is not None:
+        warming.join()
 
 
 def _refused(err: UsageError) -> int:
