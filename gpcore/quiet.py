@@ -50,8 +50,7 @@ def import_tensorflow(keep_lines: bool = False):
         if _done or keep_lines or "tensorflow" in sys.modules:
             _done = True
             with threads.collection_paused("tensorflow"):
-                import tensorflow as tf
-            return tf
+                return _import()
         _done = True
         with threads.collection_paused("tensorflow"):
             said = _captured(_start)
@@ -65,9 +64,20 @@ def import_tensorflow(keep_lines: bool = False):
 
 
 def _start() -> None:
-    import tensorflow as tf
-    import tensorflow_probability  # noqa: F401  (loads its own libraries: lines too)
+    tf = _import()
     tf.config.list_physical_devices()  # the CUDA probe; thread pools can still be set
+
+
+def _import():
+    """TensorFlow, with TFP imported first. TFP imported after TensorFlow
+    loads its `experimental` and `layers` packages at once (tf_keras with
+    them), to register them with TensorFlow and Keras; imported before,
+    they stay lazy, as the rest of TFP is, and load if used: gpcore uses
+    neither, and they cost 0.45 s of every process (docs/design.md,
+    "Start-up")."""
+    import tensorflow_probability  # noqa: F401
+    import tensorflow as tf
+    return tf
 
 
 def _captured(work) -> str:
