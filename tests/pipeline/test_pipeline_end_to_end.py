@@ -235,16 +235,31 @@ def test_a_kept_trace_is_readied_beside_the_job_and_fits_alike(tmp_path, monkeyp
     nothing is readied (the job's fitter traces); the fits are the same."""
     from gpcore import GPFitter, trace_cache
 
-    monkeypatch.setenv(trace_cache.ENV, str(tmp_path / "traces"))
-    readied, warm_up = [], GPFitter.warm_up
-    monkeypatch.setattr(GPFitter, "warm_up", lambda self: readied.append(warm_up(self)) or readied[-1])
-    for name, expected in (("first", [False]), ("second", [False, True])):
+    traces = tmp_path / "traces"
+    monkeypatch.setenv(trace_cache.ENV, str(traces))
+    calls, warm_up = [], GPFitter.warm_up
+
+    def kept() -> bool:
+        return traces.is_dir() and any(not n.startswith(".") for n in os.listdir(traces))
+
+    def recorded(self):  # (kept before, readied, kept after)
+        before = kept()
+        readied = warm_up(self)
+        calls.append((before, readied, kept()))
+        return readied
+
+    monkeypatch.setattr(GPFitter, "warm_up", recorded)
+    for name in ("first", "second"):
         # A batch size of its own: a fitter no other run of this process built.
         run = gpfit(long_input, str(tmp_path / name), "--kernel", "rbf", "--batch_size", "3")
         assert run.code == 0, run.stderr
-        assert readied == expected  # the thread was joined: its answer is in
-        assert "gpfit-warm-up" not in [t.name for t in threading.enumerate()]
+        assert "gpfit-warm-up" not in [t.name for t in threading.enumerate()]  # joined
         assert_same_fits(long_run.rows(), run.rows())
+    # Readied where a trace was kept, never where none was: not on the first
+    # run's empty cache (unless its job kept one meanwhile), on the second.
+    assert len(calls) == 2
+    assert all(before <= readied <= after for before, readied, after in calls)
+    assert calls[1] == (True, True, True)
 
 
 def test_nested_dates_give_the_same_fits(long_run, nested_run):
