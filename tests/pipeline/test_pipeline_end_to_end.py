@@ -242,10 +242,10 @@ def test_a_kept_trace_is_readied_beside_the_job_and_fits_alike(tmp_path, monkeyp
     def kept() -> bool:
         return traces.is_dir() and any(not n.startswith(".") for n in os.listdir(traces))
 
-    def recorded(self):  # (kept before, readied, kept after)
+    def recorded(self):  # (kept before, readied, kept after, traces); runs on the thread
         before = kept()
         readied = warm_up(self)
-        calls.append((before, readied, kept()))
+        calls.append((before, readied, kept(), self.tracing_count))
         return readied
 
     monkeypatch.setattr(GPFitter, "warm_up", recorded)
@@ -257,9 +257,11 @@ def test_a_kept_trace_is_readied_beside_the_job_and_fits_alike(tmp_path, monkeyp
         assert_same_fits(long_run.rows(), run.rows())
     # Readied where a trace was kept, never where none was: not on the first
     # run's empty cache (unless its job kept one meanwhile), on the second.
+    # Nothing kept, nothing traced either: its fitter's count stays 0.
     assert len(calls) == 2
-    assert all(before <= readied <= after for before, readied, after in calls)
-    assert calls[1] == (True, True, True)
+    assert all(before <= readied <= after and count == int(readied)
+               for before, readied, after, count in calls)
+    assert calls[1] == (True, True, True, 1)
 
 
 def test_nested_dates_give_the_same_fits(long_run, nested_run):
