@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     cases, _, _ = sq.set_cases(args.set)
     series = [c.series for c in cases if c.seasonal][::args.every]
     work: dict = {}
-    results, wall = sq._fit(FitConfig(kernel=args.kernel), series, work)
+    results, wall = sq.timed_fit(FitConfig(kernel=args.kernel), series, work)
     cpu = work["cpu_s"]
     run = {"kernel": args.kernel, "set": args.set, "every": args.every, "series": len(series),
            "cpu_s": round(cpu, 2), "wall_s": round(wall, 2),

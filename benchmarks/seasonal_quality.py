@@ -144,7 +144,7 @@ class AutoChoice:
         return float(np.mean(["periodic" not in k for k in self.plain]))
 
 
-def _fit(config, series, work: dict | None = None):
+def timed_fit(config, series, work: dict | None = None):
     """(results, wall seconds): `series` fitted by a fitter for `config`,
     built and traced before the clock starts; `work`, if given, gets the
     fitter's work counters of the timed fit and its process CPU seconds
@@ -191,7 +191,7 @@ def compare(kernel: str = PEER_KERNEL, fresh: bool = False, cases=None,
     from gpcore import FitConfig
 
     work: dict = {}
-    results, gpcore_s = _fit(FitConfig(kernel=kernel), series, work)
+    results, gpcore_s = timed_fit(FitConfig(kernel=kernel), series, work)
     return SeasonalComparison(
         kernel, [s.series_id for s in series], np.array([c.real for c in cases]),
         np.array([c.period for c in cases]),
@@ -214,7 +214,7 @@ def compare_plain(kernel: str, cases, peer_nll) -> PlainComparison:
     from gpcore import FitConfig
 
     series = [c.series for c in cases if not c.seasonal]
-    results, _ = _fit(FitConfig(kernel=kernel), series)
+    results, _ = timed_fit(FitConfig(kernel=kernel), series)
     return PlainComparison(kernel, [s.series_id for s in series], quality.gaps(results, peer_nll))
 
 
@@ -224,7 +224,7 @@ def choose(candidates=CANDIDATES, cases=None) -> AutoChoice:
     from gpcore import FitConfig
 
     cases = seasonal.cases() if cases is None else cases
-    results, seconds = _fit(FitConfig(kernel="auto", candidates=tuple(candidates)),
+    results, seconds = timed_fit(FitConfig(kernel="auto", candidates=tuple(candidates)),
                             [c.series for c in cases])
     kernels = [r.kernel if r.status == "ok" else r.status for r in results]
     return AutoChoice(tuple(candidates), [k for k, c in zip(kernels, cases) if c.seasonal],
