@@ -53,15 +53,16 @@ def posterior(t, y, row, t_new):
     return row["mean"] + k_star @ alpha, np.sqrt(var)
 
 
-def calibrated(t, y, row, t_new, level):
+def calibrated(t, y, row, t_new, level, at):
     """(lower, upper) of the calibrated central `level` % interval of new
     observations at forecast times t_new [m] past t [n], numpy written from
     docs/design.md: the sd of a new observation plus the GLS mean's
     variance, times the clipped RMS of the standardised errors up to m
     points ahead of 16 rolling origins over the second half (each origin
     with its own GLS mean, solved afresh), Student-t with n - 1 dof; the
-    last two from the last 512 points of a longer series."""
-    mean, sd_obs = posterior(t, y, row, t_new)
+    last two from the last 512 points of a longer series. at: `posterior`'s
+    (mean, sd) at t_new, which every caller has computed already."""
+    mean, sd_obs = at
     dof = t.size - 1
     t, y = t[-512:], y[-512:]
     comps, noise, n = row["components"], row["noise_variance"], t.size
@@ -155,7 +156,7 @@ def test_intervals_at_each_level_match_a_numpy_posterior(run, data):
             z = norm.ppf(0.5 + level / 200)
             lower, upper = (mean[k:] - z * sd_obs[k:], mean[k:] + z * sd_obs[k:])
             if k:
-                lo, hi = calibrated(t, y, rows[sid], t_new[:k], level)
+                lo, hi = calibrated(t, y, rows[sid], t_new[:k], level, (mean[:k], sd_obs[:k]))
                 lower, upper = np.concatenate([lo, lower]), np.concatenate([hi, upper])
                 # The same numbers through gpcore.calibration, called directly.
                 f = forecast(Series(sid, *data[sid]), rows[sid], t_new[:k])
@@ -184,7 +185,7 @@ def test_the_holdout_fits_without_the_last_points_and_scores_like_numpy(run, dat
         mean, sd_obs = posterior(t_fit, y_fit, row, t_held)
         np.testing.assert_allclose([p["mean"] for p in held], mean, rtol=1e-7,
                                    atol=1e-9 * np.std(y))
-        lo, hi = calibrated(t_fit, y_fit, row, t_held, 95.0)  # as forecast rows'
+        lo, hi = calibrated(t_fit, y_fit, row, t_held, 95.0, (mean, sd_obs))  # as forecast rows'
         np.testing.assert_allclose([p["lower_95"] for p in held], lo, rtol=1e-6,
                                    atol=1e-8 * np.std(y))
         np.testing.assert_allclose([p["upper_95"] for p in held], hi, rtol=1e-6,
@@ -271,7 +272,7 @@ def test_log_forecasts_are_the_log_scale_posterior_mapped_back(logged, positive)
         np.testing.assert_allclose([p["stddev_observed"] for p in mine], sd_obs, rtol=1e-6)
         k, z = len(ahead), norm.ppf(0.975)
         assert k == POINTS
-        lo, hi = calibrated(t, np.log(y), rows[sid], t_new[:k], 95.0)
+        lo, hi = calibrated(t, np.log(y), rows[sid], t_new[:k], 95.0, (mean[:k], sd_obs[:k]))
         np.testing.assert_allclose([p["lower_95"] for p in mine],
                                    np.exp(np.concatenate([lo, mean[k:] - z * sd_obs[k:]])),
                                    rtol=1e-6)
@@ -412,6 +413,6 @@ def test_a_long_markov_series_gets_calibrated_intervals_from_its_last_points(tmp
     # Cornish-Fisher's quantile, within 1e-6 of scipy's.
     np.testing.assert_allclose([p["mean"] for p in ahead], mean, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose([p["stddev_observed"] for p in ahead], sd_obs, rtol=1e-6)
-    lo, hi = calibrated(t, y, row, t_new, 95.0)
+    lo, hi = calibrated(t, y, row, t_new, 95.0, (mean, sd_obs))
     np.testing.assert_allclose([p["lower_95"] for p in ahead], lo, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose([p["upper_95"] for p in ahead], hi, rtol=1e-5, atol=1e-7)
