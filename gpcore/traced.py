@@ -65,11 +65,10 @@ class Traced:
 
     def _compiled(self, variables):
         """The function loaded from the trace cache, else traced (and kept)."""
-        name = None if self._cache_parts is None else trace_cache.key(*self._cache_parts)
-        loaded = trace_cache.load(name) if name else None
-        if loaded is not None:
-            self._loaded = True
-            return loaded
+        name = self._name()
+        kept = self._kept(name)
+        if kept is not None:
+            return kept
         concrete = self._function.get_concrete_function(variables, *self._tensors)
         if name:
             trace_cache.save(name, concrete)
@@ -79,11 +78,21 @@ class Traced:
         """Whether the function comes from the trace cache: loads it there
         if nothing is compiled yet; never traces."""
         with self._lock:
-            if self._concrete is None and self._cache_parts is not None:
-                loaded = trace_cache.load(trace_cache.key(*self._cache_parts))
-                if loaded is not None:
-                    self._concrete, self._loaded = loaded, True
+            if self._concrete is None:
+                self._concrete = self._kept(self._name())
         return self._loaded
+
+    def _name(self) -> str | None:
+        """The trace cache's name for this graph (None: never kept), from
+        gpcore as it is now (a patched constant names another entry)."""
+        return None if self._cache_parts is None else trace_cache.key(*self._cache_parts)
+
+    def _kept(self, name: str | None):
+        """The function the trace cache kept as `name`, noted as loaded; or None."""
+        kept = trace_cache.load(name) if name else None
+        if kept is not None:
+            self._loaded = True
+        return kept
 
     @property
     def loaded(self) -> bool:

@@ -155,7 +155,8 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
     if not dry_run and runtime.fits_in_this_process(options):
         # The kept trace's one-off start in TensorFlow, off the job's path
         # (docs/design.md, "What a small night costs").
-        runtime.configure_tf_threads(1)
+        # The same thread counts as the job's fitting step sets.
+        runtime.configure_tf_threads(runtime.processes_per_machine(options))
         warming = fitters.warm_up_in_background(builder.fit_config(built.gp))
     try:
         result = built.pipeline.run()
