@@ -161,7 +161,8 @@ def profiled_nll_columns(kmat_unit, noise_ratios, y, mask, blocks):
     return results
 
 
-def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, mask):
+def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, mask,
+                        hessian_dtype=None):
     """Profiled nll with its gradient and Hessian in (log shape, log r).
 
     With q = min_mu (y-mu)'A^-1(y-mu), P the GLS projector (dP = -P dA P),
@@ -182,6 +183,12 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
       noise_ratio: [C] r plus any jitter (the diagonal added to K1).
       log_noise_ratio: [C] log r, the searched coordinate (without jitter).
       y, mask: [C, N].
+      hessian_dtype: the dtype of the Hessian's matrix products A^-1 A_i
+        and their inner products (None: the inputs'). float32 halves their
+        cost, which is most of an evaluation's; the value and gradient stay
+        exact, and Newton needs its Hessian only for the step's direction
+        and the convergence test (docs/design.md, "The Hessian's products in
+        float32").
     Returns:
       (nll [C], gradient [C, K+1], hessian [C, K+1, K+1], mean [C], scale2 [C]).
     """
@@ -205,7 +212,9 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
     q1 = [-tf.reduce_sum(alpha * vi, axis=-1) for vi in v]
     trace_b = tf.linalg.trace(b)
     ld1 = [_inner(b, d) for d in dkmats] + [r * trace_b]
-    products = [tf.matmul(b, d) for d in dkmats]  # A^-1 A_i, kernel directions
+    # A^-1 A_i, kernel directions; b_h: A^-1 in their dtype.
+    b_h = b if hessian_dtype in (None, b.dtype) else tf.cast(b, hessian_dtype)
+    products = [tf.matmul(b_h, tf.cast(d, b_h.dtype)) for d in dkmats]
     alpha2 = tf.reduce_sum(alpha * alpha, axis=-1)
     # Shared by the Hessian's entries, made once (Grappler, off, would not
     # merge the copies; docs/design.md, "Build").
@@ -215,13 +224,13 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
     def second(i, j):
         q = 2.0 * tf.reduce_sum(v[i] * pv[j], axis=-1)
         if i < k and j < k:
-            ld = -_inner(products[i], transposed[j])
+            ld = -tf.cast(_inner(products[i], transposed[j]), b.dtype)
             d2 = d2kmats.get((i, j))  # absent: zero (different components of a sum)
             if d2 is not None:
                 q -= tf.reduce_sum(alpha * tf.linalg.matvec(d2, alpha), axis=-1)
                 ld += _inner(b, d2)
         elif i < k:  # kernel x noise: A_ir = 0
-            ld = minus_r * _inner(products[i], b)
+            ld = minus_r * tf.cast(_inner(products[i], b_h), b.dtype)
         else:  # noise x noise: A_rr = A_r
             q -= r * alpha2
             ld = r * trace_b - r * r * _inner(b, b)

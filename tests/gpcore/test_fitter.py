@@ -9,7 +9,8 @@ import gp_reference as ref
 from gpcore import FitConfig, GPFitter, Series
 from gpcore.result import FIELDS
 from gpcore.fitter import JITTERS
-from gpcore.search import Search
+from gpcore.kernels import kernel as kernel_named
+from gpcore.search import Search, hessian_dtype
 
 
 @pytest.fixture(scope="module")
@@ -239,3 +240,32 @@ def fitter_skips_denormals(fitter):
     t = np.linspace(0.0, 1.0, 30)
     (result,) = fitter.fit([Series("denormal", t, 1e-320 * np.arange(30.0))])
     return result.status == "skipped" and "rescale" in result.error
+
+
+class _ExactHessian(Search):
+    exact_hessian = True
+
+
+class _ExactHessianFitter(GPFitter):
+    search_type = _ExactHessian
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "matern52"])
+def test_float32_hessian_products_reach_the_float64_optimum(rng, kernel):
+    # Both stop within Newton's tolerance (1e-4 nats predicted decrease) of
+    # the same optimum; the Hessian only steers, so the optima agree to it.
+    series = [Series(f"s{i}", t, np.sin(t / (0.5 + i % 4)) + (0.05 + 0.1 * (i % 3))
+                     * rng.normal(size=t.size))
+              for i, t in enumerate(np.sort(rng.uniform(0, 10, size=(12, 60)), axis=1))]
+    fast = {r.series_id: r for r in GPFitter(FitConfig(kernel=kernel)).fit(series)}
+    exact = {r.series_id: r for r in _ExactHessianFitter(FitConfig(kernel=kernel)).fit(series)}
+    for s in series:
+        assert fast[s.series_id].status == exact[s.series_id].status == "ok"
+        assert fast[s.series_id].nll == pytest.approx(exact[s.series_id].nll, abs=1e-4)
+
+
+def test_only_kernels_without_a_ridge_take_float32_hessian_products():
+    assert hessian_dtype(kernel_named("rbf")) == tf.float32
+    assert hessian_dtype(kernel_named("matern12")) == tf.float32
+    for name in ("periodic", "rbf+periodic", "linear+rbf"):
+        assert hessian_dtype(kernel_named(name)) is None

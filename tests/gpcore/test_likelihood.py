@@ -146,3 +146,25 @@ def test_newton_terms_match_autodiff_of_the_profiled_likelihood(rng, kernel):
     # Both exact; autodiff through the Cholesky accumulates more round-off.
     np.testing.assert_allclose(gradient.numpy(), g.numpy(), rtol=1e-7, atol=1e-8)
     np.testing.assert_allclose(hessian.numpy(), h.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "matern52", "matern12"])
+def test_float32_hessian_products_leave_value_and_gradient_exact(rng, kernel):
+    # The float32 products feed only the Hessian. Its tolerance: each
+    # product sums 40 float32 roundings (eps 6e-8) of terms whose sum
+    # cancels by up to 10x here, so about 1e-5 relative; 1e-4 leaves room.
+    t, y = ref.sample(rng, "rbf", 40, noise_variance=0.05, span=1.0)
+    t, y = (t - t[0]) / np.ptp(t), (y - y.mean()) / y.std()
+    kern = kernel_named(kernel)
+    tc = tf.constant(t[None])
+    shape = [tf.constant([0.2], tf.float64)]
+    k, first, second = kern.matrix_and_derivatives(kern.feature(distances(tc, tc)), shape)
+    args = (k, first, second, tf.constant([0.1], tf.float64), tf.constant(np.log([0.1])),
+            tf.constant(y[None]), tf.ones([1, 40], tf.float64))
+    exact = likelihood.profiled_nll_newton(*args)
+    single = likelihood.profiled_nll_newton(*args, hessian_dtype=tf.float32)
+    for e, s in zip(exact[:2] + exact[3:], single[:2] + single[3:]):
+        np.testing.assert_array_equal(s.numpy(), e.numpy())
+    assert single[2].dtype == tf.float64
+    np.testing.assert_allclose(single[2].numpy(), exact[2].numpy(), rtol=1e-4)
+    assert np.abs(single[2].numpy() - exact[2].numpy()).max() > 0  # float32 did the products
