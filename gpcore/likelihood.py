@@ -184,7 +184,7 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
       log_noise_ratio: [C] log r, the searched coordinate (without jitter).
       y, mask: [C, N].
       hessian_dtype: the dtype of the Hessian's matrix products A^-1 A_i
-        and their inner products (None: the inputs'). float32 halves their
+        (None: the inputs'). float32 halves their
         cost, which is most of an evaluation's; the value and gradient stay
         exact, and Newton needs its Hessian only for the step's direction
         and the convergence test (docs/design.md, "The Hessian's products in
@@ -212,9 +212,7 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
     q1 = [-tf.reduce_sum(alpha * vi, axis=-1) for vi in v]
     trace_b = tf.linalg.trace(b)
     ld1 = [_inner(b, d) for d in dkmats] + [r * trace_b]
-    # A^-1 A_i, kernel directions; b_h: A^-1 in their dtype.
-    b_h = b if hessian_dtype in (None, b.dtype) else tf.cast(b, hessian_dtype)
-    products = [tf.matmul(b_h, tf.cast(d, b_h.dtype)) for d in dkmats]
+    products = [_product(b, d, hessian_dtype) for d in dkmats]  # A^-1 A_i, kernel directions
     alpha2 = tf.reduce_sum(alpha * alpha, axis=-1)
     # Shared by the Hessian's entries, made once (Grappler, off, would not
     # merge the copies; docs/design.md, "Build").
@@ -224,13 +222,13 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
     def second(i, j):
         q = 2.0 * tf.reduce_sum(v[i] * pv[j], axis=-1)
         if i < k and j < k:
-            ld = -tf.cast(_inner(products[i], transposed[j]), b.dtype)
+            ld = -_inner(products[i], transposed[j])
             d2 = d2kmats.get((i, j))  # absent: zero (different components of a sum)
             if d2 is not None:
                 q -= tf.reduce_sum(alpha * tf.linalg.matvec(d2, alpha), axis=-1)
                 ld += _inner(b, d2)
         elif i < k:  # kernel x noise: A_ir = 0
-            ld = minus_r * tf.cast(_inner(products[i], b_h), b.dtype)
+            ld = minus_r * _inner(products[i], b)
         else:  # noise x noise: A_rr = A_r
             q -= r * alpha2
             ld = r * trace_b - r * r * _inner(b, b)
@@ -244,6 +242,17 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
             rows[i][j] = rows[j][i] = second(i, j)
     hessian = tf.stack([tf.stack(row, axis=-1) for row in rows], axis=-2)
     return nll, gradient, hessian, mean, scale2
+
+
+def _product(b, d, dtype=None):
+    """b d [C, N, N], the matrix product in dtype (None: theirs), returned
+    in theirs. Only the product: a float32 sum over N N elements would
+    round differently at each padded length, and a series' fit would then
+    depend on its batch companions (docs/design.md, "The Hessian's products
+    in float32")."""
+    if dtype in (None, b.dtype):
+        return tf.matmul(b, d)
+    return tf.cast(tf.matmul(tf.cast(b, dtype), tf.cast(d, dtype)), b.dtype)
 
 
 def _inner(a, b, transpose=False):
