@@ -96,13 +96,14 @@ def test_a_series_fitted_in_a_batch_equals_it_fitted_alone(rng, rbf_fitter):
     assert len(iterations) > 1  # some members left the batch before others
     for s, r in zip(series, together):
         (alone,) = fitter.fit([s])
-        # Padding differs (to this series' own length), so round-off differs;
-        # no more than that, although the Hessian's products are float32
-        # (their sums are float64: docs/design.md, "The Hessian's products
-        # in float32").
+        # Padding differs (to this series' own length), so round-off differs.
+        # The Hessian's float32 products (6e-8 relative) scale Newton's last
+        # step, at most 2 log units, so parameters may differ by about 1e-7
+        # (docs/design.md, "The Hessian's products in float32"); the nll is
+        # stationary there.
         assert alone.nll == pytest.approx(r.nll, rel=1e-9, abs=1e-9)
-        assert alone.length_scale == pytest.approx(r.length_scale, rel=1e-9)
-        assert alone.noise_variance == pytest.approx(r.noise_variance, rel=1e-9)
+        assert alone.length_scale == pytest.approx(r.length_scale, rel=1e-6)
+        assert alone.noise_variance == pytest.approx(r.noise_variance, rel=1e-6)
         assert alone.iterations == r.iterations
 
 

@@ -19,8 +19,10 @@ from pipeline_data import gpfit, make_series, write_long
 # Fits of the same series by the same compiled graph, batched differently
 # (the job cuts calls by cost, fit_frame fits one call): a series' fit does
 # not depend on its batch companions (docs/design.md, "Fitters side by
-# side"), so only round-off differs (8e-13 measured).
-RTOL = 1e-9
+# side"), so only round-off differs. Newton's float32 Hessian products
+# (6e-8 relative) scale its last step, at most 2 log units: 2.3e-8
+# relative measured on a flat likelihood, 1e-6 leaves room.
+RTOL = 1e-6
 FLOATS = ("mean", "amplitude", "length_scale", "period", "noise_variance", "nll", "bic",
           "bic_margin")
 
