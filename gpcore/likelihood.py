@@ -184,10 +184,10 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
       log_noise_ratio: [C] log r, the searched coordinate (without jitter).
       y, mask: [C, N].
       hessian_dtype: the dtype of the Hessian's matrix products A^-1 A_i
-        (None: the inputs'). float32 halves their
-        cost, which is most of an evaluation's; the value and gradient stay
-        exact, and Newton needs its Hessian only for the step's direction
-        and the convergence test (docs/design.md, "The Hessian's products in
+        (None: the inputs'). float32 halves their cost, the largest part of
+        an evaluation's; the value and gradient stay exact, and Newton
+        needs its Hessian only for the step's direction and the
+        convergence test (docs/design.md, "The Hessian's products in
         float32").
     Returns:
       (nll [C], gradient [C, K+1], hessian [C, K+1, K+1], mean [C], scale2 [C]).
