@@ -212,7 +212,9 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
     q1 = [-tf.reduce_sum(alpha * vi, axis=-1) for vi in v]
     trace_b = tf.linalg.trace(b)
     ld1 = [_inner(b, d) for d in dkmats] + [r * trace_b]
-    products = [_product(b, d, hessian_dtype) for d in dkmats]  # A^-1 A_i, kernel directions
+    # A^-1 A_i, kernel directions: A^-1 cast once for all of them.
+    b_h = b if hessian_dtype in (None, b.dtype) else tf.cast(b, hessian_dtype)
+    products = [_product(b_h, d, b.dtype) for d in dkmats]
     alpha2 = tf.reduce_sum(alpha * alpha, axis=-1)
     # Shared by the Hessian's entries, made once (Grappler, off, would not
     # merge the copies; docs/design.md, "Build").
@@ -244,15 +246,14 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
     return nll, gradient, hessian, mean, scale2
 
 
-def _product(b, d, dtype=None):
-    """b d [C, N, N], the matrix product in dtype (None: theirs), returned
-    in theirs. Only the product: a float32 sum over N N elements would
-    round differently at each padded length, and a series' fit would then
-    depend on its batch companions (docs/design.md, "The Hessian's products
-    in float32")."""
-    if dtype in (None, b.dtype):
-        return tf.matmul(b, d)
-    return tf.cast(tf.matmul(tf.cast(b, dtype), tf.cast(d, dtype)), b.dtype)
+def _product(b_h, d, dtype):
+    """b_h d [C, N, N] in b_h's dtype, returned in dtype (d's). Only the
+    product: a float32 sum over N N elements would round differently at
+    each padded length, and a series' fit would then depend on its batch
+    companions (docs/design.md, "The Hessian's products in float32")."""
+    if b_h.dtype == dtype:
+        return tf.matmul(b_h, d)
+    return tf.cast(tf.matmul(b_h, tf.cast(d, b_h.dtype)), dtype)
 
 
 def _inner(a, b, transpose=False):
