@@ -24,6 +24,10 @@ from gpcore.starts import (GRID_RESCORED, PROBES_RESCORED, far_probe_count, grid
 # Padded lengths are rounded up to a multiple of this, so that similar
 # batches share shapes; the compiled function accepts any length.
 LENGTH_QUANTUM = 8
+# ... and never to a multiple of this: TensorFlow's Cholesky takes 1.3-1.8x
+# as long on a side of 256, 512, 1,024, ... doubles as on one a quantum
+# longer (docs/design.md, "Padded lengths off multiples of 256").
+SLOW_CHOLESKY_SIDE = 256
 
 # Target estimated work per fit call, seconds of one core.
 SECONDS_PER_CALL = 15.0
@@ -120,7 +124,16 @@ def summed_work(fitters) -> dict:
 
 
 def padded_length(n: int) -> int:
-    """The length a series of n points is padded to in a compiled batch."""
+    """The length a series of n points is padded to in a compiled batch:
+    n rounded up to the quantum, one quantum more where that is a multiple
+    of SLOW_CHOLESKY_SIDE (masked points cost their flops, 0.8-3 %, and
+    change nothing else)."""
+    padded = quantised_length(n)
+    return padded + LENGTH_QUANTUM if padded % SLOW_CHOLESKY_SIDE == 0 else padded
+
+
+def quantised_length(n: int) -> int:
+    """n rounded up to a multiple of LENGTH_QUANTUM."""
     return -(-n // LENGTH_QUANTUM) * LENGTH_QUANTUM
 
 
@@ -188,7 +201,10 @@ class Batching:
         kernel "auto", with every candidate, but the periodic ones only where
         `periodic` (gpcore.choice.fits_periodic: whether auto fits them on
         the series) is not False; None charges them, the safe side."""
-        n = padded_length(max(int(n_points), 1))
+        # The path and the skip as the fitters decide them; the dense flops
+        # at the length a dense batch pads to.
+        n = quantised_length(max(int(n_points), 1))
+        dense = padded_length(n)
         flops, seconds = 0.0, SECONDS_PER_SERIES
         skip_periodic = periodic is False and self.config.kernel == AUTO
         for config in fitted_configs(self.config):
@@ -201,9 +217,9 @@ class Batching:
             if n > config.max_points:
                 continue  # skipped: no fit
             evaluations, factor = cost_figures(kernel, config.jumps)
-            flops += factor * (flops_per_grid(kernel, n) + expected_starts(kernel, config.restarts)
-                               * evaluations
-                               * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
+            flops += factor * (flops_per_grid(kernel, dense)
+                               + expected_starts(kernel, config.restarts) * evaluations
+                               * flops_per_newton_evaluation(dense, len(kernel.parameters) + 1))
         return flops / FLOPS_PER_SECOND + seconds
 
     def cost_of(self, series) -> float:

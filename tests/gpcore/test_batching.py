@@ -7,8 +7,9 @@ import pytest
 
 from gpcore import Batching, FitConfig, Series
 from gpcore.batching import (COST_FIGURES, DEAREST, FLOPS_PER_SECOND, LENGTH_QUANTUM,
-                             SECONDS_PER_CALL, SECONDS_PER_SERIES, cost_figures, expected_starts,
-                             flops_per_grid, flops_per_newton_evaluation, padded_length, structure)
+                             SECONDS_PER_CALL, SECONDS_PER_SERIES, SLOW_CHOLESKY_SIDE,
+                             cost_figures, expected_starts, flops_per_grid,
+                             flops_per_newton_evaluation, padded_length, structure)
 from gpcore.kernels import kernel as kernel_named
 from seasonal_data import seasonal_series
 
@@ -16,6 +17,11 @@ from seasonal_data import seasonal_series
 def test_lengths_pad_to_the_quantum_and_share_a_bucket_up_to_a_power_of_two():
     assert [padded_length(n) for n in (1, LENGTH_QUANTUM, LENGTH_QUANTUM + 1)] == [
         LENGTH_QUANTUM, LENGTH_QUANTUM, 2 * LENGTH_QUANTUM]
+    # Never a side on which the Cholesky is slow: the next quantum instead.
+    assert [padded_length(n) for n in (249, 256, 257, 1020, 1024, 1536)] == [
+        256 + LENGTH_QUANTUM, 256 + LENGTH_QUANTUM, 264, 1024 + LENGTH_QUANTUM,
+        1024 + LENGTH_QUANTUM, 1536 + LENGTH_QUANTUM]
+    assert all(padded_length(n) % SLOW_CHOLESKY_SIDE for n in range(1, 5000))
     batching = Batching(FitConfig())
     assert batching.bucket(33) == batching.bucket(64) != batching.bucket(65)
     assert batching.bucket(1) == batching.bucket(0) != batching.bucket(2)
