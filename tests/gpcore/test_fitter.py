@@ -107,6 +107,31 @@ def test_a_series_fitted_in_a_batch_equals_it_fitted_alone(rng, rbf_fitter):
         assert alone.iterations == r.iterations
 
 
+
+def test_a_series_on_a_slow_cholesky_side_is_padded_past_it_and_keeps_its_optimum(
+        rng, rbf_fitter):
+    # 256 points pad to 264 (gpcore.batching.SLOW_CHOLESKY_SIDE): eight
+    # masked rows more, which add nothing to the likelihood.
+    from gpcore.batching import padded_length
+    assert padded_length(256) == 264
+    t, y = ref.sample(rng, "rbf", 256, amplitude=1.2, length_scale=0.8, noise_variance=0.05,
+                      mean=0.3, span=20.0)
+    (alone,) = rbf_fitter.fit([Series("a", t, y)])
+    assert alone.status == "ok" and alone.converged
+    # The numpy reference at the reported parameters: float64 values rounded
+    # once, a sum of ~256 terms of size ~1, so 1e-6 relative is far above
+    # round-off.
+    assert alone.nll == pytest.approx(ref.nll("rbf", t, y, alone.mean, alone.amplitude,
+                                              alone.length_scale, alone.noise_variance),
+                                      rel=1e-6)
+    # Beside a 264-point series the batch pads to 264 as well: the same
+    # matrices, the same fit to round-off.
+    t2, y2 = ref.sample(rng, "rbf", 264, amplitude=1.0, length_scale=0.5, noise_variance=0.1,
+                        mean=0.0, span=20.0)
+    together = rbf_fitter.fit([Series("a", t, y), Series("b", t2, y2)])[0]
+    assert together.nll == pytest.approx(alone.nll, rel=1e-9, abs=1e-9)
+    assert together.length_scale == pytest.approx(alone.length_scale, rel=1e-6)
+
 def test_fits_say_why_they_stopped(rng):
     series = _random_series(rng, 4, 60, 80)
     for r in GPFitter(FitConfig(max_iterations=1)).fit(series):
