@@ -7,6 +7,7 @@ import tensorflow as tf
 
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, Series
+from gpcore.batching import padded_length
 from gpcore.result import FIELDS
 from gpcore.fitter import JITTERS
 from gpcore.kernels import kernel as kernel_named
@@ -112,7 +113,6 @@ def test_a_series_on_a_slow_cholesky_side_is_padded_past_it_and_keeps_its_optimu
         rng, rbf_fitter):
     # 256 points pad to 264 (gpcore.batching.SLOW_CHOLESKY_SIDE): eight
     # masked rows more, which add nothing to the likelihood.
-    from gpcore.batching import padded_length
     assert padded_length(256) == 264
     t, y = ref.sample(rng, "rbf", 256, amplitude=1.2, length_scale=0.8, noise_variance=0.05,
                       mean=0.3, span=20.0)
