@@ -108,7 +108,6 @@ def test_a_series_fitted_in_a_batch_equals_it_fitted_alone(rng, rbf_fitter):
         assert alone.iterations == r.iterations
 
 
-
 def test_a_series_on_a_slow_cholesky_side_is_padded_past_it_and_keeps_its_optimum(
         rng, rbf_fitter):
     # 256 points pad to 264 (gpcore.batching.SLOW_CHOLESKY_SIDE): eight
@@ -131,6 +130,7 @@ def test_a_series_on_a_slow_cholesky_side_is_padded_past_it_and_keeps_its_optimu
     together = rbf_fitter.fit([Series("a", t, y), Series("b", t2, y2)])[0]
     assert together.nll == pytest.approx(alone.nll, rel=1e-9, abs=1e-9)
     assert together.length_scale == pytest.approx(alone.length_scale, rel=1e-6)
+
 
 def test_fits_say_why_they_stopped(rng):
     series = _random_series(rng, 4, 60, 80)
