@@ -149,11 +149,11 @@ def flops_per_value(n: int) -> float:
     return n ** 3 / 3.0 + 10.0 * n ** 2
 
 
-def flops_per_grid(kernel, n: int) -> float:
+def flops_per_grid(kernel, n: int, far_probes: bool = True) -> float:
     """... of scoring one series' start grid and probes at N points: every
     point on pieces of min(grid_piece_points, N) points (the last one
-    padded, as GPFitter cuts them), then the best few and the far probes
-    on the whole series."""
+    padded, as GPFitter cuts them), then the best few and (where
+    `far_probes`, FitConfig.far_probes) the far probes on the whole series."""
     rows, columns = grid_shape(kernel)
     probes = probe_count(kernel)
     size = min(grid_piece_points(kernel), n)
@@ -162,7 +162,7 @@ def flops_per_grid(kernel, n: int) -> float:
     if pieces > 1:
         rescored = min(GRID_RESCORED, rows * columns) + min(PROBES_RESCORED, probes)
         flops += rescored * flops_per_value(n)
-    return flops + far_probe_count(kernel) * flops_per_value(n)
+    return flops + far_probe_count(kernel, far_probes) * flops_per_value(n)
 
 
 def flops_per_newton_evaluation(n: int, n_params: int) -> float:
@@ -217,7 +217,7 @@ class Batching:
             if n > config.max_points:
                 continue  # skipped: no fit
             evaluations, factor = cost_figures(kernel, config.jumps)
-            flops += factor * (flops_per_grid(kernel, dense)
+            flops += factor * (flops_per_grid(kernel, dense, config.far_probes)
                                + expected_starts(kernel, config.restarts) * evaluations
                                * flops_per_newton_evaluation(dense, len(kernel.parameters) + 1))
         return flops / FLOPS_PER_SECOND + seconds

@@ -64,6 +64,12 @@ STARTED_STOP_BEHIND = 1.0
 # the config's own): BIC keeps it only by PERIODIC_MARGIN (6), so its last
 # hundredth of a nat decides nothing (docs/design.md, the same section).
 STARTED_TOLERANCE = 0.01
+# Under auto every candidate fits without the far probes (FitConfig.far_probes):
+# they look for a lower basin of the same kernel, for the nll alone, and on
+# forecast.py's tune split they were a third of the smooth candidates' CPU
+# and changed no choice and no forecast (docs/design.md, "Where auto's time
+# goes").
+AUTO_FAR_PROBES = False
 # Longest series fitted by default: the dense fit costs n^3; Markov kernels
 # (matern12, matern32, matern52 and their sums) fit series longer than
 # MARKOV_ABOVE points in O(n) by a Kalman filter (gpcore/markov_fitter.py),
@@ -116,6 +122,10 @@ class FitConfig:
         best after starts.BEHIND_AFTER steps stops (0: never); None (the
         default): 0, and under "auto" STARTED_STOP_BEHIND for a periodic
         candidate started from its smooth part's fit (`is_started`).
+      far_probes: for a kernel with a length-scale grid, whether the probe
+        round also scores the far and ridge probes (starts.FAR_PROBE_LENGTHS,
+        starts.RIDGE_PROBE_LENGTHS; docs/design.md, "Probes around the
+        optimum"); None (the default): on, and under "auto" AUTO_FAR_PROBES.
     """
 
     kernel: Union[Kernel, str] = "rbf"
@@ -128,6 +138,7 @@ class FitConfig:
     tolerance: float = 1e-4
     jumps: Optional[bool] = None
     stop_behind: Optional[float] = None
+    far_probes: Optional[bool] = None
 
     def __post_init__(self):
         object.__setattr__(self, "candidates", tuple(self.candidates))
@@ -143,6 +154,8 @@ class FitConfig:
                 object.__setattr__(self, "jumps", True)
             if self.stop_behind is None:
                 object.__setattr__(self, "stop_behind", 0.0)
+            if self.far_probes is None:
+                object.__setattr__(self, "far_probes", True)
             if self.restarts is None:
                 object.__setattr__(self, "restarts", default_restarts(self.kernel))
             if self.max_points is None:
@@ -214,8 +227,9 @@ def default_max_points(k: Kernel) -> int:
 def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
     """The configs of the GPFitters a fitter for config runs: one per
     candidate under auto (each with its own default restarts, AUTO_BASIN_RESTARTS
-    for a single kernel with a length-scale grid, and jumps off and
-    stop_behind STARTED_STOP_BEHIND where it `is_started`), else itself."""
+    for a single kernel with a length-scale grid, far_probes AUTO_FAR_PROBES,
+    and jumps off and stop_behind STARTED_STOP_BEHIND where it `is_started`),
+    else itself."""
     if config.kernel != AUTO:
         return (config,)
     candidates = [kernel(name) for name in config.candidates]
@@ -227,6 +241,7 @@ def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
         jumps=not s if config.jumps is None else config.jumps,
         stop_behind=(STARTED_STOP_BEHIND if s else 0.0) if config.stop_behind is None
         else config.stop_behind,
+        far_probes=AUTO_FAR_PROBES if config.far_probes is None else config.far_probes,
         tolerance=max(config.tolerance, STARTED_TOLERANCE) if s and STARTED_TOLERANCE
         else config.tolerance)
         for k, s in zip(candidates, started))

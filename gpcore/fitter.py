@@ -275,12 +275,12 @@ class GPFitter(tf.Module):
 
     def _count_work(self, members: int, series: int, evaluations: int, n: int) -> None:
         grid_points = (int(np.prod(starts.grid_shape(self.kernel))) + starts.probe_count(self.kernel)
-                       + starts.far_probe_count(self.kernel))
+                       + starts.far_probe_count(self.kernel, self.config.far_probes))
         self.work["batches"] += 1
         self.work["members"] += members
         self.work["grid_evaluations"] += series * grid_points
         self.work["member_evaluations"] += evaluations
-        self.work["flops"] += (series * flops_per_grid(self.kernel, n)
+        self.work["flops"] += (series * flops_per_grid(self.kernel, n, self.config.far_probes)
                                + evaluations * flops_per_newton_evaluation(n, len(self.parameters)))
 
 

@@ -210,7 +210,8 @@ class Search:
             pieces.count > 1,
             lambda: self.whole_values(feature, chosen, starts.PROBES_RESCORED, y, mask),
             lambda: tf.gather(scored, order, batch_dims=1))
-        if starts.FAR_PROBE_LENGTHS:  # whole-series scores: pieces misrank them
+        far_probes = bool(starts.FAR_PROBE_LENGTHS) and self.config.far_probes
+        if far_probes:  # whole-series scores: pieces misrank them
             offsets = starts.far_probes()                                          # [F, 2]
             far = tf.clip_by_value(
                 tf.concat([optimum[:, None, :-1] + offsets[None, :, :1],
@@ -220,7 +221,7 @@ class Search:
             chosen_values = tf.concat([chosen_values, self.whole_values(
                 feature, far, len(offsets), y, mask)], axis=-1)
         chosen_values = _finite_or_inf(chosen_values)
-        if starts.FAR_PROBE_LENGTHS and starts.RIDGE_PROBE_LENGTHS:  # only where the ridge is flat
+        if far_probes and starts.RIDGE_PROBE_LENGTHS:  # only where the ridge is flat
             offsets = starts.ridge_probes()                                        # [R, 2]
             flat = tf.reduce_min(chosen_values, axis=-1) < lowest + starts.RIDGE_WITHIN  # [B]
             ridge = tf.clip_by_value(optimum[:, None] + offsets[None], lo[:, None], hi[:, None])
@@ -232,7 +233,7 @@ class Search:
         start = tf.gather(chosen, tf.argmin(chosen_values, axis=-1, output_type=tf.int32),
                           batch_dims=1)                                            # [B, P]
         again = tf.tensor_scatter_nd_update(tf.zeros([n_members], tf.bool), best[:, None], found)
-        if not (starts.FAR_PROBE_LENGTHS and starts.RIDGE_PROBE_LENGTHS and starts.RIDGE_RUNS):
+        if not (far_probes and starts.RIDGE_PROBE_LENGTHS and starts.RIDGE_RUNS):
             return again, tf.gather(start, group)
         # Ridge runs: where the ridge is flat, a probe's value does not show
         # the valley beside it, so two of the series' other members run on

@@ -210,10 +210,11 @@ def probe_count(kernel: Kernel) -> int:
     return len(PROBE_LENGTHS) * len(PROBE_NOISES) if kernel.has_length_axis else 0
 
 
-def far_probe_count(kernel: Kernel) -> int:
+def far_probe_count(kernel: Kernel, far_probes: bool = True) -> int:
     """Far probes around each optimum, scored on the whole series:
-    FAR_PROBE_LENGTHS for a kernel with a length axis, else none."""
-    return len(FAR_PROBE_LENGTHS) if kernel.has_length_axis else 0
+    FAR_PROBE_LENGTHS for a kernel with a length axis where `far_probes`
+    (FitConfig.far_probes), else none."""
+    return len(FAR_PROBE_LENGTHS) if kernel.has_length_axis and far_probes else 0
 
 
 def ridge_probes() -> np.ndarray:

@@ -51,6 +51,8 @@ def options_key(config: FitConfig, transform: str = "none", holdout: int = 0) ->
         options.pop("candidates", None)
     if not options.get("stop_behind"):  # its default: keys as before the option
         options.pop("stop_behind", None)
+    if options.get("far_probes") is True:  # a lone kernel's default: keys as before it
+        options.pop("far_probes")
     if transform != "none":
         options["transform"] = transform
     if holdout:

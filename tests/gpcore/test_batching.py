@@ -9,7 +9,9 @@ from gpcore import Batching, FitConfig, Series
 from gpcore.batching import (COST_FIGURES, DEAREST, FLOPS_PER_SECOND, LENGTH_QUANTUM,
                              SECONDS_PER_CALL, SECONDS_PER_SERIES, SLOW_CHOLESKY_SIDE,
                              cost_figures, expected_starts, flops_per_grid,
-                             flops_per_newton_evaluation, padded_length, structure)
+                             flops_per_newton_evaluation, flops_per_value, padded_length,
+                             structure)
+from gpcore import starts
 from gpcore.kernels import kernel as kernel_named
 from seasonal_data import seasonal_series
 
@@ -65,6 +67,15 @@ def test_structures_follow_the_kernel_and_unmeasured_ones_take_the_dearest():
     # evaluations per start like rbf, and its calls ran 20-30x the target).
     ratio = Batching(FitConfig(kernel="rbf+periodic")).cost(200) / Batching(FitConfig()).cost(200)
     assert ratio > 10
+
+
+def test_a_fit_without_the_far_probes_is_costed_without_them():
+    # Each far probe is one likelihood value on the whole series.
+    n = 200
+    on, off = (Batching(FitConfig(kernel="matern52", far_probes=f)).cost(n) for f in (True, False))
+    evaluations, factor = cost_figures(kernel_named("matern52"))
+    spared = factor * len(starts.FAR_PROBE_LENGTHS) * flops_per_value(padded_length(n))
+    assert on - off == pytest.approx(spared / FLOPS_PER_SECOND)
 
 
 def test_auto_costs_the_sum_of_its_candidates():

@@ -244,6 +244,20 @@ def test_auto_stops_its_started_candidates_starts_that_fall_behind():
         FitConfig(stop_behind=-1.0)
 
 
+def test_auto_fits_its_candidates_without_the_far_probes():
+    """Under auto every candidate fits without the far probes
+    (FitConfig.far_probes, config.AUTO_FAR_PROBES); a kernel fitted alone
+    keeps them, and an explicit setting holds for every candidate."""
+    from gpcore.config import AUTO_FAR_PROBES, fitted_configs
+
+    assert AUTO_FAR_PROBES is False
+    assert FitConfig().far_probes is True and FitConfig(kernel="matern12").far_probes is True
+    assert FitConfig(kernel="auto").far_probes is None
+    assert [c.far_probes for c in fitted_configs(FitConfig(kernel="auto"))] == [False] * 3
+    forced = FitConfig(kernel="auto", far_probes=True)
+    assert [c.far_probes for c in fitted_configs(forced)] == [True] * 3
+
+
 def test_without_the_jumps_a_cycle_taken_at_a_third_of_its_period_stays_there():
     """The switch is real: on an ExpSineSquared draw with a short length
     scale (6.2 cycles; benchmarks/heldout_seasonal.py) a sum fitted from

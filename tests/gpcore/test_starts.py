@@ -96,6 +96,7 @@ def test_far_probes_pair_each_length_with_its_noise_factor(monkeypatch):
     np.testing.assert_allclose(np.exp(starts.far_probes()), [[0.3, 0.5], [0.6, 1], [2, 1]])
     assert starts.far_probe_count(kernel_named("rbf")) == 3
     assert starts.far_probe_count(kernel_named("rbf+periodic")) == 0
+    assert starts.far_probe_count(kernel_named("rbf"), far_probes=False) == 0
 
 
 def test_shape_and_short_probes_move_one_part_of_a_sum_at_a_time():

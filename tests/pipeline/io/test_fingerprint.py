@@ -34,14 +34,19 @@ def test_a_point_a_value_an_option_or_the_version_changes_it(monkeypatch):
                fingerprint.of_points(KEY, t, y + np.array([0, 0, 1e-12, 0, 0])),
                fingerprint.of_points(KEY, t * 2, y)}
     for option in ({"kernel": "matern52"}, {"restarts": 2}, {"max_points": 100},
-                   {"tolerance": 1e-6}, {"stop_behind": 1.0}):
+                   {"tolerance": 1e-6}, {"stop_behind": 1.0}, {"far_probes": False}):
         config = dataclasses.replace(FitConfig(), **option)
         changed.add(fingerprint.of_points(fingerprint.options_key(config), t, y))
     monkeypatch.setattr(fingerprint, "VERSION", "9.9.9")
     changed.add(fingerprint.of_points(fingerprint.options_key(FitConfig()), t, y))
-    assert base not in changed and len(changed) == 9
-    # Its default (0, or None under auto) keys as before the option existed.
+    assert base not in changed and len(changed) == 10
+    # Their defaults (stop_behind 0, or None under auto; far_probes on for a
+    # lone kernel) key as before the options existed.
     assert "stop_behind" not in json.loads(KEY)["options"]
+    assert "far_probes" not in json.loads(KEY)["options"]
+    # auto's candidates fit without the far probes: its rows refit once.
+    auto = json.loads(fingerprint.options_key(FitConfig(kernel="auto")))["options"]
+    assert "far_probes" in auto and auto["far_probes"] is None
 
 
 def test_batch_size_and_unused_candidates_do_not_change_a_fit():
