@@ -299,10 +299,12 @@ class _StandardisedBatch:
     padded to [B, N] with masks, one row per series, and the way back to
     the caller's units (member c fits series group[c])."""
 
-    def __init__(self, batch: list[CleanSeries], group: np.ndarray):
+    def __init__(self, batch: list[CleanSeries], group: np.ndarray, pad=padded_length):
+        """pad: points -> the padded length (the dense batch's; the O(n)
+        path, which has no Cholesky of the whole, passes quantised_length)."""
         self.batch = batch
         self.group = group
-        n_pad = padded_length(max(s.n_points for s in batch))
+        n_pad = pad(max(s.n_points for s in batch))
         self.t0 = np.array([s.t[0] for s in batch])
         self.span = np.array([s.t[-1] - s.t[0] for s in batch])
         self.y_mean = np.array([s.y.mean() for s in batch])

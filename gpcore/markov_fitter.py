@@ -34,7 +34,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 from gpcore import newton, starts, statespace, trace_cache
-from gpcore.batching import padded_length
+from gpcore.batching import quantised_length
 from gpcore.config import FitConfig, is_markov
 from gpcore.kernels import components
 from gpcore.result import FAILED, SKIPPED, FitResult, first_line
@@ -256,7 +256,7 @@ class MarkovFitter(tf.Module):
         start = 0
         while start < len(ready):
             end = min(start + self.config.batch_size, len(ready))
-            n_max = padded_length(ready[end - 1][1].n_points)
+            n_max = quantised_length(ready[end - 1][1].n_points)
             size = max(1, min(end - start, MAX_BATCH_POINTS // n_max))
             yield ready[start:start + size]
             start += size
@@ -275,7 +275,9 @@ class MarkovFitter(tf.Module):
         from gpcore.fitter import _StandardisedBatch  # one way back to the caller's units
         kernel = self.kernel
         group = np.arange(len(batch), dtype=np.int32)
-        data = _StandardisedBatch(batch, group)
+        # No Cholesky of the whole series here: the quantised length, not the
+        # dense batch's padding off multiples of 256.
+        data = _StandardisedBatch(batch, group, pad=quantised_length)
         grids = [_search_grid(kernel, t, y) for t, y in zip(data.t_std, data.y_standard)]
         lower, upper = (np.stack(side) for side in
                         zip(*(starts.bounds(kernel, t) for t in data.t_std)))

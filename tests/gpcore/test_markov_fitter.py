@@ -67,6 +67,26 @@ def test_long_series_take_the_markov_path(fitter):
     assert fitter.long_fitter.tracing_count == 1
 
 
+def test_the_markov_path_pads_to_the_quantum_not_off_the_slow_cholesky_side(fitter, monkeypatch):
+    # 507 finite points: quantised to 512. A dense batch pads that to 520
+    # (its Cholesky is slow on a multiple of 256); the O(n) path factors no
+    # whole matrix, so it keeps 512.
+    import gpcore.fitter as dense
+    from gpcore.batching import padded_length, quantised_length
+
+    widths = []
+
+    class Recorded(dense._StandardisedBatch):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            widths.append(self.t.shape[1])
+
+    monkeypatch.setattr(dense, "_StandardisedBatch", Recorded)
+    result = fitter.long_fitter.fit([matern32_series(512, 7)])[0]
+    assert result.status == OK and result.n_points == 507
+    assert widths == [quantised_length(507)] == [512] and padded_length(507) == 520
+
+
 def test_a_twins_long_fitter_shares_the_trace_and_fits_alike(fitter):
     twin = GPFitter(fitter.config, twin=fitter)  # a side-by-side copy (gpcore/traced.py)
     assert twin.long_fitter is not fitter.long_fitter
