@@ -67,8 +67,8 @@ STARTED_TOLERANCE = 0.01
 # Under auto every candidate fits without the far probes (FitConfig.far_probes):
 # they look for a lower basin of the same kernel, for the nll alone, and on
 # forecast.py's tune split they were a third of the smooth candidates' CPU
-# and changed no choice and no forecast (docs/design.md, "Where auto's time
-# goes").
+# and changed no choice and no forecast (docs/design.md, "Kernel choice",
+# *Without the far probes*).
 AUTO_FAR_PROBES = False
 # Longest series fitted by default: the dense fit costs n^3; Markov kernels
 # (matern12, matern32, matern52 and their sums) fit series longer than
