@@ -186,6 +186,10 @@ class FitConfig:
                 f"max_points ({self.max_points}) must be >= min_points ({self.min_points})")
         if self.stop_behind is not None and not self.stop_behind >= 0:
             raise ValueError(f"stop_behind must be >= 0; got {self.stop_behind!r}")
+        for name in ("jumps", "far_probes"):
+            if getattr(self, name) not in (None, True, False):
+                raise ValueError(f"{name} must be True, False or None; got "
+                                 f"{getattr(self, name)!r}")
         if not self.tolerance > 0:
             raise ValueError(f"tolerance must be > 0; got {self.tolerance!r}")
 

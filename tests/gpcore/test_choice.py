@@ -256,6 +256,8 @@ def test_auto_fits_its_candidates_without_the_far_probes():
     assert [c.far_probes for c in fitted_configs(FitConfig(kernel="auto"))] == [False] * 3
     forced = FitConfig(kernel="auto", far_probes=True)
     assert [c.far_probes for c in fitted_configs(forced)] == [True] * 3
+    with pytest.raises(ValueError, match="far_probes must be True, False or None"):
+        FitConfig(far_probes="no")
 
 
 def test_without_the_jumps_a_cycle_taken_at_a_third_of_its_period_stays_there():
