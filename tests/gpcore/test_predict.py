@@ -64,6 +64,19 @@ def test_matches_numpy_reference(rng, kernel, include_noise):
     assert_close(std, ref_std, scale=1.7)
 
 
+@pytest.mark.parametrize("n", [255, 256, 257])
+def test_a_series_on_the_slow_cholesky_side_predicts_the_same(rng, n):
+    # At 256 observed points A is factored beside an identity block (the
+    # Cholesky is slow on multiples of 256); the posterior is unchanged.
+    series = make_series(rng, n=n, missing=False)
+    p = make_params("matern52")
+    t_new = np.linspace(-5.0, 25.0, 31)
+    mean, std = predict(series, p, t_new, include_noise=True)
+    ref_mean, ref_std = numpy_predict(series, p, t_new, include_noise=True)
+    assert_close(mean, ref_mean, scale=3.0)
+    assert_close(std, ref_std, scale=1.7)
+
+
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_matches_tfp_regression_model(rng, kernel):
     series = make_series(rng)
