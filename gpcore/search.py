@@ -198,19 +198,26 @@ class Search:
         lowest, best = _series_best(value, group, series)                          # [B] each
         optimum, lo, hi = (tf.reshape(tf.gather(v, best), [-1, len(self.parameters)])
                            for v in (position, lower, upper))                   # [B, P]
-        rows = tf.clip_by_value(optimum[:, None, :-1] + np.log(starts.PROBE_LENGTHS)[None, :, None],
-                                lo[:, None, :-1], hi[:, None, :-1])              # [B, G1, 1]
-        columns = tf.clip_by_value(optimum[:, -1:] + np.log(starts.PROBE_NOISES)[None],
-                                   lo[:, -1:], hi[:, -1:])                       # [B, G2]
-        probes = _grid_points(rows, columns)                                    # [B, Q, P]
-        scored = tf.reshape(self.grid_values(pieces, rows, columns), [series, -1])   # [B, Q]
-        order = _ranked(scored)[:, :starts.PROBES_RESCORED]
-        chosen = tf.gather(probes, order, batch_dims=1)                            # [B, K, P]
-        chosen_values = tf.cond(
-            pieces.count > 1,
-            lambda: self.whole_values(feature, chosen, starts.PROBES_RESCORED, y, mask),
-            lambda: tf.gather(scored, order, batch_dims=1))
         far_probes = bool(starts.FAR_PROBE_LENGTHS) and self.config.far_probes
+        if not (starts.PROBE_LENGTHS and starts.PROBE_NOISES or far_probes):
+            return tf.zeros([n_members], tf.bool), tf.gather(optimum, group)  # nothing to probe
+        chosen = tf.zeros([series, 0, len(self.parameters)], y.dtype)           # [B, 0, P]
+        chosen_values = tf.zeros([series, 0], y.dtype)
+        if starts.PROBE_LENGTHS and starts.PROBE_NOISES:  # empty: a lever measured off
+            rows = tf.clip_by_value(
+                optimum[:, None, :-1] + np.log(starts.PROBE_LENGTHS)[None, :, None],
+                lo[:, None, :-1], hi[:, None, :-1])                              # [B, G1, 1]
+            columns = tf.clip_by_value(optimum[:, -1:] + np.log(starts.PROBE_NOISES)[None],
+                                       lo[:, -1:], hi[:, -1:])                   # [B, G2]
+            probes = _grid_points(rows, columns)                                # [B, Q, P]
+            scored = tf.reshape(self.grid_values(pieces, rows, columns), [series, -1])  # [B, Q]
+            head = min(starts.PROBES_RESCORED, len(starts.PROBE_LENGTHS) * len(starts.PROBE_NOISES))
+            order = _ranked(scored)[:, :head]
+            chosen = tf.gather(probes, order, batch_dims=1)                        # [B, K, P]
+            chosen_values = tf.cond(
+                pieces.count > 1,
+                lambda: self.whole_values(feature, chosen, head, y, mask),
+                lambda: tf.gather(scored, order, batch_dims=1))
         if far_probes:  # whole-series scores: pieces misrank them
             offsets = starts.far_probes()                                          # [F, 2]
             far = tf.clip_by_value(

@@ -90,9 +90,8 @@ def test_probes_around_the_optimum_find_the_adjacent_minimum(monkeypatch, fitter
     series = [s for s in realdata.real_series() if s.series_id == series_id]
     theirs = references.nll(REFERENCE[series_id], series)[0]
     probed = fitter_for(FitConfig()).fit(series)[0]
-    # Probes off: one probe, at the optimum itself, never lower than it.
-    monkeypatch.setattr(starts, "PROBE_LENGTHS", (1.0,))
-    monkeypatch.setattr(starts, "PROBE_NOISES", (1.0,))
+    # Probes off: no near probes and no far ones.
+    monkeypatch.setattr(starts, "PROBE_LENGTHS", ())
     monkeypatch.setattr(starts, "FAR_PROBE_LENGTHS", ())
     unprobed = GPFitter(FitConfig()).fit(series)[0]
     assert probed.nll < unprobed.nll - 0.5
