@@ -298,9 +298,11 @@ def starts(set_name: str, kernel: str, settings: str | None, started_spec: str =
     grid = _grid_reference(set_name, kernel, series, refit)  # before --settings: as shipped
     set_constants(settings, {"": choice, "starts": gpcore_starts()})
     smooth_kernel = choice.smooth_part(kernels.kernel(kernel))
-    smooth = GPFitter(FitConfig(kernel=smooth_kernel), name="smooth")
-    # The candidate as KernelChoice builds it, with --started's settings.
-    config = fitted_configs(FitConfig(kernel="auto", candidates=(smooth_kernel, kernel)))[1]
+    # Both candidates as KernelChoice builds them (the smooth one starting
+    # once, without the far probes), the started one with --started's settings.
+    smooth_config, config = fitted_configs(FitConfig(kernel="auto",
+                                                     candidates=(smooth_kernel, kernel)))
+    smooth = GPFitter(smooth_config, name="smooth")
     config = dataclasses.replace(config, **parse_spec("x:" + started_spec)[1] if started_spec
                                  else {})
     started = GPFitter(config, name="started")
