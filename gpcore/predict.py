@@ -223,9 +223,9 @@ def compiled_posterior(kernel_name: str):
         ok = tf.reduce_all(tf.math.is_finite(tf.linalg.diag_part(chol)))
         resid = tf.pad(resid, [[0, extra]])
         alpha = tf.linalg.cholesky_solve(chol, resid[:, None])  # [n (+ extra), 1] = A^-1 (y - mean)
-        cross = [tf.pad(k, [[0, 0], [0, extra]]) for k in terms(t_new, t)]  # [m, n] each
+        cross = [tf.pad(k, [[0, 0], [0, extra]]) for k in terms(t_new, t)]  # [m, n (+ extra)]
         parts = tf.stack([tf.matmul(k, alpha)[:, 0] for k in cross])  # [C, m]
-        v = tf.linalg.triangular_solve(chol, tf.transpose(tf.add_n(cross)))  # [n, m] = L^-1 Kx*
+        v = tf.linalg.triangular_solve(chol, tf.transpose(tf.add_n(cross)))  # [n (+ extra), m] = L^-1 Kx*
         return parts, prior_variance(t_new) - tf.reduce_sum(v * v, axis=0), ok
 
     return solve
