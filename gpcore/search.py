@@ -198,12 +198,12 @@ class Search:
         lowest, best = _series_best(value, group, series)                          # [B] each
         optimum, lo, hi = (tf.reshape(tf.gather(v, best), [-1, len(self.parameters)])
                            for v in (position, lower, upper))                   # [B, P]
+        near = starts.probe_count(self.kernel)  # 0: a lever measured off
         far_probes = bool(starts.FAR_PROBE_LENGTHS) and self.config.far_probes
-        if not (starts.PROBE_LENGTHS and starts.PROBE_NOISES or far_probes):
+        if not (near or far_probes):
             return tf.zeros([n_members], tf.bool), tf.gather(optimum, group)  # nothing to probe
-        chosen = tf.zeros([series, 0, len(self.parameters)], y.dtype)           # [B, 0, P]
-        chosen_values = tf.zeros([series, 0], y.dtype)
-        if starts.PROBE_LENGTHS and starts.PROBE_NOISES:  # empty: a lever measured off
+        points, values = [], []  # [B, K, P] and [B, K] per kind of probe
+        if near:
             rows = tf.clip_by_value(
                 optimum[:, None, :-1] + np.log(starts.PROBE_LENGTHS)[None, :, None],
                 lo[:, None, :-1], hi[:, None, :-1])                              # [B, G1, 1]
@@ -211,23 +211,22 @@ class Search:
                                        lo[:, -1:], hi[:, -1:])                   # [B, G2]
             probes = _grid_points(rows, columns)                                # [B, Q, P]
             scored = tf.reshape(self.grid_values(pieces, rows, columns), [series, -1])  # [B, Q]
-            head = min(starts.PROBES_RESCORED, len(starts.PROBE_LENGTHS) * len(starts.PROBE_NOISES))
+            head = min(starts.PROBES_RESCORED, near)
             order = _ranked(scored)[:, :head]
-            chosen = tf.gather(probes, order, batch_dims=1)                        # [B, K, P]
-            chosen_values = tf.cond(
+            points.append(tf.gather(probes, order, batch_dims=1))                  # [B, K, P]
+            values.append(tf.cond(
                 pieces.count > 1,
-                lambda: self.whole_values(feature, chosen, head, y, mask),
-                lambda: tf.gather(scored, order, batch_dims=1))
+                lambda: self.whole_values(feature, points[0], head, y, mask),
+                lambda: tf.gather(scored, order, batch_dims=1)))
         if far_probes:  # whole-series scores: pieces misrank them
             offsets = starts.far_probes()                                          # [F, 2]
-            far = tf.clip_by_value(
+            points.append(tf.clip_by_value(
                 tf.concat([optimum[:, None, :-1] + offsets[None, :, :1],
                            optimum[:, None, -1:] + offsets[None, :, 1:]], axis=-1),
-                lo[:, None], hi[:, None])                                          # [B, F, P]
-            chosen = tf.concat([chosen, far], axis=1)
-            chosen_values = tf.concat([chosen_values, self.whole_values(
-                feature, far, len(offsets), y, mask)], axis=-1)
-        chosen_values = _finite_or_inf(chosen_values)
+                lo[:, None], hi[:, None]))                                         # [B, F, P]
+            values.append(self.whole_values(feature, points[-1], len(offsets), y, mask))
+        chosen = tf.concat(points, axis=1)
+        chosen_values = _finite_or_inf(tf.concat(values, axis=-1))
         if far_probes and starts.RIDGE_PROBE_LENGTHS:  # only where the ridge is flat
             offsets = starts.ridge_probes()                                        # [R, 2]
             flat = tf.reduce_min(chosen_values, axis=-1) < lowest + starts.RIDGE_WITHIN  # [B]
