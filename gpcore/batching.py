@@ -129,7 +129,13 @@ def padded_length(n: int) -> int:
     of SLOW_CHOLESKY_SIDE (masked points cost their flops, 0.8-3 %, and
     change nothing else)."""
     padded = quantised_length(n)
-    return padded + LENGTH_QUANTUM if padded % SLOW_CHOLESKY_SIDE == 0 else padded
+    return padded + past_slow_side(padded)
+
+
+def past_slow_side(n: int) -> int:
+    """Points to add to a matrix side of n so that its Cholesky is not on
+    a multiple of SLOW_CHOLESKY_SIDE: LENGTH_QUANTUM there, else 0."""
+    return LENGTH_QUANTUM if n % SLOW_CHOLESKY_SIDE == 0 else 0
 
 
 def quantised_length(n: int) -> int:

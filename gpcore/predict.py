@@ -26,7 +26,7 @@ from typing import Mapping, NamedTuple, Union
 import numpy as np
 import tensorflow as tf
 
-from gpcore.batching import LENGTH_QUANTUM, SLOW_CHOLESKY_SIDE
+from gpcore.batching import past_slow_side
 from gpcore.config import takes_markov_path
 from gpcore.kernels import components, distances, kernel as kernel_named
 from gpcore.result import COMPONENT_FIELDS, OK, FitResult
@@ -162,7 +162,7 @@ def _solved(p: dict, t: np.ndarray, y: np.ndarray,
     for jitter in JITTERS:
         try:
             parts, var, ok = solve(t, y - p["mean"], t_new, amplitudes, shape,
-                                   p["noise_variance"], jitter)
+                                   p["noise_variance"], jitter, past_slow_side(t.size))
         except tf.errors.InvalidArgumentError:  # raised on some builds instead of NaN
             continue
         if ok:
@@ -180,7 +180,8 @@ def compiled_posterior(kernel_name: str):
 
     It takes (t [n] and t_new [m] centred times, resid [n] = y - mean,
     amplitudes [C], shape [P] (the components' shape parameters in order),
-    noise_variance, jitter (relative to the largest prior variance at t))
+    noise_variance, jitter (relative to the largest prior variance at t),
+    extra (points of identity beside A: gpcore.batching.past_slow_side(n)))
     and returns (component means [C, m], latent variance [m] before
     clipping at 0, whether A's Cholesky factor is finite).
     """
@@ -189,8 +190,9 @@ def compiled_posterior(kernel_name: str):
     vector, scalar = tf.TensorSpec([None], DTYPE), tf.TensorSpec([], DTYPE)
 
     @tf.function(input_signature=[vector, vector, vector, tf.TensorSpec([len(bases)], DTYPE),
-                                  tf.TensorSpec([sum(sizes)], DTYPE), scalar, scalar])
-    def solve(t, resid, t_new, amplitudes, shape, noise_variance, jitter):
+                                  tf.TensorSpec([sum(sizes)], DTYPE), scalar, scalar,
+                                  tf.TensorSpec([], tf.int32)])
+    def solve(t, resid, t_new, amplitudes, shape, noise_variance, jitter, extra):
         params = [[shape_c[i:i + 1] for i in range(size)]  # [1] each: one batch row
                   for shape_c, size in zip(tf.split(shape, sizes), sizes)]
 
@@ -215,9 +217,8 @@ def compiled_posterior(kernel_name: str):
         a = tf.add_n(terms(t, t)) + added * tf.eye(n, dtype=DTYPE)
         # On a side that is a multiple of 256 the Cholesky is 1.3-1.8x
         # slower (docs/design.md, "Padded lengths off multiples of 256"):
-        # there an identity block of LENGTH_QUANTUM rows goes beside A, with
-        # zero residuals and zero cross covariance, which changes nothing.
-        extra = tf.where(tf.equal(n % SLOW_CHOLESKY_SIDE, 0), LENGTH_QUANTUM, 0)
+        # there `extra` rows of identity go beside A, with zero residuals
+        # and zero cross covariance, which changes nothing.
         a = tf.cond(extra > 0, lambda: _beside_identity(a, extra), lambda: a)
         chol = tf.linalg.cholesky(a)
         ok = tf.reduce_all(tf.math.is_finite(tf.linalg.diag_part(chol)))
