@@ -57,7 +57,8 @@ SUM_MAX_ITERATIONS = 400
 # auto's started periodic candidate (`is_started`) stops a start once it is
 # more than this many nats behind its series' best after
 # starts.BEHIND_AFTER Newton steps (FitConfig.stop_behind): such starts
-# took 40 % of its Newton work and seldom end lowest (docs/design.md,
+# took 40 % of its Newton work and seldom end lowest; one starts.FAR_BEHIND
+# nats behind stops after starts.FAR_BEHIND_AFTER steps (docs/design.md,
 # "Where auto's time goes").
 STARTED_STOP_BEHIND = 1.0
 # Its Newton tolerance (nats), where looser than FitConfig.tolerance (None:
@@ -119,7 +120,9 @@ class FitConfig:
         candidate started from its smooth part's fit (`is_started`), whose
         starts already hold 2x and 3x the screen's period.
       stop_behind: nats; a Newton start more than this above its series'
-        best after starts.BEHIND_AFTER steps stops (0: never); None (the
+        best after starts.BEHIND_AFTER steps stops, and one
+        starts.FAR_BEHIND above it after starts.FAR_BEHIND_AFTER
+        (starts.behind_rules; 0: never); None (the
         default): 0, and under "auto" STARTED_STOP_BEHIND for a periodic
         candidate started from its smooth part's fit (`is_started`).
       far_probes: for a kernel with a length-scale grid, whether the probe

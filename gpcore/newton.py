@@ -26,7 +26,7 @@ other reason says so (`STOP_REASONS`).
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 import tensorflow as tf
 
@@ -65,7 +65,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
              groups=None, merge_within: float = 0.0, active=None,
              restart: Callable | None = None, eigen_floor: float = EIGEN_FLOOR,
              restart_rounds: int = 1, hessian_update: Callable | None = None,
-             behind: float = 0.0, behind_after: int = 0) -> NewtonResult:
+             behind: Sequence[tuple[float, int]] = ()) -> NewtonResult:
     """Minimises C independent objectives of P parameters within boxes.
 
     Args:
@@ -81,10 +81,10 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
       merge_within: with groups, a running member within this distance
         (max-norm) of a lower member of its group stops (MERGED): starts
         that reached one basin need not all finish it.
-      behind, behind_after: with groups and behind > 0, a running member
-        that has taken at least behind_after steps and whose value is more
-        than `behind` above its group's lowest stops (BEHIND): a start that
-        far behind after that many steps seldom ends lowest.
+      behind: with groups, (nats, steps) rules: a running member that has
+        taken at least `steps` steps and whose value is more than `nats`
+        above its group's lowest stops (BEHIND): a start that far behind
+        after that many steps seldom ends lowest.
       active: optional [C] bool: members to run; the others are never
         evaluated and come back UNUSED with value +inf.
       restart: optional (position [C, P], value [C], round_index) -> (again
@@ -191,8 +191,8 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         if groups is not None and merge_within > 0:
             status = _merge(status, x_all, f_all, groups, merge_within)
         iterations = put(s["iterations"], iterations)
-        if groups is not None and behind > 0:
-            status = _behind(status, f_all, iterations, groups, behind, behind_after)
+        if groups is not None and behind:
+            status = _behind(status, f_all, iterations, groups, behind)
         return dict(s, x=x_all, f=f_all, g=put(s["g"], g), h=put(s["h"], h),
                     aux={k: put(s["aux"][k], aux[k]) for k in aux},
                     radius=put(s["radius"], radius), status=status,
@@ -258,17 +258,20 @@ def _merge(status, x, f, groups, within):
     return tf.where(tf.equal(status, RUNNING) & joined & tf.math.is_finite(f), MERGED, status)
 
 
-def _behind(status, f, iterations, groups, behind, after):
-    """status [C] with running members that have taken `after` steps and
-    are more than `behind` above their group's lowest value stopped
-    (BEHIND). Values not finite (a member restarted, not yet evaluated)
-    neither stop nor set the lowest."""
+def _behind(status, f, iterations, groups, rules):
+    """status [C] with running members stopped (BEHIND) where, for one of
+    the (nats, steps) rules, they have taken `steps` steps and are more
+    than `nats` above their group's lowest value. Values not finite (a
+    member restarted, not yet evaluated) neither stop nor set the lowest."""
     finite = tf.math.is_finite(f)
     lowest = tf.math.unsorted_segment_min(
         tf.where(finite, f, tf.constant(float("inf"), f.dtype)), groups,
         tf.reduce_max(groups) + 1)
-    far = finite & (f > tf.gather(lowest, groups) + behind)
-    return tf.where(tf.equal(status, RUNNING) & (iterations >= after) & far, BEHIND, status)
+    gap = tf.where(finite, f - tf.gather(lowest, groups), tf.zeros_like(f))
+    far = tf.zeros_like(finite)
+    for nats, steps in rules:
+        far |= (iterations >= steps) & (gap > nats)
+    return tf.where(tf.equal(status, RUNNING) & far, BEHIND, status)
 
 
 def _held(x, g, lower, upper):

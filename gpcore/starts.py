@@ -193,6 +193,14 @@ PERIOD_PROBE_ROUNDS = 3
 # (5 and 3 stopped as much on forecast.py's tune split, 10 less;
 # docs/design.md, "Where auto's time goes").
 BEHIND_AFTER = 5
+# Where a config stops starts behind at all, a start this many nats behind
+# its series' best after FAR_BEHIND_AFTER steps stops sooner: auto's
+# periodic starts that end far behind mostly are so from their first step
+# (14 % fewer of its Newton evaluations on forecast.py's tune split). Not
+# 5 or 10: a sharp cycle's start at its true period can begin that far
+# behind (docs/design.md, "Kernel choice", *Far behind sooner*).
+FAR_BEHIND = 20.0
+FAR_BEHIND_AFTER = 1
 
 
 def grid_piece_points(kernel: Kernel) -> int:
@@ -332,6 +340,16 @@ def short_probes(kernel: Kernel) -> list[tuple[int, float, float]]:
     return [(c, a, q) for c, base in enumerate(parts)
             if "length_scale" in base.parameters and not base.has_period
             for a in SHORT_PROBE_LENGTHS for q in SHORT_PROBE_VARIANCES]
+
+
+def behind_rules(stop_behind: float) -> tuple[tuple[float, int], ...]:
+    """Newton's (nats, steps) rules for stopping a start behind its
+    series' best (gpcore/newton.py) for FitConfig.stop_behind (nats): none
+    where it is 0, else stop_behind after BEHIND_AFTER steps and the
+    larger of it and FAR_BEHIND after FAR_BEHIND_AFTER."""
+    if not stop_behind > 0:
+        return ()
+    return ((stop_behind, BEHIND_AFTER), (max(stop_behind, FAR_BEHIND), FAR_BEHIND_AFTER))
 
 
 def grid_shape(kernel: Kernel) -> tuple[int, int]:

@@ -163,7 +163,7 @@ def test_a_start_far_behind_its_groups_best_stops_after_its_steps():
     groups = tf.constant([0, 0, 1])
     run = lambda **kw: newton.minimize(_double_well, x0, -box, box, 100, 1e-10, groups=groups,
                                        **kw)
-    stopped, full = run(behind=0.3, behind_after=2), run()
+    stopped, full = run(behind=[(0.3, 2)]), run()
     assert stopped.status.numpy().tolist() == [newton.CONVERGED, newton.BEHIND, newton.CONVERGED]
     assert newton.STOP_REASONS[newton.BEHIND] == "behind"
     assert stopped.iterations.numpy()[1] == 2 < full.iterations.numpy()[1]
@@ -171,9 +171,18 @@ def test_a_start_far_behind_its_groups_best_stops_after_its_steps():
     np.testing.assert_array_equal(stopped.value.numpy()[[0, 2]], full.value.numpy()[[0, 2]])
     assert stopped.value.numpy()[1] > full.value.numpy()[0] + 0.3
     # Not before its steps: with behind_after past the run, no member stops.
-    late = run(behind=0.3, behind_after=100)
+    late = run(behind=[(0.3, 100)])
     assert (late.status.numpy() == newton.CONVERGED).all()
     np.testing.assert_array_equal(late.value.numpy(), full.value.numpy())
+    # Rules add up: a second, farther gap after fewer steps stops member 1
+    # after its first step (it is about 0.6 behind then), a gap it does
+    # not reach stops nothing.
+    sooner = run(behind=[(0.3, 100), (0.5, 1)])
+    assert sooner.status.numpy().tolist() == stopped.status.numpy().tolist()
+    assert sooner.iterations.numpy()[1] == 1
+    assert sooner.value.numpy()[1] > full.value.numpy()[0] + 0.5
+    never = run(behind=[(0.3, 100), (0.6, 1)])
+    np.testing.assert_array_equal(never.value.numpy(), full.value.numpy())
 
 
 def test_a_restart_runs_members_again_and_each_keeps_the_lower_of_its_two_results():

@@ -278,3 +278,15 @@ def test_a_sum_s_bounds_and_grid_are_its_components_with_a_ratio_after_the_first
     np.testing.assert_array_equal(rows, expected)
     assert rbf.has_length_axis and not (periodic.has_length_axis or total.has_length_axis)
     assert kernels.Linear().start_rows(spacing, None).shape == (1, 0)
+
+
+def test_starts_stop_behind_by_two_rules_only_where_the_config_stops_them():
+    # No rule where FitConfig.stop_behind is 0 (every kernel fitted alone).
+    assert starts.behind_rules(0.0) == ()
+    assert starts.behind_rules(FitConfig().stop_behind) == ()
+    # Else stop_behind after BEHIND_AFTER steps, and a farther gap sooner.
+    rules = starts.behind_rules(1.0)
+    assert rules == ((1.0, starts.BEHIND_AFTER), (starts.FAR_BEHIND, starts.FAR_BEHIND_AFTER))
+    assert starts.FAR_BEHIND > 1.0 and starts.FAR_BEHIND_AFTER < starts.BEHIND_AFTER
+    # The far gap is never the nearer one.
+    assert starts.behind_rules(2 * starts.FAR_BEHIND)[1][0] == 2 * starts.FAR_BEHIND
