@@ -83,5 +83,8 @@ def test_a_module_already_loaded_is_not_imported_again_and_nothing_is_frozen(col
     with threads.collection_paused("gc"):  # loaded in every process
         assert gc.isenabled()
         kept = [Cycle() for _ in range(1000)]
-    assert gc.get_freeze_count() == frozen and len(kept) == 1000
+    # Nothing was frozen: a freeze would have added at least the 1,000
+    # cycles. (Frozen objects that other threads free meanwhile lower the
+    # count: a suite's earlier tests leave some.)
+    assert gc.get_freeze_count() <= frozen and len(kept) == 1000
 
