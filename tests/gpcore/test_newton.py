@@ -170,7 +170,7 @@ def test_a_start_far_behind_its_groups_best_stops_after_its_steps():
     assert int(stopped.evaluations) < int(full.evaluations)
     np.testing.assert_array_equal(stopped.value.numpy()[[0, 2]], full.value.numpy()[[0, 2]])
     assert stopped.value.numpy()[1] > full.value.numpy()[0] + 0.3
-    # Not before its steps: with behind_after past the run, no member stops.
+    # Not before its steps: with a rule's steps past the run, no member stops.
     late = run(behind=[(0.3, 100)])
     assert (late.status.numpy() == newton.CONVERGED).all()
     np.testing.assert_array_equal(late.value.numpy(), full.value.numpy())
