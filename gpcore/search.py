@@ -198,7 +198,7 @@ class Search:
         optimum, lo, hi = (tf.reshape(tf.gather(v, best), [-1, len(self.parameters)])
                            for v in (position, lower, upper))                   # [B, P]
         near = starts.probe_count(self.kernel)  # 0: a lever measured off
-        far_probes = bool(starts.FAR_PROBE_LENGTHS) and self.config.far_probes
+        far_probes = starts.far_probe_count(self.kernel, self.config.far_probes) > 0
         if not (near or far_probes):
             return tf.zeros([n_members], tf.bool), tf.gather(optimum, group)  # nothing to probe
         points, values = [], []  # [B, K, P] and [B, K] per kind of probe
