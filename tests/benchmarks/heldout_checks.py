@@ -2,6 +2,7 @@
 command run as a script in the test's process, its markdown table read
 back, and series compared by their values (a set must share no series with another)."""
 import contextlib
+import importlib
 import io
 import os
 import runpy
@@ -21,6 +22,19 @@ def values(series) -> set:
         y = getattr(s, "series", s).y
         out.add(tuple(np.round(y[np.isfinite(y)], 6)))
     return out
+
+
+def assert_shares_nothing(series, *sets: str) -> None:
+    """That series (one set's Series) share no values and no series id with
+    the sets of the named modules of benchmarks/ (each one's real_series(),
+    realdata_tuning's tuning_series())."""
+    ours, ids = values(series), {s.series_id for s in series}
+    for name in sets:
+        module = importlib.import_module(name)
+        other = (getattr(module, "real_series", None) or module.tuning_series)()
+        assert not ours & values(other), f"values shared with {name}"
+        assert not ids & {getattr(s, "series", s).series_id for s in other}, \
+            f"ids shared with {name}"
 
 
 def run(script: str, *args: str, timeout: float = 600) -> str:

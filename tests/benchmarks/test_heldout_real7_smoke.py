@@ -12,17 +12,10 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import live_oracle_nll, values  # noqa: E402
+from heldout_checks import assert_shares_nothing, live_oracle_nll  # noqa: E402
 
 import heldout_real  # noqa: E402
-import heldout_real2  # noqa: E402
-import heldout_real3  # noqa: E402
-import heldout_real4  # noqa: E402
-import heldout_real5  # noqa: E402
-import heldout_real6  # noqa: E402
 import heldout_real7  # noqa: E402
-import realdata  # noqa: E402
-import realdata_tuning  # noqa: E402
 
 
 def test_seventh_real_set_comes_from_its_five_wheels_and_shares_nothing():
@@ -58,13 +51,9 @@ def test_seventh_real_set_comes_from_its_five_wheels_and_shares_nothing():
     first, last = heldout_real.to_days(["2009-01-01", "1999-01-01"])
     assert all(s.t[0] >= first for s in series if "/GOOG/" in s.series_id)
     assert all(s.t[-1] < last for s in series if "/sp500/" in s.series_id)
-    ours, ids = values(series), {s.series_id for s in series}
-    for other in (heldout_real.real_series(), heldout_real2.real_series(),
-                  heldout_real3.real_series(), heldout_real4.real_series(),
-                  heldout_real5.real_series(), heldout_real6.real_series(),
-                  realdata_tuning.tuning_series(), realdata.real_series()):
-        assert not ours & values(other)
-        assert not ids & {getattr(s, "series", s).series_id for s in other}
+    assert_shares_nothing(series, "heldout_real", "heldout_real2", "heldout_real3",
+                          "heldout_real4", "heldout_real5", "heldout_real6", "realdata_tuning",
+                          "realdata")
 
 
 def test_a_far_probe_reaches_the_rivers_longer_noisier_basin(monkeypatch, fitter_for):

@@ -12,18 +12,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import live_oracle_nll, values  # noqa: E402
+from heldout_checks import assert_shares_nothing, live_oracle_nll  # noqa: E402
 
-import heldout_real  # noqa: E402
-import heldout_real2  # noqa: E402
-import heldout_real3  # noqa: E402
-import heldout_real4  # noqa: E402
-import heldout_real5  # noqa: E402
-import heldout_real6  # noqa: E402
-import heldout_real7  # noqa: E402
 import heldout_real8  # noqa: E402
-import realdata  # noqa: E402
-import realdata_tuning  # noqa: E402
 
 
 def test_eighth_real_set_comes_from_its_four_wheels_and_shares_nothing():
@@ -58,14 +49,9 @@ def test_eighth_real_set_comes_from_its_four_wheels_and_shares_nothing():
     # the other spkit samples.
     left_out = ("ut1_utc", "mauna", "sunspot", "air_temp", "X_", "III", "aV", "optical", "egm")
     assert not any(word in s.series_id for s in series for word in left_out)
-    ours, ids = values(series), {s.series_id for s in series}
-    for other in (heldout_real.real_series(), heldout_real2.real_series(),
-                  heldout_real3.real_series(), heldout_real4.real_series(),
-                  heldout_real5.real_series(), heldout_real6.real_series(),
-                  heldout_real7.real_series(), realdata_tuning.tuning_series(),
-                  realdata.real_series()):
-        assert not ours & values(other)
-        assert not ids & {getattr(s, "series", s).series_id for s in other}
+    assert_shares_nothing(series, "heldout_real", "heldout_real2", "heldout_real3",
+                          "heldout_real4", "heldout_real5", "heldout_real6", "heldout_real7",
+                          "realdata_tuning", "realdata")
 
 
 def test_a_far_probe_reaches_the_ecg_windows_low_noise_valley(monkeypatch, fitter_for):
