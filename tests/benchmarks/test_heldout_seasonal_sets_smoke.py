@@ -1,5 +1,5 @@
-"""Smoke tests of the second and third held-out seasonal sets
-(benchmarks/heldout_seasonal2.py, heldout_seasonal3.py): each is what its
+"""Smoke tests of the second to fourth held-out seasonal sets
+(benchmarks/heldout_seasonal2.py to heldout_seasonal4.py): each is what its
 docstring says, shares no series with the other seasonal sets, and its
 scoring command runs on a few series. Not the quality targets."""
 import os
@@ -16,10 +16,12 @@ from heldout_checks import run, table_rows, values  # noqa: E402
 import heldout_seasonal  # noqa: E402
 import heldout_seasonal2  # noqa: E402
 import heldout_seasonal3  # noqa: E402
+import heldout_seasonal4  # noqa: E402
 import seasonal  # noqa: E402
 import seasonal_tuning  # noqa: E402
 
-SETS = {"heldout_seasonal2.py": heldout_seasonal2, "heldout_seasonal3.py": heldout_seasonal3}
+SETS = {"heldout_seasonal2.py": heldout_seasonal2, "heldout_seasonal3.py": heldout_seasonal3,
+        "heldout_seasonal4.py": heldout_seasonal4}
 
 
 
@@ -52,6 +54,25 @@ def test_third_set_shares_nothing_with_the_other_seasonal_sets():
     for other in (heldout_seasonal.cases(), heldout_seasonal2.cases(), seasonal_tuning.cases(),
                   seasonal.cases()):
         assert not values(ours) & values(other)
+
+
+def test_fourth_set_shares_nothing_with_the_other_seasonal_sets():
+    """No shape name of heldout_seasonal.py to heldout_seasonal3.py (their
+    SHAPES and PLAIN_SHAPES) or of seasonal.py's and seasonal_tuning.py's
+    synthetic series (their ids), and no series' values."""
+    ours = heldout_seasonal4.cases()
+    names = {c.series.series_id.split("/")[3].split("+")[0] for c in ours}
+    assert names == set(heldout_seasonal4.SHAPES) | set(heldout_seasonal4.PLAIN_SHAPES)
+    for other in (heldout_seasonal, heldout_seasonal2, heldout_seasonal3):
+        assert not names & (set(other.SHAPES) | set(other.PLAIN_SHAPES)), other.__name__
+    for other in (seasonal, seasonal_tuning):
+        theirs = {c.series.series_id.split("/")[3] for c in other.cases() if not c.real}
+        assert theirs and not names & theirs, other.__name__
+    for name, other in (("heldout_seasonal", heldout_seasonal.cases()),
+                        ("heldout_seasonal2", heldout_seasonal2.cases()),
+                        ("heldout_seasonal3", heldout_seasonal3.cases()),
+                        ("seasonal_tuning", seasonal_tuning.cases()), ("seasonal", seasonal.cases())):
+        assert not values(ours) & values(other), f"values shared with {name}"
 
 
 @pytest.mark.parametrize("script", sorted(SETS))
