@@ -290,6 +290,8 @@ class Search:
         points = optimum[:, None] + tf.constant(offsets, DTYPE)[None]            # [B, Q, P]
         short = [self.short_probe(optimum, lo, *probe)
                  for probe in starts.short_probes(self.kernel)]
+        short += [self.alias_probe(optimum, lo, *probe)
+                  for probe in starts.alias_probes(self.kernel)]
         if short:
             points = tf.concat([points, tf.stack(short, axis=1)], axis=1)
         unclipped = points
@@ -345,7 +347,49 @@ class Search:
         by_value = tf.argsort(tf.gather(scored, columns, axis=1), axis=-1, stable=True)
         order = tf.gather(by_value, tf.argsort(tf.gather(tier, by_value, batch_dims=1), axis=-1,
                                                stable=True), batch_dims=1)
-        return columns, order, tf.reduce_sum(tf.cast(~clipped, tf.int32), axis=-1)
+        runs = tf.reduce_sum(tf.cast(~clipped, tf.int32), axis=-1)
+        if starts.CLIPPED_JUMP_RUNS:  # the best-scored clipped ones, after the others
+            runs += tf.minimum(tf.reduce_sum(tf.cast(clipped, tf.int32), axis=-1),
+                               starts.CLIPPED_JUMP_RUNS)
+        return columns, order, runs
+
+    def alias_probe(self, optimum, lo, c, multiple, delta, variance, factor):
+        """[B, P] each series' optimum [B, P] (log) with periodic component
+        c's period at `multiple` x its lower bound (lo [B, P]: one median
+        spacing) x (1 + delta), its length scale starts.ALIAS_PROBE_LENGTH,
+        its variance `variance` x the noise variance, and the smooth
+        components' length scales x `factor` (starts.alias_probes)."""
+        names = self.kernel.parameters
+        suffix = f"_{c}"
+        period, length = names.index(f"period{suffix}"), names.index(f"length_scale{suffix}")
+        point = self.with_variance(optimum, c, variance)
+        columns = tf.unstack(point, num=len(self.parameters), axis=-1)
+        bounds = tf.unstack(lo, num=len(self.parameters), axis=-1)
+        columns[period] = bounds[period] + np.log(multiple * (1.0 + delta))
+        columns[length] = tf.fill(tf.shape(columns[length]),
+                                  tf.constant(np.log(starts.ALIAS_PROBE_LENGTH), DTYPE))
+        if factor != 1.0:
+            for i, base in enumerate(components(self.kernel)):
+                if "length_scale" in base.parameters and not base.has_period:
+                    columns[names.index(f"length_scale_{i}")] += np.log(factor)
+        return tf.stack(columns, axis=-1)
+
+    def with_variance(self, optimum, c, variance):
+        """[B, P] the optimum [B, P] (log) with component c's variance at
+        `variance` x the noise variance, the other components' variances
+        and the noise's unchanged."""
+        names = self.kernel.parameters
+        at_optimum = tf.unstack(optimum, num=len(self.parameters), axis=-1)
+        columns = list(at_optimum)
+        log_r = at_optimum[-1]
+        if c:  # its ratio to the first component: variance x r
+            columns[names.index(f"variance_ratio_{c}")] = np.log(variance) + log_r
+        else:  # it is the unit: the other ratios and r are measured anew
+            for i, name in enumerate(names):
+                if name.startswith("variance_ratio_"):
+                    columns[i] = at_optimum[i] - np.log(variance) - log_r
+            columns[-1] = tf.fill(tf.shape(log_r), tf.constant(-np.log(variance), DTYPE))
+        return tf.stack(columns, axis=-1)
 
     def short_probe(self, optimum, lo, c, length, variance):
         """[B, P] each series' optimum [B, P] (log) with component c's

@@ -186,6 +186,24 @@ SHAPE_PROBE_NOISES = (0.1, 10.0)
 # SHORT_PROBE_VARIANCES x the noise variance.
 SHORT_PROBE_LENGTHS = (1.5, 4.0, 12.0, 40.0)
 SHORT_PROBE_VARIANCES = (0.03, 0.3)
+# Alias probes, for sums with a periodic part: on (nearly) regular times a
+# period of k median spacings x (1 + delta) beats slowly against the
+# sampling, and with a short periodic length scale l the periodic part
+# becomes a short smooth component (about l / (2 pi delta) x k spacings
+# long on the lags it correlates) with an echo at lag ~ k / delta: a basin
+# far from any multiple of a cycle's period, which the oracle found on
+# held-out set 1 (+0.8 to +5.1 nats; docs/design.md, "Periods the data can
+# support"). Each row (k, L, q, f) moves each periodic component to period
+# k x its lower bound (one median spacing) x (1 + k l / (2 pi L)), length
+# scale ALIAS_PROBE_LENGTH, variance q x the noise variance, and scales the
+# smooth components' length scales by f (the rest as at the optimum).
+# Value only, as the other probes. () turns them off.
+ALIAS_PROBE_LENGTH = 0.1
+ALIAS_PROBES = ()
+# Clipped jumps run: how many of a series' jumps clipped to a period bound
+# (all start at span/2) its other members run after the unclipped ones (0:
+# none, as measured for set 3's default).
+CLIPPED_JUMP_RUNS = 0
 # Rounds of probes: Newton runs on from the best probe, and its new optimum
 # is probed again, until no probe is lower or the rounds are spent.
 PERIOD_PROBE_ROUNDS = 3
@@ -214,7 +232,7 @@ def probe_count(kernel: Kernel) -> int:
     a period."""
     if kernel.has_period:
         return (len(period_probes(kernel)) + len(shape_probes(kernel))
-                + len(short_probes(kernel)))
+                + len(short_probes(kernel)) + len(alias_probes(kernel)))
     return len(PROBE_LENGTHS) * len(PROBE_NOISES) if kernel.has_length_axis else 0
 
 
@@ -340,6 +358,19 @@ def short_probes(kernel: Kernel) -> list[tuple[int, float, float]]:
     return [(c, a, q) for c, base in enumerate(parts)
             if "length_scale" in base.parameters and not base.has_period
             for a in SHORT_PROBE_LENGTHS for q in SHORT_PROBE_VARIANCES]
+
+
+def alias_probes(kernel: Kernel) -> list[tuple[int, float, float, float, float]]:
+    """(periodic component, k, delta, variance x the noise's, smooth length
+    factor) of every alias probe: ALIAS_PROBES for each periodic component
+    of a sum (none for other kernels), delta = k l / (2 pi L) with l =
+    ALIAS_PROBE_LENGTH."""
+    parts = components(kernel)
+    if len(parts) == 1 or not kernel.has_period:
+        return []
+    return [(c, k, k * ALIAS_PROBE_LENGTH / (2.0 * np.pi * length), q, f)
+            for c, base in enumerate(parts) if base.has_period
+            for k, length, q, f in ALIAS_PROBES]
 
 
 def behind_rules(stop_behind: float) -> tuple[tuple[float, int], ...]:
