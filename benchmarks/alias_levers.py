@@ -5,7 +5,7 @@ then runs a benchmark script as __main__ in this process.
     python benchmarks/alias_levers.py VARIANT SCRIPT [ARGS...]
 
 VARIANT: base (the tree's constants), clip (one clipped jump run), alias
-(ALIAS_PROBES_SET), clip+alias, or "alias=k:L:q:f,..." / "clip+alias=..."
+(ALIAS_PROBES_SET), echo (ECHO_PROBES_SET), any of them joined by "+", or "alias=k:L:q:f,..." / "clip+alias=..."
 for other probe rows. Prints gpcore.__file__ first and, for the held-out
 sets, the timed fit's process CPU seconds (heldout_oracle.fit_gpcore
 wrapped).
@@ -27,6 +27,10 @@ ALIAS_PROBES_SET = ((1, 3.0, 1.0, 1.0), (1, 3.0, 3.0, 1.0), (1, 5.0, 1.0, 1.0), 
                     (2, 3.0, 0.3, 1.0), (2, 3.0, 1.0, 1.0), (2, 5.0, 0.3, 1.0), (2, 5.0, 1.0, 1.0))
 
 
+# echo at these fractions of the span
+ECHO_PROBES_SET = tuple(round(0.6 + 0.025 * i, 3) for i in range(17))
+
+
 def _rows(text: str):
     return tuple(tuple(float(v) for v in row.split(":")) for row in text.split(","))
 
@@ -36,11 +40,13 @@ def apply(variant: str) -> None:
 
     name, _, rows = variant.partition("=")
     parts = set(name.split("+"))
-    unknown = parts - {"base", "clip", "alias"}
+    unknown = parts - {"base", "clip", "alias", "echo"}
     if unknown:
         raise SystemExit(f"unknown variant part(s): {sorted(unknown)}")
     if "clip" in parts:
         starts.CLIPPED_JUMP_RUNS = 1
+    if "echo" in parts:
+        starts.ECHO_PROBES = ECHO_PROBES_SET
     if "alias" in parts:
         starts.ALIAS_PROBES = _rows(rows) if rows else ALIAS_PROBES_SET
 

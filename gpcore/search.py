@@ -303,6 +303,15 @@ class Search:
         scored = _finite_or_inf(tf.transpose(tf.map_fn(
             score, tf.transpose(points, [1, 0, 2]), fn_output_signature=DTYPE,
             parallel_iterations=2)))                                              # [B, Q]
+        for c in starts.echo_components(self.kernel):  # only series at an alias
+            need, echo = self.echo_probes(optimum, lo, c)                       # [B], [B, E, P]
+            echo = tf.clip_by_value(echo, lo[:, None], hi[:, None])
+            count = len(starts.ECHO_PROBES)
+            points = tf.concat([points, echo], axis=1)
+            unclipped = tf.concat([unclipped, echo], axis=1)
+            scored = tf.concat([scored, _finite_or_inf(self.whole_values_where(
+                need, feature, echo, count, y, mask,
+                tf.fill([series, count], tf.constant(np.inf, y.dtype))))], axis=-1)
         pick = tf.argmin(scored, axis=-1, output_type=tf.int32)
         found = tf.gather(scored, pick, batch_dims=1) < lowest - self.config.tolerance  # [B]
         start = tf.gather(points, pick, batch_dims=1)
@@ -373,6 +382,30 @@ class Search:
                 if "length_scale" in base.parameters and not base.has_period:
                     columns[names.index(f"length_scale_{i}")] += np.log(factor)
         return tf.stack(columns, axis=-1)
+
+    def echo_probes(self, optimum, lo, c):
+        """([B] bool: periodic component c's period within
+        starts.ECHO_NEAR of 1 or 2 x its lower bound (one median spacing),
+        longer by delta; [B, E, P] each series' optimum with that period's
+        delta moved so that the echo at lag ~ spacing / delta falls at
+        starts.ECHO_PROBES x the span, the length scale x the same factor
+        (the same short lag kernel))."""
+        names = self.kernel.parameters
+        period, length = names.index(f"period_{c}"), names.index(f"length_scale_{c}")
+        base = lo[:, period]                                                    # log spacing
+        ratio = tf.exp(optimum[:, period] - base)
+        k = tf.maximum(tf.round(ratio), 1.0)
+        delta = ratio / k - 1.0
+        need = (k <= 2.0) & (delta > 0.0) & (delta < starts.ECHO_NEAR)
+        safe = tf.where(need, delta, tf.ones_like(delta))
+        rows = []
+        for fraction in starts.ECHO_PROBES:
+            moved = tf.exp(base) / fraction                                     # span 1
+            columns = tf.unstack(optimum, num=len(self.parameters), axis=-1)
+            columns[period] = base + tf.math.log(k * (1.0 + moved))
+            columns[length] = columns[length] + tf.math.log(moved / safe)
+            rows.append(tf.stack(columns, axis=-1))
+        return need, tf.stack(rows, axis=1)
 
     def with_variance(self, optimum, c, variance):
         """[B, P] the optimum [B, P] (log) with component c's variance at

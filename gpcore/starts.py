@@ -200,6 +200,15 @@ SHORT_PROBE_VARIANCES = (0.03, 0.3)
 # Value only, as the other probes. () turns them off.
 ALIAS_PROBE_LENGTH = 0.1
 ALIAS_PROBES = ()
+# Echo probes, for the same sums, only where a periodic component sits at
+# such an alias (its period within ECHO_NEAR above 1 or 2 median
+# spacings): the alias kernel echoes at lag ~ spacing / delta, and where
+# the echo falls inside the span it correlates points that far apart: a
+# comb of narrow basins in delta, 0.5-2 nats apart. Each probe moves delta
+# so that the echo falls at ECHO_PROBES x the span, the length scale
+# scaled alike (the short lag kernel kept). () turns them off.
+ECHO_PROBES = ()
+ECHO_NEAR = 0.05
 # Clipped jumps run: how many of a series' jumps clipped to a period bound
 # (all start at span/2) its other members run after the unclipped ones (0:
 # none, as measured for set 3's default).
@@ -371,6 +380,15 @@ def alias_probes(kernel: Kernel) -> list[tuple[int, float, float, float, float]]
     return [(c, k, k * ALIAS_PROBE_LENGTH / (2.0 * np.pi * length), q, f)
             for c, base in enumerate(parts) if base.has_period
             for k, length, q, f in ALIAS_PROBES]
+
+
+def echo_components(kernel: Kernel) -> list[int]:
+    """The periodic components of a sum that get echo probes (none where
+    ECHO_PROBES is empty, and for other kernels)."""
+    parts = components(kernel)
+    if len(parts) == 1 or not kernel.has_period or not ECHO_PROBES:
+        return []
+    return [c for c, base in enumerate(parts) if base.has_period]
 
 
 def behind_rules(stop_behind: float) -> tuple[tuple[float, int], ...]:
