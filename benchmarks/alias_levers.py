@@ -1,14 +1,14 @@
-"""Prototype levers for the alias basins of sums with a periodic part
-(branch alias-probes): sets gpcore.starts' constants for a named variant,
-then runs a benchmark script as __main__ in this process.
+"""The alias levers of sums with a periodic part, each alone: sets
+gpcore.starts' constants for a named variant, then runs a benchmark script
+as __main__ in this process (docs/design.md, "Periods the data can support").
 
     python benchmarks/alias_levers.py VARIANT SCRIPT [ARGS...]
 
-VARIANT: base (the tree's constants), clip (one clipped jump run), alias
-(ALIAS_PROBES_SET), echo (ECHO_PROBES_SET), any of them joined by "+", or "alias=k:L:q:f,..." / "clip+alias=..."
-for other probe rows. Prints gpcore.__file__ first and, for the held-out
-sets, the timed fit's process CPU seconds (heldout_oracle.fit_gpcore
-wrapped).
+VARIANT: "off" (none of the three), or any of "clip" (one clipped jump
+run), "alias" (the alias probes) and "echo" (the echo probes) joined by
+"+", the others off; "all" is what ships. "alias=k:L:q:f,..." sets other
+alias probe rows. Prints gpcore.__file__ first and, for the held-out sets,
+the timed fit's process CPU seconds (heldout_oracle.fit_gpcore wrapped).
 """
 from __future__ import annotations
 
@@ -21,15 +21,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-# (k, L spacings, variance x the noise's, smooth length factor)
-ALIAS_PROBES_SET = ((1, 3.0, 1.0, 1.0), (1, 3.0, 3.0, 1.0), (1, 5.0, 1.0, 1.0), (1, 5.0, 3.0, 1.0),
-                    (1, 3.0, 1.0, 2.0), (1, 3.0, 3.0, 2.0), (1, 5.0, 1.0, 2.0), (1, 5.0, 3.0, 2.0),
-                    (2, 3.0, 0.3, 1.0), (2, 3.0, 1.0, 1.0), (2, 5.0, 0.3, 1.0), (2, 5.0, 1.0, 1.0))
-
-
-# echo at these fractions of the span
-ECHO_PROBES_SET = tuple(round(0.6 + 0.025 * i, 3) for i in range(17))
-
 
 def _rows(text: str):
     return tuple(tuple(float(v) for v in row.split(":")) for row in text.split(","))
@@ -39,16 +30,20 @@ def apply(variant: str) -> None:
     from gpcore import starts
 
     name, _, rows = variant.partition("=")
-    parts = set(name.split("+"))
-    unknown = parts - {"base", "clip", "alias", "echo"}
+    if name == "all":
+        return
+    parts = set(name.split("+")) - {"off"}
+    unknown = parts - {"clip", "alias", "echo"}
     if unknown:
         raise SystemExit(f"unknown variant part(s): {sorted(unknown)}")
-    if "clip" in parts:
-        starts.CLIPPED_JUMP_RUNS = 1
-    if "echo" in parts:
-        starts.ECHO_PROBES = ECHO_PROBES_SET
-    if "alias" in parts:
-        starts.ALIAS_PROBES = _rows(rows) if rows else ALIAS_PROBES_SET
+    if "clip" not in parts:
+        starts.CLIPPED_JUMP_RUNS = 0
+    if "echo" not in parts:
+        starts.ECHO_PROBES = ()
+    if "alias" not in parts:
+        starts.ALIAS_PROBES = ()
+    elif rows:
+        starts.ALIAS_PROBES = _rows(rows)
 
 
 def _timed_fit_gpcore():

@@ -290,8 +290,10 @@ class Search:
         points = optimum[:, None] + tf.constant(offsets, DTYPE)[None]            # [B, Q, P]
         short = [self.short_probe(optimum, lo, *probe)
                  for probe in starts.short_probes(self.kernel)]
-        short += [self.alias_probe(optimum, lo, *probe)
-                  for probe in starts.alias_probes(self.kernel)]
+        far = self.config.far_probes  # the alias and echo probes, a clipped jump
+        if far:
+            short += [self.alias_probe(optimum, lo, *probe)
+                      for probe in starts.alias_probes(self.kernel)]
         if short:
             points = tf.concat([points, tf.stack(short, axis=1)], axis=1)
         unclipped = points
@@ -303,7 +305,7 @@ class Search:
         scored = _finite_or_inf(tf.transpose(tf.map_fn(
             score, tf.transpose(points, [1, 0, 2]), fn_output_signature=DTYPE,
             parallel_iterations=2)))                                              # [B, Q]
-        for c in starts.echo_components(self.kernel):  # only series at an alias
+        for c in starts.echo_components(self.kernel) if far else ():  # only series at an alias
             need, echo = self.echo_probes(optimum, lo, c)                       # [B], [B, E, P]
             echo = tf.clip_by_value(echo, lo[:, None], hi[:, None])
             count = len(starts.ECHO_PROBES)
@@ -325,19 +327,21 @@ class Search:
         other, same, earlier = _other_members(best, group)
         others = tf.reduce_sum(tf.cast(same & other[None, :], tf.int32), axis=-1)  # [C]
         slot = earlier + round_index * others
-        jumps, ranked, runs = self.jump_order(jumps, scored, points, unclipped)  # [J], [B, J], [B]
+        jumps, ranked, runs = self.jump_order(jumps, scored, points, unclipped,
+                                              starts.CLIPPED_JUMP_RUNS if far else 0)  # [J], [B, J], [B]
         forced = other & (slot < tf.gather(runs, group)) & (round_index < starts.JUMP_ROUNDS)
         column = tf.gather(tf.gather(jumps, tf.gather(ranked, group)),
                            tf.minimum(slot, jumps.size - 1), batch_dims=1)       # [C]
         jump_start = tf.gather(tf.gather(points, group), column, batch_dims=1)  # [C, P]
         return again | forced, tf.where(forced[:, None], jump_start, start)
 
-    def jump_order(self, up, scored, points, unclipped):
+    def jump_order(self, up, scored, points, unclipped, clipped_runs=0):
         """(columns [J] of the jump probes, up's then starts.down_jump_probes';
         each series' order of them [B, J]; how many of them [B] to run): the
         jumps up whose periods stay within the bounds, best-scored first,
         then those down within the bounds; those clipped to a bound come
-        last and are not run (starts.JUMP_DOWN_MULTIPLES).
+        last, and at most `clipped_runs` of them run (starts.JUMP_DOWN_MULTIPLES,
+        starts.CLIPPED_JUMP_RUNS).
 
         Args: up: [U] columns of the jumps up (starts.jump_probes); scored:
         [B, Q] the probes' values; points, unclipped: [B, Q, P] the probes
@@ -357,9 +361,8 @@ class Search:
         order = tf.gather(by_value, tf.argsort(tf.gather(tier, by_value, batch_dims=1), axis=-1,
                                                stable=True), batch_dims=1)
         runs = tf.reduce_sum(tf.cast(~clipped, tf.int32), axis=-1)
-        if starts.CLIPPED_JUMP_RUNS:  # the best-scored clipped ones, after the others
-            runs += tf.minimum(tf.reduce_sum(tf.cast(clipped, tf.int32), axis=-1),
-                               starts.CLIPPED_JUMP_RUNS)
+        if clipped_runs:  # the best-scored clipped ones, after the others
+            runs += tf.minimum(tf.reduce_sum(tf.cast(clipped, tf.int32), axis=-1), clipped_runs)
         return columns, order, runs
 
     def alias_probe(self, optimum, lo, c, multiple, delta, variance, factor):

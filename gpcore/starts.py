@@ -197,22 +197,27 @@ SHORT_PROBE_VARIANCES = (0.03, 0.3)
 # k x its lower bound (one median spacing) x (1 + k l / (2 pi L)), length
 # scale ALIAS_PROBE_LENGTH, variance q x the noise variance, and scales the
 # smooth components' length scales by f (the rest as at the optimum).
-# Value only, as the other probes. () turns them off.
+# Value only, as the other probes; scored where FitConfig.far_probes (not
+# under auto, whose forecasts an alias does not serve). () turns them off.
 ALIAS_PROBE_LENGTH = 0.1
-ALIAS_PROBES = ()
+ALIAS_PROBES = ((1, 3.0, 1.0, 1.0), (1, 3.0, 3.0, 1.0), (1, 5.0, 1.0, 1.0), (1, 5.0, 3.0, 1.0),
+                (1, 3.0, 1.0, 2.0), (1, 3.0, 3.0, 2.0), (1, 5.0, 1.0, 2.0), (1, 5.0, 3.0, 2.0),
+                (2, 3.0, 0.3, 1.0), (2, 3.0, 1.0, 1.0), (2, 5.0, 0.3, 1.0), (2, 5.0, 1.0, 1.0))
 # Echo probes, for the same sums, only where a periodic component sits at
 # such an alias (its period within ECHO_NEAR above 1 or 2 median
 # spacings): the alias kernel echoes at lag ~ spacing / delta, and where
 # the echo falls inside the span it correlates points that far apart: a
 # comb of narrow basins in delta, 0.5-2 nats apart. Each probe moves delta
 # so that the echo falls at ECHO_PROBES x the span, the length scale
-# scaled alike (the short lag kernel kept). () turns them off.
-ECHO_PROBES = ()
+# scaled alike (the short lag kernel kept); where FitConfig.far_probes.
+# () turns them off.
+ECHO_PROBES = tuple(round(0.6 + 0.025 * i, 3) for i in range(17))  # 0.6-1.0
 ECHO_NEAR = 0.05
 # Clipped jumps run: how many of a series' jumps clipped to a period bound
-# (all start at span/2) its other members run after the unclipped ones (0:
-# none, as measured for set 3's default).
-CLIPPED_JUMP_RUNS = 0
+# (all start at span/2) its other members run after the unclipped ones,
+# where FitConfig.far_probes (0: none). A series of fewer than two cycles
+# can have its optimum at span/2, where every jump up is clipped.
+CLIPPED_JUMP_RUNS = 1
 # Rounds of probes: Newton runs on from the best probe, and its new optimum
 # is probed again, until no probe is lower or the rounds are spent.
 PERIOD_PROBE_ROUNDS = 3
@@ -241,15 +246,19 @@ def probe_count(kernel: Kernel) -> int:
     a period."""
     if kernel.has_period:
         return (len(period_probes(kernel)) + len(shape_probes(kernel))
-                + len(short_probes(kernel)) + len(alias_probes(kernel)))
+                + len(short_probes(kernel)))
     return len(PROBE_LENGTHS) * len(PROBE_NOISES) if kernel.has_length_axis else 0
 
 
 def far_probe_count(kernel: Kernel, far_probes: bool = True) -> int:
-    """Far probes around each optimum, scored on the whole series:
-    FAR_PROBE_LENGTHS for a kernel with a length axis where `far_probes`
-    (FitConfig.far_probes), else none."""
-    return len(FAR_PROBE_LENGTHS) if kernel.has_length_axis and far_probes else 0
+    """Far probes around each optimum, scored on the whole series, where
+    `far_probes` (FitConfig.far_probes), else none: FAR_PROBE_LENGTHS for a
+    kernel with a length axis, the alias probes for a sum with a periodic
+    part (`alias_probes`; the echo probes, which only series at an alias
+    score, are not counted)."""
+    if not far_probes:
+        return 0
+    return len(FAR_PROBE_LENGTHS) if kernel.has_length_axis else len(alias_probes(kernel))
 
 
 def ridge_probes() -> np.ndarray:
