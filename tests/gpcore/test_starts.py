@@ -95,8 +95,19 @@ def test_far_probes_pair_each_length_with_its_noise_factor(monkeypatch):
     monkeypatch.setattr(starts, "FAR_PROBE_NOISES", (0.5,))
     np.testing.assert_allclose(np.exp(starts.far_probes()), [[0.3, 0.5], [0.6, 1], [2, 1]])
     assert starts.far_probe_count(kernel_named("rbf")) == 3
-    assert starts.far_probe_count(kernel_named("rbf+periodic")) == 0
+    assert starts.far_probe_count(kernel_named("periodic")) == 0
     assert starts.far_probe_count(kernel_named("rbf"), far_probes=False) == 0
+
+
+def test_a_sums_far_probes_are_its_alias_probes():
+    sum_ = kernel_named("rbf+periodic")
+    assert starts.far_probe_count(sum_) == len(starts.ALIAS_PROBES) == len(starts.alias_probes(sum_))
+    assert starts.far_probe_count(sum_, far_probes=False) == 0
+    assert starts.echo_components(sum_) == [1] and starts.echo_components(kernel_named("rbf")) == []
+    # Row (k, L, q, f): period k x (1 + k l / (2 pi L)) spacings, l = ALIAS_PROBE_LENGTH.
+    for (c, k, delta, q, f), row in zip(starts.alias_probes(sum_), starts.ALIAS_PROBES):
+        assert (c, k, q, f) == (1, row[0], row[2], row[3])
+        np.testing.assert_allclose(delta, k * starts.ALIAS_PROBE_LENGTH / (2 * np.pi * row[1]))
 
 
 def test_shape_and_short_probes_move_one_part_of_a_sum_at_a_time():
