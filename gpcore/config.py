@@ -69,7 +69,9 @@ STARTED_TOLERANCE = 0.01
 # they look for a lower basin of the same kernel, for the nll alone, and on
 # forecast.py's tune split they were a third of the smooth candidates' CPU
 # and changed no choice and no forecast (docs/design.md, "Kernel choice",
-# *Without the far probes*).
+# *Without the far probes*); a sum's alias probes find periods of about one
+# spacing, aliases whose forecast is a short smooth component's, not a
+# cycle's ("Periods the data can support").
 AUTO_FAR_PROBES = False
 # Longest series fitted by default: the dense fit costs n^3; Markov kernels
 # (matern12, matern32, matern52 and their sums) fit series longer than
@@ -125,10 +127,14 @@ class FitConfig:
         (starts.behind_rules; 0: never); None (the
         default): 0, and under "auto" STARTED_STOP_BEHIND for a periodic
         candidate started from its smooth part's fit (`is_started`).
-      far_probes: for a kernel with a length-scale grid, whether the probe
-        round also scores the far and ridge probes (starts.FAR_PROBE_LENGTHS,
-        starts.RIDGE_PROBE_LENGTHS; docs/design.md, "Probes around the
-        optimum"); None (the default): on, and under "auto" AUTO_FAR_PROBES.
+      far_probes: whether the probe rounds also reach past the optimum's
+        neighbourhood: for a kernel with a length-scale grid the far and
+        ridge probes (starts.FAR_PROBE_LENGTHS, starts.RIDGE_PROBE_LENGTHS;
+        docs/design.md, "Probes around the optimum"), for a sum with a
+        periodic part the alias and echo probes and a clipped jump
+        (starts.ALIAS_PROBES, ECHO_PROBES, CLIPPED_JUMP_RUNS; "Periods the
+        data can support"); None (the default): on, and under "auto"
+        AUTO_FAR_PROBES.
     """
 
     kernel: Union[Kernel, str] = "rbf"
