@@ -432,21 +432,10 @@ class Search:
         length scale at `length` x its lower bound (lo [B, P]) and its
         variance at `variance` x the noise variance; the other components'
         variances and the noise's unchanged (starts.short_probes)."""
-        names = self.kernel.parameters
-        at_optimum = tf.unstack(optimum, num=len(self.parameters), axis=-1)
-        columns = list(at_optimum)
-        length_at = names.index(f"length_scale_{c}")
-        columns[length_at] = tf.unstack(lo, num=len(self.parameters), axis=-1)[length_at] \
-            + np.log(length)
-        log_r = at_optimum[-1]
-        if c:  # its ratio to the first component: variance x r
-            ratio = names.index(f"variance_ratio_{c}")
-            columns[ratio] = np.log(variance) + log_r
-        else:  # it is the unit: the other ratios and r are measured anew
-            for i, name in enumerate(names):
-                if name.startswith("variance_ratio_"):
-                    columns[i] = at_optimum[i] - np.log(variance) - log_r
-            columns[-1] = tf.fill(tf.shape(log_r), tf.constant(-np.log(variance), DTYPE))
+        length_at = self.kernel.parameters.index(f"length_scale_{c}")
+        columns = tf.unstack(self.with_variance(optimum, c, variance), num=len(self.parameters),
+                             axis=-1)
+        columns[length_at] = lo[:, length_at] + np.log(length)
         return tf.stack(columns, axis=-1)
 
     def grid_values(self, pieces, kernel_grid, noise_grid):
