@@ -191,9 +191,9 @@ SHORT_PROBE_VARIANCES = (0.03, 0.3)
 # sampling, and with a short periodic length scale l the periodic part
 # becomes a short smooth component (about l / (2 pi delta) x k spacings
 # long on the lags it correlates) with an echo at lag ~ k / delta: a basin
-# far from any multiple of a cycle's period, which the oracle found on
-# held-out set 1 (+0.8 to +5.1 nats; docs/design.md, "Periods the data can
-# support"). Each row (k, L, q, f) moves each periodic component to period
+# far from any multiple of a cycle's period, which scikit-learn's restarts
+# found 0.8-5.1 nats below gpcore's fits of three seasonal series
+# (docs/design.md, "Periods the data can support"). Each row (k, L, q, f) moves each periodic component to period
 # k x its lower bound (one median spacing) x (1 + k l / (2 pi L)), length
 # scale ALIAS_PROBE_LENGTH, variance q x the noise variance, and scales the
 # smooth components' length scales by f (the rest as at the optimum).
