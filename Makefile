@@ -114,7 +114,7 @@ bench-seasonal: $(VENV)/.installed-test
 # heldout_real5.py, scored once): sets that tuning never looked at, scored
 # against scikit-learn with 4 starts; and the earlier held-out sets,
 # studied since and so tuning sets now (heldout_seasonal.py and
-# heldout_seasonal2.py for the sums' jumps, heldout_real.py and
+# heldout_seasonal2.py for the sums' jumps and alias probes, heldout_real.py and
 # heldout_real2.py for the default fit's ridge probes, heldout_real3.py for
 # its ridge runs, heldout_real4.py for its short ridge probes, heldout_real6.py
 # for its longer one, heldout_real7.py for its far probe x 3.75, heldout_real8.py
