@@ -355,16 +355,40 @@ def summary(g, gpcore_s: float, oracle_s) -> str:
     return "\n".join(lines)
 
 
+def oracle_only(series, cache: str | None) -> str:
+    """Fits (or reads from `cache`) the oracle of `series` and says how many
+    of its fits failed and how long they took; fits no gpcore."""
+    import heldout_oracle
+    import quality
+
+    saved = quality.cached(cache, heldout_oracle.DESCRIPTIONS["rbf"], series)[1] is not None
+    oracle = heldout_oracle.oracle_fits(series, "rbf", cache)
+    failed = sum(f["row"] is None for f in oracle["fits"])
+    where = os.path.relpath(cache, os.path.dirname(HERE)) if cache else "not saved"
+    return (f"oracle: {len(series)} series, {failed} failed, fitted in {oracle['wall_s']:.1f} s"
+            + (" (read from " if saved else " (written to ") + where + ")")
+
+
 def command(argv, prog: str, doc: str, real_series, cache: str) -> int:
     """The command line of a held-out real set: `real_series(count)` gives
-    its series, `cache` holds its oracle's fits."""
+    its series, `cache` holds its oracle's fits. `--oracle-only` fits the
+    oracle of a set built blind before gpcore ever sees it."""
     parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
     parser.add_argument("--list", action="store_true", help="print the series")
     parser.add_argument("--check", action="store_true", help="fit and score against the oracle")
+    parser.add_argument("--oracle-only", action="store_true",
+                        help="only fit (or read) and cache the oracle; no gpcore fit")
     parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
     parser.add_argument("--fresh", action="store_true", help="refit the oracle, ignore its cache")
     args = parser.parse_args(argv)
     series = real_series(args.count)
+    if args.oracle_only:
+        if args.list or args.check:
+            parser.error("--oracle-only takes only --count and --fresh")
+        # --fresh refits without saving, as --check's does; a part of the set
+        # (--count) is not the set, and is not saved over its cache either.
+        print(oracle_only(series, None if args.fresh or args.count is not None else cache))
+        return 0
     if args.list or not args.check:
         for s in series:
             print(f"{s.series_id}\t{s.t.size}\t{np.isfinite(s.y).sum()}\t{s.t[0]:g}..{s.t[-1]:g}")

@@ -51,7 +51,6 @@ it is scored once.
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import io
 import os
@@ -161,36 +160,8 @@ def real_series(count: int | None = None) -> list[Series]:
     return heldout_real.spread_copies(_build(), count)
 
 
-def oracle_only(series, cache: str | None) -> str:
-    """Fits (or reads from `cache`) the oracle of `series` and says how many
-    of its fits failed and how long they took; fits no gpcore."""
-    import heldout_oracle
-    import quality
-
-    saved = quality.cached(cache, heldout_oracle.DESCRIPTIONS["rbf"], series)[1] is not None
-    oracle = heldout_oracle.oracle_fits(series, "rbf", cache)
-    failed = sum(f["row"] is None for f in oracle["fits"])
-    where = os.path.relpath(cache, os.path.dirname(HERE)) if cache else "not saved"
-    return (f"oracle: {len(series)} series, {failed} failed, fitted in {oracle['wall_s']:.1f} s"
-            + (" (read from " if saved else " (written to ") + where + ")")
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--oracle-only", action="store_true")
-    parser.add_argument("--count", type=int, default=None)
-    parser.add_argument("--fresh", action="store_true")
-    args, rest = parser.parse_known_args(argv)
-    if not args.oracle_only:
-        return heldout_real.command(argv, "benchmarks/heldout_real10.py", __doc__, real_series,
-                                    CACHE)
-    if rest:
-        parser.error(f"--oracle-only takes only --count and --fresh, not {' '.join(rest)}")
-    # --fresh refits without saving, as --check's does; a part of the set
-    # (--count) is not the set, and is not saved over its cache either.
-    cache = None if args.fresh or args.count is not None else CACHE
-    print(oracle_only(real_series(args.count), cache))
-    return 0
+    return heldout_real.command(argv, "benchmarks/heldout_real10.py", __doc__, real_series, CACHE)
 
 
 if __name__ == "__main__":
