@@ -232,15 +232,21 @@ def spread_copies(built, count: int | None = None) -> list[Case]:
     return realdata.spread(every, count)
 
 
-@functools.lru_cache(maxsize=1)
-def _build() -> tuple:
-    return drawn(SEED, _seasonal_case, _plain_case, COUNT // 2, COUNT - COUNT // 2)
+def set_cases(seed: int, seasonal_case, plain_case, seasonal_count: int, plain_count: int):
+    """A set's `cases(count=None)`: its Cases drawn once (`drawn`), each call
+    fresh copies (`spread_copies`): the seasonal ones, then the others."""
+    built = functools.lru_cache(maxsize=1)(
+        lambda: drawn(seed, seasonal_case, plain_case, seasonal_count, plain_count))
+
+    def cases(count: int | None = None) -> list[Case]:
+        """The set (seasonal, then non-seasonal), fresh arrays; with `count`,
+        that many spread evenly over it (quick runs)."""
+        return spread_copies(built(), count)
+
+    return cases
 
 
-def cases(count: int | None = None) -> list[Case]:
-    """The set (seasonal half, then non-seasonal half), fresh arrays; with
-    `count`, that many spread evenly over it (quick runs)."""
-    return spread_copies(_build(), count)
+cases = set_cases(SEED, _seasonal_case, _plain_case, COUNT // 2, COUNT - COUNT // 2)
 
 
 # ---- scoring -------------------------------------------------------------------

@@ -37,7 +37,6 @@ rbf+periodic, 4 starts, benchmarks/results/heldout-seasonal2-sklearn.json);
 """
 from __future__ import annotations
 
-import functools
 import os
 import sys
 
@@ -49,6 +48,7 @@ if __name__ == "__main__":  # run as a script: gpcore from the checkout
 sys.path.insert(0, HERE)
 
 from gpcore import Series  # noqa: E402
+import heldout_seasonal  # noqa: E402
 from heldout_seasonal import Case  # noqa: E402
 
 SEED = 2_026_1201_18
@@ -188,24 +188,11 @@ def _plain_case(rng, k: int) -> Case:
     return Case(Series(f"heldout2/plain/{k}/{shape}+{noise_name}/{sampling}", t, y), None)
 
 
-@functools.lru_cache(maxsize=1)
-def _build() -> tuple:
-    import heldout_seasonal
-
-    return heldout_seasonal.drawn(SEED, _seasonal_case, _plain_case, SEASONAL_COUNT, NON_SEASONAL_COUNT)
-
-
-def cases(count: int | None = None) -> list[Case]:
-    """The set (seasonal, then non-seasonal), fresh arrays; with `count`,
-    that many spread evenly over it."""
-    import heldout_seasonal
-
-    return heldout_seasonal.spread_copies(_build(), count)
+cases = heldout_seasonal.set_cases(SEED, _seasonal_case, _plain_case, SEASONAL_COUNT,
+                                   NON_SEASONAL_COUNT)
 
 
 def main(argv=None) -> int:
-    import heldout_seasonal
-
     return heldout_seasonal.command(argv, "benchmarks/heldout_seasonal2.py", __doc__, cases, CACHE)
 
 
