@@ -372,18 +372,15 @@ class Search:
         its variance `variance` x the noise variance, and the smooth
         components' length scales x `factor` (starts.alias_probes)."""
         names = self.kernel.parameters
-        suffix = f"_{c}"
-        period, length = names.index(f"period{suffix}"), names.index(f"length_scale{suffix}")
-        point = self.with_variance(optimum, c, variance)
-        columns = tf.unstack(point, num=len(self.parameters), axis=-1)
-        bounds = tf.unstack(lo, num=len(self.parameters), axis=-1)
-        columns[period] = bounds[period] + np.log(multiple * (1.0 + delta))
+        period, length = names.index(f"period_{c}"), names.index(f"length_scale_{c}")
+        columns = tf.unstack(self.with_variance(optimum, c, variance), num=len(self.parameters),
+                             axis=-1)
+        columns[period] = lo[:, period] + np.log(multiple * (1.0 + delta))
         columns[length] = tf.fill(tf.shape(columns[length]),
                                   tf.constant(np.log(starts.ALIAS_PROBE_LENGTH), DTYPE))
         if factor != 1.0:
-            for i, base in enumerate(components(self.kernel)):
-                if "length_scale" in base.parameters and not base.has_period:
-                    columns[names.index(f"length_scale_{i}")] += np.log(factor)
+            for i in starts.smooth_parts(self.kernel):
+                columns[names.index(f"length_scale_{i}")] += np.log(factor)
         return tf.stack(columns, axis=-1)
 
     def echo_probes(self, optimum, lo, c):

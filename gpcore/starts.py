@@ -193,8 +193,8 @@ SHORT_PROBE_VARIANCES = (0.03, 0.3)
 # long on the lags it correlates) with an echo at lag ~ k / delta: a basin
 # far from any multiple of a cycle's period, which scikit-learn's restarts
 # found 0.8-5.1 nats below gpcore's fits of three seasonal series
-# (docs/design.md, "Periods the data can support"). Each row (k, L, q, f) moves each periodic component to period
-# k x its lower bound (one median spacing) x (1 + k l / (2 pi L)), length
+# (docs/design.md, "Periods the data can support"). Each row (k, L, q, f)
+# moves each periodic component to period k x its lower bound (one median spacing) x (1 + k l / (2 pi L)), length
 # scale ALIAS_PROBE_LENGTH, variance q x the noise variance, and scales the
 # smooth components' length scales by f (the rest as at the optimum).
 # Value only, as the other probes; scored where FitConfig.far_probes (not
@@ -296,13 +296,32 @@ def period_probes(kernel: Kernel) -> np.ndarray:
     return np.array(rows).reshape(-1, len(names))
 
 
+def periodic_sum_parts(kernel: Kernel) -> list:
+    """The components of a sum with a periodic part, the kernels whose
+    probes move one part at a time; [] for any other kernel."""
+    parts = components(kernel)
+    return parts if len(parts) > 1 and kernel.has_period else []
+
+
+def periodic_parts(kernel: Kernel) -> list[int]:
+    """Indices of the periodic components of a sum with a periodic part."""
+    return [c for c, base in enumerate(periodic_sum_parts(kernel)) if base.has_period]
+
+
+def smooth_parts(kernel: Kernel) -> list[int]:
+    """Indices of the components with a length scale and no period of a sum
+    with a periodic part."""
+    return [c for c, base in enumerate(periodic_sum_parts(kernel))
+            if "length_scale" in base.parameters and not base.has_period]
+
+
 def jump_probes(kernel: Kernel) -> np.ndarray:
     """[J] int32 columns of the period probes (period_probes' rows, which
     come first among the restart hook's probes) whose multiple is in
     JUMP_PROBE_MULTIPLES: for a sum with a periodic part, the longer
     periods its other members run from in the first round (none for other
     kernels)."""
-    if len(components(kernel)) == 1 or not kernel.has_period:
+    if not periodic_sum_parts(kernel):
         return np.zeros(0, np.int32)
     per_component = [m for m in PERIOD_PROBE_MULTIPLES for _ in (0, 1)]  # (1/m, 1) per m
     count = len(period_probes(kernel)) // len(per_component)
@@ -315,7 +334,7 @@ def down_jump_probes(kernel: Kernel) -> np.ndarray:
     JUMP_DOWN_MULTIPLES, with the length scale x 1/m, for a sum with a
     periodic part (none for other kernels): the jumps taken after those up
     within the bounds."""
-    if len(components(kernel)) == 1 or not kernel.has_period:
+    if not periodic_sum_parts(kernel):
         return np.zeros(0, np.int32)
     per_component = [m for m in PERIOD_PROBE_MULTIPLES for _ in (0, 1)]  # (1/m, 1) per m
     count = len(period_probes(kernel)) // len(per_component)
@@ -334,8 +353,8 @@ def shape_probes(kernel: Kernel) -> np.ndarray:
     The first component's variance is the unit the others' ratios and the
     noise ratio are measured in: fading it raises all of those instead.
     """
-    names, parts = kernel.parameters, components(kernel)
-    if len(parts) == 1 or not kernel.has_period:
+    names, parts = kernel.parameters, periodic_sum_parts(kernel)
+    if not parts:
         return np.zeros((0, len(names) + 1))
     ratios = [i for i, name in enumerate(names) if name.startswith("variance_ratio_")]
     rows = []
@@ -370,11 +389,7 @@ def short_probes(kernel: Kernel) -> list[tuple[int, float, float]]:
     of every short probe: SHORT_PROBE_LENGTHS x SHORT_PROBE_VARIANCES for
     each smooth component of a sum with a periodic part (none for other
     kernels)."""
-    parts = components(kernel)
-    if len(parts) == 1 or not kernel.has_period:
-        return []
-    return [(c, a, q) for c, base in enumerate(parts)
-            if "length_scale" in base.parameters and not base.has_period
+    return [(c, a, q) for c in smooth_parts(kernel)
             for a in SHORT_PROBE_LENGTHS for q in SHORT_PROBE_VARIANCES]
 
 
@@ -383,21 +398,14 @@ def alias_probes(kernel: Kernel) -> list[tuple[int, float, float, float, float]]
     factor) of every alias probe: ALIAS_PROBES for each periodic component
     of a sum (none for other kernels), delta = k l / (2 pi L) with l =
     ALIAS_PROBE_LENGTH."""
-    parts = components(kernel)
-    if len(parts) == 1 or not kernel.has_period:
-        return []
     return [(c, k, k * ALIAS_PROBE_LENGTH / (2.0 * np.pi * length), q, f)
-            for c, base in enumerate(parts) if base.has_period
-            for k, length, q, f in ALIAS_PROBES]
+            for c in periodic_parts(kernel) for k, length, q, f in ALIAS_PROBES]
 
 
 def echo_components(kernel: Kernel) -> list[int]:
     """The periodic components of a sum that get echo probes (none where
     ECHO_PROBES is empty, and for other kernels)."""
-    parts = components(kernel)
-    if len(parts) == 1 or not kernel.has_period or not ECHO_PROBES:
-        return []
-    return [c for c, base in enumerate(parts) if base.has_period]
+    return periodic_parts(kernel) if ECHO_PROBES else []
 
 
 def behind_rules(stop_behind: float) -> tuple[tuple[float, int], ...]:
