@@ -46,33 +46,22 @@ def test_set_is_deterministic_and_as_described(script):
         assert module.POINTS[0] <= np.isfinite(y).sum() <= module.POINTS[1]
 
 
-def test_third_set_shares_nothing_with_the_other_seasonal_sets():
-    ours = heldout_seasonal3.cases()
+@pytest.mark.parametrize("later", [heldout_seasonal3, heldout_seasonal4], ids=lambda m: m.__name__)
+def test_a_later_set_shares_nothing_with_the_other_seasonal_sets(later):
+    """No shape name of the held-out seasonal sets before it (their SHAPES
+    and PLAIN_SHAPES) or of seasonal.py's and seasonal_tuning.py's synthetic
+    series (their ids), and no series' values."""
+    ours = later.cases()
     names = {c.series.series_id.split("/")[3].split("+")[0] for c in ours}
-    for other in (heldout_seasonal, heldout_seasonal2):
-        assert not names & (set(other.SHAPES) | set(other.PLAIN_SHAPES))
-    for other in (heldout_seasonal.cases(), heldout_seasonal2.cases(), seasonal_tuning.cases(),
-                  seasonal.cases()):
-        assert not values(ours) & values(other)
-
-
-def test_fourth_set_shares_nothing_with_the_other_seasonal_sets():
-    """No shape name of heldout_seasonal.py to heldout_seasonal3.py (their
-    SHAPES and PLAIN_SHAPES) or of seasonal.py's and seasonal_tuning.py's
-    synthetic series (their ids), and no series' values."""
-    ours = heldout_seasonal4.cases()
-    names = {c.series.series_id.split("/")[3].split("+")[0] for c in ours}
-    assert names == set(heldout_seasonal4.SHAPES) | set(heldout_seasonal4.PLAIN_SHAPES)
-    for other in (heldout_seasonal, heldout_seasonal2, heldout_seasonal3):
+    earlier = [heldout_seasonal, heldout_seasonal2, heldout_seasonal3]
+    earlier = earlier[:earlier.index(later)] if later in earlier else earlier
+    for other in earlier:
         assert not names & (set(other.SHAPES) | set(other.PLAIN_SHAPES)), other.__name__
     for other in (seasonal, seasonal_tuning):
         theirs = {c.series.series_id.split("/")[3] for c in other.cases() if not c.real}
         assert theirs and not names & theirs, other.__name__
-    for name, other in (("heldout_seasonal", heldout_seasonal.cases()),
-                        ("heldout_seasonal2", heldout_seasonal2.cases()),
-                        ("heldout_seasonal3", heldout_seasonal3.cases()),
-                        ("seasonal_tuning", seasonal_tuning.cases()), ("seasonal", seasonal.cases())):
-        assert not values(ours) & values(other), f"values shared with {name}"
+    for other in (*earlier, seasonal_tuning, seasonal):
+        assert not values(ours) & values(other.cases()), f"values shared with {other.__name__}"
 
 
 @pytest.mark.parametrize("script", sorted(SETS))
