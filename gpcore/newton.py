@@ -65,7 +65,8 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
              groups=None, merge_within: float = 0.0, active=None,
              restart: Callable | None = None, eigen_floor: float = EIGEN_FLOOR,
              restart_rounds: int = 1, hessian_update: Callable | None = None,
-             behind: Sequence[tuple[float, int]] = ()) -> NewtonResult:
+             behind: Sequence[tuple[float, int]] = (),
+             slow: tuple[int, float] | None = None) -> NewtonResult:
     """Minimises C independent objectives of P parameters within boxes.
 
     Args:
@@ -85,6 +86,10 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         taken at least `steps` steps and whose value is more than `nats`
         above its group's lowest stops (BEHIND): a start that far behind
         after that many steps seldom ends lowest.
+      slow: optional (steps, nats): a running member whose value fell by
+        less than `nats` over its last `steps` steps (counted from each
+        multiple of `steps`) stops (STALLED): a start crawling along a flat
+        ridge, whose remaining steps cannot repay their cost.
       active: optional [C] bool: members to run; the others are never
         evaluated and come back UNUSED with value +inf.
       restart: optional (position [C, P], value [C], round_index) -> (again
@@ -117,6 +122,8 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
                  status=status,
                  iterations=tf.zeros([n_members], tf.int32),
                  evaluations=tf.size(members))
+    if slow is not None:
+        state["mark"] = f  # each member's value at its last multiple of slow's steps
     if restart is not None:
         state.update(pending=tf.constant(restart_rounds), again=tf.zeros([n_members], tf.bool),
                      before=_kept(state))
@@ -139,11 +146,14 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
                   | tf.equal(s["status"], UNUSED) | tf.equal(s["status"], BEHIND))
         put = lambda new, old: _per_member(again, tf.cast(new, old.dtype), old)
         eye = tf.eye(tf.shape(s["h"])[-1], batch_shape=[n_members], dtype=s["h"].dtype)
-        return dict(s, x=put(tf.clip_by_value(start, lower, upper), s["x"]),
-                    f=put(float("inf"), s["f"]), g=put(0.0, s["g"]), h=put(eye, s["h"]),
-                    radius=put(MAX_STEP, s["radius"]), status=put(RUNNING, s["status"]),
-                    pending=tf.where(tf.reduce_any(again), s["pending"] - 1, 0),
-                    again=again, before=_kept(s))
+        out = dict(s, x=put(tf.clip_by_value(start, lower, upper), s["x"]),
+                   f=put(float("inf"), s["f"]), g=put(0.0, s["g"]), h=put(eye, s["h"]),
+                   radius=put(MAX_STEP, s["radius"]), status=put(RUNNING, s["status"]),
+                   pending=tf.where(tf.reduce_any(again), s["pending"] - 1, 0),
+                   again=again, before=_kept(s))
+        if slow is not None:
+            out["mark"] = put(float("inf"), s["mark"])
+        return out
 
     def body(s):
         if restart is None:
@@ -186,6 +196,13 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
                      tf.where(iterations >= max_iterations, MAX_ITERATIONS, RUNNING)))
         at = tf.expand_dims(members, 1)
         put = lambda old, new: tf.tensor_scatter_nd_update(old, at, new)
+        marks = {}
+        if slow is not None:
+            steps, nats = slow
+            mark, check = take(s["mark"]), tf.equal(iterations % steps, 0)
+            status = tf.where(check & tf.equal(status, RUNNING) & (mark - f < nats),
+                              STALLED, status)
+            marks["mark"] = put(s["mark"], tf.where(check, f, mark))
         status = put(s["status"], status)
         x_all, f_all = put(s["x"], x), put(s["f"], f)
         if groups is not None and merge_within > 0:
@@ -197,7 +214,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
                     aux={k: put(s["aux"][k], aux[k]) for k in aux},
                     radius=put(s["radius"], radius), status=status,
                     iterations=iterations,
-                    evaluations=s["evaluations"] + tf.size(members))
+                    evaluations=s["evaluations"] + tf.size(members), **marks)
 
     if max_iterations > 0:
         state = tf.while_loop(running, body, (state,))[0]

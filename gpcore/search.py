@@ -116,7 +116,8 @@ class Search:
                                  restart=probes, eigen_floor=_eigen_floor(self.kernel),
                                  restart_rounds=starts.PERIOD_PROBE_ROUNDS
                                  if self.kernel.has_period else starts.PROBE_ROUNDS,
-                                 behind=starts.behind_rules(self.config.stop_behind))
+                                 behind=starts.behind_rules(self.config.stop_behind),
+                                 slow=starts.slow_rule(self.config.stop_behind))
         for i, variable in enumerate(self.parameters):
             variable.assign(result.position[:, i])
         params = tf.exp(result.position)

@@ -233,6 +233,14 @@ BEHIND_AFTER = 5
 # behind (docs/design.md, "Kernel choice", *Far behind sooner*).
 FAR_BEHIND = 20.0
 FAR_BEHIND_AFTER = 1
+# Where a config stops starts behind at all, a start whose value fell by
+# less than SLOW_NATS over its last SLOW_STEPS Newton steps stops too
+# (newton.minimize's `slow`): on forecast.py's holdout split one start of
+# auto's periodic candidate crawled 395 steps along a ridge for less than
+# 1e-3 nats, half of its 240-point series' Newton work (docs/design.md,
+# "Kernel choice", *A crawl stops*).
+SLOW_STEPS = 10
+SLOW_NATS = 1e-3
 
 
 def grid_piece_points(kernel: Kernel) -> int:
@@ -416,6 +424,13 @@ def behind_rules(stop_behind: float) -> tuple[tuple[float, int], ...]:
     if not stop_behind > 0:
         return ()
     return ((stop_behind, BEHIND_AFTER), (max(stop_behind, FAR_BEHIND), FAR_BEHIND_AFTER))
+
+
+def slow_rule(stop_behind: float) -> tuple[int, float] | None:
+    """Newton's (steps, nats) rule for stopping a start that has slowed to
+    a crawl (gpcore/newton.py) for FitConfig.stop_behind: none where it is
+    0, else SLOW_STEPS and SLOW_NATS."""
+    return (SLOW_STEPS, SLOW_NATS) if stop_behind > 0 else None
 
 
 def grid_shape(kernel: Kernel) -> tuple[int, int]:

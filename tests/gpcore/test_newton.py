@@ -185,6 +185,42 @@ def test_a_start_far_behind_its_groups_best_stops_after_its_steps():
     np.testing.assert_array_equal(never.value.numpy(), full.value.numpy())
 
 
+def _fading(x, members):
+    """Member 0: exp(-x0) + x1^2, whose infimum lies at x0 -> inf (each
+    Newton step gains a factor e less); member 1: the double well."""
+    a, b = x[:, 0], x[:, 1]
+    fade = tf.equal(members, 0)
+    well, well_g, well_h, _ = _double_well(x, members)
+    zero = tf.zeros_like(a)
+    f = tf.where(fade, tf.exp(-a) + b * b, well)
+    g = tf.where(fade[:, None], tf.stack([-tf.exp(-a), 2.0 * b], -1), well_g)
+    h = tf.where(fade[:, None, None],
+                 tf.stack([tf.stack([tf.exp(-a), zero], -1), tf.stack([zero, 2.0 + zero], -1)], -2),
+                 well_h)
+    return f, g, h, {"twice": 2.0 * f}
+
+
+def test_a_start_that_slows_to_a_crawl_stops_at_its_next_multiple_of_steps():
+    # Member 0 gains about e^-k at step k, until its curvature falls below
+    # the eigenvalue floor and it crawls to max_iterations (100 steps for
+    # 5e-7). With the rule it stops once a 5-step span gains less than 1e-3
+    # (steps 10 to 15: about 4.5e-5), within 1e-3 of the crawl's end;
+    # member 1 gains more than that in every span and ends where it would
+    # without the rule.
+    x0 = tf.constant([[0.0, 0.5], [0.9, 0.5]], tf.float64)
+    box = tf.fill([2, 2], tf.constant(40.0, tf.float64))
+    run = lambda **kw: newton.minimize(_fading, x0, -box, box, 100, 1e-12, **kw)
+    slowed, full = run(slow=(5, 1e-3)), run()
+    assert full.status.numpy().tolist() == [newton.MAX_ITERATIONS, newton.CONVERGED]
+    assert slowed.status.numpy().tolist() == [newton.STALLED, newton.CONVERGED]
+    assert slowed.iterations.numpy()[0] == 15 < full.iterations.numpy()[0]
+    assert 0.0 < slowed.value.numpy()[0] - full.value.numpy()[0] < 1e-3
+    np.testing.assert_array_equal(slowed.position.numpy()[1], full.position.numpy()[1])
+    assert int(slowed.evaluations) < int(full.evaluations)
+    # A bar below every span's gain stops nothing.
+    np.testing.assert_array_equal(run(slow=(5, 1e-9)).value.numpy(), full.value.numpy())
+
+
 def test_a_restart_runs_members_again_and_each_keeps_the_lower_of_its_two_results():
     # Member 0 starts in the higher well and is sent to the lower one;
     # member 1 starts in the lower well and is sent to the higher one (it

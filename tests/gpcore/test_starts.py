@@ -301,3 +301,7 @@ def test_starts_stop_behind_by_two_rules_only_where_the_config_stops_them():
     assert starts.FAR_BEHIND > 1.0 and starts.FAR_BEHIND_AFTER < starts.BEHIND_AFTER
     # The far gap is never the nearer one.
     assert starts.behind_rules(2 * starts.FAR_BEHIND)[1][0] == 2 * starts.FAR_BEHIND
+    # A start that slows to a crawl stops where, and only where, starts
+    # behind stop.
+    assert starts.slow_rule(0.0) is None and starts.slow_rule(FitConfig().stop_behind) is None
+    assert starts.slow_rule(1.0) == (starts.SLOW_STEPS, starts.SLOW_NATS)
