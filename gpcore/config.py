@@ -124,8 +124,8 @@ class FitConfig:
       stop_behind: nats; a Newton start more than this above its series'
         best after starts.BEHIND_AFTER steps stops, and one
         starts.FAR_BEHIND above it after starts.FAR_BEHIND_AFTER
-        (starts.behind_rules; 0: never), and where it is set so does a
-        start that has slowed to a crawl (starts.slow_rule); None (the
+        (starts.behind_rules; 0: never), and so does a start that has
+        slowed to a crawl, as in every sum (starts.slow_rule); None (the
         default): 0, and under "auto" STARTED_STOP_BEHIND for a periodic
         candidate started from its smooth part's fit (`is_started`).
       far_probes: whether the probe rounds also reach past the optimum's

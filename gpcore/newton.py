@@ -30,10 +30,12 @@ from typing import Callable, NamedTuple, Sequence
 
 import tensorflow as tf
 
-RUNNING, CONVERGED, MAX_ITERATIONS, STALLED, FAILED, MERGED, UNUSED, BEHIND = range(8)
+RUNNING, CONVERGED, MAX_ITERATIONS, STALLED, FAILED, MERGED, UNUSED, BEHIND, SLOW = range(9)
+# SLOW (stopped by the `slow` rule) reads "stalled" too; unlike a step too
+# small to move, it is idle and free for a restart round, like CONVERGED.
 STOP_REASONS = {CONVERGED: "converged", MAX_ITERATIONS: "max_iterations",
                 STALLED: "stalled", FAILED: "failed", MERGED: "merged", UNUSED: "unused",
-                BEHIND: "behind"}
+                BEHIND: "behind", SLOW: "stalled"}
 
 ARMIJO = 1e-4       # accept a step that achieves this share of the predicted decrease
 MAX_STEP = 2.0      # largest trust radius: move of one coordinate (log units: e^2)
@@ -54,7 +56,7 @@ class NewtonResult(NamedTuple):
     position: tf.Tensor
     value: tf.Tensor
     aux: dict           # the objective's extra outputs at `position`
-    status: tf.Tensor   # int32: CONVERGED, MAX_ITERATIONS, STALLED, FAILED, MERGED or UNUSED
+    status: tf.Tensor   # int32: CONVERGED, MAX_ITERATIONS, STALLED, FAILED, MERGED, UNUSED, BEHIND or SLOW
     at_bound: tf.Tensor  # bool: some coordinate is held at a bound
     iterations: tf.Tensor
     evaluations: tf.Tensor  # scalar: member evaluations (value, gradient, Hessian)
@@ -88,8 +90,9 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         after that many steps seldom ends lowest.
       slow: optional (steps, nats): a running member whose value fell by
         less than `nats` over its last `steps` steps (counted from each
-        multiple of `steps`) stops (STALLED): a start crawling along a flat
-        ridge, whose remaining steps cannot repay their cost.
+        multiple of `steps`) stops (SLOW): a start crawling along a flat
+        ridge, whose remaining steps cannot repay their cost; a restart
+        round may send it on from a probe.
       active: optional [C] bool: members to run; the others are never
         evaluated and come back UNUSED with value +inf.
       restart: optional (position [C, P], value [C], round_index) -> (again
@@ -143,7 +146,8 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
         # A merged member reached a lower one's basin: it is idle, free to
         # go; so is one never run (its grid showed no basin for it).
         again &= (tf.equal(s["status"], CONVERGED) | tf.equal(s["status"], MERGED)
-                  | tf.equal(s["status"], UNUSED) | tf.equal(s["status"], BEHIND))
+                  | tf.equal(s["status"], UNUSED) | tf.equal(s["status"], BEHIND)
+                  | tf.equal(s["status"], SLOW))
         put = lambda new, old: _per_member(again, tf.cast(new, old.dtype), old)
         eye = tf.eye(tf.shape(s["h"])[-1], batch_shape=[n_members], dtype=s["h"].dtype)
         out = dict(s, x=put(tf.clip_by_value(start, lower, upper), s["x"]),
@@ -201,7 +205,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
             steps, nats = slow
             mark, check = take(s["mark"]), tf.equal(iterations % steps, 0)
             status = tf.where(check & tf.equal(status, RUNNING) & (mark - f < nats),
-                              STALLED, status)
+                              SLOW, status)
             marks["mark"] = put(s["mark"], tf.where(check, f, mark))
         status = put(s["status"], status)
         x_all, f_all = put(s["x"], x), put(s["f"], f)
@@ -262,7 +266,8 @@ def _scattered(terms, members, n_members):
 
 def _merge(status, x, f, groups, within):
     """status [C] with running members that joined a lower member's basin stopped."""
-    usable = tf.equal(status, RUNNING) | tf.equal(status, CONVERGED) | tf.equal(status, MAX_ITERATIONS)
+    usable = (tf.equal(status, RUNNING) | tf.equal(status, CONVERGED)
+              | tf.equal(status, MAX_ITERATIONS) | tf.equal(status, SLOW))
     index = tf.range(tf.shape(f)[0])
     # Row and column forms made once (expand_dims: fewer graph nodes than slices).
     row, column = lambda v: tf.expand_dims(v, 0), lambda v: tf.expand_dims(v, 1)

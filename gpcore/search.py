@@ -117,7 +117,7 @@ class Search:
                                  restart_rounds=starts.PERIOD_PROBE_ROUNDS
                                  if self.kernel.has_period else starts.PROBE_ROUNDS,
                                  behind=starts.behind_rules(self.config.stop_behind),
-                                 slow=starts.slow_rule(self.config.stop_behind))
+                                 slow=starts.slow_rule(self.kernel, self.config.stop_behind))
         for i, variable in enumerate(self.parameters):
             variable.assign(result.position[:, i])
         params = tf.exp(result.position)

@@ -212,13 +212,21 @@ def test_a_start_that_slows_to_a_crawl_stops_at_its_next_multiple_of_steps():
     run = lambda **kw: newton.minimize(_fading, x0, -box, box, 100, 1e-12, **kw)
     slowed, full = run(slow=(5, 1e-3)), run()
     assert full.status.numpy().tolist() == [newton.MAX_ITERATIONS, newton.CONVERGED]
-    assert slowed.status.numpy().tolist() == [newton.STALLED, newton.CONVERGED]
+    assert slowed.status.numpy().tolist() == [newton.SLOW, newton.CONVERGED]
+    assert newton.STOP_REASONS[newton.SLOW] == "stalled"
     assert slowed.iterations.numpy()[0] == 15 < full.iterations.numpy()[0]
     assert 0.0 < slowed.value.numpy()[0] - full.value.numpy()[0] < 1e-3
     np.testing.assert_array_equal(slowed.position.numpy()[1], full.position.numpy()[1])
     assert int(slowed.evaluations) < int(full.evaluations)
     # A bar below every span's gain stops nothing.
     np.testing.assert_array_equal(run(slow=(5, 1e-9)).value.numpy(), full.value.numpy())
+    # A member stopped so is idle, free for a restart round (a probe that
+    # finds a lower point sends it on), where a step too small is not.
+    restart = lambda position, value, round_index: (
+        tf.constant([True, False]), tf.constant([[30.0, 0.0], [0.9, 0.5]], tf.float64))
+    sent = run(slow=(5, 1e-3), restart=restart)
+    assert sent.status.numpy().tolist() == [newton.CONVERGED, newton.CONVERGED]
+    assert sent.value.numpy()[0] < 1e-12 < slowed.value.numpy()[0]
 
 
 def test_a_restart_runs_members_again_and_each_keeps_the_lower_of_its_two_results():

@@ -301,7 +301,11 @@ def test_starts_stop_behind_by_two_rules_only_where_the_config_stops_them():
     assert starts.FAR_BEHIND > 1.0 and starts.FAR_BEHIND_AFTER < starts.BEHIND_AFTER
     # The far gap is never the nearer one.
     assert starts.behind_rules(2 * starts.FAR_BEHIND)[1][0] == 2 * starts.FAR_BEHIND
-    # A start that slows to a crawl stops where, and only where, starts
-    # behind stop.
-    assert starts.slow_rule(0.0) is None and starts.slow_rule(FitConfig().stop_behind) is None
-    assert starts.slow_rule(1.0) == (starts.SLOW_STEPS, starts.SLOW_NATS)
+    # A start that slows to a crawl stops in a sum, and where starts behind
+    # stop; a single kernel fitted alone runs on.
+    rule = (starts.SLOW_STEPS, starts.SLOW_NATS)
+    assert starts.slow_rule(kernel_named("rbf"), FitConfig().stop_behind) is None
+    assert starts.slow_rule(kernel_named("periodic"), 0.0) is None
+    for name in ("rbf+periodic", "linear+rbf", "matern52+periodic"):
+        assert starts.slow_rule(kernel_named(name), 0.0) == rule
+    assert starts.slow_rule(kernel_named("rbf"), 1.0) == rule
