@@ -106,6 +106,22 @@ def package_file(package: str, name: str) -> str:
     return os.path.join(spec.submodule_search_locations[0], *name.split("/"))
 
 
+def try_hours(path: str):
+    """(days since 1970-01-01 [n], the rows) of a German weather service test
+    reference year 2010 file (TRY2010_RR_Jahr.dat, hourly, stamped 2010):
+    each hour at its start, the file's columns by their names (RG .. IL)."""
+    import pandas as pd
+
+    with open(path, encoding="latin-1") as f:
+        # The column names' line, then a line of "***" or a blank one.
+        header = next(i for i, line in enumerate(f) if line.split()[:2] == ["RG", "IS"])
+    frame = pd.read_csv(path, encoding="latin-1", sep=r"\s+", skiprows=header + 2, header=None,
+                        names=["RG", "IS", "MM", "DD", "HH", "N", "WR", "WG", "t", "p", "x",
+                               "RF", "W", "B", "D", "IK", "A", "E", "IL"])
+    stamps = pd.to_datetime(dict(year=2010, month=frame["MM"], day=frame["DD"]))
+    return to_days(stamps) + (frame["HH"].to_numpy(float) - 1) / 24, frame
+
+
 def positive_log(y) -> np.ndarray:
     """log y [n] where y > 0, NaN elsewhere (which `cleaned` drops)."""
     y = np.asarray(y, float)

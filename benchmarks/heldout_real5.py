@@ -179,17 +179,9 @@ TRY_COLUMNS = (("t", "temperature"), ("p", "pressure"), ("RF", "humidity"), ("WG
 
 
 def _demandlib(out: list) -> None:
-    import pandas as pd
-
     for region, place in TRY_REGIONS:
-        path = package_file("demandlib", f"vdi/resources_weather/TRY2010_{region:02d}_Jahr.dat")
-        with open(path, encoding="latin-1") as f:
-            header = next(i for i, line in enumerate(f) if line.startswith("***"))
-        frame = pd.read_csv(path, encoding="latin-1", sep=r"\s+", skiprows=header + 1, header=None,
-                            names=["RG", "IS", "MM", "DD", "HH", "N", "WR", "WG", "t", "p", "x",
-                                   "RF", "W", "B", "D", "IK", "A", "E", "IL"])
-        stamps = pd.to_datetime(dict(year=2010, month=frame["MM"], day=frame["DD"]))
-        days = heldout_real.to_days(stamps) + (frame["HH"].to_numpy(float) - 1) / 24
+        days, frame = heldout_real.try_hours(
+            package_file("demandlib", f"vdi/resources_weather/TRY2010_{region:02d}_Jahr.dat"))
         for column, name in TRY_COLUMNS:
             out.append(Raw(f"demandlib/try/{place}/{name}", days, frame[column].to_numpy(float),
                            "hourly"))
