@@ -326,6 +326,20 @@ def spread_copies(built, count: int | None = None) -> list[Series]:
     return realdata.spread([Series(s.series_id, s.t.copy(), s.y.copy()) for s in built], count)
 
 
+def set_series(loaders, window: int, max_windows: int, min_points: int):
+    """A later set's `real_series(count=None)`: its Series loaded once
+    (`loaded`) on the first call, each call fresh copies (`spread_copies`)."""
+    built = functools.lru_cache(maxsize=1)(
+        lambda: loaded(loaders, window, max_windows, min_points))
+
+    def real_series(count: int | None = None) -> list[Series]:
+        """The set: [Series], n <= its window; with `count`, that many spread
+        evenly over it (quick runs)."""
+        return spread_copies(built(), count)
+
+    return real_series
+
+
 @functools.lru_cache(maxsize=1)
 def _build() -> tuple:
     return windowed(_raw())

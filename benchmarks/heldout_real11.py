@@ -64,7 +64,6 @@ it is scored once.
 """
 from __future__ import annotations
 
-import functools
 import glob
 import io
 import os
@@ -76,8 +75,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":  # run as a script: gpcore from the checkout
     sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-
-from gpcore import Series  # noqa: E402
 
 import heldout_real  # noqa: E402
 from heldout_real import Raw, package_file  # noqa: E402
@@ -176,15 +173,9 @@ def _pcse(out: list) -> None:
                            "daily"))
 
 
-@functools.lru_cache(maxsize=1)
-def _build() -> tuple:
-    return heldout_real.loaded((_bokeh, _sunpy, _pcse), WINDOW, MAX_WINDOWS, MIN_POINTS)
-
-
-def real_series(count: int | None = None) -> list[Series]:
-    """The eleventh held-out real set: [Series], n <= WINDOW; with `count`,
-    that many spread evenly over it (quick runs)."""
-    return heldout_real.spread_copies(_build(), count)
+# The eleventh held-out real set: real_series(count=None) -> [Series], n <= WINDOW.
+real_series = heldout_real.set_series(
+    (_bokeh, _sunpy, _pcse), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def main(argv=None) -> int:

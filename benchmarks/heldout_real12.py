@@ -52,7 +52,6 @@ it is scored once.
 from __future__ import annotations
 
 import bz2
-import functools
 import os
 import sys
 
@@ -62,8 +61,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":  # run as a script: gpcore from the checkout
     sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-
-from gpcore import Series  # noqa: E402
 
 import heldout_real  # noqa: E402
 from heldout_real import Raw, package_file  # noqa: E402
@@ -136,16 +133,9 @@ def _pyphysio(out: list) -> None:
                        "other"))
 
 
-@functools.lru_cache(maxsize=1)
-def _build() -> tuple:
-    return heldout_real.loaded((_richardsonpy, _sunkit_instruments, _pyphysio), WINDOW,
-                               MAX_WINDOWS, MIN_POINTS)
-
-
-def real_series(count: int | None = None) -> list[Series]:
-    """The twelfth held-out real set: [Series], n <= WINDOW; with `count`,
-    that many spread evenly over it (quick runs)."""
-    return heldout_real.spread_copies(_build(), count)
+# The twelfth held-out real set: real_series(count=None) -> [Series], n <= WINDOW.
+real_series = heldout_real.set_series(
+    (_richardsonpy, _sunkit_instruments, _pyphysio), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def main(argv=None) -> int:

@@ -42,7 +42,6 @@ benchmarks/results/heldout-real2-sklearn.json).
 """
 from __future__ import annotations
 
-import functools
 import os
 import sys
 
@@ -52,8 +51,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":  # run as a script: gpcore from the checkout
     sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-
-from gpcore import Series  # noqa: E402
 
 import heldout_real  # noqa: E402
 from heldout_real import Raw  # noqa: E402
@@ -137,15 +134,9 @@ def _pvlib(out: list) -> None:
         out.append(Raw(f"pvlib/soiling/{column}", days, soiling[column].to_numpy(float), "hourly"))
 
 
-@functools.lru_cache(maxsize=1)
-def _build() -> tuple:
-    return heldout_real.loaded((_arch, _pvlib), WINDOW, MAX_WINDOWS, MIN_POINTS)
-
-
-def real_series(count: int | None = None) -> list[Series]:
-    """The second held-out real set: [Series], n <= WINDOW; with `count`,
-    that many spread evenly over it (quick runs)."""
-    return heldout_real.spread_copies(_build(), count)
+# The second held-out real set: real_series(count=None) -> [Series], n <= WINDOW.
+real_series = heldout_real.set_series(
+    (_arch, _pvlib), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def main(argv=None) -> int:

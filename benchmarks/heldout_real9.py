@@ -43,7 +43,6 @@ benchmarks/results/heldout-real9-sklearn.json).
 """
 from __future__ import annotations
 
-import functools
 import os
 import pickle
 import sys
@@ -54,8 +53,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":  # run as a script: gpcore from the checkout
     sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-
-from gpcore import Series  # noqa: E402
 
 import heldout_real  # noqa: E402
 from heldout_real import Raw, package_file  # noqa: E402
@@ -143,16 +140,9 @@ def _seglearn(out: list) -> None:
                        np.arange(y.size) / WATCH_HZ, y, "other"))
 
 
-@functools.lru_cache(maxsize=1)
-def _build() -> tuple:
-    return heldout_real.loaded((_nitime, _aquacrop, _skyfield, _seglearn), WINDOW, MAX_WINDOWS,
-                               MIN_POINTS)
-
-
-def real_series(count: int | None = None) -> list[Series]:
-    """The ninth held-out real set: [Series], n <= WINDOW; with `count`,
-    that many spread evenly over it (quick runs)."""
-    return heldout_real.spread_copies(_build(), count)
+# The ninth held-out real set: real_series(count=None) -> [Series], n <= WINDOW.
+real_series = heldout_real.set_series(
+    (_nitime, _aquacrop, _skyfield, _seglearn), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def main(argv=None) -> int:
