@@ -399,10 +399,11 @@ class Search:
         delta = ratio / k - 1.0
         need = (k <= 2.0) & (delta > 0.0) & (delta < starts.ECHO_NEAR)
         safe = tf.where(need, delta, tf.ones_like(delta))
+        at_optimum = tf.unstack(optimum, num=len(self.parameters), axis=-1)
         rows = []
         for fraction in starts.ECHO_PROBES:
             moved = tf.exp(base) / fraction                                     # span 1
-            columns = tf.unstack(optimum, num=len(self.parameters), axis=-1)
+            columns = list(at_optimum)
             columns[period] = base + tf.math.log(k * (1.0 + moved))
             columns[length] = columns[length] + tf.math.log(moved / safe)
             rows.append(tf.stack(columns, axis=-1))
