@@ -234,15 +234,17 @@ def gaps(series, results, fits) -> Gaps:
 def fit_gpcore(config, series, work: dict | None = None):
     """(results, wall seconds): `series` fitted by build_fitter(config), its
     trace done on two series before the clock starts. `work`, if given, gets
-    the fitter's work counters of the timed fit (Newton evaluations...)."""
+    the fitter's work counters of the timed fit (Newton evaluations...) and
+    its process CPU seconds (`process_cpu_s`)."""
     import gpcore
 
     fitter = gpcore.build_fitter(config)
     fitter.fit(series[:2])
     before = dict(getattr(fitter, "work", {}))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     results = fitter.fit(series)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     if work is not None:
         work.update({k: v - before.get(k, 0) for k, v in getattr(fitter, "work", {}).items()})
+        work["process_cpu_s"] = cpu
     return results, seconds
