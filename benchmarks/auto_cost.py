@@ -1,9 +1,10 @@
 """Where `--kernel auto`'s time goes, candidate by candidate, beside `rbf`.
 
-    python benchmarks/auto_cost.py [--split tune|holdout] [--candidates matern52,matern12,...]
+    python benchmarks/auto_cost.py [--split tune|holdout|real] [--candidates matern52,matern12,...]
         [--settings "choice.NAME=VALUE;starts.NAME=VALUE;config.NAME=VALUE"] [--out FILE.json]
 
-On forecast.py's split, in one process on one TensorFlow thread (CPU
+On forecast.py's split (`real`: the twelve held-out real sets' 2,264
+series, `REAL_SETS`, with no forecast to score), in one process on one TensorFlow thread (CPU
 seconds, which a shared machine disturbs less than wall time): `rbf` (the
 default kernel) fitted alone, then a KernelChoice of the candidates, each
 candidate's fit calls timed where KernelChoice makes them, and the screen
@@ -33,6 +34,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+
+
+# The held-out real sets (benchmarks/heldout_real*.py) that `--split real` fits.
+REAL_SETS = ("heldout_real",) + tuple(f"heldout_real{i}" for i in range(2, 13))
+
+
+def _series(split: str):
+    """(forecast.py's cases of the split or None, the series to fit)."""
+    import importlib
+
+    import forecast
+    from gpcore import Series
+    if split == "real":
+        return None, [s for name in REAL_SETS for s in importlib.import_module(name).real_series()]
+    cases = forecast.cases(split)
+    return cases, [Series(c.series_id, c.t, c.y) for c in cases]
 
 
 def _set_constants(settings: str | None) -> None:
@@ -79,8 +96,11 @@ def _timed_function(module, name: str, totals: dict):
 
 
 def _scores(cases, series, results):
+    """forecast.py's scores of each fit, or None (no cases: nothing held out)."""
     import forecast
     from gpcore.calibration import forecast as calibrated
+    if cases is None:
+        return [None] * len(series)
     out = []
     for case, s, r in zip(cases, series, results):
         if r is None or r.status != "ok":
@@ -94,6 +114,8 @@ def _scores(cases, series, results):
 def _summary(scores) -> dict:
     import numpy as np
     ok = [s for s in scores if s is not None]
+    if not ok:  # nothing scored: NaN
+        return {"mase": float("nan"), "cover": float("nan"), "failed": 0}
     return {"mase": float(np.mean([s["mase"] for s in ok])),
             "cover": float(np.mean([s["coverage"] for s in ok])), "failed": len(scores) - len(ok)}
 
@@ -102,13 +124,12 @@ def run(split: str, candidates, settings: str | None) -> dict:
     import forecast
     forecast.one_thread()
     import gpcore.choice as choice
-    from gpcore import FitConfig, GPFitter, Series
+    from gpcore import FitConfig, GPFitter
     from gpcore.threads import configure_threads, skip_graph_rewrites
 
     configure_threads(1, 1)
     skip_graph_rewrites()
-    cases = forecast.cases(split)
-    series = [Series(c.series_id, c.t, c.y) for c in cases]
+    cases, series = _series(split)
     cyclic = [s for s in series if choice.periodic_screen(s.t, s.y)][:2]
 
     rbf = GPFitter(FitConfig(kernel="rbf"), name="rbf")
@@ -177,7 +198,9 @@ def run(split: str, candidates, settings: str | None) -> dict:
 
 
 def report(r: dict) -> str:
-    lines = [f"{r['series']} series of forecast.py's {r['split']} split; candidates "
+    source = ("the held-out real sets" if r["split"] == "real"
+              else f"forecast.py's {r['split']} split")
+    lines = [f"{r['series']} series of {source}; candidates "
              f"{', '.join(r['candidates'])}; settings {r['settings'] or 'as shipped'}", "",
              f"rbf {r['rbf_cpu_s']:.2f} CPU s ({r['rbf_evaluations_per_series']:.1f} Newton ev. / "
              f"series; MASE {r['rbf']['mase']:.3f}, cover "
@@ -209,7 +232,7 @@ def report(r: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/auto_cost.py",
                                      description=__doc__.split("\n")[0])
-    parser.add_argument("--split", choices=("tune", "holdout"), default="tune")
+    parser.add_argument("--split", choices=("tune", "holdout", "real"), default="tune")
     parser.add_argument("--candidates", default=None,
                         help="auto's candidates, comma-separated (default: gpcore's)")
     parser.add_argument("--settings", default=None)

@@ -161,7 +161,7 @@ def flops_per_grid(kernel, n: int, far_probes: bool = True) -> float:
     padded, as GPFitter cuts them), then the best few and (where
     `far_probes`, FitConfig.far_probes) the far probes on the whole series."""
     rows, columns = grid_shape(kernel)
-    probes = probe_count(kernel)
+    probes = probe_count(kernel, far_probes)
     size = min(grid_piece_points(kernel), n)
     pieces = -(-n // size)
     flops = (rows * columns + probes) * pieces * flops_per_value(size)

@@ -274,8 +274,10 @@ class GPFitter(tf.Module):
         return [data.result(b, out, kernel, warm[b] is not None) for b in range(len(batch))]
 
     def _count_work(self, members: int, series: int, evaluations: int, n: int) -> None:
-        grid_points = (int(np.prod(starts.grid_shape(self.kernel))) + starts.probe_count(self.kernel)
-                       + starts.far_probe_count(self.kernel, self.config.far_probes))
+        far = self.config.far_probes
+        grid_points = (int(np.prod(starts.grid_shape(self.kernel)))
+                       + starts.probe_count(self.kernel, far)
+                       + starts.far_probe_count(self.kernel, far))
         self.work["batches"] += 1
         self.work["members"] += members
         self.work["grid_evaluations"] += series * grid_points

@@ -267,9 +267,9 @@ class Search:
         """Newton's restart hook for kernels with a period: each series'
         optimum with a periodic component's period x 2, 3, ...
         (starts.period_probes) and, for sums, other shape parameters and the
-        noise ratio moved (starts.shape_probes) and a smooth component set
-        to a short length scale (starts.short_probes), scored on the whole
-        series;
+        noise ratio moved (starts.shape_probes) and, where
+        config.far_probes, a smooth component set to a short length scale
+        (starts.short_probes), scored on the whole series;
         where one is lower than the optimum, the series' best member runs
         again from it. In the first starts.JUMP_ROUNDS rounds (where
         config.jumps) the series' other members run too, from its
@@ -285,13 +285,13 @@ class Search:
         lowest, best = _series_best(value, group, series)                          # [B] each
         optimum, lo, hi = (tf.reshape(tf.gather(v, best), [-1, len(self.parameters)])
                            for v in (position, lower, upper))                   # [B, P]
+        far = self.config.far_probes  # short, alias and echo probes, a clipped jump
         period = starts.period_probes(self.kernel)
         offsets = np.concatenate([np.pad(period, [[0, 0], [0, 1]]),
-                                  starts.shape_probes(self.kernel)])                # [Q, P]
+                                  starts.shape_probes(self.kernel, far)])            # [Q, P]
         points = optimum[:, None] + tf.constant(offsets, DTYPE)[None]            # [B, Q, P]
         short = [self.short_probe(optimum, lo, *probe)
-                 for probe in starts.short_probes(self.kernel)]
-        far = self.config.far_probes  # the alias and echo probes, a clipped jump
+                 for probe in starts.short_probes(self.kernel, far)]
         if far:
             short += [self.alias_probe(optimum, lo, *probe)
                       for probe in starts.alias_probes(self.kernel)]

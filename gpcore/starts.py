@@ -172,7 +172,8 @@ JUMP_DOWN_MULTIPLES = (1 / 2, 2 / 3)
 # Each smooth component's length scale x SHAPE_PROBE_LENGTHS, with its
 # variance x 1 and x SHAPE_PROBE_FADE; each periodic component's length
 # scale x SHAPE_PROBE_PERIODIC_LENGTHS; the noise ratio x SHAPE_PROBE_NOISES
-# (docs/design.md, "Sums of kernels").
+# (docs/design.md, "Sums of kernels"). The smooth components' rows are
+# far probes (FitConfig.far_probes), as the short probes below are.
 SHAPE_PROBE_LENGTHS = (0.1, 0.3, 3.0)
 SHAPE_PROBE_FADE = 0.01
 SHAPE_PROBE_PERIODIC_LENGTHS = (0.5, 2.0)
@@ -249,13 +250,13 @@ def grid_piece_points(kernel: Kernel) -> int:
     return 1 << 30 if kernel.has_period else GRID_PIECE_POINTS
 
 
-def probe_count(kernel: Kernel) -> int:
+def probe_count(kernel: Kernel, far_probes: bool = True) -> int:
     """Probes around each optimum: PROBE_LENGTHS x PROBE_NOISES for a kernel
-    with a length axis, period_probes' and shape_probes' rows for one with
-    a period."""
+    with a length axis, period_probes', shape_probes' and short_probes' rows
+    for one with a period (fewer without `far_probes`)."""
     if kernel.has_period:
-        return (len(period_probes(kernel)) + len(shape_probes(kernel))
-                + len(short_probes(kernel)))
+        return (len(period_probes(kernel)) + len(shape_probes(kernel, far_probes))
+                + len(short_probes(kernel, far_probes)))
     return len(PROBE_LENGTHS) * len(PROBE_NOISES) if kernel.has_length_axis else 0
 
 
@@ -352,12 +353,14 @@ def down_jump_probes(kernel: Kernel) -> np.ndarray:
                      if m in JUMP_DOWN_MULTIPLES and first], np.int32)
 
 
-def shape_probes(kernel: Kernel) -> np.ndarray:
+def shape_probes(kernel: Kernel, far_probes: bool = True) -> np.ndarray:
     """[Q, K + 1] log offsets from an optimum's kernel parameters and noise
     ratio, for a sum with a periodic part (none for other kernels): each
     smooth component's length scale x SHAPE_PROBE_LENGTHS with its variance
-    x 1 and x SHAPE_PROBE_FADE, each periodic component's length scale x
-    SHAPE_PROBE_PERIODIC_LENGTHS, and the noise ratio x SHAPE_PROBE_NOISES.
+    x 1 and x SHAPE_PROBE_FADE (only where `far_probes`, FitConfig.far_probes:
+    they reach another basin of the smooth part, for the nll alone), each
+    periodic component's length scale x SHAPE_PROBE_PERIODIC_LENGTHS, and
+    the noise ratio x SHAPE_PROBE_NOISES.
 
     The first component's variance is the unit the others' ratios and the
     noise ratio are measured in: fading it raises all of those instead.
@@ -377,7 +380,7 @@ def shape_probes(kernel: Kernel) -> np.ndarray:
         return row
 
     for c, base in enumerate(parts):
-        if "length_scale" not in base.parameters:
+        if "length_scale" not in base.parameters or not (base.has_period or far_probes):
             continue
         length = names.index(f"length_scale_{c}")
         for m in (SHAPE_PROBE_PERIODIC_LENGTHS if base.has_period else SHAPE_PROBE_LENGTHS):
@@ -393,11 +396,13 @@ def shape_probes(kernel: Kernel) -> np.ndarray:
     return np.array(rows)
 
 
-def short_probes(kernel: Kernel) -> list[tuple[int, float, float]]:
+def short_probes(kernel: Kernel, far_probes: bool = True) -> list[tuple[int, float, float]]:
     """(component, length scale x its lower bound, variance x the noise's)
     of every short probe: SHORT_PROBE_LENGTHS x SHORT_PROBE_VARIANCES for
-    each smooth component of a sum with a periodic part (none for other
-    kernels)."""
+    each smooth component of a sum with a periodic part where `far_probes`
+    (FitConfig.far_probes; none for other kernels)."""
+    if not far_probes:
+        return []
     return [(c, a, q) for c in smooth_parts(kernel)
             for a in SHORT_PROBE_LENGTHS for q in SHORT_PROBE_VARIANCES]
 

@@ -26,7 +26,7 @@ from airflow.providers.google.cloud.sensors.gcs import GCSObjectExistenceSensor
 PROJECT = "my-project"
 REGION = "europe-west4"
 BUCKET = "my-bucket"
-GPFIT_VERSION = "0.15.0"
+GPFIT_VERSION = "0.16.0"
 TEMPLATE = f"gs://{BUCKET}/templates/gpfit-{GPFIT_VERSION}.json"
 
 RUN_FOLDER = "gp-params/run_date={{ ds }}/"

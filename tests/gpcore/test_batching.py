@@ -76,6 +76,18 @@ def test_a_fit_without_the_far_probes_is_costed_without_them():
     evaluations, factor = cost_figures(kernel_named("matern52"))
     spared = factor * len(starts.FAR_PROBE_LENGTHS) * flops_per_value(padded_length(n))
     assert on - off == pytest.approx(spared / FLOPS_PER_SECOND)
+    # A sum's far probes are its alias, short and smooth-length shape
+    # probes, each one value on the whole series (the periodic grid is
+    # scored whole: one piece).
+    sum_ = kernel_named("matern52+periodic")
+    on, off = (Batching(FitConfig(kernel=sum_, far_probes=f)).cost(n) for f in (True, False))
+    evaluations, factor = cost_figures(sum_)
+    count = (starts.far_probe_count(sum_) + starts.probe_count(sum_)
+             - starts.probe_count(sum_, far_probes=False))
+    assert count == (len(starts.ALIAS_PROBES) + len(starts.short_probes(sum_))
+                     + 2 * len(starts.SHAPE_PROBE_LENGTHS))
+    assert on - off == pytest.approx(factor * count * flops_per_value(padded_length(n))
+                                     / FLOPS_PER_SECOND)
 
 
 def test_auto_costs_the_sum_of_its_candidates():

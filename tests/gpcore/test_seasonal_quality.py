@@ -128,6 +128,20 @@ def test_a_faded_rbf_beside_the_cycle_finds_its_short_basin(fitter_for, series_i
     assert fitter.tracing_count == 1
 
 
+def test_without_the_far_probes_the_faded_rbf_stays_faded(fitter_for):
+    # The same square wave with FitConfig.far_probes off (auto's candidates):
+    # no short probe, so the fit keeps the faded rbf, above the peer; the
+    # probe rounds honour the option.
+    from gpcore import FitConfig
+
+    cases = [c for c in sq.set_cases("tuning")[0] if c.seasonal]
+    series_id = "tuning/seasonal/73/square/regular"
+    k, case = next((k, c) for k, c in enumerate(cases) if c.series.series_id == series_id)
+    peer_nll = references.fits("seasonal-tuning", [c.series for c in cases])["nll"][k]
+    result = fitter_for(FitConfig(kernel="rbf+periodic", far_probes=False)).fit([case.series])[0]
+    assert result.nll > peer_nll + 0.1, (result, peer_nll)
+
+
 @pytest.mark.parametrize("series_id", ["heldout/seasonal/28/expsinsq_short+walk/regular",
                                        "heldout/seasonal/33/expsinsq_short+line/bursty+gap"])
 def test_a_cycle_fitted_at_a_third_of_its_period_jumps_to_it(fitter_for, series_id):

@@ -123,6 +123,14 @@ def test_shape_and_short_probes_move_one_part_of_a_sum_at_a_time():
     assert short == [(0, a, q) for a in starts.SHORT_PROBE_LENGTHS
                      for q in starts.SHORT_PROBE_VARIANCES]
     assert starts.probe_count(kernel) == len(starts.period_probes(kernel)) + len(offsets) + len(short)
+    # Without the far probes (auto's candidates) the smooth part keeps its
+    # length: no short probes and no smooth-length rows; the periodic
+    # length and noise rows stay.
+    near = np.exp(starts.shape_probes(kernel, far_probes=False))
+    np.testing.assert_allclose(near, expected[2 * len(starts.SHAPE_PROBE_LENGTHS):])
+    assert starts.short_probes(kernel, far_probes=False) == []
+    assert starts.probe_count(kernel, far_probes=False) == (len(starts.period_probes(kernel))
+                                                            + len(near))
     # Other kernels keep the period probes alone; the second rbf of a longer
     # sum fades through its own ratio.
     assert starts.shape_probes(kernel_named("periodic")).shape == (0, 3)
