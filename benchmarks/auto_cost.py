@@ -4,8 +4,9 @@
         [--settings "choice.NAME=VALUE;starts.NAME=VALUE;config.NAME=VALUE"] [--out FILE.json]
 
 On forecast.py's split (`real`: the twelve held-out real sets' 2,264
-series, `REAL_SETS`, with no forecast to score), in one process on one TensorFlow thread (CPU
-seconds, which a shared machine disturbs less than wall time): `rbf` (the
+series, `REAL_SETS`, with no forecast to score), in one process on one
+TensorFlow thread (CPU seconds, which a shared machine disturbs less than
+wall time): `rbf` (the
 default kernel) fitted alone, then a KernelChoice of the candidates, each
 candidate's fit calls timed where KernelChoice makes them, and the screen
 (`choice.fits_periodic`) and the periodic starts (`choice.periodic_starts`)
