@@ -125,10 +125,12 @@ def test_the_manifest_counts_newton_evaluations_per_kernel(sum_run, auto_run):
                 figures["newton_evaluations"] / 7, 2)
     # As a candidate the sum scores the same grid, and starts from its best
     # point and from rbf's fit (not the grid's restarts); without its far
-    # (alias) probes, which fitted alone it scores once per fitted series.
-    fitted = sum_run.manifest["counts"]["ok"]
-    assert (auto_run.manifest["work_per_kernel"][SUM]["grid_evaluations"]
-            + fitted * starts.far_probe_count(kernel_named(SUM))
+    # probes (alias, short and smooth-length shape probes), which fitted
+    # alone it scores once per fitted series.
+    fitted, sum_ = sum_run.manifest["counts"]["ok"], kernel_named(SUM)
+    far = (starts.far_probe_count(sum_) + starts.probe_count(sum_)
+           - starts.probe_count(sum_, far_probes=False))
+    assert (auto_run.manifest["work_per_kernel"][SUM]["grid_evaluations"] + fitted * far
             == sum_run.manifest["work_per_kernel"][SUM]["grid_evaluations"])
     calls = auto_run.manifest["fit_call_seconds"]
     assert calls["max_over_estimate"] > 0
