@@ -1,7 +1,7 @@
 """Where `--kernel auto`'s time goes, candidate by candidate, beside `rbf`.
 
-    python benchmarks/auto_cost.py [--split tune|holdout|real] [--candidates matern52,matern12,...]
-        [--settings "choice.NAME=VALUE;starts.NAME=VALUE;config.NAME=VALUE"] [--out FILE.json]
+    python benchmarks/auto_cost.py [--split tune|holdout|real] [--count N]
+        [--candidates matern52,matern12,...] [--settings "choice.NAME=VALUE;starts.NAME=VALUE;config.NAME=VALUE"] [--out FILE.json]
 
 On forecast.py's split (`real`: the twelve held-out real sets' 2,264
 series, `REAL_SETS`, with no forecast to score), in one process on one
@@ -41,15 +41,18 @@ sys.path.insert(0, HERE)
 REAL_SETS = ("heldout_real",) + tuple(f"heldout_real{i}" for i in range(2, 13))
 
 
-def _series(split: str):
-    """(forecast.py's cases of the split or None, the series to fit)."""
+def _series(split: str, count: int | None = None):
+    """(forecast.py's cases of the split or None, the series to fit); with
+    `count`, that many spread over the set (quick runs)."""
     import importlib
 
     import forecast
+    import realdata
     from gpcore import Series
     if split == "real":
-        return None, [s for name in REAL_SETS for s in importlib.import_module(name).real_series()]
-    cases = forecast.cases(split)
+        return None, realdata.spread([s for name in REAL_SETS
+                                      for s in importlib.import_module(name).real_series()], count)
+    cases = forecast.cases(split, count)
     return cases, [Series(c.series_id, c.t, c.y) for c in cases]
 
 
@@ -121,7 +124,7 @@ def _summary(scores) -> dict:
             "cover": float(np.mean([s["coverage"] for s in ok])), "failed": len(scores) - len(ok)}
 
 
-def run(split: str, candidates, settings: str | None) -> dict:
+def run(split: str, candidates, settings: str | None, count: int | None = None) -> dict:
     import forecast
     forecast.one_thread()
     import gpcore.choice as choice
@@ -130,7 +133,7 @@ def run(split: str, candidates, settings: str | None) -> dict:
 
     configure_threads(1, 1)
     skip_graph_rewrites()
-    cases, series = _series(split)
+    cases, series = _series(split, count)
     cyclic = [s for s in series if choice.periodic_screen(s.t, s.y)][:2]
 
     rbf = GPFitter(FitConfig(kernel="rbf"), name="rbf")
@@ -234,6 +237,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/auto_cost.py",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=("tune", "holdout", "real"), default="tune")
+    parser.add_argument("--count", type=int, default=None,
+                        help="only N series, spread over the set")
     parser.add_argument("--candidates", default=None,
                         help="auto's candidates, comma-separated (default: gpcore's)")
     parser.add_argument("--settings", default=None)
@@ -241,7 +246,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from gpcore.config import CANDIDATES
     candidates = args.candidates.split(",") if args.candidates else list(CANDIDATES)
-    r = run(args.split, candidates, args.settings)
+    r = run(args.split, candidates, args.settings, args.count)
     print(report(r))
     if args.out:
         with open(args.out, "w") as f:

@@ -1,0 +1,37 @@
+"""Smoke test of benchmarks/auto_cost.py on the held-out real sets
+(`--split real`, a spread of 40 series): every series fitted by rbf and by
+auto, each candidate's series and Newton evaluations recorded, every
+chosen kernel a candidate, and the periodic candidate fitted only on the
+series the screen passes. No timing assertions: the ratio is the
+benchmark's to print."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import auto_cost  # noqa: E402
+
+from gpcore import FitConfig  # noqa: E402
+from gpcore.choice import fits_periodic  # noqa: E402
+
+
+def test_real_split_on_a_spread_of_series(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT, OPENBLAS_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    record = tmp_path / "real.json"
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "auto_cost.py"),
+                          "--split", "real", "--count", "40", "--out", str(record)],
+                         check=True, env=env, capture_output=True, text=True, timeout=900).stdout
+    assert out.startswith("40 series of the held-out real sets")
+    r = json.loads(record.read_text())
+    assert r["series"] == 40 and r["rbf_cpu_s"] > 0 and r["auto_cpu_s"] > 0
+    assert set(r["chosen"].values()) <= set(r["candidates"])
+    _, series = auto_cost._series("real", 40)
+    screened = sum(fits_periodic(FitConfig(kernel="auto"), s) for s in series)
+    rows = r["per_candidate"]
+    assert rows["matern52"]["series"] == rows["matern12"]["series"] == 40
+    assert rows["matern52+periodic"]["series"] == screened > 0
+    assert all(row["evaluations_per_series"] > 0 for row in rows.values())
+    assert len(auto_cost.REAL_SETS) == 12
