@@ -65,6 +65,13 @@ STARTED_STOP_BEHIND = 1.0
 # the config's own): BIC keeps it only by PERIODIC_MARGIN (6), so its last
 # hundredth of a nat decides nothing (docs/design.md, the same section).
 STARTED_TOLERANCE = 0.01
+# Its series per compiled call, at most (FitConfig.batch_size): each member
+# of the sum carries about three times a single kernel's N x N matrices
+# (four derivatives, seven second ones, the products), and it runs about
+# four members a series, so 16 series left the cache; on the real sets 2
+# took 17-24 % less CPU than 16, the same fits (docs/design.md, "Kernel
+# choice", *Smaller batches for the started candidate*).
+STARTED_BATCH_SIZE = 2
 # Under auto every candidate fits without the far probes (FitConfig.far_probes):
 # they look for a lower basin of the same kernel, for the nll alone, and on
 # forecast.py's tune split they were a third of the smooth candidates' CPU
@@ -110,7 +117,9 @@ class FitConfig:
         DENSE_MAX_POINTS for the others; under "auto", each candidate's own.
       batch_size: series fitted together in one compiled call (16 fitted
         faster than 32 or 64 on 64-256-point series: the batch's matrices
-        stay in cache; docs/design.md, "The fitter").
+        stay in cache; docs/design.md, "The fitter"); under "auto" at most
+        STARTED_BATCH_SIZE for a periodic candidate started from its smooth
+        part's fit (`is_started`), whose batches carry more matrices.
       max_iterations: Newton steps per fit (per batch member); None (the
         default): 100 for a single kernel, SUM_MAX_ITERATIONS for a sum.
       tolerance: converged when the Newton model predicts at most this
@@ -246,8 +255,8 @@ def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
     """The configs of the GPFitters a fitter for config runs: one per
     candidate under auto (each with its own default restarts, AUTO_BASIN_RESTARTS
     for a single kernel with a length-scale grid, far_probes AUTO_FAR_PROBES,
-    and jumps off and stop_behind STARTED_STOP_BEHIND where it `is_started`),
-    else itself."""
+    and jumps off, stop_behind STARTED_STOP_BEHIND and at most
+    STARTED_BATCH_SIZE series a call where it `is_started`), else itself."""
     if config.kernel != AUTO:
         return (config,)
     candidates = [kernel(name) for name in config.candidates]
@@ -261,7 +270,8 @@ def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
         else config.stop_behind,
         far_probes=AUTO_FAR_PROBES if config.far_probes is None else config.far_probes,
         tolerance=max(config.tolerance, STARTED_TOLERANCE) if s and STARTED_TOLERANCE
-        else config.tolerance)
+        else config.tolerance,
+        batch_size=min(config.batch_size, STARTED_BATCH_SIZE) if s else config.batch_size)
         for k, s in zip(candidates, started))
 
 

@@ -260,6 +260,28 @@ def test_auto_fits_its_candidates_without_the_far_probes():
         FitConfig(far_probes="no")
 
 
+def test_the_started_candidate_fits_few_series_per_call():
+    """Its batches carry about four members a series of a sum's matrices:
+    at most STARTED_BATCH_SIZE series a compiled call, or the caller's
+    smaller batch_size; the other candidates keep the caller's."""
+    from gpcore.config import STARTED_BATCH_SIZE, fitted_configs
+
+    assert STARTED_BATCH_SIZE < FitConfig().batch_size
+    sizes = [c.batch_size for c in fitted_configs(FitConfig(kernel="auto"))]
+    assert sizes == [16, 16, STARTED_BATCH_SIZE]
+    assert [c.batch_size for c in fitted_configs(FitConfig(kernel="auto", batch_size=1))] == [1] * 3
+    loose = FitConfig(kernel="auto", candidates=("rbf", "matern52+periodic"))
+    assert [c.batch_size for c in fitted_configs(loose)] == [16, 16]  # not started
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.uniform(0, 10, 60))
+    cycles = [Series(f"s{i}", t, np.sin(2 * np.pi * t / 2.5) + 0.1 * rng.normal(size=t.size))
+              for i in range(5)]
+    chooser = KernelChoice(FitConfig(kernel="auto"))
+    chooser.fit(cycles)
+    periodic = chooser.fitters[-1]
+    assert periodic.work["batches"] == -(-len(cycles) // STARTED_BATCH_SIZE)
+
+
 def test_without_the_jumps_a_cycle_taken_at_a_third_of_its_period_stays_there():
     """The switch is real: on an ExpSineSquared draw with a short length
     scale (6.2 cycles; benchmarks/heldout_seasonal.py) a sum fitted from
