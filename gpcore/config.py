@@ -69,7 +69,7 @@ STARTED_TOLERANCE = 0.01
 # of the sum carries about three times a single kernel's N x N matrices
 # (four derivatives, seven second ones, the products), and it runs about
 # four members a series, so 16 series left the cache; on the real sets 2
-# took 17-24 % less CPU than 16, the same fits (docs/design.md, "Kernel
+# took 16-24 % less CPU than 16, the same fits (docs/design.md, "Kernel
 # choice", *Smaller batches for the started candidate*).
 STARTED_BATCH_SIZE = 2
 # Under auto every candidate fits without the far probes (FitConfig.far_probes):
