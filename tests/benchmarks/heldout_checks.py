@@ -24,6 +24,37 @@ def values(series) -> set:
     return out
 
 
+def built_alike(module, low: int = 150, high: int = 250) -> tuple[list, list[str]]:
+    """(series, each one's source: its id's first part) of a held-out real
+    set's module, asserting what every such set promises: real_series()
+    built twice gives the same values, between low and high series with
+    distinct ids, from exactly module.PACKAGES."""
+    series, again = module.real_series(), module.real_series()
+    assert low <= len(series) <= high
+    assert all(np.array_equal(a.y, b.y, equal_nan=True) for a, b in zip(series, again))
+    ids = [s.series_id for s in series]
+    assert len(ids) == len(set(ids))
+    sources = [i.split("/")[0] for i in ids]
+    assert set(sources) == set(module.PACKAGES)
+    return series, sources
+
+
+def assert_spacings(series, bands) -> None:
+    """That for each (low, high) of bands some series' median spacing lies
+    strictly between them (a set's mix of frequencies)."""
+    spacings = np.array([np.median(np.diff(s.t)) for s in series])
+    for low, high in bands:
+        assert np.any((spacings > low) & (spacings < high)), (low, high)
+
+
+def assert_windows(series, module) -> None:
+    """That every series has module.MIN_POINTS to module.WINDOW points, at
+    increasing times, and is not constant."""
+    for s in series:
+        assert module.MIN_POINTS <= s.t.size <= module.WINDOW
+        assert np.all(np.diff(s.t) > 0) and np.ptp(s.y[np.isfinite(s.y)]) > 0
+
+
 def assert_shares_nothing(series, *sets: str) -> None:
     """That series (one set's Series) share no values and no series id with
     the sets of the named modules of benchmarks/ (each one's real_series(),

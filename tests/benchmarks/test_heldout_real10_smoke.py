@@ -11,31 +11,21 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import assert_shares_nothing  # noqa: E402
+from heldout_checks import (assert_shares_nothing, assert_spacings, assert_windows,
+                            built_alike)  # noqa: E402
 
 import heldout_real10  # noqa: E402
 
 
 def test_tenth_real_set_comes_from_its_four_wheels_and_shares_nothing():
-    series = heldout_real10.real_series()
-    again = heldout_real10.real_series()
-    assert 150 <= len(series) <= 250
-    assert all(np.array_equal(a.y, b.y, equal_nan=True) for a, b in zip(series, again))
-    ids = [s.series_id for s in series]
-    assert len(ids) == len(set(ids))
-    sources = [i.split("/")[0] for i in ids]
-    assert set(sources) == set(heldout_real10.PACKAGES)
+    series, sources = built_alike(heldout_real10)
     # A mix: finance (skfolio) is the largest part, but not much over half.
     assert max(sources.count(p) for p in heldout_real10.PACKAGES) / len(series) <= 0.55
     # Mixed spacings: the ECG's 1/360 s; 3 hours and a day (in days); a
     # month (in years); trading days (a day, three over a weekend).
-    spacings = np.array([np.median(np.diff(s.t)) for s in series])
-    for low, high in ((0.9999 / 360, 1.0001 / 360), (0.1249, 0.1251), (0.999, 1.001),
-                      (0.080, 0.088)):
-        assert np.any((spacings > low) & (spacings < high)), (low, high)
-    for s in series:
-        assert heldout_real10.MIN_POINTS <= s.t.size <= heldout_real10.WINDOW
-        assert np.all(np.diff(s.t) > 0) and np.ptp(s.y[np.isfinite(s.y)]) > 0
+    assert_spacings(series, ((0.9999 / 360, 1.0001 / 360), (0.1249, 0.1251), (0.999, 1.001),
+                            (0.080, 0.088)))
+    assert_windows(series, heldout_real10)
     # The solar flux: sfu, measured values only (the interpolated are NaN);
     # the geomagnetic ap: non-negative nT on its fixed scale (at most 400).
     flux = [s for s in series if s.series_id.startswith("spaceweather/f107_obs")]

@@ -11,31 +11,21 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import assert_shares_nothing  # noqa: E402
+from heldout_checks import (assert_shares_nothing, assert_spacings, assert_windows,
+                            built_alike)  # noqa: E402
 
 import heldout_real11  # noqa: E402
 
 
 def test_eleventh_real_set_comes_from_its_three_wheels_and_shares_nothing():
-    series = heldout_real11.real_series()
-    again = heldout_real11.real_series()
-    assert 150 <= len(series) <= 250
-    assert all(np.array_equal(a.y, b.y, equal_nan=True) for a, b in zip(series, again))
-    ids = [s.series_id for s in series]
-    assert len(ids) == len(set(ids))
-    sources = [i.split("/")[0] for i in ids]
-    assert set(sources) == set(heldout_real11.PACKAGES)
+    series, sources = built_alike(heldout_real11)
     # A mix: the daily weather (pcse) is the largest part, but under half.
     assert max(sources.count(p) for p in heldout_real11.PACKAGES) / len(series) < 0.5
     # Mixed spacings: GOES's 2.05 s (in seconds); 5 and 30 minutes (in
     # days); the ride's second, a day and a year are each 1 in their units.
-    spacings = np.array([np.median(np.diff(s.t)) for s in series])
-    for low, high in ((2.04, 2.06), (4.99 / 1440, 5.01 / 1440), (29.9 / 1440, 30.1 / 1440),
-                      (0.999, 1.001)):
-        assert np.any((spacings > low) & (spacings < high)), (low, high)
-    for s in series:
-        assert heldout_real11.MIN_POINTS <= s.t.size <= heldout_real11.WINDOW
-        assert np.all(np.diff(s.t) > 0) and np.ptp(s.y[np.isfinite(s.y)]) > 0
+    assert_spacings(series, ((2.04, 2.06), (4.99 / 1440, 5.01 / 1440), (29.9 / 1440, 30.1 / 1440),
+                            (0.999, 1.001)))
+    assert_windows(series, heldout_real11)
 
     def part(prefix):
         return [s for s in series if s.series_id.startswith(prefix)]
@@ -84,6 +74,7 @@ def test_eleventh_real_set_comes_from_its_three_wheels_and_shares_nothing():
                 "es0", "e0", "lintul")
     assert not any(word in s.series_id.lower().split("/", 1)[1] for s in series
                    for word in left_out)
+    ids = [s.series_id for s in series]
     assert not any(("/wind" in i or "/vapour" in i) and not i.startswith("pcse/wageningen/")
                    for i in ids)
     assert_shares_nothing(series, "heldout_real", "heldout_real2", "heldout_real3",

@@ -11,31 +11,21 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import assert_shares_nothing  # noqa: E402
+from heldout_checks import (assert_shares_nothing, assert_spacings, assert_windows,
+                            built_alike)  # noqa: E402
 
 import heldout_real12  # noqa: E402
 
 
 def test_twelfth_real_set_comes_from_its_three_wheels_and_shares_nothing():
-    series = heldout_real12.real_series()
-    again = heldout_real12.real_series()
-    assert 150 <= len(series) <= 250
-    assert all(np.array_equal(a.y, b.y, equal_nan=True) for a, b in zip(series, again))
-    ids = [s.series_id for s in series]
-    assert len(ids) == len(set(ids))
-    sources = [i.split("/")[0] for i in ids]
-    assert set(sources) == set(heldout_real12.PACKAGES)
+    series, sources = built_alike(heldout_real12)
     # A mix: the hourly weather (richardsonpy) is the largest part, but under half.
     assert max(sources.count(p) for p in heldout_real12.PACKAGES) / len(series) < 0.5
     # Mixed spacings: an hour (in days); RHESSI's 4 s; the recording's
     # thinned 128, 32 and 8 Hz (in seconds).
-    spacings = np.array([np.median(np.diff(s.t)) for s in series])
-    for low, high in ((0.999 / 24, 1.001 / 24), (3.99, 4.01), (0.99 / 128, 1.01 / 128),
-                      (0.99 / 32, 1.01 / 32), (0.99 / 8, 1.01 / 8)):
-        assert np.any((spacings > low) & (spacings < high)), (low, high)
-    for s in series:
-        assert heldout_real12.MIN_POINTS <= s.t.size <= heldout_real12.WINDOW
-        assert np.all(np.diff(s.t) > 0) and np.ptp(s.y[np.isfinite(s.y)]) > 0
+    assert_spacings(series, ((0.999 / 24, 1.001 / 24), (3.99, 4.01), (0.99 / 128, 1.01 / 128),
+                            (0.99 / 32, 1.01 / 32), (0.99 / 8, 1.01 / 8)))
+    assert_windows(series, heldout_real12)
 
     def part(prefix):
         return [s for s in series if s.series_id.startswith(prefix)]

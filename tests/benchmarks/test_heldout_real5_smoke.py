@@ -6,12 +6,11 @@ series. Not the quality target."""
 import os
 import sys
 
-import numpy as np
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import assert_real_check_scores, values  # noqa: E402
+from heldout_checks import (assert_real_check_scores, assert_spacings, assert_windows, built_alike,
+                            values)  # noqa: E402
 
 import heldout_real  # noqa: E402
 import heldout_real2  # noqa: E402
@@ -23,24 +22,15 @@ import realdata_tuning  # noqa: E402
 
 
 def test_fifth_real_set_comes_from_its_four_wheels_and_shares_nothing():
-    series = heldout_real5.real_series()
-    again = heldout_real5.real_series()
-    assert 150 <= len(series) <= 250
-    assert all(np.array_equal(a.y, b.y, equal_nan=True) for a, b in zip(series, again))
-    sources = [s.series_id.split("/")[0] for s in series]
-    assert set(sources) == set(heldout_real5.PACKAGES)
+    series, sources = built_alike(heldout_real5)
     # A mix, not one source: no package more than two fifths of the set.
     assert max(sources.count(p) for p in heldout_real5.PACKAGES) / len(series) <= 0.4
     # Mixed frequencies: median spacings of a year, a quarter and a month
     # (in years), a trading day and an hour (in days), a tenth of a second
     # (the watch) and one sample (the pigs, the Gun-Point frames).
-    spacings = np.array([np.median(np.diff(s.t)) for s in series])
-    for low, high in ((0.99, 1.01), (0.249, 0.251), (0.08, 0.09), (0.99, 1.01),
-                      (0.041, 0.042), (0.099, 0.101)):
-        assert np.any((spacings > low) & (spacings < high)), (low, high)
-    for s in series:
-        assert heldout_real5.MIN_POINTS <= s.t.size <= heldout_real5.WINDOW
-        assert np.all(np.diff(s.t) > 0) and np.ptp(s.y[np.isfinite(s.y)]) > 0
+    assert_spacings(series, ((0.99, 1.01), (0.249, 0.251), (0.08, 0.09), (0.99, 1.01),
+                            (0.041, 0.042), (0.099, 0.101)))
+    assert_windows(series, heldout_real5)
     # What the docstring leaves out: nolds' synthetic and random numbers and
     # demandlib's standard load profiles.
     assert not any(word in s.series_id for s in series for word in ("brown72", "qrandom", "bdew"))

