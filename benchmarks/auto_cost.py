@@ -160,6 +160,7 @@ def run(split: str, candidates, settings: str | None, count: int | None = None) 
                 {s.series_id: r for s, r in zip(series_, out)})
             return out
         f.fit = keep
+    choice.forget_screens()  # each series' screen is paid once, as in a command
     clock = time.process_time()
     chosen = auto.fit(series)
     auto_cpu = time.process_time() - clock

@@ -320,6 +320,8 @@ def run_gpfit(kernel: str, chosen: list[Case], calibrated: bool = False) -> list
     fitter = gpcore.build_fitter(FitConfig(kernel=kernel), copies=PROCESSES)
     series = [Series(c.series_id, c.t, c.y) for c in chosen]
     warm_up(fitter, series)  # the traces, off the clock
+    from gpcore.choice import forget_screens
+    forget_screens()  # auto's screen verdicts, paid on the clock as in a command
     start, cpu = time.perf_counter(), time.process_time()
     results = fitter.fit(series)
     fitted, fitted_cpu = time.perf_counter() - start, time.process_time() - cpu

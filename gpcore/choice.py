@@ -17,6 +17,8 @@ cycles of 4-26 years on macroeconomic trends.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import threading
 from typing import Optional, Sequence
 
 import numpy as np
@@ -29,7 +31,7 @@ from gpcore.fitter import GPFitter
 from gpcore.kernels import PERIOD_BOUNDS, SUM, kernel as kernel_named
 from gpcore.result import OK, FitResult
 from gpcore.series import Series
-from gpcore.starts import periodogram, periodogram_peaks
+from gpcore.starts import even_periodogram, periodogram_peaks
 
 # auto's periodic candidate starts from its smooth part's fit
 # (`periodic_starts`) and its own grid's best point, instead of the grid's
@@ -249,7 +251,44 @@ def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
 def _screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
             min_cycles: float = SCREEN_MIN_CYCLES) -> tuple[bool, Optional[float]]:
     """(periodic_screen's verdict, the period in units of t of the peak it
-    judged: None where it passes a series unjudged or fails it before)."""
+    judged: None where it passes a series unjudged or fails it before),
+    remembered by the series' content (`_screened`)."""
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(t.tobytes())
+    digest.update(y.tobytes())
+    key = (digest.digest(), t.size, false_alarm, min_cycles)
+    with _screened_lock:
+        verdict = _screened.get(key)
+    if verdict is None:
+        verdict = _judged(t, y, false_alarm, min_cycles)
+        with _screened_lock:
+            if len(_screened) >= SCREEN_MEMORY:
+                _screened.pop(next(iter(_screened)))  # the oldest
+            _screened[key] = verdict
+    return verdict
+
+
+# A command asks for one series' verdict up to four times (its batch's
+# cost, the fit call's estimate, the fit, the periodic starts), in one
+# process: each periodogram after the first was 4 % of auto's CPU on the
+# held-out real sets (docs/design.md, "Kernel choice", *The screen once,
+# and faster*). Verdicts by (digest of t and y, points, false alarm,
+# cycles), oldest out first: about 16 MB at most.
+SCREEN_MEMORY = 1 << 16
+_screened: dict = {}
+_screened_lock = threading.Lock()
+
+
+def forget_screens() -> None:
+    """Empties the screen's memory of verdicts (`_screened`): benchmarks
+    clear it so that each verdict is paid once, as in a command."""
+    with _screened_lock:
+        _screened.clear()
+
+
+def _judged(t, y, false_alarm: float, min_cycles: float) -> tuple[bool, Optional[float]]:
+    """`_screen`'s verdict, computed."""
     t, y = _finite_sorted(t, y)
     n = t.size
     span = float(t[-1] - t[0]) if n else 0.0
@@ -283,7 +322,7 @@ def _screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     band = np.arange(min_cycles, nyquist, 1.0 / SCREEN_OVERSAMPLE)  # cycles per span
     if band.size == 0 or variance <= 0:
         return False, None
-    power = periodogram(tw, w, band) / w.size
+    power = even_periodogram(tw, w, min_cycles, 1.0 / SCREEN_OVERSAMPLE, band.size) / w.size
     independent = max(1.0, nyquist - min_cycles)
     z = float(power.max()) / variance
     passed = bool(-np.expm1(independent * np.log1p(-np.exp(-z))) < false_alarm)

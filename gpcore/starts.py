@@ -510,6 +510,34 @@ def periodogram_peaks(t: np.ndarray, y: np.ndarray, count: int,
     return 1.0 / freqs[best]
 
 
+def even_periodogram(t: np.ndarray, y: np.ndarray, lowest: float, step: float,
+                     count: int) -> np.ndarray:
+    """[count] `periodogram` of y [n] at times t [n] for the evenly spaced
+    frequencies lowest + k step (cycles per unit of t), k < count, to
+    round-off (1e-14 of the peak at 150 points, 4e-13 at 3,000).
+
+    Frequency k = a m + b (m ~ sqrt(count)) factors its phase as
+    exp(-2 pi i (lowest + a m step) t) exp(-2 pi i b step t); both factors
+    are running products of one exponential each, and one [m, n] x
+    [n, count / m] product sums them: 25x faster than count x n cosines and
+    sines at 150 points (docs/design.md, "Kernel choice", *The screen once,
+    and faster*)."""
+    m = max(1, int(np.ceil(np.sqrt(count))))
+    phase = -2j * np.pi * t
+    coarse = _powers(np.exp(phase * (m * step)), -(-count // m)) * (y * np.exp(phase * lowest))
+    sums = (_powers(np.exp(phase * step), m) @ coarse.T).T.reshape(-1)[:count]  # k = a m + b
+    return sums.real ** 2 + sums.imag ** 2
+
+
+def _powers(w: np.ndarray, count: int) -> np.ndarray:
+    """[count, n] w [n] to the powers 0 .. count - 1, as running products
+    (round-off grows as count x eps: 1e-14 at count 50)."""
+    out = np.empty((count, w.size), complex)
+    out[0] = 1.0
+    out[1:] = w
+    return np.cumprod(out, axis=0)
+
+
 def periodogram(t: np.ndarray, y: np.ndarray, freqs: np.ndarray) -> np.ndarray:
     """[F] unnormalised power |sum_i y_i exp(-2 pi i f t_i)|^2 of y [n] at
     times t [n], for frequencies freqs [F] (cycles per unit of t)."""

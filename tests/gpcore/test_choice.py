@@ -65,6 +65,32 @@ def test_the_screen_on_degenerate_series():
     assert not periodic_screen(np.arange(50.0), 3.0 * np.arange(50.0))  # a line
 
 
+def test_the_screen_remembers_verdicts_by_content(monkeypatch):
+    """A command asks the screen about one series up to four times; the
+    verdict is computed once per content (t, y), a changed value is judged
+    afresh, and the memory keeps at most SCREEN_MEMORY verdicts."""
+    import gpcore.choice as choice
+    monkeypatch.setattr(choice, "SCREEN_MEMORY", 3)
+    choice.forget_screens()
+    judged = []
+    real = choice._judged
+    monkeypatch.setattr(choice, "_judged", lambda *a: judged.append(1) or real(*a))
+    rng = np.random.default_rng(3)
+    t, y = _sine(rng)
+    assert periodic_screen(t, y) and periodic_screen(t.copy(), y.copy())
+    assert screen_period(t, y) == screen_period(t, y)
+    assert len(judged) == 1
+    flat = y.copy()
+    flat[:] = 1.0
+    assert not periodic_screen(t, flat)  # new content, judged
+    assert len(judged) == 2
+    for seed in range(4):
+        periodic_screen(*_walk(np.random.default_rng(seed)))
+    assert len(choice._screened) == 3
+    choice.forget_screens()
+    assert not choice._screened
+
+
 def test_the_screen_does_not_judge_irregular_times():
     """Prewhitening at the index lag needs near-regular steps: a walk on
     random times, or with steps of 1 and 2 in equal share, passes unjudged,
