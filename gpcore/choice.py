@@ -257,7 +257,9 @@ def _screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     digest = hashlib.blake2b(digest_size=16)
     digest.update(t.tobytes())
     digest.update(y.tobytes())
-    key = (digest.digest(), t.size, false_alarm, min_cycles)
+    # The module's constants too: benchmarks try others at run time.
+    key = (digest.digest(), t.size, false_alarm, min_cycles,
+           SCREEN_OVERSAMPLE, SCREEN_REGULAR, SCREEN_INDEX_SHARE)
     with _screened_lock:
         verdict = _screened.get(key)
     if verdict is None:
@@ -271,10 +273,10 @@ def _screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
 
 # A command asks for one series' verdict up to four times (its batch's
 # cost, the fit call's estimate, the fit, the periodic starts), in one
-# process: each periodogram after the first was 4 % of auto's CPU on the
-# held-out real sets (docs/design.md, "Kernel choice", *The screen once,
-# and faster*). Verdicts by (digest of t and y, points, false alarm,
-# cycles), oldest out first: about 16 MB at most.
+# process: the periodograms after the first were about 5 % of an auto
+# command's CPU on the held-out real sets (docs/design.md, "Kernel
+# choice", *The screen once, and faster*). Verdicts by (digest of t and y,
+# points, the screen's settings), oldest out first: about 16 MB at most.
 SCREEN_MEMORY = 1 << 16
 _screened: dict = {}
 _screened_lock = threading.Lock()

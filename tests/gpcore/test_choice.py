@@ -67,8 +67,9 @@ def test_the_screen_on_degenerate_series():
 
 def test_the_screen_remembers_verdicts_by_content(monkeypatch):
     """A command asks the screen about one series up to four times; the
-    verdict is computed once per content (t, y), a changed value is judged
-    afresh, and the memory keeps at most SCREEN_MEMORY verdicts."""
+    verdict is computed once per content (t, y) and settings, a changed
+    value or setting is judged afresh, and the memory keeps at most
+    SCREEN_MEMORY verdicts."""
     import gpcore.choice as choice
     monkeypatch.setattr(choice, "SCREEN_MEMORY", 3)
     choice.forget_screens()
@@ -84,6 +85,8 @@ def test_the_screen_remembers_verdicts_by_content(monkeypatch):
     flat[:] = 1.0
     assert not periodic_screen(t, flat)  # new content, judged
     assert len(judged) == 2
+    monkeypatch.setattr(choice, "SCREEN_OVERSAMPLE", 8)  # other settings, judged again
+    assert periodic_screen(t, y) and len(judged) == 3
     for seed in range(4):
         periodic_screen(*_walk(np.random.default_rng(seed)))
     assert len(choice._screened) == 3
