@@ -260,14 +260,10 @@ def _screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     # The module's constants too: benchmarks try others at run time.
     key = (digest.digest(), t.size, false_alarm, min_cycles,
            SCREEN_OVERSAMPLE, SCREEN_REGULAR, SCREEN_INDEX_SHARE)
-    with _screened_lock:
-        verdict = _screened.get(key)
+    verdict = _screened.get(key)
     if verdict is None:
         verdict = _judged(t, y, false_alarm, min_cycles)
-        with _screened_lock:
-            if len(_screened) >= SCREEN_MEMORY:
-                _screened.pop(next(iter(_screened)))  # the oldest
-            _screened[key] = verdict
+        _screened.put(key, verdict)
     return verdict
 
 
@@ -278,15 +274,44 @@ def _screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
 # choice", *The screen once, and faster*). Verdicts by (digest of t and y,
 # points, the screen's settings), oldest out first: about 16 MB at most.
 SCREEN_MEMORY = 1 << 16
-_screened: dict = {}
-_screened_lock = threading.Lock()
+
+
+class _Verdicts:
+    """Verdicts by key, at most `most` (the oldest out first), behind a lock
+    for the DoFns' threads. An object, not a module-level dict: the trace
+    cache's key (gpcore/trace_cache.py) hashes a gpcore module's dicts by
+    their contents, its other objects by their type."""
+
+    def __init__(self, most: int):
+        self.most = most
+        self._held: dict = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def get(self, key):
+        with self._lock:
+            return self._held.get(key)
+
+    def put(self, key, verdict) -> None:
+        with self._lock:
+            while self._held and len(self._held) >= self.most:
+                self._held.pop(next(iter(self._held)))  # the oldest
+            self._held[key] = verdict
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+
+
+_screened = _Verdicts(SCREEN_MEMORY)
 
 
 def forget_screens() -> None:
     """Empties the screen's memory of verdicts (`_screened`): benchmarks
     clear it so that each verdict is paid once, as in a command."""
-    with _screened_lock:
-        _screened.clear()
+    _screened.clear()
 
 
 def _judged(t, y, false_alarm: float, min_cycles: float) -> tuple[bool, Optional[float]]:

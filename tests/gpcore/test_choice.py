@@ -69,9 +69,9 @@ def test_the_screen_remembers_verdicts_by_content(monkeypatch):
     """A command asks the screen about one series up to four times; the
     verdict is computed once per content (t, y) and settings, a changed
     value or setting is judged afresh, and the memory keeps at most
-    SCREEN_MEMORY verdicts."""
+    SCREEN_MEMORY verdicts; the trace cache's key does not see them."""
     import gpcore.choice as choice
-    monkeypatch.setattr(choice, "SCREEN_MEMORY", 3)
+    monkeypatch.setattr(choice._screened, "most", 3)
     choice.forget_screens()
     judged = []
     real = choice._judged
@@ -87,11 +87,14 @@ def test_the_screen_remembers_verdicts_by_content(monkeypatch):
     assert len(judged) == 2
     monkeypatch.setattr(choice, "SCREEN_OVERSAMPLE", 8)  # other settings, judged again
     assert periodic_screen(t, y) and len(judged) == 3
+    from gpcore import trace_cache
+    before = trace_cache.live_parts()
     for seed in range(4):
         periodic_screen(*_walk(np.random.default_rng(seed)))
+    assert trace_cache.live_parts() == before
     assert len(choice._screened) == 3
     choice.forget_screens()
-    assert not choice._screened
+    assert len(choice._screened) == 0
 
 
 def test_the_screen_does_not_judge_irregular_times():
