@@ -7,9 +7,9 @@ parameters (docs/design.md, "Kernel choice"). Each candidate's fitter is
 built once and traced once, like any GPFitter; the candidates fit the same
 batches one after another.
 
-Periodic candidates are guarded twice (docs/design.md, "Kernel choice
-(auto)"): they are fitted only on series whose periodogram shows a cycle
-repeated SCREEN_MIN_CYCLES (3) times standing out of the series' own red noise
+Periodic candidates are guarded twice (docs/design.md, "Kernel choice"):
+they are fitted only on series whose periodogram shows a cycle repeated
+SCREEN_MIN_CYCLES (3) times standing out of the series' own red noise
 (`periodic_screen`), and one is chosen only where its BIC beats the best
 non-periodic candidate's by PERIODIC_MARGIN (`choose_fit`). BIC alone put
 cycles of 4-26 years on macroeconomic trends.
@@ -241,7 +241,7 @@ def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     a random walk's low-frequency power is a cycle), is higher than white
     noise reaches with probability `false_alarm` over the band's
     independent frequencies (Fisher's g test: P / variance ~ Exp(1);
-    docs/design.md, "Kernel choice (auto)"). Series whose steps differ by
+    docs/design.md, "Kernel choice"). Series whose steps differ by
     more than SCREEN_REGULAR x are judged at their index (point number)
     where they are regular in it (`_index_regular`: trading days), and pass
     unjudged otherwise."""

@@ -10,14 +10,14 @@ from gpcore.kernels import KERNELS, SUM, SYNTAX, Kernel, components, kernel  # n
 
 # kernel=AUTO fits each candidate and keeps the lowest BIC per series.
 AUTO = "auto"
-# Chosen on forecast.py's tune split (docs/design.md, "Kernel choice
-# (auto)"): matern52 alone forecast best of the single kernels, matern12
-# adds random walks' persistence, matern52+periodic the cycles; rbf,
+# Chosen on forecast.py's tune split (docs/design.md, "Kernel choice"):
+# matern52 alone forecast best of the single kernels, matern12 adds random
+# walks' persistence, matern52+periodic the cycles; rbf,
 # linear+rbf and rbf+periodic made auto's forecasts worse where BIC chose
 # them.
 CANDIDATES = ("matern52", "matern12", "matern52+periodic")
 # auto's guard against spurious cycles (gpcore/choice.py; docs/design.md,
-# "Kernel choice (auto)"): periodic candidates fit only series whose
+# "Kernel choice"): periodic candidates fit only series whose
 # periodogram has a peak repeated SCREEN_MIN_CYCLES times in the span that
 # white noise reaches with probability < SCREEN_FALSE_ALARM, and win only by
 # PERIODIC_MARGIN of BIC over the best non-periodic candidate. Three cycles
