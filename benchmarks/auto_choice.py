@@ -35,7 +35,7 @@ is a candidate tuple and a guard (gpcore.choice.choose_fit's rule, applied
 to the cached fits), its wall time the sum of its candidates' (an upper
 bound where the screen skips periodic fits). A setting's real cost is
 measured by forecast.py with `--kernels rbf,auto` (docs/design.md, "Kernel
-choice (auto)").
+choice").
 """
 from __future__ import annotations
 

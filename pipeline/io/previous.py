@@ -5,7 +5,7 @@ A previous output is usable when it holds _SUCCESS.json (a run that
 finished and succeeded) and parameter shards whose footers read and which
 have the columns a warm start needs. Anything else is refused at launch
 (exit code 2) unless --previous_output_optional is given; then the run fits
-everything cold and says why (docs/design.md, "Nightly runs").
+everything cold and says why (docs/design.md, "Reuse").
 """
 from __future__ import annotations
 
