@@ -499,7 +499,7 @@ def periodogram_peaks(t: np.ndarray, y: np.ndarray, count: int,
     f_max = max(f_max, 2.0 * f_min)
     count_f = int(min(PERIODOGRAM_MAX_FREQUENCIES, max(8, (f_max - f_min) / step)))
     freqs = np.linspace(f_min, f_max, count_f)
-    power = periodogram(t, y, freqs)
+    power = even_periodogram(t, y, f_min, (f_max - f_min) / max(count_f - 1, 1), count_f)
     is_peak = np.r_[power[0] > power[1],
                     (power[1:-1] > power[:-2]) & (power[1:-1] >= power[2:]),
                     power[-1] > power[-2]]
@@ -512,16 +512,17 @@ def periodogram_peaks(t: np.ndarray, y: np.ndarray, count: int,
 
 def even_periodogram(t: np.ndarray, y: np.ndarray, lowest: float, step: float,
                      count: int) -> np.ndarray:
-    """[count] `periodogram` of y [n] at times t [n] for the evenly spaced
-    frequencies lowest + k step (cycles per unit of t), k < count, to
-    round-off (1e-14 of the peak at 150 points, 4e-13 at 3,000).
+    """[count] unnormalised power |sum_i y_i exp(-2 pi i f t_i)|^2 of y [n]
+    at times t [n] for the evenly spaced frequencies f = lowest + k step
+    (cycles per unit of t), k < count, to round-off (1e-14 of the peak at
+    150 points, 4e-13 at 3,000, against the direct sums).
 
     Frequency k = a m + b (m ~ sqrt(count)) factors its phase as
     exp(-2 pi i (lowest + a m step) t) exp(-2 pi i b step t); both factors
     are running products of one exponential each, and one [m, n] x
     [n, count / m] product sums them: 25x faster than count x n cosines and
     sines at 150 points (docs/design.md, "Kernel choice", *The screen once,
-    and faster*)."""
+    and faster*). The screen and `periodogram_peaks` use it."""
     m = max(1, int(np.ceil(np.sqrt(count))))
     phase = -2j * np.pi * t
     coarse = _powers(np.exp(phase * (m * step)), -(-count // m)) * (y * np.exp(phase * lowest))
@@ -536,14 +537,3 @@ def _powers(w: np.ndarray, count: int) -> np.ndarray:
     out[0] = 1.0
     out[1:] = w
     return np.cumprod(out, axis=0)
-
-
-def periodogram(t: np.ndarray, y: np.ndarray, freqs: np.ndarray) -> np.ndarray:
-    """[F] unnormalised power |sum_i y_i exp(-2 pi i f t_i)|^2 of y [n] at
-    times t [n], for frequencies freqs [F] (cycles per unit of t)."""
-    power = np.empty(freqs.size)
-    # In blocks: [F, n] phases for a 4,000-point series would take ~1 GB at once.
-    for start in range(0, freqs.size, 512):
-        phase = 2.0 * np.pi * freqs[start:start + 512, None] * t[None, :]
-        power[start:start + 512] = (np.cos(phase) @ y) ** 2 + (np.sin(phase) @ y) ** 2
-    return power
