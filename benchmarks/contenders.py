@@ -94,11 +94,13 @@ def run_gpcore(spec: dict) -> dict:
     configure_threads(1, spec["threads"])
     skip_graph_rewrites()  # as the pipeline does
     from gpcore import FitConfig, Series, build_fitter
+    from gpcore.config import search_settings
     imported = time.perf_counter()
 
     series = [Series(i, t, y) for i, t, y in load(spec["data"])]
     config = FitConfig(kernel="rbf", restarts=spec["restarts"], batch_size=spec["batch_size"],
-                       max_iterations=spec["max_iterations"], tolerance=spec["tolerance"])
+                       max_iterations=spec["max_iterations"], tolerance=spec["tolerance"],
+                       **search_settings(spec["search"]))
     built = time.perf_counter()
     fitter = build_fitter(config, copies=spec["threads"])
     warm = [Series(s.series_id, s.t[:WARMUP_POINTS], s.y[:WARMUP_POINTS])
@@ -129,7 +131,7 @@ def run_gpcore(spec: dict) -> dict:
                    "fit_cpu_s": cpu},
         "info": {
             "config": {k: getattr(config, k) for k in
-                       ("restarts", "batch_size", "max_iterations", "tolerance")},
+                       ("restarts", "batch_size", "max_iterations", "tolerance", "far_probes")},
             "fitter_copies": spec["threads"], "intra_op_threads": 1,
             "traces": fitter.tracing_count,
             "batches": work.get("batches"),
@@ -208,14 +210,16 @@ def run_sklearn(spec: dict) -> dict:
 # ---- real-data quality ---------------------------------------------------------
 
 def run_realdata(spec: dict) -> dict:
-    """gpcore (FitConfig defaults, TF intra-op threads set first) against the
-    peer at 4 starts on SPEC["count"] (all if null) real series."""
+    """gpcore (FitConfig defaults but SPEC["search"], TF intra-op threads set
+    first) against the peer at 4 starts on SPEC["count"] (all if null) real
+    series."""
     from gpcore.threads import configure_threads
     configure_threads(spec["threads"], spec["threads"])
     import quality
     import realdata
 
-    return quality.compare(realdata.spread(realdata.real_series(), spec["count"])).to_json()
+    return quality.compare(realdata.spread(realdata.real_series(), spec["count"]),
+                           search=spec["search"]).to_json()
 
 
 def main(argv: list[str]) -> None:

@@ -180,10 +180,11 @@ def gaps(results, reference_nll) -> np.ndarray:
                      for r, theirs in zip(results, reference_nll)], dtype=float)
 
 
-def compare(series, restarts=None, reference_nll=None) -> Comparison:
+def compare(series, restarts=None, reference_nll=None, search: str = "thorough") -> Comparison:
     """Fits `series` ([gpcore.Series]) with gpcore (FitConfig defaults, or
-    `restarts`) and, unless `reference_nll` ([nll or None]) is given, with the
-    peer at REFERENCE_RESTARTS starts in its 2-process pool."""
+    `restarts`; `search`: gpcore.config.SEARCHES) and, unless `reference_nll`
+    ([nll or None]) is given, with the peer at REFERENCE_RESTARTS starts in
+    its 2-process pool."""
     sklearn_s = None
     if reference_nll is None:
         start = time.perf_counter()
@@ -191,8 +192,10 @@ def compare(series, restarts=None, reference_nll=None) -> Comparison:
         sklearn_s = time.perf_counter() - start
 
     from gpcore import FitConfig, GPFitter
+    from gpcore.config import search_settings
 
-    config = FitConfig(kernel="rbf", **({} if restarts is None else {"restarts": restarts}))
+    config = FitConfig(kernel="rbf", **({} if restarts is None else {"restarts": restarts}),
+                       **search_settings(search))
     fitter = GPFitter(config)
     before = fitter.work.get("member_evaluations", 0)
     start = time.perf_counter()

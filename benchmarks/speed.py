@@ -33,7 +33,9 @@ With --restarts auto (the default) gpcore and the pipeline run with their
 default starts (FitConfig: for rbf up to 3, the grid's best point and its
 other basins, the restarts only where the grid shows one), whatever R; with
 a list, with R. Quality of gpcore and pipeline is judged per series against
-sklearn at the same R. Then a real-data quality line: gpcore with FitConfig's defaults
+sklearn at the same R. --search quick runs gpcore and the pipeline without the
+far probes (the command's --search; docs/design.md, "Quick search"). Then a
+real-data quality line: gpcore with FitConfig's defaults (and --search)
 against sklearn at 4 starts on benchmarks/realdata.py's series. Results: a
 markdown table on stdout and in RESULTS_DIR/latest.md, everything measured in
 latest.json, a chart in speed.png.
@@ -68,7 +70,7 @@ import quality  # noqa: E402
 import report  # noqa: E402
 from measure import Measured, run_measured  # noqa: E402
 
-from gpcore.config import MAX_ITERATIONS, FitConfig  # noqa: E402  (defaults; no TensorFlow)
+from gpcore.config import MAX_ITERATIONS, SEARCHES, THOROUGH, FitConfig  # noqa: E402  (defaults; no TensorFlow)
 
 AUTO_RESTARTS = (1, 2, 3)
 # Series per workload in a full run: b's 1,024-point fits cost ~40x a's.
@@ -110,6 +112,9 @@ def parse_args(argv):
     parser.add_argument("--pipeline-workers", type=int, default=1,
                         help="pipeline worker processes (--direct_num_workers, multi_processing); "
                              "1: the pipeline's default single process (default %(default)s)")
+    parser.add_argument("--search", choices=SEARCHES, default=THOROUGH,
+                        help="gpcore's and the pipeline's search depth (FitConfig.far_probes: "
+                             "the command's --search; default %(default)s)")
     parser.add_argument("--batch-size", type=int, default=FitConfig.batch_size,
                         help="FitConfig.batch_size, gpcore and pipeline (default %(default)s)")
     parser.add_argument("--tolerance", type=float, default=FitConfig.tolerance,
@@ -237,6 +242,7 @@ class Bench:
     def gpcore(self, workload: str, data: dict, restarts: int):
         spec = {"data": data["data"], "restarts": self._ours(restarts), "threads": self.args.threads,
                 "batch_size": self.args.batch_size, "tolerance": self.args.tolerance,
+                "search": self.args.search,
                 "max_iterations": self.args.max_iterations}
         out, m = self._contender("gpcore", f"{workload}-gpcore-R{restarts}", spec)
         if out is None:
@@ -320,7 +326,8 @@ class Bench:
     def _run_pipeline(self, name: str, data: dict, restarts: int, traces: str):
         output = os.path.join(self.scratch, f"{name}-output")
         command = [sys.executable, "-m", "pipeline", "--input", data["parquet"],
-                   "--output", output, "--kernel", "rbf", "--batch_size", str(self.args.batch_size)]
+                   "--output", output, "--kernel", "rbf", "--batch_size", str(self.args.batch_size),
+                   "--search", self.args.search]
         if self._ours(restarts) is not None:
             command += ["--restarts", str(restarts)]
         if self.args.pipeline_workers > 1:
@@ -431,9 +438,10 @@ class Bench:
     def realdata(self):
         """gpcore's defaults against sklearn at 4 starts on the real series."""
         out, measured = self._contender("realdata", "realdata",
-                                        {"count": self.args.count, "threads": self.args.threads})
+                                        {"count": self.args.count, "threads": self.args.threads,
+                                         "search": self.args.search})
         if out is not None:
-            out["wall_s"] = measured.wall_s
+            out["wall_s"], out["search"] = measured.wall_s, self.args.search
             self.real = out
             print(f"== real data: {len(out['ids'])} series, "
                   f"{100 * out['share_within']:.1f} % within {report.QUALITY_GAP}", flush=True)
@@ -462,9 +470,9 @@ def header(args, argv, load_before, load_after) -> str:
         f"- load average (1 / 5 / 15 min) before: {fmt(load_before)}; after: {fmt(load_after)} "
         f"(other work on this machine slows every contender)",
         f"- gpcore: {args.threads} fitter copies, 1 TF intra-op thread each, batch_size {args.batch_size}, "
-        f"tolerance {args.tolerance:g}, max_iterations {args.max_iterations}; sklearn: "
-        f"{args.processes} processes; pipeline: {args.pipeline_workers} worker process(es), "
-        f"batch_size {args.batch_size}",
+        f"tolerance {args.tolerance:g}, max_iterations {args.max_iterations}, search {args.search}; "
+        f"sklearn: {args.processes} processes; pipeline: {args.pipeline_workers} worker "
+        f"process(es), batch_size {args.batch_size}, --search {args.search}",
         "",
     ])
 
@@ -494,7 +502,8 @@ def realdata_lines(real) -> list[str]:
     met = real["share_within"] >= quality.TARGET_SHARE
     return [
         f"Real-data quality ({len(real['ids'])} series of benchmarks/realdata.py; gpcore with "
-        f"FitConfig's defaults, R={real['restarts']}, against sklearn at "
+        f"FitConfig's defaults, search {real.get('search', 'thorough')}, R={real['restarts']}, "
+        f"against sklearn at "
         f"{quality.REFERENCE_RESTARTS} starts):",
         "",
         f"| series | within {quality.TOLERANCE} nats | worse by > {quality.BAD_GAP:g} nat | "

@@ -16,6 +16,14 @@ AUTO = "auto"
 # linear+rbf and rbf+periodic made auto's forecasts worse where BIC chose
 # them.
 CANDIDATES = ("matern52", "matern12", "matern52+periodic")
+# How far the probe rounds look for a lower basin (FitConfig.far_probes):
+# "thorough", the default, past the optimum's neighbourhood too (the far
+# and ridge probes: on the real tuning sets 4 % of series end lower with
+# them; on workload a they are a quarter to a third of the fitting time);
+# "quick" around the optimum only, as auto's candidates fit
+# (docs/design.md, "Quick search").
+THOROUGH, QUICK = "thorough", "quick"
+SEARCHES = (THOROUGH, QUICK)
 # auto's guard against spurious cycles (gpcore/choice.py; docs/design.md,
 # "Kernel choice"): periodic candidates fit only series whose
 # periodogram has a peak repeated SCREEN_MIN_CYCLES times in the span that
@@ -286,3 +294,16 @@ def is_started(k: Kernel, candidates) -> bool:
     (gpcore/choice.py's periodic_starts) rather than its grid's restarts: it
     has a period, and its smooth part is one of the candidates' names."""
     return k.has_period and smooth_part(k) in candidates
+
+
+def search_settings(search: str) -> dict:
+    """FitConfig's settings for a search depth (SEARCHES): THOROUGH keeps
+    FitConfig's default (far probes for a lone kernel, none under auto),
+    QUICK turns the far probes off.
+
+    Raises:
+      ValueError: not one of SEARCHES.
+    """
+    if search not in SEARCHES:
+        raise ValueError(f"search must be one of {', '.join(SEARCHES)}; got {search!r}")
+    return {} if search == THOROUGH else {"far_probes": False}

@@ -28,7 +28,7 @@ from typing import Optional, Sequence, Union
 
 import pyarrow as pa
 
-from gpcore.config import FitConfig
+from gpcore.config import THOROUGH, FitConfig, search_settings
 from pipeline import fitters
 from pipeline.io import conversion, fingerprint, inputs
 from pipeline.io.errors import InputError
@@ -40,7 +40,8 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
               value_column: str = "y", kernel: str = "rbf",
               candidates: Union[str, Sequence[str], None] = None,
               restarts: Optional[int] = None, min_points: int = 3, max_points: int = 4096,
-              batch_size: Optional[int] = None, max_rows: int = MAX_ROWS, cores: int = 1):
+              batch_size: Optional[int] = None, max_rows: int = MAX_ROWS, cores: int = 1,
+              search: str = THOROUGH):
     """Fits every series of `data`; one output row per series.
 
     Args:
@@ -49,7 +50,7 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
         numbers (results in the same units), dates or timestamps (results
         in days). Values: numbers, NaN or null = missing.
       id_column, time_column, value_column, kernel, candidates, restarts,
-      min_points, max_points, batch_size, max_rows: as the command's
+      min_points, max_points, batch_size, max_rows, search: as the command's
         options of the same names (`gpfit --help`); candidates may be a
         comma-separated string or a sequence.
       cores: cores this process may use, the first time it fits: as many
@@ -62,12 +63,14 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
 
     Raises:
       InputError: a column missing or of a type that cannot be fitted.
-      ValueError: options FitConfig refuses (an unknown kernel, restarts < 1).
+      ValueError: options FitConfig refuses (an unknown kernel, restarts < 1,
+        a search not in SEARCHES).
     """
     table, pandas = _as_table(data)
     columns = inputs.Columns(id_column, time_column, value_column)
     inputs.check_schema("the table", table.schema, columns, option="{}=")
-    config = fit_config(kernel, candidates, restarts, min_points, max_points, batch_size)
+    config = fit_config(kernel, candidates, restarts, min_points, max_points, batch_size,
+                        search)
     key = fingerprint.options_key(config)
     table = table.select([columns.id, columns.time, columns.value])
     _, chunks = conversion.split(table, columns)
@@ -94,11 +97,11 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
 
 def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] = None,
                restarts: Optional[int] = None, min_points: int = 3, max_points: int = 4096,
-               batch_size: Optional[int] = None) -> FitConfig:
+               batch_size: Optional[int] = None, search: str = THOROUGH) -> FitConfig:
     """The FitConfig of fit_frame's options, as the command builds it from
     its flags (an option not given keeps FitConfig's default)."""
     settings = dict(kernel=kernel, restarts=restarts, min_points=min_points,
-                    max_points=max_points)
+                    max_points=max_points, **search_settings(search))
     if candidates is not None:
         settings["candidates"] = tuple(candidates.split(",") if isinstance(candidates, str)
                                        else candidates)

@@ -16,8 +16,8 @@ from apache_beam.options.pipeline_options import _BeamArgumentParser
 # gpcore.batching and gpcore.config load no TensorFlow: `gpfit --help` stays quick.
 from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import (AUTO, AUTO_BASIN_RESTARTS, BASIN_RESTARTS, CANDIDATES,
-                           DENSE_MAX_POINTS, KERNELS, MARKOV_MAX_POINTS, SUM_RESTARTS, SYNTAX,
-                           FitConfig)
+                           DENSE_MAX_POINTS, KERNELS, MARKOV_MAX_POINTS, SEARCHES, SUM_RESTARTS,
+                           SYNTAX, THOROUGH, FitConfig)
 from pipeline.io.errors import UsageError
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.redaction import REDACTED, redacted  # noqa: F401  (REDACTED: re-exported)
@@ -64,6 +64,9 @@ class GPFitOptions(PipelineOptions):
             f"most starts per series (default {BASIN_RESTARTS}, under auto "
             f"{AUTO_BASIN_RESTARTS}; periodic 1; sums {SUM_RESTARTS})",
             type=int, default=None)
+        add("--search", "DEPTH",
+            "thorough (probes far from each optimum too) or quick (default %(default)s)",
+            choices=SEARCHES, default=THOROUGH)
         add("--min_points", "N", "skip series with fewer finite points (default %(default)s)",
             type=int, default=FitConfig.min_points)
         add("--max_points", "N",

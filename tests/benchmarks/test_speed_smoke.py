@@ -44,6 +44,7 @@ def test_speed_runs_and_prints_a_table(tmp_path):
     assert re.fullmatch(r"[\d.]+ % [✓✗]", gpcore["within 0.01 nats"])
     assert float(gpcore["worst gap"]) < 1e3
     assert "fraction of peak" in table
+    assert "search thorough" in table  # the default search, named for gpcore and real data
 
     # The real-data quality line: 6 real series, gpcore's defaults vs sklearn.
     real_head = lines.index(next(l for l in lines if l.startswith("| series | within")))

@@ -36,6 +36,7 @@ EXAMPLES = {
     "time_column": (["t", "date"], [""]),
     "value_column": (["y", "sales (units)"], [""]),
     "restarts": (["1", "4", "16"], ["0", "-1", "1.5", "two", ""]),
+    "search": (["thorough", "quick"], ["", "Quick", "fast", "quick ", "thorough,quick"]),
     "min_points": (["2", "3", "10"], ["0", "1", "-3", "2.0"]),
     "max_points": (["1", "4096", "100000"], ["0", "-1", "1e4"]),
     "batch_size": (["1", "32", "256"], ["0", "-8", "32.0"]),

@@ -19,7 +19,7 @@ def test_help_explains_every_option_in_one_line():
     text = help_parser().format_help()
     lines = text.splitlines()
     for flag in ("--input", "--output", "--kernel", "--candidates", "--id_column", "--time_column",
-                 "--value_column", "--restarts", "--min_points", "--max_points",
+                 "--value_column", "--restarts", "--search", "--min_points", "--max_points",
                  "--batch_size", "--max_failure_fraction", "--seconds_per_fit_call",
                  "--max_rows", "--num_shards", "--break_lock", "--previous_output",
                  "--previous_output_optional", "--predict_horizon", "--predict_points",
@@ -34,7 +34,7 @@ def test_help_explains_every_option_in_one_line():
 def test_a_manifest_records_every_gpfit_option_and_the_beam_options_given():
     assert options.option_names() == (
         "input", "output", "kernel", "candidates", "id_column", "time_column", "value_column", "restarts",
-        "min_points", "max_points", "batch_size", "max_failure_fraction",
+        "search", "min_points", "max_points", "batch_size", "max_failure_fraction",
         "seconds_per_fit_call", "max_rows", "num_shards", "break_lock", "previous_output",
         "previous_output_optional", "predict_horizon", "predict_points", "predict_steps",
         "predict_levels", "predict_observed", "transform", "holdout", "log_level")
@@ -82,6 +82,24 @@ def test_kernel_takes_sums_and_auto_and_candidates_reach_the_fitter():
     assert options.recorded(PipelineOptions(
         ["--input", "i", "--output", "o", "--kernel", "auto", "--candidates", "rbf,rbf+periodic"]
     ))["candidates"] == "rbf,rbf+periodic"  # as given: the manifest shows what was asked
+
+
+def test_search_sets_the_far_probes_and_the_fingerprint():
+    """thorough keeps FitConfig's default (far probes for a lone kernel,
+    none under auto), quick turns them off; the fingerprint's options say
+    which, so a night that changes it refits."""
+    from pipeline.io import fingerprint
+
+    thorough, quick = fit_config(gp_options()), fit_config(gp_options("--search", "quick"))
+    assert (thorough.far_probes, quick.far_probes) == (True, False)
+    assert fit_config(gp_options("--search=thorough")) == thorough
+    assert fingerprint.options_key(thorough) != fingerprint.options_key(quick)
+    assert fit_config(gp_options("--kernel", "auto", "--search", "thorough")).far_probes is None
+    assert fit_config(gp_options("--kernel", "auto", "--search", "quick")).far_probes is False
+    with pytest.raises(UsageError, match="invalid choice: 'fast'"):
+        gp_options("--search", "fast")
+    with pytest.raises(ValueError, match="search must be one of thorough, quick; got 'fast'"):
+        gpcore.config.search_settings("fast")
 
 
 @pytest.mark.parametrize("argv, expected", [
