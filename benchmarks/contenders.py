@@ -100,7 +100,7 @@ def run_gpcore(spec: dict) -> dict:
     series = [Series(i, t, y) for i, t, y in load(spec["data"])]
     config = FitConfig(kernel="rbf", restarts=spec["restarts"], batch_size=spec["batch_size"],
                        max_iterations=spec["max_iterations"], tolerance=spec["tolerance"],
-                       **search_settings(spec["search"]))
+                       **search_settings(spec["search"], "rbf"))
     built = time.perf_counter()
     fitter = build_fitter(config, copies=spec["threads"])
     warm = [Series(s.series_id, s.t[:WARMUP_POINTS], s.y[:WARMUP_POINTS])

@@ -195,7 +195,7 @@ def compare(series, restarts=None, reference_nll=None, search: str = "thorough")
     from gpcore.config import search_settings
 
     config = FitConfig(kernel="rbf", **({} if restarts is None else {"restarts": restarts}),
-                       **search_settings(search))
+                       **search_settings(search, "rbf"))
     fitter = GPFitter(config)
     before = fitter.work.get("member_evaluations", 0)
     start = time.perf_counter()

@@ -16,12 +16,14 @@ AUTO = "auto"
 # linear+rbf and rbf+periodic made auto's forecasts worse where BIC chose
 # them.
 CANDIDATES = ("matern52", "matern12", "matern52+periodic")
-# How far the probe rounds look for a lower basin (FitConfig.far_probes):
-# "thorough", the default, past the optimum's neighbourhood too (the far
-# and ridge probes: on the real tuning sets 4 % of series end lower with
-# them; on workload a they are a quarter to a third of the fitting time);
-# "quick" around the optimum only, as auto's candidates fit
-# (docs/design.md, "Quick search").
+# How far a lone rbf or Matern fit's probe rounds look for a lower basin
+# (FitConfig.far_probes): "thorough", the default, past the optimum's
+# neighbourhood too (the far and ridge probes: on the real tuning sets 4 %
+# of series end lower with them; on workload a they are a quarter to a
+# third of the fitting time); "quick" around the optimum only, as auto's
+# candidates fit (docs/design.md, "Quick search"). Sums, periodic and
+# linear fit alike under both: their far probes look for periods, and
+# were not measured without them.
 THOROUGH, QUICK = "thorough", "quick"
 SEARCHES = (THOROUGH, QUICK)
 # auto's guard against spurious cycles (gpcore/choice.py; docs/design.md,
@@ -296,14 +298,23 @@ def is_started(k: Kernel, candidates) -> bool:
     return k.has_period and smooth_part(k) in candidates
 
 
-def search_settings(search: str) -> dict:
-    """FitConfig's settings for a search depth (SEARCHES): THOROUGH keeps
-    FitConfig's default (far probes for a lone kernel, none under auto),
-    QUICK turns the far probes off.
+def search_settings(search: str, k: Union[Kernel, str]) -> dict:
+    """FitConfig's settings for a search depth (SEARCHES) of kernel k (a
+    Kernel, a name or AUTO): THOROUGH keeps FitConfig's default (far probes
+    for a lone kernel, none under auto); QUICK turns the far probes off for
+    a lone kernel with a length-scale grid (rbf, the Materns) and leaves the
+    others as THOROUGH does.
 
     Raises:
-      ValueError: not one of SEARCHES.
+      ValueError: not one of SEARCHES (an unknown kernel is FitConfig's to
+        refuse, with its own message).
     """
     if search not in SEARCHES:
         raise ValueError(f"search must be one of {', '.join(SEARCHES)}; got {search!r}")
-    return {} if search == THOROUGH else {"far_probes": False}
+    if search == THOROUGH or k == AUTO:
+        return {}
+    try:
+        lone = k if isinstance(k, Kernel) else kernel(k)
+    except ValueError:
+        return {}
+    return {"far_probes": False} if lone.has_length_axis else {}

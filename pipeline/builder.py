@@ -315,7 +315,8 @@ def fit_config(gp: GPFitOptions) -> FitConfig:
     """
     kernel = kernel_settings(gp)  # its own UsageError, naming the kernels
     try:
-        return FitConfig(**kernel, **search_settings(gp.search), restarts=gp.restarts,
+        return FitConfig(**kernel, **search_settings(gp.search, kernel["kernel"]),
+                         restarts=gp.restarts,
                          min_points=gp.min_points, max_points=gp.max_points,
                          batch_size=gp.batch_size)
     except ValueError as err:

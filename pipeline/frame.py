@@ -101,7 +101,7 @@ def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] 
     """The FitConfig of fit_frame's options, as the command builds it from
     its flags (an option not given keeps FitConfig's default)."""
     settings = dict(kernel=kernel, restarts=restarts, min_points=min_points,
-                    max_points=max_points, **search_settings(search))
+                    max_points=max_points, **search_settings(search, kernel))
     if candidates is not None:
         settings["candidates"] = tuple(candidates.split(",") if isinstance(candidates, str)
                                        else candidates)

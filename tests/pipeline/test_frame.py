@@ -64,6 +64,12 @@ def test_the_options_are_the_commands_and_give_its_fingerprints(data):
     assert short and all("at least 40" in r["error"] for r in short)
     default = {r["series_id"]: r["fingerprint"] for r in gpfit.fit_frame(table).to_pylist()}
     assert all(r["fingerprint"] != default[r["series_id"]] for r in got)  # options are hashed
+    quick = {r["series_id"]: r for r in gpfit.fit_frame(table, search="quick").to_pylist()}
+    # quick leaves out the far probes: never better, and keyed apart.
+    for row in gpfit.fit_frame(table).to_pylist():
+        assert quick[row["series_id"]]["fingerprint"] != row["fingerprint"]
+        if row["status"] == "ok":
+            assert quick[row["series_id"]]["nll"] >= row["nll"] - 1e-4
 
 
 def test_an_empty_frame_gives_an_empty_table_of_the_schema_without_a_fitter():
@@ -84,6 +90,8 @@ def test_an_empty_frame_gives_an_empty_table_of_the_schema_without_a_fitter():
      ("rbff",)),
     (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"restarts": 0},
      ("restarts",)),
+    (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"search": "fast"},
+     ("search must be one of thorough, quick", "'fast'")),
 ])
 def test_bad_input_or_options_are_refused_naming_them(frame, kwargs, words):
     with pytest.raises((InputError, ValueError)) as err:

@@ -86,8 +86,9 @@ def test_kernel_takes_sums_and_auto_and_candidates_reach_the_fitter():
 
 def test_search_sets_the_far_probes_and_the_fingerprint():
     """thorough keeps FitConfig's default (far probes for a lone kernel,
-    none under auto), quick turns them off; the fingerprint's options say
-    which, so a night that changes it refits."""
+    none under auto), quick turns them off for rbf and the Materns alone;
+    the fingerprint's options say which, so a night that changes it
+    refits."""
     from pipeline.io import fingerprint
 
     thorough, quick = fit_config(gp_options()), fit_config(gp_options("--search", "quick"))
@@ -95,11 +96,14 @@ def test_search_sets_the_far_probes_and_the_fingerprint():
     assert fit_config(gp_options("--search=thorough")) == thorough
     assert fingerprint.options_key(thorough) != fingerprint.options_key(quick)
     assert fit_config(gp_options("--kernel", "auto", "--search", "thorough")).far_probes is None
-    assert fit_config(gp_options("--kernel", "auto", "--search", "quick")).far_probes is False
+    assert fit_config(gp_options("--kernel", "auto", "--search", "quick")).far_probes is None
+    assert fit_config(gp_options("--kernel", "matern12", "--search", "quick")).far_probes is False
+    for kernel in ("rbf+periodic", "periodic", "linear"):  # their far probes look for periods
+        assert fit_config(gp_options("--kernel", kernel, "--search", "quick")).far_probes is True
     with pytest.raises(UsageError, match="invalid choice: 'fast'"):
         gp_options("--search", "fast")
     with pytest.raises(ValueError, match="search must be one of thorough, quick; got 'fast'"):
-        gpcore.config.search_settings("fast")
+        gpcore.config.search_settings("fast", "rbf")
 
 
 @pytest.mark.parametrize("argv, expected", [
