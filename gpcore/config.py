@@ -306,15 +306,11 @@ def search_settings(search: str, k: Union[Kernel, str]) -> dict:
     others as THOROUGH does.
 
     Raises:
-      ValueError: not one of SEARCHES (an unknown kernel is FitConfig's to
-        refuse, with its own message).
+      ValueError: not one of SEARCHES, or k names no kernel.
     """
     if search not in SEARCHES:
         raise ValueError(f"search must be one of {', '.join(SEARCHES)}; got {search!r}")
     if search == THOROUGH or k == AUTO:
         return {}
-    try:
-        lone = k if isinstance(k, Kernel) else kernel(k)
-    except ValueError:
-        return {}
+    lone = k if isinstance(k, Kernel) else kernel(k)
     return {"far_probes": False} if lone.has_length_axis else {}

@@ -24,6 +24,7 @@ engine that runs one task per core (Spark, Dask and Ray's defaults).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional, Sequence, Union
 
 import pyarrow as pa
@@ -101,13 +102,14 @@ def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] 
     """The FitConfig of fit_frame's options, as the command builds it from
     its flags (an option not given keeps FitConfig's default)."""
     settings = dict(kernel=kernel, restarts=restarts, min_points=min_points,
-                    max_points=max_points, **search_settings(search, kernel))
+                    max_points=max_points)
     if candidates is not None:
         settings["candidates"] = tuple(candidates.split(",") if isinstance(candidates, str)
                                        else candidates)
     if batch_size is not None:
         settings["batch_size"] = batch_size
-    return FitConfig(**settings)
+    config = FitConfig(**settings)  # its own ValueError for a kernel it does not know
+    return dataclasses.replace(config, **search_settings(search, config.kernel))
 
 
 def _as_table(data) -> tuple[pa.Table, bool]:
