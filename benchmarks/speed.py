@@ -502,7 +502,7 @@ def realdata_lines(real) -> list[str]:
     met = real["share_within"] >= quality.TARGET_SHARE
     return [
         f"Real-data quality ({len(real['ids'])} series of benchmarks/realdata.py; gpcore with "
-        f"FitConfig's defaults, search {real.get('search', 'thorough')}, R={real['restarts']}, "
+        f"FitConfig's defaults, search {real['search']}, R={real['restarts']}, "
         f"against sklearn at "
         f"{quality.REFERENCE_RESTARTS} starts):",
         "",
