@@ -21,11 +21,14 @@ CANDIDATES = ("matern52", "matern12", "matern52+periodic")
 # neighbourhood too (the far and ridge probes: on the real tuning sets 4 %
 # of series end lower with them; on workload a they are a quarter to a
 # third of the fitting time); "quick" around the optimum only, as auto's
-# candidates fit (docs/design.md, "Quick search"). Sums, periodic and
-# linear fit alike under both: their far probes look for periods, and
-# were not measured without them.
-THOROUGH, QUICK = "thorough", "quick"
-SEARCHES = (THOROUGH, QUICK)
+# candidates fit (docs/design.md, "Quick search"); "balanced" past it only
+# where the fit at the optimum fails a residual check (FitConfig.probe_check:
+# on series drawn from the model it spares most of their cost;
+# docs/design.md, "Probes around the optimum", *Only where the fit fails a
+# residual check*). Sums, periodic and linear fit alike under all three:
+# their far probes look for periods, and were not measured without them.
+THOROUGH, BALANCED, QUICK = "thorough", "balanced", "quick"
+SEARCHES = (THOROUGH, BALANCED, QUICK)
 # auto's guard against spurious cycles (gpcore/choice.py; docs/design.md,
 # "Kernel choice"): periodic candidates fit only series whose
 # periodogram has a peak repeated SCREEN_MIN_CYCLES times in the span that
@@ -159,6 +162,11 @@ class FitConfig:
         shape probes (starts.SHORT_PROBE_LENGTHS, SHAPE_PROBE_LENGTHS;
         "Sums of kernels"); None (the default): on, and under "auto"
         AUTO_FAR_PROBES.
+      probe_check: for a kernel with a length-scale grid and far_probes,
+        whether the far and ridge probes run only where the fit at the
+        optimum fails the residual check (gpcore/residual_check.py: its
+        one-step prediction errors are not independent N(0, 1)); False
+        (the default): on every fit.
     """
 
     kernel: Union[Kernel, str] = "rbf"
@@ -172,6 +180,7 @@ class FitConfig:
     jumps: Optional[bool] = None
     stop_behind: Optional[float] = None
     far_probes: Optional[bool] = None
+    probe_check: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "candidates", tuple(self.candidates))
@@ -223,6 +232,8 @@ class FitConfig:
             if getattr(self, name) not in (None, True, False):
                 raise ValueError(f"{name} must be True, False or None; got "
                                  f"{getattr(self, name)!r}")
+        if self.probe_check not in (True, False):
+            raise ValueError(f"probe_check must be True or False; got {self.probe_check!r}")
         if not self.tolerance > 0:
             raise ValueError(f"tolerance must be > 0; got {self.tolerance!r}")
 
@@ -301,9 +312,10 @@ def is_started(k: Kernel, candidates) -> bool:
 def search_settings(search: str, k: Union[Kernel, str]) -> dict:
     """FitConfig's settings for a search depth (SEARCHES) of kernel k (a
     Kernel, a name or AUTO): THOROUGH keeps FitConfig's default (far probes
-    for a lone kernel, none under auto); QUICK turns the far probes off for
-    a lone kernel with a length-scale grid (rbf, the Materns) and leaves the
-    others as THOROUGH does.
+    for a lone kernel, none under auto); for a lone kernel with a
+    length-scale grid (rbf, the Materns) BALANCED runs the far probes only
+    where the fit fails the residual check (probe_check) and QUICK turns
+    them off; the others fit as under THOROUGH.
 
     Raises:
       ValueError: not one of SEARCHES, or k names no kernel.
@@ -313,4 +325,6 @@ def search_settings(search: str, k: Union[Kernel, str]) -> dict:
     if search == THOROUGH or k == AUTO:
         return {}
     lone = k if isinstance(k, Kernel) else kernel(k)
-    return {"far_probes": False} if lone.has_length_axis else {}
+    if not lone.has_length_axis:
+        return {}
+    return {"probe_check": True} if search == BALANCED else {"far_probes": False}

@@ -77,11 +77,18 @@ def observed(y, mask):
     return tf.stack([y * mask, mask], axis=-1), tf.reduce_sum(mask, axis=-1)
 
 
+def _whitened(cov, rhs):
+    """(chol, L^-1 y, L^-1 1) of A = cov = L L', rhs from `observed`: [C, N]
+    each but the factor."""
+    chol = tf.linalg.cholesky(cov)
+    zy, z1 = tf.unstack(tf.linalg.triangular_solve(chol, rhs), axis=-1)
+    return chol, zy, z1
+
+
 def _solves(cov, rhs):
     """Cholesky of A = cov and the sums the profile needs, per row:
     (chol, y'A^-1 y, y'A^-1 1, 1'A^-1 1, log|A|), rhs from `observed`."""
-    chol = tf.linalg.cholesky(cov)
-    zy, z1 = tf.unstack(tf.linalg.triangular_solve(chol, rhs), axis=-1)  # [C, N] each
+    chol, zy, z1 = _whitened(cov, rhs)
     log_det = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol)), axis=-1)
     return (chol, tf.reduce_sum(zy * zy, axis=-1), tf.reduce_sum(zy * z1, axis=-1),
             tf.reduce_sum(z1 * z1, axis=-1), log_det)
@@ -127,6 +134,19 @@ def profiled_nll_observed(kmat_unit, noise_ratio, mask, rows):
     once for every kernel matrix it scores against the same rows."""
     _, nll, mean, scale2 = _profile(masked_covariance(kmat_unit, noise_ratio, mask), rows)
     return nll, mean, scale2
+
+
+def innovations(kmat_unit, noise_ratio, mask, rows):
+    """[C, N] standardised one-step prediction errors of the rows in time
+    order, w = L^-1 (y - mu 1) / s with A = L L' and the profiled mean mu and
+    scale s^2 (`profiled_nll`): independent N(0, 1) where the series is a
+    draw of the model at these parameters; 0 at masked points (the end
+    of a padded row). rows: `observed(y, mask)`."""
+    rhs, n = rows
+    _, zy, z1 = _whitened(masked_covariance(kmat_unit, noise_ratio, mask), rhs)
+    yy, y1, one1 = (tf.reduce_sum(a * b, axis=-1) for a, b in ((zy, zy), (zy, z1), (z1, z1)))
+    _, mean, scale2 = _profiled(yy, y1, one1, 0.0, n)
+    return (zy - tf.expand_dims(mean, 1) * z1) * mask / tf.expand_dims(tf.sqrt(scale2), 1)
 
 
 def profiled_nll_blocks(kmat_unit, noise_ratio, y, mask, blocks):

@@ -19,7 +19,7 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from gpcore import likelihood, newton, starts
+from gpcore import likelihood, newton, residual_check, starts
 from gpcore.config import FitConfig
 from gpcore.kernels import Kernel, components, distances
 
@@ -185,7 +185,9 @@ class Search:
         (a small grid of starts.PROBE_LENGTHS x starts.PROBE_NOISES times
         it; docs/design.md, "Probes around the optimum");
         where one is lower than the optimum, the series' best member runs
-        again from it. Returns (again [C] bool, start [C, P]).
+        again from it. Where config.far_probes, the far and ridge probes
+        too (with config.probe_check only where the fit fails the residual
+        check: `misfit`). Returns (again [C] bool, start [C, P]).
 
         Args:
           feature, pieces, y, mask: as `grid_start`'s. lower, upper: [C, P]
@@ -224,12 +226,22 @@ class Search:
                 tf.concat([optimum[:, None, :-1] + offsets[None, :, :1],
                            optimum[:, None, -1:] + offsets[None, :, 1:]], axis=-1),
                 lo[:, None], hi[:, None]))                                         # [B, F, P]
-            values.append(self.whole_values(feature, points[-1], len(offsets), y, mask))
+            if self.config.probe_check:
+                # Only where the fit leaves structure in its residuals: on
+                # draws of the model they never find a lower point.
+                misfit = self.misfit(feature, optimum, y, mask)                    # [B]
+                values.append(self.whole_values_where(
+                    misfit, feature, points[-1], len(offsets), y, mask,
+                    tf.fill([series, len(offsets)], tf.constant(np.inf, y.dtype))))
+            else:
+                values.append(self.whole_values(feature, points[-1], len(offsets), y, mask))
         chosen = tf.concat(points, axis=1)
         chosen_values = _finite_or_inf(tf.concat(values, axis=-1))
         if far_probes and starts.RIDGE_PROBE_LENGTHS:  # only where the ridge is flat
             offsets = starts.ridge_probes()                                        # [R, 2]
             flat = tf.reduce_min(chosen_values, axis=-1) < lowest + starts.RIDGE_WITHIN  # [B]
+            if self.config.probe_check:
+                flat &= misfit
             ridge = tf.clip_by_value(optimum[:, None] + offsets[None], lo[:, None], hi[:, None])
             chosen = tf.concat([chosen, ridge], axis=1)
             chosen_values = tf.concat([chosen_values, _finite_or_inf(self.whole_values_where(
@@ -456,6 +468,15 @@ class Search:
         values = tf.map_fn(score_row, tf.transpose(kernel_grid, [1, 0, 2]),
                            fn_output_signature=DTYPE, parallel_iterations=2)  # [G1, B, G2]
         return tf.transpose(values, [1, 0, 2])
+
+    def misfit(self, feature, point, y, mask):
+        """[B] bool: whether the fit at point [B, P] (log parameters) fails
+        the residual check on the whole series (gpcore/residual_check.py):
+        its one-step prediction errors are not independent N(0, 1)."""
+        shape, noise = self.exp_split(point)
+        w = likelihood.innovations(self.kernel.matrix(feature, shape), noise + self.jitter,
+                                   mask, likelihood.observed(y, mask))
+        return residual_check.fails(w, mask)
 
     def whole_values_where(self, need, feature, points, k, y, mask, otherwise):
         """[B, k]: `whole_values` of the series in need [B], `otherwise`

@@ -53,6 +53,8 @@ def options_key(config: FitConfig, transform: str = "none", holdout: int = 0) ->
         options.pop("stop_behind", None)
     if options.get("far_probes") is True:  # a lone kernel's default: keys as before it
         options.pop("far_probes")
+    if not options.get("probe_check"):  # the default: keys as before it
+        options.pop("probe_check", None)
     if transform != "none":
         options["transform"] = transform
     if holdout:
