@@ -351,16 +351,18 @@ def real_series(count: int | None = None) -> list[Series]:
     return spread_copies(_build(), count)
 
 
-def check(series, cache: str | None = CACHE):
+def check(series, cache: str | None = CACHE, search: str = "thorough"):
     """(heldout_oracle.Gaps, gpcore wall s, oracle wall s or None) for the
-    default gpcore options against the RBF oracle of `series` (cached in
-    `cache`; None refits it)."""
+    default gpcore options (but `search`: gpcore.config.SEARCHES) against
+    the RBF oracle of `series` (cached in `cache`; None refits it)."""
     import heldout_oracle
 
     oracle = heldout_oracle.oracle_fits(series, "rbf", cache)
     from gpcore import FitConfig
+    from gpcore.config import search_settings
 
-    results, seconds = heldout_oracle.fit_gpcore(FitConfig(), series)
+    results, seconds = heldout_oracle.fit_gpcore(FitConfig(**search_settings(search, "rbf")),
+                                                 series)
     return heldout_oracle.gaps(series, results, oracle["fits"]), seconds, oracle.get("wall_s")
 
 
@@ -410,6 +412,8 @@ def command(argv, prog: str, doc: str, real_series, cache: str) -> int:
                         help="only fit (or read) and cache the oracle; no gpcore fit")
     parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
     parser.add_argument("--fresh", action="store_true", help="refit the oracle, ignore its cache")
+    parser.add_argument("--search", choices=("thorough", "balanced", "quick"), default="thorough",
+                        help="--check's search (the command's --search; default %(default)s)")
     args = parser.parse_args(argv)
     series = real_series(args.count)
     if args.oracle_only:
@@ -424,7 +428,7 @@ def command(argv, prog: str, doc: str, real_series, cache: str) -> int:
             print(f"{s.series_id}\t{s.t.size}\t{np.isfinite(s.y).sum()}\t{s.t[0]:g}..{s.t[-1]:g}")
         print(f"{len(series)} series, {sum(s.t.size for s in series)} points")
     if args.check:
-        print(summary(*check(series, None if args.fresh else cache)))
+        print(summary(*check(series, None if args.fresh else cache, args.search)))
     return 0
 
 

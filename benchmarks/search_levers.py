@@ -1,7 +1,7 @@
 """The default fit's search levers on the real tuning sets, one setting at a time.
 
     python benchmarks/search_levers.py [--set tuning|realdata|heldout_real|heldout_real2|heldout_real3|heldout_real4|heldout_real6|heldout_real7|heldout_real8|heldout_real9|both|all|workload_a]
-        [NAME=VALUE ...]
+        [--search thorough|balanced|quick] [NAME=VALUE ...]
 
 Each NAME=VALUE sets a constant of gpcore/starts.py (kernels.NAME: of
 gpcore/kernels.py) before the fitter is built (a tuple as comma-separated numbers, e.g. PROBE_LENGTHS=0.45,0.6,1.33,1.66),
@@ -54,6 +54,8 @@ def main(argv=None) -> int:
     parser.add_argument("--set", default="both", choices=(
         "tuning", "realdata", *STUDIED, "both", "all", "workload_a"))
     parser.add_argument("--count", type=int, default=500, help="series of workload a")
+    parser.add_argument("--search", choices=("thorough", "balanced", "quick"), default="thorough",
+                        help="the fits' search (the command's --search; default %(default)s)")
     parser.add_argument("constants", nargs="*", help="NAME=VALUE of gpcore.starts")
     args = parser.parse_args(argv)
     import quality
@@ -80,9 +82,9 @@ def main(argv=None) -> int:
     _set_constants(args.constants)  # before TensorFlow builds a fitter
     import gpcore
 
-    print("settings:", " ".join(args.constants) or "defaults")
+    print("settings:", " ".join(args.constants) or "defaults", "search", args.search)
     for name, (series, peer) in peers.items():
-        fitter = gpcore.build_fitter(gpcore.FitConfig())
+        fitter = gpcore.build_fitter(_config(args.search))
         results = fitter.fit(series)
         evaluations = fitter.work["member_evaluations"] / len(series)
         if name != "realdata":
@@ -99,6 +101,14 @@ def main(argv=None) -> int:
     return 0
 
 
+def _config(search: str):
+    """FitConfig's defaults (rbf) at `search` (gpcore.config.SEARCHES)."""
+    from gpcore import FitConfig
+    from gpcore.config import search_settings
+
+    return FitConfig(**search_settings(search, "rbf"))
+
+
 def _cost(args) -> int:
     import time
 
@@ -108,14 +118,14 @@ def _cost(args) -> int:
     _set_constants(args.constants)
     import gpcore
 
-    fitter = gpcore.build_fitter(gpcore.FitConfig())
+    fitter = gpcore.build_fitter(_config(args.search))
     fitter.fit(series[:2])  # the trace, off the clock
     before = dict(fitter.work)
     start = time.process_time()
     fitter.fit(series)
     cpu = time.process_time() - start
     evaluations = fitter.work["member_evaluations"] - before["member_evaluations"]
-    print("settings:", " ".join(args.constants) or "defaults")
+    print("settings:", " ".join(args.constants) or "defaults", "search", args.search)
     print(f"workload a: {len(series)} series, {evaluations / len(series):.2f} Newton evaluations "
           f"/ series, {1000 * cpu / len(series):.1f} CPU ms / series")
     return 0

@@ -65,7 +65,7 @@ class GPFitOptions(PipelineOptions):
             f"{AUTO_BASIN_RESTARTS}; periodic 1; sums {SUM_RESTARTS})",
             type=int, default=None)
         add("--search", "DEPTH",
-            "thorough (probes far from each optimum too) or quick (default %(default)s)",
+            "how far to probe: thorough, balanced or quick (default %(default)s)",
             choices=SEARCHES, default=THOROUGH)
         add("--min_points", "N", "skip series with fewer finite points (default %(default)s)",
             type=int, default=FitConfig.min_points)

@@ -10,7 +10,7 @@ from statsmodels.stats.diagnostic import acorr_ljungbox
 
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, Series, likelihood, residual_check
-from gpcore.kernels import distances, kernel as kernel_named
+from gpcore.kernels import distances
 
 # Sums over at most a few hundred float64 terms in another order: 1e-9
 # relative leaves room for round-off, far below the tests' 5 % steps.
@@ -125,6 +125,6 @@ def test_probes_run_only_where_the_fit_fails_the_check(rng):
             passed += 1
             assert a.nll == b.nll and a.length_scale == b.length_scale
     assert passed >= 16  # most draws pass (about 90 % should)
-    finland, t, y = series[-1], np.asarray(series[-1].t), np.asarray(series[-1].y)
+    t, y = np.asarray(series[-1].t), np.asarray(series[-1].y)
     assert _numpy_check_fails(t[np.isfinite(y)], y[np.isfinite(y)], quick[-1])
     assert balanced[-1].nll < quick[-1].nll - 0.5

@@ -65,12 +65,15 @@ def test_the_options_are_the_commands_and_give_its_fingerprints(data):
     default_rows = gpfit.fit_frame(table).to_pylist()
     default = {r["series_id"]: r["fingerprint"] for r in default_rows}
     assert all(r["fingerprint"] != default[r["series_id"]] for r in got)  # options are hashed
-    quick = {r["series_id"]: r for r in gpfit.fit_frame(table, search="quick").to_pylist()}
-    # quick leaves out the far probes: never better, and keyed apart.
+    quick, balanced = ({r["series_id"]: r for r in gpfit.fit_frame(table, search=s).to_pylist()}
+                       for s in ("quick", "balanced"))
+    # quick leaves out the far probes, balanced where the fit passes the
+    # residual check: never better, and keyed apart.
     for row in default_rows:
-        assert quick[row["series_id"]]["fingerprint"] != row["fingerprint"]
-        if row["status"] == "ok":
-            assert quick[row["series_id"]]["nll"] >= row["nll"] - 1e-4
+        for other in (quick, balanced):
+            assert other[row["series_id"]]["fingerprint"] != row["fingerprint"]
+            if row["status"] == "ok":
+                assert other[row["series_id"]]["nll"] >= row["nll"] - 1e-4
 
 
 def test_an_empty_frame_gives_an_empty_table_of_the_schema_without_a_fitter():
@@ -92,7 +95,7 @@ def test_an_empty_frame_gives_an_empty_table_of_the_schema_without_a_fitter():
     (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"restarts": 0},
      ("restarts",)),
     (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"search": "fast"},
-     ("search must be one of thorough, quick", "'fast'")),
+     ("search must be one of thorough, balanced, quick", "'fast'")),
 ])
 def test_bad_input_or_options_are_refused_naming_them(frame, kwargs, words):
     with pytest.raises((InputError, ValueError)) as err:

@@ -86,23 +86,32 @@ def test_kernel_takes_sums_and_auto_and_candidates_reach_the_fitter():
 
 def test_search_sets_the_far_probes_and_the_fingerprint():
     """thorough keeps FitConfig's default (far probes for a lone kernel,
-    none under auto), quick turns them off for rbf and the Materns alone;
-    the fingerprint's options say which, so a night that changes it
-    refits."""
+    none under auto), balanced gates them by the residual check and quick
+    turns them off, for rbf and the Materns alone; the fingerprint's
+    options say which, so a night that changes it refits."""
     from pipeline.io import fingerprint
 
     thorough, quick = fit_config(gp_options()), fit_config(gp_options("--search", "quick"))
-    assert (thorough.far_probes, quick.far_probes) == (True, False)
+    balanced = fit_config(gp_options("--search", "balanced"))
+    assert (thorough.far_probes, quick.far_probes, balanced.far_probes) == (True, False, True)
+    assert (thorough.probe_check, quick.probe_check, balanced.probe_check) == (False, False, True)
     assert fit_config(gp_options("--search=thorough")) == thorough
-    assert fingerprint.options_key(thorough) != fingerprint.options_key(quick)
+    keys = {fingerprint.options_key(c) for c in (thorough, balanced, quick)}
+    assert len(keys) == 3
+    assert b"probe_check" not in fingerprint.options_key(thorough)  # keys as before the option
+    assert fit_config(gp_options("--kernel", "auto", "--search", "balanced")).probe_check is False
+    assert fit_config(gp_options("--kernel", "matern52", "--search", "balanced")).probe_check
     assert fit_config(gp_options("--kernel", "auto", "--search", "thorough")).far_probes is None
     assert fit_config(gp_options("--kernel", "auto", "--search", "quick")).far_probes is None
     assert fit_config(gp_options("--kernel", "matern12", "--search", "quick")).far_probes is False
     for kernel in ("rbf+periodic", "periodic", "linear"):  # their far probes look for periods
-        assert fit_config(gp_options("--kernel", kernel, "--search", "quick")).far_probes is True
+        for search in ("quick", "balanced"):
+            config = fit_config(gp_options("--kernel", kernel, "--search", search))
+            assert config.far_probes is True and config.probe_check is False
     with pytest.raises(UsageError, match="invalid choice: 'fast'"):
         gp_options("--search", "fast")
-    with pytest.raises(ValueError, match="search must be one of thorough, quick; got 'fast'"):
+    with pytest.raises(ValueError,
+                       match="search must be one of thorough, balanced, quick; got .fast."):
         gpcore.config.search_settings("fast", "rbf")
 
 

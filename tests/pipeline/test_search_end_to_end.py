@@ -1,5 +1,6 @@
 """--search on the DirectRunner, read back from the output's Parquet: quick
-leaves out the far and ridge probes, thorough (the default) keeps them
+leaves out the far and ridge probes, thorough (the default) keeps them,
+balanced keeps them where the fit fails the residual check
 (docs/design.md, "Quick search")."""
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("search")
     write_long(str(folder / "in"), series)
     found = {}
-    for search in ("thorough", "quick"):
+    for search in ("thorough", "balanced", "quick"):
         run = gpfit(str(folder / "in"), str(folder / search), "--search", search,
                     "--batch_size", "4")
         assert run.code == 0, run.stderr
@@ -43,17 +44,24 @@ def test_each_search_fits_every_series_once_and_says_which(runs):
         assert run.manifest["options"]["search"] == search
         ids = [r["series_id"] for r in run.rows()]
         assert len(ids) == len(set(ids)) == 7  # 6 smooth and Finland (null ids are no series)
-    thorough, quick = ({r["series_id"]: r for r in run.rows()} for run in runs.values())
+    thorough, balanced, quick = ({r["series_id"]: r for r in run.rows()}
+                                 for run in runs.values())
     # The fingerprint carries the search: a night that changes it refits.
-    assert all(thorough[i]["fingerprint"] != quick[i]["fingerprint"] for i in thorough)
+    assert all(len({run[i]["fingerprint"] for run in (thorough, balanced, quick)}) == 3
+               for i in thorough)
 
 
 def test_thorough_is_never_worse_and_reaches_the_far_basin(runs):
-    thorough, quick = ({r["series_id"]: r for r in run.rows() if r["status"] == "ok"}
-                       for run in runs.values())
-    assert set(thorough) == set(quick)
+    thorough, balanced, quick = ({r["series_id"]: r for r in run.rows() if r["status"] == "ok"}
+                                 for run in runs.values())
+    assert set(thorough) == set(balanced) == set(quick)
     # Thorough keeps a probe's restart only where it ends lower: never worse
     # than quick but by Newton's tolerance (1e-4 nats).
     gaps = np.array([thorough[i]["nll"] - quick[i]["nll"] for i in thorough])
     assert (gaps <= 1e-4).all(), dict(zip(thorough, gaps))
     assert quick[FAR_BASIN]["nll"] - thorough[FAR_BASIN]["nll"] > 0.5
+    # Finland's fit fails the residual check, so the balanced search probes
+    # it as the thorough one does, and reaches the same basin.
+    assert balanced[FAR_BASIN]["nll"] == pytest.approx(thorough[FAR_BASIN]["nll"], abs=1e-4)
+    for i in balanced:  # between the two others, to Newton's tolerance
+        assert thorough[i]["nll"] - 1e-4 <= balanced[i]["nll"] <= quick[i]["nll"] + 1e-4
