@@ -24,9 +24,9 @@ CANDIDATES = ("matern52", "matern12", "matern52+periodic")
 # candidates fit (docs/design.md, "Quick search"); "balanced" past it only
 # where the fit at the optimum fails a residual check (FitConfig.probe_check:
 # on series drawn from the model it spares most of their cost;
-# docs/design.md, "Probes around the optimum", *Only where the fit fails a
-# residual check*). Sums, periodic and linear fit alike under all three:
-# their far probes look for periods, and were not measured without them.
+# docs/design.md, "Balanced search"). Sums, periodic and linear fit alike
+# under all three: their far probes look for periods, and were not measured
+# without them.
 THOROUGH, BALANCED, QUICK = "thorough", "balanced", "quick"
 SEARCHES = (THOROUGH, BALANCED, QUICK)
 # auto's guard against spurious cycles (gpcore/choice.py; docs/design.md,

@@ -274,6 +274,8 @@ class GPFitter(tf.Module):
         return [data.result(b, out, kernel, warm[b] is not None) for b in range(len(batch))]
 
     def _count_work(self, members: int, series: int, evaluations: int, n: int) -> None:
+        # The far probes counted on every series: under FitConfig.probe_check
+        # an upper bound (they run only where the residual check fails).
         far = self.config.far_probes
         grid_points = (int(np.prod(starts.grid_shape(self.kernel)))
                        + starts.probe_count(self.kernel, far)

@@ -7,8 +7,8 @@ standardised one-step prediction errors (`likelihood.innovations`) are
 independent N(0, 1). Where they are not, the model describes the series
 badly at that optimum, its likelihood is rugged, and a basin of another
 length scale and noise ratio can lie lower: the far probes look for it
-(docs/design.md, "Probes around the optimum", *Only where the fit fails a
-residual check*). Two standard tests, each at level ALPHA:
+(docs/design.md, "Balanced search"). Two standard tests, each at level
+0.05:
 - Ljung-Box's portmanteau of the errors' autocorrelations at lags 1 to
   LAGS (chi-squared with LAGS degrees of freedom where they are
   independent): correlation the kernel left;
@@ -45,10 +45,10 @@ def jarque_bera(w: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     """[C] JB = n / 6 (S^2 + (K - 3)^2 / 4) of errors w [C, N] (masked
     points 0), with S and K their skewness and kurtosis about 0."""
     n = tf.reduce_sum(mask, axis=-1)
-    moment = lambda p: tf.reduce_sum(w ** p, axis=-1) / n  # noqa: E731
-    variance = moment(2)
-    skew = moment(3) / variance ** 1.5
-    kurtosis = moment(4) / (variance * variance)
+    w2 = w * w
+    variance = tf.reduce_sum(w2, axis=-1) / n
+    skew = tf.reduce_sum(w2 * w, axis=-1) / n / variance ** 1.5
+    kurtosis = tf.reduce_sum(w2 * w2, axis=-1) / n / (variance * variance)
     return n / 6.0 * (skew * skew + (kurtosis - 3.0) ** 2 / 4.0)
 
 
