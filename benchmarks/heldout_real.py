@@ -61,6 +61,7 @@ if __name__ == "__main__":  # run as a script: gpcore from the checkout
 sys.path.insert(0, HERE)
 
 from gpcore import Series  # noqa: E402
+from gpcore.config import SEARCHES, THOROUGH  # noqa: E402
 
 WINDOW = 300
 MAX_WINDOWS = 8  # realdata.py has 4; more windows of the few long series here reach 300 series
@@ -351,7 +352,7 @@ def real_series(count: int | None = None) -> list[Series]:
     return spread_copies(_build(), count)
 
 
-def check(series, cache: str | None = CACHE, search: str = "thorough"):
+def check(series, cache: str | None = CACHE, search: str = THOROUGH):
     """(heldout_oracle.Gaps, gpcore wall s, oracle wall s or None) for the
     default gpcore options (but `search`: gpcore.config.SEARCHES) against
     the RBF oracle of `series` (cached in `cache`; None refits it)."""
@@ -412,7 +413,7 @@ def command(argv, prog: str, doc: str, real_series, cache: str) -> int:
                         help="only fit (or read) and cache the oracle; no gpcore fit")
     parser.add_argument("--count", type=int, default=None, help="only N series, spread over the set")
     parser.add_argument("--fresh", action="store_true", help="refit the oracle, ignore its cache")
-    parser.add_argument("--search", choices=("thorough", "balanced", "quick"), default="thorough",
+    parser.add_argument("--search", choices=SEARCHES, default=THOROUGH,
                         help="--check's search (the command's --search; default %(default)s)")
     args = parser.parse_args(argv)
     series = real_series(args.count)

@@ -49,12 +49,14 @@ def _set_constants(pairs) -> None:
 
 
 def main(argv=None) -> int:
+    from gpcore.config import SEARCHES, THOROUGH
+
     parser = argparse.ArgumentParser(prog="benchmarks/search_levers.py",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--set", default="both", choices=(
         "tuning", "realdata", *STUDIED, "both", "all", "workload_a"))
     parser.add_argument("--count", type=int, default=500, help="series of workload a")
-    parser.add_argument("--search", choices=("thorough", "balanced", "quick"), default="thorough",
+    parser.add_argument("--search", choices=SEARCHES, default=THOROUGH,
                         help="the fits' search (the command's --search; default %(default)s)")
     parser.add_argument("constants", nargs="*", help="NAME=VALUE of gpcore.starts")
     args = parser.parse_args(argv)

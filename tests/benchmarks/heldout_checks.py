@@ -107,10 +107,11 @@ def table_rows(text: str) -> dict:
                                   for line in text.splitlines() if line.startswith("| "))}
 
 
-def assert_real_check_scores(script: str, count: int = 4) -> None:
-    """A real set's `--check --count count --fresh` prints its one table
-    row: a share in [0, 100] % and no oracle failure."""
-    cells = table_rows(run(script, "--check", "--count", str(count), "--fresh")).get(str(count))
+def assert_real_check_scores(script: str, count: int = 4, *options: str) -> None:
+    """A real set's `--check --count count --fresh [options]` prints its one
+    table row: a share in [0, 100] % and no oracle failure."""
+    cells = table_rows(run(script, "--check", "--count", str(count), "--fresh",
+                           *options)).get(str(count))
     assert cells, f"no table row for {count} series from {script}"
     assert 0 <= float(cells[0].rstrip(" %")) <= 100 and cells[2] == "0"
 

@@ -98,3 +98,7 @@ def test_seasonal_check_runs_and_scores():
 
 def test_real_check_runs_and_scores():
     assert_real_check_scores("heldout_real.py")
+
+
+def test_real_check_takes_the_balanced_search():
+    assert_real_check_scores("heldout_real.py", 4, "--search", "balanced")
