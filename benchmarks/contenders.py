@@ -131,7 +131,8 @@ def run_gpcore(spec: dict) -> dict:
                    "fit_cpu_s": cpu},
         "info": {
             "config": {k: getattr(config, k) for k in
-                       ("restarts", "batch_size", "max_iterations", "tolerance", "far_probes")},
+                       ("restarts", "batch_size", "max_iterations", "tolerance", "far_probes",
+                        "probe_check")},
             "fitter_copies": spec["threads"], "intra_op_threads": 1,
             "traces": fitter.tracing_count,
             "batches": work.get("batches"),

@@ -61,7 +61,7 @@ if __name__ == "__main__":  # run as a script: gpcore from the checkout
 sys.path.insert(0, HERE)
 
 from gpcore import Series  # noqa: E402
-from gpcore.config import SEARCHES, THOROUGH  # noqa: E402
+from gpcore.config import SEARCHES, THOROUGH, search_settings  # noqa: E402
 
 WINDOW = 300
 MAX_WINDOWS = 8  # realdata.py has 4; more windows of the few long series here reach 300 series
@@ -360,7 +360,6 @@ def check(series, cache: str | None = CACHE, search: str = THOROUGH):
 
     oracle = heldout_oracle.oracle_fits(series, "rbf", cache)
     from gpcore import FitConfig
-    from gpcore.config import search_settings
 
     results, seconds = heldout_oracle.fit_gpcore(FitConfig(**search_settings(search, "rbf")),
                                                  series)

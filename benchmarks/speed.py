@@ -34,7 +34,9 @@ default starts (FitConfig: for rbf up to 3, the grid's best point and its
 other basins, the restarts only where the grid shows one), whatever R; with
 a list, with R. Quality of gpcore and pipeline is judged per series against
 sklearn at the same R. --search quick runs gpcore and the pipeline without the
-far probes (the command's --search; docs/design.md, "Quick search"). Then a
+far probes, --search balanced with them only where a fit fails the residual
+check (the command's --search; docs/design.md, "Quick search", "Balanced
+search"). Then a
 real-data quality line: gpcore with FitConfig's defaults (and --search)
 against sklearn at 4 starts on benchmarks/realdata.py's series. Results: a
 markdown table on stdout and in RESULTS_DIR/latest.md, everything measured in
@@ -113,8 +115,8 @@ def parse_args(argv):
                         help="pipeline worker processes (--direct_num_workers, multi_processing); "
                              "1: the pipeline's default single process (default %(default)s)")
     parser.add_argument("--search", choices=SEARCHES, default=THOROUGH,
-                        help="gpcore's and the pipeline's search depth (FitConfig.far_probes: "
-                             "the command's --search; default %(default)s)")
+                        help="gpcore's and the pipeline's search depth (FitConfig.far_probes "
+                             "and probe_check: the command's --search; default %(default)s)")
     parser.add_argument("--batch-size", type=int, default=FitConfig.batch_size,
                         help="FitConfig.batch_size, gpcore and pipeline (default %(default)s)")
     parser.add_argument("--tolerance", type=float, default=FitConfig.tolerance,

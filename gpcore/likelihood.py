@@ -85,13 +85,18 @@ def _whitened(cov, rhs):
     return chol, zy, z1
 
 
+def _sums(zy, z1):
+    """(y'A^-1 y, y'A^-1 1, 1'A^-1 1) per row from `_whitened`'s L^-1 y, L^-1 1."""
+    return (tf.reduce_sum(zy * zy, axis=-1), tf.reduce_sum(zy * z1, axis=-1),
+            tf.reduce_sum(z1 * z1, axis=-1))
+
+
 def _solves(cov, rhs):
     """Cholesky of A = cov and the sums the profile needs, per row:
     (chol, y'A^-1 y, y'A^-1 1, 1'A^-1 1, log|A|), rhs from `observed`."""
     chol, zy, z1 = _whitened(cov, rhs)
     log_det = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol)), axis=-1)
-    return (chol, tf.reduce_sum(zy * zy, axis=-1), tf.reduce_sum(zy * z1, axis=-1),
-            tf.reduce_sum(z1 * z1, axis=-1), log_det)
+    return (chol, *_sums(zy, z1), log_det)
 
 
 def _profiled(yy, y1, one1, log_det, n):
@@ -144,8 +149,7 @@ def innovations(kmat_unit, noise_ratio, mask, rows):
     of a padded row). rows: `observed(y, mask)`."""
     rhs, n = rows
     _, zy, z1 = _whitened(masked_covariance(kmat_unit, noise_ratio, mask), rhs)
-    yy, y1, one1 = (tf.reduce_sum(a * b, axis=-1) for a, b in ((zy, zy), (zy, z1), (z1, z1)))
-    _, mean, scale2 = _profiled(yy, y1, one1, 0.0, n)
+    _, mean, scale2 = _profiled(*_sums(zy, z1), 0.0, n)  # log|A| not needed
     return (zy - tf.expand_dims(mean, 1) * z1) * mask / tf.expand_dims(tf.sqrt(scale2), 1)
 
 

@@ -226,21 +226,19 @@ class Search:
                 tf.concat([optimum[:, None, :-1] + offsets[None, :, :1],
                            optimum[:, None, -1:] + offsets[None, :, 1:]], axis=-1),
                 lo[:, None], hi[:, None]))                                         # [B, F, P]
-            if self.config.probe_check:
-                # Only where the fit leaves structure in its residuals: on
-                # draws of the model they never find a lower point.
-                misfit = self.misfit(feature, optimum, y, mask)                    # [B]
-                values.append(self.whole_values_where(
-                    misfit, feature, points[-1], len(offsets), y, mask,
-                    tf.fill([series, len(offsets)], tf.constant(np.inf, y.dtype))))
-            else:
-                values.append(self.whole_values(feature, points[-1], len(offsets), y, mask))
+            # With probe_check only where the fit leaves structure in its
+            # residuals: on draws of the model they never find a lower point.
+            misfit = self.misfit(feature, optimum, y, mask) if self.config.probe_check else None
+            values.append(self.whole_values(feature, points[-1], len(offsets), y, mask)
+                          if misfit is None else self.whole_values_where(
+                              misfit, feature, points[-1], len(offsets), y, mask,
+                              tf.fill([series, len(offsets)], tf.constant(np.inf, y.dtype))))
         chosen = tf.concat(points, axis=1)
         chosen_values = _finite_or_inf(tf.concat(values, axis=-1))
         if far_probes and starts.RIDGE_PROBE_LENGTHS:  # only where the ridge is flat
             offsets = starts.ridge_probes()                                        # [R, 2]
             flat = tf.reduce_min(chosen_values, axis=-1) < lowest + starts.RIDGE_WITHIN  # [B]
-            if self.config.probe_check:
+            if misfit is not None:
                 flat &= misfit
             ridge = tf.clip_by_value(optimum[:, None] + offsets[None], lo[:, None], hi[:, None])
             chosen = tf.concat([chosen, ridge], axis=1)
