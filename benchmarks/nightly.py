@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from gpcore.config import SEARCHES, THOROUGH, search_settings  # noqa: E402
 from measure import run_measured  # noqa: E402
 from workloads import workload  # noqa: E402
 
@@ -63,6 +64,8 @@ def parse_args(argv):
                         help="where nightly.md, nightly.json and logs go (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=3600.0,
                         help="seconds before a run is killed (default %(default)s)")
+    parser.add_argument("--search", choices=SEARCHES, default=THOROUGH,
+                        help="every run's --search, and the cold references' (default %(default)s)")
     args = parser.parse_args(argv)
     try:
         args.fractions = [float(f) for f in args.fractions.split(",")]
@@ -126,7 +129,7 @@ class Nights:
         """Runs the gpfit command; (wall seconds, its _SUCCESS.json)."""
         output = os.path.join(self.scratch, f"{name}-out")
         command = [sys.executable, "-m", "pipeline", "--input", folder, "--output", output,
-                   *extra]
+                   "--search", self.args.search, *extra]
         log = os.path.join(self.logs, f"nightly-{name}.log")
         measured = run_measured(command, self.env, ROOT, log, self.args.timeout)
         if measured.returncode != 0:
@@ -141,11 +144,12 @@ def nll_by_id(folder: str) -> dict[str, float]:
             for i, s, v in zip(table["series_id"], table["status"], table["nll"])}
 
 
-def cold_fits(night: dict, ids: list[str]) -> dict[str, float]:
-    """nll of a cold gpcore fit (FitConfig's defaults) of each of `ids`."""
+def cold_fits(night: dict, ids: list[str], search: str = THOROUGH) -> dict[str, float]:
+    """nll of a cold gpcore fit (FitConfig's defaults at `search`) of each of `ids`."""
     from gpcore import FitConfig, GPFitter, Series
 
-    results = GPFitter(FitConfig()).fit([Series(sid, *night[sid]) for sid in ids])
+    config = FitConfig(**search_settings(search, "rbf"))
+    results = GPFitter(config).fit([Series(sid, *night[sid]) for sid in ids])
     return {r.series_id: (r.nll if r.status == "ok" else np.inf) for r in results}
 
 
@@ -186,7 +190,7 @@ def main(argv=None) -> int:
         print(f"== next night, {100 * fraction:g} % changed ({len(changed)} series)", flush=True)
         wall_s, found = nights.gpfit(f"next-{fraction:g}", folder,
                                      "--previous_output", cold["folder"])
-        ours, reference = nll_by_id(found["folder"]), cold_fits(night, changed)
+        ours, reference = nll_by_id(found["folder"]), cold_fits(night, changed, args.search)
         gaps = np.array([ours[sid] - reference[sid] for sid in changed])
         reuse = found["reuse"]
         rows.append({"night": "next night", "changed": fraction, "series": len(night),
@@ -204,7 +208,8 @@ def main(argv=None) -> int:
         "",
         f"- {os.cpu_count()} CPUs; load average (1 / 5 / 15 min) before: {fmt(load_before)}; "
         f"after: {fmt(load_after)} (other work on this machine slows every run)",
-        f"- each run is the whole `gpfit` command (default options, one process); changed "
+        f"- each run is the whole `gpfit` command (default options but `--search "
+        f"{args.search}`, one process); changed "
         f"series got {args.new_points} new points; quality is each changed series' nll "
         f"against a cold gpcore fit of its new data",
         "",
