@@ -93,14 +93,14 @@ def run_gpcore(spec: dict) -> dict:
     # copy per thread, one intra-op thread each, before TensorFlow runs any op.
     configure_threads(1, spec["threads"])
     skip_graph_rewrites()  # as the pipeline does
-    from gpcore import FitConfig, Series, build_fitter
-    from gpcore.config import search_settings
+    from gpcore import Series, build_fitter
+    from gpcore.config import at_search
     imported = time.perf_counter()
 
     series = [Series(i, t, y) for i, t, y in load(spec["data"])]
-    config = FitConfig(kernel="rbf", restarts=spec["restarts"], batch_size=spec["batch_size"],
-                       max_iterations=spec["max_iterations"], tolerance=spec["tolerance"],
-                       **search_settings(spec["search"], "rbf"))
+    config = at_search(spec["search"], kernel="rbf", restarts=spec["restarts"],
+                       batch_size=spec["batch_size"], max_iterations=spec["max_iterations"],
+                       tolerance=spec["tolerance"])
     built = time.perf_counter()
     fitter = build_fitter(config, copies=spec["threads"])
     warm = [Series(s.series_id, s.t[:WARMUP_POINTS], s.y[:WARMUP_POINTS])

@@ -61,7 +61,7 @@ if __name__ == "__main__":  # run as a script: gpcore from the checkout
 sys.path.insert(0, HERE)
 
 from gpcore import Series  # noqa: E402
-from gpcore.config import SEARCHES, THOROUGH, search_settings  # noqa: E402
+from gpcore.config import SEARCHES, THOROUGH, at_search  # noqa: E402
 
 WINDOW = 300
 MAX_WINDOWS = 8  # realdata.py has 4; more windows of the few long series here reach 300 series
@@ -359,10 +359,7 @@ def check(series, cache: str | None = CACHE, search: str = THOROUGH):
     import heldout_oracle
 
     oracle = heldout_oracle.oracle_fits(series, "rbf", cache)
-    from gpcore import FitConfig
-
-    results, seconds = heldout_oracle.fit_gpcore(FitConfig(**search_settings(search, "rbf")),
-                                                 series)
+    results, seconds = heldout_oracle.fit_gpcore(at_search(search), series)
     return heldout_oracle.gaps(series, results, oracle["fits"]), seconds, oracle.get("wall_s")
 
 

@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from gpcore.config import SEARCHES, THOROUGH, search_settings  # noqa: E402
+from gpcore.config import SEARCHES, THOROUGH, at_search  # noqa: E402
 from measure import run_measured  # noqa: E402
 from workloads import workload  # noqa: E402
 
@@ -146,10 +146,9 @@ def nll_by_id(folder: str) -> dict[str, float]:
 
 def cold_fits(night: dict, ids: list[str], search: str = THOROUGH) -> dict[str, float]:
     """nll of a cold gpcore fit (FitConfig's defaults at `search`) of each of `ids`."""
-    from gpcore import FitConfig, GPFitter, Series
+    from gpcore import GPFitter, Series
 
-    config = FitConfig(**search_settings(search, "rbf"))
-    results = GPFitter(config).fit([Series(sid, *night[sid]) for sid in ids])
+    results = GPFitter(at_search(search)).fit([Series(sid, *night[sid]) for sid in ids])
     return {r.series_id: (r.nll if r.status == "ok" else np.inf) for r in results}
 
 

@@ -191,11 +191,11 @@ def compare(series, restarts=None, reference_nll=None, search: str = "thorough")
         reference_nll = reference(series)  # before TensorFlow starts here
         sklearn_s = time.perf_counter() - start
 
-    from gpcore import FitConfig, GPFitter
-    from gpcore.config import search_settings
+    from gpcore import GPFitter
+    from gpcore.config import at_search
 
-    config = FitConfig(kernel="rbf", **({} if restarts is None else {"restarts": restarts}),
-                       **search_settings(search, "rbf"))
+    config = at_search(search, kernel="rbf",
+                       **({} if restarts is None else {"restarts": restarts}))
     fitter = GPFitter(config)
     before = fitter.work.get("member_evaluations", 0)
     start = time.perf_counter()

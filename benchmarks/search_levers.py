@@ -105,10 +105,9 @@ def main(argv=None) -> int:
 
 def _config(search: str):
     """FitConfig's defaults (rbf) at `search` (gpcore.config.SEARCHES)."""
-    from gpcore import FitConfig
-    from gpcore.config import search_settings
+    from gpcore.config import at_search
 
-    return FitConfig(**search_settings(search, "rbf"))
+    return at_search(search)
 
 
 def _cost(args) -> int:

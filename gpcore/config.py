@@ -309,6 +309,18 @@ def is_started(k: Kernel, candidates) -> bool:
     return k.has_period and smooth_part(k) in candidates
 
 
+def at_search(search: str, **settings) -> FitConfig:
+    """FitConfig(**settings) at a search depth (SEARCHES): their kernel
+    (FitConfig's default, rbf, where they name none) with
+    `search_settings`' probes.
+
+    Raises:
+      ValueError: an unknown search or kernel, or a setting FitConfig refuses.
+    """
+    return FitConfig(**settings,
+                     **search_settings(search, settings.get("kernel", FitConfig.kernel)))
+
+
 def search_settings(search: str, k: Union[Kernel, str]) -> dict:
     """FitConfig's settings for a search depth (SEARCHES) of kernel k (a
     Kernel, a name or AUTO): THOROUGH keeps FitConfig's default (far probes

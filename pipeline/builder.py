@@ -20,7 +20,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from gpcore.batching import SECONDS_PER_CALL
-from gpcore.config import FitConfig, search_settings
+from gpcore.config import FitConfig, at_search
 from pipeline import runtime
 from pipeline.io import inputs, lock, manifest, outputs, previous
 from pipeline.io.errors import UsageError
@@ -315,8 +315,7 @@ def fit_config(gp: GPFitOptions) -> FitConfig:
     """
     kernel = kernel_settings(gp)  # its own UsageError, naming the kernels
     try:
-        return FitConfig(**kernel, **search_settings(gp.search, kernel["kernel"]),
-                         restarts=gp.restarts,
+        return at_search(gp.search, **kernel, restarts=gp.restarts,
                          min_points=gp.min_points, max_points=gp.max_points,
                          batch_size=gp.batch_size)
     except ValueError as err:

@@ -113,6 +113,13 @@ def test_search_sets_the_far_probes_and_the_fingerprint():
     with pytest.raises(ValueError,
                        match="search must be one of thorough, balanced, quick; got .fast."):
         gpcore.config.search_settings("fast", "rbf")
+    # The benchmarks' and the command's one way to a config at a search.
+    assert gpcore.config.at_search("balanced") == gpcore.FitConfig(probe_check=True)
+    assert gpcore.config.at_search("quick", kernel="matern52", restarts=2) == gpcore.FitConfig(
+        kernel="matern52", restarts=2, far_probes=False)
+    assert gpcore.config.at_search("quick", kernel="auto") == gpcore.FitConfig(kernel="auto")
+    with pytest.raises(ValueError, match="search must be one of"):
+        gpcore.config.at_search("fast", kernel="matern12")
 
 
 @pytest.mark.parametrize("argv, expected", [
