@@ -240,8 +240,9 @@ def profiled_nll_newton(kmat, dkmats, d2kmats, noise_ratio, log_noise_ratio, y, 
     b_h = b if hessian_dtype in (None, b.dtype) else tf.cast(b, hessian_dtype)
     products = [_product(b_h, d, b.dtype) for d in dkmats]
     alpha2 = tf.reduce_sum(alpha * alpha, axis=-1)
-    # Shared by the Hessian's entries, made once (Grappler, off, would not
-    # merge the copies; docs/design.md, "Build").
+    # Shared by the Hessian's entries, made once: fewer graph nodes to trace
+    # (the function runtime merges copies when it runs, Grappler or not;
+    # docs/design.md, "Build").
     transposed = [tf.linalg.matrix_transpose(a) for a in products]
     n_s4, minus_r = n * scale2 * scale2, -r
 
