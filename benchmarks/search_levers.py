@@ -49,7 +49,7 @@ def _set_constants(pairs) -> None:
 
 
 def main(argv=None) -> int:
-    from gpcore.config import SEARCHES, THOROUGH
+    from gpcore.config import SEARCHES, THOROUGH, at_search
 
     parser = argparse.ArgumentParser(prog="benchmarks/search_levers.py",
                                      description=__doc__.split("\n")[0])
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
 
     print("settings:", " ".join(args.constants) or "defaults", "search", args.search)
     for name, (series, peer) in peers.items():
-        fitter = gpcore.build_fitter(_config(args.search))
+        fitter = gpcore.build_fitter(at_search(args.search))
         results = fitter.fit(series)
         evaluations = fitter.work["member_evaluations"] / len(series)
         if name != "realdata":
@@ -103,13 +103,6 @@ def main(argv=None) -> int:
     return 0
 
 
-def _config(search: str):
-    """FitConfig's defaults (rbf) at `search` (gpcore.config.SEARCHES)."""
-    from gpcore.config import at_search
-
-    return at_search(search)
-
-
 def _cost(args) -> int:
     import time
 
@@ -118,8 +111,9 @@ def _cost(args) -> int:
     series = workloads.workload("a", args.count)
     _set_constants(args.constants)
     import gpcore
+    from gpcore.config import at_search
 
-    fitter = gpcore.build_fitter(_config(args.search))
+    fitter = gpcore.build_fitter(at_search(args.search))
     fitter.fit(series[:2])  # the trace, off the clock
     before = dict(fitter.work)
     start = time.process_time()
