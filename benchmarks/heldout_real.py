@@ -400,8 +400,15 @@ def oracle_only(series, cache: str | None) -> str:
 
 def command(argv, prog: str, doc: str, real_series, cache: str) -> int:
     """The command line of a held-out real set: `real_series(count)` gives
-    its series, `cache` holds its oracle's fits. `--oracle-only` fits the
-    oracle of a set built blind before gpcore ever sees it."""
+    its series, `cache` holds its oracle's fits.
+
+    `--check` scores gpcore's default options (FitConfig(), at `--search`)
+    against the same oracle as the other held-out real sets
+    (benchmarks/heldout_oracle.py: RBF + White, scikit-learn with 4 starts,
+    both sides by one numpy nll). `--oracle-only` fits (or reads) the
+    cache and prints only the oracle's own count of failed fits and wall
+    time: no gpcore fit, no score, so that a set built blind stays unseen
+    until it is scored once. `--list` (or no option) prints the series."""
     parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
     parser.add_argument("--list", action="store_true", help="print the series")
     parser.add_argument("--check", action="store_true", help="fit and score against the oracle")

@@ -51,16 +51,11 @@ points are cut into near-equal consecutive windows, at most MAX_WINDOWS
 (8) spread over the series (heldout_real.windows); kept when >= MIN_POINTS
 finite and not constant. 179 series.
 
-    python benchmarks/heldout_real11.py [--list] [--check] [--count N] [--fresh]
+    python benchmarks/heldout_real11.py [--list] [--check] [--search S] [--count N] [--fresh]
     python benchmarks/heldout_real11.py --oracle-only [--count N] [--fresh]
 
-`--check` scores gpcore's default options (FitConfig()) against the same
-oracle as the other held-out real sets (benchmarks/heldout_oracle.py: RBF +
-White, scikit-learn with 4 starts, both sides by one numpy nll; cached in
-benchmarks/results/heldout-real11-sklearn.json). `--oracle-only` fits (or
-reads) that cache and prints only the oracle's own count of failed fits
-and wall time: no gpcore fit, no score, so that the set stays unseen until
-it is scored once.
+What `--check` and `--oracle-only` do: heldout_real.command; the oracle's
+fits are cached in benchmarks/results/heldout-real11-sklearn.json.
 """
 from __future__ import annotations
 
