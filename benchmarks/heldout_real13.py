@@ -26,7 +26,8 @@ not imported: only the files are read):
   breakeven inflation rate (%), the dollar per euro and the log of the
   S&P 500 (business days), the daily fastest 2-minute wind speed at a NOAA
   station (USW00014771, m/s as stored), and the log of the daily English
-  Wikipedia page views of WIKI_ARTICLES (some with a yearly holiday peak);
+  Wikipedia page views of eight articles (HOLIDAY_COLUMNS; some with a
+  yearly holiday peak);
 - covid_daily: daily 2020: fine particulate matter (PM2.5) at Glendora, CA
   and Minneapolis, the logs of the US daily new positive COVID-19 tests and
   of the cumulative tests, the 10-year breakeven inflation rate and WTI's
@@ -88,15 +89,25 @@ EIA_NAMES = (  # the file's series names, in its order, and ours
     ("Weekly U.S. Product Supplied of Petroleum Products", "products_supplied"),
     ("Weekly U.S. Product Supplied of Finished Motor Gasoline", "gasoline_supplied"),
 )
-MARKET_COLUMNS = (("DGS10", "treasury_10y"), ("T5YIE", "breakeven_5y"),
-                  ("DEXUSEU", "usd_per_eur"), ("SP500", "sp500_log"))
-WIKI_ARTICLES = ("United_States", "Jesus", "Periodic_table", "Standard_deviation", "Easter",
-                 "Christmas", "Thanksgiving", "Elizabeth_II")
-COVID_COLUMNS = (("Glendora.CA.PM2.5", "pm25_glendora", False),
-                 ("Minneapolis.PM2.5", "pm25_minneapolis", False),
-                 ("US.Covid.Positive.Increase", "us_new_positive_log", True),
-                 ("US.Total.Covid.Tests", "us_total_tests_log", True),
-                 ("T10YIE", "breakeven_10y", False), ("DCOILWTICO", "wti", False))
+# The daily files' columns: (column, id after "autots/", fitted as its log,
+# a market's: business days only, weekends and holidays not missing).
+HOLIDAY_COLUMNS = (
+    ("DGS10", "markets/treasury_10y", False, True),
+    ("T5YIE", "markets/breakeven_5y", False, True),
+    ("DEXUSEU", "markets/usd_per_eur", False, True),
+    ("SP500", "markets/sp500_log", True, True),
+    ("USW00014771_WSF2", "noaa_USW00014771/wind_fastest_2min", False, False),
+) + tuple((f"wiki_{article}", f"wikipedia/{article}_log", True, False) for article in (
+    "United_States", "Jesus", "Periodic_table", "Standard_deviation", "Easter", "Christmas",
+    "Thanksgiving", "Elizabeth_II"))
+COVID_COLUMNS = (
+    ("Glendora.CA.PM2.5", "covid_daily/pm25_glendora", False, False),
+    ("Minneapolis.PM2.5", "covid_daily/pm25_minneapolis", False, False),
+    ("US.Covid.Positive.Increase", "covid_daily/us_new_positive_log", True, False),
+    ("US.Total.Covid.Tests", "covid_daily/us_total_tests_log", True, False),
+    ("T10YIE", "covid_daily/breakeven_10y", False, True),
+    ("DCOILWTICO", "covid_daily/wti", False, True),
+)
 TRAFFIC_COLUMNS = (("traffic_volume", "volume"), ("temp", "temperature"),
                    ("clouds_all", "cloud_cover"))
 KELVIN = 273.15
@@ -132,30 +143,20 @@ def _eia(out: list) -> None:
                        rows["value"].to_numpy(float), "weekly"))
 
 
-def _holidays(out: list) -> None:
-    frame = _table("holidays.zip")
-    days = to_days(frame["datetime"])
-    for column, name in MARKET_COLUMNS:
-        y = frame[column].to_numpy(float)
-        keep = np.isfinite(y)  # business days only: weekends and holidays are not missing
-        y = np.log(y) if name.endswith("_log") else y
-        out.append(Raw(f"autots/markets/{name}", days[keep], y[keep], "daily"))
-    out.append(Raw("autots/noaa_USW00014771/wind_fastest_2min", days,
-                   frame["USW00014771_WSF2"].to_numpy(float), "daily"))
-    for article in WIKI_ARTICLES:
-        out.append(Raw(f"autots/wikipedia/{article}_log", days,
-                       positive_log(frame[f"wiki_{article}"]), "daily"))
+def _daily(name: str, columns):
+    """A loader of autots' daily file `name`: a Raw series for each of
+    `columns` (HOLIDAY_COLUMNS' form)."""
 
+    def load(out: list) -> None:
+        frame = _table(name)
+        days = to_days(frame["datetime"])
+        for column, sid, logged, trading in columns:
+            y = frame[column].to_numpy(float)
+            y = positive_log(y) if logged else y
+            keep = np.isfinite(y) if trading else np.ones(y.size, bool)
+            out.append(Raw(f"autots/{sid}", days[keep], y[keep], "daily"))
 
-def _covid(out: list) -> None:
-    frame = _table("covid_daily.zip")
-    days = to_days(frame["datetime"])
-    for column, name, logged in COVID_COLUMNS:
-        y = frame[column].to_numpy(float)
-        if logged:
-            y = positive_log(y)
-        keep = np.isfinite(y) if name in ("breakeven_10y", "wti") else np.ones(y.size, bool)
-        out.append(Raw(f"autots/covid_daily/{name}", days[keep], y[keep], "daily"))
+    return load
 
 
 def _traffic(out: list) -> None:
@@ -169,7 +170,8 @@ def _traffic(out: list) -> None:
 
 # The thirteenth held-out real set: real_series(count=None) -> [Series], n <= WINDOW.
 real_series = heldout_real.set_series(
-    (_fred, _eia, _holidays, _covid, _traffic), WINDOW, MAX_WINDOWS, MIN_POINTS)
+    (_fred, _eia, _daily("holidays.zip", HOLIDAY_COLUMNS),
+     _daily("covid_daily.zip", COVID_COLUMNS), _traffic), WINDOW, MAX_WINDOWS, MIN_POINTS)
 
 
 def main(argv=None) -> int:
