@@ -152,7 +152,10 @@ class Progress:
     once they are all read); before that the line says "of ? (not counted
     yet)". `processes` is how many processes fit the job's series (None:
     not known, as on Dataflow); the ETA assumes they share the series
-    evenly and is left out where their number is not known.
+    evenly and is left out where their number is not known. The rate is
+    per second of fit calls, not of the process's life (which holds the
+    wait for the job's reading), and the ETA counts the running call's
+    series as due when the rate says, less the time it has run.
     The clock is injected so that tests can drive it.
     """
 
@@ -165,6 +168,10 @@ class Progress:
         self._last = self._start
         self._lock = threading.Lock()
         self._call: Optional[tuple[int, float, float]] = None  # series, started, estimated s
+        # Wall seconds in finished fit calls, and where the next began (a
+        # call counted by `add` alone, without start_call: at the last one's end).
+        self._fitting_s = 0.0
+        self._since = self._start
         self.done = 0
         self.total: Optional[int] = None
 
@@ -180,6 +187,10 @@ class Progress:
     def add(self, n: int) -> Optional[str]:
         """Records n more series (a call ended); returns a line when one is due."""
         with self._lock:
+            now = self._clock()
+            started = self._call[1] if self._call is not None else self._since
+            self._fitting_s += max(now - started, 0.0)
+            self._since = now
             self.done += n
             self._call = None
             return self._due()
@@ -203,12 +214,12 @@ class Progress:
                  f"in process {os.getpid()} (one of {self._processes or '?'}; total: the job's)")
         of = f"{self.done}/{self.total}" if self.total is not None else f"{self.done} of ? (not counted yet)"
         if self.done:
-            rate = self.done / elapsed
-            left = None
+            rate = self.done / max(self._fitting_s, 1e-9)
+            eta = None
             if self.total is not None and self._processes:
-                left = max(self.total / self._processes - self.done, 0.0) / rate
-            pace = f"{rate:.2f} series/s, ETA " + (f"{left:.0f} s" if left is not None
-                                                    else "not known")
+                eta = self._eta(max(self.total / self._processes - self.done, 0.0), rate, now)
+            pace = f"{rate:.2f} series/s, ETA " + (f"{eta:.0f} s" if eta is not None
+                                                   else "not known")
         else:
             pace = "rate and ETA not known yet (no fit call finished)"
         line = f"gpfit progress: {of} series fitted {where} in {elapsed:.0f} s; {pace}"
@@ -217,6 +228,17 @@ class Progress:
             line += (f"; a fit call of {series} series running for {now - started:.0f} s "
                      f"(estimated {estimated:.1f} core-s)")
         return line
+
+    def _eta(self, left: float, rate: float, now: float) -> float:
+        """Seconds until this process's `left` series are fitted at `rate`
+        (series per second of fit calls): the running call's share of them
+        is due `series / rate` after it began, which may be soon when it
+        has run long (a call of most of the series left)."""
+        if self._call is None:
+            return left / rate
+        series, started, _ = self._call
+        running = min(series, left)
+        return max(running / rate - (now - started), 0.0) + (left - running) / rate
 
 
 def start_heartbeat(progress: Progress, log: Callable[[str], None],

@@ -44,6 +44,26 @@ def test_progress_line_gives_done_of_total_rate_and_eta():
     assert "100/400 series fitted" in line and "one of 2" in line and "ETA 40 s" in line
 
 
+def test_progress_rate_and_eta_count_fit_calls_and_the_running_one():
+    now = [0.0]
+    progress = runtime.Progress(lambda: now[0], every_s=30.0)
+    progress.set_total(2000)
+    now[0] = 60.0  # the job reads its input: no fitting yet
+    progress.start_call(400, 40.0)
+    now[0] = 100.0
+    line = progress.add(400)  # 40 s of fitting: 10 series/s, not 400 / 100 s
+    assert "400/2000 series fitted" in line and "10.00 series/s, ETA 160 s" in line
+    progress.start_call(1600, 160.0)
+    now[0] = 240.0
+    # The running call holds every series left and has run 140 of its
+    # 160 s; the rate since the start (1.67 series/s) would say 960 s.
+    line = progress.beat()
+    assert "10.00 series/s, ETA 20 s" in line
+    assert "a fit call of 1600 series running for 140 s" in line
+    now[0] = 300.0  # overdue: due now, not a negative time
+    assert "ETA 0 s" in progress.beat()
+
+
 def test_progress_lines_come_during_a_long_fit_call():
     now = [0.0]
     progress = runtime.Progress(lambda: now[0], every_s=30.0)
