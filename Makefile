@@ -124,6 +124,7 @@ bench-seasonal: $(VENV)/.installed-test
 # from benchmarks/results/. HELDOUT_KERNEL is the sums' kernel to prove.
 HELDOUT_KERNEL ?= rbf+periodic
 bench-heldout: $(VENV)/.installed-test
+	$(PY) benchmarks/heldout_real14.py --check $(BENCH_ARGS)
 	$(PY) benchmarks/heldout_real13.py --check $(BENCH_ARGS)
 	$(PY) benchmarks/heldout_real12.py --check $(BENCH_ARGS)
 	$(PY) benchmarks/heldout_real11.py --check $(BENCH_ARGS)
