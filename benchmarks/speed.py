@@ -23,6 +23,10 @@ Contenders, each in a process tree of its own (its memory is its own):
             processes of 1 thread; cold = an empty persistent compilation
             cache, warm = the same cache again; series/s over the whole
             process, its fitting time without compilation in the notes.
+            One start at 0.03 of the span (jax_peer.START_LENGTHS: the
+            start that meets the quality target; its first form started
+            at a tenth: --jax-start-lengths 0.1; docs/design.md, "The JAX
+            peer").
 
 Each workload runs --rounds rounds, interleaved (sklearn, gpcore, JAX cold,
 JAX warm, the gpfit command cold and warm), the load average printed before each; the
@@ -67,6 +71,7 @@ from gpcore import threads  # noqa: E402  (nothing heavy)
 
 threads.set_process_env()
 
+import jax_peer  # noqa: E402  (numpy only until a peer process imports JAX)
 import peers  # noqa: E402
 import quality  # noqa: E402
 import report  # noqa: E402
@@ -102,6 +107,10 @@ def parse_args(argv):
                              "turn until gpcore meets it (default %(default)s)")
     parser.add_argument("--skip-pipeline", action="store_true", help="leave out the pipeline")
     parser.add_argument("--skip-jax", action="store_true", help="leave out the JAX peer")
+    parser.add_argument("--jax-start-lengths",
+                        default=",".join(map(str, jax_peer.START_LENGTHS)),
+                        help="the JAX peer's start length scales, spans, comma-separated "
+                             "(jax_peer.py --start-lengths; default %(default)s)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="interleaved rounds of every contender per workload "
                              "(default %(default)s)")
@@ -353,7 +362,8 @@ class Bench:
         out_path = os.path.join(self.scratch, f"{name}.out.json")
         measured = run_measured(
             [sys.executable, os.path.join(HERE, "jax_peer.py"), data["data"], out_path,
-             "--cache-dir", cache], self.env, ROOT, self._log(name), self.args.timeout)
+             "--cache-dir", cache, "--start-lengths", self.args.jax_start_lengths],
+            self.env, ROOT, self._log(name), self.args.timeout)
         if not self._succeeded(name, measured) or not os.path.exists(out_path):
             return None
         with open(out_path) as f:
@@ -663,7 +673,9 @@ def main(argv=None):
                          f"fitting {t.get('fit_s', 0):.1f} s (busier process), compiling up to "
                          f"{t.get('compile_s_max', 0):.1f} s per process for "
                          f"{len(r.info.get('shapes', []))} bucket shapes, "
-                         f"{r.info.get('iterations_mean', 0):.1f} L-BFGS iterations per series")
+                         f"{r.info.get('iterations_mean', 0):.1f} L-BFGS iterations per series"
+                         f" (all starts'), starts at "
+                         f"{', '.join(map(str, r.info.get('start_lengths', [])))} spans")
     lines += targets(rows, bench.rounds)
     lines += [f"- note: {n}" for n in bench.notes]
     lines += [f"- PROBLEM: {p}" for p in bench.problems]

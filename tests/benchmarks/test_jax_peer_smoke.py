@@ -61,6 +61,22 @@ def test_jax_peer_fits_and_its_nll_is_numpys(tmp_path):
         assert fit["nll"] <= peers.sklearn_nll(t, y, restarts=1, seed=0) + GAP
 
 
+def test_jax_peer_with_two_starts_keeps_the_lower_run(tmp_path):
+    """--start-lengths: each start runs in turn and the lower optimum is
+    kept, with the iterations of both; a start alone gives that run."""
+    rng = np.random.default_rng(5)
+    series = [_series(rng, n) for n in (33, 38, 41)]
+    runs = {lengths: jax_peer.fit(series, processes=1, scratch=str(tmp_path),
+                                  start_lengths=lengths)
+            for lengths in ((0.1,), (0.02,), (0.1, 0.02))}
+    assert runs[(0.1, 0.02)]["info"]["start_lengths"] == [0.1, 0.02]
+    for k in range(len(series)):
+        one, short, both = (runs[lengths]["fits"][k] for lengths in ((0.1,), (0.02,), (0.1, 0.02)))
+        # The same compiled run from each start: the same optimum to round-off.
+        assert both["nll"] == pytest.approx(min(one["nll"], short["nll"]), rel=1e-10)
+        assert both["iterations"] == one["iterations"] + short["iterations"]
+
+
 def test_speed_races_the_jax_peer_cold_and_warm(tmp_path):
     """benchmarks/speed.py with the JAX peer: its rows, cold and warm, judged
     against scikit-learn, and the round table with the load."""
@@ -68,7 +84,8 @@ def test_speed_races_the_jax_peer_cold_and_warm(tmp_path):
 
     command = [sys.executable, os.path.join(ROOT, "benchmarks", "speed.py"),
                "--count", "3", "--workloads", "a", "--skip-pipeline", "--skip-realdata",
-               "--restarts", "1", "--rounds", "1", "--results-dir", str(tmp_path)]
+               "--restarts", "1", "--rounds", "1", "--results-dir", str(tmp_path),
+               "--jax-start-lengths", "0.1,0.02"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     table = (tmp_path / "latest.md").read_text()
@@ -80,3 +97,4 @@ def test_speed_races_the_jax_peer_cold_and_warm(tmp_path):
         assert f"quality of {name} on a (R=1)" in table
     assert "| workload | round | load |" in table
     assert "numpy's nll vs JAX's at its parameters" in table
+    assert "starts at 0.1, 0.02 spans" in table
