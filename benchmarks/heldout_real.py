@@ -432,7 +432,9 @@ def command(argv, prog: str, doc: str, real_series, cache: str) -> int:
             print(f"{s.series_id}\t{s.t.size}\t{np.isfinite(s.y).sum()}\t{s.t[0]:g}..{s.t[-1]:g}")
         print(f"{len(series)} series, {sum(s.t.size for s in series)} points")
     if args.check:
-        print(summary(*check(series, None if args.fresh else cache, args.search)))
+        # As --oracle-only: a part of the set is fitted, not saved over its cache.
+        print(summary(*check(series, None if args.fresh or args.count is not None else cache,
+                             args.search)))
     return 0
 
 
