@@ -111,7 +111,7 @@ bench-seasonal: $(VENV)/.installed-test
 
 # The held-out proofs (benchmarks/heldout_seasonal4.py, heldout_seasonal3.py,
 # and the real proof sets, heldout_real5.py and heldout_real10.py to
-# heldout_real14.py, built and their oracles fitted before any fit was scored
+# heldout_real15.py, built and their oracles fitted before any fit was scored
 # on them, scored one by one and pooled by heldout_pooled.py under
 # POOLED_ARGS' searches): sets that tuning never looked at, scored
 # against scikit-learn with 4 starts; and the earlier held-out sets,

@@ -46,7 +46,7 @@ from gpcore.config import SEARCHES, THOROUGH  # noqa: E402
 # "Held-out sets"): the proof sets of the real-data target. The others are
 # tuning sets (benchmarks/search_levers.py).
 PROOF_SETS = ("heldout_real5", "heldout_real10", "heldout_real11", "heldout_real12",
-              "heldout_real13", "heldout_real14")
+              "heldout_real13", "heldout_real14", "heldout_real15")
 POOLED_BAD_SHARE = 0.005
 
 

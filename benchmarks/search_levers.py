@@ -15,8 +15,8 @@ scored and their misses named (benchmarks/heldout_real.py,
 heldout_real2.py, heldout_real3.py, heldout_real4.py, heldout_real6.py,
 heldout_real7.py, heldout_real8.py, heldout_real9.py; `all` is the ten); never
 benchmarks/heldout_real5.py, heldout_real10.py, heldout_real11.py,
-heldout_real12.py, heldout_real13.py or heldout_real14.py, held out still
-(scored, no lever tuned on them).
+heldout_real12.py, heldout_real13.py, heldout_real14.py or heldout_real15.py,
+held out still (scored, no lever tuned on them: heldout_pooled.PROOF_SETS).
 `--set workload_a` prints the cost instead: Newton evaluations and CPU
 seconds per series on --count series of workload a (drawn from the model).
 """

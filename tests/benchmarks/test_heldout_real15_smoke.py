@@ -2,7 +2,7 @@
 as its docstring says, from the data files of bifacialvf and chaosmagpy,
 which no other set reads, sharing no series with the tuning sets or the
 other held-out sets. Not the quality target, and no fit: the set was built
-to be scored once, later."""
+blind, then scored once (benchmarks/heldout_pooled.py scores it)."""
 import os
 import sys
 
