@@ -27,7 +27,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The held-out real sets that are tuning sets now (never heldout_real5 or 10-14).
+# The held-out real sets that are tuning sets now (never heldout_pooled.PROOF_SETS).
 STUDIED = ("heldout_real", "heldout_real2", "heldout_real3", "heldout_real4", "heldout_real6",
            "heldout_real7", "heldout_real8", "heldout_real9")
 sys.path.insert(0, HERE)

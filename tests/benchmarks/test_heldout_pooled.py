@@ -56,3 +56,17 @@ def test_the_command_pools_the_rows_it_prints():
     assert abs(float(whole[1].rstrip(" %")) - within) < 0.01  # no oracle failure on these
     assert int(whole[2].split()[0]) == sum(int(r[2].split()[0]) for r in sets)
     assert "Per-set bar" in out and "pooled bar" in out
+
+
+def test_every_real_set_is_a_tuning_set_or_a_proof_set_never_both():
+    # A set that a lever was tuned on proves nothing, and a proof set left
+    # out of the pool would go unscored (docs/design.md, "Held-out sets").
+    import glob
+
+    import search_levers
+
+    modules = {os.path.basename(p)[:-3]
+               for p in glob.glob(os.path.join(ROOT, "benchmarks", "heldout_real*.py"))}
+    tuning, proof = set(search_levers.STUDIED), set(heldout_pooled.PROOF_SETS)
+    assert not tuning & proof
+    assert tuning | proof == modules
