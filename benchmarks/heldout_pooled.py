@@ -9,8 +9,8 @@ default options at the search named, against the set's cached RBF oracle,
 scikit-learn with 4 starts), once per search. Printed per search: a row
 per set and a pooled row, each with the share within quality.TOLERANCE
 nats of the oracle (or better), the count and share worse by more than
-quality.BAD_GAP, the worst gap, and two bars; then each set's series above
-the tolerance (at most ten, worst first):
+quality.BAD_GAP, the worst gap and whether its bar (below) is met; then
+each set's series above the tolerance (at most ten, worst first). The bars:
 
 - per set: quality.TARGET_SHARE within, none worse by > BAD_GAP (the
   real-data target as stated);
@@ -20,9 +20,9 @@ the tolerance (at most ten, worst first):
   find by chance, about 0.16 % of series, so on sets of about 200 series
   "none" is a race against its luck).
 
-`--count N` scores N series spread over each set (a quick look, not the
-measure). The oracles are read from each set's cache (benchmarks/results/),
-or fitted and cached there.
+The oracles are read from each set's cache (benchmarks/results/), or
+fitted and cached there. `--count N` scores N series spread over each set,
+their oracle fitted afresh and not cached (a quick look, not the measure).
 """
 from __future__ import annotations
 
