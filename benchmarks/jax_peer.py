@@ -364,7 +364,8 @@ def main(argv=None) -> int:
     parser.add_argument("--processes", type=int, default=PROCESSES)
     parser.add_argument("--start-lengths", default=",".join(map(str, START_LENGTHS)),
                         help="start length scales, spans, comma-separated (default "
-                             "%(default)s: the issue's peer)")
+                             "%(default)s, chosen on workload a; 0.1 is the "
+                             "peer's first form)")
     args = parser.parse_args(argv)
     begun = time.perf_counter()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
