@@ -128,7 +128,8 @@ def main(argv=None) -> int:
         scored = {}
         for name, module in sets.items():
             gaps, _, _ = heldout_real.check(module.real_series(args.count),
-                                            None if args.count else module.CACHE, search)
+                                            None if args.count is not None else module.CACHE,
+                                            search)
             scored[name] = gaps
         print("\n".join(table(search, scored)), flush=True)
     return 0
