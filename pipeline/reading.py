@@ -71,7 +71,7 @@ class ReadSeries(beam.PTransform):
                    | "MatchInput" >> fileio.MatchAll())
         if spec.data_only:
             matched = matched | "DataFilesOnly" >> beam.Filter(
-                lambda m: inputs.is_data(m.path))
+                lambda m, glob: inputs.is_data(m.path, glob), spec.glob)
         groups = (matched
                   # One worker matches the glob; many read the footers.
                   | "SpreadFiles" >> beam.Reshuffle()

@@ -130,19 +130,33 @@ def uninspected(pattern: str, columns: Columns) -> InputSpec:
                      time_units=None, rows=None, glob=pattern, data_only=globbed)
 
 
-def is_data(path: str) -> bool:
-    """A data file of a folder or glob: not a local folder, and not named
-    with a leading "_" or "." (_SUCCESS, .crc files)."""
-    return (not posixpath.basename(path.rstrip("/")).startswith(("_", "."))
+def is_data(path: str, glob: str) -> bool:
+    """A data file of a folder or glob: not a local folder, and no name on
+    its path below the glob's fixed folders starts with "_" or "." (_SUCCESS,
+    .crc files, a Spark write's _temporary/ folder, .ipynb_checkpoints/)."""
+    return (not any(name.startswith(("_", ".")) for name in _names_below(path, glob))
             and not _is_local_folder(path))
+
+
+def _names_below(path: str, glob: str) -> list[str]:
+    """The names of path's folders and file that the glob's wildcards matched
+    (the folders the user named are theirs to name); its file name alone if
+    it is not below them."""
+    parts = glob.split("/")
+    fixed = next((i for i, part in enumerate(parts) if any(ch in part for ch in "*?[")),
+                 len(parts) - 1)
+    prefix = "/".join(parts[:fixed]) + "/" if fixed else ""
+    if path.startswith(prefix):
+        return path[len(prefix):].rstrip("/").split("/")
+    return [posixpath.basename(path.rstrip("/"))]
 
 
 def resolve(pattern: str) -> list[tuple[str, int]]:
     """A file, a folder or a glob -> sorted [(path, size in bytes)].
 
     A folder means the files directly in it. As in Hadoop and Spark, names
-    starting with "_" or "." (_SUCCESS, .crc files) are not data and are
-    left out of folders and globs.
+    starting with "_" or "." (_SUCCESS, .crc files, and every file in such a
+    folder) are not data and are left out of folders and globs (is_data).
 
     Raises:
       InputError: nothing matches.
@@ -150,7 +164,7 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
     if not pattern:
         raise InputError("no input given; pass --input FILE, FOLDER or GLOB")
     if any(ch in pattern for ch in "*?["):
-        found = _data_files(_match(pattern))
+        found = _data_files(_match(pattern), pattern)
         if not found:
             raise InputError(f"no file matches {pattern!r}; check the --input pattern "
                              "(names starting with _ or . are not data)")
@@ -167,7 +181,8 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
 
 
 def _folder(path: str) -> list[tuple[str, int]]:
-    found = _data_files(_match(FileSystems.join(path.rstrip("/"), "*")))
+    glob = FileSystems.join(path.rstrip("/"), "*")
+    found = _data_files(_match(glob), glob)
     if not found:
         raise InputError(f"folder {path!r} holds no data files; put the Parquet files directly "
                          f"in it or give a glob such as '{path.rstrip('/')}/**/*.parquet'")
@@ -182,8 +197,8 @@ def _match(pattern: str) -> list[tuple[str, int]]:
     return sorted((m.path, m.size_in_bytes) for m in result.metadata_list)
 
 
-def _data_files(matches: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    return [(path, size) for path, size in matches if is_data(path)]
+def _data_files(matches: list[tuple[str, int]], glob: str) -> list[tuple[str, int]]:
+    return [(path, size) for path, size in matches if is_data(path, glob)]
 
 
 def _is_local_folder(path: str) -> bool:

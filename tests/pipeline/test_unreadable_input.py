@@ -103,3 +103,23 @@ def test_the_job_matches_what_the_launcher_matched(tmp_path):
     run = gpfit(str(named), str(tmp_path / "out2"), *RUN_OPTIONS)
     assert run.code == 0, run.stderr
     assert [r["series_id"] for r in run.rows()] == ["c"]
+
+
+def test_a_glob_leaves_out_folders_named_with_underscore_or_dot(tmp_path):
+    """As in Hadoop and Spark, a folder starting with _ or . holds no data: a
+    Spark write's _temporary/ copy of a part, a notebook's checkpoints. Read,
+    their rows doubled every point of the series they copy."""
+    folder = tmp_path / "in"
+    for sub in ("sub", "_temporary/0/_temporary/attempt_1", ".ipynb_checkpoints"):
+        (folder / sub).mkdir(parents=True)
+    pq.write_table(_series_table(["a"]), folder / "part-0.parquet")
+    pq.write_table(_series_table(["a"]), folder / "_temporary/0/_temporary/attempt_1/part-0.parquet")
+    pq.write_table(_series_table(["b"]), folder / "sub" / "part-1.parquet")
+    pq.write_table(_series_table(["b"]), folder / ".ipynb_checkpoints" / "part-1.parquet")
+    pattern = str(folder / "**")
+    assert [os.path.relpath(p, folder) for p in inputs.inspect(pattern, inputs.Columns()).files] \
+        == ["part-0.parquet", "sub/part-1.parquet"]
+    run = gpfit(pattern, str(tmp_path / "out"), *RUN_OPTIONS)
+    assert run.code == 0, run.stderr
+    assert [(r["series_id"], r["n_points"]) for r in run.rows()] == [("a", 24), ("b", 24)]
+    assert run.manifest["input"]["files"] == 2
