@@ -67,7 +67,7 @@ class ReadSeries(beam.PTransform):
     def expand(self, pbegin):
         spec, c = self._spec, self._spec.columns
         matched = (pbegin
-                   | "ListFiles" >> beam.Create([spec.glob])
+                   | "ListFiles" >> beam.Create([inputs.listing_glob(spec.glob)])
                    | "MatchInput" >> fileio.MatchAll())
         if spec.data_only:
             matched = matched | "DataFilesOnly" >> beam.Filter(

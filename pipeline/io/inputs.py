@@ -12,10 +12,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
+import re
 from typing import Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io import columns as col
@@ -131,11 +133,30 @@ def uninspected(pattern: str, columns: Columns) -> InputSpec:
 
 
 def is_data(path: str, glob: str) -> bool:
-    """A data file of a folder or glob: not a local folder, and no name on
-    its path below the glob's fixed folders starts with "_" or "." (_SUCCESS,
-    .crc files, a Spark write's _temporary/ folder, .ipynb_checkpoints/)."""
-    return (not any(name.startswith(("_", ".")) for name in _names_below(path, glob))
+    """A data file of a folder or glob: matched by glob_regex, not a local
+    folder, and no name on its path below the glob's fixed folders starts
+    with "_" or "." (_SUCCESS, .crc files, a Spark write's _temporary/
+    folder, .ipynb_checkpoints/)."""
+    return (glob_regex(glob).match(path) is not None
+            and not any(name.startswith(("_", ".")) for name in _names_below(path, glob))
             and not _is_local_folder(path))
+
+
+_NO_FOLDER_OR_MORE = "\0"  # stands for "**/" while Beam translates the rest
+
+
+def glob_regex(glob: str) -> re.Pattern:
+    """A glob's regular expression: Beam's (* within a folder, ** across
+    folders), but "**/" also matches no folder, as in Python's and the
+    shells' globs: "data/**/*.parquet" holds data/x.parquet ("any depth")."""
+    translated = FileSystem.translate_pattern(glob.replace("**/", _NO_FOLDER_OR_MORE))
+    return re.compile(translated.replace(re.escape(_NO_FOLDER_OR_MORE), "(?:.*/)?"))
+
+
+def listing_glob(glob: str) -> str:
+    """What Beam is asked to match for a glob: a superset of glob_regex's
+    matches ("**/" as "**", which needs no folder), filtered by is_data."""
+    return glob.replace("**/", "**")
 
 
 def _names_below(path: str, glob: str) -> list[str]:
@@ -164,7 +185,7 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
     if not pattern:
         raise InputError("no input given; pass --input FILE, FOLDER or GLOB")
     if any(ch in pattern for ch in "*?["):
-        found = _data_files(_match(pattern), pattern)
+        found = _data_files(_match(listing_glob(pattern)), pattern)
         if not found:
             raise InputError(f"no file matches {pattern!r}; check the --input pattern "
                              "(names starting with _ or . are not data)")

@@ -22,10 +22,10 @@ import os
 import posixpath
 import re
 
-from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io.errors import UsageError
+from pipeline.io.inputs import glob_regex
 
 PARAMS_PREFIX = "params"            # the parameters' folder
 PREDICTIONS_PREFIX = "predictions"  # the predictions' folder
@@ -170,7 +170,7 @@ def would_read(input_pattern: str, output: str) -> bool:
     which never holds a shard of this release."""
     if not any(ch in input_pattern for ch in "*?["):
         return False
-    pattern = re.compile(FileSystem.translate_pattern(_resolved_pattern(input_pattern)))
+    pattern = glob_regex(_resolved_pattern(input_pattern))
     folder = resolved(output)
     candidates = [f"{folder}/{table}/part-00000-of-00001{PARAMS_SUFFIX}" for table in TABLES]
     return any(pattern.match(c) for c in candidates)

@@ -123,3 +123,20 @@ def test_a_glob_leaves_out_folders_named_with_underscore_or_dot(tmp_path):
     assert run.code == 0, run.stderr
     assert [(r["series_id"], r["n_points"]) for r in run.rows()] == [("a", 24), ("b", 24)]
     assert run.manifest["input"]["files"] == 2
+
+
+def test_a_double_star_matches_no_folder_too(tmp_path):
+    """'in/**/*.parquet' holds the files directly in in/, as Python's and the
+    shells' globs do ("any depth"); Beam's own ** needs a folder there."""
+    folder = tmp_path / "in"
+    (folder / "sub" / "deeper").mkdir(parents=True)
+    pq.write_table(_series_table(["a"]), folder / "part-0.parquet")
+    pq.write_table(_series_table(["b"]), folder / "sub" / "part-1.parquet")
+    pq.write_table(_series_table(["c"]), folder / "sub" / "deeper" / "part-2.parquet")
+    pq.write_table(_series_table(["d"]), folder / "sub" / "part-3.other")
+    pattern = str(folder / "**" / "*.parquet")
+    assert len(inputs.inspect(pattern, inputs.Columns()).files) == 3
+    run = gpfit(pattern, str(tmp_path / "out"), *RUN_OPTIONS)
+    assert run.code == 0, run.stderr
+    assert [r["series_id"] for r in run.rows()] == ["a", "b", "c"]
+    assert run.manifest["input"]["files"] == 3
