@@ -20,7 +20,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from gpcore.batching import SECONDS_PER_CALL
-from gpcore.config import FitConfig, at_search
+from gpcore.config import AUTO, FitConfig, at_search, fitted_configs
 from pipeline import runtime
 from pipeline.io import inputs, lock, manifest, outputs, previous
 from pipeline.io.errors import UsageError
@@ -75,6 +75,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     """
     gp = options.view_as(GPFitOptions)
     check(gp)
+    config = fit_config(gp)
     columns = Columns(gp.id_column, gp.time_column, gp.value_column)
     if check_paths:
         spec = inputs.inspect(gp.input, columns, inputs.MAX_FOOTERS)
@@ -84,7 +85,6 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
         spec = inputs.uninspected(gp.input, columns)
         old_files = ()
     nightly, note = nightly_plan(gp, check_paths, spec)
-    config = fit_config(gp)
     run_id = lock.new_run_id()
     record = manifest.run_record(
         spec, gp.output, config.kernel_name, gp.max_failure_fraction, recorded(options),
@@ -315,11 +315,31 @@ def fit_config(gp: GPFitOptions) -> FitConfig:
     """
     kernel = kernel_settings(gp)  # its own UsageError, naming the kernels
     try:
-        return at_search(gp.search, **kernel, restarts=gp.restarts,
-                         min_points=gp.min_points, max_points=gp.max_points,
-                         batch_size=gp.batch_size)
+        config = at_search(gp.search, **kernel, restarts=gp.restarts,
+                           min_points=gp.min_points, max_points=gp.max_points,
+                           batch_size=gp.batch_size)
     except ValueError as err:
         # FitConfig names its fields; the user gave flags.
         said = re.sub(r"\b(restarts|min_points|max_points|batch_size)\b", r"--\1", str(err))
         raise UsageError(f"{said}; see gpfit --help") from err
+    _check_max_rows(gp, config)
+    return config
+
+
+def _check_max_rows(gp: GPFitOptions, config: FitConfig) -> None:
+    """Refuses --max_rows below the --max_points in force, the kernel's
+    default included: rows include missing values, so a lower cap skips
+    series the fit would take (at 0, every series).
+
+    Raises:
+      UsageError: naming both values.
+    """
+    fitted = max(each.max_points for each in fitted_configs(config))
+    if gp.max_rows >= fitted:
+        return
+    whose = ("" if gp.max_points is not None
+             else f", {config.kernel_name}'s default" if config.kernel_name != AUTO
+             else ", the largest of the candidates' defaults")
+    raise UsageError(f"--max_rows ({gp.max_rows}) must be >= --max_points ({fitted}{whose}): "
+                     "rows include missing values; raise --max_rows or lower --max_points")
 

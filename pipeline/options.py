@@ -206,8 +206,7 @@ def check(gp: GPFitOptions) -> None:
     Raises:
       UsageError: no --input or --output, an unknown kernel or candidate
         (kernel_settings), a failure fraction outside [0, 1], a non-positive
-        --seconds_per_fit_call, --max_rows below --max_points, a negative
-        --num_shards, --previous_output_optional without --previous_output,
+        --seconds_per_fit_call, a negative --num_shards, --previous_output_optional without --previous_output,
         a forecast horizon without points or points without a horizon,
         --predict_steps with either, bad --predict_levels or --holdout.
     """
@@ -221,9 +220,6 @@ def check(gp: GPFitOptions) -> None:
                          f"got {gp.max_failure_fraction:g}")
     if not gp.seconds_per_fit_call > 0:
         raise UsageError(f"--seconds_per_fit_call must be > 0; got {gp.seconds_per_fit_call:g}")
-    if gp.max_points is not None and gp.max_rows < gp.max_points:
-        raise UsageError(f"--max_rows ({gp.max_rows}) must be >= --max_points "
-                         f"({gp.max_points}): rows include missing values")
     if gp.num_shards < 0:
         raise UsageError(f"--num_shards must be >= 0; got {gp.num_shards}")
     if gp.previous_output_optional and not gp.previous_output:
