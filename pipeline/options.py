@@ -205,16 +205,19 @@ def check(gp: GPFitOptions) -> None:
 
     Raises:
       UsageError: no --input or --output, an unknown kernel or candidate
-        (kernel_settings), a failure fraction outside [0, 1], a non-positive
-        --seconds_per_fit_call, a negative --num_shards, --previous_output_optional without --previous_output,
-        a forecast horizon without points or points without a horizon,
-        --predict_steps with either, bad --predict_levels or --holdout.
+        (kernel_settings), one column named by two of --id_column,
+        --time_column and --value_column, a failure fraction outside [0, 1],
+        a non-positive --seconds_per_fit_call, a negative --num_shards,
+        --previous_output_optional without --previous_output, a forecast
+        horizon without points or points without a horizon, --predict_steps
+        with either, bad --predict_levels or --holdout.
     """
     if not gp.input:
         raise UsageError("--input is required: a Parquet file, folder or glob")
     if not gp.output:
         raise UsageError("--output is required: the folder to write the parameters to")
     kernel_settings(gp)
+    _check_columns(gp)
     if not 0.0 <= gp.max_failure_fraction <= 1.0:
         raise UsageError(f"--max_failure_fraction must be between 0 and 1; "
                          f"got {gp.max_failure_fraction:g}")
@@ -226,6 +229,18 @@ def check(gp: GPFitOptions) -> None:
         raise UsageError("--previous_output_optional needs --previous_output DIR, the folder "
                          "it makes optional")
     _check_forecast(gp)
+
+
+def _check_columns(gp: GPFitOptions) -> None:
+    """Refuses one input column named for two roles: it would run, and fit
+    t against t, or make a series of every distinct time."""
+    roles = (("--id_column", gp.id_column), ("--time_column", gp.time_column),
+             ("--value_column", gp.value_column))
+    for i, (flag, name) in enumerate(roles):
+        for other, other_name in roles[i + 1:]:
+            if name == other_name:
+                raise UsageError(f"{flag} and {other} both name the column {name!r}; each "
+                                 "must name a column of its own")
 
 
 # Forecast points per series at most: each is a row in the predictions.

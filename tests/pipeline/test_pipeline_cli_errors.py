@@ -112,6 +112,9 @@ def test_unusable_input_exits_2(tmp_path, make_input):
     (["--restarts", "0"], "--restarts must be >= 1; got 0"),  # the flag, not FitConfig's field
     (["--max_failure_fraction", "1.5"], "--max_failure_fraction must be between 0 and 1"),
     (["--time_column", "when"], "has no column 'when'"),
+    # One column as two roles would fit t against t, or make a series per time.
+    (["--value_column", "t"], "--time_column and --value_column both name the column 't'"),
+    (["--id_column", "y"], "--id_column and --value_column both name the column 'y'"),
     # Below the kernel's default --max_points too: every series would be skipped.
     (["--max_rows", "0"], "--max_rows (0) must be >= --max_points (4096, rbf's default)"),
     (["--max_rows", "-5", "--kernel", "auto"],
