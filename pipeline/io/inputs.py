@@ -13,6 +13,7 @@ import dataclasses
 import os
 import posixpath
 import re
+import warnings
 from typing import Optional
 
 import pyarrow as pa
@@ -117,10 +118,39 @@ def job_glob(pattern: str, files: list[tuple[str, int]]) -> tuple[str, bool]:
     """What the job matches on its workers for a resolved pattern, and
     whether it leaves out names starting with "_" or "." (see resolve)."""
     if len(files) == 1 and files[0][0].rstrip("/") == pattern.rstrip("/"):
-        return files[0][0], False  # a file named explicitly
-    if any(ch in pattern for ch in "*?["):
+        return escaped(files[0][0]), False  # a file named explicitly
+    if is_glob(pattern):
         return pattern, True
-    return FileSystems.join(pattern.rstrip("/"), "*"), True  # a folder
+    return FileSystems.join(escaped(pattern.rstrip("/")), "*"), True  # a folder
+
+
+def is_glob(pattern: str) -> bool:
+    """Whether --input is a glob: it holds a wildcard (*, ? or [) and names no
+    existing file or folder as it is ("runs [v2]/" is a folder)."""
+    if not _has_wildcard(pattern):
+        return False
+    try:
+        return not FileSystems.exists(pattern)
+    except Exception:  # pylint: disable=broad-except  (an odd scheme: _match names it)
+        return True
+
+
+def escaped(path: str) -> str:
+    """path as a glob that matches it alone: Beam's globs quote nothing, but
+    a class of one character does ("[[]", "[*]", "[?]")."""
+    return re.sub(r"([*?[])", r"[\1]", path)
+
+
+# "[[]" becomes the regular expression "[[]", exact, about which Python's re
+# warns that a future version may read a nested set there: on stderr, in
+# Beam's match and in glob_regex, where a run prints only gpfit's own lines.
+warnings.filterwarnings("ignore", message="Possible nested set", category=FutureWarning)
+
+
+def _has_wildcard(part: str) -> bool:
+    """Whether a glob or a part of one holds a wildcard, not counting the
+    characters `escaped` quoted."""
+    return any(ch in re.sub(r"\[[*?[]\]", "", part) for ch in "*?[")
 
 
 def uninspected(pattern: str, columns: Columns) -> InputSpec:
@@ -164,8 +194,7 @@ def _names_below(path: str, glob: str) -> list[str]:
     (the folders the user named are theirs to name); its file name alone if
     it is not below them."""
     parts = glob.split("/")
-    fixed = next((i for i, part in enumerate(parts) if any(ch in part for ch in "*?[")),
-                 len(parts) - 1)
+    fixed = next((i for i, part in enumerate(parts) if _has_wildcard(part)), len(parts) - 1)
     prefix = "/".join(parts[:fixed]) + "/" if fixed else ""
     if path.startswith(prefix):
         return path[len(prefix):].rstrip("/").split("/")
@@ -184,7 +213,7 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
     """
     if not pattern:
         raise InputError("no input given; pass --input FILE, FOLDER or GLOB")
-    if any(ch in pattern for ch in "*?["):
+    if is_glob(pattern):
         found = _data_files(_match(listing_glob(pattern)), pattern)
         if not found:
             raise InputError(f"no file matches {pattern!r}; check the --input pattern "
@@ -192,17 +221,17 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
         return found
     if _is_local_folder(pattern) or pattern.endswith("/"):
         return _folder(pattern)
-    found = [m for m in _match(pattern) if m[0].rstrip("/") == pattern.rstrip("/")]
+    found = [m for m in _match(escaped(pattern)) if m[0].rstrip("/") == pattern.rstrip("/")]
     if found:
         return found
     # On object stores (gs://) a folder is only a prefix: try it as one.
-    if _match(FileSystems.join(pattern, "*")):
+    if _match(FileSystems.join(escaped(pattern), "*")):
         return _folder(pattern)
     raise InputError(f"no file or folder {pattern!r}; check the --input path")
 
 
 def _folder(path: str) -> list[tuple[str, int]]:
-    glob = FileSystems.join(path.rstrip("/"), "*")
+    glob = FileSystems.join(escaped(path.rstrip("/")), "*")
     found = _data_files(_match(glob), glob)
     if not found:
         raise InputError(f"folder {path!r} holds no data files; put the Parquet files directly "

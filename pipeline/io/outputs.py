@@ -25,7 +25,7 @@ import re
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io.errors import UsageError
-from pipeline.io.inputs import glob_regex
+from pipeline.io.inputs import glob_regex, is_glob
 
 PARAMS_PREFIX = "params"            # the parameters' folder
 PREDICTIONS_PREFIX = "predictions"  # the predictions' folder
@@ -168,7 +168,7 @@ def would_read(input_pattern: str, output: str) -> bool:
     """Whether a glob --input matches a shard this run writes into output
     (both layouts). A file or folder --input names files directly in it,
     which never holds a shard of this release."""
-    if not any(ch in input_pattern for ch in "*?["):
+    if not is_glob(input_pattern):
         return False
     pattern = glob_regex(_resolved_pattern(input_pattern))
     folder = resolved(output)

@@ -140,3 +140,18 @@ def test_a_double_star_matches_no_folder_too(tmp_path):
     assert run.code == 0, run.stderr
     assert [r["series_id"] for r in run.rows()] == ["a", "b", "c"]
     assert run.manifest["input"]["files"] == 3
+
+
+def test_a_folder_or_file_named_with_glob_characters_is_read_as_it_is(tmp_path):
+    """An existing path is not a glob, whatever its characters: 'runs [v2]'
+    was taken for a glob matching 'runs v' or 'runs 2', and refused."""
+    folder = tmp_path / "runs [v2]"
+    folder.mkdir()
+    pq.write_table(_series_table(["a"]), folder / "part [1].parquet")
+    pq.write_table(_series_table(["b"]), folder / "part-2.parquet")
+    run = gpfit(str(folder), str(tmp_path / "out"), *RUN_OPTIONS)
+    assert run.code == 0, run.stderr
+    assert [r["series_id"] for r in run.rows()] == ["a", "b"]
+    run = gpfit(str(folder / "part [1].parquet"), str(tmp_path / "out"), *RUN_OPTIONS)
+    assert run.code == 0, run.stderr
+    assert [r["series_id"] for r in run.rows()] == ["a"]
