@@ -91,16 +91,18 @@ def inspect(pattern: str, columns: Columns, max_footers: Optional[int] = None) -
     everything = resolve(pattern)
     files = sample(everything, max_footers)
     footers = map_files(lambda f: check_footer(f[0], f[1], columns), files)
-    first = footers[0]
+    # The reference: the first file with a kind of time (a t of nulls alone has none).
+    at = next((i for i, footer in enumerate(footers) if footer.time_units), 0)
+    first = footers[at]
     for (path, _), footer in zip(files, footers):
-        check_agrees(path, footer, files[0][0], first, columns)
+        check_agrees(path, footer, files[at][0], first, columns)
     rows = sum(f.rows for f in footers)
     if rows == 0 and len(files) == len(everything):
         raise InputError(f"the {len(files)} input file(s) matching {pattern!r} hold no rows; "
                          "check the --input path")
     glob, data_only = job_glob(pattern, everything)
     return InputSpec(pattern, tuple(path for path, _ in everything), columns, first.layout,
-                     first.time_units, rows, glob, data_only, len(files))
+                     first.time_units or AS_GIVEN, rows, glob, data_only, len(files))
 
 
 def sample(files: list, most: Optional[int]) -> list:
@@ -257,10 +259,11 @@ def _is_local_folder(path: str) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Footer:
-    """What a checked footer says: layout, time units, rows and row groups."""
+    """What a checked footer says: layout, time units (None for a time
+    column of nulls alone, which agrees with either), rows and row groups."""
 
     layout: str
-    time_units: str
+    time_units: Optional[str]
     rows: int
     row_groups: int = 1
 
@@ -312,7 +315,8 @@ def check_agrees(path: str, footer: Footer, reference_path: str, reference: Foot
         raise InputError(
             f"{path} is in {footer.layout} layout but {reference_path} is {reference.layout}; "
             "give files of one layout")
-    if footer.time_units != reference.time_units:
+    if None not in (footer.time_units, reference.time_units) and \
+            footer.time_units != reference.time_units:
         raise InputError(
             f"column {columns.time!r} holds {_units_words(footer.time_units)} in {path} "
             f"but {_units_words(reference.time_units)} in {reference_path}; give one kind of "
@@ -320,10 +324,12 @@ def check_agrees(path: str, footer: Footer, reference_path: str, reference: Foot
 
 
 def check_schema(path: str, schema: pa.Schema, columns: Columns,
-                 option: str = "--{}") -> tuple[str, str]:
+                 option: str = "--{}") -> tuple[str, Optional[str]]:
     """-> (layout, time units) of one file (or table: `path` names it), or
     InputError naming the problem; `option` spells the column options in the
-    advice ("--{}" for the command, "{}=" for pipeline.frame's keywords)."""
+    advice ("--{}" for the command, "{}=" for pipeline.frame's keywords).
+    Time units are None where t is of Arrow's null type: all null, it holds
+    no kind of time."""
     for name, column in ((columns.id, "id_column"), (columns.time, "time_column"),
                          (columns.value, "value_column")):
         if name not in schema.names:
@@ -357,6 +363,8 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
         raise InputError(
             f"value column {columns.value!r} in {path} has type {value_type}; expected "
             f"numbers (convert it, or name another with {option.format('value_column')})")
+    if pa.types.is_null(time_type):
+        return layout, None
     return layout, DAYS if col.is_calendar(time_type) else AS_GIVEN
 
 

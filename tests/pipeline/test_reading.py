@@ -87,3 +87,25 @@ def test_a_series_beyond_max_rows_is_skipped_unassembled(tmp_path):
                                "--max_rows")]), label="Skipped")
 
     _run(build)
+
+
+def test_a_time_column_of_nulls_alone_agrees_with_any_kind_of_time(tmp_path):
+    # A file whose t is all null has Arrow's null type (pandas writes an
+    # all-None column so): it holds no kind of time, so it agrees with the
+    # dates of the others, whichever file is first; its series has no points.
+    pq.write_table(pa.table({"series_id": ["empty"] * 2, "t": pa.nulls(2), "y": [1.0, 2.0]}),
+                   tmp_path / "0.parquet")
+    days = pa.array([19_000, 19_001, 19_003], pa.int32()).cast(pa.date32())
+    pq.write_table(pa.table({"series_id": ["a"] * 3, "t": days, "y": [1.0, 2.0, 4.0]}),
+                   tmp_path / "1.parquet")
+    spec = inputs.inspect(str(tmp_path), Columns())
+    assert (spec.layout, spec.time_units) == (inputs.LONG, inputs.DAYS)
+
+    def build(p):
+        series = p | ReadSeries(spec, "rbf", max_rows=100)
+        assert_that(series.series | beam.Map(lambda s: (s.series_id,
+                                                         np.nan_to_num(s.t, nan=-1).tolist())),
+                    equal_to([("a", [19_000.0, 19_001.0, 19_003.0]), ("empty", [-1.0, -1.0])]))
+        assert_that(series.unreadable, equal_to([]), label="NoneUnreadable")
+
+    _run(build)
