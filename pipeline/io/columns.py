@@ -32,8 +32,17 @@ def is_calendar(type_: pa.DataType) -> bool:
 
 
 def is_id(type_: pa.DataType) -> bool:
-    """Any scalar type can name a series; it is reported as a string."""
-    return not (pa.types.is_nested(type_) or pa.types.is_null(type_))
+    """Any scalar type can name a series (it is reported as a string) that
+    as_codes can group: not float16 or an extension type such as
+    arrow.uuid, which Arrow cannot hash. Asked of an empty array, so that the
+    launcher refuses what would fail the job on its workers."""
+    if pa.types.is_nested(type_) or pa.types.is_null(type_):
+        return False
+    try:
+        as_codes(pa.array([], type_))
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+        return False
+    return True
 
 
 def as_float(array: pa.Array | pa.ChunkedArray) -> np.ndarray:

@@ -78,6 +78,19 @@ def half_nested(tmp):
     return _write(tmp / "h.parquet", table), "column 't' holds lists but 'y' does not"
 
 
+def half_float_ids(tmp):
+    # Accepted, the job then failed on the workers: Arrow cannot group float16.
+    table = _good_table().set_column(0, "series_id", pa.array(np.ones(5, np.float16)))
+    return _write(tmp / "h.parquet", table), (f"id column 'series_id' in {tmp / 'h.parquet'} "
+                                              "has type halffloat; expected strings or integers")
+
+
+def uuid_ids(tmp):
+    table = _good_table().set_column(0, "series_id", pa.array([b"0123456789abcdef"] * 5,
+                                                              pa.uuid()))
+    return _write(tmp / "u.parquet", table), "has type extension<arrow.uuid>; expected strings"
+
+
 def no_rows(tmp):
     return _write(tmp / "none.parquet", _good_table().slice(0, 0)), "hold no rows"
 
@@ -93,7 +106,7 @@ def mixed_time_kinds(tmp):
 @pytest.mark.parametrize("make_input", [
     no_match, no_such_path, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
-    mixed_time_kinds,
+    mixed_time_kinds, half_float_ids, uuid_ids,
 ])
 def test_unusable_input_exits_2(tmp_path, make_input):
     input_, expected = make_input(tmp_path)
