@@ -215,6 +215,7 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
     """
     if not pattern:
         raise InputError("no input given; pass --input FILE, FOLDER or GLOB")
+    _check_filesystem(pattern)
     if is_glob(pattern):
         found = _data_files(_match(listing_glob(pattern)), pattern)
         if not found:
@@ -230,6 +231,17 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
     if _match(FileSystems.join(escaped(pattern), "*")):
         return _folder(pattern)
     raise InputError(f"no file or folder {pattern!r}; check the --input path")
+
+
+def _check_filesystem(pattern: str) -> None:
+    """Raises InputError where Beam has no file system for the pattern's
+    scheme (unknown, or its extra not installed): Beam raises it from any
+    call, not only from a listing."""
+    try:
+        FileSystems.get_filesystem(pattern)
+    except Exception as err:  # Beam raises ValueError or BeamIOError
+        raise InputError(f"cannot read --input {pattern!r}: {first_line(err)}; give a local "
+                         "path or a gs:// one") from err
 
 
 def _folder(path: str) -> list[tuple[str, int]]:

@@ -26,6 +26,16 @@ def no_match(tmp):
     return str(tmp / "nothing-*.parquet"), "no file matches"
 
 
+def unknown_scheme(tmp):
+    # Beam raised outside the listing: "gpfit failed unexpectedly ... report it", exit 3.
+    return "foo://bucket/data/", ("cannot read --input 'foo://bucket/data/': Unable to get "
+                                  "filesystem from specified path")
+
+
+def unavailable_scheme(tmp):
+    return "hdfs://namenode/data/", "cannot read --input 'hdfs://namenode/data/': Unable to get"
+
+
 def no_such_path(tmp):
     return str(tmp / "absent"), "no file or folder"
 
@@ -106,7 +116,7 @@ def mixed_time_kinds(tmp):
 @pytest.mark.parametrize("make_input", [
     no_match, no_such_path, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
-    mixed_time_kinds, half_float_ids, uuid_ids,
+    mixed_time_kinds, half_float_ids, uuid_ids, unknown_scheme, unavailable_scheme,
 ])
 def test_unusable_input_exits_2(tmp_path, make_input):
     input_, expected = make_input(tmp_path)
