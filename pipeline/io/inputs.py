@@ -166,11 +166,11 @@ def uninspected(pattern: str, columns: Columns) -> InputSpec:
 
 def is_data(path: str, glob: str) -> bool:
     """A data file of a folder or glob: matched by glob_regex, not a local
-    folder, and no name on its path below the glob's fixed folders starts
-    with "_" or "." (_SUCCESS, .crc files, a Spark write's _temporary/
-    folder, .ipynb_checkpoints/)."""
+    folder, and not named with a leading "_" or "." (_SUCCESS, .crc files),
+    nor in a folder so named that a wildcard matched (a Spark write's
+    _temporary/, .ipynb_checkpoints/: _judged)."""
     return (glob_regex(glob).match(path) is not None
-            and not any(name.startswith(("_", ".")) for name in _names_below(path, glob))
+            and not any(name.startswith(("_", ".")) for name in _judged(path, glob))
             and not _is_local_folder(path))
 
 
@@ -191,16 +191,26 @@ def listing_glob(glob: str) -> str:
     return glob.replace("**/", "**")
 
 
-def _names_below(path: str, glob: str) -> list[str]:
-    """The names of path's folders and file that the glob's wildcards matched
-    (the folders the user named are theirs to name); its file name alone if
-    it is not below them."""
+def _judged(path: str, glob: str) -> list[str]:
+    """The names on path that is_data judges: its file name, and each folder
+    below the glob's fixed ones, except where the glob's part for it starts
+    with "_" or "." itself ("data/_staging*/x.parquet" asks for them).
+    Parts line up with folders from the start up to the first "**" and from
+    the end after the last; folders that a "**" matched are judged."""
     parts = glob.split("/")
     fixed = next((i for i, part in enumerate(parts) if _has_wildcard(part)), len(parts) - 1)
     prefix = "/".join(parts[:fixed]) + "/" if fixed else ""
-    if path.startswith(prefix):
-        return path[len(prefix):].rstrip("/").split("/")
-    return [posixpath.basename(path.rstrip("/"))]
+    if not path.startswith(prefix):
+        return [posixpath.basename(path.rstrip("/"))]
+    names, wild = path[len(prefix):].rstrip("/").split("/"), parts[fixed:]
+    stars = [i for i, part in enumerate(wild) if "**" in part]
+    head, tail = (wild[:stars[0]], wild[stars[-1] + 1:]) if stars else (wild, [])
+    between = len(names) - len(head) - len(tail)
+    if between < 0:  # not matched by the glob: judge every name
+        return names
+    asked = [*head, *[""] * between, *tail]
+    return [name for name, part in zip(names[:-1], asked) if not part.startswith(("_", "."))] \
+        + names[-1:]
 
 
 def resolve(pattern: str) -> list[tuple[str, int]]:

@@ -123,6 +123,9 @@ def test_a_glob_leaves_out_folders_named_with_underscore_or_dot(tmp_path):
     assert run.code == 0, run.stderr
     assert [(r["series_id"], r["n_points"]) for r in run.rows()] == [("a", 24), ("b", 24)]
     assert run.manifest["input"]["files"] == 2
+    # A folder asked for by a part of the pattern that starts with _ is read.
+    asked = folder / "_tempor*" / "0" / "_temporary" / "attempt_*" / "*.parquet"
+    assert len(inputs.inspect(str(asked), inputs.Columns()).files) == 1
 
 
 def test_a_double_star_matches_no_folder_too(tmp_path):
