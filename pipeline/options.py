@@ -207,7 +207,7 @@ def check(gp: GPFitOptions) -> None:
       UsageError: no --input or --output, an unknown kernel or candidate
         (kernel_settings), one column named by two of --id_column,
         --time_column and --value_column, a failure fraction outside [0, 1],
-        a non-positive --seconds_per_fit_call, a negative --num_shards,
+        a --seconds_per_fit_call not finite and > 0, a negative --num_shards,
         --previous_output_optional without --previous_output, a forecast
         horizon without points or points without a horizon, --predict_steps
         with either, bad --predict_levels or --holdout.
@@ -221,8 +221,10 @@ def check(gp: GPFitOptions) -> None:
     if not 0.0 <= gp.max_failure_fraction <= 1.0:
         raise UsageError(f"--max_failure_fraction must be between 0 and 1; "
                          f"got {gp.max_failure_fraction:g}")
-    if not gp.seconds_per_fit_call > 0:
-        raise UsageError(f"--seconds_per_fit_call must be > 0; got {gp.seconds_per_fit_call:g}")
+    if not (math.isfinite(gp.seconds_per_fit_call) and gp.seconds_per_fit_call > 0):
+        # Calls are bounded by it: Dataflow cannot split one (docs/design.md, "Data flow").
+        raise UsageError(f"--seconds_per_fit_call must be a finite number > 0; "
+                         f"got {gp.seconds_per_fit_call:g}")
     if gp.num_shards < 0:
         raise UsageError(f"--num_shards must be >= 0; got {gp.num_shards}")
     if gp.previous_output_optional and not gp.previous_output:
