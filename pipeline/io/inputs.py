@@ -10,6 +10,7 @@ read it (check_footer), and report a file that fails as unreadable.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import posixpath
 import re
@@ -177,6 +178,7 @@ def is_data(path: str, glob: str) -> bool:
 _NO_FOLDER_OR_MORE = "\0"  # stands for "**/" while Beam translates the rest
 
 
+@functools.lru_cache(maxsize=16)  # asked once per file matched
 def glob_regex(glob: str) -> re.Pattern:
     """A glob's regular expression: Beam's (* within a folder, ** across
     folders), but "**/" also matches no folder, as in Python's and the
