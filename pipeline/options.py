@@ -22,6 +22,7 @@ from pipeline.io.errors import UsageError
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.redaction import REDACTED, redacted  # noqa: F401  (REDACTED: re-exported)
 from pipeline.io.scales import NONE, TRANSFORMS
+from pipeline.io.schema import level_name
 
 # --log_level's choices: what gpfit's own lines show; tracebacks only at debug.
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -285,6 +286,13 @@ def levels(gp: GPFitOptions) -> tuple[float, ...]:
     if not found or not all(0 < level < 100 for level in found):
         raise UsageError(f"--predict_levels must be percents between 0 and 100 separated by "
                          f"commas, e.g. 80,95; got {text!r}")
+    # Two levels of one column name wrote a predictions file with duplicate
+    # columns, which pandas and pyarrow.dataset refuse to read.
+    for lower, upper in zip(found, found[1:]):
+        if level_name(lower) == level_name(upper):
+            raise UsageError(f"--predict_levels {lower:.10g} and {upper:.10g} name the same "
+                             f"columns lower_{level_name(lower)}, upper_{level_name(lower)}; "
+                             "give levels that differ in their first six significant digits")
     return found
 
 

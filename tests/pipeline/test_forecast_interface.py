@@ -310,6 +310,9 @@ def test_the_transform_is_in_the_fingerprint(tmp_path_factory, positive, logged)
      "give either --predict_steps K"),
     (["--predict_levels", "80,100"], "--predict_levels must be percents between 0 and 100"),
     (["--predict_levels", "eighty"], "--predict_levels must be percents"),
+    # Both would be the columns lower_95, upper_95: a file no reader unifies.
+    (["--predict_levels", "95,95.0000001"], "--predict_levels 95 and 95.0000001 name the "
+     "same columns lower_95, upper_95"),
     (["--holdout", "-1"], "--holdout must be between 0"),
     (["--transform", "sqrt"], "invalid choice: 'sqrt'"),
 ])
