@@ -4,9 +4,10 @@ reading and writing it.
 The job writes it last (pipeline/manifest_step.py), so its presence says the
 shards beside it are complete. It holds: status ("succeeded" | "failed"),
 counts (series_read, ok, skipped, failed, null_ids), failed_fraction,
-max_failure_fraction, kernel, time_units, input (pattern, files, layout,
-rows: counted by the job over the files it read), unreadable_files (count,
-and the first files by path with their error), output_files, options
+max_failure_fraction, kernel, time_units, input (pattern, a local one made
+absolute; files, layout, rows: counted by the job over the files it read),
+unreadable_files (count, and the first files by path with their error),
+output_files, options
 (gpfit's, and the Beam options given in "beam"; secrets redacted here and
 in the input pattern and previous_output: redaction.py),
 fitters_built, fit_ms_per_series (count, sum, min, max, mean),
@@ -15,8 +16,8 @@ max_over_estimate: the largest ratio of a call's wall seconds to
 gpcore.batching's estimate), tracing_count_max, work_per_kernel ({kernel:
 series, newton_evaluations, grid_evaluations,
 newton_evaluations_per_series}: each candidate's under "auto"), started_at, finished_at (ISO 8601, UTC) and wall_time_s.
-Nightly runs add previous_output (the folder compared against, or null),
-previous_note (why none was used, or null), reuse (reused,
+Nightly runs add previous_output (the folder compared against, absolute
+when local, or null), previous_note (why none was used, or null), reuse (reused,
 warm_starts_offered, warm_started, fitted: rows fitted, skipped or failed
 anew; previous_unreadable_shards), and predictions (horizon, points,
 observed, series predicted, not_predicted; null without --predict_*) with
@@ -34,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import os
 from typing import Optional
 
 from apache_beam.io.filesystems import FileSystems
@@ -41,7 +43,7 @@ from apache_beam.io.filesystems import FileSystems
 from gpcore.result import FAILED, OK, SKIPPED
 from pipeline.io.files import open_file
 from pipeline.io.inputs import InputSpec
-from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER
+from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER, is_local
 from pipeline.io.redaction import redacted
 
 # Counts beside the statuses: distinct series ids read, and input rows whose
@@ -96,6 +98,8 @@ def run_record(spec: InputSpec, output: str, kernel: str, max_failure_fraction: 
                options: dict, started_at: float, run_id: str = "", **nightly) -> RunRecord:
     """The RunRecord of a run on this input (inspected or not); `nightly`:
     previous_output, previous_note, predict (see RunRecord)."""
+    if nightly.get("previous_output"):
+        nightly["previous_output"] = located(nightly["previous_output"])
     return RunRecord(output=output, kernel=kernel, max_failure_fraction=max_failure_fraction,
                      time_units=spec.time_units if spec.inspected else NOT_INSPECTED,
                      input=input_record(spec), options=options, started_at=started_at,
@@ -106,9 +110,17 @@ def input_record(spec: InputSpec) -> dict:
     """The manifest's "input": pattern, files, layout (NOT_INSPECTED), rows
     (None when not inspected)."""
     if not spec.inspected:
-        return {"pattern": spec.pattern, "files": None, "layout": NOT_INSPECTED, "rows": None}
-    return {"pattern": spec.pattern, "files": len(spec.files), "layout": spec.layout,
+        return {"pattern": located(spec.pattern), "files": None, "layout": NOT_INSPECTED,
+                "rows": None}
+    return {"pattern": located(spec.pattern), "files": len(spec.files), "layout": spec.layout,
             "rows": spec.rows}
+
+
+def located(path: str) -> str:
+    """A local path (or glob) made absolute, symbolic links kept; others as
+    given. The report reads the input and the previous run from the
+    manifest, and may be launched from another folder than the run was."""
+    return os.path.abspath(path) if path and is_local(path) else path
 
 
 def compose(record: RunRecord, status_counts: dict, null_ids: int, fits: dict,

@@ -77,3 +77,27 @@ def test_the_page_compares_with_the_previous_run_and_draws_forecasts(chain, tmp_
     assert len(page.images) == 4
     assert all(orange_pixels(image["src"]) > 50 for image in page.images[2:])
     assert orange_pixels(page.images[0]["src"]) == orange_pixels(page.images[1]["src"]) == 0
+
+
+def test_a_run_given_relative_paths_is_reported_from_any_folder(tmp_path, monkeypatch, capsys):
+    """The manifest records where the input and the previous run are, so a
+    report launched elsewhere (a scheduler's other working folder) finds them."""
+    rng = np.random.default_rng(5)
+    series = {f"s{i}": (np.arange(30.0), np.sin(np.arange(30.0) / (3 + i))
+                        + 0.1 * rng.standard_normal(30)) for i in range(3)}
+    night2 = {**series, "s0": (series["s0"][0], 2.0 * series["s0"][1])}
+    (tmp_path / "launch").mkdir()
+    monkeypatch.chdir(tmp_path / "launch")
+    write(tmp_path / "launch" / "in1", series)
+    write(tmp_path / "launch" / "in2", night2)
+    assert gpfit_here("in1", "out1", "--batch_size", "4").code == 0
+    second = gpfit_here("in2", "out2", "--batch_size", "4", "--previous_output", "out1")
+    assert second.code == 0, second.stderr
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "report.html"
+    code = run(["--params", str(tmp_path / "launch" / "out2"), "--out", str(out),
+                "--series", "s0", "--random", "0", "--worst", "0"])
+    assert code == 0, capsys.readouterr().err
+    text = " ".join(" ".join(parse_page(out).text).split())
+    assert "Against the previous run" in text and "cannot read the previous run" not in text
+    assert "How far the parameters of the 1 series fitted again moved" in text
