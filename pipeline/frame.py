@@ -69,6 +69,8 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
     """
     table, pandas = _as_table(data)
     columns = inputs.Columns(id_column, time_column, value_column)
+    if pandas:
+        _check_grouped(table.schema, columns)
     inputs.check_schema("the table", table.schema, columns, option="{}=")
     config = fit_config(kernel, candidates, restarts, min_points, max_points, batch_size,
                         search)
@@ -123,6 +125,20 @@ def _as_table(data) -> tuple[pa.Table, bool]:
     raise InputError(f"fit_frame takes a pandas DataFrame or a pyarrow Table; got "
                      f"{type(data).__name__} (a Spark or Dask frame: call it per group or "
                      "partition, as docs/design.md's recipes show)")
+
+
+def _check_grouped(schema: pa.Schema, columns: inputs.Columns) -> None:
+    """Refuses a pandas frame with the time and value columns but no id:
+    what groupby(id).apply passes since pandas 3 (and Dask after it), which
+    leave the grouping column out unless it is selected."""
+    names = schema.names
+    if columns.id in names or columns.time not in names or columns.value not in names:
+        return
+    selected = f'groupby("{columns.id}")[["{columns.id}", "{columns.time}", "{columns.value}"]]'
+    raise InputError(
+        f"the table has no column {columns.id!r} (its columns: {', '.join(names)}); pandas' "
+        "and Dask's groupby().apply leaves the grouping column out of each group: select "
+        f"it, as in {selected}.apply(gpfit.fit_frame), or name another with id_column=")
 
 
 def _gathered(chunks) -> dict:

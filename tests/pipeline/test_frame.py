@@ -54,6 +54,20 @@ def test_the_nested_layout_and_renamed_columns_are_read_as_the_command_reads_the
     assert_same_rows(got.to_pylist(), want)
 
 
+def test_one_group_at_a_time_through_pandas_groupby_apply_as_the_recipe_says(data):
+    """pandas 3 (and Dask after it) leaves the grouping column out of the
+    frames groupby().apply passes: the recipe selects it; without, the
+    error says how."""
+    table, want = data
+    frame = table.to_pandas()
+    groups = frame.groupby("series_id", group_keys=False)
+    got = groups[["series_id", "t", "y"]].apply(gpfit.fit_frame)
+    assert_same_rows(rows_of(got), want)
+    with pytest.raises(InputError, match=r'leaves the grouping column out.*'
+                       r'groupby\("series_id"\)\[\["series_id", "t", "y"\]\]'):
+        groups.apply(gpfit.fit_frame)
+
+
 def test_the_options_are_the_commands_and_give_its_fingerprints(data):
     table, _ = data
     got = gpfit.fit_frame(table, kernel="auto", candidates="rbf,matern12", restarts=1,
