@@ -8,9 +8,10 @@ the run holding it. A lock whose heartbeat is older than STALE_AFTER_S is
 left by a run that stopped (crashed, killed, or a launcher that does not
 wait): it still refuses, and --break_lock takes it over. One case is
 certain and needs no option: a local run (the job ran inside its process)
-on this host whose process no longer exists is over, and its lock is taken
-over at once; a Dataflow job may outlive its launcher, so a remote run's
-lock never is.
+on this host whose process no longer exists (no process has its pid, or
+the one that has it started at another time since boot) is over, and its
+lock is taken over at once; a Dataflow job may outlive its launcher, so a
+remote run's lock never is.
 
 A lock that cannot be read (empty or cut short: what a full disk or a kill
 between creating and writing it leaves) names no run. A run writes its
@@ -117,7 +118,8 @@ def acquire(output: str, run_id: str, break_lock: bool, local: bool,
         _take_over(output, now)
         started = now()
         content = {"run_id": run_id, "host": socket.gethostname(), "pid": os.getpid(),
-                   "local": local, "started_at": started, "heartbeat_at": started,
+                   "pid_start": process_start(os.getpid()), "local": local,
+                   "started_at": started, "heartbeat_at": started,
                    "stale_after_s": STALE_AFTER_S}
         if FileSystems.get_scheme(output) is None:
             _create_local(output, content, now)
@@ -234,16 +236,33 @@ def _age(output: str, now: Callable[[], float]) -> Optional[float]:
 
 
 def _ended_here(held: dict) -> bool:
-    """A local run on this host whose process is gone (killed, crashed)."""
+    """A local run on this host whose process is gone (killed, crashed), or
+    whose pid another process has since taken."""
     if not held.get("local") or held.get("host") != socket.gethostname():
         return False
     try:
-        os.kill(int(held.get("pid", 0)), 0)
+        pid = int(held.get("pid", 0))
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
     except (OSError, ValueError):
         return False  # alive under another user, or unknown: not certain
-    return False
+    # A container restarted after a SIGKILL keeps its host name and gives
+    # the new gpfit the killed one's pid: alive, yet a later process (its
+    # start since boot differs; ticks, not the wall clock, which may step).
+    recorded, now = held.get("pid_start"), process_start(pid)
+    return recorded is not None and now is not None and recorded != now
+
+
+def process_start(pid: int) -> Optional[int]:
+    """When process pid started, in clock ticks since boot (Linux's
+    /proc/<pid>/stat, field 22); None where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # the name, in (), may hold spaces
+        return int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _write(output: str, content: dict) -> None:

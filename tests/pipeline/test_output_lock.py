@@ -128,6 +128,28 @@ def test_a_killed_local_runs_lock_is_taken_over_at_once(tmp_path):
         lock.acquire(output, "mine", False, local=True)
 
 
+def test_a_killed_runs_lock_is_taken_over_when_its_pid_is_reused(tmp_path):
+    """A container restarted after a SIGKILL (out of memory) keeps its host
+    name and gives the new gpfit the pid of the one killed: that pid is
+    alive, but its process started after the lock's holder (another start
+    time since boot), so the holder is certainly gone. Here the new run is
+    this process, as it would be."""
+    input_, output = _input(tmp_path, n_series=3), str(tmp_path / "out")
+    held = {**_stale_lock(output, age_s=1.0), "local": True, "host": lock.socket.gethostname(),
+            "pid": os.getpid(), "pid_start": 1}  # a process of the boot's first tick
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        json.dump(held, f)
+    taken = gpfit(input_, output, *RUN_OPTIONS)
+    assert taken.code == 0, taken.stderr
+    assert taken.manifest["counts"]["series_read"] == 3
+    # The holder itself (its pid started when it says) is alive: refused.
+    live = {**held, "pid": os.getpid(), "pid_start": lock.process_start(os.getpid())}
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        json.dump(live, f)
+    with pytest.raises(UsageError, match="is being written by another gpfit run"):
+        lock.acquire(output, "mine", False, local=True)
+
+
 @pytest.mark.parametrize("content", [b"", b'{"run_id": "ab', b"[]", b'{"run_id": "x"}'])
 def test_an_unreadable_lock_does_not_wedge_the_folder(tmp_path, content):
     """What a full disk or a kill between creating and writing the lock
