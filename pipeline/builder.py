@@ -23,7 +23,7 @@ from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import AUTO, FitConfig, at_search, fitted_configs
 from pipeline import runtime
 from pipeline.io import inputs, lock, manifest, outputs, previous
-from pipeline.io.errors import UsageError
+from pipeline.io.errors import UsageError, storage_error
 from pipeline.io.inputs import Columns, InputSpec
 from pipeline.options import MAX_ROWS, GPFitOptions, check, kernel_settings, levels, recorded
 
@@ -226,7 +226,10 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     if record is None:
         record = manifest.run_record(spec, output, config.kernel_name, 1.0, {}, time.time(),
                                      predict=nightly.predict_record)
-    outputs.make_table_folders(output, nightly.tables)  # local: Beam renames shards into them
+    try:
+        outputs.make_table_folders(output, nightly.tables)  # local: Beam renames shards into them
+    except OSError as err:  # a folder the storage will not make: exit 5, not a crash
+        raise storage_error(err, output) or err
     key = fingerprint.options_key(config, nightly.transform, nightly.holdout)
     read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel_name, sizes.max_rows, key)
     series, extra, unfittable = read.series, {}, [read.unfittable]

@@ -211,6 +211,19 @@ def test_a_read_only_file_system_exits_5_and_touches_nothing(hostile_input, clea
         rerun_is_clean(hostile_input, output, clean)
 
 
+def test_a_new_output_folder_on_a_read_only_file_system_exits_5(hostile_input, clean, tmp_path):
+    """A folder to make, not one to replace: building the job makes the
+    tables' folders, which had ended in "failed unexpectedly" (exit 3)."""
+    with tmpfs(tmp_path / "disk", "64m") as disk:
+        output = os.path.join(disk, "night", "out")
+        remount(disk, "ro")
+        refused = gpfit_here(hostile_input, output, *OPTIONS)
+        one_line(refused, 5, "the file system is read-only", output)
+        assert os.listdir(disk) == []
+        remount(disk, "rw")
+        rerun_is_clean(hostile_input, output, clean)
+
+
 # ---- bad invocations that used to end in a traceback ---------------------------------------
 
 @pytest.mark.parametrize("case", ["below a file", "unknown runner"])
