@@ -255,12 +255,18 @@ def _resolved_pattern(pattern: str) -> str:
 
 
 def _check_local_path(output: str) -> None:
-    """Refuses a local output that is a file or lies below one."""
+    """Refuses a local output that is a file or lies below one, or whose
+    path holds a symbolic link to nothing (making the folder would fail, or
+    fill the disk under an unmounted one)."""
     path = os.path.abspath(output)
     if os.path.isfile(path):
         raise UsageError(f"output {output!r} is a file; --output takes a folder")
     parent = path
     while not os.path.exists(parent):
+        if os.path.islink(parent):
+            raise UsageError(f"--output {output}: {parent} is a symbolic link to "
+                             f"{os.readlink(parent)}, which does not exist; create that folder, "
+                             "or give another --output")
         parent = os.path.dirname(parent)
     if not os.path.isdir(parent):
         raise UsageError(f"--output {output}: {parent} is a file, not a folder, so no folder "

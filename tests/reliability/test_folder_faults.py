@@ -226,12 +226,17 @@ def test_a_new_output_folder_on_a_read_only_file_system_exits_5(hostile_input, c
 
 # ---- bad invocations that used to end in a traceback ---------------------------------------
 
-@pytest.mark.parametrize("case", ["below a file", "unknown runner"])
+@pytest.mark.parametrize("case", ["below a file", "a link to nowhere", "unknown runner"])
 def test_refusals_are_one_line_with_exit_2(hostile_input, tmp_path, case):
     (tmp_path / "report.txt").write_text("not a folder")
     if case == "below a file":
         run = gpfit_subprocess(hostile_input, str(tmp_path / "report.txt" / "out"), *OPTIONS)
         one_line(run, 2, "report.txt", "is a file, not a folder", "give a folder path")
+    elif case == "a link to nowhere":  # e.g. to a disk not mounted: nothing made in its place
+        os.symlink(tmp_path / "unmounted" / "out", tmp_path / "out")
+        run = gpfit_subprocess(hostile_input, str(tmp_path / "out"), *OPTIONS)
+        one_line(run, 2, "is a symbolic link to", "unmounted", "which does not exist")
+        assert not os.path.exists(tmp_path / "unmounted")
     else:
         run = gpfit_subprocess(hostile_input, str(tmp_path / "out"), *OPTIONS,
                                "--runner", "DaskRunner")
