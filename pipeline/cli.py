@@ -8,7 +8,7 @@ launch builds; a Dataflow --dry_run), gpfit's work ends once the job is
 built, and the job writes the manifest when it runs.
 
 While it runs, gpfit holds the output folder's lock (pipeline/io/lock.py):
-a second run into the same folder exits 2 naming the first.
+a second run into the same folder exits 4 naming the first.
 
 Exit codes (pipeline/io/errors.py; the table: README.md, "Exit codes"):
 0 done (or, without a job to wait for, built); 1 the run finished but more

@@ -3,7 +3,7 @@
 A run writes the lock before it clears the folder, refreshes its heartbeat
 while it waits for the job, and removes it at the end; the job removes it
 too, after writing the manifest, for launchers that do not wait (a Flex
-Template). A second run that finds a lock refuses (exit code 2) and names
+Template). A second run that finds a lock refuses (exit code 4) and names
 the run holding it. A lock whose heartbeat is older than STALE_AFTER_S is
 left by a run that stopped (crashed, killed, or a launcher that does not
 wait): it still refuses, and --break_lock takes it over. One case is
