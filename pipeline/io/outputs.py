@@ -64,6 +64,9 @@ _OURS = re.compile(
     rf"|(?:{_JSON})(?:{re.escape(TEMPORARY_SUFFIX)})?"
     rf"|beam-temp-(?P<table>{_TABLE})-[0-9a-f]{{32}}/{_UUID4}\.(?P=table){re.escape(PARAMS_SUFFIX)}"
     rf")$")
+# Characters of a glob pattern to Beam's FileSystems.match (and so to its
+# delete and rename): an output path holding one is refused.
+GLOB_CHARACTERS = "*?["
 # Folders gpfit makes (removed when empty, and only these).
 _OUR_FOLDERS = re.compile(rf"^(?:{_TABLE}|beam-temp-(?:{_TABLE})-[0-9a-f]{{32}})$")
 
@@ -139,6 +142,7 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
     """
     if not output:
         raise UsageError("no output given; pass --output FOLDER")
+    _refuse_glob(output)
     local = FileSystems.get_scheme(output) is None
     if local:
         _check_local_path(output)
@@ -252,6 +256,17 @@ def _resolved_pattern(pattern: str) -> str:
     parts = os.path.abspath(pattern).split("/")
     first = next(i for i, part in enumerate(parts) if any(ch in part for ch in "*?["))
     return os.path.join(os.path.realpath("/".join(parts[:first]) or "/"), *parts[first:])
+
+
+def _refuse_glob(output: str) -> None:
+    """Refuses an output path with a glob character: Beam's file systems
+    match, rename and delete by pattern, so its shards could not be renamed
+    into it, its lock never deleted (every later run crashed), and an
+    absolute a?/ would delete the same names in a1/ and a2/."""
+    found = sorted({ch for ch in output if ch in GLOB_CHARACTERS})
+    if found:
+        raise UsageError(f"--output {output} holds {' '.join(found)}, which Beam's file systems "
+                         "read as a glob pattern; give a folder path without *, ? or [")
 
 
 def _check_local_path(output: str) -> None:

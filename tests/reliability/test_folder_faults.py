@@ -226,7 +226,8 @@ def test_a_new_output_folder_on_a_read_only_file_system_exits_5(hostile_input, c
 
 # ---- bad invocations that used to end in a traceback ---------------------------------------
 
-@pytest.mark.parametrize("case", ["below a file", "a link to nowhere", "unknown runner"])
+@pytest.mark.parametrize("case", ["below a file", "a link to nowhere", "a glob character",
+                                  "unknown runner"])
 def test_refusals_are_one_line_with_exit_2(hostile_input, tmp_path, case):
     (tmp_path / "report.txt").write_text("not a folder")
     if case == "below a file":
@@ -237,6 +238,13 @@ def test_refusals_are_one_line_with_exit_2(hostile_input, tmp_path, case):
         run = gpfit_subprocess(hostile_input, str(tmp_path / "out"), *OPTIONS)
         one_line(run, 2, "is a symbolic link to", "unmounted", "which does not exist")
         assert not os.path.exists(tmp_path / "unmounted")
+    elif case == "a glob character":
+        # Beam's file systems take the path for a pattern: the job fitted
+        # everything, could not rename its shards (exit 3), and left a lock
+        # that no later run could delete (each crashed, exit 3).
+        run = gpfit_subprocess(hostile_input, str(tmp_path / "night[1]"), *OPTIONS)
+        one_line(run, 2, "night[1]", "glob pattern", "without *, ? or [")
+        assert not os.path.exists(tmp_path / "night[1]")
     else:
         run = gpfit_subprocess(hostile_input, str(tmp_path / "out"), *OPTIONS,
                                "--runner", "DaskRunner")
