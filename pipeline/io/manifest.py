@@ -4,7 +4,8 @@ reading and writing it.
 The job writes it last (pipeline/manifest_step.py), so its presence says the
 shards beside it are complete. It holds: status ("succeeded" | "failed"),
 counts (series_read, ok, skipped, failed, null_ids), failed_fraction,
-max_failure_fraction, kernel, time_units, input (pattern, a local one made
+max_failure_fraction, gpfit_version (the release that wrote it), kernel,
+time_units, input (pattern, a local one made
 absolute; files, layout, rows: counted by the job over the files it read),
 unreadable_files (count, and the first files by path with their error),
 output_files, options
@@ -42,6 +43,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from gpcore.result import FAILED, OK, SKIPPED
 from pipeline.io.files import open_file
+from pipeline.io.fingerprint import VERSION
 from pipeline.io.inputs import InputSpec
 from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER, is_local
 from pipeline.io.redaction import redacted
@@ -156,6 +158,7 @@ def compose(record: RunRecord, status_counts: dict, null_ids: int, fits: dict,
         "counts": counts,
         "failed_fraction": failed_fraction,
         "max_failure_fraction": record.max_failure_fraction,
+        "gpfit_version": VERSION,
         "kernel": record.kernel,
         "time_units": record.time_units,
         "input": input_,

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from apache_beam.runners.portability import prism_runner
 
+from pipeline.io.fingerprint import VERSION
 from pipeline.io.schema import OUTPUT_COLUMNS, OUTPUT_SCHEMA
 from gpfit_runs import files_in
 from pipeline_data import RUN_OPTIONS, gpfit, make_series, write_long, write_nested_dates
@@ -205,6 +206,8 @@ def test_success_manifest_counts(long_run, series):
     assert manifest["counts"] == {"series_read": 23, "ok": 22, "skipped": 1, "failed": 0,
                                   "null_ids": 3}
     assert manifest["kernel"] == "rbf"
+    # The release whose fits these are: the one the rows' fingerprints name.
+    assert manifest["gpfit_version"] == VERSION
     assert manifest["options"]["batch_size"] == 4
     rows = sum(len(t) for t, _ in series.values()) + 3  # 3 with a null id
     assert manifest["input"] == {"pattern": manifest["input"]["pattern"], "files": 2,
