@@ -63,12 +63,14 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
       one row per distinct non-null id, sorted by series_id.
 
     Raises:
-      InputError: a column missing or of a type that cannot be fitted.
+      InputError: a column missing or of a type that cannot be fitted, or
+        one column named for two roles.
       ValueError: options FitConfig refuses (an unknown kernel, restarts < 1,
         a search not in SEARCHES).
     """
     table, pandas = _as_table(data)
     columns = inputs.Columns(id_column, time_column, value_column)
+    columns.check_distinct(option="{}=")
     if pandas:
         _check_grouped(table.schema, columns)
     inputs.check_schema("the table", table.schema, columns, option="{}=")

@@ -20,6 +20,7 @@ from gpcore.config import (AUTO, AUTO_BASIN_RESTARTS, BASIN_RESTARTS, CANDIDATES
                            SYNTAX, THOROUGH, FitConfig)
 from pipeline.io.errors import UsageError
 from pipeline.io.fingerprint import VERSION
+from pipeline.io.inputs import Columns
 from pipeline.io.redaction import REDACTED, redacted  # noqa: F401  (REDACTED: re-exported)
 from pipeline.io.scales import NONE, TRANSFORMS
 from pipeline.io.schema import level_name
@@ -218,7 +219,7 @@ def check(gp: GPFitOptions) -> None:
     if not gp.output:
         raise UsageError("--output is required: the folder to write the parameters to")
     kernel_settings(gp)
-    _check_columns(gp)
+    Columns(gp.id_column, gp.time_column, gp.value_column).check_distinct()
     if not 0.0 <= gp.max_failure_fraction <= 1.0:
         raise UsageError(f"--max_failure_fraction must be between 0 and 1; "
                          f"got {gp.max_failure_fraction:g}")
@@ -232,18 +233,6 @@ def check(gp: GPFitOptions) -> None:
         raise UsageError("--previous_output_optional needs --previous_output DIR, the folder "
                          "it makes optional")
     _check_forecast(gp)
-
-
-def _check_columns(gp: GPFitOptions) -> None:
-    """Refuses one input column named for two roles: it would run, and fit
-    t against t, or make a series of every distinct time."""
-    roles = (("--id_column", gp.id_column), ("--time_column", gp.time_column),
-             ("--value_column", gp.value_column))
-    for i, (flag, name) in enumerate(roles):
-        for other, other_name in roles[i + 1:]:
-            if name == other_name:
-                raise UsageError(f"{flag} and {other} both name the column {name!r}; each "
-                                 "must name a column of its own")
 
 
 # Forecast points per series at most: each is a row in the predictions.

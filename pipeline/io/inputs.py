@@ -38,6 +38,22 @@ class Columns:
     time: str = "t"
     value: str = "y"
 
+    def check_distinct(self, option: str = "--{}") -> None:
+        """Refuses one column named for two roles: it would run, and fit t
+        against t, or make a series of every distinct time. `option` spells
+        the names as check_schema's advice does.
+
+        Raises:
+          InputError: naming both options.
+        """
+        roles = (("id_column", self.id), ("time_column", self.time), ("value_column", self.value))
+        for i, (role, name) in enumerate(roles):
+            for other, other_name in roles[i + 1:]:
+                if name == other_name:
+                    raise InputError(f"{option.format(role)} and {option.format(other)} both "
+                                     f"name the column {name!r}; each must name a column of its "
+                                     "own")
+
 
 @dataclasses.dataclass(frozen=True)
 class InputSpec:

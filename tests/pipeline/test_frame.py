@@ -104,6 +104,8 @@ def test_an_empty_frame_gives_an_empty_table_of_the_schema_without_a_fitter():
      ("no column 'series_id'", "id_column=")),
     (pd.DataFrame({"series_id": ["a"], "t": ["x"], "y": [1.0]}), {},
      ("time column 't'", "time_column=")),
+    (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"value_column": "t"},
+     ("time_column= and value_column= both name the column 't'",)),
     (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"kernel": "rbff"},
      ("rbff",)),
     (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"restarts": 0},
