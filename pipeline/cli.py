@@ -52,7 +52,8 @@ with threads.collection_paused("apache_beam"):
     from pipeline.io import inputs, lock, manifest, outputs
     from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,
                                     EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
-                                    first_line, lost_worker, storage_error, storage_line)
+                                    first_line, last_line, lost_worker, storage_error,
+                                    storage_line)
     from pipeline.io.fingerprint import VERSION
     from pipeline.options import help_parser, parse_options
 
@@ -206,10 +207,19 @@ def _failed(err: Exception, output: str) -> int:
               f"again into {output} (its files are replaced), with fewer or smaller worker "
               "processes if memory ran out", file=sys.stderr)
         return EXIT_PIPELINE_FAILED
-    print(f"gpfit: error: the pipeline failed: {first_line(err)}; no "
+    print(f"gpfit: error: the pipeline failed: {_what_failed(err)}; no "
           f"{outputs.SUCCESS_MARKER} was written; run again with --log_level debug for the "
           "traceback", file=sys.stderr)
     return EXIT_PIPELINE_FAILED
+
+
+def _what_failed(err: Exception) -> str:
+    """The line of a job's error that says what failed: its message's first,
+    or where the message is a traceback (a worker process's, which Beam's
+    runner passes on as text), its last, the exception that was raised."""
+    if str(err).lstrip().startswith("Traceback (most recent call last)"):
+        return last_line(err)
+    return first_line(err)
 
 
 def _full_text(err: BaseException) -> str:

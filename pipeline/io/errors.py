@@ -6,7 +6,7 @@ import errno
 import re
 from typing import Optional
 
-from gpcore.result import first_line  # noqa: F401  (one-line messages, defined once)
+from gpcore.result import first_line, last_line  # noqa: F401  (one-line messages, defined once)
 
 EXIT_OK = 0                # done (or built, where there is no job to wait for)
 EXIT_TOO_MANY_FAILED = 1   # finished; more series failed than --max_failure_fraction

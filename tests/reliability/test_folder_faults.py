@@ -290,6 +290,27 @@ def test_a_lost_worker_process_is_named_with_exit_3(hostile_input, clean, tmp_pa
     rerun_is_clean(hostile_input, output, clean)
 
 
+def _too_long_for_the_writes(tmp_path) -> str:
+    """An --output path the launcher can make and lock, but under which the
+    workers' temporary shard names pass the system's path limit (4,096)."""
+    output = str(tmp_path)
+    while len(output) < 4096 - 60:
+        output = os.path.join(output, "d" * min(200, 4096 - 60 - len(output) - 1))
+    return output
+
+
+def test_a_worker_that_raises_is_named_by_its_error_with_exit_3(hostile_input, tmp_path):
+    """A worker process's error reaches the launcher as its traceback's text:
+    the line names the exception raised, not the traceback's first line."""
+    failed = gpfit_subprocess(hostile_input, _too_long_for_the_writes(tmp_path), *OPTIONS,
+                              "--direct_num_workers", "2",
+                              "--direct_running_mode", "multi_processing")
+    assert failed.code == 3, failed.stderr
+    (line,) = error_lines(failed.stderr)
+    assert "the pipeline failed: RuntimeError: OSError: [Errno 36] File name too long" in line, line
+    assert "Traceback" not in line, line
+
+
 # ---- gpfit 0.4.0's layout ----------------------------------------------------------------------
 
 def _as_040(folder: str, into: str) -> str:
