@@ -9,3 +9,6 @@ The on-disk contract (input checks, column conversion, output schema and
 folder, manifest) is `pipeline.io`, shared with the `gpfit-report` command
 (`pipeline.report`); docs/design.md draws the layout.
 """
+from pipeline import worker_stderr as _worker_stderr
+
+_worker_stderr.drop_printed_tracebacks()
