@@ -83,7 +83,10 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     quiet.import_tensorflow()  # the plots' posteriors: without TF's start-up lines
     from pipeline.report.build import build
     report = build(scanned, log=_say)
-    size = _write(args.out, report.html)
+    try:
+        size = _write(args.out, report.html)
+    except OSError as err:  # the storage refused late (full, gone): one line, as at the start
+        return _refuse(UsageError(f"cannot write {args.out!r}: {err}; the page was not written"))
     _say(f"wrote {args.out} ({size / 1e6:.1f} MB): {report.rows:,} series, "
          f"{report.plots} plotted")
     return 0
@@ -151,6 +154,22 @@ def _check_out(out: str) -> None:
             raise UsageError(f"cannot write {out!r}: {parent!r} is not a folder")
         if os.path.isdir(parent) and not os.access(parent, os.W_OK):
             raise UsageError(f"cannot write {out!r}: folder {parent!r} is not writable")
+        if os.path.isdir(parent):
+            _try_writing(out)
+
+
+def _try_writing(out: str) -> None:
+    """Writes and removes the page's temporary file: a read-only file system,
+    or a folder that takes no new file (root passes os.access), is said now,
+    not after the plots."""
+    temporary = out + ".tmp"
+    try:
+        with open(temporary, "wb"):
+            pass
+        os.remove(temporary)
+    except OSError as err:
+        raise UsageError(f"cannot write {out!r}: {err.strerror or err}; give an --out in a "
+                         "folder you can write") from err
 
 
 def _write(out: str, text: str) -> int:

@@ -162,6 +162,9 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--series", "nope"], "--series 'nope' not in the params"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t)], "is a folder"),
+    # /proc takes no new file, whoever asks (root included): a read-only place.
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", "/proc/gpfit-report.html"],
+     "cannot write '/proc/gpfit-report.html'"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--random", "-1"], "must be >= 0"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
