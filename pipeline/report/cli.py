@@ -67,6 +67,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     from pipeline.io.inputs import Columns
     from pipeline.report.scan import ReportOptions, scan
     try:
+        _check_params(args.params)
         given = _from_manifest(args)
         options = ReportOptions(
             input=given["input"], params=args.params,
@@ -130,6 +131,16 @@ def _from_manifest(args) -> dict:
                              "--input pattern")
         given["input"] = pattern
     return given
+
+
+def _check_params(params: str) -> None:
+    """A local --params that is not there is said as such (else it read as a
+    folder without a manifest, and the advice was to give --input)."""
+    from apache_beam.io.filesystems import FileSystems
+    if FileSystems.get_scheme(params) is None and not os.path.isdir(params):
+        what = "not a folder" if os.path.exists(params) else "no such folder"
+        raise UsageError(f"--params {params!r}: {what}; pass the folder that gpfit --output "
+                         "wrote")
 
 
 def _check_matplotlib() -> None:

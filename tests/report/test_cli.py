@@ -155,6 +155,8 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
 @pytest.mark.parametrize("make_args, message", [
     (lambda r, t: ["--params", str(write_params(t / "p", r.rows[:2], manifest=False)),
                    "--out", str(t / "o.html")], "--input is needed"),
+    (lambda r, t: ["--params", str(t / "absent"), "--out", str(t / "o.html")],
+     "absent': no such folder; pass the folder that gpfit --output wrote"),
     (lambda r, t: ["--input", str(t / "nothing"), "--params", r.params,
                    "--out", str(t / "o.html")], "no file or folder"),
     (lambda r, t: ["--input", r.data, "--params", str(t),
