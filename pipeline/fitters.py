@@ -50,8 +50,8 @@ def configure_threads(cores: int) -> int:
         if _configured is not None:
             return _configured
         cores = max(1, int(cores))
-        intra = int(os.environ.get(INTRA_OP_ENV) or 1)
-        inter = int(os.environ.get(INTER_OP_ENV) or cores)
+        intra, inter = thread_counts_given()
+        inter = inter or cores
         try:
             gpcore.threads.configure_threads(intra, inter)
         except RuntimeError as err:
@@ -61,6 +61,26 @@ def configure_threads(cores: int) -> int:
         _LOG.info("gpfit: TensorFlow threads in process %d: %d intra-op, %d inter-op; "
                   "%d fitter(s) side by side", os.getpid(), intra, inter, _configured)
         return _configured
+
+
+def thread_counts_given() -> tuple[int, Optional[int]]:
+    """TF_NUM_INTRAOP_THREADS (1 if unset) and TF_NUM_INTEROP_THREADS (None if
+    unset) from the environment; the command checks them before any work, as
+    its workers read them only once the job runs.
+
+    Raises:
+      UsageError: one is set but not a whole number >= 1.
+    """
+    from pipeline.io.errors import UsageError
+
+    counts = []
+    for name in (INTRA_OP_ENV, INTER_OP_ENV):
+        value = os.environ.get(name) or ""
+        if value and not (value.strip().isdigit() and int(value) >= 1):
+            raise UsageError(f"{name}={value!r} in the environment must be a whole number >= 1 "
+                             "(TensorFlow threads per fitter); set it so, or unset it")
+        counts.append(int(value) if value else None)
+    return counts[0] or 1, counts[1]
 
 
 def build(config: FitConfig, copies: int):

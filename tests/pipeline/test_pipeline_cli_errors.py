@@ -152,6 +152,18 @@ def test_bad_options_exit_2(tmp_path, extra, expected):
     assert_usage_error(run, expected)
 
 
+@pytest.mark.parametrize("name, value", [("TF_NUM_INTRAOP_THREADS", "x"),
+                                         ("TF_NUM_INTRAOP_THREADS", "0"),
+                                         ("TF_NUM_INTEROP_THREADS", "-2")])
+def test_bad_thread_counts_in_the_environment_exit_2(tmp_path, monkeypatch, name, value):
+    """They failed the job once it ran (in a worker process, or as 'gpfit
+    failed unexpectedly', after the output folder was cleared)."""
+    monkeypatch.setenv(name, value)
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    run = gpfit(input_, str(tmp_path / "out"))
+    assert_usage_error(run, f"{name}={value!r} in the environment must be a whole number >= 1")
+
+
 def test_missing_input_option_exits_2(tmp_path, capsys):
     from pipeline import cli
     assert cli.run(["--output", str(tmp_path / "out")]) == 2
