@@ -170,14 +170,13 @@ def _check_out(out: str) -> None:
 
 
 def _try_writing(out: str) -> None:
-    """Writes and removes the page's temporary file: a read-only file system,
-    or a folder that takes no new file (root passes os.access), is said now,
-    not after the plots."""
-    temporary = out + ".tmp"
+    """Makes and removes a file of a fresh name beside the page: a read-only
+    file system, or a folder that takes no new file (root passes
+    os.access), is said now, not after the plots."""
+    import tempfile
     try:
-        with open(temporary, "wb"):
+        with tempfile.TemporaryFile(dir=os.path.dirname(os.path.abspath(out))):
             pass
-        os.remove(temporary)
     except OSError as err:
         raise UsageError(f"cannot write {out!r}: {err.strerror or err}; give an --out in a "
                          "folder you can write") from err
