@@ -40,8 +40,9 @@ from pipeline.options import MAX_ROWS
 def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
               value_column: str = "y", kernel: str = "rbf",
               candidates: Union[str, Sequence[str], None] = None,
-              restarts: Optional[int] = None, min_points: int = 3, max_points: int = 4096,
-              batch_size: Optional[int] = None, max_rows: int = MAX_ROWS, cores: int = 1,
+              restarts: Optional[int] = None, min_points: int = 3,
+              max_points: Optional[int] = None, batch_size: Optional[int] = None,
+              max_rows: int = MAX_ROWS, cores: int = 1,
               search: str = THOROUGH):
     """Fits every series of `data`; one output row per series.
 
@@ -53,7 +54,9 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
       id_column, time_column, value_column, kernel, candidates, restarts,
       min_points, max_points, batch_size, max_rows, search: as the command's
         options of the same names (`gpfit --help`); candidates may be a
-        comma-separated string or a sequence.
+        comma-separated string or a sequence. max_points left out is the
+        kernel's default, as the command's (4,096; 1,000,000 for the Matérns
+        and their sums, which fit long series in O(n)).
       cores: cores this process may use, the first time it fits: as many
         fitters side by side (later calls keep the first setting).
 
@@ -101,8 +104,9 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
 
 
 def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] = None,
-               restarts: Optional[int] = None, min_points: int = 3, max_points: int = 4096,
-               batch_size: Optional[int] = None, search: str = THOROUGH) -> FitConfig:
+               restarts: Optional[int] = None, min_points: int = 3,
+               max_points: Optional[int] = None, batch_size: Optional[int] = None,
+               search: str = THOROUGH) -> FitConfig:
     """The FitConfig of fit_frame's options, as the command builds it from
     its flags (an option not given keeps FitConfig's default)."""
     settings = dict(kernel=kernel, restarts=restarts, min_points=min_points,

@@ -2,13 +2,16 @@
 the output schema, one fitter per configuration, clear errors."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
 
 import gpfit
 from frame_data import assert_same_rows, in_folder, job_rows, long_table, rows_of
-from pipeline import fitters
+from gpcore.config import MARKOV_ABOVE
+from pipeline import builder, fitters, options
+from pipeline.io import conversion, fingerprint
 from pipeline.io.errors import InputError
 from pipeline.io.schema import OUTPUT_SCHEMA
 
@@ -88,6 +91,23 @@ def test_the_options_are_the_commands_and_give_its_fingerprints(data):
             assert other[row["series_id"]]["fingerprint"] != row["fingerprint"]
             if row["status"] == "ok":
                 assert other[row["series_id"]]["nll"] >= row["nll"] - 1e-4
+
+
+def test_a_markov_kernels_default_max_points_is_the_commands():
+    """Left out, max_points is the kernel's default, as the command's
+    --max_points is: a series over 4,096 points fits in O(n) under matern12
+    (docs/design.md, "Long series: Markov kernels"), and its fingerprint
+    hashes the command's options."""
+    n = MARKOV_ABOVE + 1
+    t = np.arange(n, dtype=np.float64)
+    y = np.sin(t / 40.0) + 0.1 * np.random.default_rng(0).standard_normal(n)
+    frame = pd.DataFrame({"series_id": "long", "t": t, "y": y})
+    (row,) = gpfit.fit_frame(frame, kernel="matern12").to_dict("records")
+    assert row["status"] == "ok", row["error"]
+    argv = ["--input", "i", "--output", "o", "--kernel", "matern12"]
+    command = builder.fit_config(options.parse_options(argv).view_as(options.GPFitOptions))
+    series = conversion.merge("long", [(t, y, None)])
+    assert row["fingerprint"] == fingerprint.of_series(fingerprint.options_key(command), series)
 
 
 def test_an_empty_frame_gives_an_empty_table_of_the_schema_without_a_fitter():
