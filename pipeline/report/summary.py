@@ -48,7 +48,9 @@ MAX_BINS = 40
 MAX_REASONS = 10_000
 OTHER_REASONS = "(other reasons)"
 
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+# Not after a letter, digit or underscore: the digits of a name (log1p,
+# matern52, --max_points) are part of it, not a count.
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 def reason_pattern(message: Optional[str]) -> str:

@@ -47,6 +47,14 @@ def test_reason_pattern_groups_messages_that_differ_in_numbers():
     assert reason_pattern(None) == "(no message)"
 
 
+def test_reason_pattern_keeps_the_digits_of_names():
+    """Kernels and options named in a reason stay readable: log1p, matern52."""
+    assert reason_pattern("3 value(s) <= 0 (smallest -2): use --transform log1p") == \
+        "# value(s) <= # (smallest #): use --transform log1p"
+    assert reason_pattern("5000 finite points; matern12, matern52 and their sums fit") == \
+        "# finite points; matern12, matern52 and their sums fit"
+
+
 def test_counts_reasons_and_convergence(rng):
     rows = mixed_rows(rng)
     tally, _ = tally_of(rows, 1000)
