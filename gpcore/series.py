@@ -87,7 +87,7 @@ def clean(series: Series, min_points: int, max_points: int
     t, y = t[finite], y[finite]
     span, biggest_t = float(np.ptp(t)), float(np.max(np.abs(t)))
     if span == 0.0:
-        return None, n, "all observation times are equal; a time span is needed"
+        return None, n, _equal_times(float(t[0]))
     if span < TIME_RESOLUTION * biggest_t:
         return None, n, (f"the times span {span:.3g} at magnitude {biggest_t:.3g}, "
                          "beyond what float64 resolves; subtract an offset from t "
@@ -106,6 +106,18 @@ def clean(series: Series, min_points: int, max_points: int
     # Stable sort keeps repeated timestamps in input order (deterministic).
     order = np.argsort(t, kind="stable")
     return CleanSeries(series.series_id, t[order], y[order], series.warm_start), n, None
+
+
+def _equal_times(t: float) -> str:
+    """Why a series whose times all equal t (as float64) can't be fitted:
+    times closer than float64 resolves there look equal, as nanosecond
+    timestamps do once they are days since 1970."""
+    if t == 0.0:
+        return "all observation times are equal; a time span is needed"
+    return (f"all observation times are equal (t = {t:.10g} as float64, which "
+            f"resolves {np.spacing(abs(t)):.2g} there); a time span is needed: if the "
+            "times differ by less, give t as numbers from an offset (e.g. seconds since "
+            "the first; timestamps become days since 1970-01-01)")
 
 
 def _numbers(values, name: str, advice: str) -> tuple[Optional[np.ndarray], Optional[str]]:

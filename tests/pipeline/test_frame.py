@@ -110,6 +110,18 @@ def test_a_markov_kernels_default_max_points_is_the_commands():
     assert row["fingerprint"] == fingerprint.of_series(fingerprint.options_key(command), series)
 
 
+def test_timestamps_closer_than_days_resolve_are_skipped_saying_what_to_do():
+    """Nanosecond timestamps 1 ns apart become equal days since 1970 (float64
+    resolves ~0.3 us there): the reason says so and how to keep them apart,
+    not merely that the times are equal."""
+    start = np.datetime64("2024-01-01T00:00:00", "ns")
+    times = pa.array(start + np.arange(20).astype("timedelta64[ns]"), pa.timestamp("ns"))
+    table = pa.table({"series_id": ["ns"] * 20, "t": times, "y": np.sin(np.arange(20.0))})
+    (row,) = gpfit.fit_frame(table).to_pylist()
+    assert row["status"] == "skipped"
+    assert "float64" in row["error"] and "give t as numbers from an offset" in row["error"]
+
+
 def test_an_empty_frame_gives_an_empty_table_of_the_schema_without_a_fitter():
     before = fitters.counts()
     empty = gpfit.fit_frame(pd.DataFrame({"series_id": pd.Series([], dtype=str),
