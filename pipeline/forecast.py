@@ -19,8 +19,9 @@ WriteToParquetBatched: no per-point Python objects.
 
 A series whose posterior cannot be computed (predict raises ValueError)
 gets no predictions; it is logged and counted, and the run goes on. A
-series without a step (grid.median_step) gets no forecast rows; its reason
-is counted (NO_STEP). A forecast grid coarser than a quarter of a fitted
+series without a step (grid.median_step), or whose forecast times cannot
+be written (grid.unusable), gets no forecast rows; its reason is counted
+(NO_STEP). A forecast grid coarser than a quarter of a fitted
 period is counted (COARSE): the manifest step warns once per run.
 """
 from __future__ import annotations
@@ -159,11 +160,14 @@ def _forecast_grid(t: np.ndarray, plan: Plan) -> tuple[np.ndarray, float, Option
         step, reason = grid.median_step(t)
         if step is None:
             return t[:0], 0.0, reason
-        return grid.step_times(float(np.max(t)), step, plan.steps), step, None
-    if plan.points:
-        return (grid.horizon_times(float(np.max(t)), plan.horizon, plan.points),
-                plan.horizon / plan.points, None)
-    return t[:0], 0.0, None
+        times, spacing = grid.step_times(float(np.max(t)), step, plan.steps), step
+    elif plan.points:
+        times = grid.horizon_times(float(np.max(t)), plan.horizon, plan.points)
+        spacing = plan.horizon / plan.points
+    else:
+        return t[:0], 0.0, None
+    reason = grid.unusable(float(np.max(t)), times, plan.dates)
+    return (t[:0], 0.0, reason) if reason else (times, spacing, None)
 
 
 def _periods(params: dict) -> list:

@@ -19,9 +19,15 @@ import numpy as np
 
 STEP_TOLERANCE = 0.1
 REGULAR_SHARE = 0.5
-# Why a series has no step (the manifest counts each).
+# Why a series has no step, or no forecast times (the manifest counts each).
 FEW_TIMES = "fewer than 2 distinct times"
 IRREGULAR = "too irregular to have a step"
+UNRESOLVED = "forecast times not past the last time at float64's resolution"
+PAST_9999 = "forecast times past 9999-12-31"
+# 9999-12-31 in days since 1970-01-01: the last day Python's datetime,
+# pandas' printing and BigQuery's TIMESTAMP take; later ones (a horizon in
+# seconds given as days) are unreadable, or past int64 microseconds garbage.
+LATEST_DAY = 2_932_896.0
 
 
 def median_step(t: np.ndarray) -> tuple[Optional[float], Optional[str]]:
@@ -52,3 +58,15 @@ def coarse(spacing: float, periods) -> bool:
     """Whether a grid of this spacing is coarser than a quarter of one of
     the fitted periods (units of t): it cannot show that cycle."""
     return any(p is not None and spacing > 0.25 * p for p in periods)
+
+
+def unusable(t_last: float, times: np.ndarray, dates: bool) -> Optional[str]:
+    """Why forecast times [k] past t_last cannot be written, or None:
+    UNRESOLVED where they do not rise past t_last (a horizon or step below
+    float64's resolution at t_last, as 2 units at 1.7e18 ns), PAST_9999
+    where dates (t in days since 1970) go past LATEST_DAY."""
+    if np.any(np.diff(np.concatenate([[t_last], times])) <= 0):
+        return UNRESOLVED
+    if dates and times.size and times[-1] > LATEST_DAY:
+        return PAST_9999
+    return None

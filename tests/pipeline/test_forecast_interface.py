@@ -366,6 +366,31 @@ def test_steps_of_dates_are_in_days_and_written_as_timestamps(tmp_path, data):
         np.testing.assert_allclose(days, t.max() + step * np.arange(1, 4), rtol=0, atol=1e-6)
 
 
+def test_forecast_times_that_cannot_be_written_give_no_forecast_rows(tmp_path, data):
+    """A horizon in seconds given as days runs dates past 9999-12-31 (past
+    int64 microseconds, garbage), and one below float64's resolution at
+    1.7e18 (ns) lands on t_last: neither series gets forecast rows, the
+    manifest counts why (predictions.no_step), the other rows stay."""
+    import pyarrow as pa
+
+    from pipeline_data import EPOCH_DAY0, write_nested_dates
+
+    daily = {"daily": (EPOCH_DAY0 + data["daily"][0], data["daily"][1])}
+    path = write_nested_dates(str(tmp_path / "dates" / "series.parquet"), daily)
+    nanos = {"nanos": (1.7e18 + 3.6e12 * np.arange(40.0), np.sin(np.arange(40.0) / 6))}
+    folder = write_long(str(tmp_path / "nanos"), nanos)
+    for source, horizon, sid, why in ((path, "3.2e9", "daily", grid.PAST_9999),
+                                      (folder, "2", "nanos", grid.UNRESOLVED)):
+        out = tmp_path / f"out-{sid}"
+        run = gpfit(source, str(out), "--kernel", "rbf", "--predict_horizon", horizon,
+                    "--predict_points", "2", "--predict_observed")
+        assert run.code == 0, run.stderr
+        kinds = [p["kind"] for p in run.predictions()]
+        assert "forecast" not in kinds and kinds.count("observed") > 30
+        assert pa.array([p["t"] for p in run.predictions()]).null_count == 0  # readable
+        assert run.manifest["predictions"]["no_step"] == {why: 1}
+
+
 def test_an_older_release_output_still_serves_reuse_and_the_report(tmp_path_factory, positive,
                                                                    logged):
     """A previous output whose shards lack the holdout and interval columns
