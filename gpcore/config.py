@@ -215,6 +215,12 @@ class FitConfig:
                 except ValueError:
                     raise ValueError(f"candidate kernel {name!r} is not known; each must be "
                                      f"{SYNTAX}") from None
+            # Each is fitted on its own: one named twice costs a second fit and
+            # gives the series it wins a bic_margin of 0, against itself.
+            twice = next((name for i, name in enumerate(self.candidates)
+                          if name in self.candidates[:i]), None)
+            if twice is not None:
+                raise ValueError(f"candidates names {twice!r} twice; name each kernel once")
         for name in ("restarts", "min_points", "max_points", "batch_size",
                      "max_iterations"):
             if getattr(self, name) is None and name in ("restarts", "max_iterations", "max_points"):

@@ -131,9 +131,10 @@ def test_kernel_pattern_is_what_gpfit_accepts(metadata, value):
 
     patterns = {p["name"]: p["regexes"][0] for p in metadata["parameters"]}
     assert bool(re.fullmatch(patterns["kernel"], value)) == gpfit_accepts(f"--kernel={value}")
-    # Two kernels besides: FitConfig wants 2 different ones, which no
-    # pattern can check ("rbf,rbf" passes the pattern, and gpfit exits 2).
-    listed = f"rbf,matern32,{value}"
+    # Two kernels besides: FitConfig wants 2 different ones, each named once,
+    # which no pattern can check ("rbf,rbf" passes the pattern, and gpfit
+    # exits 2); so two that no value here names.
+    listed = f"matern12+matern12+matern12,matern32+matern32+matern32,{value}"
     assert bool(re.fullmatch(patterns["candidates"], listed)) == gpfit_accepts(
         "--kernel=auto", f"--candidates={listed}")
 

@@ -152,6 +152,9 @@ def test_auto_reports_a_series_no_candidate_can_fit():
     (dict(kernel="rbf+rbf+rbf+rbf"), "sum of up to 3"),
     (dict(kernel="auto", candidates=("rbf",)), "at least 2"),
     (dict(kernel="auto", candidates=("rbf", "auto")), "at least 2"),
+    # A candidate named twice would be fitted twice, and each series it wins
+    # would report a bic_margin of 0 against itself.
+    (dict(kernel="auto", candidates=("rbf", "matern52", "rbf")), "'rbf' twice"),
     (dict(kernel="auto", candidates=("rbf", "rbf*periodic")), "candidate kernel 'rbf\\*periodic'"),
 ])
 def test_bad_kernel_names_say_what_is_accepted(config, message):

@@ -139,6 +139,7 @@ def test_search_sets_the_far_probes_and_the_fingerprint():
     (["--kernel", "auto", "--candidates", "rbf, periodic"], "kernel ' periodic' is not known"),
     (["--kernel", "auto", "--candidates", "rbf"], "at least 2 different kernels"),
     (["--kernel", "auto", "--candidates", "rbf,auto"], "at least 2 kernels separated by commas"),
+    (["--kernel", "auto", "--candidates", "rbf,matern52,rbf"], "names 'rbf' twice"),
     (["--kernel", "auto", "--candidates", ""], "--candidates '': "),
 ])
 def test_bad_kernels_and_candidates_are_named(argv, expected):
