@@ -29,7 +29,7 @@ from typing import Optional, Sequence, Union
 
 import pyarrow as pa
 
-from gpcore.config import THOROUGH, FitConfig, search_settings
+from gpcore.config import AUTO, THOROUGH, FitConfig, search_settings
 from pipeline import fitters
 from pipeline.io import conversion, fingerprint, inputs
 from pipeline.io.errors import InputError
@@ -69,7 +69,7 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
       InputError: a column missing or of a type that cannot be fitted, or
         one column named for two roles.
       ValueError: options FitConfig refuses (an unknown kernel, restarts < 1,
-        a search not in SEARCHES).
+        a search not in SEARCHES), or candidates without kernel "auto".
     """
     table, pandas = _as_table(data)
     columns = inputs.Columns(id_column, time_column, value_column)
@@ -112,6 +112,9 @@ def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] 
     settings = dict(kernel=kernel, restarts=restarts, min_points=min_points,
                     max_points=max_points)
     if candidates is not None:
+        if kernel != AUTO:  # unused, as the command's --candidates would be: refused there too
+            raise ValueError(f"candidates= is for kernel={AUTO!r}; got kernel={kernel!r}. "
+                             f"Add kernel={AUTO!r}, or drop candidates=")
         settings["candidates"] = tuple(candidates.split(",") if isinstance(candidates, str)
                                        else candidates)
     if batch_size is not None:

@@ -144,6 +144,10 @@ def test_an_empty_frame_gives_an_empty_table_of_the_schema_without_a_fitter():
      ("restarts",)),
     (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"search": "fast"},
      ("search must be one of thorough, balanced, quick", "'fast'")),
+    # As the command refuses --candidates without --kernel auto: the
+    # candidates would go unused, every series fitted with rbf.
+    (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}),
+     {"candidates": "rbf,rbf+periodic"}, ("candidates= is for kernel='auto'", "'rbf'")),
 ])
 def test_bad_input_or_options_are_refused_naming_them(frame, kwargs, words):
     with pytest.raises((InputError, ValueError)) as err:
