@@ -211,6 +211,25 @@ def test_the_holdout_fits_without_the_last_points_and_scores_like_numpy(run, dat
     assert f"holdout of 4 series: MASE mean {np.mean(mases):.3g}" in run.stdout
 
 
+def test_the_manifests_mase_median_of_an_even_count_is_the_middle_twos_mean(
+        tmp_path, data):
+    """Two scored series: their median is the mean of the two MASEs, not
+    the lower one."""
+    two = {sid: data[sid] for sid in ("hourly", "daily")}
+    found = gpfit(write_long(str(tmp_path / "in"), two), str(tmp_path / "out"),
+                  "--kernel", "rbf", "--batch_size", "4", "--holdout", str(HOLDOUT))
+    assert found.code == 0, found.stderr
+    mases = []
+    for row in found.rows():
+        t, y = finite(*two[row["series_id"]])
+        mean, _ = posterior(t[:-HOLDOUT], y[:-HOLDOUT], row, t[-HOLDOUT:])
+        mases.append(np.mean(np.abs(y[-HOLDOUT:] - mean))
+                     / np.mean(np.abs(np.diff(y[:-HOLDOUT]))))
+    assert max(mases) > 1.2 * min(mases)  # the lower one is not within 2 % of the median
+    np.testing.assert_allclose(found.manifest["holdout"]["mase_median"], np.median(mases),
+                               rtol=0.02)  # 2 % bins
+
+
 def positive_series(seed: int = 8) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Positive hourly series with a daily cycle on two scales, one with a
     zero and one with a negative value."""
