@@ -27,15 +27,19 @@ from pipeline.report import params as params_io
 from pipeline.report.plots import Curve
 from pipeline.report.summary import Histogram
 
+# One histogram per parameter: each component's amplitude, length_scale and
+# period (from `components`: the flat columns are null for a sum), and
+# noise_variance.
 MOVED = ("amplitude", "length_scale", "period", "noise_variance")
 MAX_COMPARED = 200_000
 BINS = 40
-_COLUMNS = named("series_id", "status", "kernel", "reused", *MOVED)
+_COLUMNS = named("series_id", "status", "kernel", "reused", "components", "noise_variance")
 
 
 @dataclasses.dataclass
 class Moved:
-    """One series' largest move: parameter, previous and new value."""
+    """One series' largest move: parameter ("amplitude", or for a sum
+    "amplitude (rbf)"), previous and new value."""
 
     series_id: str
     kernel: str
@@ -71,7 +75,7 @@ class Moves:
 
 def compare(run: params_io.ParamsRun, previous: str, top: int = 10) -> Moves:
     """This run's refitted series against the previous run's rows."""
-    tonight: dict[str, tuple[str, np.ndarray]] = {}
+    tonight: dict[str, tuple[str, dict]] = {}
     capped = False
     for batch in params_io.iter_batches(run, columns=_COLUMNS):
         keep = pc.and_(pc.fill_null(pc.equal(batch.column("status"), OK), False),
@@ -91,15 +95,17 @@ def compare(run: params_io.ParamsRun, previous: str, top: int = 10) -> Moves:
         new_kernel, new = tonight[sid]
         if kernel != new_kernel:
             continue
+        labels = [label for label in old if label in new]
         with np.errstate(divide="ignore", invalid="ignore"):
-            logs = np.log10(new / old)
+            logs = np.log10(np.array([new[label] for label in labels])
+                            / np.array([old[label] for label in labels]))
         finite = np.isfinite(logs)
-        for name, value, ok in zip(MOVED, logs, finite):
+        for label, value, ok in zip(labels, logs, finite):
             if ok:
-                ratios[name].append(value)
+                ratios[label.split(" ")[0]].append(value)
         if finite.any():
             i = int(np.nanargmax(np.where(finite, np.abs(logs), np.nan)))
-            moved.append(Moved(sid, kernel, MOVED[i], float(old[i]), float(new[i])))
+            moved.append(Moved(sid, kernel, labels[i], old[labels[i]], new[labels[i]]))
     moved.sort(key=lambda m: -abs(m.log10_ratio))
     compared = sum(1 for sid, (kernel, _) in before.items() if kernel == tonight[sid][0])
     return Moves(previous, compared, capped,
@@ -147,11 +153,26 @@ def read_predictions(folder: str, ids: Sequence[str], dates: bool, kind: str = F
     return found
 
 
-def _values(row: dict) -> np.ndarray:
-    return np.array([np.nan if row[name] is None else row[name] for name in MOVED], float)
+def _values(row: dict) -> dict[str, float]:
+    """{label: value} of a row's fitted parameters: each component's
+    amplitude, length_scale and period that is set, labelled with its
+    kernel in a sum ("amplitude (rbf)", "amplitude (rbf #2)" in rbf+rbf),
+    and noise_variance (NaN where null)."""
+    parts = row.get("components") or []
+    kernels = [part["kernel"] for part in parts]
+    found = {}
+    for i, part in enumerate(parts):
+        number = f" #{i + 1}" if kernels.count(kernels[i]) > 1 else ""
+        for name in MOVED[:-1]:
+            if part.get(name) is not None:
+                found[name if len(parts) == 1 else f"{name} ({kernels[i]}{number})"] = \
+                    float(part[name])
+    noise = row.get("noise_variance")
+    found["noise_variance"] = np.nan if noise is None else float(noise)
+    return found
 
 
-def _previous_rows(folder: str, ids: list[str]) -> dict[str, tuple[str, np.ndarray]]:
+def _previous_rows(folder: str, ids: list[str]) -> dict[str, tuple[str, dict]]:
     """{id: (kernel, values)} of the previous run's ok rows among ids."""
     paths = shards.list_shards(folder)
     if not paths:

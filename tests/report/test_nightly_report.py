@@ -12,7 +12,9 @@ import pytest
 from PIL import Image
 
 from gpfit_runs import gpfit_here
+from pipeline.report import params as params_io
 from pipeline.report.cli import run
+from pipeline.report.nightly import compare
 from pipeline.report.plots import FORECAST_COLOR
 from test_cli import parse_page
 
@@ -101,3 +103,35 @@ def test_a_run_given_relative_paths_is_reported_from_any_folder(tmp_path, monkey
     text = " ".join(" ".join(parse_page(out).text).split())
     assert "Against the previous run" in text and "cannot read the previous run" not in text
     assert "How far the parameters of the 1 series fitted again moved" in text
+
+
+def test_a_sums_components_are_compared_with_the_previous_run(tmp_path):
+    """For a sum the flat amplitude, length_scale and period are null: the
+    moves are each component's, against numpy's log10 ratios of the rows."""
+    rng = np.random.default_rng(4)
+    t = np.arange(40.0)
+    series = {f"s{i}": (t, 0.05 * (i + 1) * t + np.sin(t / (3 + i))
+                        + 0.1 * rng.standard_normal(40)) for i in range(3)}
+    night2 = {**series, "s1": (t, 10.0 * series["s1"][1])}
+    options = ("--batch_size", "4", "--kernel", "linear+rbf")
+    assert gpfit_here(write(tmp_path / "in1", series), str(tmp_path / "out1"), *options).code == 0
+    assert gpfit_here(write(tmp_path / "in2", night2), str(tmp_path / "out2"), *options,
+                      "--previous_output", str(tmp_path / "out1")).code == 0
+    before, after = ({r["series_id"]: r for r in pq.read_table(tmp_path / out / "params")
+                      .to_pylist()} for out in ("out1", "out2"))
+    ratios = {"amplitude": [], "length_scale": [], "period": [],
+              "noise_variance": [np.log10(after["s1"]["noise_variance"]
+                                          / before["s1"]["noise_variance"])]}
+    for old, new in zip(before["s1"]["components"], after["s1"]["components"]):
+        for name in ("amplitude", "length_scale"):
+            if old[name] is not None:
+                ratios[name].append(np.log10(new[name] / old[name]))
+    moves = compare(params_io.locate(str(tmp_path / "out2")), str(tmp_path / "out1"))
+    assert moves.compared == 1
+    found = {h.name.split(":")[0]: h for h in moves.histograms}
+    assert sorted(found) == ["amplitude", "length_scale", "noise_variance"]
+    for name, hist in found.items():
+        assert hist.total == len(ratios[name])
+        np.testing.assert_array_equal(hist.counts, np.histogram(ratios[name], hist.edges)[0])
+    largest = max(abs(v) for vs in ratios.values() for v in vs)
+    assert abs(moves.top[0].log10_ratio) == pytest.approx(largest, rel=1e-9)
