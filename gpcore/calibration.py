@@ -16,7 +16,8 @@ measured levers, all with the fitted hyperparameters (no refit):
    next horizon points, and each error over its predictive sd is
    z ~ N(0, 1) when the model is right. The sd is multiplied by the root
    mean square of these z, kept between 1 and MAX_SCALE: widened where the
-   model was overconfident on its own data, never narrowed.
+   model was overconfident on its own data, never narrowed (1 under 4
+   points: too few errors; levers 1 and 2 still apply).
 
 One Cholesky factor of the observed covariance serves every origin: its
 leading o x o block is the factor of the first o points.
@@ -83,11 +84,11 @@ def forecast(series: Series, params: Union[Mapping, FitResult], t_new,
                 else (np.asarray(posterior[0], np.float64), np.asarray(posterior[1], np.float64)))
     t, y = _observed(series)
     t_new = np.asarray(t_new, dtype=np.float64).reshape(-1)
-    if t.size < 4:
-        return Forecast(mean, sd, max(t.size - 1.0, 1.0), 1.0)
+    dof = max(t.size - 1.0, 1.0)
+    if not t.size:
+        return Forecast(mean, sd, dof, 1.0)
     if horizon is None:
         horizon = max(1, int(np.sum(t_new > t[-1])))
-    dof = t.size - 1.0
     centre = 0.5 * (t[0] + t[-1])  # of all the points: linear's centre, as the fit's
     t, y = t[-WINDOW:], y[-WINDOW:]
     # One covariance call for both blocks: each call is a few eager ops.
@@ -97,7 +98,8 @@ def forecast(series: Series, params: Union[Mapping, FitResult], t_new,
         [np.ones(t.size), kfx])), [1])
     w = w[:, 0]
     extra = (1.0 - v.T @ w) ** 2 / (w @ w)  # the GLS mean's variance at t_new
-    z = rolling_errors(p, t - centre, y, kff, chol, horizon)
+    # Under 4 points too few errors to scale by; the mean's variance stays.
+    z = rolling_errors(p, t - centre, y, kff, chol, horizon) if t.size >= 4 else np.zeros(0)
     scale = float(np.clip(np.sqrt(np.mean(z ** 2)), 1.0, MAX_SCALE)) if z.size else 1.0
     return Forecast(mean, scale * np.sqrt(sd ** 2 + extra), dof, scale)
 

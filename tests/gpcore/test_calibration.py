@@ -127,11 +127,20 @@ def test_an_overconfident_model_is_widened():
     assert np.all(f.sd >= 1.5 * plain)
 
 
-def test_short_series_are_not_scaled():
-    f = forecast(Series("s", [0.0, 1.0, 2.0], [1.0, 2.0, 1.5]), _params("rbf", 1.5),
-                 [3.0, 4.0])
+def test_short_series_are_not_scaled_but_keep_the_means_variance():
+    """Under 4 points there are too few rolling errors to scale by, but the
+    GLS mean's variance is still in the sd (as "Forecast intervals" says,
+    for every series): the flat-prior predictive, as above."""
+    t, y, t_new = np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0, 1.5]), np.array([3.0, 4.0])
+    p = _params("rbf", 0.0)
+    p["mean"] = _gls_mean("rbf", t, y, p)
+    f = forecast(Series("s", t, y), p, t_new)
     assert (f.scale, f.dof) == (1.0, 2.0)
-    assert f.sd.shape == (2,)
+    k = lambda a, b: ref.kernel_matrix("rbf", a, b, 1.0, 2.0) + 1e8  # noqa: E731
+    a = k(t, t) + 0.05 * np.eye(t.size)
+    var = np.diag(k(t_new, t_new)) + 0.05 - np.einsum(
+        "ij,ji->i", k(t_new, t), np.linalg.solve(a, k(t, t_new)))
+    np.testing.assert_allclose(f.sd, np.sqrt(var), rtol=FLAT_RTOL)
 
 
 def _draw(rng, t, kernel, length_scale, noise_variance):
