@@ -141,7 +141,11 @@ def render(page: Page) -> str:
     out.append('<p class="meta">Dots: data. Line: posterior mean from the fitted parameters. '
                "Dark band: ±2σ of the latent function; light band: ±2σ of a new "
                "observation (with noise). Orange, where the run wrote predictions: its "
-               "forecast past the last observation, with the same bands. For a sum of kernels, "
+               "forecast past the last observation, with a band per interval level the run "
+               "wrote (lower_L, upper_L: calibrated, wider than ±2σ; runs before them: ±2σ). "
+               "Magenta, with --holdout: the forecast of the held-out points (crosses) from "
+               "the points before them, with its intervals; the scores are in the title. "
+               "For a sum of kernels, "
                "the panel below shows each component's posterior mean (e.g. the trend and the "
                "seasonal cycle); they add up to the line above, less the constant mean.</p>")
     if not page.cards:

@@ -135,3 +135,16 @@ def test_a_sums_components_are_compared_with_the_previous_run(tmp_path):
         np.testing.assert_array_equal(hist.counts, np.histogram(ratios[name], hist.edges)[0])
     largest = max(abs(v) for vs in ratios.values() for v in vs)
     assert abs(moves.top[0].log10_ratio) == pytest.approx(largest, rel=1e-9)
+
+
+def test_the_page_says_the_forecast_bands_are_the_runs_intervals(chain, tmp_path, capsys):
+    """The orange bands are the run's calibrated lower_95/upper_95, not the
+    ±2σ bands of the fit: the text says so, and names the held-out points."""
+    root, second = chain
+    out = tmp_path / "report.html"
+    assert run(["--params", str(root / "out2"), "--out", str(out), "--series", "s1",
+                "--random", "0", "--worst", "0"]) == 0, capsys.readouterr().err
+    text = " ".join(" ".join(parse_page(out).text).split())
+    assert "with the same bands" not in text
+    assert "a band per interval level the run wrote (lower_L, upper_L: calibrated" in text
+    assert "Magenta, with --holdout" in text
