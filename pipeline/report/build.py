@@ -155,15 +155,18 @@ def title(row: dict) -> str:
 def kernel_choice(tally: Tally, manifest: Optional[dict], margins_png: Optional[bytes]
                   ) -> Optional[Choice]:
     """Under --kernel auto: series per candidate chosen (every candidate the
-    run's manifest names, chosen or not) and the bic_margin histogram."""
+    run's manifest names, chosen or not) and the bic_margin histogram. Every
+    "ok" series counts, also one fitted with a single candidate (the screen
+    left its periodic ones out: no bic_margin, docs/design.md "Kernel
+    choice")."""
     options = (manifest or {}).get("options") or {}
     if not tally.chosen and options.get("kernel") != "auto":
         return None
     given = options.get("candidates")
     candidates = given.split(",") if given else list(FitConfig.candidates)
-    names = list(dict.fromkeys([*candidates, *sorted(tally.chosen)]))
-    return Choice([(k, tally.chosen[k], tally.close_calls[k]) for k in names],
-                  sum(tally.chosen.values()), CLOSE_CALL, margins_png)
+    names = list(dict.fromkeys([*candidates, *sorted(tally.ok_kernels)]))
+    return Choice([(k, tally.ok_kernels[k], tally.close_calls[k]) for k in names],
+                  sum(tally.ok_kernels.values()), CLOSE_CALL, margins_png)
 
 
 def _card(pick: Pick, series: Optional[Series], spec: InputSpec,

@@ -52,7 +52,7 @@ class Choice:
     Attributes:
       counts: (candidate, series that chose it, of them with a bic_margin
         below close_call), every candidate of the run.
-      total: fitted series with a choice.
+      total: "ok" series, each counted by the kernel it holds.
       close_call: the margin below which a choice is weak evidence.
       margins_png: histogram of bic_margin, or None.
     """
@@ -202,7 +202,9 @@ def _choice(choice: Choice) -> list[str]:
     out = ["<h2>Kernel choice (--kernel auto)</h2>",
            '<p class="meta">Each fitted series keeps the candidate with the lowest BIC; '
            "bic_margin is the runner-up's BIC minus the chosen one's. A margin below "
-           f"{choice.close_call:g} is weak evidence: either kernel would do.</p>",
+           f"{choice.close_call:g} is weak evidence: either kernel would do. A series whose "
+           "periodic candidates the screen left out (no repeated cycle) chose among the "
+           "others, alone with one candidate: it has no bic_margin.</p>",
            "<table><tr><th>candidate</th><th>series</th><th>share</th>"
            f"<th>margin &lt; {choice.close_call:g}</th></tr>"]
     for kernel, count, close in choice.counts:

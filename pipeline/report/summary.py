@@ -181,6 +181,7 @@ class Tally:
         self.reused = 0  # copied from the previous run (--previous_output)
         self.warm_started = 0  # fitted again, also from the previous parameters
         self.ranges = {name: _Range() for name in QUANTITIES}  # and component labels
+        self.ok_kernels = collections.Counter()  # "ok" rows by kernel
         self.chosen = collections.Counter()  # "ok" rows with a bic_margin, by kernel
         self.close_calls = collections.Counter()  # of those, margin below CLOSE_CALL
         self._order: dict[str, tuple] = {}  # component label -> sort key
@@ -205,6 +206,7 @@ class Tally:
             self.ranges.setdefault(label, _Range()).add(values, nonnull)
         margin, chose = quantity(good, MARGIN)
         kernels = np.asarray(good.column("kernel").to_pylist(), dtype=object)
+        self.ok_kernels.update(kernels.tolist())
         self.chosen.update(kernels[chose].tolist())
         self.close_calls.update(kernels[chose & (margin < CLOSE_CALL)].tolist())
         bad = batch.filter(pc.invert(ok))

@@ -235,6 +235,41 @@ def test_nested_input_with_dates_and_periodic_params(tmp_path):
         decode_png(image["src"])
 
 
+def test_the_choice_counts_series_whose_periodic_candidate_the_screen_left_out(tmp_path):
+    """A gpfit run under auto: series on a regular grid without a cycle fit
+    rbf alone (no bic_margin); the table still counts every ok series by
+    the kernel it holds, so its total is the ok count."""
+    import numpy as np
+    import pyarrow as pa
+
+    from gpfit_runs import gpfit_here
+
+    rng = np.random.default_rng(2)
+    ids, ts, ys = [], [], []
+    for i in range(4):
+        t = np.arange(40.0) if i < 2 else np.sort(rng.uniform(0, 40, 40))
+        ids += [f"s{i}"] * 40
+        ts.append(t)
+        ys.append(np.cumsum(rng.standard_normal(40)) * 0.3 + 0.2 * t)
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"series_id": ids, "t": np.concatenate(ts), "y": np.concatenate(ys)}),
+                   tmp_path / "in" / "part-0.parquet")
+    fitted = gpfit_here(str(tmp_path / "in"), str(tmp_path / "out"), "--kernel", "auto",
+                        "--candidates", "rbf,rbf+periodic", "--batch_size", "4")
+    assert fitted.code == 0, fitted.stderr
+    ok = [r for r in fitted.rows() if r["status"] == "ok"]
+    assert any(r["bic_margin"] is None for r in ok)  # fitted alone: the screen's doing
+    out = tmp_path / "auto.html"
+    assert run(["--params", str(tmp_path / "out"), "--out", str(out), "--random", "0",
+                "--worst", "0"]) == 0
+    text = " ".join(" ".join(parse_page(out).text).split())
+    choice = text[text.index("Kernel choice"):text.index("Most common reasons")]
+    for candidate in ("rbf", "rbf+periodic"):
+        count = sum(r["kernel"] == candidate for r in ok)
+        assert f"{candidate} {count} {100 * count / len(ok):.1f}%" in choice
+    assert f"total {len(ok)}" in choice
+
+
 def test_report_of_an_auto_run_shows_the_choice_and_the_components(auto_run, tmp_path):
     """Real fits under kernel auto: the kernel-choice table and bic_margin
     histogram; each sum's plot has a panel of its components below it."""
