@@ -35,7 +35,7 @@ OUTPUT = os.path.join("demo", "output")
 SEASONAL = os.path.join(DATA, "seasonal")
 SEASONAL_TRUTH = os.path.join(DATA, "seasonal_truth.csv")
 SEASONAL_OUTPUT = os.path.join("demo", "output-seasonal")
-# A sum starts twice by default (gpcore.config.SUM_RESTARTS): a yearly cycle
+# A sum starts three times by default (gpcore.config.SUM_RESTARTS): a yearly cycle
 # has a half-year basin beside the yearly one, and one start may settle there
 # (seasonal-00: nll 12.87 at a 183-day period with one start, 9.63 at 367 days
 # with two).

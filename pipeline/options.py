@@ -63,8 +63,8 @@ class GPFitOptions(PipelineOptions):
         add("--value_column", "COLUMN",
             "input column of values, NaN or null = missing (default %(default)s)", default="y")
         add("--restarts", "N",
-            f"most starts per series (default {BASIN_RESTARTS}, under auto "
-            f"{AUTO_BASIN_RESTARTS}; periodic 1; sums {SUM_RESTARTS})",
+            f"most starts per series (default {BASIN_RESTARTS}, auto "
+            f"{AUTO_BASIN_RESTARTS}; periodic, linear 1; sums {SUM_RESTARTS})",
             type=int, default=None)
         add("--search", "DEPTH",
             "how far to probe: thorough, balanced or quick (default %(default)s)",
