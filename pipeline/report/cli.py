@@ -38,7 +38,7 @@ def parser() -> argparse.ArgumentParser:
 
     add("--input", "PATTERN", "the gpfit run's input: Parquet file, folder or glob (local or "
         "gs://); default: the one the run's manifest records")
-    add("--params", "DIR", "the gpfit run's --output folder (params-*.parquet)", required=True)
+    add("--params", "DIR", "the gpfit run's --output folder (params/ and _SUCCESS.json)", required=True)
     add("--out", "FILE", "HTML file to write (local or gs://)", required=True)
     add("--id_column", "COLUMN", "input column naming the series (default: the run's, "
         "else series_id)")
