@@ -90,10 +90,32 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
         spec, gp.output, config.kernel_name, gp.max_failure_fraction, recorded(options),
         time.time() if started_at is None else started_at, run_id,
         previous_output=nightly.previous, previous_note=note, predict=nightly.predict_record)
-    pipeline = beam.Pipeline(runner=runtime.runner(options), options=options)
+    pipeline = _pipeline(options)
     build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record,
           Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards), nightly)
     return Built(pipeline, gp, spec, old_files, run_id, nightly.tables)
+
+
+# Beam's Pipeline() checks its own options against the runner (a project ID,
+# the temp location) and raises a ValueError of this prefix, one error a line.
+_BEAM_REFUSED = "Pipeline has validations errors:"
+
+
+def _pipeline(options: PipelineOptions) -> beam.Pipeline:
+    """A Beam pipeline on the runner of options.
+
+    Raises:
+      UsageError: no such runner, or Beam refuses its options (what it
+        found, in one line: README, "Exit codes").
+    """
+    try:
+        return beam.Pipeline(runner=runtime.runner(options), options=options)
+    except ValueError as err:
+        if not str(err).startswith(_BEAM_REFUSED):
+            raise
+        found = "; ".join(line.strip() for line in str(err)[len(_BEAM_REFUSED):].splitlines()
+                          if line.strip())
+        raise UsageError(f"Beam refuses the options: {found}") from err
 
 
 @dataclasses.dataclass(frozen=True)

@@ -219,3 +219,18 @@ def test_dry_run_refuses_what_it_cannot_prove(dry_run_module):
         dry_run_module.dry_run([f"--input={INPUT}", f"--output={OUTPUT}", "--kernal=rbf"])
     with pytest.raises(UsageError, match="--input"):
         dry_run_module.dry_run([f"--output={OUTPUT}"])
+
+
+def test_gpfit_refuses_options_beam_refuses(dry_run_module, capsys):
+    """Beam's own check of its options for the runner (here a project ID
+    that is not one) refuses the invocation: exit 2, one line saying what
+    Beam found (README, "Exit codes")."""
+    from pipeline import cli
+
+    with dry_run_module.no_network():
+        code = cli.run([f"--input={INPUT}", f"--output={OUTPUT}", "--runner=DataflowRunner",
+                        "--dry_run=True", "--no_auth", "--project=my project",
+                        f"--region={REGION}", f"--temp_location=gs://{BUCKET}/dataflow/temp"])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2
+    assert last.startswith("gpfit: error: ") and "Invalid Project ID (my project)" in last
