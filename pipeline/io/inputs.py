@@ -137,10 +137,22 @@ def job_glob(pattern: str, files: list[tuple[str, int]]) -> tuple[str, bool]:
     """What the job matches on its workers for a resolved pattern, and
     whether it leaves out names starting with "_" or "." (see resolve)."""
     if len(files) == 1 and files[0][0].rstrip("/") == pattern.rstrip("/"):
-        return escaped(files[0][0]), False  # a file named explicitly
+        return listable(escaped(files[0][0])), False  # a file named explicitly
     if is_glob(pattern):
-        return pattern, True
-    return FileSystems.join(escaped(pattern.rstrip("/")), "*"), True  # a folder
+        return listable(pattern), True
+    return listable(FileSystems.join(escaped(pattern.rstrip("/")), "*")), True  # a folder
+
+
+def listable(glob: str) -> str:
+    """glob as Beam's match finds it. Beam lists the folder of the glob's
+    part before its first wildcard; for a relative local glob with a
+    wildcard in its first name ("*.parquet", "runs [[]v2]/*") that is "",
+    which it cannot list and so matches nothing: "./" names the working
+    folder."""
+    head = re.match(r"[^[*?]*", glob).group(0)
+    if head == glob or "/" in head or FileSystems.get_scheme(glob) is not None:
+        return glob
+    return "./" + glob
 
 
 def is_glob(pattern: str) -> bool:
@@ -282,11 +294,15 @@ def _folder(path: str) -> list[tuple[str, int]]:
 
 
 def _match(pattern: str) -> list[tuple[str, int]]:
+    """[(path, size)] matching pattern, named as the pattern names them."""
+    asked = listable(pattern)
     try:
-        result = FileSystems.match([pattern])[0]
+        result = FileSystems.match([asked])[0]
     except Exception as err:  # Beam raises BeamIOError for bad paths and schemes
         raise InputError(f"cannot list {pattern!r}: {first_line(err)}") from err
-    return sorted((m.path, m.size_in_bytes) for m in result.metadata_list)
+    added = len(asked) - len(pattern)  # "./" before a relative glob
+    return sorted((m.path[added:] if m.path.startswith(asked[:added]) else m.path,
+                   m.size_in_bytes) for m in result.metadata_list)
 
 
 def _data_files(matches: list[tuple[str, int]], glob: str) -> list[tuple[str, int]]:

@@ -158,3 +158,23 @@ def test_a_folder_or_file_named_with_glob_characters_is_read_as_it_is(tmp_path):
     run = gpfit(str(folder / "part [1].parquet"), str(tmp_path / "out"), *RUN_OPTIONS)
     assert run.code == 0, run.stderr
     assert [r["series_id"] for r in run.rows()] == ["a"]
+
+
+def test_relative_globs_and_folders_with_a_wildcard_first_are_read(tmp_path, monkeypatch):
+    """Relative to the working folder, a glob whose first name holds a
+    wildcard ('*.parquet') and a folder named with glob characters
+    ('runs [v2]') are read (README, "Input formats"): Beam lists the folder
+    of a glob's part before its first wildcard, here none, and matched
+    nothing."""
+    monkeypatch.chdir(tmp_path)
+    pq.write_table(_series_table(["a"]), "a.parquet")
+    os.mkdir("runs [v2]")
+    pq.write_table(_series_table(["b"]), "runs [v2]/part [1].parquet")
+    run = gpfit("*.parquet", "out1", *RUN_OPTIONS)
+    assert run.code == 0, run.stderr
+    assert [r["series_id"] for r in run.rows()] == ["a"]
+    for given, ids in (("runs [v2]", ["b"]), ("runs [v2]/part [1].parquet", ["b"]),
+                       ("runs*/*.parquet", ["b"])):
+        run = gpfit(given, "out2", *RUN_OPTIONS)
+        assert run.code == 0, (given, run.stderr)
+        assert sorted(r["series_id"] for r in run.rows()) == ids
