@@ -50,7 +50,7 @@ class GPFitOptions(PipelineOptions):
             parser.add_argument(flag, metavar=metavar, help=help, **kwargs)
 
         add("--input", "PATTERN", "Parquet file, folder or glob (local or gs://)")
-        add("--output", "DIR", "output folder (local or gs://); its old contents are replaced")
+        add("--output", "DIR", "output folder (local or gs://), empty or a gpfit run's (replaced)")
         # Sums and auto are explained in the epilog: --help keeps one line per option.
         add("--kernel", "K[+K...]|auto",
             f"K: {','.join(KERNELS)}; auto (default %(default)s)", default=FitConfig.kernel)
