@@ -262,7 +262,7 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
             raise InputError(f"no file matches {pattern!r}; check the --input pattern "
                              "(names starting with _ or . are not data)")
         return found
-    if _is_local_folder(pattern) or pattern.endswith("/"):
+    if _is_local_folder(pattern) or (pattern.endswith("/") and not _is_local(pattern)):
         return _folder(pattern)
     found = [m for m in _match(escaped(pattern)) if m[0].rstrip("/") == pattern.rstrip("/")]
     if found:
@@ -309,8 +309,12 @@ def _data_files(matches: list[tuple[str, int]], glob: str) -> list[tuple[str, in
     return [(path, size) for path, size in matches if is_data(path, glob)]
 
 
+def _is_local(path: str) -> bool:
+    return FileSystems.get_scheme(path) is None
+
+
 def _is_local_folder(path: str) -> bool:
-    return FileSystems.get_scheme(path) is None and os.path.isdir(path)
+    return _is_local(path) and os.path.isdir(path)
 
 
 @dataclasses.dataclass(frozen=True)

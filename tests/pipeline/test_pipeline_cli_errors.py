@@ -40,6 +40,12 @@ def no_such_path(tmp):
     return str(tmp / "absent"), "no file or folder"
 
 
+def no_such_folder(tmp):
+    # A missing local folder named with its "/" was called "a folder that
+    # holds no data files".
+    return str(tmp / "absent") + "/", "no file or folder"
+
+
 def empty_folder(tmp):
     os.makedirs(tmp / "empty")
     (tmp / "empty" / "_SUCCESS").write_text("")  # not a data file
@@ -114,7 +120,7 @@ def mixed_time_kinds(tmp):
 
 
 @pytest.mark.parametrize("make_input", [
-    no_match, no_such_path, empty_folder, missing_column, not_parquet,
+    no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
     mixed_time_kinds, half_float_ids, uuid_ids, unknown_scheme, unavailable_scheme,
 ])
