@@ -294,6 +294,16 @@ class _WorkerLines(logging.Filter):
         return True
 
 
+class _BeamChatter(logging.Filter):
+    """Below debug, drops Beam's INFO lines that its loggers' levels let
+    through: the portable job service's "Completed job in ... seconds", on
+    the worker lines' logger (held at INFO for them) and again on the root
+    logger, where the client relays the job's messages."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or record.msg == "Worker: %s"
+
+
 # Beam's Dataflow runner says "Created job with id: [...]" and where to watch
 # the job at INFO; Airflow's Beam and Dataflow operators read the job id from
 # that line, so it stays visible.
@@ -342,6 +352,10 @@ def configure_logs(level: str = "info") -> None:
     worker.setLevel(max(numeric, logging.INFO))
     if not any(isinstance(f, _WorkerLines) for f in worker.filters):
         worker.addFilter(_WorkerLines())
+    for logger in (worker, root):
+        logger.filters = [f for f in logger.filters if not isinstance(f, _BeamChatter)]
+        if numeric > logging.DEBUG:
+            logger.addFilter(_BeamChatter())
     for handler in root.handlers:
         handler.filters = [f for f in handler.filters if not isinstance(f, _NoTracebacks)]
         if numeric > logging.DEBUG:

@@ -111,3 +111,21 @@ def test_the_report_of_a_clean_run_prints_only_its_own_lines(clean_run, tmp_path
     assert report.returncode == 0, report.stderr
     lines = report.stderr.strip().splitlines()
     assert lines and all(line.startswith("gpfit-report: ") for line in lines), lines
+
+
+def test_a_portable_run_prints_only_gpfits_lines(data, tmp_path):
+    """The portable runner's job service logs "Completed job in ... seconds"
+    and relays it to the client, which logged it again: two lines of Beam's
+    in a clean run (README, "Usage")."""
+    from test_portable_runner import free_port, portable, start_pool, this_python_first
+
+    port = free_port()
+    pool = start_pool(port, this_python_first())
+    try:
+        done = gpfit_process("--input", data, "--output", str(tmp_path / "out"), *portable(port))
+    finally:
+        pool.kill()
+        pool.wait()
+    assert done.returncode == 0, done.stderr
+    foreign = [line for line in done.stderr.splitlines() if not OURS.match(line)]
+    assert foreign == [], foreign
