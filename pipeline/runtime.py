@@ -17,6 +17,7 @@ thread counts a user may set instead, are gpcore/threads.py's.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -58,7 +59,34 @@ def local_runner(options: PipelineOptions) -> Optional[PipelineRunner]:
     encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
     provision = fn_runner.ExtendedProvisionInfo(
         beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
-    return fn_runner.FnApiRunner(provision_info=provision)
+    return _local_runner_class()(provision_info=provision)
+
+
+# A terminal's Ctrl-C sends SIGINT to the whole process group. Local worker
+# processes (multi_processing) died of it, each printing a KeyboardInterrupt
+# traceback on gpfit's stderr, while the launcher stopped the job and said so
+# in one line. So they start with SIGINT ignored: a shell's `trap '' INT`
+# holds through exec, and Python leaves an ignored SIGINT alone. The
+# launcher ends them as it ends the job; SIGTERM and SIGKILL still do
+# (docs/design.md, "Runners and quiet runs").
+IGNORE_INTERRUPT = "trap '' INT; exec "
+
+
+@functools.cache
+def _local_runner_class() -> type:
+    """The FnApiRunner whose worker processes ignore SIGINT (see above)."""
+    from apache_beam.portability import python_urns
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+
+    class LocalRunner(fn_runner.FnApiRunner):
+        def run_via_runner_api(self, pipeline_proto, options):
+            for environment in pipeline_proto.components.environments.values():
+                if (environment.urn == python_urns.SUBPROCESS_SDK
+                        and not environment.payload.startswith(IGNORE_INTERRUPT.encode())):
+                    environment.payload = IGNORE_INTERRUPT.encode() + environment.payload
+            return super().run_via_runner_api(pipeline_proto, options)
+
+    return LocalRunner
 
 
 # Beam's in-process worker samples each bundle's state on a thread that

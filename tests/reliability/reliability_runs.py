@@ -122,13 +122,14 @@ def error_lines(stderr: str) -> list[str]:
 
 class Running:
     """`python -m pipeline ...` started in a subprocess, its stderr collected;
-    `fitting` is set once a fitter was built (the job is fitting)."""
+    `fitting` is set once a fitter was built (the job is fitting). It leads a
+    process group of its own, as a command started from a terminal does."""
 
     def __init__(self, input_: str, output: str, *extra: str):
         self.output = output
         self.process = subprocess.Popen(gpfit_command(input_, output, *extra), cwd=REPO,
                                         env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True)
+                                        text=True, start_new_session=True)
         self.lines: list[str] = []
         self.fitting = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -145,6 +146,23 @@ class Running:
 
     def signal(self, signum: int) -> None:
         self.process.send_signal(signum)
+
+    def signal_group(self, signum: int) -> None:
+        """signum to every process of the run, as a terminal's Ctrl-C sends SIGINT."""
+        os.killpg(self.process.pid, signum)
+
+    def left(self) -> list[int]:
+        """Pids of the run's process group still alive (its workers, once it ended)."""
+        found = []
+        for name in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == self.process.pid and fields[0] != "Z":
+                found.append(int(name))
+        return found
 
     def finish(self, timeout: float = 240) -> Run:
         try:

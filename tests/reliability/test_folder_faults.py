@@ -277,6 +277,26 @@ def test_a_stopped_run_releases_the_folder_at_once(hostile_input, clean, tmp_pat
     rerun_is_clean(hostile_input, output, clean)
 
 
+def test_ctrl_c_under_multi_processing_is_one_line(hostile_input, clean, tmp_path):
+    """A terminal's Ctrl-C sends SIGINT to the whole process group, the
+    worker processes too: the launcher stops the job and says so in one
+    line, no worker prints a traceback, none is left, the folder is free."""
+    output = str(tmp_path / "out")
+    running = Running(hostile_input, output, *OPTIONS, "--direct_num_workers", "2",
+                      "--direct_running_mode", "multi_processing")
+    running.wait_fitting()
+    assert wait_for(lambda: len(running.workers()) == 2, timeout=30)
+    running.signal_group(signal.SIGINT)
+    stopped = running.finish()
+    one_line(stopped, 130, "stopped by SIGINT", "run again into")
+    assert not [line for line in stopped.stderr.splitlines()
+                if "KeyboardInterrupt" in line or " ERROR " in line
+                or line.startswith("  File ")], stopped.stderr
+    assert wait_for(lambda: not running.left(), timeout=10), running.left()
+    assert "_RUNNING.json" not in files_in(output)
+    rerun_is_clean(hostile_input, output, clean)
+
+
 def test_a_lost_worker_process_is_named_with_exit_3(hostile_input, clean, tmp_path):
     output = str(tmp_path / "out")
     running = Running(hostile_input, output, *OPTIONS, "--direct_num_workers", "2",
