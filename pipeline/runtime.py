@@ -306,15 +306,28 @@ _MESSAGE = re.compile(r'message: "((?:[^"\\]|\\.)*)"')
 _HARMLESS = ("Discarding unparseable args", "No semi_persistent_directory found")
 
 
+# Python's warnings, which a worker logs (pipeline/worker_stderr.py) from the
+# warnings module.
+_PYTHON_WARNING = re.compile(r'log_location: "[^"]*/warnings\.py:')
+
+
 class _WorkerLines(logging.Filter):
-    """Keeps gpfit's own worker lines and warnings; drops Beam's chatter."""
+    """Keeps gpfit's own worker lines and warnings; drops Beam's chatter, and
+    Python's warnings unless `python_warnings` (--log_level debug)."""
+
+    def __init__(self, python_warnings: bool = False):
+        super().__init__()
+        self._python_warnings = python_warnings
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.msg != "Worker: %s" or not record.args:
             return True
-        found = _MESSAGE.search(str(record.args[0]))
-        message = _unescape(found.group(1)) if found else str(record.args[0])
+        entry = str(record.args[0])
+        found = _MESSAGE.search(entry)
+        message = _unescape(found.group(1)) if found else entry
         if message.startswith(_HARMLESS):
+            return False
+        if not self._python_warnings and _PYTHON_WARNING.search(entry):
             return False
         if record.levelno < logging.WARNING and not message.startswith("gpfit"):
             return False
@@ -366,7 +379,7 @@ class _NoTracebacks(logging.Filter):
 def configure_logs(level: str = "info") -> None:
     """gpfit's lines at `level` (--log_level), Beam's Dataflow runner at INFO,
     the rest of Beam at WARNING; worker lines filtered (see above); tracebacks
-    only at debug."""
+    and Python's warnings only at debug."""
     root = logging.getLogger()
     if not root.handlers:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -378,12 +391,19 @@ def configure_logs(level: str = "info") -> None:
     logging.getLogger(DATAFLOW_LOGGER).setLevel(max(numeric, logging.INFO))
     worker = logging.getLogger(_WORKER_LOGGER)
     worker.setLevel(max(numeric, logging.INFO))
-    if not any(isinstance(f, _WorkerLines) for f in worker.filters):
-        worker.addFilter(_WorkerLines())
+    worker.filters = [f for f in worker.filters if not isinstance(f, _WorkerLines)]
+    worker.addFilter(_WorkerLines(python_warnings=numeric <= logging.DEBUG))
     for logger in (worker, root):
         logger.filters = [f for f in logger.filters if not isinstance(f, _BeamChatter)]
         if numeric > logging.DEBUG:
             logger.addFilter(_BeamChatter())
+    # Python's warnings (numpy's overflow on a series that then fails, a
+    # library's deprecation) were printed whole at every --log_level: like
+    # TensorFlow's and Beam's lines, they show at debug only (worker
+    # processes log theirs: pipeline/worker_stderr.py).
+    logging.captureWarnings(True)
+    logging.getLogger("py.warnings").setLevel(
+        logging.WARNING if numeric <= logging.DEBUG else logging.CRITICAL + 1)
     for handler in root.handlers:
         handler.filters = [f for f in handler.filters if not isinstance(f, _NoTracebacks)]
         if numeric > logging.DEBUG:

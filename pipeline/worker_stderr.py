@@ -6,11 +6,13 @@ Beam's SDK worker prints the traceback of a failed bundle to its stderr
 failure printed each traceback whole whatever --log_level said. The logged
 copy reaches the launcher, which cuts it to one line below debug and shows
 it whole at debug (pipeline/runtime.py); the printed copy is dropped here
-(docs/design.md, "Runners and quiet runs"). Imports nothing heavy:
+(docs/design.md, "Runners and quiet runs"). Python's warnings (numpy's, on
+a series that then fails) are logged instead of printed, for the same reason. Imports nothing heavy:
 `import pipeline` runs it.
 """
 from __future__ import annotations
 
+import logging
 import sys
 
 _WORKER_MAIN = "apache_beam.runners.worker.sdk_worker_main"
@@ -39,9 +41,12 @@ class _WithoutTracebacks:
 
 
 def drop_printed_tracebacks() -> None:
-    """In a Beam SDK worker process only: its stderr without printed tracebacks."""
+    """In a Beam SDK worker process only: its stderr without printed
+    tracebacks, and Python's warnings logged instead of printed (the
+    launcher shows them at debug, as in one process: pipeline/runtime.py)."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     if getattr(spec, "name", None) != _WORKER_MAIN or sys.stderr is None:
         return
+    logging.captureWarnings(True)
     if not isinstance(sys.stderr, _WithoutTracebacks):
         sys.stderr = _WithoutTracebacks(sys.stderr)

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from pipeline_data import make_series, write_long
@@ -72,6 +73,29 @@ def test_log_level_debug_shows_the_rest(data, tmp_path):
     # TensorFlow's C++ start-up lines, left on stderr at debug.
     assert any("absl::InitializeLog" in line or "cuda" in line.lower() for line in foreign), \
         done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("processes", [[], ["--direct_num_workers", "2",
+                                             "--direct_running_mode", "multi_processing"]])
+def test_python_warnings_of_a_failed_fit_show_only_at_debug(data, tmp_path, processes):
+    """A series whose times overflow when standardised fails, and numpy warns
+    as it does: those warnings (10 lines, per process) are not gpfit's, and
+    printed whole they ignored --log_level."""
+    series = make_series(n_series=2)
+    series["extreme"] = (np.array([-1e308, -5e307, 0.0, 5e307, 1e308, 2e307]),
+                         np.array([1.0, 2, 3, 1, 2, 5]))
+    data = write_long(str(tmp_path / "in"), series)
+    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
+                         "--log_level", "warning", *processes)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("gpfit: 4 series: 2 ok, 1 skipped, 1 failed"), done.stdout
+    foreign = [line for line in done.stderr.splitlines() if not OURS.match(line)]
+    assert foreign == [], foreign
+    if not processes:
+        debug = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
+                              "--log_level", "debug")
+        assert debug.returncode == 0, debug.stderr
+        assert "RuntimeWarning: overflow encountered" in debug.stderr
 
 
 def test_version_is_the_releases():
