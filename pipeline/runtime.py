@@ -362,14 +362,21 @@ def log_level_in(argv: list[str]) -> str:
     return "info"
 
 
+# A traceback's text: Python's header, or Beam's retries' ("Traceback for
+# above exception (most recent call last)", four times over for gs://
+# credentials on a machine without them).
+_TRACEBACK = re.compile(r"Traceback[^\n]*\(most recent call last\)")
+
+
 class _NoTracebacks(logging.Filter):
     """Below debug, a record carrying a traceback (Beam logs one for a failed
-    bundle, workers send theirs as text) is cut to its first line: gpfit ends
-    with one line saying what failed, and --log_level debug shows the rest."""
+    bundle and for each retry, workers send theirs as text) is cut to its
+    first line: gpfit ends with one line saying what failed, and
+    --log_level debug shows the rest."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if record.exc_info or "Traceback (most recent call last)" in message:
+        if record.exc_info or _TRACEBACK.search(message):
             first = message.strip().splitlines()[0] if message.strip() else record.levelname
             record.msg, record.args = "%s (traceback: --log_level debug)", (first,)
             record.exc_info = record.exc_text = record.stack_info = None

@@ -2,6 +2,7 @@
 threads, progress lines, worker log lines."""
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
@@ -146,6 +147,35 @@ def test_worker_log_lines_keep_gpfit_and_warnings_only():
     assert keep.filter(gpfit_line) and gpfit_line.getMessage() == "worker: gpfit progress: 10 series"
     assert not keep.filter(record(logging.INFO, "Data channel established."))
     assert keep.filter(record(logging.WARNING, "something odd"))
+
+
+def test_beams_retry_warnings_lose_their_traceback_below_debug():
+    """Beam's retries (credentials for gs://, 4 of them in 22 s offline) log
+    a warning holding the caught exception's traceback, worded 'Traceback for
+    above exception (most recent call last)': one line each below debug."""
+    from apache_beam.utils import retry
+
+    @retry.with_exponential_backoff(num_retries=1, initial_delay_secs=0.001)
+    def get_credentials():
+        raise ValueError("Your default credentials were not found.")
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logging.getLogger().addHandler(handler)
+    try:
+        for level in ("info", "debug"):
+            runtime.configure_logs(level)
+            stream.truncate(0)
+            stream.seek(0)
+            with pytest.raises(ValueError):
+                get_credentials()
+            said = stream.getvalue().strip().splitlines()
+            assert "Your default credentials were not found" in said[0], said
+            assert (len(said) == 1) == (level == "info"), said
+            assert ("most recent call last" in stream.getvalue()) == (level == "debug"), said
+    finally:
+        logging.getLogger().removeHandler(handler)
+        runtime.configure_logs("info")
 
 
 def test_local_runs_use_the_fn_api_runner_never_prism():
