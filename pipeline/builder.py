@@ -23,7 +23,7 @@ from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import AUTO, FitConfig, at_search, fitted_configs
 from pipeline import runtime
 from pipeline.io import inputs, lock, manifest, outputs, previous
-from pipeline.io.errors import UsageError, storage_error
+from pipeline.io.errors import NO_ANSWER, UsageError, listing_failure, storage_error
 from pipeline.io.inputs import Columns, InputSpec
 from pipeline.options import MAX_ROWS, GPFitOptions, check, kernel_settings, levels, recorded
 
@@ -105,8 +105,8 @@ def _pipeline(options: PipelineOptions) -> beam.Pipeline:
     """A Beam pipeline on the runner of options.
 
     Raises:
-      UsageError: no such runner, or Beam refuses its options (what it
-        found, in one line: README, "Exit codes").
+      UsageError: no such runner, Beam refuses its options (what it
+        found, in one line), or could not check them (README, "Exit codes").
     """
     try:
         return beam.Pipeline(runner=runtime.runner(options), options=options)
@@ -116,6 +116,11 @@ def _pipeline(options: PipelineOptions) -> beam.Pipeline:
         found = "; ".join(line.strip() for line in str(err)[len(_BEAM_REFUSED):].splitlines()
                           if line.strip())
         raise UsageError(f"Beam refuses the options: {found}") from err
+    except Exception as err:  # Beam's checks asked Google Cloud, which never answered
+        if listing_failure(err) != NO_ANSWER:
+            raise
+        raise UsageError(f"Beam could not check the runner's options (without --temp_location "
+                         f"it makes a gs:// bucket for them): {NO_ANSWER}") from err
 
 
 @dataclasses.dataclass(frozen=True)

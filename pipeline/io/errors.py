@@ -83,6 +83,40 @@ def storage_line(text: str, output: str) -> Optional[str]:
     return None
 
 
+# Google's storage client retries what looks transient (no DNS, no route, a
+# reset connection) for 120 s, then raises RetryError("Timeout of 120.0s
+# exceeded"), which Beam's listing wraps twice. Offline, or behind a proxy
+# that drops it, that is how a gs:// path is answered, two to three minutes
+# after the command began (README, "Exit codes").
+_NO_ANSWER = re.compile(r"RetryError|Timeout of [\d.]+s exceeded")
+NO_ANSWER = ("Google Cloud did not answer within its client's 120 s of retries: check that "
+             "this machine reaches storage.googleapis.com (network, DNS, proxy) and has Google "
+             "credentials (gcloud auth application-default login)")
+
+
+def listing_failure(err: BaseException) -> str:
+    """What a failed listing says in one line: NO_ANSWER where Google Cloud
+    never answered, else the error's first line."""
+    return NO_ANSWER if _NO_ANSWER.search(_texts(err)) else first_line(err)
+
+
+def _texts(err: BaseException) -> str:
+    """err's message with those of its causes and Beam's wrapped exceptions."""
+    seen: set[int] = set()
+    stack, texts = [err], []
+    while stack:
+        item = stack.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        texts.append(f"{type(item).__name__}: {item}")
+        details = getattr(item, "exception_details", None)
+        if isinstance(details, dict):
+            stack.extend(v for v in details.values() if isinstance(v, BaseException))
+        stack += [item.__cause__, item.__context__]
+    return "\n".join(texts)
+
+
 # What Beam's local runner says when an SDK worker process is gone (killed,
 # out of memory): its data or control channel closes under the runner.
 _LOST_WORKER = re.compile(r"Channel closed prematurely|Socket closed|worker.*(?:died|crashed|exited)"

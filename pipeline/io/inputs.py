@@ -23,7 +23,7 @@ from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io import columns as col
-from pipeline.io.errors import InputError, first_line
+from pipeline.io.errors import InputError, first_line, listing_failure
 from pipeline.io.files import map_files, open_file
 
 LONG, NESTED = "long", "nested"  # layouts
@@ -299,7 +299,7 @@ def _match(pattern: str) -> list[tuple[str, int]]:
     try:
         result = FileSystems.match([asked])[0]
     except Exception as err:  # Beam raises BeamIOError for bad paths and schemes
-        raise InputError(f"cannot list {pattern!r}: {first_line(err)}") from err
+        raise InputError(f"cannot list {pattern!r}: {listing_failure(err)}") from err
     added = len(asked) - len(pattern)  # "./" before a relative glob
     return sorted((m.path[added:] if m.path.startswith(asked[:added]) else m.path,
                    m.size_in_bytes) for m in result.metadata_list)

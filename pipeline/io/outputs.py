@@ -24,7 +24,7 @@ import re
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.io.errors import UsageError
+from pipeline.io.errors import UsageError, listing_failure
 from pipeline.io.inputs import glob_regex, is_glob
 
 PARAMS_PREFIX = "params"            # the parameters' folder
@@ -123,7 +123,8 @@ def existing_files(output: str) -> list[str]:
     try:
         matched = FileSystems.match([FileSystems.join(folder, "**")])[0].metadata_list
     except Exception as err:  # BeamIOError: unreachable bucket, bad scheme
-        raise UsageError(f"cannot list output folder {output!r}: {err}") from err
+        raise UsageError(f"cannot list output folder {output!r}: {listing_failure(err)}"
+                         ) from err
     return sorted(m.path for m in matched)
 
 

@@ -208,3 +208,22 @@ def assert_usage_error(run, expected: str) -> None:
     assert len(lines) == 1, run.stderr
     assert lines[0].startswith("gpfit: error: ") and expected in lines[0], lines[0]
     assert not os.path.exists(run.output)
+
+
+def test_a_gs_path_without_an_answer_says_so():
+    """Offline, Google's storage client retries a gs:// listing for 120 s and
+    Beam wraps its RetryError twice: the line said only that, nested, after
+    two to three minutes (README, "Exit codes"). It now names the cause and
+    the fix. (Built as Beam builds it: a real run waits the 120 s.)"""
+    from apache_beam.io.filesystem import BeamIOError
+    from google.api_core.exceptions import RetryError
+
+    from pipeline.io.errors import listing_failure
+
+    timeout = RetryError("Timeout of 120.0s exceeded", ConnectionError("Failed to resolve"))
+    inner = BeamIOError("List operation failed", {"gs://b/series/": timeout})
+    said = listing_failure(BeamIOError("Match operation failed", {"gs://b/series/*": inner}))
+    assert said.startswith("Google Cloud did not answer within its client's 120 s of retries")
+    assert "storage.googleapis.com" in said and "gcloud auth application-default login" in said
+    assert listing_failure(ValueError("Unable to get filesystem\nmore")) == (
+        "Unable to get filesystem")
