@@ -240,11 +240,13 @@ def _stop_on_signals() -> dict:
         return {}
 
     _SIGNALLED.clear()
+    runtime.STOPPING.clear()
 
     def stop(signum, _frame):
         _SIGNALLED.append(signum)
         for each in _STOP_SIGNALS:  # a second signal while unwinding: default action
             signal.signal(each, signal.SIG_DFL)
+        runtime.end_workers_after()  # one still starting would hold the unwinding for ever
         raise Stopped(signum)
 
     return {signum: signal.signal(signum, stop) for signum in _STOP_SIGNALS}

@@ -21,8 +21,10 @@ import functools
 import logging
 import os
 import re
+import signal
 import sys
 import threading
+import time
 import weakref
 from typing import Callable, Optional
 
@@ -125,6 +127,52 @@ def runner(options: PipelineOptions) -> PipelineRunner:
     except (ValueError, ImportError) as err:
         raise UsageError(f"--runner {name} cannot be built: {first_line(err)} Give one of "
                          "those, or no --runner to run here") from err
+
+
+# ---- a stopped run's worker processes ----------------------------------------------
+# A stopped launcher (SIGTERM, Ctrl-C: cli.Stopped) unwinds through Beam's
+# runner, which waits for each local worker process (multi_processing) to
+# end. One that is connected ends as its control stream closes, at once; one
+# still starting (importing Beam) never connects and never ends, and the
+# launcher hung, its lock's heartbeat going, until killed. So a stop ends
+# the worker processes still there after WORKERS_GRACE_S.
+WORKERS_GRACE_S = 5.0
+STOPPING = threading.Event()  # set by a stop; cleared as a run starts (pipeline/cli.py)
+
+
+def end_workers_after(grace_s: float = WORKERS_GRACE_S) -> None:
+    """The run is stopping: after grace_s, SIGTERM to this process's Beam
+    worker processes still running (from a daemon thread; a signal handler
+    may call it)."""
+    STOPPING.set()
+    threading.Thread(target=_end_workers, args=(grace_s,), name="gpfit-stop",
+                     daemon=True).start()
+
+
+def _end_workers(grace_s: float) -> None:
+    time.sleep(grace_s)
+    for pid in _worker_children():
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass  # ended meanwhile
+
+
+def _worker_children() -> list[int]:
+    """Pids of this process's children that run Beam's SDK worker (Linux's
+    /proc; none elsewhere)."""
+    found = []
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                command = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid() and b"sdk_worker_main" in command:
+            found.append(int(name))
+    return found
 
 
 # ---- worker processes and their threads ----------------------------------------
@@ -423,7 +471,7 @@ def configure_logs(level: str = "info") -> None:
 
 
 def _thread_ended(args) -> None:
-    if args.exc_type is SystemExit:
+    if args.exc_type is SystemExit or STOPPING.is_set():  # a stop's workers, ended
         return
     name = args.thread.name if args.thread is not None else "?"
     _LOG.warning("thread %s ended: %s: %s (traceback: --log_level debug)", name,

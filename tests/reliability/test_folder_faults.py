@@ -297,6 +297,26 @@ def test_ctrl_c_under_multi_processing_is_one_line(hostile_input, clean, tmp_pat
     rerun_is_clean(hostile_input, output, clean)
 
 
+@pytest.mark.parametrize("ctrl_c", [False, True])
+def test_a_stop_while_worker_processes_start_ends_them(hostile_input, clean, tmp_path, ctrl_c):
+    """SIGTERM to the launcher (a pod stopped), or Ctrl-C to the group, while
+    its worker processes still start: Beam's runner waited for them for
+    ever, and the launcher hung with its lock's heartbeat going."""
+    output = str(tmp_path / "out")
+    running = Running(hostile_input, output, *OPTIONS, "--direct_num_workers", "2",
+                      "--direct_running_mode", "multi_processing")
+    assert wait_for(lambda: len(running.workers()) == 2, timeout=240), "".join(running.lines)
+    if ctrl_c:
+        running.signal_group(signal.SIGINT)
+    else:
+        running.signal(signal.SIGTERM)
+    stopped = running.finish(timeout=60)
+    one_line(stopped, 130 if ctrl_c else 143, "stopped by", "run again into")
+    assert wait_for(lambda: not running.left(), timeout=10), running.left()
+    assert "_RUNNING.json" not in files_in(output)
+    rerun_is_clean(hostile_input, output, clean)
+
+
 def test_a_lost_worker_process_is_named_with_exit_3(hostile_input, clean, tmp_path):
     output = str(tmp_path / "out")
     running = Running(hostile_input, output, *OPTIONS, "--direct_num_workers", "2",
