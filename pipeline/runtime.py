@@ -431,6 +431,16 @@ class _NoTracebacks(logging.Filter):
         return True
 
 
+class _QuietStop(logging.Filter):
+    """Below debug, once the run is stopping (STOPPING), Beam's records are
+    dropped: they say the bundle the stop cut short failed ("ERROR
+    pipeline.cli.Stopped: 15 [while running 'FitSeries/...']"), which read as
+    a crash beside gpfit's one "stopped by SIGTERM" line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (STOPPING.is_set() and record.name.startswith("apache_beam"))
+
+
 def configure_logs(level: str = "info") -> None:
     """gpfit's lines at `level` (--log_level), Beam's Dataflow runner at INFO,
     the rest of Beam at WARNING; worker lines filtered (see above); tracebacks
@@ -460,9 +470,11 @@ def configure_logs(level: str = "info") -> None:
     logging.getLogger("py.warnings").setLevel(
         logging.WARNING if numeric <= logging.DEBUG else logging.CRITICAL + 1)
     for handler in root.handlers:
-        handler.filters = [f for f in handler.filters if not isinstance(f, _NoTracebacks)]
+        handler.filters = [f for f in handler.filters
+                           if not isinstance(f, (_NoTracebacks, _QuietStop))]
         if numeric > logging.DEBUG:
             handler.addFilter(_NoTracebacks())
+            handler.addFilter(_QuietStop())
     # Beam's runner threads (gRPC readers, worker watchers) die with a
     # traceback printed straight to stderr when a worker process is lost;
     # below debug they get one log line (the run's last line says what to do).
