@@ -13,21 +13,33 @@ a series that then fails) are logged instead of printed, for the same reason. Im
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import time
 
 _WORKER_MAIN = "apache_beam.runners.worker.sdk_worker_main"
 _TRACEBACK = "Traceback (most recent call last)"
+# How an error report starts (a thread's, Beam's log client's, a traceback).
+_REPORTS = ("Exception in thread", "Logging client failed", _TRACEBACK)
+_REPARENTED_S = 0.5
 
 
 class _WithoutTracebacks:
     """A text stream that drops a write holding a whole traceback (and the
-    line end print writes after it); everything else goes through."""
+    line end print writes after it), and every write once the process that
+    started this one (the launcher) is gone; everything else goes through."""
 
     def __init__(self, stream):
         self._stream = stream
         self._dropped = False
+        self._launcher = os.getppid()
 
     def write(self, text: str) -> int:
+        if self._launcher_gone(text):
+            # Killed (a second Ctrl-C, SIGKILL): this process's channels to
+            # it break, and each thread's error would follow the launcher's
+            # last line with a gRPC traceback.
+            return len(text)
         dropped, self._dropped = self._dropped, False
         if text.lstrip().startswith(_TRACEBACK):
             self._dropped = True
@@ -35,6 +47,16 @@ class _WithoutTracebacks:
         if dropped and text == "\n":
             return len(text)
         return self._stream.write(text)
+
+    def _launcher_gone(self, text: str) -> bool:
+        if os.getppid() != self._launcher:
+            return True
+        if not text.lstrip().startswith(_REPORTS):
+            return False
+        # A dying launcher's sockets close before the system re-parents this
+        # process: the first report of the broken channel comes in between.
+        time.sleep(_REPARENTED_S)
+        return os.getppid() != self._launcher
 
     def __getattr__(self, name):
         return getattr(self._stream, name)

@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -318,6 +319,28 @@ def test_a_stop_while_worker_processes_start_ends_them(hostile_input, clean, tmp
     one_line(stopped, 130 if ctrl_c else 143, "stopped by", "run again into")
     assert wait_for(lambda: not running.left(), timeout=10), running.left()
     assert "_RUNNING.json" not in files_in(output)
+    rerun_is_clean(hostile_input, output, clean)
+
+
+def test_ctrl_c_twice_under_multi_processing_leaves_no_worker_tracebacks(hostile_input, clean,
+                                                                       tmp_path):
+    """A second Ctrl-C kills the unwinding launcher (by design); its worker
+    processes, their launcher gone, died printing gRPC tracebacks (some 60
+    lines) after it. The next run takes the folder over."""
+    output = str(tmp_path / "out")
+    running = Running(hostile_input, output, *OPTIONS, "--direct_num_workers", "2",
+                      "--direct_running_mode", "multi_processing")
+    running.wait_fitting()
+    assert wait_for(lambda: len(running.workers()) == 2, timeout=30)
+    running.signal_group(signal.SIGINT)
+    time.sleep(0.2)
+    running.signal_group(signal.SIGINT)
+    stopped = running.finish()
+    assert stopped.code in (-signal.SIGINT, 128 + signal.SIGINT), stopped.stderr
+    assert wait_for(lambda: not running.left(), timeout=30), running.left()
+    assert not [line for line in stopped.stderr.splitlines()
+                if "Traceback" in line or line.startswith(("  File ", "Exception in thread"))], \
+        stopped.stderr
     rerun_is_clean(hostile_input, output, clean)
 
 
