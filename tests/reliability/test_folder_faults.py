@@ -282,15 +282,21 @@ def test_a_stopped_run_releases_the_folder_at_once(hostile_input, clean, tmp_pat
     rerun_is_clean(hostile_input, output, clean)
 
 
+def _fitting_on_two_workers(hostile_input, output: str) -> Running:
+    """A run under multi_processing with both worker processes up and fitting."""
+    running = Running(hostile_input, output, *OPTIONS, "--direct_num_workers", "2",
+                      "--direct_running_mode", "multi_processing")
+    running.wait_fitting()
+    assert wait_for(lambda: len(running.workers()) == 2, timeout=30)
+    return running
+
+
 def test_ctrl_c_under_multi_processing_is_one_line(hostile_input, clean, tmp_path):
     """A terminal's Ctrl-C sends SIGINT to the whole process group, the
     worker processes too: the launcher stops the job and says so in one
     line, no worker prints a traceback, none is left, the folder is free."""
     output = str(tmp_path / "out")
-    running = Running(hostile_input, output, *OPTIONS, "--direct_num_workers", "2",
-                      "--direct_running_mode", "multi_processing")
-    running.wait_fitting()
-    assert wait_for(lambda: len(running.workers()) == 2, timeout=30)
+    running = _fitting_on_two_workers(hostile_input, output)
     running.signal_group(signal.SIGINT)
     stopped = running.finish()
     one_line(stopped, 130, "stopped by SIGINT", "run again into")
@@ -328,10 +334,7 @@ def test_ctrl_c_twice_under_multi_processing_leaves_no_worker_tracebacks(hostile
     processes, their launcher gone, died printing gRPC tracebacks (some 60
     lines) after it. The next run takes the folder over."""
     output = str(tmp_path / "out")
-    running = Running(hostile_input, output, *OPTIONS, "--direct_num_workers", "2",
-                      "--direct_running_mode", "multi_processing")
-    running.wait_fitting()
-    assert wait_for(lambda: len(running.workers()) == 2, timeout=30)
+    running = _fitting_on_two_workers(hostile_input, output)
     running.signal_group(signal.SIGINT)
     time.sleep(0.2)
     running.signal_group(signal.SIGINT)
@@ -346,10 +349,7 @@ def test_ctrl_c_twice_under_multi_processing_leaves_no_worker_tracebacks(hostile
 
 def test_a_lost_worker_process_is_named_with_exit_3(hostile_input, clean, tmp_path):
     output = str(tmp_path / "out")
-    running = Running(hostile_input, output, *OPTIONS, "--direct_num_workers", "2",
-                      "--direct_running_mode", "multi_processing")
-    running.wait_fitting()
-    assert wait_for(lambda: len(running.workers()) == 2, timeout=30)
+    running = _fitting_on_two_workers(hostile_input, output)
     kill_all(running.workers())  # what the OOM killer does
     lost = running.finish()
     one_line(lost, 3, "a worker process died", "run again into")
