@@ -9,8 +9,12 @@ every evaluation now touches the whole series (docs/design.md, "Long
 series: Markov kernels"):
 
 1. The search grid (starts.search_grid) is scored on a window of the
-   series' first WINDOW_POINTS points, value only.
+   series' first WINDOW_POINTS points, value only, and so is a series'
+   warm start (Series.warm_start, a previous fit's parameters).
 2. Newton (gpcore/newton.py) runs on the window from the best grid point.
+   A warm start that scores at or below every grid point skips this
+   stage: it is the next stage's start, and the window's Hessian is taken
+   there (docs/design.md, "Long series: Markov kernels", warm starts).
 3. Newton runs on the whole series from there: exact value and gradient
    (the chunked scan's recomputing gradient, statespace.chunked_sums), and
    as Hessian the window's at its optimum (stage 2's last), scaled by the
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -37,6 +41,7 @@ from gpcore import newton, starts, statespace, trace_cache
 from gpcore.batching import quantised_length
 from gpcore.config import FitConfig, is_markov
 from gpcore.kernels import components
+from gpcore.parameters import search_start
 from gpcore.result import FAILED, SKIPPED, FitResult, first_line
 from gpcore.series import CleanSeries, Series, clean
 from gpcore.traced import Traced
@@ -93,7 +98,8 @@ class MarkovFitter(tf.Module):
         # module tree, 2.4 ms a call), passed to every fit call.
         self.log_parameters = [tv.trainable_variables[0] for tv in self.parameters]
         self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
-                     "member_evaluations": 0, "series_evaluations": 0, "points": 0.0}
+                     "member_evaluations": 0, "series_evaluations": 0, "points": 0.0,
+                     "warm_started": 0}
         # The likelihood and its gradient are functions traced once and
         # called from each stage: inline, the fitter's first call took far
         # longer to trace (docs/design.md, "Long series: Markov kernels").
@@ -110,7 +116,8 @@ class MarkovFitter(tf.Module):
         self._traced = Traced(functools.partial(MarkovFitter._fit_graph, self),
                               [batch, batch, batch, batch, batch,
                                tf.TensorSpec([None, rows, p - 1], DTYPE),
-                               tf.TensorSpec([None, columns], DTYPE)],
+                               tf.TensorSpec([None, columns], DTYPE),
+                               tf.TensorSpec([None, p], DTYPE)],
                               cache_parts=trace_cache.parts(self.config, type(self)))
 
     @staticmethod
@@ -158,11 +165,12 @@ class MarkovFitter(tf.Module):
         h = 0.5 * (h + tf.linalg.matrix_transpose(h))
         return at_x(nll), g[:, 0], h, at_x(mean), at_x(scale2)
 
-    def _fit_graph(self, variables, t, y, mask, lower, upper, kernel_grid, noise_grid):
+    def _fit_graph(self, variables, t, y, mask, lower, upper, kernel_grid, noise_grid, warm):
         """Grid on the window, Newton on the window, Newton on the series;
         variables: the calling fitter's log-parameter variables (assigned
         the optimum); t, y, mask [B, N]; lower, upper [B, P]; grids as
-        GPFitter's."""
+        GPFitter's; warm [B, P]: each series' warm start (log standardised
+        coordinates, within the bounds), NaN rows where it has none."""
         series = tf.shape(t)[0]
         window = tf.minimum(WINDOW_POINTS, tf.shape(t)[1])
         tw, yw, mw = t[:, :window], y[:, :window], mask[:, :window]
@@ -176,6 +184,11 @@ class MarkovFitter(tf.Module):
         values = tf.reshape(values, [series, grid])
         values = tf.where(tf.math.is_finite(values), values, tf.constant(np.inf, DTYPE))
         start = tf.gather(points, tf.argmin(values, axis=-1, output_type=tf.int32), batch_dims=1)
+        # A warm start replaces the window's Newton only where it beats the
+        # grid's start on the window: the grid's start stays in play for one
+        # window value, not a second whole-series start (docs/design.md,
+        # "Long series: Markov kernels", warm starts).
+        warmed = self._warm_wins(warm, tf.reduce_min(values, axis=-1), tw, yw, mw)  # [B]
 
         def on_window(x, members):
             take = lambda v: tf.gather(v, members)
@@ -201,9 +214,11 @@ class MarkovFitter(tf.Module):
         minimize = functools.partial(newton.minimize, lower=lower, upper=upper,
                                      max_iterations=self.config.max_iterations,
                                      tolerance=self.config.tolerance, eigen_floor=floor)
-        first = minimize(on_window, start)
-        window_hessian = first.aux["hessian"]
-        result = minimize(on_series(window_hessian), first.position, hessian_update=secant_update)
+        first = self._window_stage(minimize, on_window, start, warmed)
+        at_warm = self._warm_hessian(warm, warmed, tw, yw, mw)
+        window_hessian = tf.where(warmed[:, None, None], at_warm, first.hessian)
+        result = minimize(on_series(window_hessian), tf.where(warmed[:, None], warm, first.position),
+                          hessian_update=secant_update)
         for i, variable in enumerate(variables):
             variable.assign(result.position[:, i])
         params = tf.exp(result.position)
@@ -213,9 +228,48 @@ class MarkovFitter(tf.Module):
             "params": params, "noise_ratio": params[:, -1], "jitter": zero,
             "status": result.status, "at_bound": result.at_bound,
             "iterations": first.iterations + result.iterations,
-            "evaluations": first.evaluations + result.evaluations,
+            "evaluations": (first.evaluations + result.evaluations
+                            + tf.reduce_sum(tf.cast(warmed, tf.int32))),
             "series_evaluations": result.evaluations,
+            "warm_started": warmed,
         }
+
+    def _warm_wins(self, warm, grid_best, tw, yw, mw):
+        """[B] bool: the series' warm start [B, P] scores on the window (tw,
+        yw, mw [B, W]) at or below its grid's best value grid_best [B]. A
+        batch without warm starts scores none (it fits as before them)."""
+        given = tf.reduce_all(tf.math.is_finite(warm), axis=-1)
+
+        def scored():
+            value = self._nll_compiled(tf.where(given[:, None], warm, 0.0), tw, yw, mw)[0]
+            return given & tf.math.is_finite(value) & (value <= grid_best)
+        return tf.cond(tf.reduce_any(given), scored, lambda: tf.zeros_like(given))
+
+    def _window_stage(self, minimize, on_window, start, warmed):
+        """Newton on the window from start [B, P] for the series not
+        warmed [B]: (position, hessian, iterations, evaluations), the
+        start and zeros for the warmed ones (none run when all are)."""
+        def run():
+            first = minimize(on_window, start, active=~warmed)
+            return _Window(first.position, first.aux["hessian"], first.iterations,
+                           first.evaluations)
+        p = len(self.parameters)
+        skipped = lambda: _Window(start, tf.zeros([tf.shape(start)[0], p, p], DTYPE),
+                                  tf.zeros_like(warmed, tf.int32), tf.constant(0))
+        return tf.cond(tf.reduce_all(warmed), skipped, run)
+
+    def _warm_hessian(self, warm, warmed, tw, yw, mw):
+        """[B, P, P] the window's Hessian at the warm starts of the warmed
+        series [B] (one window evaluation each), zeros elsewhere."""
+        p = len(self.parameters)
+        zeros = tf.zeros([tf.shape(warm)[0], p, p], DTYPE)
+
+        def at_warm():
+            members = tf.cast(tf.squeeze(tf.where(warmed), -1), tf.int32)
+            take = lambda v: tf.gather(v, members)
+            h = self._with_hessian(take(warm), take(tw), take(yw), take(mw))[2]
+            return tf.tensor_scatter_nd_update(zeros, members[:, None], h)
+        return tf.cond(tf.reduce_any(warmed), at_warm, lambda: zeros)
 
     # ---- Python side ---------------------------------------------------
 
@@ -284,14 +338,17 @@ class MarkovFitter(tf.Module):
         out = {k: v.numpy() for k, v in self._traced(
             self.log_parameters, data.t, data.y, data.mask, lower, upper,
             np.stack([rows for rows, _ in grids]),
-            np.stack([columns for _, columns in grids])).items()}
+            np.stack([columns for _, columns in grids]),
+            _warm_starts(kernel, batch, data.span, lower, upper)).items()}
         self.work["batches"] += 1
         self.work["members"] += len(batch)
         self.work["grid_evaluations"] += len(batch) * int(np.prod(starts.grid_shape(kernel)))
         self.work["member_evaluations"] += int(out.pop("evaluations"))
         self.work["series_evaluations"] += int(out.pop("series_evaluations"))
         self.work["points"] += float(data.t.size)
-        return [data.result(b, out, kernel, False) for b in range(len(batch))]
+        warmed = out.pop("warm_started")
+        self.work["warm_started"] += int(warmed.sum())
+        return [data.result(b, out, kernel, bool(warmed[b])) for b in range(len(batch))]
 
 
 def secant_update(x, g, h, x_new, g_new, h_new, f=None, f_new=None):
@@ -335,6 +392,28 @@ def secant_update(x, g, h, x_new, g_new, h_new, f=None, f_new=None):
     updated = (h - hs[:, :, None] * hs[:, None, :] / shs[:, None, None]
                + change[:, :, None] * change[:, None, :] / ys[:, None, None])
     return tf.where(usable[:, None, None], updated, h)
+
+
+class _Window(NamedTuple):
+    """The window stage's results that the whole-series stage takes, [B, ...]."""
+    position: tf.Tensor
+    hessian: tf.Tensor
+    iterations: tf.Tensor
+    evaluations: tf.Tensor
+
+
+def _warm_starts(kernel, batch: Sequence[CleanSeries], spans: np.ndarray, lower: np.ndarray,
+                 upper: np.ndarray) -> np.ndarray:
+    """[B, P] each series' warm start in log standardised coordinates
+    (parameters.search_start over its span, clipped to the bounds), as the
+    dense fitter takes it; NaN rows where there is none or it does not
+    apply."""
+    warm = np.full(lower.shape, np.nan)
+    for b, (s, span) in enumerate(zip(batch, spans)):
+        start = search_start(kernel, s.warm_start, span)
+        if start is not None:
+            warm[b] = np.clip(start, lower[b], upper[b])
+    return warm
 
 
 def _search_grid(kernel, t, y):

@@ -103,6 +103,60 @@ def test_a_twins_long_fitter_shares_the_trace_and_fits_alike(fitter):
         assert a is not b
 
 
+def _work(fitter, series):
+    """(results, work counters spent) of one fit call of the Markov fitter."""
+    before = dict(fitter.work)
+    results = fitter.fit(series)
+    return results, {k: fitter.work[k] - before[k] for k in before}
+
+
+def test_a_warm_start_skips_the_window_stage_and_fits_as_well(fitter):
+    """The next night (1 % of points appended to a series longer than the
+    window): started from last night's parameters, the fit skips the
+    window's Newton, takes fewer evaluations, no more of the whole series,
+    and ends within Newton's tolerance of the cold fit
+    (docs/design.md, "Long series: Markov kernels"); a series beside it
+    without a warm start fits cold. One trace serves both kinds of batch."""
+    long = fitter.long_fitter
+    rng = np.random.default_rng(8)
+    n = MARKOV_ABOVE + 2000
+    tonight = []
+    for sid in ("warm", "cold"):
+        t = np.cumsum(rng.exponential(1.0, n))
+        tonight.append(Series(sid, t, np.sin(t / 30.0) + 0.3 * rng.normal(size=n)))
+    last_night = long.fit([Series(s.series_id, s.t[:-n // 100], s.y[:-n // 100])
+                           for s in tonight])
+    (cold, other), cold_work = _work(long, tonight)
+    (warm, other_beside), warm_work = _work(long, [
+        Series(tonight[0].series_id, tonight[0].t, tonight[0].y, last_night[0].params),
+        tonight[1]])
+    assert warm.status == OK and warm.converged and warm.warm_started
+    assert not (cold.warm_started or other.warm_started or other_beside.warm_started)
+    assert abs(warm.nll - cold.nll) <= 10 * fitter.config.tolerance
+    assert other_beside.nll == pytest.approx(other.nll, abs=1e-9)
+    assert warm_work["warm_started"] == 1 and cold_work["warm_started"] == 0
+    assert warm_work["series_evaluations"] <= cold_work["series_evaluations"]
+    assert warm_work["member_evaluations"] < cold_work["member_evaluations"]
+    assert long.tracing_count == 1
+
+
+def test_a_warm_start_that_is_not_used_leaves_the_cold_fit_bit_for_bit(fitter):
+    """A warm start that scores above the grid's best point on the window
+    (a noise 10^6 times the signal), or of another kernel, is not a start:
+    warm_started false, and the fit is the cold one exactly."""
+    long = fitter.long_fitter
+    series = matern32_series(700, 10)
+    cold = long.fit([series])[0]
+    far = dict(cold.params, noise_variance=1e6 * cold.amplitude ** 2)
+    foreign = dict(cold.params, kernel="matern52",
+                   components=[dict(cold.components[0], kernel="matern52")])
+    for warm_start in (far, foreign):
+        got = long.fit([Series(series.series_id, series.t, series.y, warm_start)])[0]
+        assert not got.warm_started
+        assert (got.nll, got.params, got.iterations) == (cold.nll, cold.params, cold.iterations)
+    assert long.tracing_count == 1
+
+
 def test_kernels_without_state_space_form_skip_long_series_naming_those_that_fit():
     config = FitConfig(kernel="rbf+periodic")
     assert config.max_points == DENSE_MAX_POINTS

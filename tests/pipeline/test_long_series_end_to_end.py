@@ -1,7 +1,8 @@
 """Long series end to end on the local runner: a 20,000-point series fits
 with matern32 (the O(n) path, docs/design.md "Long series: Markov
 kernels") beside a short one, and with rbf the long one is `skipped` with
-a reason naming the kernels that can fit it; every series appears once."""
+a reason naming the kernels that can fit it; every series appears once.
+A nightly run warm-starts changed long series."""
 from __future__ import annotations
 
 import numpy as np
@@ -43,3 +44,45 @@ def test_kernel_without_state_space_form_skips_it_naming_those_that_fit(tmp_path
     assert "max_points=4096" in rows["long"]["error"]
     assert "matern12, matern32, matern52" in rows["long"]["error"]
     assert rows["short"]["status"] == "ok"
+
+
+@pytest.fixture(scope="module")
+def long_nights(tmp_path_factory):
+    """(night 1, night 2, night 2 fitted cold) of two 6,000-point series:
+    night 2 appends 1 % of points to one and changes 5 % of the other's
+    values."""
+    rng = np.random.default_rng(1)
+    base = tmp_path_factory.mktemp("long-nights")
+    first, second = {}, {}
+    for sid, n in (("appended", 6000), ("changed", 6000)):
+        t = np.cumsum(rng.exponential(1.0, n + n // 100))
+        y = np.sin(t / 40.0) + 0.5 * np.sin(t / 7.0) + 0.3 * rng.normal(size=t.size)
+        first[sid] = (t[:n], y[:n])
+        second[sid] = (t, y) if sid == "appended" else (t[:n], y[:n].copy())
+    changed = rng.choice(6000, 300, replace=False)
+    second["changed"][1][changed] += 0.3 * rng.normal(size=changed.size)
+    options = ("--kernel", "matern32")
+    night1 = gpfit(write_long(str(base / "in1"), first, null_id_rows=0),
+                   str(base / "night1"), *options)
+    tonight = write_long(str(base / "in2"), second, null_id_rows=0)
+    night2 = gpfit(tonight, str(base / "night2"), *options, "--previous_output", night1.output)
+    cold = gpfit(tonight, str(base / "cold2"), *options)
+    return night1, night2, cold
+
+
+def test_a_nightly_run_warm_starts_changed_long_series(long_nights):
+    """Each changed series starts from last night's parameters: the window's
+    Newton is skipped (fewer steps: `iterations` counts the whole series'
+    alone), and the fit is within 0.01 nats of a cold fit of tonight's data."""
+    night1, night2, cold = long_nights
+    for run_ in long_nights:
+        assert run_.code == 0, run_.stderr
+    warm, cold_rows = ({r["series_id"]: r for r in run_.rows()} for run_ in (night2, cold))
+    assert sorted(warm) == ["appended", "changed"]
+    assert night2.manifest["reuse"]["warm_starts_offered"] == 2
+    assert night2.manifest["reuse"]["warm_started"] == 2
+    for sid, row in warm.items():
+        assert row["status"] == "ok" and row["warm_started"] and not row["reused"], sid
+        assert not cold_rows[sid]["warm_started"]
+        assert abs(row["nll"] - cold_rows[sid]["nll"]) <= 0.01, sid
+        assert row["iterations"] < cold_rows[sid]["iterations"], sid
