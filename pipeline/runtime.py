@@ -390,7 +390,9 @@ class _BeamChatter(logging.Filter):
     logger, where the client relays the job's messages."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING or record.msg == "Worker: %s"
+        # A worker's line is judged by _WorkerLines, which runs first and
+        # renames the gpfit lines it keeps: both names pass here.
+        return record.levelno >= logging.WARNING or record.msg in ("Worker: %s", "worker: %s")
 
 
 # Beam's Dataflow runner says "Created job with id: [...]" and where to watch
