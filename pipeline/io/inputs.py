@@ -27,6 +27,9 @@ from pipeline.io.errors import InputError, first_line, listing_failure
 from pipeline.io.files import map_files, open_file
 
 LONG, NESTED = "long", "nested"  # layouts
+# A glob's wildcards, to Beam's FileSystems.match (and so to its delete and
+# rename, which match too).
+GLOB_CHARACTERS = "*?["
 DAYS, AS_GIVEN = "days", "as given"  # time units of the results
 
 
@@ -137,10 +140,12 @@ def job_glob(pattern: str, files: list[tuple[str, int]]) -> tuple[str, bool]:
     """What the job matches on its workers for a resolved pattern, and
     whether it leaves out names starting with "_" or "." (see resolve)."""
     if len(files) == 1 and files[0][0].rstrip("/") == pattern.rstrip("/"):
-        return listable(escaped(files[0][0])), False  # a file named explicitly
-    if is_glob(pattern):
-        return listable(pattern), True
-    return listable(FileSystems.join(escaped(pattern.rstrip("/")), "*")), True  # a folder
+        glob, data_only = escaped(files[0][0]), False  # a file named explicitly
+    elif is_glob(pattern):
+        glob, data_only = pattern, True
+    else:
+        glob, data_only = FileSystems.join(escaped(pattern.rstrip("/")), "*"), True  # a folder
+    return listable(glob), data_only
 
 
 def listable(glob: str) -> str:
@@ -181,14 +186,14 @@ warnings.filterwarnings("ignore", message="Possible nested set", category=Future
 def _has_wildcard(part: str) -> bool:
     """Whether a glob or a part of one holds a wildcard, not counting the
     characters `escaped` quoted."""
-    return any(ch in re.sub(r"\[[*?[]\]", "", part) for ch in "*?[")
+    return any(ch in re.sub(r"\[[*?[]\]", "", part) for ch in GLOB_CHARACTERS)
 
 
 def uninspected(pattern: str, columns: Columns) -> InputSpec:
     """An InputSpec holding only the --input pattern, for a build that may not
     read the input (an offline dry run): the job matches the pattern on its
     workers."""
-    globbed = any(ch in pattern for ch in "*?[")
+    globbed = any(ch in pattern for ch in GLOB_CHARACTERS)
     return InputSpec(pattern=pattern, files=(pattern,), columns=columns, layout=None,
                      time_units=None, rows=None, glob=pattern, data_only=globbed)
 

@@ -25,7 +25,7 @@ import re
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io.errors import UsageError, listing_failure
-from pipeline.io.inputs import glob_regex, is_glob
+from pipeline.io.inputs import GLOB_CHARACTERS, glob_regex, is_glob
 
 PARAMS_PREFIX = "params"            # the parameters' folder
 PREDICTIONS_PREFIX = "predictions"  # the predictions' folder
@@ -64,9 +64,6 @@ _OURS = re.compile(
     rf"|(?:{_JSON})(?:{re.escape(TEMPORARY_SUFFIX)})?"
     rf"|beam-temp-(?P<table>{_TABLE})-[0-9a-f]{{32}}/{_UUID4}\.(?P=table){re.escape(PARAMS_SUFFIX)}"
     rf")$")
-# Characters of a glob pattern to Beam's FileSystems.match (and so to its
-# delete and rename): an output path holding one is refused.
-GLOB_CHARACTERS = "*?["
 # Folders gpfit makes (removed when empty, and only these).
 _OUR_FOLDERS = re.compile(rf"^(?:{_TABLE}|beam-temp-(?:{_TABLE})-[0-9a-f]{{32}})$")
 
@@ -255,7 +252,7 @@ def _resolved_pattern(pattern: str) -> str:
     if FileSystems.get_scheme(pattern) is not None:
         return pattern
     parts = os.path.abspath(pattern).split("/")
-    first = next(i for i, part in enumerate(parts) if any(ch in part for ch in "*?["))
+    first = next(i for i, part in enumerate(parts) if any(ch in part for ch in GLOB_CHARACTERS))
     return os.path.join(os.path.realpath("/".join(parts[:first]) or "/"), *parts[first:])
 
 
