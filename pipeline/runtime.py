@@ -36,6 +36,7 @@ from apache_beam.runners.runner import PipelineRunner
 from gpcore.threads import INTER_OP_ENV, INTRA_OP_ENV  # noqa: F401  (re-exported)
 from pipeline import fitters
 from pipeline.io.errors import UsageError, first_line
+from pipeline.io.lock import process_stat
 
 _LOG = logging.getLogger(__name__)
 
@@ -163,15 +164,15 @@ def _worker_children() -> list[int]:
     /proc; none elsewhere)."""
     found = []
     for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        try:
-            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                command = f.read()
-        except (OSError, ValueError, IndexError):
+        stat = process_stat(name)
+        if stat is None or stat[1] != str(os.getpid()):
             continue
-        if parent == os.getpid() and b"sdk_worker_main" in command:
-            found.append(int(name))
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if b"sdk_worker_main" in f.read():
+                    found.append(int(name))
+        except OSError:
+            continue  # ended meanwhile
     return found
 
 

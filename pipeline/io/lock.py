@@ -257,10 +257,19 @@ def _ended_here(held: dict) -> bool:
 def process_start(pid: int) -> Optional[int]:
     """When process pid started, in clock ticks since boot (Linux's
     /proc/<pid>/stat, field 22); None where that cannot be read."""
+    fields = process_stat(pid)
+    return int(fields[19]) if fields else None
+
+
+def process_stat(pid) -> Optional[list[str]]:
+    """Linux's /proc/<pid>/stat from its third field on (state, parent pid,
+    ...: the command's name, in (), may hold spaces); None where it cannot
+    be read (the process is gone, no /proc)."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            fields = f.read().rsplit(")", 1)[1].split()  # the name, in (), may hold spaces
-        return int(fields[19])
+            fields = f.read().rsplit(")", 1)[1].split()
+        int(fields[19])  # a whole stat line, not one cut short
+        return fields
     except (OSError, IndexError, ValueError):
         return None
 
