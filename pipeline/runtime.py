@@ -361,22 +361,26 @@ _PYTHON_WARNING = re.compile(r'log_location: "[^"]*/warnings\.py:')
 
 
 class _WorkerLines(logging.Filter):
-    """Keeps gpfit's own worker lines and warnings; drops Beam's chatter, and
-    Python's warnings unless `python_warnings` (--log_level debug)."""
+    """Keeps gpfit's own worker lines and warnings; drops Beam's chatter on
+    the worker lines' logger (held at INFO for them: the portable job
+    service's "Completed job in ... seconds" comes there too), and Python's
+    warnings, unless `debug` (--log_level debug)."""
 
-    def __init__(self, python_warnings: bool = False):
+    def __init__(self, debug: bool = False):
         super().__init__()
-        self._python_warnings = python_warnings
+        self._debug = debug
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.msg != "Worker: %s" or not record.args:
+        if record.msg != "Worker: %s":
+            return self._debug or record.levelno >= logging.WARNING
+        if not record.args:
             return True
         entry = str(record.args[0])
         found = _MESSAGE.search(entry)
         message = _unescape(found.group(1)) if found else entry
         if message.startswith(_HARMLESS):
             return False
-        if not self._python_warnings and _PYTHON_WARNING.search(entry):
+        if not self._debug and _PYTHON_WARNING.search(entry):
             return False
         if record.levelno < logging.WARNING and not message.startswith("gpfit"):
             return False
@@ -385,15 +389,12 @@ class _WorkerLines(logging.Filter):
 
 
 class _BeamChatter(logging.Filter):
-    """Below debug, drops Beam's INFO lines that its loggers' levels let
-    through: the portable job service's "Completed job in ... seconds", on
-    the worker lines' logger (held at INFO for them) and again on the root
-    logger, where the client relays the job's messages."""
+    """Below debug, drops Beam's INFO lines logged on the root logger, where
+    the portable job service's client relays the job's messages ("Completed
+    job in ... seconds")."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        # A worker's line is judged by _WorkerLines, which runs first and
-        # renames the gpfit lines it keeps: both names pass here.
-        return record.levelno >= logging.WARNING or record.msg in ("Worker: %s", "worker: %s")
+        return record.levelno >= logging.WARNING or record.msg == "Worker: %s"
 
 
 # Beam's Dataflow runner says "Created job with id: [...]" and where to watch
@@ -460,11 +461,10 @@ def configure_logs(level: str = "info") -> None:
     worker = logging.getLogger(_WORKER_LOGGER)
     worker.setLevel(max(numeric, logging.INFO))
     worker.filters = [f for f in worker.filters if not isinstance(f, _WorkerLines)]
-    worker.addFilter(_WorkerLines(python_warnings=numeric <= logging.DEBUG))
-    for logger in (worker, root):
-        logger.filters = [f for f in logger.filters if not isinstance(f, _BeamChatter)]
-        if numeric > logging.DEBUG:
-            logger.addFilter(_BeamChatter())
+    worker.addFilter(_WorkerLines(debug=numeric <= logging.DEBUG))
+    root.filters = [f for f in root.filters if not isinstance(f, _BeamChatter)]
+    if numeric > logging.DEBUG:
+        root.addFilter(_BeamChatter())
     # Python's warnings (numpy's overflow on a series that then fails, a
     # library's deprecation) were printed whole at every --log_level: like
     # TensorFlow's and Beam's lines, they show at debug only (worker
