@@ -25,11 +25,12 @@ from pipeline.report.data import read_series
 from pipeline.io import rows, scales
 from pipeline.io.schema import FORECAST, HOLDOUT
 from pipeline.report.nightly import compare, read_predictions
-from pipeline.report.page import Card, Choice, Page, render
+from pipeline.report.page import Backtest, Card, Choice, Page, render
 from pipeline.report.plots import Curve, Part, histograms_png, series_png
 from pipeline.report.sample import Pick
 from pipeline.report.scan import Scan
-from pipeline.report.summary import CLOSE_CALL, COLUMNS, MARGIN, Tally, histograms
+from pipeline.report.summary import (CLOSE_CALL, COLUMNS, HOLDOUT_MASE, MARGIN, SECTIONED, Tally,
+                                     histograms)
 
 # Posterior grid: at least this many points, finer for short length scales
 # (about 8 points per length scale), but never more than the cap.
@@ -50,7 +51,8 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
     spec, run, tally = scanned.spec, scanned.run, scanned.tally
     hists = histograms(tally, params_io.iter_batches(run, columns=COLUMNS))
     margins = [h for h in hists if h.name == MARGIN]
-    hists = [h for h in hists if h.name != MARGIN]
+    mases = [h for h in hists if h.name == HOLDOUT_MASE]
+    hists = [h for h in hists if h.name not in SECTIONED]
 
     picks = scanned.sampler.picks()
     log(f"plotting {len(picks)} series")
@@ -78,7 +80,8 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
         cards=cards, warnings=_warnings(run), time_units=spec.time_units,
         reused=tally.reused, warm_started=tally.warm_started, moves=moves,
         moves_png=histograms_png(moves.histograms) if moves and moves.histograms else None,
-        choice=kernel_choice(tally, run.manifest, histograms_png(margins) if margins else None))
+        choice=kernel_choice(tally, run.manifest, histograms_png(margins) if margins else None),
+        backtest=backtest(tally, histograms_png(mases) if mases else None))
     return Report(render(page), tally.rows, sum(card.png is not None for card in cards))
 
 
@@ -150,6 +153,13 @@ def title(row: dict) -> str:
                      f"(scale {_g(row['holdout_scale'])}) · 95 % coverage "
                      f"{_g(row['holdout_coverage_95'])}")
     return "\n".join(lines)
+
+
+def backtest(tally: Tally, mase_png: Optional[bytes]) -> Optional[Backtest]:
+    """With --holdout: the backtest's totals over the run and the histogram
+    of holdout_mase; None for a run without one."""
+    totals = tally.holdout()
+    return Backtest(totals=totals, mase_png=mase_png) if totals else None
 
 
 def kernel_choice(tally: Tally, manifest: Optional[dict], margins_png: Optional[bytes]

@@ -64,6 +64,20 @@ class Choice:
 
 
 @dataclasses.dataclass
+class Backtest:
+    """With --holdout: how the forecasts of the held-out points scored.
+
+    Attributes:
+      totals: {series, points, mase_mean, mase_median, coverage_95}, the
+        manifest's holdout totals (MASE may be None: no series had a scale).
+      mase_png: histogram of holdout_mase, or None.
+    """
+
+    totals: dict
+    mase_png: Optional[bytes]
+
+
+@dataclasses.dataclass
 class Page:
     """Everything on the page, already computed."""
 
@@ -84,6 +98,7 @@ class Page:
     moves: Optional[Moves] = None
     moves_png: Optional[bytes] = None
     choice: Optional[Choice] = None
+    backtest: Optional[Backtest] = None
 
 
 def render(page: Page) -> str:
@@ -113,6 +128,9 @@ def render(page: Page) -> str:
 
     if page.choice:
         out += _choice(page.choice)
+
+    if page.backtest:
+        out += _backtest(page.backtest)
 
     out.append("<h2>Most common reasons for skipped and failed series</h2>")
     if page.reasons:
@@ -215,6 +233,27 @@ def _choice(choice: Choice) -> list[str]:
                "</table>")
     if choice.margins_png:
         out.append(_img(choice.margins_png, "histogram of bic_margin"))
+    return out
+
+
+def _backtest(backtest: Backtest) -> list[str]:
+    """The backtest section: MASE and the 95 % interval's coverage."""
+    t = backtest.totals
+    said = lambda value: "–" if value is None else f"{value:.3g}"  # noqa: E731
+    out = ["<h2>Backtest (--holdout)</h2>",
+           '<p class="meta">Each scored series\' last points were held out of its fit and '
+           "forecast from the points before them. MASE: the forecast's mean absolute error "
+           "over the series' in-sample one-step naive error (below 1: better than that "
+           "naive step; the median is within 2 %). Coverage: the share of all held-out "
+           "points inside their calibrated 95 % interval for a new observation; near 0.95 "
+           "the intervals are as wide as they should be.</p>",
+           "<table><tr><th>series</th><th>held-out points</th><th>MASE mean</th>"
+           "<th>MASE median</th><th>95 % coverage</th></tr>",
+           f"<tr><td class=n>{t['series']:,}</td><td class=n>{t['points']:,}</td>"
+           f"<td class=n>{said(t['mase_mean'])}</td><td class=n>{said(t['mase_median'])}</td>"
+           f"<td class=n>{said(t['coverage_95'])}</td></tr></table>"]
+    if backtest.mase_png:
+        out.append(_img(backtest.mase_png, "histogram of holdout_mase"))
     return out
 
 

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from gpcore.kernels import kernel as kernel_named
 from gpcore.result import COMPONENT_FIELDS, FAILED, OK, SKIPPED
 from pipeline.io.schema import named
+from pipeline.manifest_step import SummariseHoldout
 
 STATUS_ORDER = (OK, SKIPPED, FAILED)
 
@@ -27,14 +28,19 @@ STATUS_ORDER = (OK, SKIPPED, FAILED)
 # auto. The kernels' own parameters come from `components` (see
 # component_quantities) and are shown between mean and noise_variance: the
 # flat amplitude, length_scale and period are null for sums.
-QUANTITIES = ("mean", "noise_variance", "nll per point", "n_points", "bic_margin")
+QUANTITIES = ("mean", "noise_variance", "nll per point", "n_points", "bic_margin",
+              "holdout_mase")
 MARGIN = "bic_margin"
 # The report's unit-free ranking of fits without a backtest (standardised_nll).
 STANDARDISED_NLL = "standardised nll per point"
 HOLDOUT_MASE = "holdout_mase"
+# The backtest's columns (--holdout), null without one.
+HOLDOUT = named("holdout_points", "holdout_coverage_95", HOLDOUT_MASE)
+# Quantities drawn in sections of their own, not among the fitted parameters.
+SECTIONED = (MARGIN, HOLDOUT_MASE)
 # The columns the quantities are read from.
 COLUMNS = named("status", "kernel", "components", "mean", "noise_variance", "nll", "n_points",
-                MARGIN)
+                MARGIN, *HOLDOUT)
 # A BIC margin below this is weak evidence (Kass and Raftery's 2): either
 # kernel would do for that series.
 CLOSE_CALL = 2.0
@@ -186,6 +192,10 @@ class Tally:
         self.close_calls = collections.Counter()  # of those, margin below CLOSE_CALL
         self._order: dict[str, tuple] = {}  # component label -> sort key
         self._reasons: dict[tuple[str, str], list] = {}
+        # The backtest's totals, as the job's manifest sums them (one
+        # definition of the median and the pooled coverage for both).
+        self._holdout = SummariseHoldout()
+        self._holdout_totals = self._holdout.create_accumulator()
 
     def add(self, batch: pa.RecordBatch) -> None:
         self.rows += batch.num_rows
@@ -209,6 +219,9 @@ class Tally:
         self.ok_kernels.update(kernels.tolist())
         self.chosen.update(kernels[chose].tolist())
         self.close_calls.update(kernels[chose & (margin < CLOSE_CALL)].tolist())
+        if HOLDOUT_MASE in good.schema.names:  # shards before --holdout lack it
+            for row in good.select(list(HOLDOUT)).to_pylist():
+                self._holdout.add_input(self._holdout_totals, row)
         bad = batch.filter(pc.invert(ok))
         for status_, error in zip(bad.column("status").to_pylist(),
                                   bad.column("error").to_pylist()):
@@ -230,6 +243,12 @@ class Tally:
         ranked = sorted(self._reasons.items(), key=lambda kv: (-kv[1][0], kv[0]))
         return [Reason(status, pattern, count, example)
                 for (status, pattern), (count, example) in ranked[:top]]
+
+    def holdout(self) -> Optional[dict]:
+        """With --holdout: {series, points, mase_mean, mase_median (within
+        2 %), coverage_95 (over all held-out points)}, as in the manifest;
+        None when no series has a backtest."""
+        return self._holdout.extract_output(self._holdout_totals)
 
     def quantity_names(self) -> list[str]:
         """Every quantity seen, in page order: mean, the kernels' parameters
@@ -311,6 +330,8 @@ def _trues(batch: pa.RecordBatch, name: str) -> int:
 
 
 def _floats(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray]:
+    if name not in batch.schema.names:  # a shard from before the column
+        return np.full(batch.num_rows, np.nan), np.zeros(batch.num_rows, bool)
     column = batch.column(name)
     if pa.types.is_null(column.type):
         return np.full(batch.num_rows, np.nan), np.zeros(batch.num_rows, bool)

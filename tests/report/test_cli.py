@@ -294,3 +294,50 @@ def test_report_of_an_auto_run_shows_the_choice_and_the_components(auto_run, tmp
     assert tall > 500  # the data panel plus the components panel
     if chosen["flat"] == "rbf":
         assert plots["flat"][1] < tall
+
+
+def test_a_backtested_run_shows_its_scores_as_the_manifest_sums_them(tmp_path):
+    """A real run with --holdout: the page's backtest table holds the rows'
+    mean MASE, the manifest's median, and the coverage pooled over every
+    held-out point (numpy over the rows); a run without one has no table."""
+    import json
+
+    import numpy as np
+    import pyarrow as pa
+
+    from gpfit_runs import gpfit_here
+
+    rng = np.random.default_rng(4)
+    ids, ts, ys = [], [], []
+    for i, n in enumerate((30, 45, 60, 25, 50)):
+        t = np.sort(rng.uniform(0, 20, n))
+        ids += [f"s{i}"] * n
+        ts.append(t)
+        ys.append(np.sin(t / (2 + i)) + 0.2 * rng.standard_normal(n))
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"series_id": ids, "t": np.concatenate(ts), "y": np.concatenate(ys)}),
+                   tmp_path / "in" / "part-0.parquet")
+    fitted = gpfit_here(str(tmp_path / "in"), str(tmp_path / "out"), "--holdout", "4")
+    assert fitted.code == 0, fitted.stderr
+    rows = [r for r in fitted.rows() if r["holdout_coverage_95"] is not None]
+    assert len(rows) == 5
+    points = np.array([r["holdout_points"] for r in rows])
+    pooled = np.sum(points * np.array([r["holdout_coverage_95"] for r in rows])) / points.sum()
+    mean = np.mean([r["holdout_mase"] for r in rows])
+    median = json.loads((tmp_path / "out" / "_SUCCESS.json").read_text())["holdout"]["mase_median"]
+
+    out = tmp_path / "backtest.html"
+    assert run(["--params", str(tmp_path / "out"), "--out", str(out), "--random", "0",
+                "--worst", "0"]) == 0
+    page = parse_page(out)
+    text = " ".join(" ".join(page.text).split())
+    table = text[text.index("Backtest (--holdout)"):text.index("Most common reasons")]
+    assert f"5 {points.sum()} {mean:.3g} {median:.3g} {pooled:.3g}" in table
+    assert [i["alt"] for i in page.images] == ["histogram of holdout_mase",
+                                               "histograms of the fitted parameters"]
+
+    plain = gpfit_here(str(tmp_path / "in"), str(tmp_path / "plain"))
+    assert plain.code == 0, plain.stderr
+    assert run(["--params", str(tmp_path / "plain"), "--out", str(out), "--random", "0",
+                "--worst", "0"]) == 0
+    assert "Backtest" not in " ".join(parse_page(out).text)
