@@ -64,6 +64,11 @@ _OURS = re.compile(
     rf"|(?:{_JSON})(?:{re.escape(TEMPORARY_SUFFIX)})?"
     rf"|beam-temp-(?P<table>{_TABLE})-[0-9a-f]{{32}}/{_UUID4}\.(?P=table){re.escape(PARAMS_SUFFIX)}"
     rf")$")
+# The file macOS Finder leaves in every folder it shows: neither someone's
+# data nor gpfit's, so a folder holding it is neither refused nor is it
+# deleted. Readers of a table's folder skip it, as every name starting with
+# "." (docs/design.md, "Output folder").
+BROWSER_FILES = frozenset({".DS_Store"})
 # Folders gpfit makes (removed when empty, and only these).
 _OUR_FOLDERS = re.compile(rf"^(?:{_TABLE}|beam-temp-(?:{_TABLE})-[0-9a-f]{{32}})$")
 
@@ -156,7 +161,8 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
             "input pattern, or a narrower pattern (e.g. ending in *.parquet in the data folder)")
     if local:
         _refuse_links(output)
-    files = existing_files(output)
+    files = [path for path in existing_files(output)
+             if posixpath.basename(path) not in BROWSER_FILES]
     for path in files:
         name = relative(path, output)
         if not is_ours(name):

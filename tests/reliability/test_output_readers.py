@@ -54,3 +54,15 @@ def test_the_run_folder_holds_only_the_tables_and_the_manifest(clean):
     run, _ = clean
     assert sorted(n.split("/")[0] for n in clean[1].files) == sorted(
         ["_SUCCESS.json"] + ["params"] * 2 + ["predictions"] * 2)
+
+
+def test_finders_ds_store_in_a_table_folder_is_skipped_by_every_reader(clean, tmp_path):
+    """gpfit keeps a .DS_Store it finds (pipeline.io.outputs.BROWSER_FILES)
+    because every reader the README names skips it."""
+    import shutil
+
+    run, _ = clean
+    folder = tmp_path / "params"
+    shutil.copytree(f"{run.output}/params", folder)
+    (folder / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
+    assert _readers(str(folder)) == _readers(f"{run.output}/params")

@@ -124,3 +124,17 @@ def test_the_manifest_is_deleted_before_any_shard():
     first, then = outputs.deletion_order(files)
     assert first == ["o/_FAILED.json", "o/_SUCCESS.json"]
     assert then == ["o/params/part-00000-of-00002.parquet", "o/params/part-00001-of-00002.parquet"]
+
+
+def test_finders_ds_store_is_neither_refused_nor_deleted(tmp_path):
+    """A user looked at yesterday's output in macOS Finder, which left
+    .DS_Store in the folders it showed: the run goes ahead and keeps them."""
+    out = tmp_path / "out"
+    _touch(out, "_SUCCESS.json", "params/part-00000-of-00001.parquet", ".DS_Store",
+           "params/.DS_Store")
+    files = outputs.check_output(str(out), ())
+    assert sorted(outputs.relative(f, str(out)) for f in files) == [
+        "_SUCCESS.json", "params/part-00000-of-00001.parquet"]
+    outputs.clear_output(str(out), files)
+    assert (out / ".DS_Store").read_text() == "old"
+    assert os.listdir(out / "params") == [".DS_Store"]
