@@ -211,7 +211,7 @@ class Sizes:
 
     Attributes:
       seconds_per_fit_call: estimated core-seconds per fit call (gpcore.batching).
-      max_rows: series with more input rows are skipped unassembled.
+      max_rows: series with more input points are skipped unassembled.
       num_shards: output files; 0 lets the runner decide.
     """
 

@@ -27,8 +27,8 @@ from pipeline.io.schema import level_name
 
 # --log_level's choices: what gpfit's own lines show; tracebacks only at debug.
 LOG_LEVELS = ("debug", "info", "warning", "error")
-# A series with more input rows is skipped unassembled: bounds a worker's
-# memory per series (16 MB of t and y).
+# A series with more input points (rows, or list elements) is skipped
+# unassembled: bounds a worker's memory per series (16 MB of t and y).
 MAX_ROWS = 1_000_000
 
 
@@ -83,7 +83,8 @@ class GPFitOptions(PipelineOptions):
         add("--seconds_per_fit_call", "S",
             "estimated core-seconds per fit call (default %(default)s)",
             type=float, default=SECONDS_PER_CALL)
-        add("--max_rows", "N", "skip series with more input rows, unassembled (default %(default)s)",
+        add("--max_rows", "N", "skip series with more input points (rows; list elements when "
+            "nested), unassembled (default %(default)s)",
             type=int, default=MAX_ROWS)
         add("--num_shards", "N", "output files; 0: the runner decides (default %(default)s)",
             type=int, default=0)

@@ -83,9 +83,10 @@ def merge(series_id: str, chunks: Sequence[Chunk]) -> Series:
 
 
 def too_many_rows(rows: int, max_rows: int, flag: str = "--max_rows") -> str:
-    """Why a series of `rows` raw rows was not assembled."""
-    return (f"{rows} input rows is more than {flag}={max_rows}; the series was not "
-            f"assembled: aggregate or split it, or raise {flag}")
+    """Why a series of `rows` raw points (rows in the long layout, list
+    elements in the nested one; missing values included) was not assembled."""
+    return (f"{rows} input points (missing ones included) is more than {flag}={max_rows}; "
+            f"the series was not assembled: aggregate or split it, or raise {flag}")
 
 
 def skipped_row(series_id: str, kernel: str, problem: str, key: bytes) -> dict:

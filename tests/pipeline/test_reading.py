@@ -66,6 +66,23 @@ def test_nested_row_with_mismatched_lists_is_skipped_with_reason(tmp_path):
     _run(build)
 
 
+def test_a_nested_series_beyond_max_rows_counts_its_points(tmp_path):
+    # One nested row of 12 points: the cap counts list elements, and the
+    # reason says points, not rows.
+    pq.write_table(pa.table({"id": ["big", "small"], "t": [list(np.arange(12.0)), [1.0, 2.0]],
+                             "y": [list(np.ones(12)), [1.0, 2.0]]}), tmp_path / "n.parquet")
+
+    def build(p):
+        spec = inputs.inspect(str(tmp_path / "n.parquet"), Columns("id", "t", "y"))
+        series = p | ReadSeries(spec, "rbf", max_rows=10)
+        assert_that(series.series | beam.Map(lambda s: s.series_id), equal_to(["small"]))
+        assert_that(series.unfittable | beam.Map(lambda r: r["error"].split(";")[0]),
+                    equal_to(["12 input points (missing ones included) is more than "
+                              "--max_rows=10"]), label="Skipped")
+
+    _run(build)
+
+
 def test_a_series_beyond_max_rows_is_skipped_unassembled(tmp_path):
     # "big" spans three row groups and two files; its rows pass the cap of 10
     # (NaN rows count: the cap is on rows, before cleaning).
@@ -82,7 +99,8 @@ def test_a_series_beyond_max_rows_is_skipped_unassembled(tmp_path):
                     equal_to([("small", 3)]))
         assert_that(series.unfittable | beam.Map(lambda r: (r["series_id"], r["status"],
                                                              r["n_points"], r["error"])),
-                    equal_to([("big", "skipped", 0, "12 input rows is more than --max_rows=10; "
+                    equal_to([("big", "skipped", 0, "12 input points (missing ones included) is "
+                               "more than --max_rows=10; "
                                "the series was not assembled: aggregate or split it, or raise "
                                "--max_rows")]), label="Skipped")
 
