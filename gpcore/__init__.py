@@ -31,9 +31,12 @@ def __getattr__(name):
     from gpcore import threads
 
     with threads.collection_paused(module):  # TensorFlow's import, where this is it
-        value = getattr(importlib.import_module(module), name)
-    if module != f"gpcore.{name}":  # not predict, whose module the import system binds here
-        globals()[name] = value  # found directly next time
+        loaded = importlib.import_module(module)
+    if module == f"gpcore.{name}":
+        # predict: the import system has bound its module here, which calls
+        # as the function (gpcore/predict.py); the same object every time.
+        return loaded
+    value = globals()[name] = getattr(loaded, name)  # found directly next time
     return value
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
+import types
 from typing import Mapping, NamedTuple, Union
 
 import numpy as np
@@ -299,3 +301,16 @@ def _number(mapping: Mapping, name: str, where: str = "params") -> float:
     if not math.isfinite(value):
         raise ValueError(f"{where}[{name!r}] must be finite; got {value!r}")
     return value
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as its `predict`: gpcore exports the function
+    under the module's name, and the import system binds the loaded module
+    to that name on the package, so `from gpcore import predict` and
+    `gpcore.predict` find the module, whichever was imported first."""
+
+    def __call__(self, *args, **kwargs):
+        return predict(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -226,3 +226,17 @@ def test_one_trace_per_kernel_for_every_series_and_grid_length(rng):
         np.testing.assert_array_equal(predict(series, p, t_new, include_noise=True)[1],
                                       both.sd_observation)
     assert compiled_posterior("matern52").experimental_get_tracing_count() == 1
+
+
+def test_the_package_export_is_callable_as_predict(rng):
+    """`from gpcore import predict` (and gpcore.predict) is the package's
+    export; the import system binds the module gpcore.predict under that
+    name, so the module itself must call as the function."""
+    import gpcore
+    from gpcore import predict as exported
+
+    series, p, t_new = make_series(rng), make_params("rbf"), np.linspace(0.0, 25.0, 6)
+    expected = predict(series, p, t_new, include_noise=True)
+    for call in (exported, gpcore.predict):
+        np.testing.assert_array_equal(call(series, p, t_new, include_noise=True), expected)
+    assert exported.component_means is not None  # still the module too
