@@ -32,7 +32,7 @@ from gpcore.batching import past_slow_side
 from gpcore.config import takes_markov_path
 from gpcore.kernels import components, distances, kernel as kernel_named
 from gpcore.result import COMPONENT_FIELDS, OK, FitResult
-from gpcore.series import Series
+from gpcore.series import TIME_ADVICE, VALUE_ADVICE, Series, numbers
 
 DTYPE = tf.float64
 
@@ -126,16 +126,25 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
 
 def _observed(series: Series, t_new) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(t [n], y [n], t_new [m]): the finite points, checked."""
-    t = np.asarray(series.t, dtype=np.float64).reshape(-1)
-    y = np.asarray(series.y, dtype=np.float64).reshape(-1)
+    t = _numbers(series.t, "t", TIME_ADVICE, f"series {series.series_id!r}: ")
+    y = _numbers(series.y, "y", VALUE_ADVICE, f"series {series.series_id!r}: ")
     if t.shape != y.shape:
         raise ValueError(f"series {series.series_id!r}: t has {t.size} values but y has "
                          f"{y.size}; give one time per value")
-    t_new = np.asarray(t_new, dtype=np.float64).reshape(-1)
+    t_new = _numbers(t_new, "t_new", "give times as numbers in the units of series.t")
     if not np.all(np.isfinite(t_new)):
         raise ValueError("t_new must be finite; it holds NaN or inf")
     finite = np.isfinite(t) & np.isfinite(y)
     return t[finite], y[finite], t_new
+
+
+def _numbers(values, name: str, advice: str, where: str = "") -> np.ndarray:
+    """values as a float64 vector, by the fit's rule (gpcore.series.numbers);
+    ValueError naming them otherwise."""
+    array, problem = numbers(values, name, advice)
+    if problem:
+        raise ValueError(where + problem)
+    return array
 
 
 def _centred(t: np.ndarray, t_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -14,6 +14,10 @@ TIME_RESOLUTION = 1e-11
 # Standard deviations of y that a fit accepts: their squares stay normal floats.
 SPREAD_RANGE = (1e-150, 1e150)
 
+# What to do with times or values that are not numbers (`numbers`).
+TIME_ADVICE = "convert times to numbers, e.g. days since an epoch"
+VALUE_ADVICE = "give numeric values; NaN marks a missing one"
+
 
 @dataclasses.dataclass
 class Series:
@@ -66,10 +70,10 @@ def clean(series: Series, min_points: int, max_points: int
     Returns:
       (clean series or None, number of finite points, reason or None).
     """
-    t, problem = _numbers(series.t, "t", "convert times to numbers, e.g. days since an epoch")
+    t, problem = numbers(series.t, "t", TIME_ADVICE)
     if problem:
         return None, 0, problem
-    y, problem = _numbers(series.y, "y", "give numeric values; NaN marks a missing one")
+    y, problem = numbers(series.y, "y", VALUE_ADVICE)
     if problem:
         return None, 0, problem
     if t.shape != y.shape:
@@ -120,8 +124,10 @@ def _equal_times(t: float) -> str:
             "the first; timestamps become days since 1970-01-01)")
 
 
-def _numbers(values, name: str, advice: str) -> tuple[Optional[np.ndarray], Optional[str]]:
-    """values as a float64 vector, or the reason they are not numbers."""
+def numbers(values, name: str, advice: str) -> tuple[Optional[np.ndarray], Optional[str]]:
+    """values as a float64 vector, or the reason they are not numbers (the
+    fit's and predict's one rule: datetime64 is refused, not read as counts
+    of its unit since 1970)."""
     array = np.asarray(values)
     if array.dtype.kind not in "biuf":  # datetime64, strings, objects: no silent guess
         try:

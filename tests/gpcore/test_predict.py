@@ -240,3 +240,26 @@ def test_the_package_export_is_callable_as_predict(rng):
     for call in (exported, gpcore.predict):
         np.testing.assert_array_equal(call(series, p, t_new, include_noise=True), expected)
     assert exported.component_means is not None  # still the module too
+
+
+@pytest.mark.parametrize("where", ["t_new", "t"])
+def test_refuses_timestamps_as_times(rng, where):
+    """datetime64 times became days (or ns) since 1970 silently, far from
+    the data's units: the prior came back. The fit refuses them; so does predict."""
+    series, p = make_series(rng), make_params("rbf")
+    dates = np.datetime64("2020-01-01") + np.arange(series.t.size).astype("timedelta64[D]")
+    t_new = dates[:3] if where == "t_new" else np.linspace(0.0, 5.0, 3)
+    if where == "t":
+        series = Series("s", dates, series.y)
+    with pytest.raises(ValueError, match=f"{where} is not numeric \\(dtype datetime64"):
+        predict(series, p, t_new)
+
+
+@pytest.mark.parametrize("where, values", [("t_new", ["a"]), ("y", ["a"] * 40)])
+def test_names_the_argument_that_is_not_numeric(rng, where, values):
+    series, p = make_series(rng), make_params("rbf")
+    t_new = values if where == "t_new" else np.zeros(2)
+    if where == "y":
+        series = Series("s", series.t, values)
+    with pytest.raises(ValueError, match=f"{where} is not numeric"):
+        predict(series, p, t_new)
