@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Optional
 
 import numpy as np
+
+from gpcore.result import FitResult
 
 
 # A time span below this fraction of the times' magnitude has fewer than ~1e4
@@ -28,7 +31,7 @@ class Series:
       t: [n] observation times, float (any units; results use the same).
       y: [n] observed values; NaN or +-inf mark a missing value.
       warm_start: optional parameters of an earlier fit of this series (a
-        mapping as FitResult.params gives it). The fitter also starts from
+        mapping as FitResult.params gives it, or that FitResult). The fitter also starts from
         them, as an extra batch member, when their kernel is the one it
         fits, and keeps the best; the result's `warm_started` says so.
     """
@@ -46,7 +49,7 @@ class CleanSeries:
     Attributes:
       t: [n] sorted times; repeated times are kept (repeated measurements).
       y: [n] finite values.
-      warm_start: the Series' warm_start, passed on.
+      warm_start: the Series' warm_start, passed on (a FitResult's params).
       starts: parameters (mappings as FitResult.params gives them) to start
         Newton from beside the search grid's best point, instead of its
         restarts (GPFitter.fit's `starts_from`), or None: the grid's.
@@ -70,6 +73,12 @@ def clean(series: Series, min_points: int, max_points: int
     Returns:
       (clean series or None, number of finite points, reason or None).
     """
+    warm_start = series.warm_start
+    if isinstance(warm_start, FitResult):
+        warm_start = warm_start.params  # all None, so unused, unless it is fitted
+    elif warm_start is not None and not isinstance(warm_start, Mapping):
+        return None, 0, (f"warm_start must be a mapping as FitResult.params gives it, or "
+                         f"a FitResult; got a {type(warm_start).__name__}")
     t, problem = numbers(series.t, "t", TIME_ADVICE)
     if problem:
         return None, 0, problem
@@ -109,7 +118,7 @@ def clean(series: Series, min_points: int, max_points: int
         return None, n, f"all {n} values are equal ({y[0]:g}); nothing to fit"
     # Stable sort keeps repeated timestamps in input order (deterministic).
     order = np.argsort(t, kind="stable")
-    return CleanSeries(series.series_id, t[order], y[order], series.warm_start), n, None
+    return CleanSeries(series.series_id, t[order], y[order], warm_start), n, None
 
 
 def _equal_times(t: float) -> str:

@@ -52,3 +52,28 @@ def test_far_or_foreign_warm_starts_change_nothing(fitter, nights):
     assert [g.warm_started for g in got] == [True, False, False]
     for c, g in zip(cold, got):
         assert g.nll <= c.nll + 10 * fitter.config.tolerance
+
+
+def test_a_fit_result_warm_starts_as_its_params_and_other_values_are_refused(fitter_for):
+    """A FitResult given as the warm start (predict takes one too) failed
+    the fit with "'FitResult' object has no attribute 'get'"; it now starts
+    from its params, and a value that is no mapping skips the series with
+    a reason naming warm_start."""
+    fitter = fitter_for(FitConfig())
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.uniform(0.0, 10.0, 40))
+    series = Series("w", t, np.sin(t) + 0.1 * rng.standard_normal(40))
+    previous = fitter.fit([series])[0]
+    by_result, by_params, listed, unfitted = fitter.fit([
+        dataclasses.replace(series, warm_start=previous),
+        dataclasses.replace(series, warm_start=previous.params),
+        dataclasses.replace(series, series_id="l", warm_start=[1.0, 2.0]),
+        dataclasses.replace(series, warm_start=fitter.fit([Series("x", [], [])])[0])])
+    assert by_result.status == "ok" and by_result.warm_started
+    fields = ("nll", "mean", "amplitude", "length_scale", "noise_variance")
+    # The same fit; only round-off differs with the batch it was padded in.
+    np.testing.assert_allclose([getattr(by_result, f) for f in fields],
+                               [getattr(by_params, f) for f in fields], rtol=1e-9)
+    assert listed.status == "skipped"
+    assert "warm_start must be a mapping" in listed.error and "list" in listed.error
+    assert unfitted.status == "ok" and not unfitted.warm_started  # nothing to start from
