@@ -3,6 +3,7 @@ starts, which series to accept."""
 from __future__ import annotations
 
 import dataclasses
+import numbers
 
 from typing import Optional, Union
 
@@ -183,6 +184,9 @@ class FitConfig:
     probe_check: bool = False
 
     def __post_init__(self):
+        if isinstance(self.candidates, str):  # its letters are no kernels
+            raise ValueError("candidates must be a sequence of kernel names, e.g. "
+                             f"('rbf', 'rbf+periodic'); got the string {self.candidates!r}")
         object.__setattr__(self, "candidates", tuple(self.candidates))
         if self.kernel != AUTO and not isinstance(self.kernel, Kernel):
             try:
@@ -223,31 +227,42 @@ class FitConfig:
                 raise ValueError(f"candidates names {twice!r} twice; name each kernel once")
         for name in ("restarts", "min_points", "max_points", "batch_size",
                      "max_iterations"):
-            if getattr(self, name) is None and name in ("restarts", "max_iterations", "max_points"):
+            value = getattr(self, name)
+            if value is None and name in ("restarts", "max_iterations", "max_points"):
                 continue  # auto: each candidate's default
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)!r}")
+            # Counts and sizes index lists and feed int32 graph inputs: a
+            # float or string failed far from here, in the fit.
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise ValueError(f"{name} must be a whole number >= 1; got {value!r}")
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1; got {value!r}")
         if self.min_points < 2:
             raise ValueError(f"min_points must be >= 2; got {self.min_points}")
         if self.max_points is not None and self.max_points < self.min_points:
             raise ValueError(
                 f"max_points ({self.max_points}) must be >= min_points ({self.min_points})")
-        if self.stop_behind is not None and not self.stop_behind >= 0:
-            raise ValueError(f"stop_behind must be >= 0; got {self.stop_behind!r}")
+        if self.stop_behind is not None and not (_is_number(self.stop_behind)
+                                                 and self.stop_behind >= 0):
+            raise ValueError(f"stop_behind must be a number >= 0; got {self.stop_behind!r}")
         for name in ("jumps", "far_probes"):
             if getattr(self, name) not in (None, True, False):
                 raise ValueError(f"{name} must be True, False or None; got "
                                  f"{getattr(self, name)!r}")
         if self.probe_check not in (True, False):
             raise ValueError(f"probe_check must be True or False; got {self.probe_check!r}")
-        if not self.tolerance > 0:
-            raise ValueError(f"tolerance must be > 0; got {self.tolerance!r}")
+        if not (_is_number(self.tolerance) and self.tolerance > 0):
+            raise ValueError(f"tolerance must be a number > 0; got {self.tolerance!r}")
 
     @property
     def kernel_name(self) -> str:
         """The kernel's name ("rbf+periodic"), or "auto": what rows, the
         manifest and messages carry."""
         return self.kernel if self.kernel == AUTO else self.kernel.name
+
+
+def _is_number(value) -> bool:
+    """Whether value is a real number, not a bool or a string of one."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def default_restarts(k: Kernel) -> int:

@@ -232,6 +232,31 @@ def test_config_rejects_bad_values():
         FitConfig(restarts=0)
 
 
+@pytest.mark.parametrize("settings, message", [
+    # Accepted before, then a TypeError from the batching, the graph or
+    # the grid, or every series "failed" with TensorFlow's int32 message.
+    ({"batch_size": 2.5}, "batch_size must be a whole number >= 1; got 2.5"),
+    ({"restarts": "3"}, "restarts must be a whole number >= 1; got '3'"),
+    ({"max_iterations": 2.5}, "max_iterations must be a whole number"),
+    ({"min_points": 3.5}, "min_points must be a whole number"),
+    ({"max_points": True}, "max_points must be a whole number"),
+    ({"tolerance": "1e-3"}, "tolerance must be a number > 0; got '1e-3'"),
+    ({"stop_behind": "x"}, "stop_behind must be a number >= 0; got 'x'"),
+    # A string's letters were the candidates: "candidate kernel 'r' is not known".
+    ({"kernel": "auto", "candidates": "rbf,rbf+periodic"},
+     "candidates must be a sequence of kernel names, e.g. \\('rbf', 'rbf\\+periodic'\\); "
+     "got the string 'rbf,rbf\\+periodic'"),
+])
+def test_config_names_a_setting_of_the_wrong_type(settings, message):
+    with pytest.raises(ValueError, match=message):
+        FitConfig(**settings)
+
+
+def test_config_takes_numpy_whole_numbers():
+    assert FitConfig(batch_size=np.int64(4), restarts=np.int32(2)) == \
+        FitConfig(batch_size=4, restarts=2)
+
+
 class _IndefiniteBelow(Search):
     """A search whose covariance of series "bad" is indefinite unless the
     jitter reaches `threshold`: the case a failed Cholesky produces."""
