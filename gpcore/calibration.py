@@ -67,7 +67,10 @@ class Forecast:
     scale: float
 
     def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """(lo [m], hi [m]): the central `level` interval."""
+        """(lo [m], hi [m]): the central `level` interval (0 < level < 1)."""
+        if not 0 < level < 1:  # a percentage, or one that would put lo above hi
+            raise ValueError(f"level must be in (0, 1), e.g. 0.95 for a 95 % interval; "
+                             f"got {level!r}")
         q = student_t_quantile(0.5 + 0.5 * level, self.dof)
         return self.mean - q * self.sd, self.mean + q * self.sd
 

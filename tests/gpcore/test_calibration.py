@@ -146,3 +146,14 @@ def test_short_series_are_not_scaled_but_keep_the_means_variance():
 def _draw(rng, t, kernel, length_scale, noise_variance):
     cov = ref.kernel_matrix(kernel, t, t, 1.0, length_scale) + noise_variance * np.eye(t.size)
     return t, np.linalg.cholesky(cov) @ rng.standard_normal(t.size)
+
+
+@pytest.mark.parametrize("level", [95, -0.5, 0.0, 1.0, float("nan")])
+def test_interval_refuses_a_level_outside_0_1(level):
+    """interval(95) said "p must be in (0, 1); got 48.0" (its quantile's p),
+    and interval(-0.5) gave lo above hi without a word."""
+    rng = np.random.default_rng(5)
+    t, y = ref.sample(rng, "rbf", 30)
+    f = forecast(Series("s", t, y), _params("rbf", float(np.mean(y))), t[-1] + np.arange(1.0, 3.0))
+    with pytest.raises(ValueError, match=f"level must be in \\(0, 1\\), e.g. 0.95 .*; got {level!r}"):
+        f.interval(level)
