@@ -269,6 +269,9 @@ def checked_params(params: Union[Mapping, FitResult]) -> dict:
                 f"series {params.series_id!r} has status {params.status!r}, not 'ok'; "
                 "only fitted series have parameters to predict with")
         params = params.params
+    if not callable(getattr(params, "get", None)):  # a mapping, or a pandas row of the output
+        raise ValueError("params must be a FitResult or a mapping as FitResult.params gives "
+                         f"it; got a {type(params).__name__}")
     kernel = kernel_named(params.get("kernel"))
     bases = components(kernel)
     out = {"kernel": kernel.name}

@@ -184,6 +184,15 @@ def test_bad_params_raise_value_error(rng, change, message):
         predict(make_series(rng), dict(make_params("rbf"), **change), np.zeros(2))
 
 
+@pytest.mark.parametrize("params", ["rbf", None, [1.0, 2.0]])
+def test_params_that_are_no_mapping_are_named(rng, params):
+    """A kernel name or None as params raised AttributeError: 'str' object
+    has no attribute 'get'."""
+    with pytest.raises(ValueError, match="params must be a FitResult or a mapping"):
+        predict(make_series(rng), params, np.zeros(2))
+
+
+
 def test_component_means_of_a_line_plus_a_rough_part(rng):
     """linear+matern12: each part's mean amplitude_c^2 K_c(t*, t) A^-1 (y - mean)
     in numpy (the line's K about the data's midpoint), adding up to predict's."""
