@@ -117,7 +117,8 @@ class FitConfig:
         or "auto": every one of `candidates` is fitted and the lowest BIC
         kept. A name given here ("rbf+periodic", one of KERNELS or a sum)
         is parsed once, in __post_init__; `kernel_name` is the string.
-      candidates: the names of the kernels "auto" chooses from.
+      candidates: the names of the kernels "auto" chooses from (Kernels
+        given, such as RBF() + Periodic(), are kept as their names).
       restarts: most Newton starts per series, run as batch members; None
         (the default): `default_restarts(kernel)`; under "auto", each
         candidate's own, AUTO_BASIN_RESTARTS for a single kernel with a
@@ -187,7 +188,9 @@ class FitConfig:
         if isinstance(self.candidates, str):  # its letters are no kernels
             raise ValueError("candidates must be a sequence of kernel names, e.g. "
                              f"('rbf', 'rbf+periodic'); got the string {self.candidates!r}")
-        object.__setattr__(self, "candidates", tuple(self.candidates))
+        # Kept as names (rows and the manifest carry them); RBF() is "rbf".
+        object.__setattr__(self, "candidates", tuple(
+            c.name if isinstance(c, Kernel) else c for c in self.candidates))
         if self.kernel != AUTO and not isinstance(self.kernel, Kernel):
             try:
                 object.__setattr__(self, "kernel", kernel(self.kernel))

@@ -511,9 +511,12 @@ SYNTAX = (f"one of {', '.join(KERNELS)}, or a sum of up to {MAX_COMPONENTS} of t
           f"joined by '{SUM}' (e.g. rbf+periodic, linear+rbf), linear at most once")
 
 
-def kernel(name: str) -> Kernel:
+def kernel(name) -> Kernel:
     """The kernel called `name`: a base kernel or a sum such as
-    "rbf+periodic"; ValueError naming the choices otherwise."""
+    "rbf+periodic" (a Kernel given is itself: params built with RBF());
+    ValueError naming the choices otherwise."""
+    if isinstance(name, Kernel):
+        return name
     parts = name.split(SUM) if isinstance(name, str) else [None]
     if (not all(part in TABLE for part in parts) or len(parts) > MAX_COMPONENTS
             or parts.count(LINEAR.name) > 1):

@@ -62,7 +62,7 @@ def search_start(kernel: Kernel, params: Optional[Mapping], span: float) -> Opti
       span: t's span that standardises the series being fitted now (ratios
         of variances need no scale).
     """
-    if not params or params.get("kernel") != kernel.name:
+    if not params or str(params.get("kernel")) != kernel.name:  # a name, or a Kernel
         return None
     try:
         checked = checked_params(params)  # components from flat ones; all finite, > 0

@@ -285,8 +285,8 @@ def checked_params(params: Union[Mapping, FitResult]) -> dict:
     elif given is None or len(given) == 0:
         raise ValueError(f"params of kernel {kernel.name!r} need 'components', one per summed "
                          "kernel (or, for a single kernel, a flat amplitude)")
-    if [c.get("kernel", kernel.name if len(bases) == 1 else None) for c in given] != \
-            [b.name for b in bases]:
+    if [str(c.get("kernel", kernel.name if len(bases) == 1 else None)) for c in given] != \
+            [b.name for b in bases]:  # str: a Kernel's is its name
         raise ValueError(f"params['components'] must list the kernels of {kernel.name!r} in "
                          f"order; got {[c.get('kernel') for c in given]}")
     out["components"] = []

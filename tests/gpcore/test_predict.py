@@ -192,6 +192,30 @@ def test_params_that_are_no_mapping_are_named(rng, params):
         predict(make_series(rng), params, np.zeros(2))
 
 
+def test_params_may_name_their_kernel_by_value(rng):
+    """Kernels are values (docs/design.md, "Kernels are values"): params
+    built by hand with kernel=RBF() or RBF() + Periodic() predict as with
+    their names, and warm-start a fit of that kernel."""
+    from gpcore.kernels import RBF, Periodic
+
+    series, t_new = make_series(rng), np.linspace(0.0, 25.0, 6)
+    single = make_params("rbf")
+    components = [{"kernel": "rbf", "amplitude": 1.5, "length_scale": 3.0, "period": None},
+                  {"kernel": "periodic", "amplitude": 0.5, "length_scale": 0.8, "period": 9.0}]
+    summed = {"kernel": "rbf+periodic", "mean": 3.0, "noise_variance": 0.09,
+              "components": components}
+    for p, k in ((single, RBF()), (summed, RBF() + Periodic())):
+        np.testing.assert_array_equal(predict(series, dict(p, kernel=k), t_new),
+                                      predict(series, p, t_new))
+    from gpcore.parameters import search_start
+
+    np.testing.assert_array_equal(search_start(RBF(), dict(single, kernel=RBF()), 20.0),
+                                  search_start(RBF(), single, 20.0))
+    from gpcore import FitConfig  # candidates by value too, kept as names
+
+    assert FitConfig(kernel="auto", candidates=(RBF(), RBF() + Periodic())) == \
+        FitConfig(kernel="auto", candidates=("rbf", "rbf+periodic"))
+
 
 def test_component_means_of_a_line_plus_a_rough_part(rng):
     """linear+matern12: each part's mean amplitude_c^2 K_c(t*, t) A^-1 (y - mean)
