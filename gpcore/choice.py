@@ -30,7 +30,7 @@ from gpcore.batching import padded_length, summed_work
 from gpcore.fitter import GPFitter
 from gpcore.kernels import PERIOD_BOUNDS, SUM, kernel as kernel_named
 from gpcore.result import OK, FitResult
-from gpcore.series import Series
+from gpcore.series import Series, listed
 from gpcore.starts import even_periodogram, periodogram_peaks
 
 # auto's periodic candidate starts from its smooth part's fit
@@ -83,6 +83,7 @@ class KernelChoice:
         (no candidate fitted) the first candidate's reason under "auto".
         Periodic candidates fit only the series `periodic_screen` passes
         (all series when every candidate is periodic)."""
+        series = listed(series)
         periodic = [f.config.kernel.has_period for f in self.fitters]
         screened = [i for i, s in enumerate(series) if fits_periodic(self.config, s)]
         # The non-periodic candidates first: a periodic one starts from its

@@ -26,7 +26,7 @@ from gpcore.config import AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, is_mark
 from gpcore.likelihood import bic
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line
 from gpcore.search import Search
-from gpcore.series import CleanSeries, Series, clean
+from gpcore.series import CleanSeries, Series, clean, listed
 from gpcore.traced import Traced
 
 tfb = tfp.bijectors
@@ -169,6 +169,7 @@ class GPFitter(tf.Module):
         with the reason.
         """
         config = self.config
+        series = listed(series)
         results: list[FitResult | None] = [None] * len(series)
         ready: list[tuple[int, CleanSeries]] = []
         for i, s in enumerate(series):

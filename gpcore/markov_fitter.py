@@ -43,7 +43,7 @@ from gpcore.config import FitConfig, is_markov
 from gpcore.kernels import components
 from gpcore.parameters import search_start
 from gpcore.result import FAILED, SKIPPED, FitResult, first_line
-from gpcore.series import CleanSeries, Series, clean
+from gpcore.series import CleanSeries, Series, clean, listed
 from gpcore.traced import Traced
 
 tfb = tfp.bijectors
@@ -275,6 +275,7 @@ class MarkovFitter(tf.Module):
 
     def fit(self, series: Sequence[Series]) -> list[FitResult]:
         """One FitResult per series, in order; never raises for a bad series."""
+        series = listed(series)
         results: list[FitResult | None] = [None] * len(series)
         ready = []
         for i, s in enumerate(series):

@@ -66,6 +66,20 @@ class CleanSeries:
         return int(self.t.shape[0])
 
 
+def listed(series) -> list[Series]:
+    """A fitter's `series` argument as a list (a generator is as good);
+    TypeError saying what fit takes where it is one Series or holds
+    anything else."""
+    if isinstance(series, Series):
+        raise TypeError("fit takes a list of Series; got one Series: pass [series]")
+    series = list(series)
+    for i, s in enumerate(series):
+        if not isinstance(s, Series):
+            raise TypeError(f"fit takes a list of Series; item {i} is a {type(s).__name__}, "
+                            "not a gpcore.Series: give Series(series_id, t, y)")
+    return series
+
+
 def clean(series: Series, min_points: int, max_points: int
           ) -> tuple[Optional[CleanSeries], int, Optional[str]]:
     """Sorts a series and drops missing points, or says why it can't be fitted.

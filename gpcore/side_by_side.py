@@ -20,7 +20,7 @@ import numpy as np
 
 from gpcore.batching import summed_work
 from gpcore.result import FitResult
-from gpcore.series import Series
+from gpcore.series import Series, listed
 
 
 class SideBySide:
@@ -59,6 +59,7 @@ class SideBySide:
 
     def fit(self, series: Sequence[Series]) -> list[FitResult]:
         """One FitResult per series, in order."""
+        series = listed(series)
         order = sorted(range(len(series)), key=lambda i: -np.size(series[i].t))
         # A call of a few long series (a 1,024-point series is seconds of
         # work) is still shared out: no copy gets more than its share.

@@ -324,3 +324,21 @@ def test_only_kernels_without_a_ridge_take_float32_hessian_products():
     assert hessian_dtype(kernel_named("matern12")) == tf.float32
     for name in ("periodic", "rbf+periodic", "linear+rbf"):
         assert hessian_dtype(kernel_named(name)) is None
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "matern12", "auto"])
+def test_fit_says_it_takes_a_list_of_series(fitter_for, kernel):
+    """fit(Series(...)) raised "object of type 'Series' has no len()", and
+    a (t, y) pair in the list "'tuple' object has no attribute 'series_id'";
+    a generator of Series raised too, though it is as good as a list."""
+    from gpcore import build_fitter
+
+    fitter = build_fitter(FitConfig(kernel=kernel)) if kernel == "auto" else \
+        fitter_for(FitConfig(kernel=kernel))
+    t = np.linspace(0.0, 1.0, 20)
+    one = Series("a", t, np.sin(5.0 * t))
+    with pytest.raises(TypeError, match="fit takes a list of Series; got one Series: pass \\[series\\]"):
+        fitter.fit(one)
+    with pytest.raises(TypeError, match="item 1 is a tuple, not a gpcore.Series"):
+        fitter.fit([one, (t, t)])
+    assert [r.status for r in fitter.fit(s for s in [one])] == ["ok"]
