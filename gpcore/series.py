@@ -151,7 +151,12 @@ def numbers(values, name: str, advice: str) -> tuple[Optional[np.ndarray], Optio
     """values as a float64 vector, or the reason they are not numbers (the
     fit's and predict's one rule: datetime64 is refused, not read as counts
     of its unit since 1970)."""
+    if values is None:  # not NaN: np.asarray would make it one
+        return None, f"{name} is not numeric (None); {advice}"
     array = np.asarray(values)
+    if sum(size > 1 for size in array.shape) > 1:  # several series' rows, flattened into one
+        return None, (f"{name} has shape {array.shape}; give a vector [n], one Series per "
+                      "series (a row or a column will do)")
     if array.dtype.kind not in "biuf":  # datetime64, strings, objects: no silent guess
         try:
             array = array.astype(np.float64) if array.dtype.kind == "O" else None

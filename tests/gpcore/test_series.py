@@ -25,10 +25,21 @@ def test_sorts_and_drops_missing_points_keeping_repeated_times():
     (np.arange("2026-01-01", "2026-01-06", dtype="datetime64[D]"), np.arange(5.0),
      "t is not numeric (dtype datetime64[D])"),
     (np.arange(5.0), np.array(["a", "b", "c", "d", "e"]), "y is not numeric"),
+    # Two series' rows were one series of both, their times repeated.
+    (np.tile(np.arange(5.0), (2, 1)), np.arange(10.0).reshape(2, 5),
+     "t has shape (2, 5); give a vector [n], one Series per series"),
+    (np.arange(10.0), np.arange(10.0).reshape(5, 2), "y has shape (5, 2)"),
+    (np.arange(5.0), None, "y is not numeric (None)"),  # was "y has 1"
 ])
 def test_unfittable_series_say_why(t, y, words):
     cleaned, _, reason = clean(Series("s", t, y), min_points=3, max_points=10)
     assert cleaned is None and words in reason
+
+
+def test_a_row_or_a_column_is_a_vector():
+    cleaned, _, reason = clean(Series("s", np.arange(5.0)[:, None], np.arange(5.0)[None, :]),
+                               min_points=3, max_points=10)
+    assert reason is None and cleaned.t.shape == cleaned.y.shape == (5,)
 
 
 def test_object_arrays_of_numbers_are_accepted():
