@@ -25,7 +25,7 @@ import numpy as np
 
 from gpcore.config import (AUTO, PERIODIC_MARGIN, SCREEN_FALSE_ALARM, SCREEN_MIN_CYCLES,
                            SCREEN_INDEX_SHARE, SCREEN_OVERSAMPLE, SCREEN_REGULAR,
-                           FitConfig, fitted_configs, is_started, smooth_part)
+                           FitConfig, checked, fitted_configs, is_started, smooth_part)
 from gpcore.batching import padded_length, summed_work
 from gpcore.fitter import GPFitter
 from gpcore.kernels import PERIOD_BOUNDS, SUM, kernel as kernel_named
@@ -56,6 +56,7 @@ class KernelChoice:
     def __init__(self, config: FitConfig, twin: "KernelChoice | None" = None):
         """twin: a KernelChoice of the same config whose candidates' traces
         this one's share (gpcore/traced.py)."""
+        checked(config, "KernelChoice", AUTO)
         if config.kernel != AUTO:
             raise ValueError(f"KernelChoice needs kernel {AUTO!r}; got {config.kernel_name!r}")
         self.config = config
@@ -386,6 +387,8 @@ def build_fitter(config: FitConfig, copies: int = 1):
     with copies > 1, that many of them side by side on threads (SideBySide),
     for a process with as many cores: twins of the first, sharing its
     traces (gpcore/traced.py)."""
+    checked(config, "build_fitter")
+
     def build(k, twin=None):
         if config.kernel == AUTO:
             return KernelChoice(config, twin=twin)

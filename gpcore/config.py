@@ -263,6 +263,15 @@ class FitConfig:
         return self.kernel if self.kernel == AUTO else self.kernel.name
 
 
+def checked(config, maker: str, kernel: str = "rbf") -> "FitConfig":
+    """config itself, or a TypeError saying that `maker` (GPFitter, ...)
+    takes a FitConfig: a kernel name or a dict failed on its first use."""
+    if not isinstance(config, FitConfig):
+        raise TypeError(f"config must be a FitConfig, e.g. {maker}(FitConfig(kernel="
+                        f"{kernel!r})); got a {type(config).__name__}: {config!r}")
+    return config
+
+
 def _is_number(value) -> bool:
     """Whether value is a real number, not a bool or a string of one."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)

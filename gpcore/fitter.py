@@ -22,7 +22,7 @@ import tensorflow_probability as tfp
 
 from gpcore import newton, parameters, starts, trace_cache
 from gpcore.batching import flops_per_grid, flops_per_newton_evaluation, padded_length
-from gpcore.config import AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, is_markov
+from gpcore.config import AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, checked, is_markov
 from gpcore.likelihood import bic
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line
 from gpcore.search import Search
@@ -68,7 +68,7 @@ class GPFitter(tf.Module):
         trace this one shares (gpcore/traced.py): a copy of it, with
         variables of its own."""
         super().__init__(name=name)
-        self.config = config or FitConfig()
+        self.config = FitConfig() if config is None else checked(config, "GPFitter")
         if self.config.kernel == AUTO:
             raise ValueError(f"GPFitter fits one kernel; kernel {AUTO!r} is "
                              "gpcore.build_fitter's (a KernelChoice)")

@@ -342,3 +342,14 @@ def test_fit_says_it_takes_a_list_of_series(fitter_for, kernel):
     with pytest.raises(TypeError, match="item 1 is a tuple, not a gpcore.Series"):
         fitter.fit([one, (t, t)])
     assert [r.status for r in fitter.fit(s for s in [one])] == ["ok"]
+
+
+@pytest.mark.parametrize("make", ["GPFitter", "KernelChoice", "build_fitter"])
+@pytest.mark.parametrize("config", ["rbf", {"kernel": "auto"}])
+def test_a_fitter_says_it_takes_a_fit_config(make, config):
+    """GPFitter("rbf") raised "'str' object has no attribute 'kernel'"."""
+    import gpcore
+
+    with pytest.raises(TypeError, match=f"config must be a FitConfig, e.g. {make}\\(FitConfig"
+                                        f"\\(kernel=.*\\)\\); got a {type(config).__name__}"):
+        getattr(gpcore, make)(config)
