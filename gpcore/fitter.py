@@ -166,7 +166,8 @@ class GPFitter(tf.Module):
         grid's restarts (kernel auto's periodic candidate: gpcore/choice.py).
 
         Never raises for a bad series: it comes back "skipped" or "failed"
-        with the reason.
+        with the reason. Raises TypeError where `series` is one Series, or
+        holds something that is not one.
         """
         config = self.config
         series = listed(series)

@@ -28,12 +28,15 @@ class Series:
 
     Attributes:
       series_id: its identifier (any value; reported as str).
-      t: [n] observation times, float (any units; results use the same).
+      t: [n] observation times, numbers (any units; results use the same;
+        datetime64 is refused: give e.g. days since an epoch). A row or a
+        column [1, n], [n, 1] is read as [n].
       y: [n] observed values; NaN or +-inf mark a missing value.
       warm_start: optional parameters of an earlier fit of this series (a
-        mapping as FitResult.params gives it, or that FitResult). The fitter also starts from
-        them, as an extra batch member, when their kernel is the one it
-        fits, and keeps the best; the result's `warm_started` says so.
+        mapping as FitResult.params gives it, or that FitResult). The
+        fitter also starts from them, as an extra batch member, when their
+        kernel is the one it fits, and keeps the best; the result's
+        `warm_started` says so.
     """
 
     series_id: object
