@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import numbers
 import threading
 from typing import Optional, Sequence
 
@@ -388,6 +389,9 @@ def build_fitter(config: FitConfig, copies: int = 1):
     for a process with as many cores: twins of the first, sharing its
     traces (gpcore/traced.py)."""
     checked(config, "build_fitter")
+    if isinstance(copies, bool) or not isinstance(copies, numbers.Integral) or copies < 1:
+        raise ValueError(f"copies must be a whole number >= 1 (fitters side by side, one "
+                         f"per core); got {copies!r}")
 
     def build(k, twin=None):
         if config.kernel == AUTO:

@@ -353,3 +353,13 @@ def test_a_fitter_says_it_takes_a_fit_config(make, config):
     with pytest.raises(TypeError, match=f"config must be a FitConfig, e.g. {make}\\(FitConfig"
                                         f"\\(kernel=.*\\)\\); got a {type(config).__name__}"):
         getattr(gpcore, make)(config)
+
+
+@pytest.mark.parametrize("copies", [0, -1, 2.5, "2", True])
+def test_build_fitter_refuses_copies_that_are_no_count(copies):
+    """copies=0 or -1 built one fitter without a word; 2.5 and "2" raised
+    TypeErrors from range and <=."""
+    from gpcore import build_fitter
+
+    with pytest.raises(ValueError, match=f"copies must be a whole number >= 1 .*; got {copies!r}"):
+        build_fitter(FitConfig(), copies)
