@@ -28,8 +28,10 @@ OK, SKIPPED, FAILED = "ok", "skipped", "failed"
 class FitResult:
     """Fitted hyperparameters of one series, in the caller's units.
 
-    `amplitude` is the kernel's standard deviation (units of y), `length_scale`
-    and `period` are in units of t, `noise_variance` in units of y squared.
+    `amplitude` is the kernel's standard deviation (units of y; `linear`'s
+    is its slope's, y per unit of t), `length_scale` and `period` are in
+    units of t (`periodic`'s length scale is unitless), `noise_variance` in
+    units of y squared.
     `nll` is the negative log marginal likelihood (nats) of the observed raw
     points under these parameters. Parameters are None unless status is "ok".
     `components` lists each kernel of the (possibly summed) kernel as a dict
