@@ -33,10 +33,10 @@ class Series:
         column [1, n], [n, 1] is read as [n].
       y: [n] observed values; NaN or +-inf mark a missing value.
       warm_start: optional parameters of an earlier fit of this series (a
-        mapping as FitResult.params gives it, or that FitResult). The
-        fitter also starts from them, as an extra batch member, when their
-        kernel is the one it fits, and keeps the best; the result's
-        `warm_started` says so.
+        mapping as FitResult.params gives it, that FitResult, or a pandas
+        row of the output). The fitter also starts from them, as an extra
+        batch member, when their kernel is the one it fits, and keeps the
+        best; the result's `warm_started` says so.
     """
 
     series_id: object
@@ -93,6 +93,8 @@ def clean(series: Series, min_points: int, max_points: int
     warm_start = series.warm_start
     if isinstance(warm_start, FitResult):
         warm_start = warm_start.params  # all None, so unused, unless it is fitted
+    elif callable(getattr(warm_start, "get", None)) and not isinstance(warm_start, Mapping):
+        warm_start = dict(warm_start)  # a pandas row of the output, as predict takes one
     elif warm_start is not None and not isinstance(warm_start, Mapping):
         return None, 0, (f"warm_start must be a mapping as FitResult.params gives it, or "
                          f"a FitResult; got a {type(warm_start).__name__}")

@@ -77,3 +77,16 @@ def test_a_fit_result_warm_starts_as_its_params_and_other_values_are_refused(fit
     assert listed.status == "skipped"
     assert "warm_start must be a mapping" in listed.error and "list" in listed.error
     assert unfitted.status == "ok" and not unfitted.warm_started  # nothing to start from
+
+
+def test_a_row_of_the_output_read_by_pandas_warm_starts(fitter, nights):
+    """A pandas row of the output table (as predict takes it) failed the
+    fit: "The truth value of a Series is ambiguous"."""
+    pa = pytest.importorskip("pyarrow")
+    first, second = nights
+    previous = fitter.fit(first[:1])[0]
+    row = pa.Table.from_pylist([previous.to_row()]).to_pandas().iloc[0]
+    by_row, by_params = fitter.fit([dataclasses.replace(second[0], warm_start=row),
+                                    dataclasses.replace(second[0], warm_start=previous.params)])
+    assert by_row.status == "ok" and by_row.warm_started and by_params.warm_started
+    np.testing.assert_allclose(by_row.nll, by_params.nll, rtol=1e-9)
