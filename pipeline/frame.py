@@ -32,7 +32,7 @@ import pyarrow as pa
 from gpcore.config import AUTO, THOROUGH, FitConfig, search_settings
 from pipeline import fitters
 from pipeline.io import conversion, fingerprint, inputs
-from pipeline.io.errors import InputError
+from pipeline.io.errors import InputError, first_line
 from pipeline.io.schema import OUTPUT_SCHEMA
 from pipeline.options import MAX_ROWS
 
@@ -71,11 +71,9 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
       ValueError: options FitConfig refuses (an unknown kernel, restarts < 1,
         a search not in SEARCHES), or candidates without kernel "auto".
     """
-    table, pandas = _as_table(data)
     columns = inputs.Columns(id_column, time_column, value_column)
     columns.check_distinct(option="{}=")
-    if pandas:
-        _check_grouped(table.schema, columns)
+    table, pandas = _as_table(data, columns)
     inputs.check_schema("the table", table.schema, columns, option="{}=")
     config = fit_config(kernel, candidates, restarts, min_points, max_points, batch_size,
                         search)
@@ -123,24 +121,47 @@ def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] 
     return dataclasses.replace(config, **search_settings(search, config.kernel))
 
 
-def _as_table(data) -> tuple[pa.Table, bool]:
+def _as_table(data, columns: inputs.Columns) -> tuple[pa.Table, bool]:
     """-> (the data as an Arrow table, whether it was a pandas DataFrame)."""
     if isinstance(data, pa.Table):
         return data, False
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data]), False
     if type(data).__module__.startswith("pandas"):
-        return pa.Table.from_pandas(data, preserve_index=False), True
+        return _from_pandas(data, columns), True
     raise InputError(f"fit_frame takes a pandas DataFrame or a pyarrow Table; got "
                      f"{type(data).__name__} (a Spark or Dask frame: call it per group or "
                      "partition, as docs/design.md's recipes show)")
 
 
-def _check_grouped(schema: pa.Schema, columns: inputs.Columns) -> None:
+def _from_pandas(frame, columns: inputs.Columns) -> pa.Table:
+    """The id, time and value columns of a pandas frame as an Arrow table.
+
+    Only they are converted, one at a time, so that the other columns are
+    ignored whatever they hold (mixed objects, names given twice: Arrow
+    refuses those in a whole frame), and a column Arrow cannot read is named.
+    """
+    names = [str(name) for name in frame.columns]  # as Arrow names them
+    _check_grouped(names, columns)
+    inputs.check_names("the table", names, columns, option="{}=")
+    arrays = {}
+    for name in (columns.id, columns.time, columns.value):
+        one = frame.iloc[:, [names.index(name)]]
+        try:
+            arrays[name] = pa.Table.from_pandas(one, preserve_index=False).column(0)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as err:
+            said = err.args[0] if err.args else err
+            raise InputError(
+                f"column {name!r} of the frame holds values Arrow cannot read as one type "
+                f"({first_line(str(said))}); convert it first: .astype(str) for ids, "
+                "pd.to_numeric or pd.to_datetime for times and values") from err
+    return pa.table(arrays)
+
+
+def _check_grouped(names: list[str], columns: inputs.Columns) -> None:
     """Refuses a pandas frame with the time and value columns but no id:
     what groupby(id).apply passes since pandas 3 (and Dask after it), which
     leave the grouping column out unless it is selected."""
-    names = schema.names
     if columns.id in names or columns.time not in names or columns.value not in names:
         return
     selected = f'groupby("{columns.id}")[["{columns.id}", "{columns.time}", "{columns.value}"]]'

@@ -388,6 +388,21 @@ def check_agrees(path: str, footer: Footer, reference_path: str, reference: Foot
             "time")
 
 
+def check_names(path: str, names: list[str], columns: Columns, option: str = "--{}") -> None:
+    """InputError unless each of the columns is among `names` exactly once
+    (the column names of a file, or table: `path` names it)."""
+    for name, column in ((columns.id, "id_column"), (columns.time, "time_column"),
+                         (columns.value, "value_column")):
+        if name not in names:
+            raise InputError(
+                f"{path} has no column {name!r} (its columns: {', '.join(names)}); "
+                f"name the right one with {option.format(column)}")
+        if names.count(name) > 1:
+            raise InputError(
+                f"{path} has {names.count(name)} columns named {name!r}; give its "
+                f"columns unique names, or name another with {option.format(column)}")
+
+
 def check_schema(path: str, schema: pa.Schema, columns: Columns,
                  option: str = "--{}") -> tuple[str, Optional[str]]:
     """-> (layout, time units) of one file (or table: `path` names it), or
@@ -395,16 +410,7 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
     advice ("--{}" for the command, "{}=" for pipeline.frame's keywords).
     Time units are None where t is of Arrow's null type: all null, it holds
     no kind of time."""
-    for name, column in ((columns.id, "id_column"), (columns.time, "time_column"),
-                         (columns.value, "value_column")):
-        if name not in schema.names:
-            raise InputError(
-                f"{path} has no column {name!r} (its columns: {', '.join(schema.names)}); "
-                f"name the right one with {option.format(column)}")
-        if schema.names.count(name) > 1:
-            raise InputError(
-                f"{path} has {schema.names.count(name)} columns named {name!r}; give its "
-                f"columns unique names, or name another with {option.format(column)}")
+    check_names(path, schema.names, columns, option)
     id_type = schema.field(columns.id).type
     time_type = schema.field(columns.time).type
     value_type = schema.field(columns.value).type

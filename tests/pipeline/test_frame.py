@@ -155,6 +155,41 @@ def test_bad_input_or_options_are_refused_naming_them(frame, kwargs, words):
     assert all(w in str(err.value) for w in words), str(err.value)
 
 
+def _small_frame() -> pd.DataFrame:
+    t = np.arange(8.0)
+    return pd.DataFrame({"series_id": np.repeat(["a", "b"], 8), "t": np.tile(t, 2),
+                         "y": np.concatenate([np.sin(t), np.cos(t)])})
+
+
+def test_other_columns_are_not_read_whatever_they_hold():
+    """Only the three columns are converted: an extra column of mixed
+    objects, or two extra columns of one name, change nothing."""
+    frame = _small_frame()
+    want = rows_of(gpfit.fit_frame(frame))
+    mixed = frame.assign(note=[1] + ["x"] * (len(frame) - 1))
+    twice = pd.concat([frame, frame[["y"]].set_axis(["z"], axis=1),
+                       frame[["y"]].set_axis(["z"], axis=1)], axis=1)
+    for other in (mixed, twice):
+        assert_same_rows(rows_of(gpfit.fit_frame(other)), want)
+
+
+@pytest.mark.parametrize("column, values, words", [
+    ("series_id", [1] + ["b"] * 15, ("column 'series_id'", ".astype(str)")),
+    ("t", [1.0] + ["2"] * 15, ("column 't'", "pd.to_numeric")),
+])
+def test_a_column_of_mixed_python_objects_is_refused_naming_it(column, values, words):
+    with pytest.raises(InputError) as err:
+        gpfit.fit_frame(_small_frame().assign(**{column: values}))
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_a_role_column_named_twice_is_refused_as_the_command_refuses_it():
+    frame = _small_frame()
+    twice = pd.concat([frame, frame[["y"]]], axis=1)
+    with pytest.raises(InputError, match="2 columns named 'y'.*value_column="):
+        gpfit.fit_frame(twice)
+
+
 def test_something_other_than_a_frame_is_refused_with_the_recipe():
     with pytest.raises(InputError, match="pandas DataFrame or a pyarrow Table"):
         gpfit.fit_frame([("a", 1.0, 2.0)])
