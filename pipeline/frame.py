@@ -142,6 +142,7 @@ def _from_pandas(frame, columns: inputs.Columns) -> pa.Table:
     refuses those in a whole frame), and a column Arrow cannot read is named.
     """
     names = [str(name) for name in frame.columns]  # as Arrow names them
+    _check_index(frame, names, columns)
     _check_grouped(names, columns)
     inputs.check_names("the table", names, columns, option="{}=")
     arrays = {}
@@ -156,6 +157,16 @@ def _from_pandas(frame, columns: inputs.Columns) -> pa.Table:
                 f"({first_line(str(said))}); convert it first: .astype(str) for ids, "
                 "pd.to_numeric or pd.to_datetime for times and values") from err
     return pa.table(arrays)
+
+
+def _check_index(frame, names: list[str], columns: inputs.Columns) -> None:
+    """Refuses a frame that holds a column in its index (set_index("t"), a
+    time series' usual shape), which the conversion leaves out, saying so."""
+    index = [str(name) for name in frame.index.names if name is not None]
+    for name in (columns.id, columns.time, columns.value):
+        if name not in names and name in index:
+            raise InputError(f"{name!r} is in the frame's index, not among its columns "
+                             f"({', '.join(names)}); pass data.reset_index()")
 
 
 def _check_grouped(names: list[str], columns: inputs.Columns) -> None:

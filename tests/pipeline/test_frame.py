@@ -190,6 +190,14 @@ def test_a_role_column_named_twice_is_refused_as_the_command_refuses_it():
         gpfit.fit_frame(twice)
 
 
+@pytest.mark.parametrize("index", [["series_id"], ["t"], ["series_id", "t"]])
+def test_a_column_in_the_frames_index_is_refused_saying_reset_index(index):
+    """A frame indexed by time (or id) names the index, not a missing
+    column, nor pandas' groupby().apply."""
+    with pytest.raises(InputError, match=rf"'{index[0]}' is in the frame's index.*reset_index"):
+        gpfit.fit_frame(_small_frame().set_index(index))
+
+
 def test_something_other_than_a_frame_is_refused_with_the_recipe():
     with pytest.raises(InputError, match="pandas DataFrame or a pyarrow Table"):
         gpfit.fit_frame([("a", 1.0, 2.0)])
