@@ -156,6 +156,10 @@ def _from_pandas(frame, columns: inputs.Columns) -> pa.Table:
                 f"column {name!r} of the frame holds values Arrow cannot read as one type "
                 f"({first_line(str(said))}); convert it first: .astype(str) for ids, "
                 "pd.to_numeric or pd.to_datetime for times and values") from err
+    if pa.types.is_null(arrays[columns.id].type):
+        # An object column without a value (no rows, or every id missing)
+        # has no Arrow type: no id, no series, as null ids in the job.
+        arrays[columns.id] = arrays[columns.id].cast(pa.string())
     return pa.table(arrays)
 
 

@@ -198,6 +198,17 @@ def test_a_column_in_the_frames_index_is_refused_saying_reset_index(index):
         gpfit.fit_frame(_small_frame().set_index(index))
 
 
+@pytest.mark.parametrize("frame", [
+    pd.DataFrame(columns=["series_id", "t", "y"]),  # object columns, no rows
+    pd.DataFrame({"series_id": [None] * 3, "t": [1.0, 2.0, 3.0], "y": [1.0, 2.0, 3.0]}),
+])
+def test_ids_all_missing_from_pandas_give_no_rows_as_null_ids_do(frame):
+    """pandas' object columns without a value are Arrow's null type: no id,
+    no series (an empty Dask partition, a group of missing ids)."""
+    got = gpfit.fit_frame(frame)
+    assert list(got.columns) == OUTPUT_SCHEMA.names and len(got) == 0
+
+
 def test_something_other_than_a_frame_is_refused_with_the_recipe():
     with pytest.raises(InputError, match="pandas DataFrame or a pyarrow Table"):
         gpfit.fit_frame([("a", 1.0, 2.0)])
