@@ -20,12 +20,13 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from gpcore.batching import SECONDS_PER_CALL
-from gpcore.config import AUTO, FitConfig, at_search, fitted_configs
+from gpcore.config import FitConfig, at_search
 from pipeline import runtime
 from pipeline.io import inputs, lock, manifest, outputs, previous
 from pipeline.io.errors import NO_ANSWER, UsageError, listing_failure, storage_error
 from pipeline.io.inputs import Columns, InputSpec
-from pipeline.options import MAX_ROWS, GPFitOptions, check, kernel_settings, levels, recorded
+from pipeline.options import (MAX_ROWS, GPFitOptions, check, check_max_rows, kernel_settings,
+                              levels, recorded)
 
 _LOG = logging.getLogger("gpfit")
 
@@ -352,24 +353,6 @@ def fit_config(gp: GPFitOptions) -> FitConfig:
         # FitConfig names its fields; the user gave flags.
         said = re.sub(r"\b(restarts|min_points|max_points|batch_size)\b", r"--\1", str(err))
         raise UsageError(f"{said}; see gpfit --help") from err
-    _check_max_rows(gp, config)
+    check_max_rows(gp.max_rows, gp.max_points, config)
     return config
-
-
-def _check_max_rows(gp: GPFitOptions, config: FitConfig) -> None:
-    """Refuses --max_rows below the --max_points in force, the kernel's
-    default included: rows include missing values, so a lower cap skips
-    series the fit would take (at 0, every series).
-
-    Raises:
-      UsageError: naming both values.
-    """
-    fitted = max(each.max_points for each in fitted_configs(config))
-    if gp.max_rows >= fitted:
-        return
-    whose = ("" if gp.max_points is not None
-             else f", {config.kernel_name}'s default" if config.kernel_name != AUTO
-             else ", the largest of the candidates' defaults")
-    raise UsageError(f"--max_rows ({gp.max_rows}) must be >= --max_points ({fitted}{whose}): "
-                     "rows include missing values; raise --max_rows or lower --max_points")
 

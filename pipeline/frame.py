@@ -34,7 +34,7 @@ from pipeline import fitters
 from pipeline.io import conversion, fingerprint, inputs
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.schema import OUTPUT_SCHEMA
-from pipeline.options import MAX_ROWS
+from pipeline.options import MAX_ROWS, check_max_rows
 
 
 def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
@@ -69,7 +69,8 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
       InputError: a column missing or of a type that cannot be fitted, or
         one column named for two roles.
       ValueError: options FitConfig refuses (an unknown kernel, restarts < 1,
-        a search not in SEARCHES), or candidates without kernel "auto".
+        a search not in SEARCHES), candidates without kernel "auto", or
+        max_rows below the max_points in force (as the command's).
     """
     columns = inputs.Columns(id_column, time_column, value_column)
     columns.check_distinct(option="{}=")
@@ -77,6 +78,7 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
     inputs.check_schema("the table", table.schema, columns, option="{}=")
     config = fit_config(kernel, candidates, restarts, min_points, max_points, batch_size,
                         search)
+    check_max_rows(max_rows, max_points, config, option="{}=")
     key = fingerprint.options_key(config)
     table = table.select([columns.id, columns.time, columns.value])
     _, chunks = conversion.split(table, columns)
@@ -85,7 +87,7 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
         points = sum(len(part[1]) for part in parts)
         problem = next((part[2] for part in parts if part[2]), None)
         if problem is None and points > max_rows:
-            problem = conversion.too_many_rows(points, max_rows)
+            problem = conversion.too_many_rows(points, max_rows, flag="max_rows")
         if problem:
             rows.append(conversion.skipped_row(series_id, config.kernel_name, problem, key))
         else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Optional
 
 from apache_beam.options.pipeline_options import PipelineOptions
 # Beam's own parser class: it knows add_value_provider_argument, which some
@@ -17,7 +18,7 @@ from apache_beam.options.pipeline_options import _BeamArgumentParser
 from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import (AUTO, AUTO_BASIN_RESTARTS, BASIN_RESTARTS, CANDIDATES,
                            DENSE_MAX_POINTS, KERNELS, MARKOV_MAX_POINTS, SEARCHES, SUM_RESTARTS,
-                           SYNTAX, THOROUGH, FitConfig)
+                           SYNTAX, THOROUGH, FitConfig, fitted_configs)
 from pipeline.io.errors import UsageError
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.inputs import Columns
@@ -284,6 +285,27 @@ def levels(gp: GPFitOptions) -> tuple[float, ...]:
                              f"columns lower_{level_name(lower)}, upper_{level_name(lower)}; "
                              "give levels that differ in their first six significant digits")
     return found
+
+
+def check_max_rows(max_rows: int, max_points: Optional[int], config: FitConfig,
+                   option: str = "--{}") -> None:
+    """Refuses max_rows below the max_points in force, the kernel's default
+    included (max_points None): rows include missing values, so a lower cap
+    skips series the fit would take (at 0, every series). `option` spells
+    the names ("{}=" for fit_frame's keywords).
+
+    Raises:
+      UsageError: naming both values.
+    """
+    fitted = max(each.max_points for each in fitted_configs(config))
+    if max_rows >= fitted:
+        return
+    whose = ("" if max_points is not None
+             else f", {config.kernel_name}'s default" if config.kernel_name != AUTO
+             else ", the largest of the candidates' defaults")
+    rows, points = option.format("max_rows"), option.format("max_points")
+    raise UsageError(f"{rows} ({max_rows}) must be >= {points} ({fitted}{whose}): "
+                     f"rows include missing values; raise {rows} or lower {points}")
 
 
 def kernel_settings(gp: GPFitOptions) -> dict:

@@ -2,6 +2,8 @@
 the output schema, one fitter per configuration, clear errors."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -207,6 +209,24 @@ def test_ids_all_missing_from_pandas_give_no_rows_as_null_ids_do(frame):
     no series (an empty Dask partition, a group of missing ids)."""
     got = gpfit.fit_frame(frame)
     assert list(got.columns) == OUTPUT_SCHEMA.names and len(got) == 0
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"max_rows": 0}, "max_rows= (0) must be >= max_points= (4096, rbf's default)"),
+    ({"max_rows": 10, "max_points": 20}, "max_rows= (10) must be >= max_points= (20)"),
+])
+def test_max_rows_below_max_points_is_refused_as_the_command_refuses_it(kwargs, words):
+    """Rows include missing values: a lower cap skips series the fit would
+    take (at 0, every series), which the command refuses up front."""
+    with pytest.raises(ValueError, match=re.escape(words)):
+        gpfit.fit_frame(_small_frame(), **kwargs)
+
+
+def test_a_series_over_max_rows_is_skipped_saying_fit_frames_option():
+    (row,) = gpfit.fit_frame(_small_frame().head(8), max_rows=5, max_points=5).to_dict("records")
+    assert row["status"] == "skipped"
+    assert row["error"].startswith("8 input rows is more than max_rows=5;"), row["error"]
+    assert "raise max_rows" in row["error"] and "--" not in row["error"]
 
 
 def test_something_other_than_a_frame_is_refused_with_the_recipe():
