@@ -100,7 +100,7 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
         rows += [conversion.fitted_row(r, s, key) for r, s in zip(results, ready)]
     rows.sort(key=lambda row: row["series_id"])
     out = conversion.output_table(rows)
-    return out.to_pandas() if pandas else out
+    return _as_pandas(out) if pandas else out
 
 
 def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] = None,
@@ -186,6 +186,16 @@ def _check_grouped(names: list[str], columns: inputs.Columns) -> None:
         f"the table has no column {columns.id!r} (its columns: {', '.join(names)}); pandas' "
         "and Dask's groupby().apply leaves the grouping column out of each group: select "
         f"it, as in {selected}.apply(gpfit.fit_frame), or name another with id_column=")
+
+
+def _as_pandas(table: pa.Table):
+    """The result as pandas, its dtypes the same whatever its rows: a
+    nullable integer column (holdout_points, null in fit_frame's rows)
+    becomes float64 once a row holds a null, so it is float64 with no rows
+    too, where the empty result serves as Dask's meta."""
+    nullable_ints = {field.name: "float64" for field in OUTPUT_SCHEMA
+                     if field.nullable and pa.types.is_integer(field.type)}
+    return table.to_pandas().astype(nullable_ints)
 
 
 def _gathered(chunks) -> dict:

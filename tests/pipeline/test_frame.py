@@ -133,6 +133,15 @@ def test_an_empty_frame_gives_an_empty_table_of_the_schema_without_a_fitter():
     assert fitters.counts() == before
 
 
+def test_the_empty_result_has_the_dtypes_of_any_other_as_dasks_meta_must():
+    """The recipe's meta is fit_frame of no rows: each of its dtypes must be
+    what a partition's result has (holdout_points, an int column always null
+    here, is float64 in pandas as soon as there is a row)."""
+    meta = gpfit.fit_frame(_small_frame().head(0))
+    got = gpfit.fit_frame(_small_frame())
+    assert meta.dtypes.to_dict() == got.dtypes.to_dict()
+
+
 @pytest.mark.parametrize("frame, kwargs, words", [
     (pd.DataFrame({"id": ["a"], "t": [1.0], "y": [1.0]}), {},
      ("no column 'series_id'", "id_column=")),
