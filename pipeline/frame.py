@@ -25,6 +25,7 @@ engine that runs one task per core (Spark, Dask and Ray's defaults).
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import Optional, Sequence, Union
 
 import pyarrow as pa
@@ -70,8 +71,12 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
         one column named for two roles.
       ValueError: options FitConfig refuses (an unknown kernel, restarts < 1,
         a search not in SEARCHES), candidates without kernel "auto", or
-        max_rows below the max_points in force (as the command's).
+        max_rows below the max_points in force (as the command's), a
+        count that is not a whole number, or cores < 1.
     """
+    max_rows, cores = _whole("max_rows", max_rows), _whole("cores", cores)
+    if cores < 1:
+        raise ValueError(f"cores= must be >= 1; got {cores}")
     columns = inputs.Columns(id_column, time_column, value_column)
     columns.check_distinct(option="{}=")
     table, pandas = _as_table(data, columns)
@@ -109,8 +114,10 @@ def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] 
                search: str = THOROUGH) -> FitConfig:
     """The FitConfig of fit_frame's options, as the command builds it from
     its flags (an option not given keeps FitConfig's default)."""
-    settings = dict(kernel=kernel, restarts=restarts, min_points=min_points,
-                    max_points=max_points)
+    settings = dict(kernel=kernel, restarts=_whole("restarts", restarts, optional=True),
+                    min_points=_whole("min_points", min_points),
+                    max_points=_whole("max_points", max_points, optional=True))
+    batch_size = _whole("batch_size", batch_size, optional=True)
     if candidates is not None:
         if kernel != AUTO:  # unused, as the command's --candidates would be: refused there too
             raise ValueError(f"candidates= is for kernel={AUTO!r}; got kernel={kernel!r}. "
@@ -121,6 +128,18 @@ def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] 
         settings["batch_size"] = batch_size
     config = FitConfig(**settings)  # its own ValueError for a kernel it does not know
     return dataclasses.replace(config, **search_settings(search, config.kernel))
+
+
+def _whole(name: str, value, optional: bool = False) -> Optional[int]:
+    """value as an int (numpy's too: the options' JSON fingerprint takes
+    only Python's), or ValueError naming the keyword: the command's flags
+    parse as int, and 2.5 or "8" would be taken as they came or fail deep
+    inside. None passes where the option may be left out."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name}= must be a whole number; got {value!r}")
+    return int(value)
 
 
 def _as_table(data, columns: inputs.Columns) -> tuple[pa.Table, bool]:

@@ -238,6 +238,23 @@ def test_a_series_over_max_rows_is_skipped_saying_fit_frames_option():
     assert "raise max_rows" in row["error"] and "--" not in row["error"]
 
 
+@pytest.mark.parametrize("kwargs, words", [
+    ({"min_points": 2.5}, "min_points= must be a whole number; got 2.5"),
+    ({"batch_size": "8"}, "batch_size= must be a whole number; got '8'"),
+    ({"restarts": True}, "restarts= must be a whole number; got True"),
+    ({"max_rows": None}, "max_rows= must be a whole number; got None"),
+    ({"cores": 0}, "cores= must be >= 1; got 0"),
+    ({"cores": 2.0}, "cores= must be a whole number; got 2.0"),
+])
+def test_counts_that_are_not_whole_numbers_are_refused_as_the_commands_flags(kwargs, words):
+    """The command's flags parse as int; a keyword that is not one was
+    taken as it came (min_points=2.5 fitted, hashed as 2.5) or failed deep
+    inside (batch_size="8": a TypeError), and cores=0 ran on one core."""
+    with pytest.raises(ValueError, match=re.escape(words)):
+        gpfit.fit_frame(_small_frame(), **kwargs)
+    assert gpfit.fit_frame(_small_frame(), min_points=np.int64(3), cores=1).shape[0] == 2
+
+
 def test_something_other_than_a_frame_is_refused_with_the_recipe():
     with pytest.raises(InputError, match="pandas DataFrame or a pyarrow Table"):
         gpfit.fit_frame([("a", 1.0, 2.0)])
