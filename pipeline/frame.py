@@ -20,7 +20,9 @@ its first call (seconds: TensorFlow variables, a traced function) and reused
 by every later call, whichever function of the engine's makes them. TF's
 thread pools are set at the first call: `cores` fitters side by side, one
 intra-op thread each (docs/design.md, "Threads"); the default of 1 suits an
-engine that runs one task per core (Spark, Dask and Ray's defaults).
+engine that runs one task per core in a process of its own (Spark's and
+Ray's defaults; Dask's workers with one thread each: a worker's threads take
+turns with its fitter, docs/design.md, "DataFrame API").
 """
 from __future__ import annotations
 
