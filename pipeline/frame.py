@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import sys
 from typing import Optional, Sequence, Union
 
 import pyarrow as pa
@@ -150,7 +151,8 @@ def _as_table(data, columns: inputs.Columns) -> tuple[pa.Table, bool]:
         return data, False
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data]), False
-    if type(data).__module__.startswith("pandas"):
+    pandas = sys.modules.get("pandas")  # not imported: data cannot be a DataFrame
+    if pandas is not None and isinstance(data, pandas.DataFrame):  # subclasses too
         return _from_pandas(data, columns), True
     raise InputError(f"fit_frame takes a pandas DataFrame or a pyarrow Table; got "
                      f"{type(data).__name__} (a Spark or Dask frame: call it per group or "

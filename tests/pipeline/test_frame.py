@@ -255,9 +255,28 @@ def test_counts_that_are_not_whole_numbers_are_refused_as_the_commands_flags(kwa
     assert gpfit.fit_frame(_small_frame(), min_points=np.int64(3), cores=1).shape[0] == 2
 
 
-def test_something_other_than_a_frame_is_refused_with_the_recipe():
+@pytest.mark.parametrize("make", [lambda f: [("a", 1.0, 2.0)], lambda f: f["y"],
+                                  lambda f: f.groupby("series_id")])
+def test_something_other_than_a_frame_is_refused_with_the_recipe(make):
+    """Also pandas' other objects (a Series, a groupby), which had met an
+    AttributeError."""
     with pytest.raises(InputError, match="pandas DataFrame or a pyarrow Table"):
-        gpfit.fit_frame([("a", 1.0, 2.0)])
+        gpfit.fit_frame(make(_small_frame()))
+
+
+class _FrameOfMine(pd.DataFrame):
+    """A DataFrame subclass defined outside pandas (as geopandas' are)."""
+
+    @property
+    def _constructor(self):
+        return _FrameOfMine
+
+
+def test_a_dataframe_subclass_is_a_dataframe():
+    frame = _small_frame()
+    got = gpfit.fit_frame(_FrameOfMine(frame))
+    assert isinstance(got, pd.DataFrame)
+    assert_same_rows(rows_of(got), rows_of(gpfit.fit_frame(frame)))
 
 
 def test_the_spark_schema_lists_every_output_column_in_order():
