@@ -172,9 +172,8 @@ def _from_pandas(frame, columns: inputs.Columns) -> pa.Table:
     inputs.check_names("the table", names, columns, option="{}=")
     arrays = {}
     for name in (columns.id, columns.time, columns.value):
-        one = frame.iloc[:, [names.index(name)]]
-        try:
-            arrays[name] = pa.Table.from_pandas(one, preserve_index=False).column(0)
+        try:  # as Table.from_pandas converts each column
+            arrays[name] = pa.array(frame.iloc[:, names.index(name)], from_pandas=True)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as err:
             said = err.args[0] if err.args else err
             raise InputError(
@@ -216,9 +215,10 @@ def _as_pandas(table: pa.Table):
     nullable integer column (holdout_points, null in fit_frame's rows)
     becomes float64 once a row holds a null, so it is float64 with no rows
     too, where the empty result serves as Dask's meta."""
-    nullable_ints = {field.name: "float64" for field in OUTPUT_SCHEMA
-                     if field.nullable and pa.types.is_integer(field.type)}
-    return table.to_pandas().astype(nullable_ints)
+    for i, field in enumerate(table.schema):
+        if field.nullable and pa.types.is_integer(field.type):
+            table = table.set_column(i, field.name, table.column(i).cast(pa.float64()))
+    return table.to_pandas()
 
 
 def _gathered(chunks) -> dict:
