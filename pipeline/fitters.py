@@ -30,6 +30,7 @@ _LOG = logging.getLogger(__name__)
 _lock = threading.Lock()
 _build_lock = threading.Lock()  # held while a fitter is built
 _configured: Optional[int] = None
+_configured_in: Optional[int] = None  # the pid of the process that configured them
 
 
 def configure_threads(cores: int) -> int:
@@ -41,8 +42,12 @@ def configure_threads(cores: int) -> int:
     the environment win (the one place gpfit reads them): then C // k
     fitters of k threads. A process whose TF runtime already started keeps
     its pools (TF cannot change them any more) and the first answer.
+
+    Raises:
+      RuntimeError: this process is a fork of one that configured them.
     """
-    global _configured
+    global _configured, _configured_in
+    _check_not_forked()
     from gpcore import quiet
     quiet.import_tensorflow(keep_lines=logging.getLogger("gpfit").isEnabledFor(logging.DEBUG))
     import gpcore.threads  # TensorFlow: only where fitting
@@ -57,10 +62,23 @@ def configure_threads(cores: int) -> int:
         except RuntimeError as err:
             _LOG.info("gpfit: TensorFlow thread pools left as they are: %s", err)
         gpcore.threads.skip_graph_rewrites()  # start-up: a third of the first fit call
-        _configured = max(1, cores // intra)
+        _configured, _configured_in = max(1, cores // intra), os.getpid()
         _LOG.info("gpfit: TensorFlow threads in process %d: %d intra-op, %d inter-op; "
                   "%d fitter(s) side by side", os.getpid(), intra, inter, _configured)
         return _configured
+
+
+def _check_not_forked() -> None:
+    """Refuses a process forked from one where gpfit started TensorFlow
+    (a multiprocessing Pool under Linux's default start method): a fork
+    holds no TF threads, only their state, and its first fit waited forever."""
+    if _configured_in is not None and _configured_in != os.getpid():
+        raise RuntimeError(
+            f"gpfit started TensorFlow in process {_configured_in} and this process "
+            f"({os.getpid()}) is a fork of it, where TensorFlow's threads do not run (a fit "
+            "would wait forever): start the worker processes with multiprocessing's 'spawn' "
+            "or 'forkserver' method (multiprocessing.get_context('spawn')), or fit nothing "
+            "in the parent before they start")
 
 
 def thread_counts_given() -> tuple[int, Optional[int]]:

@@ -76,6 +76,8 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
         a search not in SEARCHES), candidates without kernel "auto", or
         max_rows below the max_points in force (as the command's), a
         count that is not a whole number, or cores < 1.
+      RuntimeError: a process forked after this one fitted (TensorFlow
+        does not survive fork: start workers with 'spawn').
     """
     max_rows, cores = _whole("max_rows", max_rows), _whole("cores", cores)
     if cores < 1:

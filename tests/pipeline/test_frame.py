@@ -2,6 +2,7 @@
 the output schema, one fitter per configuration, clear errors."""
 from __future__ import annotations
 
+import multiprocessing
 import re
 
 import numpy as np
@@ -277,6 +278,27 @@ def test_a_dataframe_subclass_is_a_dataframe():
     got = gpfit.fit_frame(_FrameOfMine(frame))
     assert isinstance(got, pd.DataFrame)
     assert_same_rows(rows_of(got), rows_of(gpfit.fit_frame(frame)))
+
+
+def _fit_in_child(frame: pd.DataFrame) -> str:
+    try:
+        return gpfit.fit_frame(frame)["status"].iloc[0]
+    except RuntimeError as err:
+        return str(err)
+
+
+def test_a_process_forked_after_a_fit_is_refused_instead_of_waiting_forever():
+    """TensorFlow's threads do not survive fork: a multiprocessing Pool
+    forked after a fit (Linux's default start method) waited forever in
+    its first fit. It says so, and what to do, instead."""
+    frame = _small_frame()
+    gpfit.fit_frame(frame)  # TensorFlow started in this process
+    pool = multiprocessing.get_context("fork").Pool(1)
+    try:
+        said = pool.apply_async(_fit_in_child, (frame,)).get(timeout=90)
+    finally:
+        pool.terminate()
+    assert "is a fork of" in said and "'spawn'" in said, said
 
 
 def test_the_spark_schema_lists_every_output_column_in_order():
