@@ -82,7 +82,8 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
     max_rows, cores = _whole("max_rows", max_rows), _whole("cores", cores)
     if cores < 1:
         raise ValueError(f"cores= must be >= 1; got {cores}")
-    columns = inputs.Columns(id_column, time_column, value_column)
+    # As Arrow names columns: a pandas label 0 (read_csv(header=None)) is "0".
+    columns = inputs.Columns(str(id_column), str(time_column), str(value_column))
     columns.check_distinct(option="{}=")
     table, pandas = _as_table(data, columns)
     inputs.check_schema("the table", table.schema, columns, option="{}=")

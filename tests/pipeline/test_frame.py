@@ -202,6 +202,15 @@ def test_a_role_column_named_twice_is_refused_as_the_command_refuses_it():
         gpfit.fit_frame(twice)
 
 
+def test_columns_labelled_by_integers_are_named_by_them():
+    """pd.read_csv(header=None) labels columns 0, 1, 2: id_column=0 names
+    the first (it was "no column 0 (its columns: 0, 1, 2)")."""
+    frame = _small_frame()
+    got = gpfit.fit_frame(frame.set_axis([0, 1, 2], axis=1), id_column=0, time_column=1,
+                          value_column=2)
+    assert_same_rows(rows_of(got), rows_of(gpfit.fit_frame(frame)))
+
+
 @pytest.mark.parametrize("index", [["series_id"], ["t"], ["series_id", "t"]])
 def test_a_column_in_the_frames_index_is_refused_saying_reset_index(index):
     """A frame indexed by time (or id) names the index, not a missing
