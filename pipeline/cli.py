@@ -297,12 +297,19 @@ def _is_dry_run(options) -> bool:
 
     Raises:
       UsageError: --dry_run with another runner, which would ignore it and
-        run the job for real.
+        run the job for real; a --dry_run value that is not true.
     """
     from apache_beam.options.pipeline_options import StandardOptions, TestOptions
 
-    if not options.view_as(TestOptions).dry_run:
+    value = options.view_as(TestOptions).dry_run
+    if not value:
         return False
+    if str(value).lower() not in ("true", "1", "yes"):
+        # Beam's --dry_run is a string, and Beam's runner reads any but ''
+        # as true: --dry_run=False built the job and submitted nothing.
+        raise UsageError(f"--dry_run={value}: Beam takes any value as true; give "
+                         "--dry_run=True to build the job without submitting it, or leave "
+                         "--dry_run out to submit it")
     runner_name = (options.view_as(StandardOptions).runner or "").rsplit(".", 1)[-1]
     if runner_name.lower() not in ("dataflowrunner", "dataflow"):
         raise UsageError(f"--dry_run builds a Dataflow job without submitting it; it needs "

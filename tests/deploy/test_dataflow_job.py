@@ -234,3 +234,32 @@ def test_gpfit_refuses_options_beam_refuses(dry_run_module, capsys):
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 2
     assert last.startswith("gpfit: error: ") and "Invalid Project ID (my project)" in last
+
+
+# --- what gpfit refuses before any work ----------------------------------------
+
+def _refused(dry_run_module, capsys, argv: list[str]) -> str:
+    """gpfit's last stderr line for a Dataflow dry run of argv, which must be
+    refused with exit 2 at once (no network, no job built)."""
+    from pipeline import cli
+
+    with dry_run_module.no_network():
+        code = cli.run([f"--input={INPUT}", f"--output={OUTPUT}", "--runner=DataflowRunner",
+                        "--no_auth", f"--project={PROJECT}", f"--region={REGION}",
+                        f"--sdk_container_image={IMAGE}", *argv])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("gpfit: error: ")
+    return last
+
+
+def test_dry_run_false_is_refused_not_taken_as_a_dry_run(dry_run_module, capsys):
+    """Beam reads --dry_run's value as a string, any but '' true: --dry_run=False
+    built the job, submitted nothing and exited 0, as a scheduler's flag
+    switched off would."""
+    last = _refused(dry_run_module, capsys, ["--dry_run=False",
+                                             f"--temp_location=gs://{BUCKET}/dataflow/temp"])
+    assert "--dry_run=False" in last and "leave --dry_run out to submit" in last
+
