@@ -18,10 +18,11 @@ from typing import Optional
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineRunner
 
 from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import FitConfig, at_search
-from pipeline import runtime
+from pipeline import dataflow, runtime
 from pipeline.io import inputs, lock, manifest, outputs, previous
 from pipeline.io.errors import NO_ANSWER, UsageError, listing_failure, storage_error
 from pipeline.io.inputs import Columns, InputSpec
@@ -77,6 +78,9 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     gp = options.view_as(GPFitOptions)
     check(gp)
     config = fit_config(gp)
+    runner = runtime.runner(options)
+    if not runtime.is_local(options):
+        dataflow.check(options, runner)  # before the lock and the clearing: Beam checks late
     columns = Columns(gp.id_column, gp.time_column, gp.value_column)
     if check_paths:
         spec = inputs.inspect(gp.input, columns, inputs.MAX_FOOTERS)
@@ -91,7 +95,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
         spec, gp.output, config.kernel_name, gp.max_failure_fraction, recorded(options),
         time.time() if started_at is None else started_at, run_id,
         previous_output=nightly.previous, previous_note=note, predict=nightly.predict_record)
-    pipeline = _pipeline(options)
+    pipeline = _pipeline(options, runner)
     build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record,
           Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards), nightly)
     return Built(pipeline, gp, spec, old_files, run_id, nightly.tables)
@@ -102,15 +106,15 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
 _BEAM_REFUSED = "Pipeline has validations errors:"
 
 
-def _pipeline(options: PipelineOptions) -> beam.Pipeline:
-    """A Beam pipeline on the runner of options.
+def _pipeline(options: PipelineOptions, runner: PipelineRunner) -> beam.Pipeline:
+    """A Beam pipeline on the runner (runtime.runner) of options.
 
     Raises:
-      UsageError: no such runner, Beam refuses its options (what it
-        found, in one line), or could not check them (README, "Exit codes").
+      UsageError: Beam refuses the options (what it found, in one line), or
+        could not check them (README, "Exit codes").
     """
     try:
-        return beam.Pipeline(runner=runtime.runner(options), options=options)
+        return beam.Pipeline(runner=runner, options=options)
     except ValueError as err:
         if not str(err).startswith(_BEAM_REFUSED):
             raise

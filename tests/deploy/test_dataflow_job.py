@@ -263,3 +263,21 @@ def test_dry_run_false_is_refused_not_taken_as_a_dry_run(dry_run_module, capsys)
                                              f"--temp_location=gs://{BUCKET}/dataflow/temp"])
     assert "--dry_run=False" in last and "leave --dry_run out to submit" in last
 
+
+@pytest.mark.parametrize("setup, said", [
+    ("--setup_file=/nonexistent/setup.py", "--setup_file /nonexistent/setup.py: no such file"),
+    ("--setup_file=setup.py", "give it with its folder, e.g. ./setup.py"),
+    ("--setup_file=README.md", "a file named setup.py or pyproject.toml"),
+    ("--requirements_file=/nonexistent/req.txt",
+     "--requirements_file /nonexistent/req.txt: no such file"),
+])
+def test_staged_files_are_checked_before_any_work(dry_run_module, capsys, monkeypatch,
+                                                  setup, said):
+    """Beam checks them only as it stages the job, after gpfit has cleared the
+    output folder: exit 3, "the pipeline failed" (a bare setup.py: "No such
+    file or directory: ''")."""
+    monkeypatch.chdir(REPO)  # setup.py and README.md are there
+    last = _refused(dry_run_module, capsys, [setup, "--dry_run=True",
+                                             f"--temp_location=gs://{BUCKET}/dataflow/temp"])
+    assert said in last
+
