@@ -1,16 +1,21 @@
 """A remote job's Beam options that gpfit checks on this machine before any work.
 
-Beam checks the files it stages (--setup_file, --requirements_file) only
-when the job is submitted, after gpfit has taken the output folder's lock
-and cleared its previous files, as a RuntimeError: exit 3, "the pipeline
-failed". So they are refused here in one line, exit 2 (docs/design.md,
-"Dataflow offline").
+Beam checks them late:
+- the files it stages (--setup_file, --requirements_file) only when the job
+  is submitted, after gpfit has taken the output folder's lock and cleared
+  its previous files, as a RuntimeError: exit 3, "the pipeline failed";
+- a --temp_location or --staging_location that is not a gs:// folder it
+  replaces by a bucket it makes in the project (the network: offline, 120 s
+  of retries; online, a bucket nobody asked for).
+So each is refused here in one line, exit 2 (docs/design.md, "Dataflow offline").
 """
 from __future__ import annotations
 
 import os
 
-from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
+from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
+                                                  SetupOptions)
+from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 from apache_beam.runners.runner import PipelineRunner
 
 from pipeline.io.errors import UsageError
@@ -21,12 +26,24 @@ SETUP_FILES = ("setup.py", "pyproject.toml")
 
 def check(options: PipelineOptions, runner: PipelineRunner) -> None:
     """Checks the options of a job on a runner that stages files (not
-    gpfit's local runner).
+    gpfit's local runner) and, on the Dataflow service, its locations.
 
     Raises:
-      UsageError: a staged file that is missing or misnamed.
+      UsageError: a staged file that is missing or misnamed; on the Dataflow
+        service, a --temp_location or --staging_location given that is not a
+        gs:// folder.
     """
     _check_staged_files(options.view_as(SetupOptions))
+    validator = PipelineOptionsValidator(options, runner)
+    if not validator.is_service_runner():  # also a template's test endpoint on localhost
+        return
+    cloud = options.view_as(GoogleCloudOptions)
+    for name in ("temp_location", "staging_location"):
+        found = getattr(cloud, name) is not None and validator.validate_gcs_path(cloud, name)
+        if found:
+            raise UsageError(f"--{name} {getattr(cloud, name)}: Dataflow needs a gs:// folder "
+                             f"there, e.g. gs://BUCKET/dataflow/{name.split('_')[0]}; Beam "
+                             f"says: {found[0]}")
 
 
 def _check_staged_files(setup: SetupOptions) -> None:

@@ -281,3 +281,13 @@ def test_staged_files_are_checked_before_any_work(dry_run_module, capsys, monkey
                                              f"--temp_location=gs://{BUCKET}/dataflow/temp"])
     assert said in last
 
+
+@pytest.mark.parametrize("location", ["/tmp/dataflow/temp", f"gs://{BUCKET}", "gs://b/temp"])
+@pytest.mark.parametrize("name", ["temp_location", "staging_location"])
+def test_a_location_that_is_not_a_gs_folder_is_refused(dry_run_module, capsys, name, location):
+    """Beam swapped a bad one for a bucket it makes in the project: offline
+    120 s of retries, then a message blaming a missing --temp_location."""
+    last = _refused(dry_run_module, capsys, [f"--{name}={location}", "--dry_run=True"])
+    assert f"--{name} {location}: Dataflow needs a gs:// folder there" in last
+    assert "Beam says: Invalid GCS" in last
+
