@@ -76,9 +76,12 @@ def many_files(args) -> dict:
     from pipeline import builder
     from pipeline.options import parse_options
 
+    # Local files stand in for gs:// ones, which gpfit refuses for the Dataflow
+    # service (pipeline/dataflow.py); an endpoint on localhost is not the service.
     argv = dataflow_dry_run.with_defaults([
         f"--input={folder}", f"--output={os.path.join(args.workdir, 'many-out')}",
         "--runner=DataflowRunner", "--temp_location=gs://gpfit-dry-run/temp",
+        "--dataflow_endpoint=http://localhost:9",
         "--sdk_container_image=example/gpfit:1"]) + ["--dry_run=True", "--no_auth"]
     start = time.perf_counter()
     with dataflow_dry_run.no_network():

@@ -1,12 +1,15 @@
 """A remote job's Beam options that gpfit checks on this machine before any work.
 
-Beam checks them late:
+Beam checks them late, or not at all:
 - the files it stages (--setup_file, --requirements_file) only when the job
   is submitted, after gpfit has taken the output folder's lock and cleared
   its previous files, as a RuntimeError: exit 3, "the pipeline failed";
 - a --temp_location or --staging_location that is not a gs:// folder it
   replaces by a bucket it makes in the project (the network: offline, 120 s
-  of retries; online, a bucket nobody asked for).
+  of retries; online, a bucket nobody asked for);
+- paths on this machine not at all, though Dataflow's workers cannot reach
+  them: a local --input failed on the workers, a local --output was written
+  on the workers' disks and lost.
 So each is refused here in one line, exit 2 (docs/design.md, "Dataflow offline").
 """
 from __future__ import annotations
@@ -19,6 +22,8 @@ from apache_beam.options.pipeline_options_validator import PipelineOptionsValida
 from apache_beam.runners.runner import PipelineRunner
 
 from pipeline.io.errors import UsageError
+from pipeline.io.outputs import is_local
+from pipeline.options import GPFitOptions
 
 # The setup file's names Beam's stager builds a package from.
 SETUP_FILES = ("setup.py", "pyproject.toml")
@@ -26,12 +31,13 @@ SETUP_FILES = ("setup.py", "pyproject.toml")
 
 def check(options: PipelineOptions, runner: PipelineRunner) -> None:
     """Checks the options of a job on a runner that stages files (not
-    gpfit's local runner) and, on the Dataflow service, its locations.
+    gpfit's local runner) and, on the Dataflow service, its locations and paths.
 
     Raises:
       UsageError: a staged file that is missing or misnamed; on the Dataflow
         service, a --temp_location or --staging_location given that is not a
-        gs:// folder.
+        gs:// folder, or an --input, --output or --previous_output on this
+        machine.
     """
     _check_staged_files(options.view_as(SetupOptions))
     validator = PipelineOptionsValidator(options, runner)
@@ -44,6 +50,13 @@ def check(options: PipelineOptions, runner: PipelineRunner) -> None:
             raise UsageError(f"--{name} {getattr(cloud, name)}: Dataflow needs a gs:// folder "
                              f"there, e.g. gs://BUCKET/dataflow/{name.split('_')[0]}; Beam "
                              f"says: {found[0]}")
+    gp = options.view_as(GPFitOptions)
+    for name in ("input", "output", "previous_output"):
+        path = getattr(gp, name)
+        if path and is_local(path):
+            raise UsageError(f"--{name} {path} is a path on this machine, which Dataflow's "
+                             "workers cannot reach; copy it to Cloud Storage and give its "
+                             "gs:// path")
 
 
 def _check_staged_files(setup: SetupOptions) -> None:

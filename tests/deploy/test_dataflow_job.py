@@ -291,3 +291,12 @@ def test_a_location_that_is_not_a_gs_folder_is_refused(dry_run_module, capsys, n
     assert f"--{name} {location}: Dataflow needs a gs:// folder there" in last
     assert "Beam says: Invalid GCS" in last
 
+
+@pytest.mark.parametrize("name", ["input", "output", "previous_output"])
+def test_paths_on_this_machine_are_refused_for_dataflow(dry_run_module, capsys, tmp_path, name):
+    """Dataflow's workers cannot read this machine's files: a local --input
+    failed on the workers, a local --output was written on their disks."""
+    last = _refused(dry_run_module, capsys, [f"--{name}={tmp_path}", "--dry_run=True",
+                                             f"--temp_location=gs://{BUCKET}/dataflow/temp"])
+    assert f"--{name} {tmp_path} is a path on this machine" in last
+    assert "gs://" in last
