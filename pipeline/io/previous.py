@@ -16,7 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from gpcore.result import OK
 from pipeline.io import manifest, rows, shards
-from pipeline.io.errors import UsageError, first_line
+from pipeline.io.errors import NO_ANSWER, UsageError, first_line, listing_failure
 from pipeline.io.files import map_files
 from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER, same_folder
 from pipeline.io.schema import PARAMETERS
@@ -63,8 +63,8 @@ def check(folder: str, output: str) -> PreviousRun:
     Raises:
       UsageError: it is the output folder.
       Unusable: it has no _SUCCESS.json (missing, unfinished, failed) or one
-        that does not read; it has no shards, or one that is not Parquet or
-        lacks a needed column.
+        that does not read, or Google Cloud does not answer for it; it has no
+        shards, or one that is not Parquet or lacks a needed column.
     """
     check_not_output(folder, output)
     try:
@@ -75,6 +75,14 @@ def check(folder: str, output: str) -> PreviousRun:
                 else f"has no readable {SUCCESS_MARKER} ({first_line(err)})")
         raise Unusable(f"--previous_output {folder} {said}",
                        f"give the folder of a run that succeeded, {_ADVICE}") from err
+    except Exception as err:  # pylint: disable=broad-except
+        # Google's storage client gives up on a gs:// folder it cannot reach
+        # (offline, a proxy in the way) after 120 s, with a RetryError, which
+        # is no OSError: the run ended as a crash, exit 3, "report it".
+        if listing_failure(err) != NO_ANSWER:
+            raise
+        raise Unusable(f"--previous_output {folder} cannot be read: {NO_ANSWER}", _ADVICE
+                       ) from err
     try:
         paths = shards.list_shards(folder)
         if not paths:

@@ -227,3 +227,27 @@ def test_a_gs_path_without_an_answer_says_so():
     assert "storage.googleapis.com" in said and "gcloud auth application-default login" in said
     assert listing_failure(ValueError("Unable to get filesystem\nmore")) == (
         "Unable to get filesystem")
+
+
+def test_a_gs_previous_output_without_an_answer_is_unusable(monkeypatch):
+    """Offline, reading a gs:// --previous_output's _SUCCESS.json raised
+    Google's RetryError after 120 s, no OSError: gpfit "failed unexpectedly"
+    (exit 3, "report it"), --previous_output_optional or not. It is now an
+    unusable previous output, which says why: exit 2, or a cold run when
+    optional. (The error as Google's client raises it: a real read waits
+    the 120 s.)"""
+    from google.api_core.exceptions import RetryError
+
+    from pipeline.io import manifest, previous
+
+    def no_answer(folder, name):
+        raise RetryError("Timeout of 120.0s exceeded, last exception: HTTPSConnectionPool("
+                         "host='storage.googleapis.com', port=443)", ConnectionError())
+
+    monkeypatch.setattr(manifest, "load", no_answer)
+    with pytest.raises(previous.Unusable) as refused:
+        previous.check("gs://gpfit-offline-test-bucket/gp-params/run_date=2026-11-28/", "out")
+    assert refused.value.reason.startswith(
+        "--previous_output gs://gpfit-offline-test-bucket/gp-params/run_date=2026-11-28/ cannot "
+        "be read: Google Cloud did not answer within its client's 120 s of retries")
+    assert str(refused.value).endswith("--previous_output_optional to fit every series cold")
