@@ -370,10 +370,17 @@ def _index_regular(steps: np.ndarray) -> bool:
 def work_by_kernel(fitter) -> dict[str, dict]:
     """{kernel: the `work` counters of its GPFitters, summed} of a
     build_fitter fitter: one kernel for a GPFitter, each candidate's under
-    "auto", the copies' summed under SideBySide."""
+    "auto", the copies' summed under SideBySide. A GPFitter's counters
+    include its long series' (its MarkovFitter's, for the counters both
+    keep): the manifest's work per kernel covers every series fitted."""
     inner = getattr(fitter, "fitters", None)
     if inner is None:
-        return {fitter.config.kernel_name: dict(fitter.work)}
+        work = dict(fitter.work)
+        long_fitter = getattr(fitter, "long_fitter", None)
+        if long_fitter is not None:
+            for key in work.keys() & long_fitter.work.keys():
+                work[key] += long_fitter.work[key]
+        return {fitter.config.kernel_name: work}
     merged: dict[str, dict] = {}
     for part in inner:
         for kernel, work in work_by_kernel(part).items():

@@ -8,6 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gpcore import starts
+from gpcore.kernels import kernel
+
 from pipeline_data import gpfit, write_long
 
 LONG = 20_000
@@ -86,3 +89,17 @@ def test_a_nightly_run_warm_starts_changed_long_series(long_nights):
         assert not cold_rows[sid]["warm_started"]
         assert abs(row["nll"] - cold_rows[sid]["nll"]) <= 0.01, sid
         assert row["iterations"] < cold_rows[sid]["iterations"], sid
+
+
+def test_the_manifest_counts_the_long_series_newton_evaluations(long_nights):
+    """Both series are long, so every evaluation is the O(n) fitter's: each
+    series scores the grid on its window and takes at least the window's
+    start and one whole-series evaluation; a warm start at least one window
+    and two whole-series ones."""
+    grid = int(np.prod(starts.grid_shape(kernel("matern32"))))
+    for run_ in long_nights:
+        work = run_.manifest["work_per_kernel"]["matern32"]
+        assert work["series"] == 2
+        assert work["grid_evaluations"] == 2 * grid
+        assert work["newton_evaluations"] >= 2 * 3
+        assert work["newton_evaluations_per_series"] == round(work["newton_evaluations"] / 2, 2)
