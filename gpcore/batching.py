@@ -123,6 +123,20 @@ def summed_work(fitters) -> dict:
     return {key: sum(f.work[key] for f in fitters) for key in fitters[0].work}
 
 
+def finite_points(series) -> int:
+    """The points of a Series (t [n], y [n]) where both are finite, as
+    gpcore.series.clean counts them; its rows where they are not numbers
+    (the fitters then say why)."""
+    try:
+        t = np.asarray(series.t, dtype=np.float64).reshape(-1)
+        y = np.asarray(series.y, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        return int(np.size(series.y))
+    if t.shape != y.shape:
+        return y.size
+    return int((np.isfinite(t) & np.isfinite(y)).sum())
+
+
 def padded_length(n: int) -> int:
     """The length a series of n points is padded to in a compiled batch:
     n rounded up to the quantum, one quantum more where that is a multiple
@@ -231,8 +245,11 @@ class Batching:
     def cost_of(self, series) -> float:
         """`cost` of one Series (t [n], y [n]); under kernel "auto", of the
         candidates auto fits on it (gpcore.choice.fits_periodic: its
-        periodic screen, a periodogram; docs/design.md, "Cost per kernel")."""
-        n = int(np.size(series.y))
+        periodic screen, a periodogram; docs/design.md, "Cost per kernel").
+        n is its finite points, as the fitters count them: they choose the
+        path (dense or O(n)) and the skip by them, and at MARKOV_ABOVE the
+        two differ 13x."""
+        n = finite_points(series)
         if self.config.kernel != AUTO:
             return self.cost(n)
         # Here, not at the top: gpcore.choice imports this module (and

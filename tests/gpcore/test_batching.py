@@ -180,6 +180,25 @@ def test_markov_kernels_cost_linear_time_above_the_dense_limit():
     assert Batching(FitConfig(kernel="rbf")).cost(n) == pytest.approx(SECONDS_PER_SERIES)
 
 
+def test_a_series_is_costed_by_its_finite_points_as_the_fitter_counts_them():
+    """Missing values do not count: 5,000 rows of which 1,000 are NaN are
+    4,000 points, which the dense path fits (MARKOV_ABOVE) and a dense
+    kernel does not skip (max_points 4,096); costed as 5,000 they were an
+    O(n) fit of a few seconds or a skip, and a call held many of them."""
+    rng = np.random.default_rng(0)
+    t = np.arange(5000.0)
+    y = rng.normal(size=t.size)
+    y[rng.choice(t.size, 1000, replace=False)] = np.nan
+    t_missing = t.copy()
+    t_missing[:10] = np.nan  # a missing time drops its point too
+    for name in ("matern32", "rbf"):
+        batching = Batching(FitConfig(kernel=name))
+        assert batching.cost_of(Series("s", t, y)) == batching.cost(4000), name
+        assert batching.cost_of(Series("s", t_missing, y)) == batching.cost(
+            int((np.isfinite(t_missing) & np.isfinite(y)).sum())), name
+        assert batching.cost(4000) > 5 * batching.cost(5000), name
+
+
 def test_every_long_sum_fills_a_fit_call_alone():
     """A sum of Markov kernels over MARKOV_ABOVE points is estimated above
     the default seconds per call (the smallest: two matern12 just over the
