@@ -175,7 +175,8 @@ class GPFitter(tf.Module):
         ready: list[tuple[int, CleanSeries]] = []
         for i, s in enumerate(series):
             try:
-                cleaned, n, reason = clean(s, config.min_points, config.max_points)
+                cleaned, n, reason = clean(s, config.min_points, config.max_points,
+                                           MARKOV_ABOVE if self.long_fitter else None)
             except Exception as err:  # never let one series fail the caller
                 cleaned, n, reason = None, 0, (f"series could not be read: "
                                                 f"{type(err).__name__}: {first_line(err)}")

@@ -39,7 +39,7 @@ import tensorflow_probability as tfp
 
 from gpcore import newton, starts, statespace, trace_cache
 from gpcore.batching import quantised_length
-from gpcore.config import FitConfig, is_markov
+from gpcore.config import MARKOV_ABOVE, FitConfig, is_markov
 from gpcore.kernels import components
 from gpcore.parameters import search_start
 from gpcore.result import FAILED, SKIPPED, FitResult, first_line
@@ -280,7 +280,8 @@ class MarkovFitter(tf.Module):
         ready = []
         for i, s in enumerate(series):
             try:
-                cleaned, n, reason = clean(s, self.config.min_points, self.config.max_points)
+                cleaned, n, reason = clean(s, self.config.min_points, self.config.max_points,
+                                           MARKOV_ABOVE)
             except Exception as err:  # never let one series fail the caller
                 cleaned, n, reason = None, 0, (f"series could not be read: "
                                                 f"{type(err).__name__}: {first_line(err)}")

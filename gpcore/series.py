@@ -83,9 +83,12 @@ def listed(series) -> list[Series]:
     return series
 
 
-def clean(series: Series, min_points: int, max_points: int
+def clean(series: Series, min_points: int, max_points: int, linear_above: Optional[int] = None
           ) -> tuple[Optional[CleanSeries], int, Optional[str]]:
     """Sorts a series and drops missing points, or says why it can't be fitted.
+    linear_above: where given, series of more points fit in O(n) (a Markov
+    kernel's, docs/design.md "Long series: Markov kernels"), and the reason
+    of one over max_points says so rather than that cost grows as n^3.
 
     Returns:
       (clean series or None, number of finite points, reason or None).
@@ -113,8 +116,10 @@ def clean(series: Series, min_points: int, max_points: int
         return None, n, (f"too few finite points: {n} (of {y.size}); at least "
                          f"{min_points} are needed to fit a GP")
     if n > max_points:
+        growth = ("n^3" if linear_above is None or n <= linear_above
+                  else f"n past {linear_above} points for this kernel, in O(n) memory")
         return None, n, (f"{n} finite points is more than max_points={max_points}; "
-                         "raise max_points (cost grows as n^3) or aggregate/"
+                         f"raise max_points (cost grows as {growth}) or aggregate/"
                          "split the series")
     t, y = t[finite], y[finite]
     span, biggest_t = float(np.ptp(t)), float(np.max(np.abs(t)))

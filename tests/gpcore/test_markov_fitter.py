@@ -169,6 +169,22 @@ def test_kernels_without_state_space_form_skip_long_series_naming_those_that_fit
     assert fitter.long_fitter is None
 
 
+def test_a_markov_kernel_over_max_points_is_told_its_cost_grows_as_n():
+    """A series over max_points is skipped with the advice to raise it; for
+    a Markov kernel past MARKOV_ABOVE its cost grows as n, not n^3 (a dense
+    kernel's, which the same advice keeps below it)."""
+    t = np.arange(MARKOV_ABOVE + 100, dtype=float)
+    long = Series("long", t, np.sin(t / 9.0))
+    fitter = GPFitter(FitConfig(kernel="matern32", max_points=MARKOV_ABOVE))
+    for fitted in (fitter, fitter.long_fitter):
+        result = fitted.fit([long])[0]
+        assert result.status == SKIPPED
+        assert "max_points=4096" in result.error and "n^3" not in result.error
+        assert f"grows as n past {MARKOV_ABOVE} points" in result.error
+    short = FitConfig(kernel="matern32", max_points=100)
+    assert "cost grows as n^3" in GPFitter(short).fit([Series("s", t[:200], t[:200])])[0].error
+
+
 def test_secant_update_meets_the_secant_condition():
     """BFGS: the updated Hessian maps the step to the gradient change
     (against numpy, to round-off), stays symmetric, and is left as it is
