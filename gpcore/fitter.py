@@ -95,10 +95,11 @@ class GPFitter(tf.Module):
         # listed once (a TransformedVariable's trainable_variables walks its
         # module tree, 2.4 ms a call), passed to every fit call.
         self.log_parameters = [tv.trainable_variables[0] for tv in self.parameters]
-        # Work done so far, for benchmarks: member evaluations of the value
-        # alone (grid) and of value, gradient and Hessian (Newton), and the
-        # floating-point operations they needed.
-        self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
+        # Work done so far, for benchmarks and the manifest: the series
+        # fitted, member evaluations of the value alone (grid) and of value,
+        # gradient and Hessian (Newton), and the floating-point operations
+        # they needed.
+        self.work = {"batches": 0, "series": 0, "members": 0, "grid_evaluations": 0,
                      "member_evaluations": 0, "flops": 0.0}
         self.search = self.search_type(self.kernel, self.config, self.log_parameters, self.jitter)
         if twin is not None:
@@ -284,6 +285,7 @@ class GPFitter(tf.Module):
                        + starts.probe_count(self.kernel, far)
                        + starts.far_probe_count(self.kernel, far))
         self.work["batches"] += 1
+        self.work["series"] += series
         self.work["members"] += members
         self.work["grid_evaluations"] += series * grid_points
         self.work["member_evaluations"] += evaluations

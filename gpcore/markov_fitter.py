@@ -97,7 +97,7 @@ class MarkovFitter(tf.Module):
         # listed once (a TransformedVariable's trainable_variables walks its
         # module tree, 2.4 ms a call), passed to every fit call.
         self.log_parameters = [tv.trainable_variables[0] for tv in self.parameters]
-        self.work = {"batches": 0, "members": 0, "grid_evaluations": 0,
+        self.work = {"batches": 0, "series": 0, "members": 0, "grid_evaluations": 0,
                      "member_evaluations": 0, "series_evaluations": 0, "points": 0.0,
                      "warm_started": 0}
         # The likelihood and its gradient are functions traced once and
@@ -343,6 +343,7 @@ class MarkovFitter(tf.Module):
             np.stack([columns for _, columns in grids]),
             _warm_starts(kernel, batch, data.span, lower, upper)).items()}
         self.work["batches"] += 1
+        self.work["series"] += len(batch)
         self.work["members"] += len(batch)
         self.work["grid_evaluations"] += len(batch) * int(np.prod(starts.grid_shape(kernel)))
         self.work["member_evaluations"] += int(out.pop("evaluations"))

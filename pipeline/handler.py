@@ -66,13 +66,15 @@ class FitterHandler:
         from gpcore.choice import work_by_kernel  # TensorFlow: loaded by then (the fitter)
         return Counters(work_by_kernel(fitter), int(fitter.tracing_count))
 
-    def work_done(self, before: Counters, after: Counters, series: int) -> tuple:
+    def work_done(self, before: Counters, after: Counters) -> tuple:
         """((kernel, series, newton_evaluations, grid_evaluations), ...) of
-        one fit call of `series` series, from the counters before and after
-        it; every kernel fitted saw every series of the call."""
+        one fit call, from the counters before and after it; each kernel's series are those it fitted: not the skipped ones,
+        and under "auto" for a periodic candidate only those its screen
+        passed (gpcore.choice.fits_periodic)."""
         done = []
         for kernel in self._kernels:
             new, old = after.work.get(kernel, {}), before.work.get(kernel, {})
             delta = lambda key: int(new.get(key, 0) - old.get(key, 0))  # noqa: E731
-            done.append((kernel, series, delta("member_evaluations"), delta("grid_evaluations")))
+            done.append((kernel, delta("series"), delta("member_evaluations"),
+                         delta("grid_evaluations")))
         return tuple(done)

@@ -219,7 +219,7 @@ class FitDoFn(beam.DoFn):
                 results = failed_results(batch, self._kernel, err)
             elapsed = self._clock() - start
             after = self._handler.counters(slot.fitter)
-            work = self._handler.work_done(before, after, len(batch))
+            work = self._handler.work_done(before, after)
             line = slot.progress.add(len(batch))
         if line:
             _LOG.info(line)

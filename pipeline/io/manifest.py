@@ -15,8 +15,9 @@ fitters_built, fit_ms_per_series (count, sum, min, max, mean),
 fit_call_seconds (count, median, max of the fit calls' wall seconds, and
 max_over_estimate: the largest ratio of a call's wall seconds to
 gpcore.batching's estimate), tracing_count_max, work_per_kernel ({kernel:
-series, newton_evaluations, grid_evaluations,
-newton_evaluations_per_series}: each candidate's under "auto"), started_at, finished_at (ISO 8601, UTC) and wall_time_s.
+series fitted, newton_evaluations, grid_evaluations,
+newton_evaluations_per_series}: each candidate's under "auto", a periodic
+one's series those its screen passed), started_at, finished_at (ISO 8601, UTC) and wall_time_s.
 Nightly runs add previous_output (the folder compared against, absolute
 when local, or null), previous_note (why none was used, or null), reuse (reused,
 warm_starts_offered, warm_started, fitted: rows fitted, skipped or failed

@@ -31,7 +31,7 @@ def test_the_handler_fits_as_gpcores_fitter_does_and_counts_its_work():
     assert all(r.status == "ok" for r in results)
     # One trace, kept by a second call; the work is the fitter's own counts.
     assert after.tracing_count == 1
-    ((kernel, series, newton, grid),) = handler.work_done(before, after, len(batch))
+    ((kernel, series, newton, grid),) = handler.work_done(before, after)
     assert (kernel, series) == ("rbf", 3) and newton > 0 and grid > 0
     handler.fit(fitter, batch[:1])
     assert handler.counters(fitter).tracing_count == 1
@@ -60,5 +60,24 @@ def test_under_auto_a_call_costs_the_candidates_auto_fits():
 def test_under_auto_the_work_is_counted_per_candidate():
     config = gpcore.FitConfig(kernel="auto", candidates=("rbf", "matern52"))
     nothing = Counters({}, 0)
-    assert FitterHandler(config).work_done(nothing, nothing, 2) == (
-        ("rbf", 2, 0, 0), ("matern52", 2, 0, 0))
+    assert FitterHandler(config).work_done(nothing, nothing) == (
+        ("rbf", 0, 0, 0), ("matern52", 0, 0, 0))
+
+
+def test_under_auto_each_candidate_counts_the_series_it_fitted():
+    """The manifest's work_per_kernel: the periodic candidate fits only the
+    series its screen passes, so its series (and Newton evaluations per
+    series) count those, not every series of the call."""
+    config = gpcore.FitConfig(kernel="auto")
+    handler = FitterHandler(config, 1)
+    rng = np.random.default_rng(4)
+    walk = gpcore.Series("walk", np.arange(80.0), np.cumsum(rng.standard_normal(80)))
+    cycle = gpcore.Series("cycle", np.arange(80.0), np.sin(np.arange(80.0)) + 0.1 * rng.standard_normal(80))
+    short = gpcore.Series("short", np.arange(2.0), np.arange(2.0))  # skipped: too few points
+    fitter = handler.load_fitter()
+    before = handler.counters(fitter)
+    results = handler.fit(fitter, [walk, cycle, short])
+    assert [r.status for r in results] == ["ok", "ok", "skipped"]
+    done = {kernel: series for kernel, series, _, _ in
+            handler.work_done(before, handler.counters(fitter))}
+    assert done == {"matern52": 2, "matern12": 2, "matern52+periodic": 1}

@@ -104,10 +104,11 @@ def test_leftovers_at_the_end_of_a_bundle_are_cut_by_cost_too():
 # ---- FitDoFn's lifecycle, with a fake handler ------------------------------------------
 
 class FakeFitter:
-    """Stands in for a gpcore fitter: counts its calls."""
+    """Stands in for a gpcore fitter: counts its calls and the series fitted."""
 
     def __init__(self):
         self.calls = 0
+        self.series = 0
         self.tracing_count = 1
 
 
@@ -133,16 +134,18 @@ class FakeHandler:
         fitter.calls += 1
         if any(s.series_id == "broken" for s in batch):
             raise RuntimeError("device lost\nmore detail")
+        fitter.series += len(batch)
         return [gpcore.FitResult(str(s.series_id), "ok", "rbf", int(np.size(s.y)),
                                  mean=float(np.mean(s.y)), noise_variance=float(np.var(s.y)))
                 for s in batch]
 
     def counters(self, fitter) -> Counters:
-        return Counters({"rbf": {"member_evaluations": fitter.calls}}, fitter.tracing_count)
+        return Counters({"rbf": {"member_evaluations": fitter.calls, "series": fitter.series}},
+                        fitter.tracing_count)
 
-    def work_done(self, before: Counters, after: Counters, series: int) -> tuple:
-        calls = after.work["rbf"]["member_evaluations"] - before.work["rbf"]["member_evaluations"]
-        return (("rbf", series, calls, 0),)
+    def work_done(self, before: Counters, after: Counters) -> tuple:
+        delta = {k: after.work["rbf"][k] - before.work["rbf"][k] for k in after.work["rbf"]}
+        return (("rbf", delta["series"], delta["member_evaluations"], 0),)
 
 
 def _batches():
