@@ -223,11 +223,20 @@ class FitConfig:
                     raise ValueError(f"candidate kernel {name!r} is not known; each must be "
                                      f"{SYNTAX}") from None
             # Each is fitted on its own: one named twice costs a second fit and
-            # gives the series it wins a bic_margin of 0, against itself.
+            # gives the series it wins a bic_margin of 0, against itself. So
+            # does a sum named again in another order (periodic+rbf beside
+            # rbf+periodic): f = f_1 + f_2 is the same model either way.
             twice = next((name for i, name in enumerate(self.candidates)
                           if name in self.candidates[:i]), None)
             if twice is not None:
                 raise ValueError(f"candidates names {twice!r} twice; name each kernel once")
+            parts = [sorted(name.split(SUM)) for name in self.candidates]
+            again = next(((self.candidates[parts.index(p)], name)
+                          for i, (name, p) in enumerate(zip(self.candidates, parts))
+                          if parts.index(p) != i), None)
+            if again is not None:
+                raise ValueError(f"candidates names {again[0]!r} twice, as {again[1]!r} (a sum "
+                                 "in another order is the same model); name each kernel once")
         for name in ("restarts", "min_points", "max_points", "batch_size",
                      "max_iterations"):
             value = getattr(self, name)

@@ -140,6 +140,8 @@ def test_search_sets_the_far_probes_and_the_fingerprint():
     (["--kernel", "auto", "--candidates", "rbf"], "at least 2 different kernels"),
     (["--kernel", "auto", "--candidates", "rbf,auto"], "at least 2 kernels separated by commas"),
     (["--kernel", "auto", "--candidates", "rbf,matern52,rbf"], "names 'rbf' twice"),
+    (["--kernel", "auto", "--candidates", "rbf+periodic,matern52,periodic+rbf"],
+     "names 'rbf+periodic' twice, as 'periodic+rbf' (a sum in another order is the same model)"),
     (["--kernel", "auto", "--candidates", ""], "--candidates '': "),
 ])
 def test_bad_kernels_and_candidates_are_named(argv, expected):
