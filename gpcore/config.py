@@ -117,7 +117,8 @@ class FitConfig:
         or "auto": every one of `candidates` is fitted and the lowest BIC
         kept. A name given here ("rbf+periodic", one of KERNELS or a sum)
         is parsed once, in __post_init__; `kernel_name` is the string.
-      candidates: the names of the kernels "auto" chooses from (Kernels
+      candidates: the names of the kernels "auto" chooses from (a tuple, or
+        one comma-separated string, as the command's --candidates; Kernels
         given, such as RBF() + Periodic(), are kept as their names).
       restarts: most Newton starts per series, run as batch members; None
         (the default): `default_restarts(kernel)`; under "auto", each
@@ -185,12 +186,13 @@ class FitConfig:
     probe_check: bool = False
 
     def __post_init__(self):
-        if isinstance(self.candidates, str):  # its letters are no kernels
-            raise ValueError("candidates must be a sequence of kernel names, e.g. "
-                             f"('rbf', 'rbf+periodic'); got the string {self.candidates!r}")
-        # Kept as names (rows and the manifest carry them); RBF() is "rbf".
+        # A string is a comma-separated list, as the command's --candidates
+        # takes: tuple() would make its letters the candidates. Kernels are
+        # kept as their names (rows and the manifest carry them).
+        given = self.candidates
+        given = given.split(",") if isinstance(given, str) else given
         object.__setattr__(self, "candidates", tuple(
-            c.name if isinstance(c, Kernel) else c for c in self.candidates))
+            c.name if isinstance(c, Kernel) else c for c in given))
         if self.kernel != AUTO and not isinstance(self.kernel, Kernel):
             try:
                 object.__setattr__(self, "kernel", kernel(self.kernel))

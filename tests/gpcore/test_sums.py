@@ -156,7 +156,16 @@ def test_auto_reports_a_series_no_candidate_can_fit():
     # would report a bic_margin of 0 against itself.
     (dict(kernel="auto", candidates=("rbf", "matern52", "rbf")), "'rbf' twice"),
     (dict(kernel="auto", candidates=("rbf", "rbf*periodic")), "candidate kernel 'rbf\\*periodic'"),
+    (dict(kernel="auto", candidates=("rbf+periodic", "periodic+rbf")),
+     "'rbf\\+periodic' twice, as 'periodic\\+rbf'"),
+    # A string is the command's --candidates: one name is one name, not its letters.
+    (dict(kernel="auto", candidates="matern52"), "at least 2.*got \\('matern52',\\)"),
 ])
 def test_bad_kernel_names_say_what_is_accepted(config, message):
     with pytest.raises(ValueError, match=message):
         FitConfig(**config)
+
+
+def test_candidates_may_be_given_as_the_commands_comma_separated_string():
+    assert (FitConfig(kernel="auto", candidates="rbf,rbf+periodic").candidates
+            == FitConfig(kernel="auto", candidates=("rbf", "rbf+periodic")).candidates)
