@@ -41,6 +41,20 @@ def test_sum_rows_carry_components_and_recompute_their_nll(seasonal_series, sum_
         assert min(abs(found / period - m) for m in (1, 2, 3)) < 0.1
 
 
+@pytest.mark.parametrize("kernel", ["matern32", "matern52", "periodic", "rbf+rbf",
+                                    "matern52+periodic"])
+def test_every_kernels_row_recomputes_its_nll(kernel, seasonal_series, fitter_for):
+    """README, "Output": the row alone reproduces nll, to 1e-6 of
+    max(|nll|, n) (float64 round-off), for the kernels the other tests'
+    rows leave out (rbf, matern12, linear, linear+rbf, rbf+periodic and
+    linear+rbf+periodic are checked there)."""
+    series = [s for s, _ in seasonal_series[:2]]
+    for s, fit in zip(series, fitter_for(FitConfig(kernel=kernel)).fit(series)):
+        row = fit.to_row()
+        assert row["status"] == "ok" and row["kernel"] == kernel
+        assert abs(ref.row_nll(row, s.t, s.y) - row["nll"]) <= 1e-6 * max(abs(row["nll"]), s.t.size)
+
+
 def test_a_sum_beats_its_first_component_alone(seasonal_series, sum_fits, fitter_for):
     # rbf+periodic contains rbf (variance ratio -> 0): its optimum can't be worse.
     alone = fitter_for(FitConfig(kernel="rbf")).fit([s for s, _ in seasonal_series])
