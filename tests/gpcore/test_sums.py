@@ -183,3 +183,11 @@ def test_bad_kernel_names_say_what_is_accepted(config, message):
 def test_candidates_may_be_given_as_the_commands_comma_separated_string():
     assert (FitConfig(kernel="auto", candidates="rbf,rbf+periodic").candidates
             == FitConfig(kernel="auto", candidates=("rbf", "rbf+periodic")).candidates)
+
+
+def test_candidates_may_be_kernels_as_the_kernel_may():
+    """FitConfig(kernel=RBF() + Periodic()) is "rbf+periodic"; so is the
+    same kernel among the candidates, and it is named so in the rows."""
+    from gpcore.kernels import RBF, Periodic
+    config = FitConfig(kernel="auto", candidates=(RBF(), RBF() + Periodic()))
+    assert config.candidates == ("rbf", "rbf+periodic")
