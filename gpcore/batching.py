@@ -29,6 +29,13 @@ LENGTH_QUANTUM = 8
 # longer (docs/design.md, "Padded lengths off multiples of 256").
 SLOW_CHOLESKY_SIDE = 256
 
+# A compiled batch holds series padded to at most this multiple of its
+# shortest's padded length: a member padded from n to N points costs
+# (N / n)^3 of its own fit (N / n on the O(n) path), which `cost` does not
+# charge (15 series of 5-8 points batched with one of 400 took 48x the
+# flops of the same fitted apart; docs/design.md, "Batching is gpcore's").
+MAX_PADDING_RATIO = 2
+
 # Target estimated work per fit call, seconds of one core.
 SECONDS_PER_CALL = 15.0
 

@@ -207,3 +207,29 @@ def test_every_long_sum_fills_a_fit_call_alone():
     for name in ("matern12+matern12", "matern32+matern12", "matern52+matern12"):
         batching = Batching(FitConfig(kernel=name))
         assert batching.is_full(batching.cost(MARKOV_ABOVE + 1)), name
+
+
+def test_a_long_series_is_not_batched_with_short_ones(fitter_for, rng):
+    """A compiled batch pads every member to its longest: 15 series of 5-8
+    points batched with one of 400 would each cost the long one's fit, about
+    15x what Batching.cost charged the call. The fitter cuts a batch where
+    a series would pad its members to more than twice their length, so the
+    call's work is its series' work fitted apart (the results: the same)."""
+    def series(name, n):
+        t = np.sort(rng.uniform(0.0, 10.0, n))
+        return Series(name, t, np.sin(t) + 0.1 * rng.standard_normal(n))
+
+    short = [series(f"short{i}", int(rng.integers(5, 9))) for i in range(15)]
+    long = series("long", 400)
+    fitter = fitter_for(FitConfig())
+
+    def flops_and_results(batch):
+        before = fitter.work["flops"]
+        results = fitter.fit(batch)
+        return fitter.work["flops"] - before, results
+
+    apart = flops_and_results(short)[0] + flops_and_results([long])[0]
+    together, results = flops_and_results(short + [long])
+    assert together <= 1.01 * apart, together / apart
+    assert [r.series_id for r in results] == [s.series_id for s in short + [long]]
+    assert all(r.status == "ok" for r in results)

@@ -290,3 +290,13 @@ def test_modified_secant_cuts_newton_steps_on_a_curved_objective():
         counts.append([int(r.evaluations) for r in runs])
     plain, cubic = np.array(counts).T
     assert (cubic <= plain).all() and cubic.sum() < plain.sum(), counts
+
+
+def test_a_batch_does_not_pad_short_series_to_a_long_ones_length(fitter):
+    """On the O(n) path a member padded from n to N points costs N / n of
+    its own fit: series over twice a batch's shortest go in a batch of
+    their own (gpcore.batching.MAX_PADDING_RATIO), as on the dense path."""
+    before = fitter.long_fitter.work["points"]
+    results = fitter.long_fitter.fit([matern32_series(200, 7), matern32_series(800, 8)])
+    assert [r.status for r in results] == [OK, OK]
+    assert fitter.long_fitter.work["points"] - before == 200 + 800
