@@ -85,6 +85,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     columns = Columns(gp.id_column, gp.time_column, gp.value_column)
     if check_paths:
         spec = inputs.inspect(gp.input, columns, inputs.MAX_FOOTERS)
+        check_shards(gp.num_shards, spec)
         old_files = tuple(outputs.check_output(gp.output, spec.files, gp.input))
         lock.check(gp.output, gp.break_lock)
     else:
@@ -100,6 +101,22 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record,
           Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards), nightly)
     return Built(pipeline, gp, spec, old_files, run_id, nightly.tables)
+
+
+def check_shards(num_shards: int, spec: InputSpec) -> None:
+    """Refuses more output shards than the input has rows (so more than it
+    has series): Beam writes every shard asked for, those past the series
+    empty, and a mistyped --num_shards 1000000 wrote empty files for
+    minutes. Checked where every footer was read (spec.rows is then exact).
+
+    Raises:
+      UsageError: num_shards over the input's rows.
+    """
+    if spec.footers_checked == len(spec.files) and spec.rows is not None \
+            and num_shards > spec.rows:
+        raise UsageError(f"--num_shards {num_shards} is more than the input's {spec.rows} rows "
+                         "(at most one row a series: every shard past the series would be an "
+                         "empty file); give fewer, or 0 to let the runner decide")
 
 
 # Beam's Pipeline() checks its own options against the runner (a project ID,

@@ -151,6 +151,9 @@ def test_unusable_input_exits_2(tmp_path, make_input):
     (["--max_rows", "0"], "--max_rows (0) must be >= --max_points (4096, rbf's default)"),
     (["--max_rows", "-5", "--kernel", "auto"],
      "--max_rows (-5) must be >= --max_points (1000000, the largest of the candidates' defaults)"),
+    # Beam writes every shard asked for: --num_shards 1000000 on 40 series
+    # wrote empty files for 9 minutes (57,000 of them) before it was killed.
+    (["--num_shards", "6"], "--num_shards 6 is more than the input's 5 rows"),
 ])
 def test_bad_options_exit_2(tmp_path, extra, expected):
     input_ = _write(tmp_path / "in.parquet", _good_table())
