@@ -71,13 +71,15 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
         now); the manifest reports it and the wall time from it.
 
     Raises:
-      UsageError: a bad option or runner (a remote job's: pipeline/dataflow.py),
+      UsageError: a bad option (gpfit's, or the local runner's
+        --direct_num_workers) or runner (a remote job's: pipeline/dataflow.py),
         unusable input, an unsafe output folder or an unusable
         --previous_output (unless --previous_output_optional), in one line
         for stderr, found before TensorFlow loads.
     """
     gp = options.view_as(GPFitOptions)
     check(gp)
+    runtime.check_workers(options)
     config = fit_config(gp)
     runner = runtime.runner(options)
     if not runtime.is_local(options):

@@ -198,6 +198,20 @@ def processes_per_machine(options: PipelineOptions) -> Optional[int]:
     return None
 
 
+def check_workers(options: PipelineOptions) -> None:
+    """Refuses a negative --direct_num_workers for the local runner, which
+    Beam's FnApiRunner takes and then fails the job with ("list index out of
+    range"); 0 is Beam's one worker per core.
+
+    Raises:
+      UsageError: --direct_num_workers below 0.
+    """
+    workers = options.view_as(DirectOptions).direct_num_workers
+    if is_local(options) and workers is not None and workers < 0:
+        raise UsageError(f"--direct_num_workers must be >= 0 (0: one worker per core); "
+                         f"got {workers}")
+
+
 def fits_in_this_process(options: PipelineOptions) -> bool:
     """Whether the job's fitting step runs in this process: the local
     runner's in-process worker (not multi_processing, no other worker
