@@ -99,7 +99,8 @@ class SummariseFits(beam.CombineFn):
 
     def create_accumulator(self) -> dict:
         return {"fitters_built": 0, "count": 0, "sum": 0, "min": None, "max": None,
-                "tracing_count_max": None, "calls": 0, "call_bins": {}, "call_max": None,
+                "tracing_count_max": None, "calls": 0, "call_bins": {}, "call_min": None,
+                "call_max": None,
                 "over_estimate_max": None, "kernels": {}}
 
     def add_input(self, acc: dict, stats: metrics.FitStats) -> dict:
@@ -110,7 +111,8 @@ class SummariseFits(beam.CombineFn):
             "sum": stats.series * stats.ms_per_series, "min": stats.ms_per_series,
             "max": stats.ms_per_series, "tracing_count_max": stats.tracing_count,
             "calls": 1, "call_bins": {_seconds_bin(stats.call_seconds): 1},
-            "call_max": stats.call_seconds, "over_estimate_max": over,
+            "call_min": stats.call_seconds, "call_max": stats.call_seconds,
+            "over_estimate_max": over,
             "kernels": {kernel: [series, newton, grid]
                         for kernel, series, newton, grid in stats.work}}])
 
@@ -122,7 +124,7 @@ class SummariseFits(beam.CombineFn):
             for key, n in acc["call_bins"].items():
                 merged["call_bins"][key] = merged["call_bins"].get(key, 0) + n
             for key, pick in (("min", min), ("max", max), ("tracing_count_max", max),
-                              ("call_max", max), ("over_estimate_max", max)):
+                              ("call_min", min), ("call_max", max), ("over_estimate_max", max)):
                 if acc[key] is not None:
                     merged[key] = acc[key] if merged[key] is None else pick(merged[key], acc[key])
             for kernel, figures in acc["kernels"].items():
@@ -137,9 +139,12 @@ class SummariseFits(beam.CombineFn):
             fit_ms = {"count": acc["count"], "sum": acc["sum"], "min": acc["min"],
                       "max": acc["max"], "mean": acc["sum"] / acc["count"]}
         if acc["calls"]:
-            median = _median_of_bins(acc["call_bins"], acc["calls"])
+            # A bin's centre may lie outside the calls' range (one call of
+            # 17.914 s had a median of 17.84): the median is within it.
+            median = min(max(_median_of_bins(acc["call_bins"], acc["calls"]), acc["call_min"]),
+                         acc["call_max"])
             over = acc["over_estimate_max"]
-            calls = {"count": acc["calls"], "median": min(median, acc["call_max"]),
+            calls = {"count": acc["calls"], "median": median,
                      "max": acc["call_max"],
                      "max_over_estimate": None if over is None else round(over, 3)}
         work = {kernel: {"series": series, "newton_evaluations": newton,
