@@ -309,7 +309,10 @@ class Progress:
             eta = None
             if self.total is not None and self._processes:
                 eta = self._eta(max(self.total / self._processes - self.done, 0.0), rate, now)
-            pace = f"{rate:.2f} series/s, ETA " + (f"{eta:.0f} s" if eta is not None
+            # Two significant digits below 1 series/s: long series fit at
+            # minutes each, which two decimals said as "0.00 series/s".
+            said = f"{rate:.2f}" if rate >= 1.0 else f"{rate:.2g}"
+            pace = f"{said} series/s, ETA " + (f"{eta:.0f} s" if eta is not None
                                                    else "not known")
         else:
             pace = "rate and ETA not known yet (no fit call finished)"

@@ -65,6 +65,18 @@ def test_progress_rate_and_eta_count_fit_calls_and_the_running_one():
     assert "ETA 0 s" in progress.beat()
 
 
+def test_a_rate_below_one_series_a_second_is_not_said_as_zero():
+    """Long series (minutes each on the O(n) path, or under auto) were
+    said to fit at "0.00 series/s", with an ETA of hours beside it."""
+    now = [0.0]
+    progress = runtime.Progress(lambda: now[0], every_s=30.0)
+    progress.set_total(10)
+    progress.start_call(3, 900.0)
+    now[0] = 900.0
+    line = progress.add(3)  # 3 series in 900 s, 7 left: 2100 s
+    assert "0.0033 series/s, ETA 2100 s" in line
+
+
 def test_progress_lines_come_during_a_long_fit_call():
     now = [0.0]
     progress = runtime.Progress(lambda: now[0], every_s=30.0)
