@@ -20,7 +20,6 @@ import time
 from typing import Callable, Optional
 
 import apache_beam as beam
-import numpy as np
 from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils import shared
 
@@ -32,6 +31,7 @@ quiet.import_tensorflow(keep_lines=logging.getLogger("gpfit").isEnabledFor(loggi
 
 from gpcore import Batching, FitConfig, FitResult, Series  # noqa: E402
 from gpcore.result import FAILED, OK  # noqa: E402
+from gpcore.batching import finite_points  # noqa: E402
 from pipeline import metrics, runtime  # noqa: E402
 from pipeline.handler import FitterHandler  # noqa: E402
 from pipeline.io import conversion, fingerprint  # noqa: E402
@@ -100,7 +100,7 @@ class BatchByLength(beam.DoFn):
         self._buckets = {}
 
     def process(self, series: Series):
-        key = self._batching.bucket(np.size(series.y))
+        key = self._batching.bucket_of(series)
         bucket, costs, seconds = self._buckets.get(key, ([], [], 0.0))
         bucket.append(series)
         costs.append(self._batching.cost_of(series))
@@ -113,7 +113,8 @@ class BatchByLength(beam.DoFn):
 
     def finish_bundle(self):
         rest = sorted((pair for bucket, costs, _ in self._buckets.values()
-                       for pair in zip(bucket, costs)), key=lambda pair: np.size(pair[0].y))
+                       for pair in zip(bucket, costs)),
+                      key=lambda pair: finite_points(pair[0]))
         self._buckets = {}
         call, seconds = [], 0.0
         for series, cost in rest:
