@@ -171,6 +171,18 @@ def test_output_is_compressed_and_fit_calls_are_timed(long_run):
     assert long_run.manifest["unreadable_files"] == {"count": 0, "files": []}
 
 
+def test_work_per_kernel_counts_the_series_fitted(long_run):
+    """A skipped series reaches no fit: counted in work_per_kernel's
+    series, it diluted newton_evaluations_per_series (9.95 for a run of
+    16.25 a fitted series, 194 of 500 series skipped)."""
+    counts = long_run.manifest["counts"]
+    assert counts["skipped"] >= 1
+    (kernel, work), = long_run.manifest["work_per_kernel"].items()
+    assert work["series"] == counts["ok"] + counts["failed"]
+    assert work["newton_evaluations_per_series"] == round(
+        work["newton_evaluations"] / work["series"], 2)
+
+
 def test_num_shards_sets_the_output_files(tmp_path):
     run = gpfit(write_long(str(tmp_path / "in"), make_series(n_series=4)),
                 str(tmp_path / "out"), *RUN_OPTIONS, "--num_shards", "3")
