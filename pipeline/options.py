@@ -84,8 +84,8 @@ class GPFitOptions(PipelineOptions):
         add("--seconds_per_fit_call", "S",
             "estimated core-seconds per fit call (default %(default)s)",
             type=float, default=SECONDS_PER_CALL)
-        add("--max_rows", "N", "skip series with more input points (rows; list elements when "
-            "nested), unassembled (default %(default)s)",
+        add("--max_rows", "N", "skip series with more input points, unassembled (default "
+            "%(default)s)",
             type=int, default=MAX_ROWS)
         add("--num_shards", "N", "output files; 0: the runner decides (default %(default)s)",
             type=int, default=0)
