@@ -28,6 +28,7 @@ write is a StorageError (exit code 5), and no half-written lock is left.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import logging
@@ -91,8 +92,7 @@ def check(output: str, break_lock: bool, now: Callable[[], float] = time.time) -
     if _ended_here(held):
         return
     age = now() - float(held.get("heartbeat_at", 0))
-    who = (f"run {held.get('run_id')} on host {held.get('host')}, pid {held.get('pid')}, "
-           f"started {_iso(held.get('started_at', 0))}")
+    who = _who(held)
     if age < float(held.get("stale_after_s", STALE_AFTER_S)):
         raise FolderBusy(f"output folder {output} is being written by another gpfit run "
                          f"({who}; heartbeat {age:.0f} s ago); wait for it to finish or give "
@@ -101,6 +101,54 @@ def check(output: str, break_lock: bool, now: Callable[[], float] = time.time) -
         raise FolderBusy(f"output folder {output} holds the lock {LOCK_NAME} of a gpfit run "
                          f"that seems to have stopped ({who}; last heartbeat {age / 60:.0f} "
                          "min ago); if no run is writing the folder, pass --break_lock")
+
+
+@dataclasses.dataclass(frozen=True)
+class Holder:
+    """The run a folder's lock names, as another run's reader sees it.
+
+    Attributes:
+      said: "run <id> on host <h>, pid <p>, started <iso>; heartbeat 5 s ago",
+        or what is known of a lock that cannot be read.
+      started_at: when it took the lock, seconds since the epoch (an
+        unreadable lock's: when it was written); None if unknown.
+      live: its heartbeat is recent (an unreadable lock: it is younger than
+        UNREADABLE_AFTER_S) and its process is not known to be gone: the
+        run may be writing the folder now.
+    """
+
+    said: str
+    started_at: Optional[float]
+    live: bool
+
+
+def holder(folder: str, now: Callable[[], float] = time.time) -> Optional[Holder]:
+    """The run holding folder's lock (a local run's on this host whose
+    process is gone is over for certain: not live); None without a lock."""
+    try:
+        if not FileSystems.exists(path_of(folder)):
+            return None
+    except OSError:
+        return None
+    held = read(folder)
+    if held is None:
+        age = _age(folder, now)
+        said = ("a lock that cannot be read" if age is None
+                else f"a lock that cannot be read, written {age:.0f} s ago")
+        return Holder(said, None if age is None else now() - age,
+                      age is not None and age < UNREADABLE_AFTER_S)
+    if _ended_here(held):
+        return Holder(f"{_who(held)}; its process is gone", float(held.get("started_at", 0)),
+                      False)
+    age = now() - float(held.get("heartbeat_at", 0))
+    return Holder(f"{_who(held)}; heartbeat {age:.0f} s ago",
+                  float(held.get("started_at", 0)),
+                  age < float(held.get("stale_after_s", STALE_AFTER_S)))
+
+
+def _who(held: dict) -> str:
+    return (f"run {held.get('run_id')} on host {held.get('host')}, pid {held.get('pid')}, "
+            f"started {_iso(held.get('started_at', 0))}")
 
 
 def acquire(output: str, run_id: str, break_lock: bool, local: bool,

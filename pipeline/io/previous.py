@@ -10,15 +10,16 @@ everything cold and says why (docs/design.md, "Reuse").
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from typing import Optional
 
 from apache_beam.io.filesystems import FileSystems
 
 from gpcore.result import OK
-from pipeline.io import manifest, rows, shards
+from pipeline.io import lock, manifest, rows, shards
 from pipeline.io.errors import NO_ANSWER, UsageError, first_line, listing_failure
 from pipeline.io.files import map_files
-from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER, same_folder
+from pipeline.io.outputs import FAILED_MARKER, LOCK_NAME, SUCCESS_MARKER, same_folder
 from pipeline.io.schema import PARAMETERS
 
 # Columns a previous shard must have: the id, the status and the parameters
@@ -68,21 +69,32 @@ def check(folder: str, output: str) -> PreviousRun:
     """
     check_not_output(folder, output)
     try:
+        held = lock.holder(folder)
+    except Exception as err:  # pylint: disable=broad-except
+        raise _unanswered(folder, err) from err
+    try:
         found = manifest.load(folder, SUCCESS_MARKER)
     except (OSError, ValueError, UnicodeDecodeError) as err:
-        failed = _exists(folder, FAILED_MARKER)
-        said = (f"holds {FAILED_MARKER}: that run failed" if failed
-                else f"has no readable {SUCCESS_MARKER} ({first_line(err)})")
+        if held is not None and held.live:
+            raise Unusable(f"--previous_output {folder} is being written by a gpfit run "
+                           f"({held.said}; its lock {LOCK_NAME}) and has no {SUCCESS_MARKER} yet",
+                           f"wait for that run to finish, {_ADVICE}") from err
+        if _exists(folder, FAILED_MARKER):
+            said = f"holds {FAILED_MARKER}: that run failed"
+        elif held is not None:
+            said = (f"has no {SUCCESS_MARKER} and holds the lock {LOCK_NAME} of a gpfit run "
+                    f"that stopped before finishing ({held.said})")
+        else:
+            said = f"has no readable {SUCCESS_MARKER} ({first_line(err)})"
         raise Unusable(f"--previous_output {folder} {said}",
                        f"give the folder of a run that succeeded, {_ADVICE}") from err
     except Exception as err:  # pylint: disable=broad-except
-        # Google's storage client gives up on a gs:// folder it cannot reach
-        # (offline, a proxy in the way) after 120 s, with a RetryError, which
-        # is no OSError: the run ended as a crash, exit 3, "report it".
-        if listing_failure(err) != NO_ANSWER:
-            raise
-        raise Unusable(f"--previous_output {folder} cannot be read: {NO_ANSWER}", _ADVICE
-                       ) from err
+        raise _unanswered(folder, err) from err
+    if held is not None and held.live and _locked_since(held, found):
+        # A run into that folder clears it first: its shards may go while read.
+        raise Unusable(f"--previous_output {folder} is being replaced by a gpfit run that "
+                       f"started after it was written ({held.said}; its lock {LOCK_NAME})",
+                       f"wait for that run to finish, or give another folder, {_ADVICE}")
     try:
         paths = shards.list_shards(folder)
         if not paths:
@@ -93,6 +105,16 @@ def check(folder: str, output: str) -> PreviousRun:
         raise Unusable(f"--previous_output: {err}", f"give a gpfit output folder, {_ADVICE}"
                        ) from err
     return PreviousRun(folder, str(found.get("kernel")), tuple(paths), sum(rows))
+
+
+def _unanswered(folder: str, err: Exception) -> "Unusable":
+    """Unusable for a folder Google Cloud did not answer for; err itself
+    otherwise. Google's storage client gives up on a gs:// folder it cannot
+    reach (offline, a proxy in the way) after 120 s with a RetryError, which
+    is no OSError: the run had ended as a crash, exit 3, "report it"."""
+    if listing_failure(err) != NO_ANSWER:
+        raise err
+    return Unusable(f"--previous_output {folder} cannot be read: {NO_ANSWER}", _ADVICE)
 
 
 def check_not_output(folder: str, output: str) -> None:
@@ -113,6 +135,17 @@ def warm_start(row: dict, kernel: str, previous_kernel: Optional[str]) -> Option
         return rows.parameters(row)
     except ValueError:  # a damaged row: the series is fitted cold
         return None
+
+
+def _locked_since(held: lock.Holder, found: dict) -> bool:
+    """held's run took the lock after the manifest `found` was written (the
+    run that wrote it holds its lock until just after; finished_at is
+    rounded down to the second)."""
+    try:
+        finished = datetime.datetime.fromisoformat(found["finished_at"]).timestamp()
+    except (KeyError, TypeError, ValueError):  # an older manifest: any live lock is another run's
+        return True
+    return held.started_at is None or held.started_at >= finished + 1.0
 
 
 def _exists(folder: str, name: str) -> bool:

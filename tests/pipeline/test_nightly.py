@@ -6,9 +6,11 @@ missing or corrupt.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import shutil
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -288,3 +290,51 @@ def test_the_previous_output_cannot_be_the_output(tmp_path, inputs, cold):
                 "--previous_output_optional")
     assert run.code == 2 and "is the --output folder" in run.stderr
     assert json.loads(open(os.path.join(cold.output, "_SUCCESS.json")).read())["counts"]
+
+
+def _lock(folder, run_id: str, started_at: float, heartbeat_at: float) -> None:
+    """A lock as another host's run writes it (pipeline/io/lock.py)."""
+    lock = {"run_id": run_id, "host": "another-host", "pid": 4321, "local": False,
+            "started_at": started_at, "heartbeat_at": heartbeat_at, "stale_after_s": 600.0}
+    (folder / "_RUNNING.json").write_text(json.dumps(lock))
+
+
+@pytest.mark.parametrize("how,said", [
+    ("running", "is being written by a gpfit run (run r1 on host another-host"),
+    ("stopped", "has no _SUCCESS.json and holds the lock _RUNNING.json of a gpfit run that "
+                "stopped before finishing (run r1 on host another-host"),
+    ("replacing", "is being replaced by a gpfit run that started after it was written "
+                  "(run r1 on host another-host"),
+])
+def test_a_locked_previous_output_names_its_lock(tmp_path, inputs, cold, how, said):
+    # A run into the previous folder deletes its manifest first, then its
+    # shards: the error named only the missing _SUCCESS.json, and a run
+    # just started there (manifest not yet deleted) was read from.
+    previous = tmp_path / "previous"
+    shutil.copytree(cold.output, previous)
+    beat = time.time() - (3600 if how == "stopped" else 0)
+    if how == "replacing":  # locked after the manifest was written
+        finished = datetime.datetime.fromisoformat(cold.manifest["finished_at"]).timestamp()
+        beat = max(beat, finished + 2)
+    else:
+        (previous / "_SUCCESS.json").unlink()
+    _lock(previous, "r1", beat, beat)
+    run = gpfit(inputs[1], str(tmp_path / "out"), *RUN_OPTIONS,
+                "--previous_output", str(previous))
+    assert run.code == 2, run.stderr
+    assert said in run.stderr and "_RUNNING.json" in run.stderr, run.stderr
+    assert "--previous_output_optional" in run.stderr and not os.path.exists(run.output)
+
+
+def test_the_lock_of_the_run_that_wrote_the_previous_output_does_not_refuse_it(
+        tmp_path, inputs, cold):
+    # Between writing _SUCCESS.json and removing its lock, the run that wrote
+    # the folder still holds it: the folder is complete.
+    previous = tmp_path / "previous"
+    shutil.copytree(cold.output, previous)
+    started = datetime.datetime.fromisoformat(cold.manifest["started_at"]).timestamp()
+    _lock(previous, "r0", started + 0.5, time.time())
+    run = gpfit(inputs[1], str(tmp_path / "out"), *RUN_OPTIONS,
+                "--previous_output", str(previous))
+    assert run.code == 0, run.stderr
+    assert run.manifest["reuse"]["reused"] > 0
