@@ -5,7 +5,8 @@
                  glob, as for the input)
   Compare:       after a CoGroupByKey on the id, per series:
                    unchanged (same fingerprint; the old row "ok" or
-                   "skipped") -> the old row, reused=True     [REUSED]
+                   "skipped", with every WRITTEN value) -> the old
+                   row, reused=True                           [REUSED]
                    changed, new, or last "failed" -> the Series, fitted;
                    with the old parameters as its warm_start where the old
                    row is "ok" and of this kernel, and (but new
@@ -28,6 +29,7 @@ from gpcore.result import OK, SKIPPED
 from pipeline import metrics
 from pipeline.io import fingerprint, outputs, previous, shards
 from pipeline.io.errors import first_line
+from pipeline.io.schema import COLUMNS
 
 _LOG = logging.getLogger(__name__)
 
@@ -36,6 +38,11 @@ KEPT = "kept"                  # output tag: (Series, row) of reused "ok" rows, 
 OFFERED = "warm_starts"        # output tag: 1 per series given a warm start
 UNREADABLE = "unreadable"      # output tag: (path, reason) of a previous shard not read
 REUSABLE = (OK, SKIPPED)       # statuses an unchanged series keeps
+# Columns a reused row must hold a value in: the schema's non-null ones but
+# those reuse sets. A row without one (a shard another tool rewrote without
+# n_points, say) is fitted: written with its null, it failed the job (exit 3).
+WRITTEN = tuple(c.name for c in COLUMNS
+                if not c.nullable and c.name not in ("reused", "warm_started"))
 
 
 class Reuse(NamedTuple):
@@ -120,7 +127,8 @@ class Compare(beam.DoFn):
         # Hashed here once; its row takes the fingerprint from the series.
         series = fingerprint.stamped(self._key, tonight[0])
         if (old["status"] in REUSABLE and old.get("fingerprint")
-                and old["fingerprint"] == series.fingerprint):
+                and old["fingerprint"] == series.fingerprint
+                and all(old.get(name) is not None for name in WRITTEN)):
             self._reused.inc()
             row = dict(old, reused=True, warm_started=False)
             yield beam.pvalue.TaggedOutput(REUSED, row)

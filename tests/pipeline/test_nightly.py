@@ -338,3 +338,23 @@ def test_the_lock_of_the_run_that_wrote_the_previous_output_does_not_refuse_it(
                 "--previous_output", str(previous))
     assert run.code == 0, run.stderr
     assert run.manifest["reuse"]["reused"] > 0
+
+
+def test_previous_rows_without_a_required_value_are_fitted_not_reused(tmp_path, inputs, cold,
+                                                                      second_night):
+    # Last night's shards rewritten by another tool without n_points and
+    # converged (or with nulls there): reused, those rows failed the write
+    # of the whole job (exit 3, non-nullable column).
+    previous = tmp_path / "previous"
+    shutil.copytree(cold.output, previous)
+    for shard in previous.glob("params/part-*.parquet"):
+        table = pq.read_table(shard).drop_columns(["n_points", "converged"])
+        pq.write_table(table, shard)
+    run = gpfit(inputs[1], str(tmp_path / "out"), *RUN_OPTIONS, "--previous_output",
+                str(previous))
+    assert run.code == 0, run.stderr
+    rows = run.rows()
+    assert sorted(r["series_id"] for r in rows) == sorted(second_night)
+    assert not any(r["reused"] for r in rows)
+    assert run.manifest["reuse"]["warm_starts_offered"] == sum(
+        r["status"] == "ok" for r in cold.rows() if r["series_id"] in second_night)

@@ -55,3 +55,10 @@ def test_a_row_whose_parameters_give_no_model_is_fitted_cold():
 def test_a_new_series_passes_as_it_is():
     (series,), tagged = _compare(None)
     assert series is SERIES and tagged == {}
+
+
+def test_an_unchanged_row_without_a_value_the_output_requires_is_fitted_warm():
+    old = dict(rows.of_fit(OLD, fingerprint.of_points(KEY, SERIES.t, SERIES.y)),
+               iterations=None)
+    (series,), tagged = _compare(old)
+    assert REUSED not in tagged and series.warm_start == rows.parameters(old)
