@@ -64,8 +64,9 @@ def check(folder: str, output: str) -> PreviousRun:
     Raises:
       UsageError: it is the output folder.
       Unusable: it has no _SUCCESS.json (missing, unfinished, failed) or one
-        that does not read, or Google Cloud does not answer for it; it has no
-        shards, or one that is not Parquet or lacks a needed column.
+        that does not read, or Google Cloud does not answer for it; another
+        run holds its lock; it has no shards, or one that is not Parquet or
+        lacks a needed column; its shards are not those its manifest lists.
     """
     check_not_output(folder, output)
     try:
@@ -104,6 +105,7 @@ def check(folder: str, output: str) -> PreviousRun:
     except UsageError as err:
         raise Unusable(f"--previous_output: {err}", f"give a gpfit output folder, {_ADVICE}"
                        ) from err
+    _check_listed(folder, paths, found.get("output_files"))
     return PreviousRun(folder, str(found.get("kernel")), tuple(paths), sum(rows))
 
 
@@ -115,6 +117,26 @@ def _unanswered(folder: str, err: Exception) -> "Unusable":
     if listing_failure(err) != NO_ANSWER:
         raise err
     return Unusable(f"--previous_output {folder} cannot be read: {NO_ANSWER}", _ADVICE)
+
+
+def _check_listed(folder: str, paths: list[str], listed) -> None:
+    """Raises Unusable unless the shards found are those the manifest lists
+    (`listed`, names relative to folder; unchecked where absent): a copy
+    cut short lacks some, and their series were fitted without a word; a
+    stray copy of a shard gave its series twice, one taken at random."""
+    if not isinstance(listed, list) or not listed:
+        return
+    names = {str(name).rsplit("/", 1)[-1] for name in listed}
+    found = {path.rsplit("/", 1)[-1] for path in paths}
+    missing, extra = sorted(names - found), sorted(found - names)
+    if missing:
+        raise Unusable(f"--previous_output {folder} lacks {len(missing)} shard(s) its "
+                       f"{SUCCESS_MARKER} lists ({', '.join(missing[:3])}): a copy cut short?",
+                       f"copy the whole folder again, {_ADVICE}")
+    if extra:
+        raise Unusable(f"--previous_output {folder} holds {len(extra)} shard(s) its "
+                       f"{SUCCESS_MARKER} does not list ({', '.join(extra[:3])}), which would "
+                       "give their series twice", f"remove them, {_ADVICE}")
 
 
 def check_not_output(folder: str, output: str) -> None:

@@ -358,3 +358,24 @@ def test_previous_rows_without_a_required_value_are_fitted_not_reused(tmp_path, 
     assert not any(r["reused"] for r in rows)
     assert run.manifest["reuse"]["warm_starts_offered"] == sum(
         r["status"] == "ok" for r in cold.rows() if r["series_id"] in second_night)
+
+
+@pytest.mark.parametrize("how,said", [
+    ("missing", "lacks 1 shard(s) its _SUCCESS.json lists (part-00000-of-00002.parquet)"),
+    ("extra", "holds 1 shard(s) its _SUCCESS.json does not list "
+              "(part-00000-of-00002 (1).parquet)"),
+])
+def test_previous_shards_must_be_those_its_manifest_lists(tmp_path, inputs, how, said):
+    # A copy cut short was used as it was: its missing shard's series were
+    # fitted with no word; a stray copy of a shard gave its series twice.
+    night1 = gpfit(inputs[0], str(tmp_path / "night1"), *RUN_OPTIONS, "--num_shards", "2")
+    assert night1.code == 0, night1.stderr
+    first = tmp_path / "night1" / "params" / "part-00000-of-00002.parquet"
+    if how == "missing":
+        first.unlink()
+    else:
+        shutil.copy(first, first.with_name("part-00000-of-00002 (1).parquet"))
+    run = gpfit(inputs[1], str(tmp_path / "out"), *RUN_OPTIONS,
+                "--previous_output", night1.output)
+    assert run.code == 2 and said in run.stderr, run.stderr
+    assert "--previous_output_optional" in run.stderr
