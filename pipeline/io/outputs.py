@@ -25,7 +25,7 @@ import re
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io.errors import UsageError, listing_failure
-from pipeline.io.inputs import GLOB_CHARACTERS, glob_regex, is_glob
+from pipeline.io.inputs import GLOB_CHARACTERS, escaped, glob_regex, is_glob
 
 PARAMS_PREFIX = "params"            # the parameters' folder
 PREDICTIONS_PREFIX = "predictions"  # the predictions' folder
@@ -96,17 +96,19 @@ def params_prefix(output: str, prefix: str = PARAMS_PREFIX) -> str:
 
 def params_pattern(output: str, prefix: str = PARAMS_PREFIX) -> str:
     """The glob matching a table's shards in an output folder of this release."""
-    return FileSystems.join(output.rstrip("/"), prefix, f"part-*{PARAMS_SUFFIX}")
+    return FileSystems.join(escaped(output.rstrip("/")), prefix, f"part-*{PARAMS_SUFFIX}")
 
 
 def legacy_pattern(output: str, prefix: str = PARAMS_PREFIX) -> str:
     """The glob matching a table's shards in a gpfit 0.4.0 output folder."""
-    return FileSystems.join(output.rstrip("/"), f"{prefix}-*{PARAMS_SUFFIX}")
+    return FileSystems.join(escaped(output.rstrip("/")), f"{prefix}-*{PARAMS_SUFFIX}")
 
 
 def shard_patterns(output: str, prefix: str = PARAMS_PREFIX) -> tuple[str, str]:
     """Both layouts' globs: what a reader of any gpfit output matches (a
-    folder holds one layout: a run clears the other's shards)."""
+    folder holds one layout: a run clears the other's shards). The folder
+    is quoted (inputs.escaped): gpfit writes none named with a wildcard, but
+    a copy may be (`night [1]`), and as a pattern it matched no shard."""
     return params_pattern(output, prefix), legacy_pattern(output, prefix)
 
 

@@ -379,3 +379,15 @@ def test_previous_shards_must_be_those_its_manifest_lists(tmp_path, inputs, how,
                 "--previous_output", night1.output)
     assert run.code == 2 and said in run.stderr, run.stderr
     assert "--previous_output_optional" in run.stderr
+
+
+def test_a_previous_output_copied_to_a_folder_named_like_a_glob_is_read(tmp_path, inputs,
+                                                                        cold):
+    # `night [1]` as a pattern matches `night 1`: none of its shards were
+    # found ("holds no parameter shards").
+    previous = tmp_path / "night [1]"
+    shutil.copytree(cold.output, previous)
+    run = gpfit(inputs[0], str(tmp_path / "out"), *RUN_OPTIONS,
+                "--previous_output", str(previous))
+    assert run.code == 0, run.stderr
+    assert all(r["reused"] for r in run.rows()) and len(run.rows()) == len(cold.rows())
