@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import posixpath
 from typing import Optional
 
 from apache_beam.io.filesystems import FileSystems
@@ -19,6 +20,7 @@ from gpcore.result import OK
 from pipeline.io import lock, manifest, rows, shards
 from pipeline.io.errors import NO_ANSWER, UsageError, first_line, listing_failure
 from pipeline.io.files import map_files
+from pipeline.io.inputs import is_glob
 from pipeline.io.outputs import FAILED_MARKER, LOCK_NAME, SUCCESS_MARKER, same_folder
 from pipeline.io.schema import PARAMETERS
 
@@ -87,8 +89,15 @@ def check(folder: str, output: str) -> PreviousRun:
                     f"that stopped before finishing ({held.said})")
         else:
             said = f"has no readable {SUCCESS_MARKER} ({first_line(err)})"
-        raise Unusable(f"--previous_output {folder} {said}",
-                       f"give the folder of a run that succeeded, {_ADVICE}") from err
+        advice = "give the folder of a run that succeeded"
+        above = _output_above(folder)
+        if above is not None:
+            said += f"; it lies in the gpfit output folder {above}"
+            advice = "give that folder"
+        elif is_glob(folder):
+            said += "; it takes one folder, not a glob"
+            advice = "give last night's folder"
+        raise Unusable(f"--previous_output {folder} {said}", f"{advice}, {_ADVICE}") from err
     except Exception as err:  # pylint: disable=broad-except
         raise _unanswered(folder, err) from err
     if held is not None and held.live and _locked_since(held, found):
@@ -157,6 +166,19 @@ def warm_start(row: dict, kernel: str, previous_kernel: Optional[str]) -> Option
         return rows.parameters(row)
     except ValueError:  # a damaged row: the series is fitted cold
         return None
+
+
+def _output_above(path: str) -> Optional[str]:
+    """The output folder a table folder or a file of it lies in (what was
+    meant by `night1/params`, `night1/params/part-....parquet`), or None."""
+    for _ in range(2):
+        parent = posixpath.dirname(path.rstrip("/"))
+        if not parent or parent.rstrip("/").endswith(":") or parent == path.rstrip("/"):
+            return None
+        if _exists(parent, SUCCESS_MARKER):
+            return parent
+        path = parent
+    return None
 
 
 def _locked_since(held: lock.Holder, found: dict) -> bool:

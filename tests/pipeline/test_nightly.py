@@ -391,3 +391,20 @@ def test_a_previous_output_copied_to_a_folder_named_like_a_glob_is_read(tmp_path
                 "--previous_output", str(previous))
     assert run.code == 0, run.stderr
     assert all(r["reused"] for r in run.rows()) and len(run.rows()) == len(cold.rows())
+
+
+@pytest.mark.parametrize("given,said", [
+    ("params", "; it lies in the gpfit output folder {cold}; give that folder"),
+    ("params/part-00000-of-00001.parquet",
+     "; it lies in the gpfit output folder {cold}; give that folder"),
+    ("_SUCCESS.json", "; it lies in the gpfit output folder {cold}; give that folder"),
+    (None, "; it takes one folder, not a glob; give last night's folder"),
+])
+def test_a_path_in_or_around_the_previous_output_says_which_folder_to_give(tmp_path, inputs,
+                                                                           cold, given, said):
+    # The params table folder, a shard, the manifest or a glob of nights was
+    # refused as having "no readable _SUCCESS.json" (or "Not a directory").
+    previous = (os.path.join(cold.output, given) if given
+                else os.path.join(os.path.dirname(cold.output), "*"))  # None: a glob of nights
+    run = gpfit(inputs[1], str(tmp_path / "out"), *RUN_OPTIONS, "--previous_output", previous)
+    assert run.code == 2 and said.format(cold=cold.output) in run.stderr, run.stderr
