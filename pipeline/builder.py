@@ -85,6 +85,8 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     if not runtime.is_local(options):
         dataflow.check(options, runner)  # before the lock and the clearing: Beam checks late
     columns = Columns(gp.id_column, gp.time_column, gp.value_column)
+    if gp.previous_output:  # optional or not: a mistake, named before the output's checks
+        previous.check_not_output(gp.previous_output, gp.output)
     if check_paths:
         spec = inputs.inspect(gp.input, columns, inputs.MAX_FOOTERS)
         check_shards(gp.num_shards, spec)
@@ -215,8 +217,6 @@ def nightly_plan(gp: GPFitOptions, check_paths: bool, spec: InputSpec
       UsageError: an unusable --previous_output without --previous_output_optional.
     """
     folder, kernel, note = gp.previous_output or None, None, None
-    if folder:
-        previous.check_not_output(folder, gp.output)  # optional or not: a mistake
     if folder and check_paths:
         try:
             kernel = previous.check(folder, gp.output).kernel

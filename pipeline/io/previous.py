@@ -21,7 +21,7 @@ from pipeline.io import lock, manifest, rows, shards
 from pipeline.io.errors import NO_ANSWER, UsageError, first_line, listing_failure
 from pipeline.io.files import map_files
 from pipeline.io.inputs import is_glob
-from pipeline.io.outputs import FAILED_MARKER, LOCK_NAME, SUCCESS_MARKER, same_folder
+from pipeline.io.outputs import FAILED_MARKER, LOCK_NAME, SUCCESS_MARKER, resolved, same_folder
 from pipeline.io.schema import PARAMETERS
 
 # Columns a previous shard must have: the id, the status and the parameters
@@ -149,10 +149,16 @@ def _check_listed(folder: str, paths: list[str], listed) -> None:
 
 
 def check_not_output(folder: str, output: str) -> None:
-    """Raises UsageError if the previous output is this run's output folder."""
+    """Raises UsageError if the previous output is this run's output folder
+    or lies inside it (where the output's check named only a file there
+    "which gpfit did not write")."""
     if same_folder(folder, output):
         raise UsageError(f"--previous_output {folder} is the --output folder, which this run "
                          "replaces; write each night into its own folder")
+    if resolved(folder).startswith(resolved(output).rstrip("/") + "/"):
+        raise UsageError(f"--previous_output {folder} lies inside the --output folder "
+                         f"{output}, which this run replaces; write each night into its own "
+                         "folder, beside the others")
 
 
 def warm_start(row: dict, kernel: str, previous_kernel: Optional[str]) -> Optional[dict]:

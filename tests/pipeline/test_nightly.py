@@ -285,6 +285,18 @@ def test_nightly_options_are_checked(tmp_path, inputs, argv, said):
     assert run.code == 2 and said in run.stderr
 
 
+def test_the_previous_output_cannot_lie_inside_the_output(tmp_path, inputs, cold):
+    # Refused before, as the output folder holding "'night1/_SUCCESS.json',
+    # which gpfit did not write": no word of --previous_output.
+    shutil.copytree(cold.output, tmp_path / "out" / "night1")
+    run = gpfit(inputs[1], str(tmp_path / "out"), "--previous_output",
+                str(tmp_path / "out" / "night1"), "--previous_output_optional")
+    assert run.code == 2, run.stderr
+    assert f"lies inside the --output folder {tmp_path / 'out'}, which this run replaces" in (
+        run.stderr)
+    assert (tmp_path / "out" / "night1" / "_SUCCESS.json").exists()
+
+
 def test_the_previous_output_cannot_be_the_output(tmp_path, inputs, cold):
     run = gpfit(inputs[1], cold.output + "/", "--previous_output", cold.output,
                 "--previous_output_optional")
