@@ -170,3 +170,26 @@ def test_an_unreadable_lock_does_not_wedge_the_folder(tmp_path, content):
     lock.acquire(str(output), "theirs", False, local=True)
     assert lock.read(str(output))["run_id"] == "theirs"
 
+
+
+def test_the_holder_as_another_runs_reader_sees_it(tmp_path):
+    """What --previous_output says of a folder's lock (lock.holder): live
+    or not, and who."""
+    output = str(tmp_path / "out")
+    assert lock.holder(output) is None
+    _stale_lock(output, age_s=5.0)
+    live = lock.holder(output)
+    assert live.live and live.said.startswith("run deadbeef0000 on host elsewhere, pid 4242")
+    _stale_lock(output, age_s=2 * lock.STALE_AFTER_S)
+    assert not lock.holder(output).live
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        json.dump({**_stale_lock(output, age_s=1.0), "local": True,
+                   "host": lock.socket.gethostname(), "pid": int(gone.stdout)}, f)
+    ended = lock.holder(output)
+    assert not ended.live and ended.said.endswith("its process is gone")
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        f.write('{"run_id": "ab')
+    unreadable = lock.holder(output)
+    assert unreadable.live and unreadable.said.startswith("a lock that cannot be read, written")
