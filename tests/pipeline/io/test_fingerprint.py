@@ -104,3 +104,26 @@ def test_a_stamped_series_carries_its_fingerprint_and_is_not_hashed_again(monkey
 
 def _refuse(*args):
     raise AssertionError("hashed again")
+
+
+def test_t_retyped_keeps_the_fingerprint_where_design_md_says_and_a_unit_does_not():
+    """docs/design.md, "Fingerprint": after the conversion to days, a date's
+    type, a time zone and an integer's width do not matter; a timestamp's
+    unit rounds differently (us against ns, hourly times)."""
+    import pyarrow as pa
+
+    from pipeline.io.columns import as_float
+
+    days = np.arange(19_000, 19_040, dtype=np.int32)
+    y = np.cos(days / 7.0)
+    same = fingerprint.of_points(KEY, days.astype(np.float64), y)
+    dates = pa.array(days).cast(pa.date32())
+    midnight = pa.array(days.astype(np.int64) * 86_400_000_000).cast(pa.timestamp("us"))
+    for t in (dates, dates.cast(pa.date64()), midnight, midnight.cast(pa.timestamp("ns", "UTC")),
+              midnight.cast(pa.timestamp("s", "Europe/Paris")), pa.array(days),
+              pa.array(days.astype(np.int64))):
+        assert fingerprint.of_points(KEY, as_float(t), y) == same, t.type
+    hours = pa.array(1_700_000_000_000_000 + 3_600_000_000 * np.arange(40)).cast(
+        pa.timestamp("us"))
+    assert (fingerprint.of_points(KEY, as_float(hours), y)
+            != fingerprint.of_points(KEY, as_float(hours.cast(pa.timestamp("ns"))), y))
