@@ -2,8 +2,9 @@
 and what its rows give the next run.
 
 A previous output is usable when it holds _SUCCESS.json (a run that
-finished and succeeded) and parameter shards whose footers read and which
-have the columns a warm start needs. Anything else is refused at launch
+finished and succeeded), no other run is writing it (its lock), and the
+parameter shards its manifest lists, whose footers read and which have the
+columns a warm start needs. Anything else is refused at launch
 (exit code 2) unless --previous_output_optional is given; then the run fits
 everything cold and says why (docs/design.md, "Reuse").
 """
@@ -78,26 +79,7 @@ def check(folder: str, output: str) -> PreviousRun:
     try:
         found = manifest.load(folder, SUCCESS_MARKER)
     except (OSError, ValueError, UnicodeDecodeError) as err:
-        if held is not None and held.live:
-            raise Unusable(f"--previous_output {folder} is being written by a gpfit run "
-                           f"({held.said}; its lock {LOCK_NAME}) and has no {SUCCESS_MARKER} yet",
-                           f"wait for that run to finish, {_ADVICE}") from err
-        if _exists(folder, FAILED_MARKER):
-            said = f"holds {FAILED_MARKER}: that run failed"
-        elif held is not None:
-            said = (f"has no {SUCCESS_MARKER} and holds the lock {LOCK_NAME} of a gpfit run "
-                    f"that stopped before finishing ({held.said})")
-        else:
-            said = f"has no readable {SUCCESS_MARKER} ({first_line(err)})"
-        advice = "give the folder of a run that succeeded"
-        above = _output_above(folder)
-        if above is not None:
-            said += f"; it lies in the gpfit output folder {above}"
-            advice = "give that folder"
-        elif is_glob(folder):
-            said += "; it takes one folder, not a glob"
-            advice = "give last night's folder"
-        raise Unusable(f"--previous_output {folder} {said}", f"{advice}, {_ADVICE}") from err
+        raise _without_manifest(folder, held, err) from err
     except Exception as err:  # pylint: disable=broad-except
         raise _unanswered(folder, err) from err
     if held is not None and held.live and _locked_since(held, found):
@@ -172,6 +154,32 @@ def warm_start(row: dict, kernel: str, previous_kernel: Optional[str]) -> Option
         return rows.parameters(row)
     except ValueError:  # a damaged row: the series is fitted cold
         return None
+
+
+def _without_manifest(folder: str, held: Optional[lock.Holder], err: Exception) -> Unusable:
+    """Why a folder without a readable _SUCCESS.json is unusable: a run
+    writing it (its lock), a failed or stopped run, or none at all, and
+    what was likely meant (the output folder a path lies in; not a glob)."""
+    if held is not None and held.live:
+        return Unusable(f"--previous_output {folder} is being written by a gpfit run "
+                        f"({held.said}; its lock {LOCK_NAME}) and has no {SUCCESS_MARKER} yet",
+                        f"wait for that run to finish, {_ADVICE}")
+    if _exists(folder, FAILED_MARKER):
+        said = f"holds {FAILED_MARKER}: that run failed"
+    elif held is not None:
+        said = (f"has no {SUCCESS_MARKER} and holds the lock {LOCK_NAME} of a gpfit run "
+                f"that stopped before finishing ({held.said})")
+    else:
+        said = f"has no readable {SUCCESS_MARKER} ({first_line(err)})"
+    advice = "give the folder of a run that succeeded"
+    above = _output_above(folder)
+    if above is not None:
+        said += f"; it lies in the gpfit output folder {above}"
+        advice = "give that folder"
+    elif is_glob(folder):
+        said += "; it takes one folder, not a glob"
+        advice = "give last night's folder"
+    return Unusable(f"--previous_output {folder} {said}", f"{advice}, {_ADVICE}")
 
 
 def _output_above(path: str) -> Optional[str]:
