@@ -105,6 +105,28 @@ def test_unchanged_series_are_copied_exactly(nightly, cold):
     assert nightly.manifest["reuse"]["reused"] == len(unchanged)
 
 
+def test_a_third_night_reuses_the_second_nights_fits_and_reused_rows(tmp_path, nightly,
+                                                                    second_night):
+    # Night 3: night 2's data re-split into other files, s07 changed. Rows
+    # night 2 fitted (warm-started or new) and rows it reused are reused
+    # again, unchanged but for warm_started; s07 is warm-started from them.
+    third = {k: (t.copy(), y.copy()) for k, (t, y) in second_night.items()}
+    third["s07"][1][0] += 1.0
+    night3 = gpfit(write_long(str(tmp_path / "night3"), third, seed=42),
+                   str(tmp_path / "out3"), *RUN_OPTIONS, "--previous_output", nightly.output)
+    assert night3.code == 0, night3.stderr
+    before, after = by_id(nightly.rows()), by_id(night3.rows())
+    assert sorted(after) == sorted(third)
+    for sid in sorted(set(after) - {"s07"}):
+        assert after[sid]["reused"] is True, sid
+        assert dict(after[sid], reused=None, warm_started=None) == dict(
+            before[sid], reused=None, warm_started=None), sid
+    assert not after["s07"]["reused"] and after["s07"]["warm_started"]
+    assert night3.manifest["reuse"] == {"reused": len(third) - 1, "warm_started": 1,
+                                        "fitted": 1, "warm_starts_offered": 1,
+                                        "previous_unreadable_shards": 0}
+
+
 def test_changed_and_new_series_are_fitted_and_not_worse_than_cold(nightly, cold,
                                                                   second_night, fitter_for):
     before, after = by_id(cold.rows()), by_id(nightly.rows())
