@@ -5,8 +5,8 @@
                  glob, as for the input)
   Compare:       after a CoGroupByKey on the id, per series:
                    unchanged (same fingerprint; the old row "ok" or
-                   "skipped", with every WRITTEN value) -> the old
-                   row, reused=True                           [REUSED]
+                   "skipped", complete: reusable) -> the old row,
+                   reused=True                                [REUSED]
                    changed, new, or last "failed" -> the Series, fitted;
                    with the old parameters as its warm_start where the old
                    row is "ok" and of this kernel, and (but new
@@ -27,7 +27,7 @@ from apache_beam.io import fileio
 from gpcore import FitConfig
 from gpcore.result import OK, SKIPPED
 from pipeline import metrics
-from pipeline.io import fingerprint, outputs, previous, shards
+from pipeline.io import fingerprint, outputs, previous, rows, shards
 from pipeline.io.errors import first_line
 from pipeline.io.schema import COLUMNS
 
@@ -43,6 +43,25 @@ REUSABLE = (OK, SKIPPED)       # statuses an unchanged series keeps
 # n_points, say) is fitted: written with its null, it failed the job (exit 3).
 WRITTEN = tuple(c.name for c in COLUMNS
                 if not c.nullable and c.name not in ("reused", "warm_started"))
+
+
+def reusable(old: dict, fingerprint_now: str) -> bool:
+    """Whether an unchanged series keeps the previous row `old`: its
+    fingerprint is tonight's, its status REUSABLE, it holds every WRITTEN
+    value, and an "ok" row's parameters give a model (rows.parameters). A
+    row without one (a shard rewritten without `components`, which a sum
+    needs) was copied night after night, never forecast."""
+    if not (old["status"] in REUSABLE and old.get("fingerprint")
+            and old["fingerprint"] == fingerprint_now
+            and all(old.get(name) is not None for name in WRITTEN)):
+        return False
+    if old["status"] != OK:
+        return True
+    try:
+        rows.parameters(old)
+    except ValueError:
+        return False
+    return True
 
 
 class Reuse(NamedTuple):
@@ -126,9 +145,7 @@ class Compare(beam.DoFn):
             return
         # Hashed here once; its row takes the fingerprint from the series.
         series = fingerprint.stamped(self._key, tonight[0])
-        if (old["status"] in REUSABLE and old.get("fingerprint")
-                and old["fingerprint"] == series.fingerprint
-                and all(old.get(name) is not None for name in WRITTEN)):
+        if reusable(old, series.fingerprint):
             self._reused.inc()
             row = dict(old, reused=True, warm_started=False)
             yield beam.pvalue.TaggedOutput(REUSED, row)

@@ -62,3 +62,24 @@ def test_an_unchanged_row_without_a_value_the_output_requires_is_fitted_warm():
                iterations=None)
     (series,), tagged = _compare(old)
     assert REUSED not in tagged and series.warm_start == rows.parameters(old)
+
+
+def test_an_unchanged_row_whose_parameters_give_no_model_is_fitted_cold():
+    # Copied, it stayed "ok" night after night and was never forecast.
+    old = dict(rows.of_fit(OLD, fingerprint.of_points(KEY, SERIES.t, SERIES.y)),
+               amplitude=float("nan"))
+    (series,), tagged = _compare(old)
+    assert tagged == {} and series.warm_start is None
+
+
+def test_an_unchanged_sum_without_its_components_is_fitted():
+    # A shard rewritten by a tool that drops nested columns: a sum's
+    # parameters are its components.
+    config = FitConfig(kernel="rbf+periodic")
+    key = fingerprint.options_key(config)
+    old = {**rows.of_fit(OLD, fingerprint.of_points(key, SERIES.t, SERIES.y)),
+           "kernel": "rbf+periodic", "amplitude": None, "length_scale": None,
+           "components": None}
+    found = list(Compare(config, "rbf+periodic", key).process(
+        ("a", {"series": [SERIES], "previous": [old]})))
+    assert [type(x).__name__ for x in found] == ["Fingerprinted"]
