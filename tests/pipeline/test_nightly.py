@@ -279,6 +279,14 @@ def test_an_unusable_previous_output_is_refused_before_any_work(tmp_path, inputs
     assert not os.path.exists(run.output)
 
 
+def test_a_previous_output_of_a_scheme_beam_cannot_open_is_refused(tmp_path, inputs, cold):
+    previous = "file://" + cold.output  # Beam has no file system for file://
+    run = gpfit(inputs[1], str(tmp_path / "out"), *RUN_OPTIONS, "--previous_output", previous)
+    assert run.code == 2, run.stderr
+    assert run.stderr.startswith(f"gpfit: error: --previous_output {previous} has no readable "
+                                 "_SUCCESS.json (Unable to get filesystem"), run.stderr
+
+
 def test_an_optional_unusable_previous_output_means_a_cold_run(tmp_path, inputs, cold,
                                                                 second_night, caplog):
     previous = corrupt(cold.output, tmp_path / "previous", "manifest")
