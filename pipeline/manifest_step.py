@@ -12,7 +12,6 @@ input, so it runs only once every shard is in place.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from typing import Iterable, Optional
 
@@ -21,7 +20,8 @@ from apache_beam.pvalue import AsList
 
 from gpcore.result import FAILED, OK, SKIPPED
 from pipeline import metrics
-from pipeline.io import lock, manifest, outputs
+from pipeline.io import holdout_totals, lock, manifest, outputs
+from pipeline.io.log_bins import log_bin, median_of_bins
 
 _LOG = logging.getLogger(__name__)
 
@@ -61,32 +61,8 @@ class CountStatuses(CountEach):
         return {OK: 0, SKIPPED: 0, FAILED: 0}
 
 
-# Fit-call durations are kept as a histogram of bins 2% wide, so that the
-# median of 10^5 calls costs a few hundred numbers, not 10^5.
-_BIN = math.log(1.02)
-_SHORTEST_S = 1e-3
-
-
-def _seconds_bin(seconds: float) -> int:
-    return math.floor(math.log(max(seconds, _SHORTEST_S)) / _BIN)
-
-
-def _median_of_bins(bins: dict, count: int) -> float:
-    """The median of a histogram {bin: values} of `count` values in
-    log-spaced _BIN bins (as _seconds_bin's), to within 2 %: the bin centre
-    of the middle value, or the mean of the two middle values' for an even
-    count (the lower one alone is off by their whole gap). Four significant
-    digits: decimals would lose the 2 % below 0.05."""
-    ranks = [(count - 1) // 2, count // 2]  # 0-based ranks of the middle values
-    centres, seen = [], 0
-    for key in sorted(bins):
-        seen += bins[key]
-        while ranks and ranks[0] < seen:
-            centres.append(math.exp((key + 0.5) * _BIN))
-            ranks.pop(0)
-        if not ranks:
-            return float(f"{0.5 * (centres[0] + centres[1]):.4g}")
-    raise ValueError("empty histogram")
+# Fit-call seconds below this share its bin of the median's histogram.
+SHORTEST_CALL_S = 1e-3
 
 
 class SummariseFits(beam.CombineFn):
@@ -110,7 +86,7 @@ class SummariseFits(beam.CombineFn):
             "fitters_built": stats.fitters_built, "count": stats.series,
             "sum": stats.series * stats.ms_per_series, "min": stats.ms_per_series,
             "max": stats.ms_per_series, "tracing_count_max": stats.tracing_count,
-            "calls": 1, "call_bins": {_seconds_bin(stats.call_seconds): 1},
+            "calls": 1, "call_bins": {log_bin(stats.call_seconds, SHORTEST_CALL_S): 1},
             "call_min": stats.call_seconds, "call_max": stats.call_seconds,
             "over_estimate_max": over,
             "kernels": {kernel: [series, newton, grid]
@@ -141,7 +117,7 @@ class SummariseFits(beam.CombineFn):
         if acc["calls"]:
             # A bin's centre may lie outside the calls' range (one call of
             # 17.914 s had a median of 17.84): the median is within it.
-            median = min(max(_median_of_bins(acc["call_bins"], acc["calls"]), acc["call_min"]),
+            median = min(max(median_of_bins(acc["call_bins"], acc["calls"]), acc["call_min"]),
                          acc["call_max"])
             over = acc["over_estimate_max"]
             calls = {"count": acc["calls"], "median": median,
@@ -213,50 +189,20 @@ class CountReuse(beam.CombineFn):
 
 
 class SummariseHoldout(beam.CombineFn):
-    """Output rows -> the manifest's holdout totals: series scored, points, mase_mean, mase_median (to within 2 %: a
-    histogram of log MASE in 2 % bins, as the fit-call seconds), coverage_95
-    over all scored points; None when no row was scored."""
+    """Output rows -> the manifest's holdout totals (pipeline.io.holdout_totals,
+    which the report sums too); None when no row was scored."""
 
     def create_accumulator(self) -> dict:
-        return {"series": 0, "points": 0, "covered": 0.0, "mase_n": 0, "mase_sum": 0.0,
-                "bins": {}, "mase_max": None}
+        return holdout_totals.create()
 
     def add_input(self, acc: dict, row: dict) -> dict:
-        if row.get("holdout_coverage_95") is None:
-            return acc
-        acc["series"] += 1
-        acc["points"] += row["holdout_points"]
-        acc["covered"] += row["holdout_coverage_95"] * row["holdout_points"]
-        mase = row.get("holdout_mase")
-        if mase is not None:
-            acc["mase_n"] += 1
-            acc["mase_sum"] += mase
-            key = math.floor(math.log(max(mase, 1e-12)) / _BIN)
-            acc["bins"][key] = acc["bins"].get(key, 0) + 1
-            acc["mase_max"] = mase if acc["mase_max"] is None else max(acc["mase_max"], mase)
-        return acc
+        return holdout_totals.add(acc, row)
 
     def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
-        merged = self.create_accumulator()
-        for acc in accumulators:
-            for key in ("series", "points", "covered", "mase_n", "mase_sum"):
-                merged[key] += acc[key]
-            for key, n in acc["bins"].items():
-                merged["bins"][key] = merged["bins"].get(key, 0) + n
-            if acc["mase_max"] is not None:
-                merged["mase_max"] = max(acc["mase_max"], merged["mase_max"] or acc["mase_max"])
-        return merged
+        return holdout_totals.merge(accumulators)
 
     def extract_output(self, acc: dict) -> Optional[dict]:
-        if not acc["series"]:
-            return None
-        median = None
-        if acc["mase_n"]:
-            median = min(_median_of_bins(acc["bins"], acc["mase_n"]), acc["mase_max"])
-        return {"series": acc["series"], "points": acc["points"],
-                "mase_mean": acc["mase_sum"] / acc["mase_n"] if acc["mase_n"] else None,
-                "mase_median": median,
-                "coverage_95": acc["covered"] / acc["points"] if acc["points"] else None}
+        return holdout_totals.extract(acc)
 
 
 class Summaries(beam.CombineFn):

@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 
 from gpcore.kernels import kernel as kernel_named
 from gpcore.result import COMPONENT_FIELDS, FAILED, OK, SKIPPED
+from pipeline.io import holdout_totals
 from pipeline.io.schema import named
-from pipeline.manifest_step import SummariseHoldout
 
 STATUS_ORDER = (OK, SKIPPED, FAILED)
 
@@ -194,8 +194,7 @@ class Tally:
         self._reasons: dict[tuple[str, str], list] = {}
         # The backtest's totals, as the job's manifest sums them (one
         # definition of the median and the pooled coverage for both).
-        self._holdout = SummariseHoldout()
-        self._holdout_totals = self._holdout.create_accumulator()
+        self._holdout = holdout_totals.create()
 
     def add(self, batch: pa.RecordBatch) -> None:
         self.rows += batch.num_rows
@@ -221,7 +220,7 @@ class Tally:
         self.close_calls.update(kernels[chose & (margin < CLOSE_CALL)].tolist())
         if HOLDOUT_MASE in good.schema.names:  # shards before --holdout lack it
             for row in good.select(list(HOLDOUT)).to_pylist():
-                self._holdout.add_input(self._holdout_totals, row)
+                holdout_totals.add(self._holdout, row)
         bad = batch.filter(pc.invert(ok))
         for status_, error in zip(bad.column("status").to_pylist(),
                                   bad.column("error").to_pylist()):
@@ -248,7 +247,7 @@ class Tally:
         """With --holdout: {series, points, mase_mean, mase_median (within
         2 %), coverage_95 (over all held-out points)}, as in the manifest;
         None when no series has a backtest."""
-        return self._holdout.extract_output(self._holdout_totals)
+        return holdout_totals.extract(self._holdout)
 
     def quantity_names(self) -> list[str]:
         """Every quantity seen, in page order: mean, the kernels' parameters

@@ -244,7 +244,8 @@ def test_max_rows_below_max_points_is_refused_as_the_command_refuses_it(kwargs, 
 def test_a_series_over_max_rows_is_skipped_saying_fit_frames_option():
     (row,) = gpfit.fit_frame(_small_frame().head(8), max_rows=5, max_points=5).to_dict("records")
     assert row["status"] == "skipped"
-    assert row["error"].startswith("8 input rows is more than max_rows=5;"), row["error"]
+    assert row["error"].startswith(
+        "8 input points (missing ones included) is more than max_rows=5;"), row["error"]
     assert "raise max_rows" in row["error"] and "--" not in row["error"]
 
 
