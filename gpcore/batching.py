@@ -249,14 +249,14 @@ class Batching:
                                * flops_per_newton_evaluation(dense, len(kernel.parameters) + 1))
         return flops / FLOPS_PER_SECOND + seconds
 
-    def cost_of(self, series) -> float:
+    def cost_of(self, series, n: Optional[int] = None) -> float:
         """`cost` of one Series (t [n], y [n]); under kernel "auto", of the
         candidates auto fits on it (gpcore.choice.fits_periodic: its
         periodic screen, a periodogram; docs/design.md, "Cost per kernel").
-        n is its finite points, as the fitters count them: they choose the
-        path (dense or O(n)) and the skip by them, and at MARKOV_ABOVE the
-        two differ 13x."""
-        n = finite_points(series)
+        n is its finite points (finite_points, counted here unless given),
+        as the fitters count them: they choose the path (dense or O(n)) and
+        the skip by them, and at MARKOV_ABOVE the two differ 13x."""
+        n = finite_points(series) if n is None else n
         if self.config.kernel != AUTO:
             return self.cost(n)
         # Here, not at the top: gpcore.choice imports this module (and

@@ -91,33 +91,35 @@ class BatchByLength(beam.DoFn):
 
     def __init__(self, batching: Batching):
         self._batching = batching
-        # Per bucket: its series, their costs and their sum. A series' cost
-        # is kept, not asked again at the bundle's end: under "auto" it runs
-        # the periodic screen (Batching.cost_of).
-        self._buckets: dict[int, tuple[list[Series], list[float], float]] = {}
+        # Per bucket: its series, their finite points, their costs and the
+        # costs' sum. Points and cost are kept, not asked again at the
+        # bundle's end: counting reads every point, and under "auto" the
+        # cost runs the periodic screen (Batching.cost_of).
+        self._buckets: dict[int, tuple[list[Series], list[int], list[float], float]] = {}
 
     def start_bundle(self):
         self._buckets = {}
 
     def process(self, series: Series):
-        key = self._batching.bucket_of(series)
-        bucket, costs, seconds = self._buckets.get(key, ([], [], 0.0))
+        n = finite_points(series)
+        key = self._batching.bucket(n)
+        bucket, points, costs, seconds = self._buckets.get(key, ([], [], [], 0.0))
         bucket.append(series)
-        costs.append(self._batching.cost_of(series))
+        points.append(n)
+        costs.append(self._batching.cost_of(series, n))
         seconds += costs[-1]
         if self._batching.is_full(seconds):
             self._buckets.pop(key, None)
             yield bucket
         else:
-            self._buckets[key] = (bucket, costs, seconds)
+            self._buckets[key] = (bucket, points, costs, seconds)
 
     def finish_bundle(self):
-        rest = sorted((pair for bucket, costs, _ in self._buckets.values()
-                       for pair in zip(bucket, costs)),
-                      key=lambda pair: finite_points(pair[0]))
+        rest = sorted((kept for bucket, points, costs, _ in self._buckets.values()
+                       for kept in zip(points, bucket, costs)), key=lambda kept: kept[0])
         self._buckets = {}
         call, seconds = [], 0.0
-        for series, cost in rest:
+        for _, series, cost in rest:
             call.append(series)
             seconds += cost
             if self._batching.is_full(seconds):
