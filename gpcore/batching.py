@@ -144,6 +144,17 @@ def finite_points(series) -> int:
     return int((np.isfinite(t) & np.isfinite(y)).sum())
 
 
+def padding_end(ready, start: int, end: int, length) -> int:
+    """The end (exclusive, at most `end`) of a compiled batch from `start` of
+    `ready`, (index, CleanSeries) pairs sorted by length, whose members pad
+    (`length`: padded_length, or quantised_length on the O(n) path) to at
+    most MAX_PADDING_RATIO times the first's; the first always fits."""
+    longest = MAX_PADDING_RATIO * length(ready[start][1].n_points)
+    while length(ready[end - 1][1].n_points) > longest:
+        end -= 1
+    return end
+
+
 def padded_length(n: int) -> int:
     """The length a series of n points is padded to in a compiled batch:
     n rounded up to the quantum, one quantum more where that is a multiple

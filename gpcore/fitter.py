@@ -21,8 +21,8 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 from gpcore import newton, parameters, starts, trace_cache
-from gpcore.batching import (MAX_PADDING_RATIO, flops_per_grid, flops_per_newton_evaluation,
-                             padded_length)
+from gpcore.batching import (flops_per_grid, flops_per_newton_evaluation, padded_length,
+                             padding_end)
 from gpcore.config import AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, checked, is_markov
 from gpcore.likelihood import bic
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line
@@ -206,10 +206,8 @@ class GPFitter(tf.Module):
     def _batches(self, ready):
         start = 0
         while start < len(ready):
-            end = min(start + self.config.batch_size, len(ready))
-            longest = MAX_PADDING_RATIO * padded_length(ready[start][1].n_points)
-            while padded_length(ready[end - 1][1].n_points) > longest:
-                end -= 1  # `ready` is sorted by length: the first member always fits
+            end = padding_end(ready, start, min(start + self.config.batch_size, len(ready)),
+                              padded_length)
             n_max = padded_length(ready[end - 1][1].n_points)
             room = MAX_BATCH_ELEMENTS // (self.config.restarts * n_max * n_max)
             size = max(1, min(end - start, room))

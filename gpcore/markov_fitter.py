@@ -38,7 +38,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 from gpcore import newton, starts, statespace, trace_cache
-from gpcore.batching import MAX_PADDING_RATIO, quantised_length
+from gpcore.batching import padding_end, quantised_length
 from gpcore.config import MARKOV_ABOVE, FitConfig, is_markov
 from gpcore.kernels import components
 from gpcore.parameters import search_start
@@ -311,10 +311,8 @@ class MarkovFitter(tf.Module):
     def _batches(self, ready):
         start = 0
         while start < len(ready):
-            end = min(start + self.config.batch_size, len(ready))
-            longest = MAX_PADDING_RATIO * quantised_length(ready[start][1].n_points)
-            while quantised_length(ready[end - 1][1].n_points) > longest:
-                end -= 1  # `ready` is sorted by length: the first member always fits
+            end = padding_end(ready, start, min(start + self.config.batch_size, len(ready)),
+                              quantised_length)
             n_max = quantised_length(ready[end - 1][1].n_points)
             size = max(1, min(end - start, MAX_BATCH_POINTS // n_max))
             yield ready[start:start + size]
