@@ -80,8 +80,10 @@ class SummariseFits(beam.CombineFn):
                 "over_estimate_max": None, "kernels": {}}
 
     def add_input(self, acc: dict, stats: metrics.FitStats) -> dict:
+        # A call that compiled ran seconds of one-off work beside its
+        # estimate's: the ratio would say nothing of the estimate.
         over = (stats.call_seconds / stats.estimated_seconds
-                if stats.estimated_seconds > 0 else None)
+                if stats.estimated_seconds > 0 and not stats.compiled else None)
         return self.merge_accumulators([acc, {
             "fitters_built": stats.fitters_built, "count": stats.series,
             "sum": stats.series * stats.ms_per_series, "min": stats.ms_per_series,

@@ -39,6 +39,10 @@ class FitStats(NamedTuple):
     # call's work per fitted kernel (each candidate's under "auto"); a tuple,
     # not a dict, so that the element stays a plain picklable record.
     work: tuple = ()
+    # Whether the fitter compiled during the call (traced its fit function,
+    # or loaded a kept trace and ran it first): seconds that no estimate
+    # holds (docs/design.md, "Cost per kernel").
+    compiled: bool = False
 
 
 def counter(name: str):

@@ -240,7 +240,7 @@ class FitDoFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(FITTED, (series, row))
         yield beam.pvalue.TaggedOutput(FIT_STATS, metrics.FitStats(
             len(batch), per_series_ms, after.tracing_count, int(built), round(elapsed, 3),
-            round(estimated, 3), work))
+            round(estimated, 3), work, after.tracing_count > before.tracing_count))
 
 
 def failed_results(batch: list[Series], kernel: str, err: BaseException) -> list[FitResult]:

@@ -133,8 +133,11 @@ def test_the_manifest_counts_newton_evaluations_per_kernel(sum_run, auto_run):
            - starts.probe_count(sum_, far_probes=False))
     assert (auto_run.manifest["work_per_kernel"][SUM]["grid_evaluations"] + fitted * far
             == sum_run.manifest["work_per_kernel"][SUM]["grid_evaluations"])
+    # At most one call per candidate compiles its fit function: those are
+    # left out of the ratio, the rest set against their estimates.
     calls = auto_run.manifest["fit_call_seconds"]
-    assert calls["max_over_estimate"] > 0
+    if calls["count"] > len(CANDIDATES):
+        assert calls["max_over_estimate"] > 0
 
 
 def test_components_have_their_type_in_every_shard(run):
