@@ -71,7 +71,8 @@ def _tf():
 
 class Kernel:
     """A unit-amplitude kernel; its subclasses are named after the maths
-    (RBF, Matern12, Periodic, ..., Sum), and `a + b` is their Sum.
+    (RBF, Matern12, Periodic, ..., Sum), and `a + b` (or `sum([a, b])`) is
+    their Sum.
 
     Kernels are values: equal, with equal hashes, where their structure is
     (the same base kernels, in the same order), and immutable.
@@ -98,6 +99,13 @@ class Kernel:
         if not isinstance(other, Kernel):
             return NotImplemented
         return Sum(components(self) + components(other))
+
+    def __radd__(self, other):
+        # 0 + kernel: what Python's sum() starts from, so that
+        # sum([RBF(), Periodic()]) is their Sum, in order.
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return self
+        return NotImplemented
 
     def structure(self) -> tuple:
         """What equality and hashing compare: the class (a sum: its parts')."""

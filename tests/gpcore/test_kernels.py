@@ -155,6 +155,11 @@ def test_kernels_are_classes_named_after_the_maths_composed_with_plus():
         assert kernels.kernel(name).name == name
         assert pickle.loads(pickle.dumps(kernels.kernel(name))) == kernels.kernel(name)
     assert kernels.RBF() != "rbf"  # a string is parsed, never compared
+    # Python's sum() starts from 0: it builds the same sum, in order.
+    assert sum([kernels.Linear(), kernels.RBF(), kernels.Periodic()]) == three
+    assert sum([kernels.RBF()]) == kernels.RBF()
+    with pytest.raises(TypeError):
+        1 + kernels.RBF()  # no constant kernel: the amplitude is fitted
     with pytest.raises(ValueError, match="linear at most once"):
         three + kernels.Linear()
     with pytest.raises(AttributeError, match="immutable"):
