@@ -6,10 +6,11 @@ this package is the Python API beside it:
   fit_frame(df, ...)  a pandas DataFrame or pyarrow Table -> one row of
                       hyperparameters per series, the job's output schema
                       (pipeline/frame.py)
+  output_schema()     that schema as a pyarrow Schema, for to_parquet(schema=)
   spark_schema()      that schema as Spark DDL, for applyInPandas
   __version__         the release (pipeline/io/fingerprint.py's VERSION)
 """
-from pipeline.frame import fit_frame, spark_schema
+from pipeline.frame import fit_frame, output_schema, spark_schema
 from pipeline.io.fingerprint import VERSION as __version__
 
-__all__ = ["fit_frame", "spark_schema", "__version__"]
+__all__ = ["fit_frame", "output_schema", "spark_schema", "__version__"]

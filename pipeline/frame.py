@@ -233,6 +233,14 @@ def _gathered(chunks) -> dict:
     return by_id
 
 
+def output_schema() -> pa.Schema:
+    """The output schema as a pyarrow Schema: what `to_parquet(...,
+    schema=)` needs where a writer would infer each file's schema from its
+    rows (Dask: a partition's object columns of lists and nulls cannot be
+    inferred)."""
+    return OUTPUT_SCHEMA
+
+
 def spark_schema() -> str:
     """The output schema as a Spark DDL string, for applyInPandas' schema
     argument (no pyspark needed to build it)."""

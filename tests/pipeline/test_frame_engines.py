@@ -85,6 +85,27 @@ def test_a_dask_local_cluster_of_two_processes_fits_as_the_job_with_one_fitter_e
         assert count["calls"] >= 2, (worker, count)
 
 
+def test_dasks_to_parquet_writes_the_results_with_gpfits_schema(data, tmp_path):
+    """Dask infers each file's schema from a partition unless given one, and
+    could not infer the components' lists of structs beside nulls
+    (ArrowInvalid); with gpfit.output_schema() the files read back as the
+    job's rows."""
+    dd = pytest.importorskip("dask.dataframe")
+    import dask
+    import pyarrow.dataset as ds
+
+    table, want = data
+    frame = table.to_pandas().dropna(subset=["series_id"])
+    ddf = dd.from_pandas(frame, npartitions=1).shuffle(on="series_id", npartitions=3)
+    got = ddf.map_partitions(gpfit.fit_frame, meta=gpfit.fit_frame(frame.head(0)))
+    with dask.config.set(scheduler="synchronous"):
+        got.to_parquet(str(tmp_path / "params"), schema=gpfit.output_schema(),
+                       write_index=False)
+    written = ds.dataset(str(tmp_path / "params"), format="parquet").to_table()
+    assert written.schema.remove_metadata().equals(gpfit.output_schema().remove_metadata())
+    assert_same_rows(sorted(rows_of(written), key=lambda r: r["series_id"]), want)
+
+
 def _java() -> str | None:
     return shutil.which("java") or (os.path.exists("/usr/bin/java") and "/usr/bin/java") or None
 
