@@ -157,10 +157,11 @@ def dry_run(argv: list[str]):
       pipeline.io.errors.UsageError: a bad option, or a runner other than Dataflow
         (which would run the pipeline for real).
     """
+    from pipeline.dataflow import names_dataflow
     from pipeline.io.errors import UsageError
 
     runner = parser().parse_known_args(argv)[0].runner
-    if runner not in (None, "DataflowRunner"):
+    if runner is not None and not names_dataflow(runner):
         raise UsageError(f"a Dataflow dry run needs --runner DataflowRunner; got {runner}")
     argv = with_defaults(argv) + ["--dry_run=True", "--no_auth"]
     with no_network():

@@ -310,8 +310,10 @@ def _is_dry_run(options) -> bool:
         raise UsageError(f"--dry_run={value}: Beam takes any value as true; give "
                          "--dry_run=True to build the job without submitting it, or leave "
                          "--dry_run out to submit it")
-    runner_name = (options.view_as(StandardOptions).runner or "").rsplit(".", 1)[-1]
-    if runner_name.lower() not in ("dataflowrunner", "dataflow"):
+    from pipeline.dataflow import names_dataflow
+
+    runner_name = options.view_as(StandardOptions).runner
+    if not names_dataflow(runner_name):
         raise UsageError(f"--dry_run builds a Dataflow job without submitting it; it needs "
                          f"--runner DataflowRunner, got {runner_name or 'the local runner'}")
     return True

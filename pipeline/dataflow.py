@@ -15,6 +15,7 @@ So each is refused here in one line, exit 2 (docs/design.md, "Dataflow offline")
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   SetupOptions)
@@ -27,6 +28,12 @@ from pipeline.options import GPFitOptions
 
 # The setup file's names Beam's stager builds a package from.
 SETUP_FILES = ("setup.py", "pyproject.toml")
+
+
+def names_dataflow(runner: Optional[str]) -> bool:
+    """Whether a --runner value names Beam's Dataflow runner as Beam reads
+    it: in any case, with or without "Runner", or as its dotted path."""
+    return (runner or "").rsplit(".", 1)[-1].lower() in ("dataflowrunner", "dataflow")
 
 
 def check(options: PipelineOptions, runner: PipelineRunner) -> None:

@@ -51,8 +51,10 @@ def pardo_fns(proto: beam_runner_api_pb2.Pipeline) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def dry_job(dry_run_module):
+    # Beam's short name for the runner, as users write it: the script
+    # refused it ("needs --runner DataflowRunner; got dataflow").
     return dry_run_module.dry_run([
-        f"--input={INPUT}", f"--output={OUTPUT}", f"--project={PROJECT}",
+        f"--input={INPUT}", f"--output={OUTPUT}", "--runner=dataflow", f"--project={PROJECT}",
         f"--region={REGION}", f"--temp_location=gs://{BUCKET}/dataflow/temp",
         f"--setup_file={REPO / 'setup.py'}", f"--sdk_container_image={IMAGE}",
         "--kernel=matern52", "--restarts=2", *WORKER_OPTIONS])
