@@ -1,9 +1,10 @@
 """A remote job's Beam options that gpfit checks on this machine before any work.
 
 Beam checks them late, or not at all:
-- the files it stages (--setup_file, --requirements_file) only when the job
-  is submitted, after gpfit has taken the output folder's lock and cleared
-  its previous files, as a RuntimeError: exit 3, "the pipeline failed";
+- the files it stages (--setup_file, --requirements_file, --extra_package)
+  only when the job is submitted, after gpfit has taken the output folder's
+  lock and cleared its previous files, as a RuntimeError: exit 3, "the
+  pipeline failed";
 - a --temp_location or --staging_location that is not a gs:// folder it
   replaces by a bucket it makes in the project (the network: offline, 120 s
   of retries; online, a bucket nobody asked for);
@@ -28,6 +29,9 @@ from pipeline.options import GPFitOptions
 
 # The setup file's names Beam's stager builds a package from.
 SETUP_FILES = ("setup.py", "pyproject.toml")
+# The names Beam's stager takes for an --extra_package (a local file, or a
+# gs:// or http(s) one it downloads).
+EXTRA_PACKAGE_ENDINGS = (".tar", ".tar.gz", ".whl", ".zip")
 
 
 def names_dataflow(runner: Optional[str]) -> bool:
@@ -81,3 +85,10 @@ def _check_staged_files(setup: SetupOptions) -> None:
                              f"./{path}, as Beam builds the package there")
     if setup.requirements_file is not None and not os.path.isfile(setup.requirements_file):
         raise UsageError(f"--requirements_file {setup.requirements_file}: no such file")
+    for package in setup.extra_packages or ():
+        if not package.endswith(EXTRA_PACKAGE_ENDINGS):
+            raise UsageError(f"--extra_package {package}: Beam stages a file ending in "
+                             f"{', '.join(EXTRA_PACKAGE_ENDINGS)}; give the built package "
+                             "(python -m build makes one in dist/)")
+        if "://" not in package and not os.path.isfile(package):
+            raise UsageError(f"--extra_package {package}: no such file")

@@ -272,6 +272,9 @@ def test_dry_run_false_is_refused_not_taken_as_a_dry_run(dry_run_module, capsys)
     ("--setup_file=README.md", "a file named setup.py or pyproject.toml"),
     ("--requirements_file=/nonexistent/req.txt",
      "--requirements_file /nonexistent/req.txt: no such file"),
+    ("--extra_package=/nonexistent/dep-1.0.tar.gz",
+     "--extra_package /nonexistent/dep-1.0.tar.gz: no such file"),
+    ("--extra_package=README.md", "Beam stages a file ending in .tar, .tar.gz, .whl, .zip"),
 ])
 def test_staged_files_are_checked_before_any_work(dry_run_module, capsys, monkeypatch,
                                                   setup, said):
