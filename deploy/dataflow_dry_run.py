@@ -15,8 +15,10 @@ check_paths=False, as `gpfit --runner DataflowRunner --dry_run ...` builds it.
 The input is not inspected: listing and reading Parquet footers on gs:// needs
 the network. The job matches the --input pattern itself, on the workers
 (pipeline/reading.py), and a real run's graph holds the pattern too, never
-the file list, so this graph is the graph of a real run; the CLI's up-front
-input and output checks are not part of this proof.
+the file list, so this graph is the graph of a real run: a folder given with
+its "/" is matched as "<folder>/*" in both, but one given without it, which a
+real run finds is a folder by listing it, is taken here as a file of that
+name. The CLI's up-front input and output checks are not part of this proof.
 """
 from __future__ import annotations
 

@@ -192,10 +192,15 @@ def _has_wildcard(part: str) -> bool:
 def uninspected(pattern: str, columns: Columns) -> InputSpec:
     """An InputSpec holding only the --input pattern, for a build that may not
     read the input (an offline dry run): the job matches the pattern on its
-    workers."""
-    globbed = any(ch in pattern for ch in GLOB_CHARACTERS)
+    workers. A pattern ending in "/" is a folder, matched as a real run
+    matches it ("<folder>/*", data files only); any other without a
+    wildcard is taken as one file, as it cannot be listed here."""
+    if pattern.endswith("/") and not _has_wildcard(pattern):
+        glob, data_only = job_glob(pattern, [])  # names no file system: offline
+    else:
+        glob, data_only = pattern, any(ch in pattern for ch in GLOB_CHARACTERS)
     return InputSpec(pattern=pattern, files=(pattern,), columns=columns, layout=None,
-                     time_units=None, rows=None, glob=pattern, data_only=globbed)
+                     time_units=None, rows=None, glob=glob, data_only=data_only)
 
 
 def is_data(path: str, glob: str) -> bool:

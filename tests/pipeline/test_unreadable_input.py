@@ -85,6 +85,20 @@ def test_the_launcher_reads_a_bounded_sample_of_footers(tmp_path):
     assert inputs.sample(list(range(10)), 4) == [0, 3, 6, 9]
 
 
+def test_an_offline_build_matches_a_folder_as_a_real_run_does(tmp_path):
+    """A Dataflow dry run cannot list its gs:// input: it matched a folder
+    given with its "/" as a file of that name, where the real run matches
+    the folder's data files."""
+    pq.write_table(_series_table(["a"]), tmp_path / "part-0.parquet")
+    real = inputs.inspect(str(tmp_path) + "/", inputs.Columns())
+    offline = inputs.uninspected(str(tmp_path) + "/", inputs.Columns())
+    assert (offline.glob, offline.data_only) == (real.glob, real.data_only)
+    assert (inputs.uninspected("gs://b/in/", inputs.Columns()).glob,
+            inputs.uninspected("gs://b/in/*.parquet", inputs.Columns()).glob,
+            inputs.uninspected("gs://b/in/x.parquet", inputs.Columns()).data_only) == (
+        "gs://b/in/*", "gs://b/in/*.parquet", False)
+
+
 def test_the_job_matches_what_the_launcher_matched(tmp_path):
     """Folders, and names starting with _ or ., are not data, on the workers
     too; a file named explicitly is read whatever its name."""
