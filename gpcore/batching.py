@@ -279,10 +279,6 @@ class Batching:
         """Series in one bucket may share a fit call."""
         return length_bucket(int(n_points))
 
-    def bucket_of(self, series) -> int:
-        """`bucket` of one Series, by its finite points (finite_points)."""
-        return self.bucket(finite_points(series))
-
     def is_full(self, seconds: float) -> bool:
         """A call carrying this much estimated work should go now."""
         return seconds >= self.seconds_per_call

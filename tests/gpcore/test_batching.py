@@ -8,7 +8,7 @@ import pytest
 from gpcore import Batching, FitConfig, Series
 from gpcore.batching import (COST_FIGURES, DEAREST, FLOPS_PER_SECOND, LENGTH_QUANTUM,
                              SECONDS_PER_CALL, SECONDS_PER_SERIES, SLOW_CHOLESKY_SIDE,
-                             cost_figures, expected_starts, flops_per_grid,
+                             cost_figures, expected_starts, finite_points, flops_per_grid,
                              flops_per_newton_evaluation, flops_per_value, padded_length,
                              structure)
 from gpcore import starts
@@ -251,5 +251,4 @@ def test_a_series_is_costed_at_its_finite_points():
     for name in ("rbf", "matern32"):
         batching = Batching(FitConfig(kernel=name))
         assert batching.cost_of(series) == batching.cost(finite), name
-    batching = Batching(FitConfig())
-    assert batching.bucket_of(series) == batching.bucket(finite)
+    assert finite_points(series) == finite  # what sets its bucket too (BatchByLength)
