@@ -11,7 +11,8 @@ unreadable_files (count, and the first files by path with their error),
 output_files, options
 (gpfit's, and the Beam options given in "beam"; secrets redacted here and
 in the input pattern and previous_output: redaction.py),
-fitters_built, fit_ms_per_series (count, sum, min, max, mean),
+fitters_built, fit_ms_per_series (count, sum, min, max, mean; each series
+counts its call's wall ms / the call's series),
 fit_call_seconds (count, median, max of the fit calls' wall seconds, and
 max_over_estimate: the largest ratio of a call's wall seconds to
 gpcore.batching's estimate, over calls that compiled nothing; null if none), tracing_count_max, work_per_kernel ({kernel:
