@@ -418,6 +418,18 @@ class _BeamChatter(logging.Filter):
 # the job at INFO; Airflow's Beam and Dataflow operators read the job id from
 # that line, so it stays visible.
 DATAFLOW_LOGGER = "apache_beam.runners.dataflow"
+# ... but not its advice, at INFO on every launch with --setup_file, to
+# pre-build a container (docs/dataflow.md shows gpfit's image).
+_DATAFLOW_ADVICE = "Pipeline has additional dependencies to be installed"
+
+
+class _DataflowAdvice(logging.Filter):
+    """Below debug, drops the Dataflow runner's advice line (a handler's
+    filter: the runner logs on a child of DATAFLOW_LOGGER)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name.startswith(DATAFLOW_LOGGER)
+                    and str(record.msg).startswith(_DATAFLOW_ADVICE))
 
 
 def log_level_in(argv: list[str]) -> str:
@@ -491,10 +503,11 @@ def configure_logs(level: str = "info") -> None:
         logging.WARNING if numeric <= logging.DEBUG else logging.CRITICAL + 1)
     for handler in root.handlers:
         handler.filters = [f for f in handler.filters
-                           if not isinstance(f, (_NoTracebacks, _QuietStop))]
+                           if not isinstance(f, (_NoTracebacks, _QuietStop, _DataflowAdvice))]
         if numeric > logging.DEBUG:
             handler.addFilter(_NoTracebacks())
             handler.addFilter(_QuietStop())
+            handler.addFilter(_DataflowAdvice())
     # Beam's runner threads (gRPC readers, worker watchers) die with a
     # traceback printed straight to stderr when a worker process is lost;
     # below debug they get one log line (the run's last line says what to do).
