@@ -15,7 +15,8 @@ fitters_built, fit_ms_per_series (count, sum, min, max, mean; each series
 counts its call's wall ms / the call's series),
 fit_call_seconds (count, median, max of the fit calls' wall seconds, and
 max_over_estimate: the largest ratio of a call's wall seconds to
-gpcore.batching's estimate, over calls that compiled nothing; null if none), tracing_count_max, work_per_kernel ({kernel:
+gpcore.batching's estimate, over calls that compiled nothing; null if
+none), tracing_count_max, work_per_kernel ({kernel:
 series fitted, newton_evaluations, grid_evaluations,
 newton_evaluations_per_series}: each candidate's under "auto", a periodic
 one's series those its screen passed), started_at, finished_at (ISO 8601, UTC) and wall_time_s.
