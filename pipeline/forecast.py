@@ -160,6 +160,7 @@ def _forecast_grid(t: np.ndarray, plan: Plan) -> tuple[np.ndarray, float, Option
         step, reason = grid.median_step(t)
         if step is None:
             return t[:0], 0.0, reason
+        step = grid.written_step(step, plan.dates)
         times, spacing = grid.step_times(float(np.max(t)), step, plan.steps), step
     elif plan.points:
         times = grid.horizon_times(float(np.max(t)), plan.horizon, plan.points)

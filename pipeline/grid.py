@@ -10,12 +10,16 @@ least REGULAR_SHARE of its spacings lie within STEP_TOLERANCE of their
 median: daily data with gaps (most spacings 1 day), monthly data in days
 (28-31 around 31) pass; times drawn at random (exponential spacings: about
 7 % within 10 % of the median) do not (docs/design.md, "Contracts").
+For dates and timestamps the step is whole microseconds, the unit the
+forecast times are written in (written_step).
 """
 from __future__ import annotations
 
 from typing import Optional
 
 import numpy as np
+
+from pipeline.io.schema import MICROSECONDS_PER_DAY
 
 STEP_TOLERANCE = 0.1
 REGULAR_SHARE = 0.5
@@ -42,6 +46,17 @@ def median_step(t: np.ndarray) -> tuple[Optional[float], Optional[str]]:
     if np.mean(close) < REGULAR_SHARE:
         return None, IRREGULAR
     return step, None
+
+
+def written_step(step: float, dates: bool) -> float:
+    """The step (units of t) as the forecast times are written: for dates
+    (days) rounded to whole microseconds. As float64 days, times of today
+    carry ~0.3 us of round-off, so a median spacing of hourly timestamps
+    is an hour +- 0.1 us, and K steps of it drift off the hour (18 us
+    after a week); the data's own clock is whole microseconds or coarser."""
+    if not dates:
+        return step
+    return round(step * MICROSECONDS_PER_DAY) / MICROSECONDS_PER_DAY
 
 
 def horizon_times(t_last: float, horizon: float, points: int) -> np.ndarray:

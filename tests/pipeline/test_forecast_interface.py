@@ -385,6 +385,39 @@ def test_steps_of_dates_are_in_days_and_written_as_timestamps(tmp_path, data):
         np.testing.assert_allclose(days, t.max() + step * np.arange(1, 4), rtol=0, atol=1e-6)
 
 
+def test_steps_of_sub_daily_timestamps_land_on_the_data_clock(tmp_path):
+    """Hourly, quarter-hourly and per-second timestamps (us and ns, with a
+    time zone, across Berlin's DST change), with gaps: their forecast times
+    are the last time plus whole steps, exactly, as pandas reads them back,
+    so they join tomorrow's observations by time. As days since 1970 the
+    times carry ~0.3 us of float64 round-off, and a step measured on them
+    was written 18 us off the hour after a week of hours."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    steps, rng = 200, np.random.default_rng(11)
+    os.makedirs(tmp_path / "in")
+    for sid, freq, unit in (("hourly", "h", "us"), ("quarter", "15min", "ns"),
+                            ("seconds", "s", "us")):  # a file each: one unit a file
+        times = pd.date_range("2024-03-30 20:00:00.5", periods=80, freq=freq,
+                              tz="Europe/Berlin")[np.sort(rng.choice(80, 64, replace=False))]
+        y = np.sin(np.arange(64) / 6.0) + 0.1 * rng.standard_normal(64)
+        pq.write_table(pa.table({"series_id": [sid] * 64, "y": y,
+                                 "t": pa.array(times.as_unit(unit))}),
+                       str(tmp_path / "in" / f"{sid}.parquet"))
+    run = gpfit(str(tmp_path / "in"), str(tmp_path / "out"), "--kernel", "rbf",
+                "--predict_steps", str(steps))
+    assert run.code == 0, run.stderr
+    given = pd.read_parquet(tmp_path / "in")
+    forecast = pd.read_parquet(tmp_path / "out" / "predictions")
+    for sid, freq in (("hourly", "1h"), ("quarter", "15min"), ("seconds", "1s")):
+        got = forecast[forecast.series_id == sid].t
+        last = given[given.series_id == sid].t.max()
+        want = last + pd.to_timedelta(freq) * np.arange(1, steps + 1)
+        assert list(got) == list(want), sid
+
+
 def test_forecast_times_that_cannot_be_written_give_no_forecast_rows(tmp_path, data):
     """A horizon in seconds given as days runs dates past 9999-12-31 (past
     int64 microseconds, garbage), and one below float64's resolution at
