@@ -126,9 +126,7 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
     if span == 0.0:
         return None, n, _equal_times(float(t[0]))
     if span < TIME_RESOLUTION * biggest_t:
-        return None, n, (f"the times span {span:.3g} at magnitude {biggest_t:.3g}, "
-                         "beyond what float64 resolves; subtract an offset from t "
-                         "(e.g. its first value) or change its units")
+        return None, n, _short_span(span, biggest_t)
     # Scaled by the largest magnitude so that computing it cannot overflow or
     # underflow; variances (spread^2) are reported, so keep them in range.
     with np.errstate(over="ignore", under="ignore"):
@@ -155,6 +153,16 @@ def _equal_times(t: float) -> str:
             f"resolves {np.spacing(abs(t)):.2g} there); a time span is needed: if the "
             "times differ by less, give t as numbers from an offset (e.g. seconds since "
             "the first; timestamps become days since 1970-01-01)")
+
+
+def _short_span(span: float, biggest_t: float) -> str:
+    """Why a series whose times span too little of their magnitude can't be
+    fitted; as _equal_times, it names the timestamps' case, where
+    subtracting an offset in place would give durations, not numbers."""
+    return (f"the times span {span:.3g} at magnitude {biggest_t:.3g}, beyond what float64 "
+            "resolves; subtract an offset from t or change its units: give t as numbers "
+            "from an offset (e.g. seconds since the first; timestamps become days since "
+            "1970-01-01)")
 
 
 def numbers(values, name: str, advice: str) -> tuple[Optional[np.ndarray], Optional[str]]:

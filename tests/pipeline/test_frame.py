@@ -125,6 +125,25 @@ def test_timestamps_closer_than_days_resolve_are_skipped_saying_what_to_do():
     assert "float64" in row["error"] and "give t as numbers from an offset" in row["error"]
 
 
+def test_timestamps_spanning_milliseconds_are_skipped_saying_to_give_numbers():
+    """Timestamps 0.5 ms apart over 10 ms are distinct as days since 1970,
+    but span too little of them to fit (README, "Units of t"): the reason
+    says to give numbers from an offset, as the README does, not only to
+    "subtract an offset from t", which on timestamps makes durations that
+    are refused; and the advice taken, the series fits (in seconds)."""
+    start = pd.Timestamp("2024-05-01 12:00", tz="Europe/Berlin")
+    steps = pd.to_timedelta(np.arange(20) * 500, unit="us")
+    frame = pd.DataFrame({"series_id": "burst", "t": start + steps,
+                          "y": np.sin(np.arange(20.0))})
+    (row,) = gpfit.fit_frame(frame).to_dict("records")
+    assert row["status"] == "skipped"
+    assert "give t as numbers from an offset" in row["error"], row["error"]
+    assert "days since 1970-01-01" in row["error"], row["error"]
+    seconds = frame.assign(t=steps / pd.Timedelta(seconds=1))
+    (row,) = gpfit.fit_frame(seconds).to_dict("records")
+    assert row["status"] == "ok", row["error"]
+
+
 def test_an_empty_frame_gives_an_empty_table_of_the_schema_without_a_fitter():
     before = fitters.counts()
     empty = gpfit.fit_frame(pd.DataFrame({"series_id": pd.Series([], dtype=str),
