@@ -18,6 +18,7 @@ import warnings
 from typing import Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
@@ -371,10 +372,37 @@ def read_row_group(path: str, index: int, columns: Columns) -> pa.Table:
     try:
         with open_file(path) as f:
             parquet = pq.ParquetFile(f, page_checksum_verification=True)
-            return parquet.read_row_group(index, columns=[columns.id, columns.time,
-                                                          columns.value])
+            table = parquet.read_row_group(index, columns=[columns.id, columns.time,
+                                                           columns.value])
+            if not _is_int96(parquet.schema, columns.time):
+                return table
+            wide = pq.ParquetFile(f, page_checksum_verification=True,
+                                  coerce_int96_timestamp_unit="us").read_row_group(
+                                      index, columns=[columns.time]).column(0)
+            return _int96_dates(table, columns.time, wide)
     except (pa.ArrowException, OSError, ValueError) as err:
         raise InputError(f"{path}: row group {index} cannot be read: {first_line(err)}") from err
+
+
+def _is_int96(schema: pq.ParquetSchema, name: str) -> bool:
+    """Whether column `name` (or its list's elements) is stored as INT96,
+    the legacy timestamps Spark still writes by default."""
+    return any(schema.column(i).path.split(".")[0] == name
+               and schema.column(i).physical_type == "INT96" for i in range(len(schema)))
+
+
+def _int96_dates(table: pa.Table, name: str, wide) -> pa.Table:
+    """`table` with its INT96 time column `name` as Arrow reads it
+    (nanoseconds), unless some time lies outside nanoseconds' 1677-2262:
+    those wrapped silently (1610 read as 2194), so the row group's times
+    are then `wide`, the same column read as microseconds. Inside the range
+    the nanoseconds are kept, so the days, fits and fingerprints of such
+    input stay as they were (docs/design.md, "Contracts")."""
+    try:
+        pc.cast(wide, table.schema.field(name).type)  # safe: refuses what wraps
+    except pa.ArrowInvalid:
+        return table.set_column(table.schema.get_field_index(name), name, wide)
+    return table
 
 
 def check_agrees(path: str, footer: Footer, reference_path: str, reference: Footer,

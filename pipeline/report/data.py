@@ -54,8 +54,11 @@ def _read_file(path: str, spec: InputSpec, ids: list[str]
     with open_file(path) as f:
         id_type = pq.ParquetFile(f).schema_arrow.field(names.id).type
         f.seek(0)
+        # INT96 times (Spark's legacy timestamps) as microseconds: as Arrow's
+        # nanoseconds they wrap outside 1677-2262 (pipeline.io.inputs reads them so).
         table = pq.read_table(f, columns=[names.id, names.time, names.value],
-                              filters=id_filter(names.id, id_type, ids))
+                              filters=id_filter(names.id, id_type, ids),
+                              coerce_int96_timestamp_unit="us")
     table = table.filter(pc.is_valid(table.column(names.id)))
     keys, t, y = table.column(names.id), table.column(names.time), table.column(names.value)
     if spec.layout == NESTED:

@@ -12,7 +12,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline import metrics
-from pipeline.io import inputs
+from pipeline.io import columns, inputs
 from pipeline.io.inputs import Columns
 from pipeline.reading import ReadSeries
 from pipeline.runtime import local_runner
@@ -127,3 +127,36 @@ def test_a_time_column_of_nulls_alone_agrees_with_any_kind_of_time(tmp_path):
         assert_that(series.unreadable, equal_to([]), label="NoneUnreadable")
 
     _run(build)
+
+
+
+def test_legacy_int96_timestamps_outside_nanoseconds_range_keep_their_dates(tmp_path):
+    # Spark writes timestamps as INT96 by default; Arrow reads them as
+    # nanoseconds, which hold only 1677-2262, and wrapped the rest silently
+    # (1610 read as 2194). A yearly series from 1600, in the long layout and
+    # in the nested one: its days are those of the dates written (numpy, by
+    # hand). A series inside the range reads as it did, as nanoseconds.
+    years = (np.arange(1600, 1760) - 1970).astype("datetime64[Y]").astype("datetime64[us]")
+    hours = np.datetime64("2024-03-30T12:00:00.123456") + np.arange(6) * np.timedelta64(1, "h")
+    int96 = {"use_deprecated_int96_timestamps": True}
+    pq.write_table(pa.table({"series_id": ["old"] * years.size + ["now"] * hours.size,
+                             "t": pa.array(np.concatenate([years, hours]), pa.timestamp("us")),
+                             "y": np.arange(years.size + hours.size, dtype=np.float64)}),
+                   tmp_path / "long.parquet", **int96)
+    pq.write_table(pa.table({"series_id": ["nested"], "t": pa.array([years[::10]]),
+                             "y": [np.arange(16.0)]}), tmp_path / "nested.parquet", **int96)
+    assert pq.ParquetFile(tmp_path / "long.parquet").schema.column(1).physical_type == "INT96"
+    now_as_ns = pq.read_table(tmp_path / "long.parquet").column("t").slice(years.size)
+    assert now_as_ns.type == pa.timestamp("ns")
+    want = {"long": [("old", (years.astype(np.int64) / 86_400e6).tolist()),
+                     ("now", columns.as_float(now_as_ns).tolist())],
+            "nested": [("nested", (years[::10].astype(np.int64) / 86_400e6).tolist())]}
+    for name, expected in want.items():
+        spec = inputs.inspect(str(tmp_path / f"{name}.parquet"), Columns())
+
+        def build(p, spec=spec, expected=expected):
+            series = p | ReadSeries(spec, "rbf", max_rows=1000)
+            assert_that(series.series | beam.Map(lambda s: (s.series_id, s.t.tolist())),
+                        equal_to(expected))
+
+        _run(build)

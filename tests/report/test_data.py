@@ -48,6 +48,18 @@ def test_nested_dates_become_days_since_epoch(tmp_path):
     np.testing.assert_array_equal(found["a"].y, [1.0, np.nan])
 
 
+def test_int96_timestamps_before_1677_keep_their_dates(tmp_path):
+    # Spark's legacy INT96 timestamps, which Arrow reads as nanoseconds and
+    # wrapped outside 1677-2262: the plotted times are the job's, the dates
+    # written (days by hand).
+    years = (np.arange(1600, 1700, 10) - 1970).astype("datetime64[Y]").astype("datetime64[us]")
+    pq.write_table(pa.table({"series_id": ["old"] * years.size, "t": pa.array(years),
+                             "y": np.arange(years.size, dtype=np.float64)}),
+                   tmp_path / "p.parquet", use_deprecated_int96_timestamps=True)
+    found = read_series(inspect(str(tmp_path), Columns()), ["old"])
+    np.testing.assert_array_equal(found["old"].t, years.astype(np.int64) / 86_400e6)
+
+
 def test_filter_uses_the_column_type_and_falls_back_to_strings():
     assert "cast" not in str(id_filter("id", pa.string(), ["a"]))
     assert "cast" not in str(id_filter("id", pa.int64(), ["1", "x"]))
