@@ -462,7 +462,8 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
     if not (col.is_number(time_type) or col.is_calendar(time_type)):
         raise InputError(
             f"time column {columns.time!r} in {path} has type {time_type}; expected "
-            f"numbers, dates or timestamps (or name another with {option.format('time_column')})")
+            f"numbers, dates or timestamps{_time_advice(time_type)} (or name another with "
+            f"{option.format('time_column')})")
     if not col.is_number(value_type):
         raise InputError(
             f"value column {columns.value!r} in {path} has type {value_type}; expected "
@@ -470,6 +471,22 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
     if pa.types.is_null(time_type):
         return layout, None
     return layout, DAYS if col.is_calendar(time_type) else AS_GIVEN
+
+
+def _time_advice(type_: pa.DataType) -> str:
+    """How to make times of a refused type into ones gpfit takes: text
+    (pandas' object strings arrive as large_string), durations (pandas'
+    Timedelta), pandas' Period (an extension type) and times of day."""
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+        return ": parse the text into timestamps first (e.g. pandas.to_datetime)"
+    if pa.types.is_duration(type_):
+        return (": give durations as numbers of one unit (e.g. days, t / pd.Timedelta(days=1)) "
+                "or as timestamps")
+    if "period" in str(type_):
+        return ": give periods as timestamps (e.g. .dt.to_timestamp())"
+    if pa.types.is_time(type_):
+        return ": a time of day needs its date; give them as timestamps"
+    return ""
 
 
 def _units_words(units: str) -> str:

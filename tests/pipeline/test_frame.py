@@ -167,6 +167,14 @@ def test_the_empty_result_has_the_dtypes_of_any_other_as_dasks_meta_must():
      ("no column 'series_id'", "id_column=")),
     (pd.DataFrame({"series_id": ["a"], "t": ["x"], "y": [1.0]}), {},
      ("time column 't'", "time_column=")),
+    # Times pandas holds in types gpfit does not take: the refusal says the
+    # conversion to make.
+    (pd.DataFrame({"series_id": ["a"], "t": ["2024-01-01"], "y": [1.0]}), {},
+     ("time column 't'", "pandas.to_datetime")),
+    (pd.DataFrame({"series_id": ["a"], "t": pd.to_timedelta([1.5], unit="D"), "y": [1.0]}), {},
+     ("time column 't'", "duration", "t / pd.Timedelta(days=1)")),
+    (pd.DataFrame({"series_id": ["a"], "t": pd.period_range("2024-01", periods=1, freq="M"),
+                   "y": [1.0]}), {}, ("time column 't'", ".dt.to_timestamp()")),
     (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"value_column": "t"},
      ("time_column= and value_column= both name the column 't'",)),
     (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"kernel": "rbff"},
