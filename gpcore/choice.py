@@ -48,6 +48,13 @@ START_PERIODIC_LENGTH = 0.3
 # batch padded the 54-point series to 240; groups within 1.25x of padded
 # work took the candidate's fits from 30.3 to 20.3 CPU s, the same optima.
 GROUP_WORK_RATIO = 1.25
+# The screen takes a series for a line where what its line leaves is
+# rounding: an rms of at most this many float64 steps (ulps) of max|y|,
+# about 5x the most a line left (docs/design.md, "Kernel choice", *The
+# guard*). At 1e-12 max|y| (4,500 ulps) a cycle of 1e-3 around 1e9, ten
+# thousand steps of its values, was taken for a line: y + b lost the
+# periodic fit that y had.
+LINE_ROUNDING = 256
 
 
 class KernelChoice:
@@ -341,8 +348,8 @@ def _judged(t, y, false_alarm: float, min_cycles: float) -> tuple[bool, Optional
     x = (t - t[0]) / span
     r = y - np.polyval(np.polyfit(x, y, 1), x)
     denominator = float(r @ r)
-    if denominator <= n * (1e-12 * float(np.max(np.abs(y)))) ** 2:  # a line, to rounding
-        return False, None
+    if denominator <= n * (LINE_ROUNDING * np.spacing(float(np.max(np.abs(y))))) ** 2:
+        return False, None  # a line, to rounding
     # Prewhitening at the index lag: exact for regular series.
     phi = float(np.clip(r[1:] @ r[:-1] / denominator, 0.0, 0.99))
     w, tw = r[1:] - phi * r[:-1], x[1:]

@@ -65,6 +65,36 @@ def test_the_screen_on_degenerate_series():
     assert not periodic_screen(np.arange(50.0), 3.0 * np.arange(50.0))  # a line
 
 
+@pytest.mark.parametrize("scale, offset", [(1e-3, 1e9), (1e-4, 1e9), (1e-6, 1e3), (-1e-3, -1e9)])
+def test_the_screen_is_unchanged_by_an_offset_in_y(scale, offset):
+    """y -> a y + b changes no verdict and no period while the cycle is
+    resolved at b: a cycle of 1e-3 on 1e9 (float64 steps of 1.2e-7 there,
+    so about 10^4 levels; a reading of a counter or a balance) passed as y
+    and failed as y + 1e9, where a bound of 1e-12 max|y| took the rest for
+    a line's rounding. An exact line stays a line at any offset."""
+    for seed in range(3):
+        t, y = _sine(np.random.default_rng(seed), noise=0.3)
+        assert periodic_screen(t, y)
+        assert periodic_screen(t, scale * y + offset)
+        assert screen_period(t, scale * y + offset) == screen_period(t, y)
+    line = offset + scale * np.arange(50.0)
+    assert not periodic_screen(np.arange(50.0), line)
+
+
+def test_kernel_choice_is_unchanged_by_an_offset_in_y():
+    """The same choice, and BIC and nll moved by n log|a| (the Jacobian of
+    y -> a y + b), on a cycle of 1e-3 around 1e9. Tolerance 1e-2 nats:
+    the values carry float64's rounding at 1e9, 1.2e-7, about 1e-4 of the
+    noise's sd, which moves the nll by about n x 1e-4 (120 points)."""
+    t, y = _sine(np.random.default_rng(4), noise=0.3)
+    chooser = KernelChoice(FitConfig(kernel="auto", candidates=("rbf", "rbf+periodic")))
+    plain, offset = chooser.fit([Series("y", t, y), Series("1e9 + 1e-3 y", t, 1e9 + 1e-3 * y)])
+    assert plain.kernel == offset.kernel == "rbf+periodic"
+    jacobian = N * np.log(1e-3)
+    assert offset.nll == pytest.approx(plain.nll + jacobian, abs=1e-2)
+    assert offset.bic_margin == pytest.approx(plain.bic_margin, abs=2e-2)
+
+
 def test_the_screen_remembers_verdicts_by_content(monkeypatch):
     """A command asks the screen about one series up to four times; the
     verdict is computed once per content (t, y) and settings, a changed
