@@ -127,6 +127,34 @@ def test_an_overconfident_model_is_widened():
     assert np.all(f.sd >= 1.5 * plain)
 
 
+@pytest.mark.parametrize("kernel", ["rbf", "linear+rbf"])
+def test_an_offset_in_y_moves_the_forecast_and_nothing_else(kernel):
+    """y -> y + b moves the forecast's centre by b and leaves its scale and
+    sd: a variation of 1e-3 on 1e9 is the same series as those values less
+    1e9 (exact in float64: both near 1e9), the fitted mean less 1e9 too.
+    The rolling errors took L^-1 y and its level apart at 1e9, where they
+    agree to 7 of 16 digits: rbf's scale came out 1.6216 against 1.6192
+    (a linear+rbf one elsewhere 1.096 against 1.0). Tolerances: 1e-9
+    relative, the same arithmetic on numbers of the same size once measured
+    from the mean; the centre is rounded at 1e9, 1.2e-7 a step."""
+    rng = np.random.default_rng(11)
+    t = np.arange(120.0)
+    offset, small = 1e9, 1e-3
+    on_offset = offset + small * (np.sin(t / 8.0) + 0.03 * np.cumsum(rng.standard_normal(120)))
+    components = [{"kernel": k, "amplitude": small * (0.01 if k == "linear" else 1.0),
+                   "length_scale": None if k == "linear" else 5.0, "period": None}
+                  for k in kernel.split("+")]
+    p = {"kernel": kernel, "mean": offset, "noise_variance": (1e-2 * small) ** 2,
+         "components": components}
+    t_new = t[-1] + np.arange(1.0, 6.0)
+    raw = forecast(Series("s", t, on_offset), p, t_new)
+    less = forecast(Series("s", t, on_offset - offset), dict(p, mean=0.0), t_new)
+    assert less.scale > 1.0  # widened: the rolling errors count
+    assert raw.scale == pytest.approx(less.scale, rel=1e-9)
+    np.testing.assert_allclose(raw.sd, less.sd, rtol=1e-9)
+    np.testing.assert_allclose(raw.mean - offset, less.mean, rtol=0, atol=2 * np.spacing(offset))
+
+
 def test_short_series_are_not_scaled_but_keep_the_means_variance():
     """Under 4 points there are too few rolling errors to scale by, but the
     GLS mean's variance is still in the sd (as "Forecast intervals" says,
