@@ -22,7 +22,7 @@ class ToFittedScale(beam.DoFn):
         self._name, self._kernel, self._key = name, kernel, fingerprint_key
 
     def process(self, series: Series):
-        reason = problem(self._name, series.y)
+        reason = problem(self._name, series.y, series.t)
         if reason is None:
             yield transformed(self._name, series)
             return

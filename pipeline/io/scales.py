@@ -25,9 +25,14 @@ _FUNCTIONS = {LOG: (np.log, np.exp), LOG1P: (np.log1p, np.expm1)}
 
 
 def forward(name: str, y: np.ndarray) -> np.ndarray:
-    """y [n] on the fitted scale; NaN stays NaN."""
+    """y [n] on the fitted scale; NaN stays NaN. A value the transform cannot
+    take (`problem` allows one only at a missing time) becomes -inf or NaN,
+    missing too, without numpy's warning."""
     y = np.asarray(y, dtype=np.float64)
-    return _FUNCTIONS[name][0](y) if name in _FUNCTIONS else y
+    if name not in _FUNCTIONS:
+        return y
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _FUNCTIONS[name][0](y)
 
 
 def inverse(name: str, z: np.ndarray) -> np.ndarray:
@@ -36,10 +41,14 @@ def inverse(name: str, z: np.ndarray) -> np.ndarray:
     return _FUNCTIONS[name][1](z) if name in _FUNCTIONS else z
 
 
-def problem(name: str, y: np.ndarray) -> Optional[str]:
-    """Why a series' finite values cannot be transformed, or None."""
+def problem(name: str, y: np.ndarray, t: Optional[np.ndarray] = None) -> Optional[str]:
+    """Why a series' observations cannot be transformed, or None: its finite
+    values y [n], at finite times t [n] where t is given (a point whose time
+    is missing is dropped with its value, README "Missing values")."""
     y = np.asarray(y, dtype=np.float64)
-    finite = y[np.isfinite(y)]
+    observed = np.isfinite(y) if t is None else np.isfinite(y) & np.isfinite(
+        np.asarray(t, dtype=np.float64))
+    finite = y[observed]
     if name == LOG and np.any(finite <= 0):
         bad = int(np.sum(finite <= 0))
         return (f"{bad} value(s) <= 0 (smallest {finite.min():.6g}): --transform log needs "

@@ -190,7 +190,7 @@ def _card(pick: Pick, series: Optional[Series], spec: InputSpec,
     note, curve, parts = None, None, []
     if row["status"] == OK:
         try:
-            problem = scales.problem(transform, series.y)
+            problem = scales.problem(transform, series.y, series.t)
             if problem:
                 raise ValueError(f"the data read now cannot be transformed: {problem}")
             fitted = scales.transformed(transform, series)

@@ -276,6 +276,25 @@ def test_log_transform_skips_values_it_cannot_take(logged):
         assert said in rows[sid]["error"] and "--transform log" in rows[sid]["error"]
 
 
+def test_a_value_at_a_missing_time_does_not_stop_the_transform(tmp_path):
+    """A point whose time is missing is not an observation (README, "Missing
+    values"): its value is dropped with it. Under --transform log a 0 or a
+    negative value there skipped the whole series ("1 value(s) <= 0") while
+    n_points counted 96 good points; now the series is fitted, as the same
+    series without those rows is (to 1e-9: one fit's arithmetic twice)."""
+    t, y = positive_series()["sales"]
+    data = {"sales": (t, y), "sales_untimed_zero": (np.r_[t, np.nan, np.nan], np.r_[y, 0.0, -3.0])}
+    run = gpfit(write_long(str(tmp_path / "in"), data), str(tmp_path / "out"), "--kernel",
+                "periodic", "--transform", "log", "--batch_size", "1")
+    assert run.code == 0, run.stderr
+    rows = {r["series_id"]: r for r in run.rows()}
+    plain, untimed = rows["sales"], rows["sales_untimed_zero"]
+    assert untimed["status"] == "ok", untimed["error"]
+    assert untimed["n_points"] == plain["n_points"] == t.size
+    for name in ("mean", "noise_variance", "nll", "amplitude", "length_scale", "period"):
+        assert untimed[name] == pytest.approx(plain[name], rel=1e-9), name
+
+
 def test_log_forecasts_are_the_log_scale_posterior_mapped_back(logged, positive):
     rows = {r["series_id"]: r for r in logged.rows()}
     for sid in ("sales", "visits"):

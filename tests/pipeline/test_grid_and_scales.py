@@ -51,6 +51,9 @@ def test_values_a_transform_cannot_take_are_named():
     assert "2 value(s) <= 0 (smallest -1)" in scales.problem("log", np.array([1.0, 0.0, -1.0]))
     assert "1 negative value(s)" in scales.problem("log1p", np.array([0.0, -0.5, np.nan]))
     assert scales.problem("none", np.array([-5.0])) is None
+    # Values at missing times are not observations (dropped with the time).
+    assert scales.problem("log", np.array([1.0, 0.0, -1.0]), np.array([0.0, np.nan, np.inf])) is None
+    assert "1 value(s) <= 0" in scales.problem("log", np.array([0.0, 0.0]), np.array([0.0, np.nan]))
     series = Series("a", np.arange(3.0), np.array([1.0, np.e, np.nan]))
     np.testing.assert_allclose(scales.transformed("log", series).y, [0.0, 1.0, np.nan])
     np.testing.assert_array_equal(series.y, [1.0, np.e, np.nan])  # the input is not changed
