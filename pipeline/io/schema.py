@@ -65,17 +65,19 @@ COLUMNS = (
     Column("kernel", pa.string(), False, "covariance kernel fitted", parameter=True),
     Column("n_points", pa.int64(), False, "finite observations used"),
     Column("mean", pa.float64(), True, "constant mean, units of y", parameter=True),
-    Column("amplitude", pa.float64(), True, "kernel standard deviation, units of y",
+    Column("amplitude", pa.float64(), True,
+           "kernel standard deviation, units of y (linear: the slope's, y per unit of t)",
            parameter=True),
     Column("length_scale", pa.float64(), True,
-           "length scale, units of t (days for date/timestamp t); unitless for periodic",
-           parameter=True),
+           "length scale, units of t (days for date/timestamp t); unitless for periodic; "
+           "null for linear", parameter=True),
     Column("period", pa.float64(), True, "period, units of t; null unless kernel is periodic",
            parameter=True),
     Column("noise_variance", pa.float64(), True, "observation noise variance, units of y^2",
            parameter=True),
     Column("components", pa.list_(COMPONENT_TYPE), True,
-           "each kernel of the (summed) kernel with its own amplitude (units of y), "
+           "each kernel of the (summed) kernel with its own amplitude (units of y; "
+           "linear: y per unit of t), "
            "length scale and period (as the flat columns); null if not ok", parameter=True),
     Column("nll", pa.float64(), True,
            "negative log marginal likelihood of the observed points (nats)"),
