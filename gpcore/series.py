@@ -133,9 +133,10 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
         biggest = float(np.max(np.abs(y)))
         spread = float(np.std(y / biggest)) * biggest if biggest > 0 else 0.0
     if spread != 0.0 and not (SPREAD_RANGE[0] <= spread <= SPREAD_RANGE[1]):
-        return None, n, (f"the values' standard deviation {spread:.3g} is outside "
-                         f"[{SPREAD_RANGE[0]:g}, {SPREAD_RANGE[1]:g}], where their "
-                         "variance would overflow or underflow; rescale the series")
+        return None, n, (f"the values' standard deviation {spread:.3g} (largest |y| "
+                         f"{biggest:.3g}) is outside [{SPREAD_RANGE[0]:g}, {SPREAD_RANGE[1]:g}], "
+                         "where their variance would overflow or underflow; rescale the "
+                         "series, or give NaN where a value is a code for a missing one")
     if np.ptp(y) == 0.0:
         return None, n, f"all {n} values are equal ({y[0]:g}); nothing to fit"
     # Stable sort keeps repeated timestamps in input order (deterministic).

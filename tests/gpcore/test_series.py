@@ -22,6 +22,11 @@ def test_sorts_and_drops_missing_points_keeping_repeated_times():
     (1e15 + np.arange(5.0), np.arange(5.0), "subtract an offset"),
     (np.arange(5.0), np.full(5, 2.5), "all 5 values are equal"),
     (np.arange(5.0), 1e200 * np.arange(5.0), "rescale the series"),
+    # One missing-value code among ordinary values: named, and what to do.
+    (np.arange(5.0), np.array([0.3, 1.2, 9.9e300, 0.7, 1.1]),
+     "(largest |y| 9.9e+300) is outside [1e-150, 1e+150], where their variance would "
+     "overflow or underflow; rescale the series, or give NaN where a value is a code for a "
+     "missing one"),
     (np.arange("2026-01-01", "2026-01-06", dtype="datetime64[D]"), np.arange(5.0),
      "t is not numeric (dtype datetime64[D])"),
     (np.arange(5.0), np.array(["a", "b", "c", "d", "e"]), "y is not numeric"),
