@@ -130,7 +130,7 @@ def title(row: dict) -> str:
     head = [str(row["series_id"]), str(row.get("kernel"))]
     if row["status"] != OK:
         return " · ".join(head + [f"{row['status']}, {row['n_points']} finite points"])
-    head.append(f"mean {_g(row['mean'])}")
+    head.append(f"mean {_mean(row)}")
     components = row.get("components") or []
     if len(components) == 1:
         head.append(_parameters(components[0], " · "))
@@ -225,3 +225,18 @@ def _parameters(component: dict, sep: str = ", ") -> str:
 
 def _g(value) -> str:
     return "?" if value is None else f"{value:.4g}"
+
+
+def _mean(row: dict) -> str:
+    """The fitted mean to 4 digits of the series' spread s (sqrt of
+    noise_variance and the stationary components' amplitude^2, as
+    summary.standardised_nll's), not of its own size: 1e9 + 2e-4 on a
+    spread of 1e-3 is "1000000000.0002", not "1e+09"."""
+    mean, spread2 = row["mean"], row.get("noise_variance") or 0.0
+    for part in row.get("components") or ():
+        if part.get("kernel") != "linear" and part.get("amplitude") is not None:
+            spread2 += part["amplitude"] ** 2
+    if mean is None or not (math.isfinite(mean) and mean and spread2 > 0):
+        return _g(mean)
+    digits = 4 + max(0, math.floor(math.log10(abs(mean) / math.sqrt(spread2))))
+    return f"{mean:.{min(digits, 17)}g}"

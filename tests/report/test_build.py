@@ -45,6 +45,17 @@ def test_title_names_the_parameters():
     assert title(skipped) == "b · rbf · skipped, 2 finite points"
 
 
+def test_title_shows_a_mean_on_a_large_offset_to_the_series_spread():
+    """y + 1e9 titled every plot "mean 1e+09": 4 digits of the mean's own
+    size. The mean is shown to 4 digits of the series' spread instead
+    (sqrt(noise_variance + amplitude^2)); a mean within its spread reads as
+    before."""
+    row = params_row("a", mean=1e9 + 2e-4, amplitude=1e-3, noise_variance=1e-8)
+    assert "mean 1000000000.0002 ·" in title(row)
+    assert "mean 0.5 ·" in title(params_row("a", mean=0.5))
+    assert "mean -1234.4 ·" in title(params_row("a", mean=-1234.4, amplitude=1.0))
+
+
 def test_title_of_a_sum_has_a_line_for_its_components():
     head, parts, tail = title(seasonal_row(bic=123.4, bic_margin=17.25)).split("\n")
     assert head.startswith("season-0 · rbf+periodic · mean 10 · noise_variance 0.04")
