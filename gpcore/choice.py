@@ -27,7 +27,7 @@ import numpy as np
 from gpcore.config import (AUTO, PERIODIC_MARGIN, SCREEN_FALSE_ALARM, SCREEN_MIN_CYCLES,
                            SCREEN_INDEX_SHARE, SCREEN_OVERSAMPLE, SCREEN_REGULAR,
                            FitConfig, checked, fitted_configs, is_started, smooth_part)
-from gpcore.batching import padded_length, summed_work
+from gpcore.batching import finite_points, padded_length, summed_work
 from gpcore.fitter import GPFitter
 from gpcore.kernels import PERIOD_BOUNDS, SUM, kernel as kernel_named
 from gpcore.result import OK, FitResult
@@ -110,7 +110,7 @@ class KernelChoice:
                 smooth_fits = per_candidate[names.index(smooth_part(fitter.config.kernel))]
                 given = [periodic_starts(series[i], smooth_fits[i], names[c]) for i in screened]
             placed: list = [None] * len(series)
-            for group in length_groups([_finite_points(series[i]) for i in screened]):
+            for group in length_groups([finite_points(series[i]) for i in screened]):
                 fits = fitter.fit([series[screened[k]] for k in group],
                                   None if given is None else [given[k] for k in group])
                 for k, r in zip(group, fits):
@@ -135,7 +135,7 @@ def fits_periodic(config: FitConfig, s: Series) -> bool:
     # Series too long for the periodic candidates are not screened (the
     # periodogram's cost grows as n^2); the others fit them in O(n).
     longest = min(c.max_points for c in periodic)
-    return _finite_points(s) <= longest and periodic_screen(s.t, s.y)
+    return finite_points(s) <= longest and periodic_screen(s.t, s.y)
 
 
 def length_groups(lengths: Sequence[int]) -> list[list[int]]:
@@ -153,13 +153,6 @@ def length_groups(lengths: Sequence[int]) -> list[list[int]]:
             groups.append([])
         groups[-1].append(k)
     return groups
-
-
-def _finite_points(s: Series) -> int:
-    try:
-        return int(np.isfinite(np.asarray(s.y, dtype=float)).sum())
-    except (TypeError, ValueError):
-        return 0  # unreadable: the fitters say why
 
 
 def _is_periodic(kernel: str) -> bool:

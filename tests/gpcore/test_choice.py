@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from gpcore import FitConfig, KernelChoice, Series
-from gpcore.choice import (START_MULTIPLES, START_PERIODIC_LENGTH, choose_fit, periodic_screen,
-                           periodic_starts, screen_period)
-from gpcore.config import PERIODIC_MARGIN, SCREEN_FALSE_ALARM
+from gpcore.choice import (START_MULTIPLES, START_PERIODIC_LENGTH, choose_fit, fits_periodic,
+                           periodic_screen, periodic_starts, screen_period)
+from gpcore.config import PERIODIC_MARGIN, SCREEN_FALSE_ALARM, fitted_configs
 from gpcore.result import OK, SKIPPED, FitResult
 
 N = 120
@@ -206,6 +206,20 @@ def test_kernel_choice_fits_periodic_candidates_only_where_the_screen_passes():
     # members each, where the 3 walks would have added at least 3 more.
     assert periodic.work["members"] <= 2 * (len(START_MULTIPLES) + 1)
     assert chooser.tracing_count == 2
+
+
+def test_rows_with_a_missing_time_do_not_count_against_the_periodic_limit():
+    """A series of 4,096 observations (the periodic candidates' max_points)
+    plus 10 rows whose time is missing: those rows are not observations
+    (the fit drops them), but their values were counted, 4,106 > 4,096, and
+    its periodic candidates were never fitted; without them they were."""
+    config = FitConfig(kernel="auto")
+    longest = min(c.max_points for c in fitted_configs(config) if c.kernel.has_period)
+    t, y = _sine(np.random.default_rng(8), cycles=40.0, n=longest)
+    assert fits_periodic(config, Series("s", t, y))
+    untimed = Series("s", np.r_[t, np.full(10, np.nan)], np.r_[y, np.ones(10)])
+    assert fits_periodic(config, untimed)
+    assert not fits_periodic(config, Series("s", np.r_[t, t[-1] + 1.0], np.r_[y, 0.0]))
 
 
 def test_kernel_choice_of_periodic_candidates_only_fits_every_series():
