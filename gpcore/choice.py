@@ -135,7 +135,12 @@ def fits_periodic(config: FitConfig, s: Series) -> bool:
     # Series too long for the periodic candidates are not screened (the
     # periodogram's cost grows as n^2); the others fit them in O(n).
     longest = min(c.max_points for c in periodic)
-    return finite_points(s) <= longest and periodic_screen(s.t, s.y)
+    try:
+        return finite_points(s) <= longest and periodic_screen(s.t, s.y)
+    except (TypeError, ValueError, IndexError):
+        # Not numbers, or t and y of different lengths: nothing to screen;
+        # the candidates' fitters skip it and say why.
+        return False
 
 
 def length_groups(lengths: Sequence[int]) -> list[list[int]]:

@@ -222,6 +222,23 @@ def test_rows_with_a_missing_time_do_not_count_against_the_periodic_limit():
     assert not fits_periodic(config, Series("s", np.r_[t, t[-1] + 1.0], np.r_[y, 0.0]))
 
 
+def test_kernel_choice_skips_a_bad_series_and_fits_the_others():
+    """As GPFitter.fit, a bad series comes back skipped with the reason: t
+    and y of different lengths, values that are not numbers, or none. Under
+    "auto" the periodic screen ran on them first and raised (a broadcast
+    ValueError, "could not convert string to float", an IndexError), so no
+    series of the call got a result."""
+    t = np.arange(40.0)
+    bad = [Series("lengths", t, np.sin(t[:30])), Series("strings", t, np.array(["a"] * 40)),
+           Series("none", t, None)]
+    good = Series("good", *_sine(np.random.default_rng(9)))
+    chooser = KernelChoice(FitConfig(kernel="auto", candidates=("rbf", "rbf+periodic")))
+    fits = chooser.fit(bad + [good])
+    assert [f.status for f in fits] == [SKIPPED] * 3 + [OK]
+    assert "t has 40 values but y has 30" in fits[0].error
+    assert "y is not numeric" in fits[1].error and "y is not numeric (None)" in fits[2].error
+
+
 def test_kernel_choice_of_periodic_candidates_only_fits_every_series():
     """No non-periodic candidate to fall back on: the screen is not applied."""
     rng = np.random.default_rng(12)
