@@ -129,7 +129,6 @@ def test_a_time_column_of_nulls_alone_agrees_with_any_kind_of_time(tmp_path):
     _run(build)
 
 
-
 def test_legacy_int96_timestamps_outside_nanoseconds_range_keep_their_dates(tmp_path):
     # Spark writes timestamps as INT96 by default; Arrow reads them as
     # nanoseconds, which hold only 1677-2262, and wrapped the rest silently
@@ -160,3 +159,24 @@ def test_legacy_int96_timestamps_outside_nanoseconds_range_keep_their_dates(tmp_
                         equal_to(expected))
 
         _run(build)
+
+
+def test_an_id_column_of_nulls_alone_is_rows_with_a_null_id(tmp_path):
+    # pandas writes an all-None id column as Arrow's null type: its rows
+    # have a null id, counted and not fitted, as in any other file; the
+    # run was refused (exit 2), or, outside the launcher's sample of
+    # footers, the file was "unreadable" (exit 3).
+    pq.write_table(pa.table({"series_id": pa.nulls(4), "t": np.arange(4.0), "y": np.ones(4)}),
+                   tmp_path / "0.parquet")
+    pq.write_table(pa.table({"series_id": ["a"] * 3, "t": [1.0, 2.0, 3.0], "y": [1.0, 2.0, 4.0]}),
+                   tmp_path / "1.parquet")
+    spec = inputs.inspect(str(tmp_path), Columns())
+
+    def build(p):
+        series = p | ReadSeries(spec, "rbf", max_rows=100)
+        assert_that(series.series | beam.Map(lambda s: (s.series_id, s.t.tolist())),
+                    equal_to([("a", [1.0, 2.0, 3.0])]))
+        assert_that(series.null_ids | beam.CombineGlobally(sum), equal_to([4]), label="NullIds")
+        assert_that(series.unreadable, equal_to([]), label="NoneUnreadable")
+
+    _run(build)
