@@ -96,7 +96,7 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
     rows, ready = [], []
     for series_id, parts in _gathered(chunks).items():
         points = sum(len(part[1]) for part in parts)
-        problem = next((part[2] for part in parts if part[2]), None)
+        problem = conversion.first_problem(*(part[2] for part in parts))
         if problem is None and points > max_rows:
             problem = conversion.too_many_rows(points, max_rows, flag="max_rows")
         if problem:

@@ -165,7 +165,8 @@ class SplitBySeries(beam.DoFn):
 
 # One id's chunks so far: (raw rows counted, [Chunk] or None once the rows
 # passed the cap: the chunks are dropped and only the count goes on, the
-# first problem of a chunk or None). A plain tuple: Beam pickles it.
+# chunks' problem (conversion.first_problem) or None). A plain tuple: Beam
+# pickles it.
 Gathered = tuple[int, Optional[list], Optional[str]]
 
 
@@ -189,13 +190,13 @@ class GatherChunks(beam.CombineFn):
             chunks.append(chunk)
         else:
             chunks = None
-        return rows, chunks, problem or chunk[2]
+        return rows, chunks, conversion.first_problem(problem, chunk[2])
 
     def merge_accumulators(self, accumulators):
         rows, chunks, problem = 0, [], None
         for acc_rows, acc_chunks, acc_problem in accumulators:  # iterated, never listed
             rows += acc_rows
-            problem = problem or acc_problem
+            problem = conversion.first_problem(problem, acc_problem)
             if chunks is not None and acc_chunks is not None and rows <= self._max_rows:
                 chunks.extend(acc_chunks)
             else:

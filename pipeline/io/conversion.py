@@ -5,6 +5,7 @@ and the same rows for the same data.
   split:        a table (long or nested layout) -> (id, Chunk) per series in
                 it; null ids dropped and counted
   merge:        one id's chunks -> Series, points sorted by (t, y)
+  first_problem: the one reason of a series with several bad chunks
   too_many_rows, skipped_row: a series refused unassembled
   fitted_row:   a fit's result -> its output row, with the fingerprint
   output_table: output rows -> a table of the output schema
@@ -80,6 +81,14 @@ def merge(series_id: str, chunks: Sequence[Chunk]) -> Series:
     y = np.concatenate([chunk[1] for chunk in chunks])
     order = np.lexsort((y, t))
     return Series(series_id, t[order], y[order])
+
+
+def first_problem(*problems: Optional[str]) -> Optional[str]:
+    """The reason a series whose chunks carry these problems (None: none)
+    is skipped: the least of them, so that it, and the skipped row's
+    fingerprint, do not depend on the order in which the chunks arrive
+    (files, row groups, workers)."""
+    return min((p for p in problems if p), default=None)
 
 
 def too_many_rows(rows: int, max_rows: int, flag: str = "--max_rows") -> str:

@@ -276,6 +276,20 @@ def test_a_series_over_max_rows_is_skipped_saying_fit_frames_option():
     assert "raise max_rows" in row["error"] and "--" not in row["error"]
 
 
+def test_a_series_with_two_bad_rows_gives_the_jobs_one_reason_whatever_their_order():
+    # Nested rows of unequal lists: the reason (and fingerprint) was the
+    # first row's in the table, where the job's depended on which arrived
+    # first; both take the least (conversion.first_problem).
+    rows = {"series_id": ["bad", "bad"], "t": [[1.0, 2.0, 3.0], [4.0, 5.0]],
+            "y": [[1.0], [1.0, 2.0, 3.0, 4.0, 5.0]]}
+    table = pa.table(rows)
+    found = [gpfit.fit_frame(t).to_pylist()[0] for t in (table, table.take([1, 0]))]
+    assert [(r["status"], r["error"]) for r in found] == [
+        ("skipped", "a row of this series has 2 times but 5 values; give its 't' and 'y' "
+                    "lists equal length")] * 2
+    assert found[0]["fingerprint"] == found[1]["fingerprint"]
+
+
 @pytest.mark.parametrize("kwargs, words", [
     ({"min_points": 2.5}, "min_points= must be a whole number; got 2.5"),
     ({"batch_size": "8"}, "batch_size= must be a whole number; got '8'"),

@@ -66,6 +66,28 @@ def test_nested_row_with_mismatched_lists_is_skipped_with_reason(tmp_path):
     _run(build)
 
 
+def test_a_series_with_two_bad_rows_gives_one_reason_whatever_the_files_order(tmp_path):
+    # "bad" has a row of unequal lists in each of two files. The files'
+    # names set the order in which its rows arrive: its skipped row (reason,
+    # and so fingerprint) was the reason of whichever came first.
+    bad_rows = [([1.0, 2.0, 3.0], [1.0]), ([4.0, 5.0], [1.0, 2.0, 3.0, 4.0, 5.0])]
+    for first, second in (("a", "b"), ("b", "a")):
+        folder = tmp_path / first
+        folder.mkdir()
+        for name, (t, y) in zip((first, second), bad_rows):
+            pq.write_table(pa.table({"id": ["bad"], "t": [t], "y": [y]}),
+                           folder / f"{name}.parquet")
+        spec = inputs.inspect(str(folder), Columns("id", "t", "y"))
+
+        def build(p, spec=spec):
+            series = p | ReadSeries(spec, "rbf", max_rows=100)
+            assert_that(series.unfittable | beam.Map(lambda r: r["error"]),
+                        equal_to(["a row of this series has 2 times but 5 values; give its "
+                                  "'t' and 'y' lists equal length"]))
+
+        _run(build)
+
+
 def test_a_nested_series_beyond_max_rows_counts_its_points(tmp_path):
     # One nested row of 12 points: the cap counts list elements, and the
     # reason says points, not rows.
