@@ -105,11 +105,13 @@ def inspect(pattern: str, columns: Columns, max_footers: Optional[int] = None) -
     every file, or at most `max_footers` of them, evenly spread.
 
     Raises:
-      InputError: no file matches; a checked file is empty or not Parquet; a
-        column is missing or of the wrong type; files disagree; all files
-        were checked and hold no rows.
+      InputError: no file matches; a local file is matched twice (a link);
+        a checked file is empty or not Parquet; a column is missing or of
+        the wrong type; files disagree; all files were checked and hold no
+        rows.
     """
     everything = resolve(pattern)
+    check_read_once(everything)
     files = sample(everything, max_footers)
     footers = map_files(lambda f: check_footer(f[0], f[1], columns), files)
     # The reference: the first file with a kind of time (a t of nulls alone has none).
@@ -124,6 +126,27 @@ def inspect(pattern: str, columns: Columns, max_footers: Optional[int] = None) -
     glob, data_only = job_glob(pattern, everything)
     return InputSpec(pattern, tuple(path for path, _ in everything), columns, first.layout,
                      first.time_units or AS_GIVEN, rows, glob, data_only, len(files))
+
+
+def check_read_once(files: list[tuple[str, int]]) -> None:
+    """Raises InputError where two local names of the input are one file
+    (a link beside its target, a folder linked into a `**` glob, a hard
+    link): every point of its series would be read twice and fitted as
+    repeated measurements (docs/design.md, "Contracts"). A stat per file."""
+    seen: dict[tuple[int, int], str] = {}
+    for path, _ in files:
+        if not _is_local(path):
+            continue  # object stores have no links
+        try:
+            found = os.stat(path)
+        except OSError:
+            continue  # gone since the listing: the footer check says so
+        first = seen.setdefault((found.st_dev, found.st_ino), path)
+        if first != path:
+            raise InputError(
+                f"{path} is {first} again (a link): every point of its series would be read "
+                "twice; give an --input that matches the file once (a glob that leaves the "
+                "link out), or remove the link")
 
 
 def sample(files: list, most: Optional[int]) -> list:

@@ -119,10 +119,28 @@ def mixed_time_kinds(tmp):
     return str(tmp / "kinds"), "give one kind of time"
 
 
+def a_link_beside_its_file(tmp):
+    # A "latest" link beside the dated file it points to: every point of the
+    # file's series was read twice, without a word.
+    os.makedirs(tmp / "days")
+    _write(tmp / "days" / "2026-12-06.parquet", _good_table())
+    os.symlink("2026-12-06.parquet", tmp / "days" / "latest.parquet")
+    return str(tmp / "days"), (f"{tmp / 'days' / 'latest.parquet'} is "
+                               f"{tmp / 'days' / '2026-12-06.parquet'} again (a link)")
+
+
+def a_hard_link_beside_its_file(tmp):
+    os.makedirs(tmp / "days")
+    _write(tmp / "days" / "a.parquet", _good_table())
+    os.link(tmp / "days" / "a.parquet", tmp / "days" / "b.parquet")
+    return str(tmp / "days" / "*.parquet"), "read twice"
+
+
 @pytest.mark.parametrize("make_input", [
     no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
     mixed_time_kinds, half_float_ids, uuid_ids, unknown_scheme, unavailable_scheme,
+    a_link_beside_its_file, a_hard_link_beside_its_file,
 ])
 def test_unusable_input_exits_2(tmp_path, make_input):
     input_, expected = make_input(tmp_path)
