@@ -12,8 +12,9 @@
   MergeChunks:   -> Series, or a ready "skipped" row (with its fingerprint)
 
 A file whose footer or a row group cannot be read or does not fit leaves on
-UNREADABLE as (path, reason): the job goes on with the other files and the
-manifest step writes _FAILED.json naming it (docs/design.md, "Contracts").
+UNREADABLE as (path, reason), once per file: the job goes on with the other
+files and the manifest step writes _FAILED.json naming it (docs/design.md,
+"Contracts").
 """
 from __future__ import annotations
 
@@ -93,7 +94,10 @@ class ReadSeries(beam.PTransform):
                   | "MergeChunks" >> beam.ParDo(MergeChunks(self._kernel, self._max_rows, self._key))
                   .with_outputs(UNFITTABLE, main="series"))
         unreadable = ((groups[UNREADABLE], tables[UNREADABLE])
-                      | "AllUnreadable" >> beam.Flatten())
+                      | "AllUnreadable" >> beam.Flatten()
+                      # Row groups are read apart: a file with several bad
+                      # ones is one unreadable file, with its least reason.
+                      | "OnePerFile" >> beam.CombinePerKey(min))
         return ReadOutputs(series.series, series[UNFITTABLE], chunks[NULL_IDS], unreadable,
                            groups[FILES])
 

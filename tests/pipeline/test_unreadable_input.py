@@ -58,6 +58,28 @@ def test_a_corrupt_data_page_is_named_and_the_run_exits_3(tmp_path):
     assert not os.path.exists(os.path.join(run.output, "_RUNNING.json"))
 
 
+def test_a_file_with_two_corrupt_row_groups_is_one_unreadable_file(tmp_path):
+    # Each row group is read apart: the file was counted, and named, once
+    # per corrupt row group ("2 input file(s) could not be read").
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(_series_table(["a"]), folder / "good.parquet")
+    bad = str(folder / "bad.parquet")
+    pq.write_table(_series_table(["c", "d", "e"]), bad, row_group_size=24)
+    for row_group in (1, 2):
+        _corrupt_a_data_page(bad, row_group=row_group, column=2)
+
+    run = gpfit(str(folder), str(tmp_path / "out"), *RUN_OPTIONS)
+    assert run.code == 3, run.stderr
+    assert "; 1 input file(s) could not be read" in run.stderr
+    named = [line for line in run.stderr.splitlines() if line.startswith("gpfit: unreadable:")]
+    assert len(named) == 1 and f"{bad}: row group 1 cannot be read" in named[0], named
+    unreadable = _failed_manifest(run.output)["unreadable_files"]
+    assert unreadable["count"] == 1
+    assert [f["path"] for f in unreadable["files"]] == [bad]
+    assert sorted(r["series_id"] for r in run.rows()) == ["a", "c"]
+
+
 def test_a_file_the_launcher_did_not_sample_is_checked_on_the_workers(tmp_path, monkeypatch):
     folder = tmp_path / "in"
     folder.mkdir()
