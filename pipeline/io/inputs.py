@@ -141,6 +141,8 @@ def check_read_once(files: list[tuple[str, int]]) -> None:
             found = os.stat(path)
         except OSError:
             continue  # gone since the listing: the footer check says so
+        if not found.st_ino:
+            continue  # a file system without inode numbers (some FUSE mounts)
         first = seen.setdefault((found.st_dev, found.st_ino), path)
         if first != path:
             raise InputError(
