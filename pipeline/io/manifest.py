@@ -272,14 +272,31 @@ def summary(manifest: dict) -> str:
 
 
 def warnings(manifest: dict) -> list[str]:
-    """What the run's counts warn of, one line each: forecast grids too
-    coarse to show a fitted period."""
-    coarse = (manifest.get("predictions") or {}).get("coarse_grid")
-    if not coarse:
-        return []
-    return [f"{coarse} series have a forecast spacing coarser than a quarter of a fitted "
-            "period, so their forecasts cannot show that cycle (predictions.coarse_grid in "
-            "the manifest); use a finer grid: --predict_steps, or more --predict_points"]
+    """What the run's counts warn of, one line each: ok series that got no
+    predictions or no forecast rows, and forecast grids too coarse to show
+    a fitted period. Said after the job, from its counts: the job's own
+    log lines are not shown by every launcher (docs/design.md, "Contracts")."""
+    predictions = manifest.get("predictions") or {}
+    found = []
+    no_step = predictions.get("no_step") or {}
+    if no_step:
+        why = "; ".join(f"{count} {reason}" for reason, count in sorted(no_step.items()))
+        found.append(f"{sum(no_step.values())} ok series got no forecast rows ({why}; "
+                     "predictions.no_step in the manifest); see README.md, \"Where the "
+                     "forecast goes\": under --predict_steps a series needs a regular spacing, "
+                     "--predict_horizon H --predict_points K gives every series one grid")
+    lost = predictions.get("not_predicted")
+    if lost:
+        found.append(f"{lost} ok series got no predictions: their posterior could not be "
+                     "computed from their parameters (predictions.not_predicted in the "
+                     "manifest); the job's log names each series and why")
+    coarse = predictions.get("coarse_grid")
+    if coarse:
+        found.append(f"{coarse} series have a forecast spacing coarser than a quarter of a "
+                     "fitted period, so their forecasts cannot show that cycle "
+                     "(predictions.coarse_grid in the manifest); use a finer grid: "
+                     "--predict_steps, or more --predict_points")
+    return found
 
 
 def _iso(seconds: float) -> str:

@@ -127,6 +127,10 @@ def test_forecasts_step_at_each_series_own_spacing(run, data):
     assert len(by_kind(run, "random", "observed")) == data["random"][0].size
     assert run.manifest["predictions"]["no_step"] == {grid.IRREGULAR: 1}
     assert run.manifest["predictions"]["steps"] == STEPS
+    # Said after the job too: a launcher may not show the job's log.
+    warned = [line for line in run.stderr.splitlines() if "no forecast rows" in line]
+    assert len(warned) == 1 and "gpfit: warning: 1 ok series" in warned[0], run.stderr
+    assert f"1 {grid.IRREGULAR}" in warned[0] and "--predict_horizon H" in warned[0]
     assert run.manifest["predictions"]["levels"] == list(LEVELS)
 
 
@@ -460,6 +464,7 @@ def test_forecast_times_that_cannot_be_written_give_no_forecast_rows(tmp_path, d
         assert "forecast" not in kinds and kinds.count("observed") > 30
         assert pa.array([p["t"] for p in run.predictions()]).null_count == 0  # readable
         assert run.manifest["predictions"]["no_step"] == {why: 1}
+        assert f"gpfit: warning: 1 ok series got no forecast rows (1 {why}" in run.stderr
 
 
 def test_an_older_release_output_still_serves_reuse_and_the_report(tmp_path_factory, positive,

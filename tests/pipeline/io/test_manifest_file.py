@@ -45,3 +45,19 @@ def test_a_manifest_that_is_not_a_json_object_is_refused(tmp_path):
     (tmp_path / "_SUCCESS.json").write_text(json.dumps([1, 2]))
     with pytest.raises(ValueError, match="holds no JSON object"):
         manifest.read(str(tmp_path))
+
+
+def test_series_without_predictions_are_warned_of_after_the_job():
+    """Counts the job's log may not show: each reason without forecast rows,
+    series whose posterior failed, grids that hide a period; none without."""
+    assert manifest.warnings({"predictions": {"no_step": {}, "not_predicted": 0,
+                                              "coarse_grid": 0}}) == []
+    assert manifest.warnings({"predictions": None}) == []
+    said = manifest.warnings({"predictions": {
+        "no_step": {"too irregular to have a step": 3, "fewer than 2 distinct times": 1},
+        "not_predicted": 2, "coarse_grid": 5}})
+    assert len(said) == 3
+    assert said[0].startswith("4 ok series got no forecast rows (1 fewer than 2 distinct "
+                              "times; 3 too irregular to have a step;")
+    assert said[1].startswith("2 ok series got no predictions") and "log names each" in said[1]
+    assert said[2].startswith("5 series have a forecast spacing coarser")
