@@ -18,6 +18,8 @@ from gpcore import Series
 
 NONE, LOG, LOG1P = "none", "log", "log1p"
 TRANSFORMS = (NONE, LOG, LOG1P)
+# The fitted scale of each transform, as labels name it.
+SCALE_NAMES = {NONE: "y", LOG: "log(y)", LOG1P: "log(1 + y)"}
 
 
 # (forward, inverse) of each transform but none.

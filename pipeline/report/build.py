@@ -36,6 +36,9 @@ from pipeline.report.summary import (CLOSE_CALL, COLUMNS, HOLDOUT_MASE, MARGIN, 
 # (about 8 points per length scale), but never more than the cap.
 GRID_MIN, GRID_MAX = 400, 2000
 GRID_PAD = 0.05  # beyond the data on each side, as a fraction of its span
+# What a curve's line is under a --transform: its quantiles map back, its
+# mean does not (docs/design.md, "Contracts").
+MEDIAN = "median"
 TOP_REASONS = 10
 
 
@@ -61,6 +64,9 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
     forecasts = read_predictions(run.folder, ids, dates, FORECAST)
     held = read_predictions(run.folder, ids, dates, HOLDOUT)
     transform = ((run.manifest or {}).get("options") or {}).get("transform") or scales.NONE
+    if transform != scales.NONE:  # the predictions' mean is the median there
+        forecasts, held = ({sid: dataclasses.replace(curve, centre=MEDIAN)
+                            for sid, curve in found.items()} for found in (forecasts, held))
     cards = [_card(pick, data.get(pick.series_id), spec, forecasts.get(pick.series_id),
                    held.get(pick.series_id), transform)
              for pick in picks]
@@ -109,18 +115,22 @@ def posterior_curve(series: Series, row: dict, transform: str = scales.NONE) -> 
     back = lambda z: scales.inverse(transform, z)  # noqa: E731
     return Curve(grid, back(mean), std_f, std_y, bands=(
         ("±2σ new observation", back(mean - 2 * std_y), back(mean + 2 * std_y)),
-        ("±2σ posterior", back(mean - 2 * std_f), back(mean + 2 * std_f))))
+        ("±2σ posterior", back(mean - 2 * std_f), back(mean + 2 * std_f))), centre=MEDIAN)
 
 
-def component_parts(series: Series, row: dict, t_new: np.ndarray) -> list[Part]:
+def component_parts(series: Series, row: dict, t_new: np.ndarray,
+                    transform: str = scales.NONE) -> list[Part]:
     """For a sum of kernels, each component's posterior mean at t_new; for
-    a single kernel, none (it is the curve itself)."""
+    a single kernel, none (it is the curve itself). Under a --transform,
+    `series` is on the fitted scale and so are the parts, which add up there
+    (a sum does not map back through exp): each label names that scale."""
     params = rows.parameters(row)
     components = params["components"]
     if len(components) < 2:
         return []
     means = component_means(series, params, t_new)
-    return [Part(f"{c['kernel']}: {_parameters(c)}", t_new, mean)
+    scale = "" if transform == scales.NONE else f" of {scales.SCALE_NAMES[transform]}"
+    return [Part(f"{c['kernel']}{scale}: {_parameters(c)}", t_new, mean)
             for c, mean in zip(components, means)]
 
 
@@ -195,7 +205,7 @@ def _card(pick: Pick, series: Optional[Series], spec: InputSpec,
                 raise ValueError(f"the data read now cannot be transformed: {problem}")
             fitted = scales.transformed(transform, series)
             curve = posterior_curve(fitted, row, transform)
-            parts = component_parts(fitted, row, curve.t)
+            parts = component_parts(fitted, row, curve.t, transform)
         except ValueError as err:
             note = f"cannot draw the posterior: {err}"
     else:

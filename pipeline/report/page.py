@@ -165,7 +165,10 @@ def render(page: Page) -> str:
                "the points before them, with its intervals; the scores are in the title. "
                "For a sum of kernels, "
                "the panel below shows each component's posterior mean (e.g. the trend and the "
-               "seasonal cycle); they add up to the line above, less the constant mean.</p>")
+               "seasonal cycle); they add up to the line above, less the constant mean. "
+               "Under --transform the lines are medians (the posterior is computed on the "
+               "fitted scale, log y for log, and mapped back), and the components, named "
+               "with that scale, add up on it.</p>")
     if not page.cards:
         out.append("<p>No series selected.</p>")
     for card in page.cards:

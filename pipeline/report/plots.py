@@ -77,6 +77,8 @@ class Curve:
     bands: Sequence[tuple] = ()
     # [m] observed values at t (held-out points), or None.
     y: Optional[np.ndarray] = None
+    # What `mean` is: "median" where a --transform's posterior is mapped back.
+    centre: str = "mean"
 
     def drawn_bands(self, what: str) -> list[tuple]:
         """(label, lower, upper, alpha) of the bands drawn, widest first."""
@@ -144,7 +146,7 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
             ax.fill_between(drawn.t, lower, upper, color=color, alpha=alpha, linewidth=0,
                             label=label if what != "holdout" else None)
         ax.plot(drawn.t, drawn.mean, color=color, linewidth=1.5,
-                marker="." if what != "posterior" else None, label=f"{what} mean")
+                marker="." if what != "posterior" else None, label=f"{what} {drawn.centre}")
         if drawn.y is not None:
             ax.plot(drawn.t, drawn.y, "x", color=HOLDOUT_COLOR, markersize=5, zorder=4,
                     label=f"held out ({drawn.y.size} points)")

@@ -124,3 +124,23 @@ def test_a_line_plus_a_wiggle_is_drawn_and_titled():
                                / (curve.t[-1] - curve.t[0]), rtol=1e-6)  # straight
     alone = params_row("season-2", kernel="linear", amplitude=0.002, length_scale=None)
     assert posterior_curve(series, alone).t.size == GRID_MIN
+
+
+def test_under_log_the_line_is_a_median_and_the_parts_add_up_on_the_log_scale():
+    """--transform log: the curve is exp() of the log-scale posterior, its
+    median, and so labelled; the components stay on the log scale, where
+    they add up (not to the curve drawn on y's scale), and say so."""
+    from pipeline.io import scales
+
+    t, y = seasonal_series()["season-1"]
+    fitted = scales.transformed(scales.LOG, Series("season-1", t, np.exp(y)))
+    row = seasonal_row()
+    curve = posterior_curve(fitted, row, scales.LOG)
+    mean, _ = predict(fitted, row, curve.t)
+    np.testing.assert_allclose(curve.mean, np.exp(mean), rtol=1e-12)  # the median of y
+    assert curve.centre == "median"
+    assert posterior_curve(fitted, row).centre == "mean"  # untransformed
+    parts = component_parts(fitted, row, curve.t, scales.LOG)
+    assert [p.label.split(":")[0] for p in parts] == ["rbf of log(y)", "periodic of log(y)"]
+    # Round-off of one solve and a sum, as in the test above.
+    np.testing.assert_allclose(sum(p.mean for p in parts), mean - 10.0, rtol=1e-9, atol=1e-9)
