@@ -88,8 +88,7 @@ def prediction(series: Series, params: Union[Mapping, FitResult], t_new) -> Pred
     p = checked_params(params)
     t, y, t_new = _observed(series, t_new)
     if takes_markov_path(kernel_named(p["kernel"]), t.size):  # O(n): docs/design.md, "Long series"
-        from gpcore.markov_predict import posterior
-        mean, var = posterior(p, t, y, t_new)
+        mean, var = _markov(p, t, y, t_new)
     elif t.size == 0:
         amp2 = sum(c["amplitude"] ** 2 for base, c in _parts(p) if not base.amplitude_per_time)
         mean, var = np.full_like(t_new, p["mean"]), np.full_like(t_new, amp2)
@@ -119,9 +118,29 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
     if t.size == 0:
         return [np.zeros_like(t_new) for _ in p["components"]]
     if takes_markov_path(kernel_named(p["kernel"]), t.size):  # O(n): docs/design.md, "Long series"
-        from gpcore.markov_predict import posterior
-        return posterior(p, t, y, t_new, parts=True)
+        return _markov(p, t, y, t_new, parts=True)
     return list(_solved(p, t, y, t_new)[0])
+
+
+def _markov(p: dict, t: np.ndarray, y: np.ndarray, t_new: np.ndarray, parts: bool = False):
+    """gpcore.markov_predict.posterior (docs/design.md, "Long series:
+    Markov kernels") with _solved's jitter ladder: with noise_variance 0
+    the filters' innovations vanish at the observed times, which gave NaN
+    (or a singular state covariance) where the dense posterior is exact."""
+    from gpcore.markov_predict import posterior
+
+    prior = sum(c["amplitude"] ** 2 for c in p["components"])
+    for jitter in JITTERS:
+        try:
+            found = posterior(dict(p, noise_variance=p["noise_variance"] + jitter * prior),
+                              t, y, t_new, parts=parts)
+        except (tf.errors.InvalidArgumentError, np.linalg.LinAlgError):
+            continue
+        if all(np.all(np.isfinite(v)) for v in found):
+            return found
+    raise ValueError(
+        f"the O(n) posterior of the {t.size} observed points is not finite even with jitter "
+        f"{JITTERS[-1]:g} x amplitude^2; check noise_variance and amplitude")
 
 
 def _observed(series: Series, t_new) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

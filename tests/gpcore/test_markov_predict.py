@@ -92,3 +92,45 @@ def test_posterior_of_3000_clock_times_equals_a_numpy_dense_posterior(name):
     amplitude = np.sqrt(sum(c["amplitude"] ** 2 for c in components))
     np.testing.assert_allclose(mean, expected, rtol=0, atol=1e-9 * amplitude)
     np.testing.assert_allclose(np.sqrt(var), np.sqrt(expected_var), rtol=0, atol=1e-9 * amplitude)
+
+
+def test_a_noise_free_long_series_is_interpolated_as_the_dense_path_does():
+    """noise_variance 0 on a series over MARKOV_ABOVE points: the dense path
+    takes it (jitter only where A's Cholesky fails), the O(n) one gave NaN
+    (matern12, matern32) or a TensorFlow error (matern52). matern12 is
+    Markov in its value alone, so its noise-free posterior at t* is the
+    Ornstein-Uhlenbeck bridge between t*'s neighbours, written out here.
+    Tolerance: predict's first non-zero jitter, 1e-10 amplitude^2, is a
+    noise sd of 1e-5 amplitude at the data."""
+    n, a, ell, level = MARKOV_ABOVE + 100, 2.0, 30.0, 0.5
+    rng = np.random.default_rng(4)
+    t = np.arange(float(n))
+    y = level + a * np.sin(t / 40.0) + 0.1 * rng.normal(size=n)
+    t_new = np.array([7.0, 100.5, 2000.25, t[-1] + 3.0])
+    series = Series("s", t, y)
+    mean, sd = predict.predict(series, dict(kernel="matern12", mean=level, noise_variance=0.0,
+                                            amplitude=a, length_scale=ell), t_new)
+    k = lambda d: a * a * np.exp(-np.abs(d) / ell)  # noqa: E731
+    expected_mean, expected_var = [], []
+    for x in t_new:
+        near = t[[np.searchsorted(t, x, "right") - 1]] if x >= t[-1] or x in t else \
+            t[np.searchsorted(t, x) - 1:np.searchsorted(t, x) + 1]
+        cov = k(near[:, None] - near[None, :])
+        cross = k(x - near)
+        resid = y[np.searchsorted(t, near)] - level
+        expected_mean.append(level + cross @ np.linalg.solve(cov, resid))
+        expected_var.append(a * a - cross @ np.linalg.solve(cov, cross))
+    np.testing.assert_allclose(mean, expected_mean, rtol=0, atol=1e-6 * a)
+    np.testing.assert_allclose(sd, np.sqrt(np.maximum(expected_var, 0)), rtol=0, atol=2e-5 * a)
+    # The smoother kernels on a smooth series (noisy data would need wild
+    # swings between points): through the data, with the parts adding up.
+    series = Series("s", t, level + a * np.sin(t / 40.0))
+    for name in ("matern32", "matern52", "matern52+matern12"):
+        components = [dict(c, length_scale=ell) for c in PARAMS.get(name, [dict(kernel=name,
+                                                                               amplitude=a)])]
+        p = dict(kernel=name, mean=level, noise_variance=0.0, components=components)
+        mean, sd = predict.predict(series, p, t[:50])  # at observed times: the data
+        np.testing.assert_allclose(mean, series.y[:50], rtol=0, atol=1e-4 * a, err_msg=name)
+        assert np.all(sd < 1e-4 * a), name
+        parts = predict.component_means(series, p, t[:50])
+        np.testing.assert_allclose(sum(parts) + level, mean, rtol=0, atol=1e-9 * a)
