@@ -14,7 +14,7 @@ SMALLEST_MASE = 1e-12
 
 def create() -> dict:
     return {"series": 0, "points": 0, "covered": 0.0, "mase_n": 0, "mase_sum": 0.0,
-            "bins": {}, "mase_max": None}
+            "bins": {}, "mase_min": None, "mase_max": None}
 
 
 def add(acc: dict, row: dict) -> dict:
@@ -31,6 +31,7 @@ def add(acc: dict, row: dict) -> dict:
         acc["mase_sum"] += mase
         key = log_bin(mase, SMALLEST_MASE)
         acc["bins"][key] = acc["bins"].get(key, 0) + 1
+        acc["mase_min"] = mase if acc["mase_min"] is None else min(acc["mase_min"], mase)
         acc["mase_max"] = mase if acc["mase_max"] is None else max(acc["mase_max"], mase)
     return acc
 
@@ -42,8 +43,9 @@ def merge(accumulators: Iterable[dict]) -> dict:
             merged[key] += acc[key]
         for key, n in acc["bins"].items():
             merged["bins"][key] = merged["bins"].get(key, 0) + n
-        if acc["mase_max"] is not None:
-            merged["mase_max"] = max(acc["mase_max"], merged["mase_max"] or acc["mase_max"])
+        for key, pick in (("mase_min", min), ("mase_max", max)):
+            if acc[key] is not None:
+                merged[key] = acc[key] if merged[key] is None else pick(merged[key], acc[key])
     return merged
 
 
@@ -54,7 +56,10 @@ def extract(acc: dict) -> Optional[dict]:
         return None
     median = None
     if acc["mase_n"]:
-        median = min(median_of_bins(acc["bins"], acc["mase_n"]), acc["mase_max"])
+        # A bin's centre may lie outside the MASEs' range (one series of
+        # 0.409 said 0.406): the median is within it.
+        median = min(max(median_of_bins(acc["bins"], acc["mase_n"]), acc["mase_min"]),
+                     acc["mase_max"])
     return {"series": acc["series"], "points": acc["points"],
             "mase_mean": acc["mase_sum"] / acc["mase_n"] if acc["mase_n"] else None,
             "mase_median": median,

@@ -61,3 +61,17 @@ def test_series_without_predictions_are_warned_of_after_the_job():
                               "times; 3 too irregular to have a step;")
     assert said[1].startswith("2 ok series got no predictions") and "log names each" in said[1]
     assert said[2].startswith("5 series have a forecast spacing coarser")
+
+
+def test_the_backtests_median_lies_within_its_mases():
+    """The median comes from 2 % bins, whose centre may lie outside the
+    scored MASEs: one series of 0.409 was said to have a median of 0.406."""
+    from pipeline.io import holdout_totals
+
+    acc = holdout_totals.add(holdout_totals.create(), {
+        "holdout_points": 3, "holdout_coverage_95": 1.0, "holdout_mase": 0.409})
+    assert holdout_totals.extract(acc)["mase_median"] == 0.409
+    other = holdout_totals.add(holdout_totals.create(), {
+        "holdout_points": 3, "holdout_coverage_95": 1.0, "holdout_mase": 0.4091})
+    merged = holdout_totals.extract(holdout_totals.merge([acc, other]))
+    assert 0.409 <= merged["mase_median"] <= 0.4091
