@@ -10,7 +10,12 @@ this package is the Python API beside it:
   spark_schema()      that schema as Spark DDL, for applyInPandas
   __version__         the release (pipeline/io/fingerprint.py's VERSION)
 """
-from pipeline.frame import fit_frame, output_schema, spark_schema
-from pipeline.io.fingerprint import VERSION as __version__
+from pipeline.io import beam_import as _beam_import
+
+# Without the gcp extra, Beam's import logged a line and configured the
+# user's root logger (pipeline/io/beam_import.py).
+with _beam_import.quietly():
+    from pipeline.frame import fit_frame, output_schema, spark_schema
+    from pipeline.io.fingerprint import VERSION as __version__
 
 __all__ = ["fit_frame", "output_schema", "spark_schema", "__version__"]

@@ -38,16 +38,12 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-# Without the gcp extra, importing Beam logs "apitools not found" on the
-# root logger, and logging.warning then configures the root logger with its
-# default format before gpfit does (runtime.configure_logs): every later
-# line came out as "INFO:gpfit:...". A handler that drops what Beam says
-# while gpfit's modules load keeps both out.
-_IMPORTING = logging.NullHandler()
-logging.getLogger().addHandler(_IMPORTING)
+from pipeline.io import beam_import  # noqa: E402
 
-# Beam's import with Python's garbage collector paused (gpcore/threads.py).
-with threads.collection_paused("apache_beam"):
+# Beam's import with Python's garbage collector paused (gpcore/threads.py),
+# and without the line it logs where the gcp extra is missing, which also
+# configured the root logger before gpfit does (runtime.configure_logs).
+with threads.collection_paused("apache_beam"), beam_import.quietly():
     from pipeline import builder, fitters, portable, runtime
     from pipeline.io import inputs, lock, manifest, outputs
     from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,
@@ -57,7 +53,6 @@ with threads.collection_paused("apache_beam"):
     from pipeline.io.fingerprint import VERSION
     from pipeline.options import help_parser, parse_options
 
-logging.getLogger().removeHandler(_IMPORTING)
 
 _LOG = logging.getLogger("gpfit")
 

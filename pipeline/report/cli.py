@@ -64,8 +64,10 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         return _refuse(err)
     # Imported here, and the heavy part (TensorFlow, matplotlib: seconds to
     # load) only once the input is known good: --help and mistakes answer fast.
-    from pipeline.io.inputs import Columns
-    from pipeline.report.scan import ReportOptions, scan
+    from pipeline.io import beam_import
+    with beam_import.quietly():
+        from pipeline.io.inputs import Columns
+        from pipeline.report.scan import ReportOptions, scan
     try:
         _check_params(args.params)
         given = _from_manifest(args)

@@ -19,19 +19,34 @@ OURS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING) (worke
                   r"|gpfit: )")
 
 
-def gpfit_process(*args: str, without_gcp: bool = False) -> subprocess.CompletedProcess:
-    """The command as a user runs it: a fresh process, none of the tests'
-    TensorFlow settings in its environment; without_gcp: as where the gcp
-    extra (apitools) is not installed, as `make run`'s environment."""
+def user_process(*args: str, without_gcp: str | None = None) -> subprocess.CompletedProcess:
+    """`python *args` as a user runs it: a fresh process, none of the tests'
+    TensorFlow settings in its environment; without_gcp: a folder from
+    `no_gcp`, first on the path of this process and of the worker
+    processes it starts, as where the gcp extra (apitools) is not
+    installed, as `make run`'s environment and a plain `pip install gpfit`."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", "TF_USE_LEGACY_KERAS")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
-    command = ["-m", "pipeline"]
-    if without_gcp:
-        command = ["-c", "import sys; sys.modules['apitools'] = None; sys.argv[0] = 'gpfit'; "
-                         "from pipeline import cli; cli.main()"]
-    return subprocess.run([sys.executable, *command, *args], capture_output=True,
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [without_gcp, REPO,
+                                                      os.environ.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, *args], capture_output=True,
                           text=True, env=env, timeout=600)
+
+
+def gpfit_process(*args: str, without_gcp: str | None = None) -> subprocess.CompletedProcess:
+    """The `gpfit` command as a user runs it (user_process)."""
+    return user_process("-m", "pipeline", *args, without_gcp=without_gcp)
+
+
+@pytest.fixture(scope="module")
+def no_gcp(tmp_path_factory) -> str:
+    """A folder whose `apitools` fails to import, as Beam's import finds it
+    without the gcp extra: Beam then logs "apitools not found"."""
+    folder = tmp_path_factory.mktemp("no-gcp")
+    (folder / "apitools").mkdir()
+    (folder / "apitools" / "__init__.py").write_text(
+        'raise ImportError("no apitools: as without the gcp extra")\n')
+    return str(folder)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +55,7 @@ def data(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def clean_run(data, tmp_path_factory):
+def clean_run(data, tmp_path_factory, no_gcp):
     """clean_run(without_gcp) -> (output folder, the finished command) of a
     plain run on `data`, each run once: the report's test reads the folder
     of the clean-lines test's run (a command costs 10-14 CPU s)."""
@@ -50,7 +65,7 @@ def clean_run(data, tmp_path_factory):
         if without_gcp not in runs:
             out = str(tmp_path_factory.mktemp("quiet-out") / "out")
             runs[without_gcp] = out, gpfit_process("--input", data, "--output", out,
-                                                   without_gcp=without_gcp)
+                                                   without_gcp=no_gcp if without_gcp else None)
         return runs[without_gcp]
     return run
 
@@ -140,20 +155,28 @@ def test_no_dofn_of_the_job_draws_beams_yield_and_return_warning():
     assert "Compare" in checked  # the nightly run's join, which drew it
 
 
-def test_the_report_of_a_clean_run_prints_only_its_own_lines(clean_run, tmp_path):
+@pytest.mark.parametrize("without_gcp", [False, True])
+def test_the_report_of_a_clean_run_prints_only_its_own_lines(clean_run, tmp_path, no_gcp,
+                                                             without_gcp):
     out, done = clean_run(False)
     assert done.returncode == 0, done.stderr
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", "TF_USE_LEGACY_KERAS")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
     # No --input: the run's manifest records it.
-    report = subprocess.run([sys.executable, "-m", "pipeline.report", "--params",
-                             out, "--out", str(tmp_path / "r.html"),
-                             "--random", "2", "--worst", "1"],
-                            capture_output=True, text=True, env=env, timeout=600)
+    report = user_process("-m", "pipeline.report", "--params", out,
+                          "--out", str(tmp_path / "r.html"), "--random", "2", "--worst", "1",
+                          without_gcp=no_gcp if without_gcp else None)
     assert report.returncode == 0, report.stderr
     lines = report.stderr.strip().splitlines()
     assert lines and all(line.startswith("gpfit-report: ") for line in lines), lines
+
+
+def test_importing_gpfit_without_the_gcp_extra_says_nothing_and_leaves_logging_alone(no_gcp):
+    """`import gpfit` in a notebook: Beam's "apitools not found" came out,
+    and with it Python's default handler on the root logger, which made the
+    user's own logging.basicConfig after it do nothing."""
+    done = user_process("-c", "import logging, gpfit; print(logging.getLogger().handlers)",
+                        without_gcp=no_gcp)
+    assert done.returncode == 0, done.stderr
+    assert (done.stderr, done.stdout.strip()) == ("", "[]")
 
 
 def test_a_portable_run_prints_only_gpfits_lines(data, tmp_path):
