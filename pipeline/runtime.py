@@ -21,6 +21,7 @@ import functools
 import logging
 import os
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -74,10 +75,36 @@ def local_runner(options: PipelineOptions) -> Optional[PipelineRunner]:
 # (docs/design.md, "Runners and quiet runs").
 IGNORE_INTERRUPT = "trap '' INT; exec "
 
+# Without the gcp extra (`make run`'s environment, a plain `pip install
+# gpfit`), importing Beam logs "apitools not found" on the root logger, and
+# logging.warning then gives that logger a stderr handler before Beam's
+# worker adds its own, which sends to the launcher: each local worker
+# process printed every line it logged, Beam's start-up and gpfit's own
+# again, 20-25 a worker, on gpfit's stderr. So a worker imports Beam with a
+# null handler on the root logger, as the gpfit command does
+# (pipeline/io/beam_import.py, which a worker cannot import before Beam's
+# worker module runs as __main__: pipeline/worker_stderr.py reads it), then
+# runs that module as `-m` would (docs/design.md, "Runners and quiet runs").
+WORKER_MODULE = "apache_beam.runners.worker.sdk_worker_main"
+QUIET_WORKER = ("import logging, runpy; held = logging.NullHandler(); "
+                "logging.getLogger().addHandler(held); import apache_beam; "
+                "logging.getLogger().removeHandler(held); "
+                f'runpy.run_module("{WORKER_MODULE}", run_name="__main__", alter_sys=True)')
+
+
+def local_worker_command(command: str) -> str:
+    """Beam's command line of a local worker process (`PYTHON -m
+    WORKER_MODULE`) -> gpfit's: SIGINT ignored, Beam imported quietly."""
+    module = f" -m {WORKER_MODULE}"
+    if command.endswith(module):
+        command = command[:-len(module)] + " -c " + shlex.quote(QUIET_WORKER)
+    return IGNORE_INTERRUPT + command
+
 
 @functools.cache
 def _local_runner_class() -> type:
-    """The FnApiRunner whose worker processes ignore SIGINT (see above)."""
+    """The FnApiRunner whose worker processes ignore SIGINT and import Beam
+    quietly (see above)."""
     from apache_beam.portability import python_urns
     from apache_beam.runners.portability.fn_api_runner import fn_runner
 
@@ -86,7 +113,8 @@ def _local_runner_class() -> type:
             for environment in pipeline_proto.components.environments.values():
                 if (environment.urn == python_urns.SUBPROCESS_SDK
                         and not environment.payload.startswith(IGNORE_INTERRUPT.encode())):
-                    environment.payload = IGNORE_INTERRUPT.encode() + environment.payload
+                    environment.payload = local_worker_command(
+                        environment.payload.decode()).encode()
             return super().run_via_runner_api(pipeline_proto, options)
 
     return LocalRunner

@@ -80,6 +80,20 @@ def test_a_clean_run_prints_only_gpfits_lines(clean_run, without_gcp):
     assert done.stdout.startswith("gpfit: 7 series: 6 ok, 1 skipped, 0 failed")
 
 
+def test_worker_processes_without_the_gcp_extra_print_only_gpfits_lines(data, tmp_path, no_gcp):
+    """Without the gcp extra, Beam's import in each local worker process
+    logged "apitools not found" on the root logger, which gave that logger
+    a stderr handler: every line the worker logged after it, Beam's start-up
+    and gpfit's own again, came out on gpfit's stderr (README, "Usage")."""
+    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
+                         "--direct_num_workers", "2", "--direct_running_mode",
+                         "multi_processing", without_gcp=no_gcp)
+    assert done.returncode == 0, done.stderr
+    foreign = [line for line in done.stderr.splitlines() if not OURS.match(line)]
+    assert foreign == [], foreign
+    assert done.stdout.startswith("gpfit: 7 series: 6 ok, 1 skipped, 0 failed"), done.stdout
+
+
 def test_log_level_debug_shows_the_rest(data, tmp_path):
     done = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
                          "--log_level", "debug")
