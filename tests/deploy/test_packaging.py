@@ -119,3 +119,16 @@ def test_every_pin_is_exact_one_version_per_dependency_and_the_locks(setup_info)
     assert installs and all("-c $(LOCK)" in line for line in installs), installs
     every = re.findall(r"^\t.*pip install.*$", makefile, re.M)  # uv's own install too
     assert all("-c $(LOCK)" in line for line in every), every
+
+
+def test_make_bench_installs_the_jax_peers_extra():
+    """README's `make bench` ("all of it") races the JAX peer, which needs
+    the jaxbench extra: installing only the test extras, it left the peer
+    out with a note. `make -n -B` lists every recipe of the chain, runs none."""
+    done = subprocess.run(["make", "-n", "-B", "bench"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    installs = [line for line in done.stdout.splitlines() if "pip install" in line]
+    assert any("jaxbench" in line and "-c requirements/lock.txt" in line
+               for line in installs), installs
+    assert done.stdout.rstrip().splitlines()[-1].endswith("benchmarks/speed.py")
