@@ -210,8 +210,17 @@ def seasonal_report(output: str = SEASONAL_OUTPUT, truth_path: str = SEASONAL_TR
     return "\n".join(lines)
 
 
+USAGE = "usage: python -m pipeline.demo [gpfit option ...]"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if {"-h", "--help", "--version"} & set(argv):
+        # gpfit answers these and runs nothing, so there is no run to report
+        # on: the report read demo/output/, a traceback where it was absent.
+        if "--version" not in argv or {"-h", "--help"} & set(argv):
+            print(f"{USAGE}\n\n{__doc__.strip()}\n\ngpfit's options:")
+        return cli.run(argv)
     if not os.path.exists(TRUTH):
         print(f"demo: generating {N_SERIES} synthetic series into {DATA}/")
         generate()

@@ -3,6 +3,7 @@ table it prints, on a few series."""
 from __future__ import annotations
 
 import csv
+import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -31,3 +32,16 @@ def test_seasonal_demo_fits_and_reports_the_choice(tmp_path):
         assert rows[series_id][2] == "rbf+periodic"
         assert abs(float(rows[series_id][5]) - demo.YEAR_DAYS) < 10
     assert lines[-2].startswith("kernels chosen: ")
+
+
+def test_help_and_version_answer_without_generating_or_reporting(tmp_path, monkeypatch, capsys):
+    """`python -m pipeline.demo --help` generated the data, printed gpfit's
+    help, then reported on demo/output/: a FileNotFoundError traceback in a
+    fresh folder, a stale run's table where one was left."""
+    monkeypatch.chdir(tmp_path)
+    assert demo.main(["--help"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(demo.USAGE) and "--kernel" in printed and "--input" in printed
+    assert demo.main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("gpfit ")
+    assert os.listdir(tmp_path) == []
