@@ -23,7 +23,7 @@ from apache_beam.runners.runner import PipelineRunner
 from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import FitConfig, at_search
 from pipeline import dataflow, runtime
-from pipeline.io import inputs, lock, manifest, outputs, previous
+from pipeline.io import files, inputs, lock, manifest, outputs, previous
 from pipeline.io.errors import NO_ANSWER, UsageError, listing_failure, storage_error
 from pipeline.io.inputs import Columns, InputSpec
 from pipeline.options import (MAX_ROWS, GPFitOptions, check, check_max_rows, kernel_settings,
@@ -79,6 +79,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     """
     gp = options.view_as(GPFitOptions)
     check(gp)
+    check_reachable(gp)
     runtime.check_workers(options)
     config = fit_config(gp)
     runner = runtime.runner(options)
@@ -105,6 +106,22 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record,
           Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards), nightly)
     return Built(pipeline, gp, spec, old_files, run_id, nightly.tables)
+
+
+def check_reachable(gp: GPFitOptions) -> None:
+    """Refuses a path option on a file system this installation lacks (gs://
+    without the gcp extra), also where the paths are not read here (a dry
+    run) and for an optional --previous_output, which would otherwise be
+    fitted cold every night.
+
+    Raises:
+      UsageError: the option, its path and what to install.
+    """
+    for name in ("input", "output", "previous_output"):
+        path = getattr(gp, name)
+        missing = path and files.missing_extra(path)
+        if missing:
+            raise UsageError(f"--{name} {path}: {missing}")
 
 
 def check_shards(num_shards: int, spec: InputSpec) -> None:

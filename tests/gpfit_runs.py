@@ -8,6 +8,8 @@ import dataclasses
 import io
 import json
 import os
+import subprocess
+import sys
 from typing import Optional
 
 import pyarrow.parquet as pq
@@ -74,3 +76,23 @@ def gpfit_here(input_: str, output: str, *extra: str) -> Run:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.run(["--input", input_, "--output", output, *extra])
     return Run(code, out.getvalue(), err.getvalue(), output)
+
+
+def without_gcs(folder) -> str:
+    """Writes a google.cloud.storage that fails to import into `folder`;
+    -> folder, to put first on a process's PYTHONPATH: as where the gcp
+    extra is not installed, Beam then has no gs:// file system."""
+    package = os.path.join(str(folder), "google", "cloud", "storage")
+    os.makedirs(package, exist_ok=True)
+    with open(os.path.join(package, "__init__.py"), "w") as f:
+        f.write('raise ImportError("no google-cloud-storage: as without the gcp extra")\n')
+    return str(folder)
+
+
+def command_in(python_path: str, *args: str) -> subprocess.CompletedProcess:
+    """`python *args` in a fresh process with python_path first on its path."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [python_path, repo, os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+                          timeout=600)

@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable, Optional, TypeVar
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+# The remote file systems gpfit reads and writes (README, "Input formats"),
+# each with the extra that brings Beam's file system for it.
+EXTRAS = {"gs": "gcp"}
 
 # Files are read in parallel: on gs:// each footer or small read is a round
 # trip, so threads hide latency even on one core.
@@ -19,6 +23,23 @@ def open_file(path: str):
     """The file at path, opened for binary reading as it is (never
     decompressed by its name)."""
     return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def missing_extra(path: str) -> Optional[str]:
+    """Where path is on a file system gpfit supports that this installation
+    cannot reach (gs:// without the gcp extra), what to install, in words;
+    else None. Beam then raised from the first call on such a path, which
+    surfaced as a crash or a misleading reason (no manifest, give a gs://
+    path), and an optional --previous_output was dropped as if absent."""
+    scheme = FileSystems.get_scheme(path)
+    if scheme not in EXTRAS:
+        return None
+    try:
+        FileSystems.get_filesystem(path)
+    except Exception:  # pylint: disable=broad-except  (Beam raises ValueError or BeamIOError)
+        return (f"{scheme}:// paths need gpfit's {EXTRAS[scheme]} extra, which is not "
+                f"installed here; pip install 'gpfit[{EXTRAS[scheme]}]'")
+    return None
 
 
 def map_files(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:

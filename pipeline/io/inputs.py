@@ -25,7 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io import columns as col
 from pipeline.io.errors import InputError, first_line, listing_failure
-from pipeline.io.files import map_files, open_file
+from pipeline.io.files import map_files, missing_extra, open_file
 
 LONG, NESTED = "long", "nested"  # layouts
 # A glob's wildcards, to Beam's FileSystems.match (and so to its delete and
@@ -313,6 +313,9 @@ def _check_filesystem(pattern: str) -> None:
     """Raises InputError where Beam has no file system for the pattern's
     scheme (unknown, or its extra not installed): Beam raises it from any
     call, not only from a listing."""
+    missing = missing_extra(pattern)
+    if missing:
+        raise InputError(f"cannot read --input {pattern!r}: {missing}")
     try:
         FileSystems.get_filesystem(pattern)
     except Exception as err:  # Beam raises ValueError or BeamIOError

@@ -69,6 +69,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         from pipeline.io.inputs import Columns
         from pipeline.report.scan import ReportOptions, scan
     try:
+        _check_reachable(args)
         _check_params(args.params)
         given = _from_manifest(args)
         options = ReportOptions(
@@ -133,6 +134,18 @@ def _from_manifest(args) -> dict:
                              "--input pattern")
         given["input"] = pattern
     return given
+
+
+def _check_reachable(args) -> None:
+    """A path on a file system this installation lacks (gs:// without the
+    gcp extra) is said as such (else --params read as a folder without a
+    manifest)."""
+    from pipeline.io.files import missing_extra
+    for name in ("params", "out", "input"):
+        path = getattr(args, name)
+        missing = path and missing_extra(path)
+        if missing:
+            raise UsageError(f"--{name} {path!r}: {missing}")
 
 
 def _check_params(params: str) -> None:

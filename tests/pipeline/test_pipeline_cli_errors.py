@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from gpfit_runs import command_in, without_gcs
 from pipeline_data import gpfit
 
 
@@ -277,3 +278,33 @@ def test_a_gs_previous_output_without_an_answer_is_unusable(monkeypatch):
         "--previous_output gs://gpfit-offline-test-bucket/gp-params/run_date=2026-11-28/ cannot "
         "be read: Google Cloud did not answer within its client's 120 s of retries")
     assert str(refused.value).endswith("--previous_output_optional to fit every series cold")
+
+
+GCS_EXTRA = "gs:// paths need gpfit's gcp extra, which is not installed here; " \
+    "pip install 'gpfit[gcp]'"
+
+
+@pytest.mark.parametrize("paths", [
+    ["--input", "gs://bucket-x/series/", "--output", "{tmp}/out"],
+    ["--input", "{tmp}/x.parquet", "--output", "gs://bucket-x/out/"],
+    ["--input", "{tmp}/x.parquet", "--output", "{tmp}/out", "--previous_output",
+     "gs://bucket-x/previous/", "--previous_output_optional"],
+    ["--input", "gs://bucket-x/series/", "--output", "gs://bucket-x/out/", "--runner",
+     "DataflowRunner", "--project", "gpfit-offline-test", "--region", "europe-west4",
+     "--temp_location", "gs://bucket-x/temp", "--dry_run=True", "--no_auth"],
+])
+def test_a_gs_path_without_the_gcp_extra_says_to_install_it(tmp_path, paths):
+    """A plain `pip install gpfit` has no gs:// file system. Beam's error
+    then read as "give a local path or a gs:// one" (--input), "cannot list
+    output folder" with Beam's advice to install apache-beam[gcp] unpinned
+    (--output), a cold night with a warning (an optional --previous_output),
+    and "gpfit failed unexpectedly ... report it" (a Dataflow dry run)."""
+    _write(tmp_path / "x.parquet", _good_table())
+    args = [a.replace("{tmp}", str(tmp_path)) for a in paths]
+    done = command_in(without_gcs(tmp_path / "no-gcs"), "-m", "pipeline", *args)
+    gs_path = next(a for a in args if a.startswith("gs://"))  # the first is named
+    option = args[args.index(gs_path) - 1]
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"gpfit: error: {option} {gs_path}: {GCS_EXTRA}"), done.stderr
+    assert not os.path.exists(tmp_path / "out")

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from gpfit_runs import command_in, without_gcs
 from report_helpers import ODD_ID, params_row, write_params
 from pipeline.report.cli import run
 
@@ -341,3 +342,16 @@ def test_a_backtested_run_shows_its_scores_as_the_manifest_sums_them(tmp_path):
     assert run(["--params", str(tmp_path / "plain"), "--out", str(out), "--random", "0",
                 "--worst", "0"]) == 0
     assert "Backtest" not in " ".join(parse_page(out).text)
+
+
+def test_gs_params_without_the_gcp_extra_says_to_install_it(tmp_path):
+    """A plain `pip install gpfit[report]` has no gs:// file system: --params
+    on gs:// read as a folder without a manifest, and the advice was to give
+    --input."""
+    done = command_in(without_gcs(tmp_path / "no-gcs"), "-m", "pipeline.report",
+                      "--params", "gs://bucket-x/out/", "--out", str(tmp_path / "r.html"))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "gpfit-report: error: --params 'gs://bucket-x/out/': gs:// paths need gpfit's gcp "
+        "extra, which is not installed here; pip install 'gpfit[gcp]'"), done.stderr
+    assert not (tmp_path / "r.html").exists()
