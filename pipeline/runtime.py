@@ -85,16 +85,25 @@ IGNORE_INTERRUPT = "trap '' INT; exec "
 # (pipeline/io/beam_import.py, which a worker cannot import before Beam's
 # worker module runs as __main__: pipeline/worker_stderr.py reads it), then
 # runs that module as `-m` would (docs/design.md, "Runners and quiet runs").
+# And as `-m` and `-c` do, Python put the folder gpfit was started in first
+# on the worker's path: a project's own `pipeline` package there stood in
+# for gpfit's, and every bundle failed. The worker puts it last, so that it
+# imports the gpfit the launcher imported, installed or in a checkout.
 WORKER_MODULE = "apache_beam.runners.worker.sdk_worker_main"
-QUIET_WORKER = ("import logging, runpy; held = logging.NullHandler(); "
-                "logging.getLogger().addHandler(held); import apache_beam; "
-                "logging.getLogger().removeHandler(held); "
-                f'runpy.run_module("{WORKER_MODULE}", run_name="__main__", alter_sys=True)')
+QUIET_WORKER = "\n".join((
+    "import logging, runpy, sys",
+    'if sys.path[:1] == [""]: sys.path.append(sys.path.pop(0))',
+    "held = logging.NullHandler()",
+    "logging.getLogger().addHandler(held)",
+    "import apache_beam",
+    "logging.getLogger().removeHandler(held)",
+    f'runpy.run_module("{WORKER_MODULE}", run_name="__main__", alter_sys=True)'))
 
 
 def local_worker_command(command: str) -> str:
     """Beam's command line of a local worker process (`PYTHON -m
-    WORKER_MODULE`) -> gpfit's: SIGINT ignored, Beam imported quietly."""
+    WORKER_MODULE`) -> gpfit's: SIGINT ignored, the folder it starts in last
+    on its path, Beam imported quietly."""
     module = f" -m {WORKER_MODULE}"
     if command.endswith(module):
         command = command[:-len(module)] + " -c " + shlex.quote(QUIET_WORKER)

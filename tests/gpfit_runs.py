@@ -89,10 +89,12 @@ def without_gcs(folder) -> str:
     return str(folder)
 
 
-def command_in(python_path: str, *args: str) -> subprocess.CompletedProcess:
-    """`python *args` in a fresh process with python_path first on its path."""
+def command_in(python_path: str, *args: str, cwd: Optional[str] = None
+               ) -> subprocess.CompletedProcess:
+    """`python *args` in a fresh process with python_path first on its path
+    (and the checkout after it), in cwd."""
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [python_path, repo, os.environ.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
-                          timeout=600)
+                          cwd=cwd, timeout=600)

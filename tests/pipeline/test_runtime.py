@@ -12,7 +12,9 @@ import sys
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from gpfit_runs import command_in
 from pipeline import runtime
+from pipeline_data import make_series, write_long
 from pipeline.runtime import local_runner
 
 
@@ -311,3 +313,21 @@ def test_tensorflow_loads_for_the_job_without_jax_which_stays_importable():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-3:] == ["False", "4.0", "2"]
+
+
+def test_worker_processes_import_gpfit_not_a_pipeline_package_of_the_folder_run_in(tmp_path):
+    """gpfit installed, started in a project that has a `pipeline` package of
+    its own: local worker processes put that folder first on their path, as
+    `python -m` and `-c` do, and failed every bundle with "No module named
+    'pipeline.reading'". The launcher here starts as the console script
+    does, without that folder on its path (-P)."""
+    data = write_long(str(tmp_path / "in"), make_series(n_series=3))
+    project = tmp_path / "project"
+    (project / "pipeline").mkdir(parents=True)
+    for name in ("__init__.py", "reading.py"):
+        (project / "pipeline" / name).write_text("# the user's own package\n")
+    done = command_in("", "-P", "-m", "pipeline", "--input", data, "--output",
+                      str(tmp_path / "out"), "--direct_num_workers", "2",
+                      "--direct_running_mode", "multi_processing", cwd=str(project))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("gpfit: 4 series: 3 ok, 1 skipped, 0 failed"), done.stdout
