@@ -156,11 +156,8 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
         if resolved(path).startswith(folder + "/"):
             raise UsageError(f"input file {path} lies inside the output folder {output}; "
                              "choose another output folder")
-    if input_pattern and would_read(input_pattern, output):
-        raise UsageError(
-            f"--input {input_pattern!r} matches files inside --output {output}: the next "
-            "run would read this run's shards as input; give an output folder outside the "
-            "input pattern, or a narrower pattern (e.g. ending in *.parquet in the data folder)")
+    if input_pattern:
+        check_not_read_by(input_pattern, output)
     if local:
         _refuse_links(output)
     files = [path for path in existing_files(output)
@@ -174,11 +171,35 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
     return [path for path in files if posixpath.basename(path) != LOCK_NAME]
 
 
-def would_read(input_pattern: str, output: str) -> bool:
+def check_not_read_by(input_pattern: str, output: str, probe: bool = True) -> None:
+    """Refuses an output folder whose shards a glob --input matches.
+
+    Args:
+      probe: as would_read's.
+
+    Raises:
+      UsageError: the pattern matches a shard this run writes into output.
+    """
+    if would_read(input_pattern, output, probe):
+        raise UsageError(
+            f"--input {input_pattern!r} matches files inside --output {output}: the next "
+            "run would read this run's shards as input; give an output folder outside the "
+            "input pattern, or a narrower pattern (e.g. ending in *.parquet in the data folder)")
+
+
+def would_read(input_pattern: str, output: str, probe: bool = True) -> bool:
     """Whether a glob --input matches a shard this run writes into output
     (both layouts). A file or folder --input names files directly in it,
-    which never holds a shard of this release."""
-    if not is_glob(input_pattern):
+    which never holds a shard of this release.
+
+    Args:
+      probe: ask the file system whether a pattern with a wildcard names an
+        existing file or folder (inputs.is_glob: a request on gs://, which
+        offline retries for minutes). False: take it for a glob unasked, as
+        where it has just failed to read as input.
+    """
+    if not (is_glob(input_pattern) if probe
+            else any(ch in input_pattern for ch in GLOB_CHARACTERS)):
         return False
     pattern = glob_regex(_resolved_pattern(input_pattern))
     folder = resolved(output)

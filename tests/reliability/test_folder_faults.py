@@ -150,6 +150,12 @@ def test_an_input_glob_that_would_read_the_output_is_refused_on_the_first_day(
     # and the second day reads the same input as the first.
     rerun_is_clean(os.path.join(data, "*.parquet"), output, clean)
     rerun_is_clean(os.path.join(data, "*.parquet"), output, clean)
+    # A later night widens the pattern over that output: refused for the
+    # same reason, said so, not as a shard's missing input column.
+    before = contents(output)
+    refused = gpfit_here(os.path.join(data, "**"), output, *OPTIONS)
+    one_line(refused, 2, "the next run would read this run's shards as input")
+    assert contents(output) == before
 
 
 # ---- the lock -----------------------------------------------------------------------------

@@ -105,6 +105,17 @@ def test_an_input_glob_that_would_read_the_output_is_found(tmp_path, pattern, ou
     (tmp_path / "data").mkdir()
     os.symlink(tmp_path / "data", tmp_path / "link")
     assert outputs.would_read(str(tmp_path / pattern), str(tmp_path / output)) is reads
+    # Unprobed, as after the input failed to read: the same answers.
+    assert outputs.would_read(str(tmp_path / pattern), str(tmp_path / output),
+                              probe=False) is reads
+
+
+def test_an_unprobed_gs_glob_is_judged_without_a_request():
+    """Offline, asking Cloud Storage whether a pattern names an object
+    retries for 120 s: unprobed, the answer comes from the names alone."""
+    bucket = "gs://gpfit-offline-test-bucket"
+    assert outputs.would_read(f"{bucket}/data/**", f"{bucket}/data/out", probe=False)
+    assert not outputs.would_read(f"{bucket}/data/*.parquet", f"{bucket}/data/out", probe=False)
 
 
 def test_shard_names_past_99999_shards_are_gpfits(tmp_path):
