@@ -103,6 +103,36 @@ def test_patterns_accept_gpfits_defaults_and_kernels(metadata):
     assert re.fullmatch(candidates["regexes"][0], default) and default in candidates["helpText"]
 
 
+def stated_default(text: str, opening: str):
+    """The first value after `opening` in a help text ("Default: 3; ..." or
+    "(default 3.0, ..."), as a number or a lower-case word; None if absent."""
+    found = re.search(re.escape(opening) + r"([^\s;,()]+?)\.?(?:[\s;,()]|$)", text)
+    if found is None:
+        return None
+    try:
+        return float(found.group(1))
+    except ValueError:
+        return found.group(1).lower()
+
+
+def test_each_parameters_default_is_the_one_gpfit_help_states(metadata):
+    """The Flex Template's form shows helpText, not `gpfit --help`: where
+    both state a default, they state the same one (restarts said 1 where
+    gpfit's default is 3)."""
+    from pipeline.options import help_parser
+
+    actions = {a.dest: a for a in help_parser()._actions}  # pylint: disable=protected-access
+    compared = 0
+    for parameter in metadata["parameters"]:
+        action = actions[parameter["name"]]
+        ours = stated_default(action.help % {"default": action.default}, "(default ")
+        theirs = stated_default(parameter["helpText"], "Default: ")
+        if ours is not None and theirs is not None:
+            assert theirs == ours, (parameter["name"], parameter["helpText"], action.help)
+            compared += 1
+    assert compared >= 20  # every option with a default, not a parse that found none
+
+
 def kernel_values() -> list[str]:
     """Every kernel, every sum of two, one of three (the most), one of four,
     auto, and near misses."""
