@@ -45,3 +45,22 @@ def test_help_and_version_answer_without_generating_or_reporting(tmp_path, monke
     assert demo.main(["--version"]) == 0
     assert capsys.readouterr().out.startswith("gpfit ")
     assert os.listdir(tmp_path) == []
+
+
+def test_demo_reports_a_kernel_without_a_flat_length_scale(tmp_path):
+    """README: arguments after `python -m pipeline.demo` go to both runs, so
+    `--kernel linear` (or a sum, or auto choosing one) reaches report(),
+    whose table read each row's flat length_scale: null there, and the demo
+    died with a traceback after fitting. Such rows show '-'; the others and
+    the counts stay."""
+    demo.generate(str(tmp_path), n_series=6)
+    out = str(tmp_path / "out")
+    run = gpfit(str(tmp_path / "series"), out, "--kernel", "linear")
+    assert run.code == 0, run.stderr
+    lines = demo.report(out, str(tmp_path / "truth.csv")).splitlines()
+    fitted = [line.split() for line in lines[2:] if line.startswith("demo-") and "skipped" not in line]
+    assert len(fitted) == 3
+    for cells in fitted:
+        assert cells[3] == "-" and float(cells[2]) > 0  # true length scale, no fitted one
+        assert float(cells[5]) > 0  # linear's amplitude: the slope's sd
+    assert any(line.startswith("counts: 6 series read, 3 ok, 3 skipped") for line in lines)
