@@ -24,7 +24,7 @@ from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io import columns as col
-from pipeline.io.errors import InputError, first_line, listing_failure
+from pipeline.io.errors import NO_ANSWER, InputError, first_line, listing_failure
 from pipeline.io.files import map_files, missing_extra, open_file
 
 LONG, NESTED = "long", "nested"  # layouts
@@ -193,7 +193,11 @@ def is_glob(pattern: str) -> bool:
         return False
     try:
         return not FileSystems.exists(pattern)
-    except Exception:  # pylint: disable=broad-except  (an odd scheme: _match names it)
+    except Exception as err:  # pylint: disable=broad-except  (an odd scheme: _match names it)
+        if listing_failure(err) == NO_ANSWER:
+            # Offline: the listing would wait out the client's retries again
+            # (docs/design.md, "Exit codes").
+            raise InputError(f"cannot list {pattern!r}: {NO_ANSWER}") from err
         return True
 
 
