@@ -9,7 +9,9 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +38,15 @@ def read_json(path) -> dict:
         return json.load(f)
 
 
+def readme_manifest_keys() -> set[str]:
+    """The names README's "_SUCCESS.json records the run" paragraph gives, in
+    backticks (a key named in words only, or not at all, is not there)."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    start = readme.index("`_SUCCESS.json` records the run:")
+    paragraph = readme[start:readme.index("\n\n", start)]
+    return set(re.findall(r"`([a-z_0-9]+)`", paragraph))
+
+
 @pytest.fixture(scope="module")
 def small_series():
     return make_series(seed=5, n_series=3)  # 3 fittable series and "short"
@@ -58,6 +69,7 @@ def test_the_job_writes_success_json_with_the_counts(tmp_path, small_series):
     assert found["options"]["kernel"] == "matern32" and found["options"]["batch_size"] == 2
     assert found["fitters_built"] == 1
     assert found["fit_ms_per_series"]["count"] == 4  # "short" reaches the fitter too
+    assert set(found) <= readme_manifest_keys(), set(found) - readme_manifest_keys()
     assert found["tracing_count_max"] == 1  # one fitter, traced once for every batch
     assert found["started_at"] == datetime.datetime.fromtimestamp(
         started_at, datetime.timezone.utc).isoformat(timespec="seconds")
