@@ -186,11 +186,15 @@ def listable(glob: str) -> str:
     return "./" + glob
 
 
-def is_glob(pattern: str) -> bool:
+def is_glob(pattern: str, probe: bool = True) -> bool:
     """Whether --input is a glob: it holds a wildcard (*, ? or [) and names no
-    existing file or folder as it is ("runs [v2]/" is a folder)."""
+    existing file or folder as it is ("runs [v2]/" is a folder). probe=False:
+    the wildcard alone, unasked (on gs:// the question is a request, which
+    offline retries for minutes)."""
     if not _has_wildcard(pattern):
         return False
+    if not probe:
+        return True
     try:
         return not FileSystems.exists(pattern)
     except Exception as err:  # pylint: disable=broad-except  (an odd scheme: _match names it)

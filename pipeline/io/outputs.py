@@ -193,13 +193,10 @@ def would_read(input_pattern: str, output: str, probe: bool = True) -> bool:
     which never holds a shard of this release.
 
     Args:
-      probe: ask the file system whether a pattern with a wildcard names an
-        existing file or folder (inputs.is_glob: a request on gs://, which
-        offline retries for minutes). False: take it for a glob unasked, as
-        where it has just failed to read as input.
+      probe: as inputs.is_glob's; False where the pattern has just failed to
+        read as input.
     """
-    if not (is_glob(input_pattern) if probe
-            else any(ch in input_pattern for ch in GLOB_CHARACTERS)):
+    if not is_glob(input_pattern, probe):
         return False
     pattern = glob_regex(_resolved_pattern(input_pattern))
     folder = resolved(output)
