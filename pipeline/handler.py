@@ -68,9 +68,10 @@ class FitterHandler:
 
     def work_done(self, before: Counters, after: Counters) -> tuple:
         """((kernel, series, newton_evaluations, grid_evaluations), ...) of
-        one fit call, from the counters before and after it; each kernel's series are those it fitted: not the skipped ones,
-        and under "auto" for a periodic candidate only those its screen
-        passed (gpcore.choice.fits_periodic)."""
+        one fit call, from the counters before and after it; each kernel's
+        series are those it fitted: not the skipped ones, and under "auto"
+        for a periodic candidate only those its screen passed
+        (gpcore.choice.fits_periodic)."""
         done = []
         for kernel in self._kernels:
             new, old = after.work.get(kernel, {}), before.work.get(kernel, {})
