@@ -23,7 +23,7 @@ import functools
 import math
 import sys
 import types
-from typing import Mapping, NamedTuple, Union
+from typing import Callable, Mapping, NamedTuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -130,17 +130,32 @@ def _markov(p: dict, t: np.ndarray, y: np.ndarray, t_new: np.ndarray, parts: boo
     from gpcore.markov_predict import posterior
 
     prior = sum(c["amplitude"] ** 2 for c in p["components"])
+
+    def attempt(jitter: float):
+        found = posterior(dict(p, noise_variance=p["noise_variance"] + jitter * prior),
+                          t, y, t_new, parts=parts)
+        return found if all(np.all(np.isfinite(v)) for v in found) else None
+    return _jittered(attempt, f"the O(n) posterior of the {t.size} observed points is not "
+                              "finite")
+
+
+def _jittered(attempt: Callable, what: str):
+    """attempt(jitter)'s first answer (not None) over JITTERS, smallest
+    first; a raise of TensorFlow's (some builds raise where others give
+    NaN) or numpy's linear algebra tries the next.
+
+    Raises:
+      ValueError: `what`, even with the largest jitter.
+    """
     for jitter in JITTERS:
         try:
-            found = posterior(dict(p, noise_variance=p["noise_variance"] + jitter * prior),
-                              t, y, t_new, parts=parts)
+            found = attempt(jitter)
         except (tf.errors.InvalidArgumentError, np.linalg.LinAlgError):
             continue
-        if all(np.all(np.isfinite(v)) for v in found):
+        if found is not None:
             return found
-    raise ValueError(
-        f"the O(n) posterior of the {t.size} observed points is not finite even with jitter "
-        f"{JITTERS[-1]:g} x amplitude^2; check noise_variance and amplitude")
+    raise ValueError(f"{what} even with jitter {JITTERS[-1]:g} x amplitude^2; check "
+                     "noise_variance and amplitude")
 
 
 def _observed(series: Series, t_new) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -189,17 +204,13 @@ def _solved(p: dict, t: np.ndarray, y: np.ndarray,
     shape = np.array([c[name] for base, c in _parts(p) for name in base.parameters],
                      dtype=np.float64)
     solve = compiled_posterior(p["kernel"])
-    for jitter in JITTERS:
-        try:
-            parts, var, ok = solve(t, y - p["mean"], t_new, amplitudes, shape,
-                                   p["noise_variance"], jitter, past_slow_side(t.size))
-        except tf.errors.InvalidArgumentError:  # raised on some builds instead of NaN
-            continue
-        if ok:
-            return parts.numpy(), var.numpy()
-    raise ValueError(
-        f"the covariance of the {t.size} observed points is not positive definite even with "
-        f"jitter {JITTERS[-1]:g} x amplitude^2; check noise_variance and amplitude")
+
+    def attempt(jitter: float):
+        parts, var, ok = solve(t, y - p["mean"], t_new, amplitudes, shape,
+                               p["noise_variance"], jitter, past_slow_side(t.size))
+        return (parts.numpy(), var.numpy()) if ok else None
+    return _jittered(attempt, f"the covariance of the {t.size} observed points is not "
+                              "positive definite")
 
 
 @functools.lru_cache(maxsize=None)
