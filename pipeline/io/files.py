@@ -7,6 +7,8 @@ from typing import Callable, Iterable, Optional, TypeVar
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.io.errors import UsageError
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -40,6 +42,22 @@ def missing_extra(path: str) -> Optional[str]:
         return (f"{scheme}:// paths need gpfit's {EXTRAS[scheme]} extra, which is not "
                 f"installed here; pip install 'gpfit[{EXTRAS[scheme]}]'")
     return None
+
+
+def check_reachable(options, names: Iterable[str], show: Callable[[str], str] = str) -> None:
+    """Refuses the first of options' path options `names` (attributes; None
+    or "" is not given) on a file system this installation lacks, before any
+    of them is read; `show` writes the path in the command's way (repr:
+    quoted).
+
+    Raises:
+      UsageError: the option, its path and what to install (missing_extra).
+    """
+    for name in names:
+        path = getattr(options, name)
+        missing = path and missing_extra(path)
+        if missing:
+            raise UsageError(f"--{name} {show(path)}: {missing}")
 
 
 def map_files(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:

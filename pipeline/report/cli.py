@@ -66,10 +66,13 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     # load) only once the input is known good: --help and mistakes answer fast.
     from pipeline.io import beam_import
     with beam_import.quietly():
+        from pipeline.io.files import check_reachable
         from pipeline.io.inputs import Columns
         from pipeline.report.scan import ReportOptions, scan
     try:
-        _check_reachable(args)
+        # gs:// without the gcp extra is said as such (else --params read
+        # as a folder without a manifest).
+        check_reachable(args, ("params", "out", "input"), show=repr)
         _check_params(args.params)
         given = _from_manifest(args)
         options = ReportOptions(
@@ -134,18 +137,6 @@ def _from_manifest(args) -> dict:
                              "--input pattern")
         given["input"] = pattern
     return given
-
-
-def _check_reachable(args) -> None:
-    """A path on a file system this installation lacks (gs:// without the
-    gcp extra) is said as such (else --params read as a folder without a
-    manifest)."""
-    from pipeline.io.files import missing_extra
-    for name in ("params", "out", "input"):
-        path = getattr(args, name)
-        missing = path and missing_extra(path)
-        if missing:
-            raise UsageError(f"--{name} {path!r}: {missing}")
 
 
 def _check_params(params: str) -> None:
