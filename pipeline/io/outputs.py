@@ -151,9 +151,8 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
     local = FileSystems.get_scheme(output) is None
     if local:
         _check_local_path(output)
-    folder = resolved(output)
     for path in input_files:
-        if resolved(path).startswith(folder + "/"):
+        if lies_inside(path, output):
             raise UsageError(f"input file {path} lies inside the output folder {output}; "
                              "choose another output folder")
     if input_pattern:
@@ -263,6 +262,12 @@ def same_folder(a: str, b: str) -> bool:
     """Whether two paths name the same folder: trailing slashes, relative
     local paths and symbolic links aside."""
     return resolved(a) == resolved(b)
+
+
+def lies_inside(path: str, folder: str) -> bool:
+    """Whether path lies below folder (not the folder itself), both
+    compared resolved (see resolved)."""
+    return resolved(path).startswith(resolved(folder).rstrip("/") + "/")
 
 
 def resolved(path: str) -> str:

@@ -22,7 +22,7 @@ from pipeline.io import lock, manifest, rows, shards
 from pipeline.io.errors import NO_ANSWER, UsageError, first_line, listing_failure
 from pipeline.io.files import map_files
 from pipeline.io.inputs import is_glob
-from pipeline.io.outputs import FAILED_MARKER, LOCK_NAME, SUCCESS_MARKER, resolved, same_folder
+from pipeline.io.outputs import FAILED_MARKER, LOCK_NAME, SUCCESS_MARKER, lies_inside, same_folder
 from pipeline.io.schema import PARAMETERS
 
 # Columns a previous shard must have: the id, the status and the parameters
@@ -137,7 +137,7 @@ def check_not_output(folder: str, output: str) -> None:
     if same_folder(folder, output):
         raise UsageError(f"--previous_output {folder} is the --output folder, which this run "
                          "replaces; write each night into its own folder")
-    if resolved(folder).startswith(resolved(output).rstrip("/") + "/"):
+    if lies_inside(folder, output):
         raise UsageError(f"--previous_output {folder} lies inside the --output folder "
                          f"{output}, which this run replaces; write each night into its own "
                          "folder, beside the others")
