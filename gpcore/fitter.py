@@ -21,8 +21,8 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 from gpcore import newton, parameters, starts, trace_cache
-from gpcore.batching import (flops_per_grid, flops_per_newton_evaluation, padded_length,
-                             padding_end)
+from gpcore.batching import (compiled_batches, flops_per_grid, flops_per_newton_evaluation,
+                             padded_length)
 from gpcore.config import AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, checked, is_markov
 from gpcore.likelihood import bic
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line
@@ -204,15 +204,9 @@ class GPFitter(tf.Module):
         return results
 
     def _batches(self, ready):
-        start = 0
-        while start < len(ready):
-            end = padding_end(ready, start, min(start + self.config.batch_size, len(ready)),
-                              padded_length)
-            n_max = padded_length(ready[end - 1][1].n_points)
-            room = MAX_BATCH_ELEMENTS // (self.config.restarts * n_max * n_max)
-            size = max(1, min(end - start, room))
-            yield ready[start:start + size]
-            start += size
+        return compiled_batches(
+            ready, self.config.batch_size, padded_length,
+            lambda n_max: MAX_BATCH_ELEMENTS // (self.config.restarts * n_max * n_max))
 
     def _fit_robustly(self, batch: list[CleanSeries]) -> list[FitResult]:
         """Fits a batch, escalating the jitter for series whose likelihood is
