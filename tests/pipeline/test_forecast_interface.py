@@ -347,6 +347,35 @@ def test_the_transform_is_in_the_fingerprint(tmp_path_factory, positive, logged)
     assert {r["series_id"]: r["status"] for r in other.rows()}["with_zero"] == "ok"
 
 
+
+def test_forecasts_past_float64_on_ys_scale_are_left_out_and_said(tmp_path, caplog):
+    """Under --transform log values near float64's largest are points like
+    any others on the log scale (log 1e300 = 691), so such a series is
+    fitted; its forecast, mapped back, passes float64's largest (1.8e308)
+    and was written as inf (mean and bounds), silently: here a series
+    growing by e^17.5 a step, 1e296 at its end. Such a series now gets no
+    predictions, with a warning that names it and what to do, and is
+    counted as not_predicted; every row written is finite."""
+    rng = np.random.default_rng(3)
+    t = np.arange(40.0)
+    data = {"plain": (t, 50 + 10 * rng.random(40)), "growing": (t, np.exp(17.5 * t))}
+    run = gpfit(write_long(str(tmp_path / "in"), data), str(tmp_path / "out"), "--kernel",
+                "rbf", "--transform", "log", "--predict_steps", "5", "--predict_observed")
+    assert run.code == 0, run.stderr
+    assert sorted(r["series_id"] for r in run.rows()) == ["growing", "plain"]
+    assert all(r["status"] == "ok" for r in run.rows())
+    predictions = run.predictions()
+    assert {p["series_id"] for p in predictions} == {"plain"}
+    for p in predictions:
+        assert all(np.isfinite(p[name]) for name in ("t", "mean", "stddev", "stddev_observed",
+                                                      "lower_95", "upper_95")), p
+    assert run.manifest["predictions"]["not_predicted"] == 1
+    assert "1 ok series got no predictions" in run.stderr and "float64" in run.stderr
+    said = [r.getMessage() for r in caplog.records if "series growing" in r.getMessage()]
+    assert len(said) == 1 and "is inf on y's scale" in said[0], caplog.text
+    assert "--transform log" in said[0] and "rescale y" in said[0]
+
+
 @pytest.mark.parametrize("argv,said", [
     (["--predict_steps", "3", "--predict_horizon", "5", "--predict_points", "2"],
      "give either --predict_steps K"),
