@@ -498,6 +498,9 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
     layout = NESTED if col.is_list(time_type) else LONG
     if layout == NESTED:
         time_type, value_type = time_type.value_type, value_type.value_type
+    # Categories (pandas' category dtype, in fit_frame) are read as their
+    # values (columns.as_float).
+    time_type, value_type = col.decoded(time_type), col.decoded(value_type)
     if not (col.is_number(time_type) or col.is_calendar(time_type)):
         raise InputError(
             f"time column {columns.time!r} in {path} has type {time_type}; expected "
