@@ -27,7 +27,7 @@ from gpcore.config import AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, checked
 from gpcore.likelihood import bic
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line
 from gpcore.search import Search
-from gpcore.series import CleanSeries, Series, clean, listed
+from gpcore.series import OVER_MAX_POINTS, CleanSeries, Series, clean, listed
 from gpcore.traced import Traced
 
 tfb = tfp.bijectors
@@ -293,7 +293,7 @@ class GPFitter(tf.Module):
 def _long_advice(reason, n: int, config: FitConfig):
     """reason, with the kernels that fit a series of n points in O(n) named
     where the kernel lacks a state-space form and n is what stopped it."""
-    if n > config.max_points and not is_markov(config.kernel):
+    if OVER_MAX_POINTS in reason and not is_markov(config.kernel):
         return (f"{reason}; kernel {config.kernel_name} has no exact O(n) form: "
                 f"{', '.join(MARKOV_KERNELS)} and their sums fit series longer than "
                 f"{MARKOV_ABOVE} points in O(n)")
