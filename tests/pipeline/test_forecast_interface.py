@@ -6,6 +6,7 @@ for forecast and held-out rows, a plain numpy calibrated predictive
 (docs/design.md, "Forecast intervals")."""
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -374,6 +375,35 @@ def test_forecasts_past_float64_on_ys_scale_are_left_out_and_said(tmp_path, capl
     said = [r.getMessage() for r in caplog.records if "series growing" in r.getMessage()]
     assert len(said) == 1 and "is inf on y's scale" in said[0], caplog.text
     assert "--transform log" in said[0] and "rescale y" in said[0]
+
+
+def test_held_out_missing_value_codes_give_a_null_mase_not_a_failed_run(tmp_path):
+    """The backtest fits the first points and scores the last K, which the
+    fit's checks never see: two of them a missing-value code (float64's
+    largest, 1.8e308) made the mean absolute error overflow to inf, and the
+    manifest's 2 % bins (log of inf) failed the whole job, exit 3, "cannot
+    convert float infinity to integer", naming no series. A MASE that is
+    not a finite number is null now, as one of a scale of 0 is; the
+    series' row, its coverage and the manifest's totals of the others
+    stand, and the manifest is strict JSON."""
+    rng = np.random.default_rng(3)
+    t = np.arange(40.0)
+    coded = 50 + 10 * rng.random(40)
+    coded[-2:] = np.finfo(np.float64).max
+    data = {"plain": (t, 50 + 10 * rng.random(40)), "coded": (t, coded)}
+    run = gpfit(write_long(str(tmp_path / "in"), data), str(tmp_path / "out"), "--kernel",
+                "rbf", "--holdout", "3")
+    assert run.code == 0, run.stderr
+    rows = {r["series_id"]: r for r in run.rows()}
+    assert sorted(rows) == ["coded", "plain"] and len(run.rows()) == 2
+    assert all(r["status"] == "ok" and r["holdout_points"] == 3 for r in rows.values())
+    assert rows["coded"]["holdout_mase"] is None
+    assert 0 <= rows["coded"]["holdout_coverage_95"] <= 1
+    assert np.isfinite(rows["plain"]["holdout_mase"])
+    with open(os.path.join(run.output, "_SUCCESS.json")) as f:
+        manifest = json.load(f, parse_constant=lambda name: pytest.fail(f"JSON holds {name}"))
+    assert manifest["holdout"]["series"] == 2 and manifest["holdout"]["points"] == 6
+    assert manifest["holdout"]["mase_mean"] == pytest.approx(rows["plain"]["holdout_mase"])
 
 
 @pytest.mark.parametrize("argv,said", [
