@@ -406,6 +406,32 @@ def test_held_out_missing_value_codes_give_a_null_mase_not_a_failed_run(tmp_path
     assert manifest["holdout"]["mase_mean"] == pytest.approx(rows["plain"]["holdout_mase"])
 
 
+def test_the_manifests_mase_mean_of_huge_mases_is_their_mean_not_infinity(tmp_path):
+    """A missing-value code (1.8e308) as a series' last point, held out,
+    gives a finite MASE near 2e307; twelve such series summed past float64's
+    largest and the manifest said "mase_mean": Infinity, which is not JSON
+    (RFC 8259: strict parsers refuse the whole file). The mean of finite
+    MASEs is finite: numpy's mean of the rows' MASEs (the sum in float64
+    would overflow; numpy's pairwise sum of the values over 12 does not),
+    to 1e-12."""
+    rng = np.random.default_rng(5)
+    t = np.arange(40.0)
+    data = {}
+    for i in range(12):
+        y = 50 + 10 * rng.random(40)
+        y[-1] = np.finfo(np.float64).max
+        data[f"s{i}"] = (t, y)
+    run = gpfit(write_long(str(tmp_path / "in"), data), str(tmp_path / "out"), "--kernel",
+                "rbf", "--holdout", "3")
+    assert run.code == 0, run.stderr
+    mases = np.array([r["holdout_mase"] for r in run.rows()])
+    assert mases.size == 12 and np.all(np.isfinite(mases)) and mases.sum() == np.inf
+    with open(os.path.join(run.output, "_SUCCESS.json")) as f:
+        manifest = json.load(f, parse_constant=lambda name: pytest.fail(f"JSON holds {name}"))
+    assert manifest["holdout"]["mase_mean"] == pytest.approx(np.mean(mases / 12) * 12,
+                                                             rel=1e-12)
+
+
 @pytest.mark.parametrize("argv,said", [
     (["--predict_steps", "3", "--predict_horizon", "5", "--predict_points", "2"],
      "give either --predict_steps K"),
