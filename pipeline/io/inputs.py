@@ -367,12 +367,39 @@ def _is_local_folder(path: str) -> bool:
 @dataclasses.dataclass(frozen=True)
 class Footer:
     """What a checked footer says: layout, time units (None for a time
-    column of nulls alone, which agrees with either), rows and row groups."""
+    column of nulls alone, which agrees with either), rows, row groups, and
+    the row groups read together (reads: (first, stop) ranges)."""
 
     layout: str
     time_units: Optional[str]
     rows: int
     row_groups: int = 1
+    reads: tuple[tuple[int, int], ...] = ()
+
+
+# A read opens the file, which parses its footer, once for consecutive row
+# groups of up to these many rows and groups: a footer grows with the row
+# groups, and parsing it for each of a streaming writer's 10,001 row groups
+# (65 ms a time) took 11 minutes to read 1M rows that one row group reads in
+# seconds. A large row group is still a read of its own, spread over workers
+# (docs/design.md, "Data flow").
+ROWS_PER_READ = 1 << 20
+GROUPS_PER_READ = 1024
+
+
+def read_ranges(group_rows: list[int]) -> tuple[tuple[int, int], ...]:
+    """Row groups of these rows -> (first, stop) ranges of consecutive
+    groups, each of at most ROWS_PER_READ rows (or one larger group) and
+    GROUPS_PER_READ groups."""
+    ranges, first, rows = [], 0, 0
+    for index, n in enumerate(group_rows):
+        if index > first and (rows + n > ROWS_PER_READ or index - first == GROUPS_PER_READ):
+            ranges.append((first, index))
+            first, rows = index, 0
+        rows += n
+    if group_rows:
+        ranges.append((first, len(group_rows)))
+    return tuple(ranges)
 
 
 def check_footer(path: str, size: int, columns: Columns) -> Footer:
@@ -395,29 +422,46 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
                        f"'{posixpath.dirname(path)}/*.parquet'")
         raise InputError(f"{path} is not a Parquet file ({first_line(err)}); {advice}") from err
     layout, time_units = check_schema(path, schema, columns)
-    return Footer(layout, time_units, metadata.num_rows, metadata.num_row_groups)
+    group_rows = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    return Footer(layout, time_units, metadata.num_rows, metadata.num_row_groups,
+                  read_ranges(group_rows))
 
 
-def read_row_group(path: str, index: int, columns: Columns) -> pa.Table:
-    """Row group `index` of a file: the id, time and value columns. Page
-    checksums, where the writer stored them, are verified.
+def read_row_groups(path: str, indices: range, columns: Columns
+                    ) -> tuple[list[pa.Table], list[str]]:
+    """Row groups `indices` of a file, the id, time and value columns, from
+    one opening of it (see ROWS_PER_READ). Page checksums, where the writer
+    stored them, are verified.
 
-    Raises:
-      InputError: the row group cannot be read (naming the file).
+    Returns:
+      (a pa.Table per row group read, a reason naming the file and the
+      row group per row group that cannot be read).
     """
+    names = [columns.id, columns.time, columns.value]
+    tables, problems = [], []
     try:
         with open_file(path) as f:
             parquet = pq.ParquetFile(f, page_checksum_verification=True)
-            table = parquet.read_row_group(index, columns=[columns.id, columns.time,
-                                                           columns.value])
-            if not _is_int96(parquet.schema, columns.time):
-                return table
-            wide = pq.ParquetFile(f, page_checksum_verification=True,
-                                  coerce_int96_timestamp_unit="us").read_row_group(
-                                      index, columns=[columns.time]).column(0)
-            return _int96_dates(table, columns.time, wide)
-    except (pa.ArrowException, OSError, ValueError) as err:
-        raise InputError(f"{path}: row group {index} cannot be read: {first_line(err)}") from err
+            # Read again as microseconds where its INT96 times wrapped (_int96_dates).
+            wide = (pq.ParquetFile(f, page_checksum_verification=True, metadata=parquet.metadata,
+                                   coerce_int96_timestamp_unit="us")
+                    if _is_int96(parquet.schema, columns.time) else None)
+            for index in indices:
+                try:
+                    table = parquet.read_row_group(index, columns=names)
+                    if wide is not None:
+                        table = _int96_dates(table, columns.time, wide.read_row_group(
+                            index, columns=[columns.time]).column(0))
+                    tables.append(table)
+                except (pa.ArrowException, OSError, ValueError) as err:
+                    problems.append(_unreadable_group(path, index, err))
+    except (pa.ArrowException, OSError, ValueError) as err:  # the file cannot be opened
+        problems.append(_unreadable_group(path, indices[0], err))
+    return tables, problems
+
+
+def _unreadable_group(path: str, index: int, err: Exception) -> str:
+    return f"{path}: row group {index} cannot be read: {first_line(err)}"
 
 
 def _is_int96(schema: pq.ParquetSchema, name: str) -> bool:
