@@ -406,7 +406,8 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
     """Reads and checks one footer.
 
     Raises:
-      InputError: the file is empty, not Parquet, or its columns do not fit.
+      InputError: the file is empty, not Parquet, a summary of other files'
+        footers (_metadata), or its columns do not fit.
     """
     if size == 0:
         raise InputError(f"{path} is empty (0 bytes); expected a Parquet file: remove it "
@@ -421,6 +422,14 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
             advice += (", or give --input a glob of the Parquet files alone, e.g. "
                        f"'{posixpath.dirname(path)}/*.parquet'")
         raise InputError(f"{path} is not a Parquet file ({first_line(err)}); {advice}") from err
+    if metadata.num_row_groups and metadata.num_columns and \
+            metadata.row_group(0).column(0).file_path not in ("", posixpath.basename(path)):
+        # Its row groups are in the files it names: each read failed (exit 3).
+        raise InputError(
+            f"{path} holds the footers of other files (a _metadata summary, as Dask and Spark "
+            "write beside their parts), not their rows; give --input the folder that holds "
+            f"it, {posixpath.dirname(path)!r}: its parts are read, names starting with _ "
+            "left out")
     layout, time_units = check_schema(path, schema, columns)
     group_rows = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
     return Footer(layout, time_units, metadata.num_rows, metadata.num_row_groups,

@@ -137,11 +137,28 @@ def a_hard_link_beside_its_file(tmp):
     return str(tmp / "days" / "*.parquet"), "read twice"
 
 
+def a_dask_metadata_summary(tmp):
+    # Dask's to_parquet(write_metadata_file=True) and Spark leave _metadata,
+    # the footers of the parts, beside them: named as --input, its footer
+    # passed and the job failed reading row groups that are in the parts
+    # ("Couldn't deserialize thrift", exit 3, output cleared).
+    os.makedirs(tmp / "dask")
+    collector = []
+    pq.write_table(_good_table(), tmp / "dask" / "part.0.parquet", metadata_collector=collector)
+    collector[-1].set_file_path("part.0.parquet")
+    pq.write_metadata(_good_table().schema, tmp / "dask" / "_metadata",
+                      metadata_collector=collector)
+    return str(tmp / "dask" / "_metadata"), (
+        f"{tmp / 'dask' / '_metadata'} holds the footers of other files (a _metadata summary, "
+        f"as Dask and Spark write beside their parts), not their rows; give --input the folder "
+        f"that holds it, {str(tmp / 'dask')!r}")
+
+
 @pytest.mark.parametrize("make_input", [
     no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
     mixed_time_kinds, half_float_ids, uuid_ids, unknown_scheme, unavailable_scheme,
-    a_link_beside_its_file, a_hard_link_beside_its_file,
+    a_link_beside_its_file, a_hard_link_beside_its_file, a_dask_metadata_summary,
 ])
 def test_unusable_input_exits_2(tmp_path, make_input):
     input_, expected = make_input(tmp_path)
