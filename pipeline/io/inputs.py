@@ -516,13 +516,25 @@ def check_names(path: str, names: list[str], columns: Columns, option: str = "--
     for name, column in ((columns.id, "id_column"), (columns.time, "time_column"),
                          (columns.value, "value_column")):
         if name not in names:
-            raise InputError(
-                f"{path} has no column {name!r} (its columns: {', '.join(names)}); "
-                f"name the right one with {option.format(column)}")
+            raise InputError(f"{path} has no column {name!r} (its columns: "
+                             f"{', '.join(names)}); {_missing(path, name, option.format(column))}")
         if names.count(name) > 1:
             raise InputError(
                 f"{path} has {names.count(name)} columns named {name!r}; give its "
                 f"columns unique names, or name another with {option.format(column)}")
+
+
+def _missing(path: str, name: str, option: str) -> str:
+    """What to do about a column `name` that the file at `path` lacks."""
+    partition = re.search(rf"^(.*)/({re.escape(name)}=[^/]*)/", path)
+    if partition:
+        # Hive partitioning (pyarrow's partition_cols, Spark's partitionBy)
+        # leaves the column in the folder names alone.
+        return (f"it is in the folder names ({partition.group(2)}/: Hive partitioning), which "
+                "gpfit does not read: write the files with the column in them "
+                f"(pyarrow.dataset.dataset({partition.group(1)!r}, partitioning='hive') reads "
+                "them with it)")
+    return f"name the right one with {option}"
 
 
 def check_schema(path: str, schema: pa.Schema, columns: Columns,

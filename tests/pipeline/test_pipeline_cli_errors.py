@@ -154,11 +154,24 @@ def a_dask_metadata_summary(tmp):
         f"that holds it, {str(tmp / 'dask')!r}")
 
 
+def an_id_in_hive_folder_names(tmp):
+    # pyarrow's write_to_dataset(partition_cols=["series_id"]), Spark's
+    # partitionBy: the id is in the folder names, not in the files, and the
+    # advice was to name the right column with --id_column.
+    pq.write_to_dataset(_good_table(), tmp / "hive", partition_cols=["series_id"])
+    return str(tmp / "hive" / "**" / "*.parquet"), (
+        "has no column 'series_id' (its columns: t, y); it is in the folder names "
+        f"(series_id=a/: Hive partitioning), which gpfit does not read: write the files with "
+        f"the column in them (pyarrow.dataset.dataset({str(tmp / 'hive')!r}, "
+        "partitioning='hive') reads them with it)")
+
+
 @pytest.mark.parametrize("make_input", [
     no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
     mixed_time_kinds, half_float_ids, uuid_ids, unknown_scheme, unavailable_scheme,
     a_link_beside_its_file, a_hard_link_beside_its_file, a_dask_metadata_summary,
+    an_id_in_hive_folder_names,
 ])
 def test_unusable_input_exits_2(tmp_path, make_input):
     input_, expected = make_input(tmp_path)
