@@ -513,19 +513,30 @@ def check_agrees(path: str, footer: Footer, reference_path: str, reference: Foot
 def check_names(path: str, names: list[str], columns: Columns, option: str = "--{}") -> None:
     """InputError unless each of the columns is among `names` exactly once
     (the column names of a file, or table: `path` names it)."""
+    if not names:  # pandas' DataFrame().to_parquet()
+        raise InputError(f"{path} has no columns (a table written without any); write it "
+                         f"with the columns {columns.id!r}, {columns.time!r} and "
+                         f"{columns.value!r}, or remove it")
     for name, column in ((columns.id, "id_column"), (columns.time, "time_column"),
                          (columns.value, "value_column")):
         if name not in names:
             raise InputError(f"{path} has no column {name!r} (its columns: "
-                             f"{', '.join(names)}); {_missing(path, name, option.format(column))}")
+                             f"{', '.join(names)}); "
+                             f"{_missing(path, name, names, option.format(column))}")
         if names.count(name) > 1:
             raise InputError(
                 f"{path} has {names.count(name)} columns named {name!r}; give its "
                 f"columns unique names, or name another with {option.format(column)}")
 
 
-def _missing(path: str, name: str, option: str) -> str:
-    """What to do about a column `name` that the file at `path` lacks."""
+def _missing(path: str, name: str, names: list[str], option: str) -> str:
+    """What to do about a column `name` that the file at `path`, of columns
+    `names`, lacks."""
+    # A name with spaces around it reads as the name in the list of columns.
+    near = [other for other in names if other.strip().casefold() == name.strip().casefold()]
+    if near:
+        return (f"its column {near[0]!r} differs only in case or in spaces around the name: "
+                f"give that name to {option}")
     partition = re.search(rf"^(.*)/({re.escape(name)}=[^/]*)/", path)
     if partition:
         # Hive partitioning (pyarrow's partition_cols, Spark's partitionBy)

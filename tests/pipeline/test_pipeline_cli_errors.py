@@ -166,12 +166,35 @@ def an_id_in_hive_folder_names(tmp):
         "partitioning='hive') reads them with it)")
 
 
+def column_names_with_spaces(tmp):
+    # The listing showed " series_id, t , y": the names it lacked, seemingly.
+    table = _good_table().rename_columns([" series_id", "t", "y"])
+    return _write(tmp / "s.parquet", table), (
+        "has no column 'series_id' (its columns:  series_id, t, y); its column ' series_id' "
+        "differs only in case or in spaces around the name: give that name to --id_column")
+
+
+def column_names_in_another_case(tmp):
+    table = _good_table().rename_columns(["series_id", "T", "y"])
+    return _write(tmp / "s.parquet", table), (
+        "its column 'T' differs only in case or in spaces around the name: give that name to "
+        "--time_column")
+
+
+def no_columns(tmp):
+    # pandas' DataFrame().to_parquet(): "(its columns: ); name the right one".
+    return _write(tmp / "empty.parquet", pa.table({})), (
+        f"{tmp / 'empty.parquet'} has no columns (a table written without any); write it with "
+        "the columns 'series_id', 't' and 'y', or remove it")
+
+
 @pytest.mark.parametrize("make_input", [
     no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
     mixed_time_kinds, half_float_ids, uuid_ids, unknown_scheme, unavailable_scheme,
     a_link_beside_its_file, a_hard_link_beside_its_file, a_dask_metadata_summary,
-    an_id_in_hive_folder_names,
+    an_id_in_hive_folder_names, column_names_with_spaces, column_names_in_another_case,
+    no_columns,
 ])
 def test_unusable_input_exits_2(tmp_path, make_input):
     input_, expected = make_input(tmp_path)
