@@ -114,8 +114,10 @@ def inspect(pattern: str, columns: Columns, max_footers: Optional[int] = None) -
     check_read_once(everything)
     files = sample(everything, max_footers)
     footers = map_files(lambda f: check_footer(f[0], f[1], columns), files)
-    # The reference: the first file with a kind of time (a t of nulls alone has none).
-    at = next((i for i, footer in enumerate(footers) if footer.time_units), 0)
+    # The reference: the first file with rows and a kind of time (a t of
+    # nulls alone has none, a file of no rows no layout either: check_agrees).
+    at = next((i for i, footer in enumerate(footers) if footer.rows and footer.time_units),
+              next((i for i, footer in enumerate(footers) if footer.rows), 0))
     first = footers[at]
     for (path, _), footer in zip(files, footers):
         check_agrees(path, footer, files[at][0], first, columns)
@@ -497,7 +499,10 @@ def _int96_dates(table: pa.Table, name: str, wide) -> pa.Table:
 def check_agrees(path: str, footer: Footer, reference_path: str, reference: Footer,
                  columns: Columns) -> None:
     """Raises InputError unless the file at path has the reference's layout
-    and kind of time."""
+    and kind of time, or holds no rows: an empty part written with another
+    schema (pandas' empty frame of datetime64 t) has no time to disagree."""
+    if footer.rows == 0:
+        return
     if footer.layout != reference.layout:
         raise InputError(
             f"{path} is in {footer.layout} layout but {reference_path} is {reference.layout}; "
