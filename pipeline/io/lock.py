@@ -146,6 +146,17 @@ def holder(folder: str, now: Callable[[], float] = time.time) -> Optional[Holder
                   age < float(held.get("stale_after_s", STALE_AFTER_S)))
 
 
+def started_after(held: Holder, found: dict) -> bool:
+    """held's run took the lock after the manifest `found` was written: a
+    run that clears the folder next, not the run that wrote it (which holds
+    its lock until just after; finished_at is rounded down to the second)."""
+    try:
+        finished = datetime.datetime.fromisoformat(found["finished_at"]).timestamp()
+    except (KeyError, TypeError, ValueError):  # an older manifest: any live lock is another run's
+        return True
+    return held.started_at is None or held.started_at >= finished + 1.0
+
+
 def _who(held: dict) -> str:
     return (f"run {held.get('run_id')} on host {held.get('host')}, pid {held.get('pid')}, "
             f"started {_iso(held.get('started_at', 0))}")

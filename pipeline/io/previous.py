@@ -11,7 +11,6 @@ everything cold and says why (docs/design.md, "Reuse").
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import posixpath
 from typing import Optional
 
@@ -82,7 +81,7 @@ def check(folder: str, output: str) -> PreviousRun:
         raise _without_manifest(folder, held, err) from err
     except Exception as err:  # pylint: disable=broad-except
         raise _unanswered(folder, err) from err
-    if held is not None and held.live and _locked_since(held, found):
+    if held is not None and held.live and lock.started_after(held, found):
         # A run into that folder clears it first: its shards may go while read.
         raise Unusable(f"--previous_output {folder} is being replaced by a gpfit run that "
                        f"started after it was written ({held.said}; its lock {LOCK_NAME})",
@@ -193,17 +192,6 @@ def _output_above(path: str) -> Optional[str]:
             return parent
         path = parent
     return None
-
-
-def _locked_since(held: lock.Holder, found: dict) -> bool:
-    """held's run took the lock after the manifest `found` was written (the
-    run that wrote it holds its lock until just after; finished_at is
-    rounded down to the second)."""
-    try:
-        finished = datetime.datetime.fromisoformat(found["finished_at"]).timestamp()
-    except (KeyError, TypeError, ValueError):  # an older manifest: any live lock is another run's
-        return True
-    return held.started_at is None or held.started_at >= finished + 1.0
 
 
 def _exists(folder: str, name: str) -> bool:

@@ -74,6 +74,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         # as a folder without a manifest).
         check_reachable(args, ("params", "out", "input"), show=repr)
         _check_params(args.params)
+        _check_not_written(args.params)
         given = _from_manifest(args)
         options = ReportOptions(
             input=given["input"], params=args.params,
@@ -84,12 +85,17 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         scanned = scan(options)
     except UsageError as err:
         return _refuse(err)
+    except OSError as err:  # a file went while read: a run clearing the folder
+        return _refuse(_changed(args.params, err))
     _say(f"read {scanned.tally.rows:,} params rows from {len(scanned.run.files)} shard(s)")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from gpcore import quiet
     quiet.import_tensorflow()  # the plots' posteriors: without TF's start-up lines
     from pipeline.report.build import build
-    report = build(scanned, log=_say)
+    try:
+        report = build(scanned, log=_say)
+    except OSError as err:
+        return _refuse(_changed(args.params, err))
     try:
         size = _write(args.out, report.html)
     except OSError as err:  # the storage refused late (full, gone): one line, as at the start
@@ -147,6 +153,44 @@ def _check_params(params: str) -> None:
         what = "not a folder" if os.path.exists(params) else "no such folder"
         raise UsageError(f"--params {params!r}: {what}; pass the folder that gpfit --output "
                          "wrote")
+
+
+def _check_not_written(params: str) -> None:
+    """Refuses a --params folder that a gpfit run is writing: one without a
+    manifest yet, or one whose lock was taken after its manifest (a run into
+    it, which clears it first). Its shards go or change while the report
+    reads them (docs/design.md, "Contracts": Reuse reads a previous output
+    by the same rule). A stopped run's lock, or the lock of the run that
+    wrote the manifest, does not refuse it."""
+    from pipeline.io import lock, manifest
+    held = lock.holder(params)
+    if held is None or not held.live:
+        return
+    try:
+        _, found = manifest.read(params)
+    except (OSError, ValueError):
+        found = None
+    if found is None or lock.started_after(held, found):
+        raise UsageError(f"--params {params} is being written by a gpfit run ({held.said}; "
+                         f"its lock {lock.LOCK_NAME}); run the report once it has finished "
+                         "(its manifest appears)")
+
+
+def _changed(params: str, err: OSError) -> UsageError:
+    """Why a file could not be read once the report had checked the folder:
+    most likely a gpfit run into --params started meanwhile and cleared it
+    (its lock names it, while it runs)."""
+    from pipeline.io import lock
+    from pipeline.io.errors import first_line
+    held = lock.holder(params)
+    if held is not None and held.live:
+        return UsageError(f"--params {params} changed while the report read it "
+                          f"({first_line(err)}): a gpfit run is writing it ({held.said}; its "
+                          f"lock {lock.LOCK_NAME}); the page was not written; run the report "
+                          "again once it has finished")
+    return UsageError(f"a file could not be read once the report had begun ({first_line(err)}); "
+                      f"the page was not written; if a gpfit run replaced --params {params}, "
+                      "run the report again")
 
 
 def _check_matplotlib() -> None:
