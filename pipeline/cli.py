@@ -115,19 +115,27 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
     output = built.gp.output
     if dry_run:
         return _launch(options, built, dry_run, output, started)
-    local, keep_lock = runtime.is_local(options), False
+    local, keep_lock, cleared = runtime.is_local(options), False, []
     try:
         lock.acquire(output, built.run_id, built.gp.break_lock, local)
         with lock.Heartbeat(output, built.run_id):
-            return _launch(options, built, dry_run, output, started)
+            return _launch(options, built, dry_run, output, started, cleared)
     except UsageError as err:
         return _refused(err)
     except Stopped as stop:
-        _say_stopped(stop, output, local)
+        finished = _finished(output) if cleared else None
+        if finished is not None:  # the stop came after the job's manifest: the run is done
+            stop.said = True
+            print(f"gpfit: warning: {stop.name} came after the job had written {finished[0]}; "
+                  "the run is complete", file=sys.stderr)
+            return _report(*finished, output, time.monotonic() - started)
+        _say_stopped(stop, output, local, bool(cleared))
         if local:  # the job ended with this process: nothing else will clean up
             lock.release(output, built.run_id)
             _remove_temporary(output)
-        keep_lock = not local  # a remote job outlives its launcher, and holds the folder
+        # A remote job outlives its launcher, and holds the folder; before the
+        # folder was cleared no job was launched.
+        keep_lock = not local and bool(cleared)
         raise
     finally:
         # Also after a launch that does not wait (a template): nothing would
@@ -137,10 +145,15 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
             lock.release(output, built.run_id)
 
 
-def _launch(options, built: builder.Built, dry_run: bool, output: str, started: float) -> int:
-    """Clears the output, runs the job and waits for it; -> exit code."""
+def _launch(options, built: builder.Built, dry_run: bool, output: str, started: float,
+            cleared: list | None = None) -> int:
+    """Clears the output, runs the job and waits for it; -> exit code.
+    `cleared` is appended to once the output folder has been cleared (what
+    a stop then says: _run)."""
     if not dry_run:
         portable.check_workers_start(options)  # bounded: Beam would wait for them for ever
+        if cleared is not None:
+            cleared.append(output)  # from the first deletion on, the earlier run is gone
         try:
             _prepare_output(built)
         except OSError as err:  # BeamIOError is one too
@@ -247,9 +260,22 @@ def _stop_on_signals() -> dict:
     return {signum: signal.signal(signum, stop) for signum in _STOP_SIGNALS}
 
 
-def _say_stopped(stop: Stopped, output: str, local: bool) -> None:
+def _finished(output: str):
+    """(name, content) of the manifest in output, or None: after this run
+    cleared the folder, one there is this run's job's, written last."""
+    try:
+        name, found = manifest.read(output)
+    except (OSError, ValueError):
+        return None
+    return None if name is None else (name, found)
+
+
+def _say_stopped(stop: Stopped, output: str, local: bool, cleared: bool = True) -> None:
     stop.said = True
-    if local:
+    if not cleared:  # the lock was taken and released; the earlier run's files are as they were
+        print(f"gpfit: error: stopped by {stop.name} before any work; the output folder "
+              f"{output} was left as it was", file=sys.stderr)
+    elif local:
         print(f"gpfit: error: stopped by {stop.name} before the run finished; no "
               f"{outputs.SUCCESS_MARKER} was written, the lock and Beam's temporary files were "
               f"removed; run again into {output} (its files are replaced)", file=sys.stderr)
