@@ -125,11 +125,12 @@ def _from_manifest(args) -> dict:
     given = {"input": args.input, **{k: getattr(args, k) for k in _DEFAULT_COLUMNS}}
     if all(v is not None for v in given.values()):
         return given
+    from pipeline.report.params import located
     try:
         _, found = manifest.read(args.params)
     except (OSError, ValueError):
         found = None
-    found = found or {}
+    found = located(args.params, found or {})
     options = found.get("options") or {}
     for name, default in _DEFAULT_COLUMNS.items():
         if given[name] is None:
@@ -141,8 +142,22 @@ def _from_manifest(args) -> dict:
                    "it holds no readable manifest (_SUCCESS.json or _FAILED.json)")
             raise UsageError(f"--input is needed: {args.params} {why}; give the run's "
                              "--input pattern")
+        if _unfound_relative(pattern):
+            raise UsageError(f"--input is needed: {args.params}'s manifest records the input "
+                             f"as {pattern!r}, relative to the folder that run was started in, "
+                             "which it does not record; give the run's --input")
         given["input"] = pattern
     return given
+
+
+def _unfound_relative(pattern: str) -> bool:
+    """A relative local path (as gpfit 0.16.0 and earlier recorded it) that
+    names nothing from here."""
+    import glob
+    from pipeline.io.outputs import is_local
+    if not is_local(pattern) or os.path.isabs(pattern):
+        return False
+    return not (os.path.exists(pattern) or glob.glob(pattern, recursive=True))
 
 
 def _check_params(params: str) -> None:
