@@ -66,6 +66,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     # load) only once the input is known good: --help and mistakes answer fast.
     from pipeline.io import beam_import
     with beam_import.quietly():
+        from apache_beam.io.filesystems import FileSystems
         from pipeline.io.files import check_reachable
         from pipeline.io.inputs import Columns
         from pipeline.report.scan import ReportOptions, scan
@@ -74,7 +75,9 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         # as a folder without a manifest).
         check_reachable(args, ("params", "out", "input"), show=repr)
         _check_params(args.params)
-        _check_not_written(args.params)
+        local = FileSystems.get_scheme(args.params) is None
+        if local:
+            _check_not_written(args.params)
         given = _from_manifest(args)
         options = ReportOptions(
             input=given["input"], params=args.params,
@@ -83,6 +86,8 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         _check_matplotlib()
         _check_out(args.out)
         scanned = scan(options)
+        if not local:  # asked once its listing answered (offline, each ask waits 120 s)
+            _check_not_written(args.params)
     except UsageError as err:
         return _refuse(err)
     except OSError as err:  # a file went while read: a run clearing the folder
@@ -176,7 +181,9 @@ def _check_not_written(params: str) -> None:
     it, which clears it first). Its shards go or change while the report
     reads them (docs/design.md, "Contracts": Reuse reads a previous output
     by the same rule). A stopped run's lock, or the lock of the run that
-    wrote the manifest, does not refuse it."""
+    wrote the manifest, does not refuse it. Asked before the manifest of a
+    local folder, and of a gs:// one after its listing answered: offline,
+    each question waits out Google's 120 s of retries."""
     from pipeline.io import lock, manifest
     held = lock.holder(params)
     if held is None or not held.live:
