@@ -58,6 +58,7 @@ _LOG = logging.getLogger("gpfit")
 
 _NAMED_AT_MOST = 10  # unreadable files named in gpfit's last lines
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_CLEARING, _CLEARED = "clearing", "cleared"  # how far a run got with its output folder
 _SIGNALLED: list[int] = []  # the stop signal received, for a Stopped that Beam wrapped
 
 
@@ -123,7 +124,7 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
     except UsageError as err:
         return _refused(err)
     except Stopped as stop:
-        finished = _finished(output) if cleared else None
+        finished = _finished(output) if _CLEARED in cleared else None
         if finished is not None:  # the stop came after the job's manifest: the run is done
             stop.said = True
             print(f"gpfit: warning: {stop.name} came after the job had written {finished[0]}; "
@@ -134,7 +135,7 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
             lock.release(output, built.run_id)
             _remove_temporary(output)
         # A remote job outlives its launcher, and holds the folder; before the
-        # folder was cleared no job was launched.
+        # folder was touched no job was launched.
         keep_lock = not local and bool(cleared)
         raise
     finally:
@@ -148,12 +149,12 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
 def _launch(options, built: builder.Built, dry_run: bool, output: str, started: float,
             cleared: list | None = None) -> int:
     """Clears the output, runs the job and waits for it; -> exit code.
-    `cleared` is appended to once the output folder has been cleared (what
-    a stop then says: _run)."""
+    `cleared` gets _CLEARING as the output folder's clearing begins and
+    _CLEARED once it is done (what a stop then says: _run)."""
     if not dry_run:
         portable.check_workers_start(options)  # bounded: Beam would wait for them for ever
-        if cleared is not None:
-            cleared.append(output)  # from the first deletion on, the earlier run is gone
+        cleared = [] if cleared is None else cleared
+        cleared.append(_CLEARING)  # from the first deletion on, the earlier run is gone
         try:
             _prepare_output(built)
         except OSError as err:  # BeamIOError is one too
@@ -161,6 +162,7 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
             if refused is None:
                 raise
             raise refused from err
+        cleared.append(_CLEARED)  # a manifest from now on is this run's job's
     warming = None
     if not dry_run and runtime.fits_in_this_process(options):
         # The kept trace's one-off start in TensorFlow, off the job's path
