@@ -347,8 +347,14 @@ def _prepare_output(built: builder.Built) -> None:
 
     Raises:
       OSError: the storage refused (errors.storage_error says which).
+      UsageError: the folder now holds a file gpfit did not write.
     """
-    outputs.clear_output(built.gp.output, list(built.previous_files), built.tables)
+    # Listed again under the lock: a run that started and finished between
+    # this run's checks and its lock left files the first listing lacked
+    # (its shards beside this run's, every series twice), or had deleted
+    # ones it held (docs/design.md, "Output folder").
+    files = outputs.check_output(built.gp.output, built.spec.files)
+    outputs.clear_output(built.gp.output, files, built.tables)
     spec = built.spec
     if not spec.inspected:  # a build that did not read the input has nothing to say of it
         return

@@ -193,3 +193,37 @@ def test_the_holder_as_another_runs_reader_sees_it(tmp_path):
         f.write('{"run_id": "ab')
     unreadable = lock.holder(output)
     assert unreadable.live and unreadable.said.startswith("a lock that cannot be read, written")
+
+
+def test_a_run_that_finished_between_anothers_checks_and_its_lock_leaves_no_shard(
+        tmp_path, monkeypatch):
+    """Two runs into one folder: the second checks the folder (and lists the
+    earlier files it will replace), then the first runs whole, with another
+    shard count and forecasts, and releases the folder, then the second
+    takes the lock. Its list, made before, named shards the first run had
+    deleted and lacked those it wrote: the second deleted the first's
+    _SUCCESS.json, then failed "unexpectedly" (Delete operation failed,
+    exit 3), and the first's forecasts would have stayed beside its output.
+    The files are listed under the lock."""
+    from gpfit_runs import files_in, gpfit_here, read_rows
+    from pipeline import cli
+
+    input_, output = _input(tmp_path, n_series=12), str(tmp_path / "out")
+    assert gpfit_here(input_, output, "--batch_size", "4").code == 0  # last night's
+    real_acquire, ran = cli.lock.acquire, []
+
+    def first_run_then_acquire(*args, **kwargs):
+        if not ran:  # the first run, start to end, inside the second's window
+            ran.append(None)
+            ran[0] = gpfit_here(input_, output, "--batch_size", "4", "--num_shards", "3",
+                                "--predict_steps", "2")
+        return real_acquire(*args, **kwargs)
+
+    monkeypatch.setattr(cli.lock, "acquire", first_run_then_acquire)
+    second = gpfit_here(input_, output, "--batch_size", "4")
+    assert ran[0].code == 0, ran[0].stderr
+    assert second.code == 0, second.stderr
+    ids = sorted(row["series_id"] for row in read_rows(output))
+    assert ids == [f"k{i:03d}" for i in range(12)], ids  # each once
+    assert second.manifest["output_files"] == ["params/part-00000-of-00001.parquet"]
+    assert files_in(output) == ["_SUCCESS.json", "params/part-00000-of-00001.parquet"]
