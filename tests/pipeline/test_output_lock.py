@@ -227,3 +227,36 @@ def test_a_run_that_finished_between_anothers_checks_and_its_lock_leaves_no_shar
     assert ids == [f"k{i:03d}" for i in range(12)], ids  # each once
     assert second.manifest["output_files"] == ["params/part-00000-of-00001.parquet"]
     assert files_in(output) == ["_SUCCESS.json", "params/part-00000-of-00001.parquet"]
+
+
+def test_a_stale_lock_whose_process_is_still_here_names_it_and_does_not_advise_breaking(
+        tmp_path):
+    """A run suspended with Ctrl-Z (SIGSTOP) beats no more: after 10 minutes
+    its lock was called a stopped run's, "pass --break_lock", and a run
+    taking it over would write beside the suspended one once resumed. Its
+    process is known to be there (this host, its pid and start time)."""
+    import signal
+    import socket
+    input_, output = _input(tmp_path, n_series=3), str(tmp_path / "out")
+    suspended = subprocess.Popen(["sleep", "600"])
+    try:
+        os.kill(suspended.pid, signal.SIGSTOP)
+        content = {**_stale_lock(output, age_s=2 * lock.STALE_AFTER_S),
+                   "host": socket.gethostname(), "pid": suspended.pid, "local": True,
+                   "pid_start": lock.process_start(suspended.pid)}
+        with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+            json.dump(content, f)
+        for _ in range(100):  # the stop is delivered asynchronously
+            if (lock.process_stat(suspended.pid) or ["?"])[0] == "T":
+                break
+            time.sleep(0.05)
+        refused = gpfit(input_, output, *RUN_OPTIONS)
+    finally:
+        suspended.kill()
+        suspended.wait()
+    assert refused.code == 4, refused.stderr
+    line = refused.stderr.strip().splitlines()[-1]
+    assert f"its process {suspended.pid} is still there on this host (stopped: " \
+           "suspended, e.g. by Ctrl-Z; run deadbeef0000" in line, line
+    assert f"kill -CONT {suspended.pid}" in line and "--break_lock" not in line, line
+    assert os.listdir(output) == ["_RUNNING.json"]  # untouched
