@@ -99,6 +99,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
             # input (no `t`): name that cause (docs/design.md, "Contracts").
             outputs.check_not_read_by(gp.input, gp.output, probe=False)
             raise
+        inputs.check_text_names(spec.files)
         check_shards(gp.num_shards, spec)
         old_files = tuple(outputs.check_output(gp.output, spec.files, gp.input))
         lock.check(gp.output, gp.break_lock)

@@ -24,7 +24,7 @@ from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io import columns as col
-from pipeline.io.errors import NO_ANSWER, InputError, first_line, listing_failure
+from pipeline.io.errors import NO_ANSWER, InputError, first_line, listing_failure, undecodable
 from pipeline.io.files import map_files, missing_extra, open_file
 
 LONG, NESTED = "long", "nested"  # layouts
@@ -151,6 +151,19 @@ def check_read_once(files: list[tuple[str, int]]) -> None:
                 f"{path} is {first} again (a link): every point of its series would be read "
                 "twice; give an --input that matches the file once (a glob that leaves the "
                 "link out), or remove the link")
+
+
+def check_text_names(files: tuple[str, ...]) -> None:
+    """Raises InputError naming the first input file whose name is not
+    UTF-8 text (a folder of Latin-1 names): the job's workers pass the
+    names they match as UTF-8, and the run failed there, exit 3, on a
+    codec's words (docs/design.md, "Contracts")."""
+    for path in files:
+        shown = undecodable(path)
+        if shown is not None:
+            raise InputError(f"input file '{shown}' has a name that is not UTF-8 text, which "
+                             "Beam needs of file names; rename it in UTF-8, or give an --input "
+                             "glob that leaves it out")
 
 
 def sample(files: list, most: Optional[int]) -> list:

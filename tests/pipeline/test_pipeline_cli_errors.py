@@ -188,8 +188,20 @@ def no_columns(tmp):
         "the columns 'series_id', 't' and 'y', or remove it")
 
 
+def a_file_named_in_latin1(tmp):
+    # The job failed on its workers, exit 3: "'utf-8 [while running
+    # 'ReadSeries/ListRowGroups/ParDo(ListRowGroups)']' codec can't encode
+    # characters in position 7-8: surrogates not allowed".
+    os.makedirs(tmp / "names")
+    _write(tmp / "names" / "a.parquet", _good_table())
+    with open(os.path.join(os.fsencode(tmp / "names"), b"caf\xe9.parquet"), "wb") as f:
+        pq.write_table(_good_table(), f)
+    return str(tmp / "names"), (f"input file '{tmp / 'names'}/caf\\xe9.parquet' has a name "
+                                "that is not UTF-8 text")
+
+
 @pytest.mark.parametrize("make_input", [
-    no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
+    a_file_named_in_latin1, no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
     mixed_time_kinds, half_float_ids, uuid_ids, unknown_scheme, unavailable_scheme,
     a_link_beside_its_file, a_hard_link_beside_its_file, a_dask_metadata_summary,
@@ -248,6 +260,27 @@ def test_bad_thread_counts_in_the_environment_exit_2(tmp_path, monkeypatch, name
     input_ = _write(tmp_path / "in.parquet", _good_table())
     run = gpfit(input_, str(tmp_path / "out"))
     assert_usage_error(run, f"{name}={value!r} in the environment must be a whole number >= 1")
+
+
+@pytest.mark.parametrize("option", ["--input", "--output", "--previous_output"])
+def test_a_path_that_is_not_utf8_exits_2(tmp_path, option):
+    """A folder named in Latin-1 (Python hands its bytes over as surrogate
+    escapes) in any path option: Beam's encoding of the options failed, and
+    gpfit "failed unexpectedly: UnicodeEncodeError ... report it", exit 3."""
+    folder = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"d\xe9j\xe0"))
+    os.makedirs(folder)
+    input_ = os.path.join(folder, "in.parquet")
+    with open(input_, "wb") as f:  # pyarrow takes no such path
+        pq.write_table(_good_table(), f)
+    paths = {"--input": input_, "--output": os.path.join(folder, "out"),
+             "--previous_output": folder}
+    run = gpfit(paths["--input"] if option == "--input" else _write(tmp_path / "in.parquet",
+                                                                    _good_table()),
+                str(tmp_path / "out") if option != "--output" else paths["--output"],
+                *(["--previous_output", paths[option]] if option == "--previous_output" else []))
+    shown = paths[option].replace("d\udce9j\udce0", "d\\xe9j\\xe0")
+    assert_usage_error(run, f"{option} '{shown}' is not UTF-8 text, which Beam needs of every "
+                            "option and file name")
 
 
 def test_missing_input_option_exits_2(tmp_path, capsys):
