@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import os
 from typing import Callable, Iterable, Optional, TypeVar
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -58,6 +59,26 @@ def check_reachable(options, names: Iterable[str], show: Callable[[str], str] = 
         missing = path and missing_extra(path)
         if missing:
             raise UsageError(f"--{name} {show(path)}: {missing}")
+
+
+def too_long(path: str) -> Optional[str]:
+    """Where a local path names a file or folder longer than its file system
+    takes (NAME_MAX bytes, 255 on most), that name's problem in words; else
+    None. Making it failed late with ENAMETOOLONG, as gpfit "failed
+    unexpectedly" or after the report's work."""
+    parent = os.path.abspath(path)
+    while not os.path.isdir(parent):
+        parent = os.path.dirname(parent)
+    try:
+        most = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        most = 255
+    for name in os.path.abspath(path).split(os.sep):
+        size = len(os.fsencode(name))
+        if size > most:
+            return (f"the name {name[:40]}... is {size:,} bytes, longer than the file system "
+                    f"takes ({most} bytes)")
+    return None
 
 
 def map_files(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:

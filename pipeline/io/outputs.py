@@ -25,6 +25,7 @@ import re
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io.errors import UsageError, listing_failure
+from pipeline.io.files import too_long
 from pipeline.io.inputs import GLOB_CHARACTERS, escaped, glob_regex, is_glob
 
 PARAMS_PREFIX = "params"            # the parameters' folder
@@ -315,6 +316,9 @@ def _check_local_path(output: str) -> None:
     if not os.path.isdir(parent):
         raise UsageError(f"--output {output}: {parent} is a file, not a folder, so no folder "
                          "can be made below it; give a folder path")
+    long_name = too_long(output)
+    if long_name:
+        raise UsageError(f"--output: {long_name}; give a shorter folder path")
 
 
 def _refuse_links(output: str) -> None:

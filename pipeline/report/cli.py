@@ -237,6 +237,10 @@ def _check_out(out: str) -> None:
             raise UsageError(f"cannot write {out!r}: {parent!r} is not a folder")
         if os.path.isdir(parent) and not os.access(parent, os.W_OK):
             raise UsageError(f"cannot write {out!r}: folder {parent!r} is not writable")
+        from pipeline.io.files import too_long
+        long_name = too_long(out)
+        if long_name:
+            raise UsageError(f"cannot write --out: {long_name}; give a shorter file name")
         if os.path.isdir(parent):
             _try_writing(out)
 
@@ -259,8 +263,11 @@ def _write(out: str, text: str) -> int:
     from apache_beam.io.filesystems import FileSystems
     data = text.encode("utf-8")
     if FileSystems.get_scheme(out) is None:
-        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-        temporary = out + ".tmp"
+        folder = os.path.dirname(os.path.abspath(out))
+        os.makedirs(folder, exist_ok=True)
+        # A short name of its own: out + ".tmp" failed where out's name is
+        # within 4 bytes of the file system's longest.
+        temporary = os.path.join(folder, f".gpfit-report-{os.getpid()}.tmp")
         with open(temporary, "wb") as f:
             f.write(data)
         os.replace(temporary, out)

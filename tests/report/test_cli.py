@@ -168,6 +168,10 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
     # /proc takes no new file, whoever asks (root included): a read-only place.
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", "/proc/gpfit-report.html"],
      "cannot write '/proc/gpfit-report.html'"),
+    # Refused only after the plots, on ENAMETOOLONG, where README says "tried before the work".
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / ("o" * 251 + ".html"))],
+     "cannot write --out: the name oooooooooooooooooooooooooooooooooooooooo... is 256 bytes, "
+     "longer than the file system takes (255 bytes); give a shorter file name"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--random", "-1"], "must be >= 0"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
@@ -181,6 +185,16 @@ def test_bad_input_exits_2_with_one_line(fitted_run, tmp_path, capsys, make_args
     assert err.startswith("gpfit-report: error: ") and "\n" not in err, err
     assert message in err
     assert not (tmp_path / "o.html").exists()
+
+
+def test_an_out_name_of_the_longest_length_is_written(fitted_run, tmp_path, capsys):
+    """A name of 255 bytes, the most the file system takes, is a name the
+    page can have: it was first written as that name + ".tmp", refused
+    (File name too long) after all the work."""
+    out = tmp_path / ("o" * 250 + ".html")
+    assert run(["--input", fitted_run.data, "--params", fitted_run.params, "--out", str(out),
+                "--random", "0", "--worst", "0"]) == 0, capsys.readouterr().err
+    assert parse_page(out).doctype and sorted(p.name for p in tmp_path.iterdir()) == [out.name]
 
 
 def test_params_without_output_columns_exit_2(fitted_run, tmp_path, capsys):
