@@ -84,7 +84,7 @@ def as_str(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """
     if pa.types.is_dictionary(array.type):
         array = pc.cast(array, array.type.value_type)
-    if _is_bytes(array.type):
+    if is_bytes(array.type):
         return np.asarray([value.decode("utf-8", "backslashreplace")
                            for value in array.to_pylist()], dtype=object)
     if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
@@ -110,7 +110,7 @@ def as_codes(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]
     return _to_numpy(encoded.indices).astype(np.intp), as_str(encoded.dictionary)
 
 
-def _is_bytes(type_: pa.DataType) -> bool:
+def is_bytes(type_: pa.DataType) -> bool:
     return (pa.types.is_binary(type_) or pa.types.is_large_binary(type_)
             or pa.types.is_fixed_size_binary(type_) or pa.types.is_binary_view(type_))
 
