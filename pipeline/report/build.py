@@ -81,7 +81,7 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         rows=tally.rows, status_counts=tally.status_counts(), converged=tally.converged,
         kernels=sorted(tally.kernels.items(), key=lambda kv: -kv[1]),
-        reasons=tally.reasons(TOP_REASONS),
+        reasons=tally.reasons(TOP_REASONS), reasons_left_out=tally.left_out(TOP_REASONS),
         histograms_png=histograms_png(hists) if hists else None,
         cards=cards, warnings=_warnings(run), time_units=spec.time_units,
         reused=tally.reused, warm_started=tally.warm_started, moves=moves,

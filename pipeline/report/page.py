@@ -102,6 +102,8 @@ class Page:
     moves_png: Optional[bytes] = None
     choice: Optional[Choice] = None
     backtest: Optional[Backtest] = None
+    # (reasons, series) not in the table of `reasons`.
+    reasons_left_out: tuple[int, int] = (0, 0)
 
 
 def render(page: Page) -> str:
@@ -143,6 +145,10 @@ def render(page: Page) -> str:
             out.append(f"<tr><td class=n>{r.count:,}</td><td>{e(r.status)}</td>"
                        f"<td>{e(r.pattern)}</td><td>{e(r.example)}</td></tr>")
         out.append("</table>")
+        reasons, series = page.reasons_left_out
+        if reasons:
+            out.append(f'<p class="meta">Not shown: {reasons:,} less common reason(s), of '
+                       f"{series:,} series (the params' error column has each).</p>")
     else:
         out.append("<p>None: every series was fitted.</p>")
 

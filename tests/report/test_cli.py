@@ -197,6 +197,23 @@ def test_an_out_name_of_the_longest_length_is_written(fitted_run, tmp_path, caps
     assert parse_page(out).doctype and sorted(p.name for p in tmp_path.iterdir()) == [out.name]
 
 
+def test_the_reasons_table_says_what_it_leaves_out(fitted_run, tmp_path, capsys):
+    """Past the 10 most common reasons the table stopped, and the page said
+    nothing of the rest: 13 reasons of 14 series showed as 10 of 11."""
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota",
+             "kappa", "lambda", "mu", "nu"]
+    rows = [params_row(f"bad-{word}", status="failed", error=f"the {word} check failed")
+            for word in words] + [params_row("bad-again", status="failed",
+                                             error="the alpha check failed")]
+    params = write_params(tmp_path / "p", rows + [params_row("s00")])
+    out = tmp_path / "r.html"
+    assert run(["--input", fitted_run.data, "--params", str(params), "--out", str(out),
+                "--random", "0", "--worst", "0"]) == 0, capsys.readouterr().err
+    text = " ".join(" ".join(parse_page(out).text).split())
+    assert "the alpha check failed" in text and "the nu check failed" not in text
+    assert "Not shown: 3 less common reason(s), of 3 series" in text
+
+
 def test_params_without_output_columns_exit_2(fitted_run, tmp_path, capsys):
     import pyarrow as pa
     import pyarrow.parquet as pq
