@@ -10,6 +10,8 @@ read it (check_footer), and report a file that fails as unreadable.
 from __future__ import annotations
 
 import dataclasses
+import errno
+import fnmatch
 import functools
 import os
 import posixpath
@@ -316,6 +318,7 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
         raise InputError("no input given; pass --input FILE, FOLDER or GLOB")
     _check_filesystem(pattern)
     if is_glob(pattern):
+        check_listable(pattern)
         found = _data_files(_match(listing_glob(pattern)), pattern)
         if not found:
             raise InputError(f"no file matches {pattern!r}; check the --input pattern "
@@ -348,11 +351,49 @@ def _check_filesystem(pattern: str) -> None:
 
 def _folder(path: str) -> list[tuple[str, int]]:
     glob = FileSystems.join(escaped(path.rstrip("/")), "*")
+    check_listable(glob)
     found = _data_files(_match(glob), glob)
     if not found:
         raise InputError(f"folder {path!r} holds no data files; put the Parquet files directly "
                          f"in it or give a glob such as '{path.rstrip('/')}/**/*.parquet'")
     return found
+
+
+def check_listable(glob: str) -> None:
+    """Raises InputError where a local folder that the glob reaches cannot
+    be listed (no permission): Beam's listing passes over it without a
+    word, and the files in it were left out of the run (docs/design.md,
+    "Contracts"). Walks the folders the glob can reach, as Beam's listing
+    does, but only those: a folder of names starting with "_" or "." that a
+    wildcard reaches is no data (is_data), and is not entered."""
+    if not _is_local(glob):
+        return
+    parts = os.path.abspath(glob).split("/")
+    fixed = next((i for i, part in enumerate(parts) if _has_wildcard(part)), len(parts) - 1)
+    root = re.sub(r"\[([*?[])\]", r"\1", "/".join(parts[:fixed])) or "/"
+    wild = parts[fixed:]  # the last is the files' level: no folder there is entered
+
+    def reached(names: list[str]) -> bool:
+        for i, name in enumerate(names):
+            if "**" in wild[i]:
+                return not name.startswith(("_", "."))
+            if i == len(wild) - 1 or not fnmatch.fnmatchcase(name, wild[i]):
+                return False
+            if name.startswith(("_", ".")) and not wild[i].startswith(("_", ".")):
+                return False
+        return True
+
+    refused: list[OSError] = []
+    for folder, subfolders, _ in os.walk(root, onerror=refused.append):
+        if refused:
+            break
+        names = [] if folder == root else os.path.relpath(folder, root).split("/")
+        subfolders[:] = [name for name in subfolders if reached(names + [name])]
+    for err in refused:
+        if err.errno in (errno.EACCES, errno.EPERM):
+            raise InputError(f"cannot list the folder {err.filename}, which --input reaches: "
+                             f"{err.strerror}; its files would be left out of the run. Make it "
+                             "readable by this user, or give an --input glob that leaves it out")
 
 
 def _match(pattern: str) -> list[tuple[str, int]]:
@@ -431,6 +472,9 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
         with open_file(path) as f:
             parquet = pq.ParquetFile(f)
             schema, metadata = parquet.schema_arrow, parquet.metadata
+    except PermissionError as err:
+        raise InputError(f"{path} cannot be read: {err.strerror}; make it readable by this user, "
+                         "or leave it out of --input") from err
     except (pa.ArrowException, OSError, ValueError) as err:
         advice = "remove it from the input or convert it to Parquet"
         if not path.endswith(".parquet"):  # a README.txt beside the data: name the data alone

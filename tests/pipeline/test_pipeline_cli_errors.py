@@ -293,6 +293,78 @@ def test_an_output_name_longer_than_the_file_system_takes_exits_2(tmp_path):
     assert not os.path.exists(tmp_path / "runs")
 
 
+def _as_a_user_without_access(*args: str):
+    """`python *args` in a fresh process that file permissions bind: as
+    root, without the capabilities that pass them over (root reads a chmod
+    000 file otherwise); skipped where that cannot be had."""
+    import shutil
+    import subprocess
+    import sys
+    prefix = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("root reads any file; dropping that needs setpriv")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=repo)
+    return subprocess.run([*prefix, sys.executable, *args], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+@pytest.mark.parametrize("unreadable, pattern, expected", [
+    # "not a Parquet file ([Errno 13] Permission denied ...); ... convert it to Parquet"
+    ("days/b.parquet", "days", "{tmp}/days/b.parquet cannot be read: Permission denied; make it "
+                               "readable by this user, or leave it out of --input"),
+    # The run went on without the folder's files, exit 0, without a word.
+    ("days/late", "days/**/*.parquet", "cannot list the folder {tmp}/days/late, which --input "
+                                       "reaches: Permission denied; its files would be left "
+                                       "out of the run. Make it readable by this user, or give "
+                                       "an --input glob that leaves it out"),
+    # "folder 'days' holds no data files; put the Parquet files directly in it"
+    ("days", "days", "cannot list the folder {tmp}/days, which --input reaches: Permission "
+                     "denied; its files would be left out of the run. Make it readable by this "
+                     "user, or give an --input glob that leaves it out"),
+])
+def test_input_this_user_cannot_read_exits_2(tmp_path, unreadable, pattern, expected):
+    os.makedirs(tmp_path / "days" / "late")
+    for name in ("days/a.parquet", "days/b.parquet", "days/late/c.parquet"):
+        _write(tmp_path / name, _good_table())
+    os.chmod(tmp_path / unreadable, 0)
+    try:
+        done = _as_a_user_without_access("-m", "pipeline", "--input", str(tmp_path / pattern),
+                                         "--output", str(tmp_path / "out"))
+    finally:
+        os.chmod(tmp_path / unreadable, 0o755)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "gpfit: error: " + expected.replace("{tmp}", str(tmp_path))]
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_a_folder_the_glob_does_not_reach_may_be_unreadable(tmp_path):
+    """A glob of the files directly in a folder needs none of its
+    subfolders, nor a ** glob its _temporary/ (no data): no refusal."""
+    os.makedirs(tmp_path / "days" / "late")
+    os.makedirs(tmp_path / "days" / "sub" / "_temporary")
+    _write(tmp_path / "days" / "a.parquet", _good_table())
+    os.chmod(tmp_path / "days" / "late", 0)
+    os.chmod(tmp_path / "days" / "sub" / "_temporary", 0)
+    globs = [str(tmp_path / "days" / "*.parquet"), str(tmp_path / "days"),
+             str(tmp_path / "days" / "s*" / "**" / "*.parquet"),
+             str(tmp_path / "days" / "s*" / "*.parquet")]
+    try:
+        done = _as_a_user_without_access(
+            "-c", "import sys; from pipeline.io.inputs import check_listable\n"
+                  "for glob in sys.argv[1:]: check_listable(glob)\n"
+                  "check_listable(sys.argv[1].replace('*.parquet', '**'))", *globs)
+    finally:
+        os.chmod(tmp_path / "days" / "late", 0o755)
+        os.chmod(tmp_path / "days" / "sub" / "_temporary", 0o755)
+    assert done.returncode == 1 and done.stderr.strip().splitlines()[-1].startswith(
+        f"pipeline.io.errors.InputError: cannot list the folder {tmp_path}/days/late,"), \
+        done.stderr
+
+
 def test_missing_input_option_exits_2(tmp_path, capsys):
     from pipeline import cli
     assert cli.run(["--output", str(tmp_path / "out")]) == 2
