@@ -341,6 +341,37 @@ def test_input_this_user_cannot_read_exits_2(tmp_path, unreadable, pattern, expe
     assert not os.path.exists(tmp_path / "out")
 
 
+@pytest.mark.parametrize("unreadable, said", [
+    # "... part-00000-of-00001.parquet is not a Parquet file ([Errno 13] Permission denied ...)"
+    ("night1/params/part-00000-of-00001.parquet",
+     "{tmp}/night1/params/part-00000-of-00001.parquet cannot be read: Permission denied; make "
+     "it readable by this user"),
+    # "... holds no parameter shards", and the report: "no params/part-*.parquet files"
+    ("night1/params", "cannot list the folder {tmp}/night1/params: Permission denied; make it "
+                      "readable by this user"),
+])
+def test_a_previous_run_this_user_cannot_read_is_said_so(tmp_path, unreadable, said):
+    """As --previous_output and as gpfit-report's --params."""
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    assert gpfit(input_, str(tmp_path / "night1")).code == 0
+    os.chmod(tmp_path / unreadable, 0)
+    try:
+        night2 = _as_a_user_without_access(
+            "-m", "pipeline", "--input", input_, "--output", str(tmp_path / "night2"),
+            "--previous_output", str(tmp_path / "night1"))
+        report = _as_a_user_without_access(
+            "-m", "pipeline.report", "--params", str(tmp_path / "night1"), "--out",
+            str(tmp_path / "r.html"))
+    finally:
+        os.chmod(tmp_path / unreadable, 0o755)
+    said = said.replace("{tmp}", str(tmp_path))
+    assert night2.returncode == 2 and night2.stderr.strip().splitlines() == [
+        f"gpfit: error: --previous_output: {said}; give a gpfit output folder, or add "
+        "--previous_output_optional to fit every series cold"], night2.stderr
+    assert report.returncode == 2 and report.stderr.strip().splitlines() == [
+        f"gpfit-report: error: {said}"], report.stderr
+
+
 def test_a_folder_the_glob_does_not_reach_may_be_unreadable(tmp_path):
     """A glob of the files directly in a folder needs none of its
     subfolders, nor a ** glob its _temporary/ (no data): no refusal."""
