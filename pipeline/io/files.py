@@ -61,23 +61,32 @@ def check_reachable(options, names: Iterable[str], show: Callable[[str], str] = 
             raise UsageError(f"--{name} {show(path)}: {missing}")
 
 
-def too_long(path: str) -> Optional[str]:
+def too_long(path: str, inside: int = 0) -> Optional[str]:
     """Where a local path names a file or folder longer than its file system
-    takes (NAME_MAX bytes, 255 on most), that name's problem in words; else
-    None. Making it failed late with ENAMETOOLONG, as gpfit "failed
-    unexpectedly" or after the report's work."""
-    parent = os.path.abspath(path)
+    takes (NAME_MAX bytes a name, 255 on most; PATH_MAX bytes the path with
+    `inside` bytes more of names to be written in it, 4096 on most), that
+    problem in words; else None. Making it failed late with ENAMETOOLONG,
+    as gpfit "failed unexpectedly" or after the report's work."""
+    parent = absolute = os.path.abspath(path)
     while not os.path.isdir(parent):
         parent = os.path.dirname(parent)
-    try:
-        most = os.pathconf(parent, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        most = 255
-    for name in os.path.abspath(path).split(os.sep):
+    limits = []
+    for name, default in (("PC_NAME_MAX", 255), ("PC_PATH_MAX", 4096)):
+        try:
+            limits.append(os.pathconf(parent, name))
+        except (OSError, ValueError):
+            limits.append(default)
+    most, longest = limits
+    for name in absolute.split(os.sep):
         size = len(os.fsencode(name))
         if size > most:
             return (f"the name {name[:40]}... is {size:,} bytes, longer than the file system "
                     f"takes ({most} bytes)")
+    size = len(os.fsencode(absolute)) + inside
+    if size >= longest:
+        more = f" with the {inside} bytes of names written in it" if inside else ""
+        return (f"the path {absolute[:40]}... is {size - inside:,} bytes, longer{more} than the "
+                f"file system takes ({longest} bytes)")
     return None
 
 

@@ -70,6 +70,10 @@ _OURS = re.compile(
 # deleted. Readers of a table's folder skip it, as every name starting with
 # "." (docs/design.md, "Output folder").
 BROWSER_FILES = frozenset({".DS_Store"})
+# The longest name gpfit writes in the output folder, with its "/" (Beam's
+# temporary predictions shard): a path that leaves no room for it is refused.
+WRITTEN_INSIDE = len(f"/beam-temp-{PREDICTIONS_PREFIX}-{'0' * 32}/{'0' * 36}."
+                     f"{PREDICTIONS_PREFIX}{PARAMS_SUFFIX}")
 # Folders gpfit makes (removed when empty, and only these).
 _OUR_FOLDERS = re.compile(rf"^(?:{_TABLE}|beam-temp-(?:{_TABLE})-[0-9a-f]{{32}})$")
 
@@ -316,7 +320,7 @@ def _check_local_path(output: str) -> None:
     if not os.path.isdir(parent):
         raise UsageError(f"--output {output}: {parent} is a file, not a folder, so no folder "
                          "can be made below it; give a folder path")
-    long_name = too_long(output)
+    long_name = too_long(output, inside=WRITTEN_INSIDE)
     if long_name:
         raise UsageError(f"--output: {long_name}; give a shorter folder path")
 

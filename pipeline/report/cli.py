@@ -240,7 +240,7 @@ def _check_out(out: str) -> None:
         from pipeline.io.files import too_long
         long_name = too_long(out)
         if long_name:
-            raise UsageError(f"cannot write --out: {long_name}; give a shorter file name")
+            raise UsageError(f"cannot write --out: {long_name}; give a shorter one")
         if os.path.isdir(parent):
             _try_writing(out)
 

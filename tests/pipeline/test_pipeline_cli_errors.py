@@ -284,12 +284,18 @@ def test_a_path_that_is_not_utf8_exits_2(tmp_path, option):
 
 
 def test_an_output_name_longer_than_the_file_system_takes_exits_2(tmp_path):
-    """A name over 255 bytes in --output failed as "gpfit failed unexpectedly:
-    OSError: [Errno 36] File name too long ... report it", exit 3."""
+    """A name over 255 bytes in --output, or a path over 4096 with the names
+    gpfit writes in it, failed as "gpfit failed unexpectedly: OSError:
+    [Errno 36] File name too long ... report it", exit 3."""
     input_ = _write(tmp_path / "in.parquet", _good_table())
     run = gpfit(input_, str(tmp_path / "runs" / ("é" * 128) / "night"))
     assert_usage_error(run, f"--output: the name {'é' * 40}... is 256 bytes, longer than the "
                             "file system takes (255 bytes); give a shorter folder path")
+    deep = os.path.join(str(tmp_path / "runs"), *["d" * 200] * 20)
+    run = gpfit(input_, deep)
+    assert_usage_error(run, f"--output: the path {deep[:40]}... is {len(deep):,} bytes, longer "
+                            "with the 112 bytes of names written in it than the file system "
+                            "takes (4096 bytes); give a shorter folder path")
     assert not os.path.exists(tmp_path / "runs")
 
 

@@ -171,7 +171,7 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
     # Refused only after the plots, on ENAMETOOLONG, where README says "tried before the work".
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / ("o" * 251 + ".html"))],
      "cannot write --out: the name oooooooooooooooooooooooooooooooooooooooo... is 256 bytes, "
-     "longer than the file system takes (255 bytes); give a shorter file name"),
+     "longer than the file system takes (255 bytes); give a shorter one"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--random", "-1"], "must be >= 0"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
