@@ -48,7 +48,7 @@ with threads.collection_paused("apache_beam"), beam_import.quietly():
     from pipeline.io import inputs, lock, manifest, outputs
     from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,
                                     EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
-                                    first_line, last_line, lost_worker, storage_error,
+                                    first_line, last_line, lost_worker, one_line, storage_error,
                                     storage_line)
     from pipeline.io.fingerprint import VERSION
     from pipeline.options import help_parser, parse_options
@@ -200,7 +200,7 @@ def _joined(warming) -> None:
 def _refused(err: UsageError) -> int:
     """One line for a refusal; its exit code (errors.UsageError.exit_code)."""
     _LOG.debug("gpfit: refused", exc_info=True)
-    print(f"gpfit: error: {err}", file=sys.stderr)
+    print(f"gpfit: error: {one_line(str(err))}", file=sys.stderr)
     return err.exit_code
 
 
@@ -424,5 +424,5 @@ def _report(name, found, output: str, wall_time_s: float) -> int:
               f"above --max_failure_fraction {found['max_failure_fraction']:g}; see the error "
               f"column and {outputs.FAILED_MARKER} in {output}", file=sys.stderr)
         return EXIT_TOO_MANY_FAILED
-    print(f"gpfit: {summary} -> {output} ({wall_time_s:.1f} s)")
+    print(f"gpfit: {summary} -> {one_line(output)} ({wall_time_s:.1f} s)")
     return EXIT_OK

@@ -55,6 +55,15 @@ _FIX = ("free space or make it writable (or give another --output), then run aga
         "the same folder: its gpfit files are replaced")
 
 
+def one_line(text: str) -> str:
+    """text with what does not print (a newline or a tab in a file name, a
+    right-to-left mark) as Python escapes it: a message naming such a path
+    is still one line, and reads as the name is (README, "Exit codes")."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 def undecodable(text: str) -> Optional[str]:
     """text with the bytes that are not UTF-8 shown as \\xNN, where it holds
     any (a file name in Latin-1, as Python's os functions hand it over,

@@ -200,8 +200,16 @@ def a_file_named_in_latin1(tmp):
                                 "that is not UTF-8 text")
 
 
+def a_file_named_with_a_newline(tmp):
+    # The refusal was two lines: "gpfit: error: .../bad" and "name.parquet is not ...".
+    os.makedirs(tmp / "names")
+    _write(tmp / "names" / "a.parquet", _good_table())
+    (tmp / "names" / "bad\nname\u202e.parquet").write_text("x")
+    return str(tmp / "names"), f"{tmp / 'names'}/bad\\nname\\u202e.parquet is not a Parquet file"
+
+
 @pytest.mark.parametrize("make_input", [
-    a_file_named_in_latin1, no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
+    a_file_named_in_latin1, a_file_named_with_a_newline, no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
     mixed_time_kinds, half_float_ids, uuid_ids, unknown_scheme, unavailable_scheme,
     a_link_beside_its_file, a_hard_link_beside_its_file, a_dask_metadata_summary,
@@ -400,6 +408,14 @@ def test_a_folder_the_glob_does_not_reach_may_be_unreadable(tmp_path):
     assert done.returncode == 1 and done.stderr.strip().splitlines()[-1].startswith(
         f"pipeline.io.errors.InputError: cannot list the folder {tmp_path}/days/late,"), \
         done.stderr
+
+
+def test_the_final_line_names_an_output_with_a_newline_on_one_line(tmp_path):
+    """It was two lines: "gpfit: ... -> .../out" and "night (3.2 s)"."""
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    run = gpfit(input_, str(tmp_path / "out\nnight"))
+    assert run.code == 0 and run.stdout.count("\n") == 1, run.stdout
+    assert f"-> {tmp_path}/out\\nnight (" in run.stdout
 
 
 def test_missing_input_option_exits_2(tmp_path, capsys):
