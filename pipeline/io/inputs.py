@@ -322,7 +322,7 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
         found = _data_files(_match(listing_glob(pattern)), pattern)
         if not found:
             raise InputError(f"no file matches {pattern!r}; check the --input pattern "
-                             "(names starting with _ or . are not data)")
+                             f"(names starting with _ or . are not data){_bracket_hint(pattern)}")
         return found
     if _is_local_folder(pattern) or (pattern.endswith("/") and not _is_local(pattern)):
         return _folder(pattern)
@@ -333,6 +333,22 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
     if _match(FileSystems.join(escaped(pattern), "*")):
         return _folder(pattern)
     raise InputError(f"no file or folder {pattern!r}; check the --input path")
+
+
+def _bracket_hint(pattern: str) -> str:
+    """Where a glob that matched nothing has a folder with "[" in its name
+    that exists as written ("runs [v2]/*.parquet"), how to match it: a glob
+    reads [v2] as one of the characters v and 2."""
+    if not _is_local(pattern):
+        return ""
+    parts = pattern.split("/")
+    for i, part in enumerate(parts[:-1]):
+        literal = "/".join(parts[:i + 1])
+        if "[" in part and os.path.isdir(literal):
+            quoted = "/".join([escaped(literal), *parts[i + 1:]])
+            return (f"; in a glob, [...] matches one of the characters within, so to match "
+                    f"the folder {literal!r} write its [ as [[]: {quoted!r}")
+    return ""
 
 
 def _check_filesystem(pattern: str) -> None:

@@ -208,8 +208,17 @@ def a_file_named_with_a_newline(tmp):
     return str(tmp / "names"), f"{tmp / 'names'}/bad\\nname\\u202e.parquet is not a Parquet file"
 
 
+def a_glob_in_a_folder_named_with_brackets(tmp):
+    # "no file matches ...; check the --input pattern", of a folder that is there.
+    os.makedirs(tmp / "runs [v2]")
+    _write(tmp / "runs [v2]" / "a.parquet", _good_table())
+    return str(tmp / "runs [v2]" / "*.parquet"), (
+        f"; in a glob, [...] matches one of the characters within, so to match the folder "
+        f"'{tmp}/runs [v2]' write its [ as [[]: '{tmp}/runs [[]v2]/*.parquet'")
+
+
 @pytest.mark.parametrize("make_input", [
-    a_file_named_in_latin1, a_file_named_with_a_newline, no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
+    a_glob_in_a_folder_named_with_brackets, a_file_named_in_latin1, a_file_named_with_a_newline, no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
     mixed_time_kinds, half_float_ids, uuid_ids, unknown_scheme, unavailable_scheme,
     a_link_beside_its_file, a_hard_link_beside_its_file, a_dask_metadata_summary,
