@@ -171,7 +171,7 @@ def _without_manifest(folder: str, held: Optional[lock.Holder], err: Exception) 
     else:
         said = f"has no readable {SUCCESS_MARKER} ({first_line(err)})"
     advice = "give the folder of a run that succeeded"
-    above = _output_above(folder)
+    above = output_above(folder)
     if above is not None:
         said += f"; it lies in the gpfit output folder {above}"
         advice = "give that folder"
@@ -181,7 +181,7 @@ def _without_manifest(folder: str, held: Optional[lock.Holder], err: Exception) 
     return Unusable(f"--previous_output {folder} {said}", f"{advice}, {_ADVICE}")
 
 
-def _output_above(path: str) -> Optional[str]:
+def output_above(path: str) -> Optional[str]:
     """The output folder a table folder or a file of it lies in (what was
     meant by `night1/params`, `night1/params/part-....parquet`), or None."""
     for _ in range(2):

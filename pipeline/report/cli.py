@@ -167,9 +167,20 @@ def _unfound_relative(pattern: str) -> bool:
 
 def _check_params(params: str) -> None:
     """A local --params that is not there is said as such (else it read as a
-    folder without a manifest, and the advice was to give --input)."""
+    folder without a manifest, and the advice was to give --input), and one
+    inside a run's output folder (its params/ table folder, a shard, the
+    manifest) names that folder."""
     from apache_beam.io.filesystems import FileSystems
-    if FileSystems.get_scheme(params) is None and not os.path.isdir(params):
+    from pipeline.io.outputs import MARKERS
+    from pipeline.io.previous import output_above
+    if FileSystems.get_scheme(params) is not None:
+        return
+    if not any(os.path.isfile(os.path.join(params, name)) for name in MARKERS):
+        above = output_above(params)
+        if above is not None:
+            raise UsageError(f"--params {params!r} lies in the gpfit output folder {above!r}; "
+                             "pass that folder")
+    if not os.path.isdir(params):
         what = "not a folder" if os.path.exists(params) else "no such folder"
         raise UsageError(f"--params {params!r}: {what}; pass the folder that gpfit --output "
                          "wrote")

@@ -156,6 +156,12 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
 @pytest.mark.parametrize("make_args, message", [
     (lambda r, t: ["--params", str(write_params(t / "p", r.rows[:2], manifest=False)),
                    "--out", str(t / "o.html")], "--input is needed"),
+    # A run's table folder (README: "Read a table's folder") was told to give --input.
+    (lambda r, t: ["--params", f"{r.params}/params", "--out", str(t / "o.html")],
+     "--params '{params}/params' lies in the gpfit output folder '{params}'; pass that "
+     "folder"),
+    (lambda r, t: ["--params", f"{r.params}/_SUCCESS.json", "--out", str(t / "o.html")],
+     "/_SUCCESS.json' lies in the gpfit output folder"),
     (lambda r, t: ["--params", str(t / "absent"), "--out", str(t / "o.html")],
      "absent': no such folder; pass the folder that gpfit --output wrote"),
     (lambda r, t: ["--input", str(t / "nothing"), "--params", r.params,
@@ -183,7 +189,7 @@ def test_bad_input_exits_2_with_one_line(fitted_run, tmp_path, capsys, make_args
     assert run(make_args(fitted_run, tmp_path)) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("gpfit-report: error: ") and "\n" not in err, err
-    assert message in err
+    assert message.replace("{params}", str(fitted_run.params)) in err
     assert not (tmp_path / "o.html").exists()
 
 
