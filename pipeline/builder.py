@@ -26,8 +26,8 @@ from pipeline import dataflow, runtime
 from pipeline.io import files, inputs, lock, manifest, outputs, previous
 from pipeline.io.errors import NO_ANSWER, InputError, UsageError, listing_failure, storage_error
 from pipeline.io.inputs import Columns, InputSpec
-from pipeline.options import (MAX_ROWS, GPFitOptions, check, check_max_rows, kernel_settings,
-                              levels, recorded)
+from pipeline.options import (MAX_ROWS, GPFitOptions, check, check_max_rows, check_restarts,
+                              kernel_settings, levels, recorded)
 
 _LOG = logging.getLogger("gpfit")
 
@@ -401,5 +401,6 @@ def fit_config(gp: GPFitOptions) -> FitConfig:
         said = re.sub(r"\b(restarts|min_points|max_points|batch_size)\b", r"--\1", str(err))
         raise UsageError(f"{said}; see gpfit --help") from err
     check_max_rows(gp.max_rows, gp.max_points, config)
+    check_restarts(config)
     return config
 

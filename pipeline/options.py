@@ -19,6 +19,8 @@ from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import (AUTO, AUTO_BASIN_RESTARTS, BASIN_RESTARTS, CANDIDATES,
                            DENSE_MAX_POINTS, KERNELS, MARKOV_MAX_POINTS, SEARCHES, SUM_RESTARTS,
                            SYNTAX, THOROUGH, FitConfig, fitted_configs)
+# numpy only, as gpcore.config: the start grid's size.
+from gpcore.starts import grid_shape
 from pipeline.io.errors import UsageError
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.inputs import Columns
@@ -306,6 +308,29 @@ def check_max_rows(max_rows: int, max_points: Optional[int], config: FitConfig,
     rows, points = option.format("max_rows"), option.format("max_points")
     raise UsageError(f"{rows} ({max_rows}) must be >= {points} ({fitted}{whose}): "
                      f"rows include missing values; raise {rows} or lower {points}")
+
+
+def check_restarts(config: FitConfig, option: str = "--{}") -> None:
+    """Refuses more restarts than the kernel's start grid has points (under
+    auto, the largest candidate's): a start past them repeats one, or never
+    runs (docs/design.md, "Restarts from other basins"), yet each is a batch
+    member held in memory, so --restarts 1000000 ran out of memory on every
+    series after minutes. `option` spells the name as check_max_rows'.
+
+    Raises:
+      UsageError: naming the most the grid takes.
+    """
+    if config.restarts is None:  # auto's defaults, each within its candidate's grid
+        return
+    most = max(math.prod(grid_shape(each.kernel)) for each in fitted_configs(config))
+    if config.restarts <= most:
+        return
+    whose = (f"{config.kernel_name}'s start grid has" if config.kernel_name != AUTO
+             else "the largest of the candidates' start grids has")
+    restarts = option.format("restarts")
+    fewer = f"{restarts}{most}" if restarts.endswith("=") else f"{restarts} {most}"
+    raise UsageError(f"{restarts} ({config.restarts}) must be at most {most}: {whose} {most} "
+                     f"points, and a start past them repeats one; give {fewer} or fewer")
 
 
 def kernel_settings(gp: GPFitOptions) -> dict:
