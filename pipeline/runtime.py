@@ -471,13 +471,16 @@ class _DataflowAdvice(logging.Filter):
 
 def log_level_in(argv: list[str]) -> str:
     """--log_level's value in argv, before the options are parsed (so that a
-    refusal of them is logged at the level asked for); "info" by default."""
+    refusal of them is logged at the level asked for); "info" by default.
+    The last one given, as the parser takes it (a wrapper's default followed
+    by the user's own)."""
+    found = "info"
     for i, arg in enumerate(argv):
         if arg.startswith("--log_level="):
-            return arg.split("=", 1)[1]
-        if arg == "--log_level" and i + 1 < len(argv):
-            return argv[i + 1]
-    return "info"
+            found = arg.split("=", 1)[1]
+        elif arg == "--log_level" and i + 1 < len(argv):
+            found = argv[i + 1]
+    return found
 
 
 # A traceback's text: Python's header, or Beam's retries' ("Traceback for

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gpfit_runs import command_in, without_gcs
+from gpfit_runs import Run, command_in, without_gcs
 from pipeline_data import gpfit
 
 
@@ -205,6 +205,19 @@ def test_bad_thread_counts_in_the_environment_exit_2(tmp_path, monkeypatch, name
     input_ = _write(tmp_path / "in.parquet", _good_table())
     run = gpfit(input_, str(tmp_path / "out"))
     assert_usage_error(run, f"{name}={value!r} in the environment must be a whole number >= 1")
+
+
+@pytest.mark.parametrize("levels", [["--log_level", "debug", "--log_level", "error"],
+                                    ["--log_level=debug", "--log_level=info"]])
+def test_a_repeated_log_level_takes_the_last_as_the_options_do(tmp_path, levels):
+    """A wrapper's --log_level debug followed by the user's own: the last
+    is the one recorded, but the first set gpfit's lines, so a refusal came
+    with its traceback."""
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    done = command_in(str(tmp_path), "-m", "pipeline", "--input", input_, "--output",
+                      str(tmp_path / "out"), *levels, "--kernel", "cubic")
+    assert_usage_error(Run(done.returncode, done.stdout, done.stderr, str(tmp_path / "out")),
+                       "--kernel must be one of rbf")
 
 
 def test_missing_input_option_exits_2(tmp_path, capsys):
