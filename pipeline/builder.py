@@ -22,7 +22,7 @@ from apache_beam.runners.runner import PipelineRunner
 
 from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import FitConfig, at_search
-from pipeline import dataflow, runtime
+from pipeline import dataflow, portable, runtime
 from pipeline.io import files, inputs, lock, manifest, outputs, previous
 from pipeline.io.errors import NO_ANSWER, InputError, UsageError, listing_failure, storage_error
 from pipeline.io.inputs import Columns, InputSpec
@@ -84,6 +84,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     config = fit_config(gp)
     runner = runtime.runner(options)
     if not runtime.is_local(options):
+        portable.check_job_endpoint(options, runner)  # Beam too checks it late
         dataflow.check(options, runner)  # before the lock and the clearing: Beam checks late
     columns = Columns(gp.id_column, gp.time_column, gp.value_column)
     if gp.previous_output:  # optional or not: a mistake, named before the output's checks

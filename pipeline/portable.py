@@ -39,6 +39,26 @@ def pool_address(options: PipelineOptions):
     return address or None
 
 
+def check_job_endpoint(options: PipelineOptions, runner) -> None:
+    """Refuses a PortableRunner without --job_endpoint. Beam's runner says
+    it needs one only once the job runs, after gpfit has cleared the output
+    folder (an earlier run's manifest gone) and exits 3; Beam's Flink and
+    Spark runners start a job server of their own and need none.
+
+    Raises:
+      UsageError: the runner has no job server of its own and none is named.
+    """
+    from apache_beam.runners.portability.portable_runner import PortableRunner
+
+    if not isinstance(runner, PortableRunner) or options.view_as(PortableOptions).job_endpoint:
+        return
+    if type(runner).default_job_server is PortableRunner.default_job_server:
+        raise UsageError("--runner PortableRunner needs --job_endpoint: embed (a job server in "
+                         "this process, with --environment_type EXTERNAL --environment_config "
+                         "HOST:PORT of a Beam worker pool) or HOST:PORT of a running job "
+                         "server; see README.md, \"Usage\"")
+
+
 def check_workers_start(options: PipelineOptions, timeout_s: float | None = None) -> None:
     """Asks the external worker pool of these options (if any) for one
     worker and waits until it connects.

@@ -183,6 +183,9 @@ def test_unusable_input_exits_2(tmp_path, make_input):
     # Beam writes every shard asked for: --num_shards 1000000 on 40 series
     # wrote empty files for 9 minutes (57,000 of them) before it was killed.
     (["--num_shards", "6"], "--num_shards 6 is more than the input's 5 rows"),
+    # Beam said so once the job ran (exit 3), after an earlier run's manifest
+    # in the output folder had been deleted.
+    (["--runner", "PortableRunner"], "--runner PortableRunner needs --job_endpoint: embed"),
     # Beam's FnApiRunner failed the job: "the pipeline failed: list index out of range".
     (["--direct_num_workers", "-2", "--direct_running_mode", "multi_processing"],
      "--direct_num_workers must be >= 0 (0: one worker per core); got -2"),
