@@ -165,6 +165,12 @@ def runner(options: PipelineOptions) -> PipelineRunner:
     except (ValueError, ImportError) as err:
         raise UsageError(f"--runner {name} cannot be built: {first_line(err)} Give one of "
                          "those, or no --runner to run here") from err
+    except Exception as err:  # pylint: disable=broad-except
+        # A runner whose module fails to load with the installed libraries
+        # (Beam's InteractiveRunner and pandas 3: an AttributeError).
+        raise UsageError(f"--runner {name} cannot be built: loading it raised "
+                         f"{type(err).__name__}: {first_line(err)}; give no --runner to run "
+                         "here, or a runner gpfit supports (README.md, \"Usage\")") from err
 
 
 # ---- a stopped run's worker processes ----------------------------------------------

@@ -14,6 +14,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from gpfit_runs import command_in
 from pipeline import runtime
+from pipeline.io.errors import UsageError
 from pipeline_data import make_series, write_long
 from pipeline.runtime import local_runner
 
@@ -210,6 +211,22 @@ def test_local_runs_sample_bundle_states_often_so_a_bundle_ends_promptly():
     assert period.default == runtime.LOCAL_SAMPLING_MS
     sampler = statesampler.StateSampler("stage", None)
     assert sampler.sampling_period_ms == runtime.LOCAL_SAMPLING_MS
+
+
+def test_a_runner_whose_module_fails_to_load_is_a_usage_error(monkeypatch):
+    """Beam's InteractiveRunner imports Beam's DataFrame module, which with
+    pandas 3 raises AttributeError ('DataFrame' has no attribute 'first'):
+    gpfit said it 'failed unexpectedly', exit 3, and to report it."""
+    from apache_beam.runners import runner as beam_runner
+
+    def broken(name):
+        raise AttributeError("type object 'DataFrame' has no attribute 'first'")
+
+    monkeypatch.setattr(beam_runner, "create_runner", broken)
+    with pytest.raises(UsageError, match=re.escape(
+            "--runner InteractiveRunner cannot be built: loading it raised AttributeError: "
+            "type object 'DataFrame' has no attribute 'first'; give no --runner")):
+        runtime.runner(PipelineOptions(["--runner", "InteractiveRunner"]))
 
 
 def test_only_the_local_runners_in_process_worker_fits_in_this_process():
