@@ -111,3 +111,22 @@ def test_a_pool_whose_workers_cannot_start_fails_in_bounded_time_and_no_lock(
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "started no worker that connected within 5 s" in lines[0], lines
     assert not (out / "_RUNNING.json").exists()
+
+
+def test_no_job_server_listening_is_refused_before_any_work(data, tmp_path):
+    """Beam's runner waited for the job server without end (over 150 s),
+    the output folder cleared and left locked as a remote job's; now at
+    most portable._ASK_S (10 s), and the folder is not touched. In a child
+    process with a bound, as before the check it never returned."""
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [sys.executable, "-m", "pipeline", "--input", data, "--output", str(out),
+         "--runner", "PortableRunner", "--job_endpoint", f"127.0.0.1:{free_port()}"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            filter(None, [REPO, os.environ.get("PYTHONPATH")]))})
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "gpfit: error: no job server answers at --job_endpoint 127.0.0.1:"), lines
+    assert not out.exists()
