@@ -41,13 +41,26 @@ from pipeline.io.lock import process_stat
 
 _LOG = logging.getLogger(__name__)
 
-LOCAL_RUNNERS = (None, "DirectRunner", "SwitchingDirectRunner", "FnApiRunner")
+# The runners gpfit runs as its local FnApiRunner, as Beam reads their
+# names: in any case, with or without "Runner", or as a dotted path.
+LOCAL_RUNNERS = ("directrunner", "switchingdirectrunner", "fnapirunner")
 
 
 # ---- the runner ----------------------------------------------------------------
 
+def names_local(runner: Optional[str]) -> bool:
+    """Whether a --runner value (None: not given) names the local runner.
+    `--runner direct` was taken for a remote runner: Beam's own DirectRunner
+    ran the job, and a Ctrl-C left the output folder locked as a remote
+    job's, the next run refused (exit 4) for 10 minutes."""
+    if runner is None:
+        return True
+    name = runner.rsplit(".", 1)[-1].lower()
+    return name in LOCAL_RUNNERS or f"{name}runner" in LOCAL_RUNNERS
+
+
 def is_local(options: PipelineOptions) -> bool:
-    return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
+    return names_local(options.view_as(StandardOptions).runner)
 
 
 def local_runner(options: PipelineOptions) -> Optional[PipelineRunner]:
@@ -230,7 +243,7 @@ def processes_per_machine(options: PipelineOptions) -> Optional[int]:
       one process per core (Dataflow's default for Python) or is unknown.
     """
     runner = options.view_as(StandardOptions).runner
-    if runner in LOCAL_RUNNERS:
+    if names_local(runner):
         direct = options.view_as(DirectOptions)
         if direct.direct_running_mode != "multi_processing":
             return 1

@@ -200,6 +200,18 @@ def test_local_runs_use_the_fn_api_runner_never_prism():
     assert local_runner(PipelineOptions(["--runner", "DataflowRunner"])) is None
 
 
+@pytest.mark.parametrize("name", ["direct", "directrunner", "DIRECT", "fnapi", "switchingdirect",
+                                  "apache_beam.runners.direct.direct_runner.DirectRunner"])
+def test_the_local_runner_is_named_as_beam_reads_names(name):
+    """Beam takes these for its DirectRunner or FnApiRunner; gpfit took them
+    for a remote runner: Beam's DirectRunner ran the job, and a Ctrl-C left
+    the output folder's lock as a remote job's (the next run exited 4)."""
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import FnApiRunner
+    options = PipelineOptions(["--runner", name])
+    assert runtime.is_local(options) and isinstance(local_runner(options), FnApiRunner)
+    assert runtime.processes_per_machine(options) == 1
+
+
 def test_local_runs_sample_bundle_states_often_so_a_bundle_ends_promptly():
     """Beam's only setting of the period is StateSampler's default argument:
     a Beam that renames it fails here, not silently."""
