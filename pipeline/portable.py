@@ -28,9 +28,11 @@ _ASK_S = 10.0  # for the pool's answer to the request itself
 def pool_address(options: PipelineOptions):
     """The worker pool's address of a portable run with external workers,
     else None."""
-    runner = (options.view_as(StandardOptions).runner or "").rsplit(".", 1)[-1]
+    # As Beam reads the name: any case, with or without "Runner", a dotted path.
+    runner = (options.view_as(StandardOptions).runner or "").rsplit(".", 1)[-1].lower()
     portable = options.view_as(PortableOptions)
-    if runner != "PortableRunner" or (portable.environment_type or "").upper() != "EXTERNAL":
+    if runner not in ("portablerunner", "portable") \
+            or (portable.environment_type or "").upper() != "EXTERNAL":
         return None
     address = portable.environment_config
     for option in portable.environment_options or []:
