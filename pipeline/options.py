@@ -214,9 +214,10 @@ def check(gp: GPFitOptions) -> None:
         (kernel_settings), one column named by two of --id_column,
         --time_column and --value_column, a failure fraction outside [0, 1],
         a --seconds_per_fit_call not finite and > 0, a negative --num_shards,
-        --previous_output_optional without --previous_output, a forecast
-        horizon without points or points without a horizon, --predict_steps
-        with either, bad --predict_levels or --holdout.
+        an empty --previous_output, --previous_output_optional without
+        --previous_output, a forecast horizon without points or points
+        without a horizon, --predict_steps with either, bad --predict_levels
+        or --holdout.
     """
     if not gp.input:
         raise UsageError("--input is required: a Parquet file, folder or glob")
@@ -233,6 +234,9 @@ def check(gp: GPFitOptions) -> None:
                          f"got {gp.seconds_per_fit_call:g}")
     if gp.num_shards < 0:
         raise UsageError(f"--num_shards must be >= 0; got {gp.num_shards}")
+    if gp.previous_output == "":  # `--previous_output "$LAST"` with LAST unset: not a cold run
+        raise UsageError("--previous_output is empty: give the previous run's output folder, "
+                         "or leave --previous_output out to fit every series cold")
     if gp.previous_output_optional and not gp.previous_output:
         raise UsageError("--previous_output_optional needs --previous_output DIR, the folder "
                          "it makes optional")
