@@ -283,6 +283,11 @@ def levels(gp: GPFitOptions) -> tuple[float, ...]:
     if not found or not all(0 < level < 100 for level in found):
         raise UsageError(f"--predict_levels must be percents between 0 and 100 separated by "
                          f"commas, e.g. 80,95; got {text!r}")
+    if level_name(found[-1]) == level_name(100):
+        # Its columns read as a 100 % interval, which the rule above refuses.
+        raise UsageError(f"--predict_levels {found[-1]:.10g} names the columns lower_100, "
+                         "upper_100 (six significant digits), as if a 100 % interval; give "
+                         "99.9999 or less")
     # Two levels of one column name wrote a predictions file with duplicate
     # columns, which pandas and pyarrow.dataset refuse to read.
     for lower, upper in zip(found, found[1:]):

@@ -183,6 +183,9 @@ def test_unusable_input_exits_2(tmp_path, make_input):
     # Beam writes every shard asked for: --num_shards 1000000 on 40 series
     # wrote empty files for 9 minutes (57,000 of them) before it was killed.
     (["--num_shards", "6"], "--num_shards 6 is more than the input's 5 rows"),
+    # Wrote columns lower_100, upper_100, where --predict_levels 100 is refused.
+    (["--predict_levels", "80,99.99999999", "--predict_steps", "1"],
+     "--predict_levels 99.99999999 names the columns lower_100, upper_100"),
     # A script's `--previous_output "$LAST"` with LAST unset fitted every series
     # cold without a word (the manifest's previous_output null).
     (["--previous_output", ""], "--previous_output is empty: give the previous run's output"),
