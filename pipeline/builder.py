@@ -24,7 +24,8 @@ from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import FitConfig, at_search
 from pipeline import dataflow, portable, runtime
 from pipeline.io import files, inputs, lock, manifest, outputs, previous
-from pipeline.io.errors import NO_ANSWER, InputError, UsageError, listing_failure, storage_error
+from pipeline.io.errors import (NO_ANSWER, InputError, UsageError, first_line, listing_failure,
+                                storage_error)
 from pipeline.io.inputs import Columns, InputSpec
 from pipeline.options import (MAX_ROWS, GPFitOptions, check, check_max_rows, check_restarts,
                               kernel_settings, levels, recorded)
@@ -81,6 +82,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     check(gp)
     check_reachable(gp)
     runtime.check_workers(options)
+    check_type_options(options)
     config = fit_config(gp)
     runner = runtime.runner(options)
     if not runtime.is_local(options):
@@ -131,6 +133,27 @@ def check_reachable(gp: GPFitOptions) -> None:
             raise UsageError(f"--{name} {path}: {missing}")
 
 
+def check_type_options(options: PipelineOptions) -> None:
+    """Refuses Beam's type checks that gpfit's job does not pass: with
+    --runtime_type_check Beam's own Parquet sink failed the job at the
+    write (exit 3, the output folder cleared); with --type_check_strictness
+    ALL_REQUIRED the build failed 'unexpectedly' (exit 3).
+
+    Raises:
+      UsageError: naming the option.
+    """
+    from apache_beam.options.pipeline_options import TypeOptions
+
+    types = options.view_as(TypeOptions)
+    if types.runtime_type_check:
+        raise UsageError("--runtime_type_check: gpfit's job does not pass it (Beam's own Parquet "
+                         "sink fails it at the write); leave it out, or give "
+                         "--performance_runtime_type_check")
+    if types.type_check_strictness == "ALL_REQUIRED":
+        raise UsageError("--type_check_strictness ALL_REQUIRED: gpfit's job does not declare "
+                         "every transform's types; leave it out")
+
+
 def check_shards(num_shards: int, spec: InputSpec) -> None:
     """Refuses more output shards than the input has rows (so more than it
     has series): Beam writes every shard asked for, those past the series
@@ -161,6 +184,8 @@ def _pipeline(options: PipelineOptions, runner: PipelineRunner) -> beam.Pipeline
     """
     try:
         return beam.Pipeline(runner=runner, options=options)
+    except ImportError as err:  # --pickle_library dill without dill: "failed unexpectedly"
+        raise UsageError(f"Beam refuses the options: {first_line(err)}") from err
     except ValueError as err:
         if not str(err).startswith(_BEAM_REFUSED):
             raise

@@ -183,6 +183,11 @@ def test_unusable_input_exits_2(tmp_path, make_input):
     # Beam writes every shard asked for: --num_shards 1000000 on 40 series
     # wrote empty files for 9 minutes (57,000 of them) before it was killed.
     (["--num_shards", "6"], "--num_shards 6 is more than the input's 5 rows"),
+    # Beam's own Parquet sink fails its runtime type check at the write (exit 3,
+    # the output folder cleared); the strictness failed the build 'unexpectedly'.
+    (["--runtime_type_check"], "--runtime_type_check: gpfit's job does not pass it"),
+    (["--type_check_strictness", "ALL_REQUIRED"],
+     "--type_check_strictness ALL_REQUIRED: gpfit's job does not declare"),
     # Wrote columns lower_100, upper_100, where --predict_levels 100 is refused.
     (["--predict_levels", "80,99.99999999", "--predict_steps", "1"],
      "--predict_levels 99.99999999 names the columns lower_100, upper_100"),
@@ -214,6 +219,20 @@ def test_bad_thread_counts_in_the_environment_exit_2(tmp_path, monkeypatch, name
     input_ = _write(tmp_path / "in.parquet", _good_table())
     run = gpfit(input_, str(tmp_path / "out"))
     assert_usage_error(run, f"{name}={value!r} in the environment must be a whole number >= 1")
+
+
+def test_a_pickle_library_that_is_not_installed_exits_2(tmp_path):
+    """Beam raised ImportError building the pipeline: 'gpfit failed
+    unexpectedly ... report it', exit 3."""
+    try:
+        import dill  # noqa: F401
+        pytest.skip("dill is installed here")
+    except ImportError:
+        pass
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    run = gpfit(input_, str(tmp_path / "out"), "--pickle_library", "dill")
+    assert_usage_error(run, "Beam refuses the options: Pipeline option pickle_library=dill is "
+                            "set, but dill is not installed")
 
 
 @pytest.mark.parametrize("levels", [["--log_level", "debug", "--log_level", "error"],
