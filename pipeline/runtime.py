@@ -63,6 +63,20 @@ def is_local(options: PipelineOptions) -> bool:
     return names_local(options.view_as(StandardOptions).runner)
 
 
+# Beam's in-process runner that gpfit runs as given (docs/design.md, "Start-up").
+_IN_PROCESS_RUNNERS = ("bundlebaseddirectrunner",)
+
+
+def ends_here(options: PipelineOptions) -> bool:
+    """Whether the job ends with this process: the local runner, or Beam's
+    in-process BundleBasedDirectRunner. A stop then releases the lock and
+    Beam's temporary files; under that runner a Ctrl-C had said the job
+    goes on and left the folder locked (the next run exited 4)."""
+    runner = (options.view_as(StandardOptions).runner or "").rsplit(".", 1)[-1].lower()
+    return is_local(options) or runner in _IN_PROCESS_RUNNERS \
+        or f"{runner}runner" in _IN_PROCESS_RUNNERS
+
+
 def local_runner(options: PipelineOptions) -> Optional[PipelineRunner]:
     """An FnApiRunner for local runs; None to let Beam build the runner named
     by --runner (Dataflow, Prism, Flink, ...)."""
