@@ -53,12 +53,13 @@ def _sets(count: int | None, names: list[str]) -> dict:
 
 
 def _calls(series: list, batching) -> list:
-    """The fit calls BatchByLength forms from `series` in one bundle."""
+    """The fit calls BatchByLength forms from `series` in one bundle, as
+    lists of series."""
     from pipeline.transforms import BatchByLength
     dofn = BatchByLength(batching)
     dofn.start_bundle()
     calls = [call for s in series for call in dofn.process(s)]
-    return calls + [w.value for w in dofn.finish_bundle()]
+    return [call.series for call in calls + [w.value for w in dofn.finish_bundle()]]
 
 
 def _work(fitter) -> dict:

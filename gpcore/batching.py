@@ -144,15 +144,22 @@ def finite_points(series) -> int:
     return int((np.isfinite(t) & np.isfinite(y)).sum())
 
 
-def padding_end(ready, start: int, end: int, length) -> int:
-    """The end (exclusive, at most `end`) of a compiled batch from `start` of
-    `ready`, (index, CleanSeries) pairs sorted by length, whose members pad
-    (`length`: padded_length, or quantised_length on the O(n) path) to at
-    most MAX_PADDING_RATIO times the first's; the first always fits."""
-    longest = MAX_PADDING_RATIO * length(ready[start][1].n_points)
-    while length(ready[end - 1][1].n_points) > longest:
-        end -= 1
-    return end
+def compiled_batches(ready, batch_size: int, length, room):
+    """Consecutive compiled batches of `ready`, (index, CleanSeries) pairs
+    sorted by length: each of at most batch_size members, cut where a
+    member would pad (`length`: padded_length, or quantised_length on the
+    O(n) path) to more than MAX_PADDING_RATIO times the first's, and to at
+    most room(longest padded length) members (the fitter's memory bound);
+    every batch holds at least one."""
+    start = 0
+    while start < len(ready):
+        end = min(start + batch_size, len(ready))
+        longest = MAX_PADDING_RATIO * length(ready[start][1].n_points)
+        while length(ready[end - 1][1].n_points) > longest:
+            end -= 1
+        size = max(1, min(end - start, room(length(ready[end - 1][1].n_points))))
+        yield ready[start:start + size]
+        start += size
 
 
 def padded_length(n: int) -> int:

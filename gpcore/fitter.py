@@ -21,13 +21,13 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 from gpcore import newton, parameters, starts, trace_cache
-from gpcore.batching import (flops_per_grid, flops_per_newton_evaluation, padded_length,
-                             padding_end)
+from gpcore.batching import (compiled_batches, flops_per_grid, flops_per_newton_evaluation,
+                             padded_length)
 from gpcore.config import AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, checked, is_markov
 from gpcore.likelihood import bic
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line
 from gpcore.search import Search
-from gpcore.series import CleanSeries, Series, clean, listed
+from gpcore.series import OVER_MAX_POINTS, CleanSeries, Series, clean, listed
 from gpcore.traced import Traced
 
 tfb = tfp.bijectors
@@ -204,15 +204,9 @@ class GPFitter(tf.Module):
         return results
 
     def _batches(self, ready):
-        start = 0
-        while start < len(ready):
-            end = padding_end(ready, start, min(start + self.config.batch_size, len(ready)),
-                              padded_length)
-            n_max = padded_length(ready[end - 1][1].n_points)
-            room = MAX_BATCH_ELEMENTS // (self.config.restarts * n_max * n_max)
-            size = max(1, min(end - start, room))
-            yield ready[start:start + size]
-            start += size
+        return compiled_batches(
+            ready, self.config.batch_size, padded_length,
+            lambda n_max: MAX_BATCH_ELEMENTS // (self.config.restarts * n_max * n_max))
 
     def _fit_robustly(self, batch: list[CleanSeries]) -> list[FitResult]:
         """Fits a batch, escalating the jitter for series whose likelihood is
@@ -299,7 +293,7 @@ class GPFitter(tf.Module):
 def _long_advice(reason, n: int, config: FitConfig):
     """reason, with the kernels that fit a series of n points in O(n) named
     where the kernel lacks a state-space form and n is what stopped it."""
-    if n > config.max_points and not is_markov(config.kernel):
+    if OVER_MAX_POINTS in reason and not is_markov(config.kernel):
         return (f"{reason}; kernel {config.kernel_name} has no exact O(n) form: "
                 f"{', '.join(MARKOV_KERNELS)} and their sums fit series longer than "
                 f"{MARKOV_ABOVE} points in O(n)")

@@ -38,7 +38,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 from gpcore import newton, starts, statespace, trace_cache
-from gpcore.batching import padding_end, quantised_length
+from gpcore.batching import compiled_batches, quantised_length
 from gpcore.config import MARKOV_ABOVE, FitConfig, is_markov
 from gpcore.kernels import components
 from gpcore.parameters import search_start
@@ -309,14 +309,8 @@ class MarkovFitter(tf.Module):
         return results
 
     def _batches(self, ready):
-        start = 0
-        while start < len(ready):
-            end = padding_end(ready, start, min(start + self.config.batch_size, len(ready)),
-                              quantised_length)
-            n_max = quantised_length(ready[end - 1][1].n_points)
-            size = max(1, min(end - start, MAX_BATCH_POINTS // n_max))
-            yield ready[start:start + size]
-            start += size
+        return compiled_batches(ready, self.config.batch_size, quantised_length,
+                                lambda n_max: MAX_BATCH_POINTS // n_max)
 
     def _fit_safely(self, batch: list[CleanSeries]) -> list[FitResult]:
         """A batch that raises is split, so that one bad series fails alone."""

@@ -17,6 +17,10 @@ TIME_RESOLUTION = 1e-11
 # Standard deviations of y that a fit accepts: their squares stay normal floats.
 SPREAD_RANGE = (1e-150, 1e150)
 
+# The words of the reason of a series over max_points (clean), which a
+# fitter extends with the kernels that fit it in O(n).
+OVER_MAX_POINTS = "finite points is more than max_points"
+
 # What to do with times or values that are not numbers (`numbers`).
 TIME_ADVICE = "convert times to numbers, e.g. days since an epoch"
 VALUE_ADVICE = "give numeric values; NaN marks a missing one"
@@ -115,12 +119,6 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
     if n < min_points:
         return None, n, (f"too few finite points: {n} (of {y.size}); at least "
                          f"{min_points} are needed to fit a GP")
-    if n > max_points:
-        growth = ("n^3" if linear_above is None or n <= linear_above
-                  else f"n past {linear_above} points for this kernel, in O(n) memory")
-        return None, n, (f"{n} finite points is more than max_points={max_points}; "
-                         f"raise max_points (cost grows as {growth}) or aggregate/"
-                         "split the series")
     t, y = t[finite], y[finite]
     span, biggest_t = float(np.ptp(t)), float(np.max(np.abs(t)))
     if span == 0.0:
@@ -139,6 +137,14 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
                          "series, or give NaN where a value is a code for a missing one")
     if np.ptp(y) == 0.0:
         return None, n, f"all {n} values are equal ({y[0]:g}); nothing to fit"
+    # Last: a series no kernel can fit at any max_points says so above,
+    # rather than to raise max_points or change kernel.
+    if n > max_points:
+        growth = ("n^3" if linear_above is None or n <= linear_above
+                  else f"n past {linear_above} points for this kernel, in O(n) memory")
+        return None, n, (f"{n} {OVER_MAX_POINTS}={max_points}; "
+                         f"raise max_points (cost grows as {growth}) or aggregate/"
+                         "split the series")
     # Stable sort keeps repeated timestamps in input order (deterministic).
     order = np.argsort(t, kind="stable")
     return CleanSeries(series.series_id, t[order], y[order], warm_start), n, None

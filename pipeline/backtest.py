@@ -11,7 +11,9 @@ Scores (per series, written into its parameter row):
   holdout_coverage_95  the fraction of the K points inside the central 95 %
                        interval for a new observation, gpcore.calibration's
                        (the forecast rows' lower_95/upper_95)
-MASE is null where the scale is 0 (a constant fitted part). The fitted
+MASE is null where the scale is 0 (a constant fitted part) or where it
+is not a finite number (held-out values near float64's largest, such as
+missing-value codes). The fitted
 parameters are those of the shortened series (docs/design.md, "Contracts").
 """
 from __future__ import annotations
@@ -88,13 +90,19 @@ def scores(y_held, mean, lower, upper, y_fitted, transform: str = scales.NONE) -
     [K] (fitted scale) against the forecast's mean and central 95 %
     interval (lower, upper) [K] (fitted scale), with y_fitted [n] the
     fitted part."""
-    original = scales.inverse(transform, y_held)
-    median = scales.inverse(transform, mean)
-    scale = naive_scale(scales.inverse(transform, y_fitted))
-    mae = float(np.mean(np.abs(original - median)))
+    # Held-out values are never checked by the fit: missing-value codes
+    # near float64's largest make the error (or the scale) inf, and a score
+    # that is not a number would fail the manifest's bins; null, as for a
+    # scale of 0.
+    with np.errstate(over="ignore", invalid="ignore"):
+        original = scales.inverse(transform, y_held)
+        median = scales.inverse(transform, mean)
+        scale = naive_scale(scales.inverse(transform, y_fitted))
+        mae = float(np.mean(np.abs(original - median)))
+        mase = mae / scale if 0 < scale < np.inf else None
     y_held = np.asarray(y_held)
     inside = (y_held >= np.asarray(lower)) & (y_held <= np.asarray(upper))
-    return {"holdout_mase": mae / scale if scale > 0 else None,
+    return {"holdout_mase": mase if mase is not None and np.isfinite(mase) else None,
             "holdout_coverage_95": float(np.mean(inside)),
             "holdout_scale": scale if np.isfinite(scale) else None}
 

@@ -80,7 +80,10 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     """
     gp = options.view_as(GPFitOptions)
     check(gp)
-    check_reachable(gp)
+    # gs:// without the gcp extra: also where the paths are not read here
+    # (a dry run), and for an optional --previous_output, which would
+    # otherwise be fitted cold every night.
+    files.check_reachable(gp, ("input", "output", "previous_output"))
     runtime.check_workers(options)
     check_type_options(options)
     config = fit_config(gp)
@@ -99,6 +102,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
             # input (no `t`): name that cause (docs/design.md, "Contracts").
             outputs.check_not_read_by(gp.input, gp.output, probe=False)
             raise
+        inputs.check_text_names(spec.files)
         check_shards(gp.num_shards, spec)
         old_files = tuple(outputs.check_output(gp.output, spec.files, gp.input))
         lock.check(gp.output, gp.break_lock)
@@ -115,22 +119,6 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record,
           Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards), nightly)
     return Built(pipeline, gp, spec, old_files, run_id, nightly.tables)
-
-
-def check_reachable(gp: GPFitOptions) -> None:
-    """Refuses a path option on a file system this installation lacks (gs://
-    without the gcp extra), also where the paths are not read here (a dry
-    run) and for an optional --previous_output, which would otherwise be
-    fitted cold every night.
-
-    Raises:
-      UsageError: the option, its path and what to install.
-    """
-    for name in ("input", "output", "previous_output"):
-        path = getattr(gp, name)
-        missing = path and files.missing_extra(path)
-        if missing:
-            raise UsageError(f"--{name} {path}: {missing}")
 
 
 def check_type_options(options: PipelineOptions) -> None:

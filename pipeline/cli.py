@@ -48,7 +48,7 @@ with threads.collection_paused("apache_beam"), beam_import.quietly():
     from pipeline.io import inputs, lock, manifest, outputs
     from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,
                                     EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
-                                    first_line, last_line, lost_worker, storage_error,
+                                    first_line, last_line, lost_worker, one_line, storage_error,
                                     storage_line)
     from pipeline.io.fingerprint import VERSION
     from pipeline.options import help_parser, parse_options
@@ -58,6 +58,7 @@ _LOG = logging.getLogger("gpfit")
 
 _NAMED_AT_MOST = 10  # unreadable files named in gpfit's last lines
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_CLEARING, _CLEARED = "clearing", "cleared"  # how far a run got with its output folder
 _SIGNALLED: list[int] = []  # the stop signal received, for a Stopped that Beam wrapped
 
 
@@ -115,19 +116,27 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
     output = built.gp.output
     if dry_run:
         return _launch(options, built, dry_run, output, started)
-    local, keep_lock = runtime.ends_here(options), False
+    local, keep_lock, cleared = runtime.ends_here(options), False, []
     try:
         lock.acquire(output, built.run_id, built.gp.break_lock, local)
         with lock.Heartbeat(output, built.run_id):
-            return _launch(options, built, dry_run, output, started)
+            return _launch(options, built, dry_run, output, started, cleared)
     except UsageError as err:
         return _refused(err)
     except Stopped as stop:
-        _say_stopped(stop, output, local)
+        finished = _finished(output) if _CLEARED in cleared else None
+        if finished is not None:  # the stop came after the job's manifest: the run is done
+            stop.said = True
+            print(f"gpfit: warning: {stop.name} came after the job had written {finished[0]}; "
+                  "the run is complete", file=sys.stderr)
+            return _report(*finished, output, time.monotonic() - started)
+        _say_stopped(stop, output, local, bool(cleared))
         if local:  # the job ended with this process: nothing else will clean up
             lock.release(output, built.run_id)
             _remove_temporary(output)
-        keep_lock = not local  # a remote job outlives its launcher, and holds the folder
+        # A remote job outlives its launcher, and holds the folder; before the
+        # folder was touched no job was launched.
+        keep_lock = not local and bool(cleared)
         raise
     finally:
         # Also after a launch that does not wait (a template): nothing would
@@ -137,10 +146,15 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
             lock.release(output, built.run_id)
 
 
-def _launch(options, built: builder.Built, dry_run: bool, output: str, started: float) -> int:
-    """Clears the output, runs the job and waits for it; -> exit code."""
+def _launch(options, built: builder.Built, dry_run: bool, output: str, started: float,
+            cleared: list | None = None) -> int:
+    """Clears the output, runs the job and waits for it; -> exit code.
+    `cleared` gets _CLEARING as the output folder's clearing begins and
+    _CLEARED once it is done (what a stop then says: _run)."""
     if not dry_run:
         portable.check_workers_start(options)  # bounded: Beam would wait for them for ever
+        cleared = [] if cleared is None else cleared
+        cleared.append(_CLEARING)  # from the first deletion on, the earlier run is gone
         try:
             _prepare_output(built)
         except OSError as err:  # BeamIOError is one too
@@ -148,6 +162,7 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
             if refused is None:
                 raise
             raise refused from err
+        cleared.append(_CLEARED)  # a manifest from now on is this run's job's
     warming = None
     if not dry_run and runtime.fits_in_this_process(options):
         # The kept trace's one-off start in TensorFlow, off the job's path
@@ -185,7 +200,7 @@ def _joined(warming) -> None:
 def _refused(err: UsageError) -> int:
     """One line for a refusal; its exit code (errors.UsageError.exit_code)."""
     _LOG.debug("gpfit: refused", exc_info=True)
-    print(f"gpfit: error: {err}", file=sys.stderr)
+    print(f"gpfit: error: {one_line(str(err))}", file=sys.stderr)
     return err.exit_code
 
 
@@ -247,9 +262,22 @@ def _stop_on_signals() -> dict:
     return {signum: signal.signal(signum, stop) for signum in _STOP_SIGNALS}
 
 
-def _say_stopped(stop: Stopped, output: str, local: bool) -> None:
+def _finished(output: str):
+    """(name, content) of the manifest in output, or None: after this run
+    cleared the folder, one there is this run's job's, written last."""
+    try:
+        name, found = manifest.read(output)
+    except (OSError, ValueError):
+        return None
+    return None if name is None else (name, found)
+
+
+def _say_stopped(stop: Stopped, output: str, local: bool, cleared: bool = True) -> None:
     stop.said = True
-    if local:
+    if not cleared:  # the lock was taken and released; the earlier run's files are as they were
+        print(f"gpfit: error: stopped by {stop.name} before any work; the output folder "
+              f"{output} was left as it was", file=sys.stderr)
+    elif local:
         print(f"gpfit: error: stopped by {stop.name} before the run finished; no "
               f"{outputs.SUCCESS_MARKER} was written, the lock and Beam's temporary files were "
               f"removed; run again into {output} (its files are replaced)", file=sys.stderr)
@@ -319,8 +347,14 @@ def _prepare_output(built: builder.Built) -> None:
 
     Raises:
       OSError: the storage refused (errors.storage_error says which).
+      UsageError: the folder now holds a file gpfit did not write.
     """
-    outputs.clear_output(built.gp.output, list(built.previous_files), built.tables)
+    # Listed again under the lock: a run that started and finished between
+    # this run's checks and its lock left files the first listing lacked
+    # (its shards beside this run's, every series twice), or had deleted
+    # ones it held (docs/design.md, "Output folder").
+    files = outputs.check_output(built.gp.output, built.spec.files)
+    outputs.clear_output(built.gp.output, files, built.tables)
     spec = built.spec
     if not spec.inspected:  # a build that did not read the input has nothing to say of it
         return
@@ -390,5 +424,5 @@ def _report(name, found, output: str, wall_time_s: float) -> int:
               f"above --max_failure_fraction {found['max_failure_fraction']:g}; see the error "
               f"column and {outputs.FAILED_MARKER} in {output}", file=sys.stderr)
         return EXIT_TOO_MANY_FAILED
-    print(f"gpfit: {summary} -> {output} ({wall_time_s:.1f} s)")
+    print(f"gpfit: {summary} -> {one_line(output)} ({wall_time_s:.1f} s)")
     return EXIT_OK

@@ -17,8 +17,10 @@ mapped back to y's scale (pipeline/io/scales.py). Each series
 becomes one small pa.Table (schema.predictions_schema), written by
 WriteToParquetBatched: no per-point Python objects.
 
-A series whose posterior cannot be computed (predict raises ValueError)
-gets no predictions; it is logged and counted, and the run goes on. A
+A series whose posterior cannot be computed (predict raises ValueError),
+or whose mean or bounds pass float64's largest once mapped back by the
+transform (_check_finite), gets no predictions; it is logged and
+counted, and the run goes on. A
 series without a step (grid.median_step), or whose forecast times cannot
 be written (grid.unusable), gets no forecast rows; its reason is counted
 (NO_STEP). A forecast grid coarser than a quarter of a fitted
@@ -186,11 +188,13 @@ def _table(series: Series, noise: float, plan: Plan, kinds: list, times: np.ndar
     sd_observed = np.sqrt(sd ** 2 + noise)
     residual = (values - mean) / sd_observed
     back = lambda z: scales.inverse(plan.transform, z)  # noqa: E731
-    bounds = {}
+    fitted = {"mean": mean}  # on the fitted scale
     for level in plan.levels:
         half = np.concatenate([s.quantile(level) * s.sd for s in spreads])
-        bounds[f"lower_{level_name(level)}"] = back(mean - half)
-        bounds[f"upper_{level_name(level)}"] = back(mean + half)
+        fitted[f"lower_{level_name(level)}"] = mean - half
+        fitted[f"upper_{level_name(level)}"] = mean + half
+    _check_finite(plan, fitted)
+    bounds = {name: back(z) for name, z in fitted.items() if name != "mean"}
     if plan.dates:
         times = pa.array(np.round(times * MICROSECONDS_PER_DAY).astype(np.int64),
                          pa.int64()).cast(pa.timestamp("us", tz="UTC"))
@@ -204,11 +208,31 @@ def _table(series: Series, noise: float, plan: Plan, kinds: list, times: np.ndar
     }, schema=predictions_schema(plan.dates, plan.levels))
 
 
+def _check_finite(plan: Plan, fitted: dict) -> None:
+    """ValueError where a column is not finite on y's scale: under
+    --transform the inverse of a fitted-scale value past log(1.8e308) =
+    709.78 is inf (values near float64's largest, or growing toward it).
+    fitted: column name -> its values [m] on the fitted scale."""
+    for name, z in fitted.items():
+        with np.errstate(over="ignore"):  # said below, not as numpy's warning
+            values = scales.inverse(plan.transform, z)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            at = np.flatnonzero(bad)[0]
+            if plan.transform == scales.NONE or not np.isfinite(z[at]):
+                raise ValueError(f"its {name} is {values[at]}, not a finite number")
+            raise ValueError(
+                f"its {name} is {values[at]} on y's scale: {z[at]:.6g} on the "
+                f"{scales.SCALE_NAMES[plan.transform]} scale (--transform {plan.transform}) is "
+                "past float64's largest once mapped back; rescale y (e.g. divide it by a power "
+                "of 10), or give NaN where a value is a code for a missing one")
+
+
 class Forecast(beam.DoFn):
     """(Series, row) -> predictions, as pa.Tables of about ROWS_PER_TABLE
     rows (the Parquet writer makes a row group of each table it is given);
     PREDICTED: 1 per series with predictions; NOT_PREDICTED: 1 per series
-    whose posterior could not be computed; NO_STEP: the reason of a series
+    whose posterior could not be computed or mapped back; NO_STEP: the reason of a series
     without a step; COARSE: 1 per series whose forecast grid is coarser
     than a quarter of a fitted period."""
 

@@ -1,12 +1,12 @@
 """FitterHandler: the fitting step's model, apart from its Beam lifecycle.
 
 In the spirit of Beam RunInference's ModelHandler: the handler says how a
-worker process builds its fitter (load_fitter), what a fit call costs
-(cost, for the batching and the progress lines), how a batch is fitted
-(fit) and what the fitter has counted (counters, work_done). The DoFn
-(pipeline/transforms.py, FitDoFn) holds only the lifecycle: one fitter per
-process (setup), batches in and rows out (process), the metrics, and a
-call that raises. Its tests drive it with a small fake handler; this one is
+worker process builds its fitter (load_fitter), how a batch is fitted
+(fit) and what the fitter has counted (counters, work_done); what a call
+costs is the batching's (gpcore.batching, in pipeline/transforms.py's
+BatchByLength). The DoFn (pipeline/transforms.py, FitDoFn) holds only the
+lifecycle: one fitter per process (setup), fit calls in and rows out
+(process), the metrics, and a call that raises. Its tests drive it with a small fake handler; this one is
 tested against the real fitter.
 
 The handler is pickled with the DoFn to every worker: it holds only the
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from gpcore.batching import Batching
 from gpcore.config import FitConfig, fitted_configs
 from gpcore.result import FitResult
 from gpcore.series import Series
@@ -42,7 +41,6 @@ class FitterHandler:
     def __init__(self, config: FitConfig, processes_per_machine: Optional[int] = None):
         self.config = config
         self._processes = processes_per_machine
-        self._batching = Batching(config)
         self._kernels = [c.kernel_name for c in fitted_configs(config)]
 
     def load_fitter(self):
@@ -50,11 +48,6 @@ class FitterHandler:
         "auto" a KernelChoice), after setting this process's TF threads
         once; costs seconds (variables, a traced function)."""
         return fitters.build(self.config, runtime.configure_tf_threads(self._processes))
-
-    def cost(self, series: Series) -> float:
-        """Estimated core-seconds of fitting one series (gpcore.batching's
-        cost_of: under "auto", of the candidates auto fits on it)."""
-        return self._batching.cost_of(series)
 
     def fit(self, fitter, batch: list[Series]) -> list[FitResult]:
         """The fitter's results for batch, one per series in order. A bad

@@ -21,7 +21,7 @@ from gpcore.config import (AUTO, AUTO_BASIN_RESTARTS, BASIN_RESTARTS, CANDIDATES
                            SYNTAX, THOROUGH, FitConfig, fitted_configs)
 # numpy only, as gpcore.config: the start grid's size.
 from gpcore.starts import grid_shape
-from pipeline.io.errors import UsageError
+from pipeline.io.errors import UsageError, undecodable
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.inputs import Columns
 from pipeline.io.redaction import REDACTED, redacted  # noqa: F401  (REDACTED: re-exported)
@@ -191,8 +191,10 @@ def parse_options(argv: list[str]) -> PipelineOptions:
     so that a misspelt `--kernal` is not silently ignored.
 
     Raises:
-      UsageError: an unknown flag, a missing value or a value of the wrong type.
+      UsageError: an unknown flag, a missing value or a value of the wrong
+        type, or an argument that is not UTF-8 text.
     """
+    check_text(argv)
     parser = _RaisingParser(allow_abbrev=False)
     # Same de-duplication as PipelineOptions.get_all_options.
     classes = {}
@@ -204,6 +206,24 @@ def parse_options(argv: list[str]) -> PipelineOptions:
     if unknown:
         raise UsageError(f"unrecognised arguments: {' '.join(unknown)}; see gpfit --help")
     return PipelineOptions(argv)
+
+
+def check_text(argv: list[str]) -> None:
+    """Refuses an argument that is not UTF-8 text (a path typed or globbed
+    from a folder named in Latin-1): Beam encodes every option as UTF-8, and
+    failed on it as gpfit "failed unexpectedly".
+
+    Raises:
+      UsageError: naming the argument, its bytes that are not UTF-8 as \\xNN.
+    """
+    for i, arg in enumerate(argv):
+        flag, value = arg.split("=", 1) if arg.startswith("--") and "=" in arg else (
+            argv[i - 1] if i and argv[i - 1].startswith("--") else "argument", arg)
+        shown = undecodable(value)
+        if shown is not None:
+            raise UsageError(f"{flag} '{shown}' is not UTF-8 text, which Beam needs of every "
+                             "option and file name; rename the file or folder in UTF-8, or give "
+                             "a link to it under a UTF-8 name")
 
 
 def check(gp: GPFitOptions) -> None:

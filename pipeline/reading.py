@@ -4,8 +4,10 @@
                  (the job graph holds the glob, never the file list:
                  docs/design.md, "Data flow")
   SpreadFiles:   a Reshuffle, so that many workers read the footers
-  ListRowGroups: a file -> (path, row group), after checking its footer
-  ReadRowGroups: (path, row group) -> pa.Table, spread over workers
+  ListRowGroups: a file -> (path, first, stop): ranges of its row groups,
+                 after checking its footer
+  ReadRowGroups: (path, first, stop) -> pa.Table, spread over workers; one
+                 opening of the file per range
   SplitBySeries: a table -> (id, Chunk) per series in it
   GatherChunks:  a combine per id, bounded: beyond max_rows raw rows a
                  series keeps only its count, and is never concatenated
@@ -32,7 +34,7 @@ from pipeline.io.errors import InputError
 from pipeline.io.inputs import Columns, InputSpec
 
 UNFITTABLE = "unfittable"
-NULL_IDS = metrics.NULL_IDS   # output tag: ints, rows with a null id in a row group
+NULL_IDS = metrics.NULL_IDS   # output tag: ints, rows with a null id in a table read
 UNREADABLE = "unreadable"     # output tag: (path, reason)
 FILES = "files"               # output tag: (1, rows) per file whose footer was read
 
@@ -44,7 +46,7 @@ class ReadOutputs(NamedTuple):
 
     series: beam.PCollection      # Series, one per distinct id
     unfittable: beam.PCollection  # output rows, status "skipped"
-    null_ids: beam.PCollection    # ints: rows with a null id (one per row group that has any)
+    null_ids: beam.PCollection    # ints: rows with a null id (one per table that has any)
     unreadable: beam.PCollection  # (path, reason): input that could not be read
     files: beam.PCollection       # (1, rows) per file read
 
@@ -103,7 +105,8 @@ class ReadSeries(beam.PTransform):
 
 
 class ListRowGroups(beam.DoFn):
-    """A matched file -> (path, row group index) per row group.
+    """A matched file -> (path, first, stop) per range of its row groups
+    read together (inputs.read_ranges).
 
     Checks the footer as the launcher did (which read only a sample): a file
     that is empty, not Parquet, or of another layout or kind of time goes
@@ -124,26 +127,30 @@ class ListRowGroups(beam.DoFn):
             yield beam.pvalue.TaggedOutput(UNREADABLE, (match.path, str(err)))
             return
         yield beam.pvalue.TaggedOutput(FILES, (1, footer.rows))
-        for index in range(footer.row_groups):
-            yield match.path, index
+        for first, stop in footer.reads:
+            yield match.path, first, stop
 
 
 class ReadRowGroup(beam.DoFn):
-    """(path, row group index) -> the row group's three columns (pa.Table),
-    or (path, reason) on UNREADABLE."""
+    """(path, first, stop) -> the row groups' three columns (one pa.Table,
+    or one per group where their types differ), and (path, reason) on
+    UNREADABLE for each group that cannot be read."""
 
     def __init__(self, columns: Columns):
         self._columns = columns
 
-    def process(self, element: tuple[str, int]):
-        path, index = element
-        try:
-            table = inputs.read_row_group(path, index, self._columns)
-        except InputError as err:
-            yield beam.pvalue.TaggedOutput(UNREADABLE, (path, str(err)))
-            return
-        if table.num_rows:
-            yield table
+    def process(self, element: tuple[str, int, int]):
+        path, first, stop = element
+        tables, problems = inputs.read_row_groups(path, range(first, stop), self._columns)
+        for problem in problems:
+            yield beam.pvalue.TaggedOutput(UNREADABLE, (path, problem))
+        tables = [table for table in tables if table.num_rows]
+        if len({table.schema for table in tables}) == 1:
+            # One table for the range: a series is split once per read, not
+            # once per row group (600,000 chunks of 10,001 small groups).
+            yield pa.concat_tables(tables)
+        else:  # INT96 times read as microseconds in some groups only (_int96_dates)
+            yield from tables
 
 
 class SplitBySeries(beam.DoFn):

@@ -1,7 +1,7 @@
 """FitSeries: Series -> fit calls sized by cost -> fitted output rows.
 
-  BatchByLength: Series -> lists whose estimated cost (gpcore.batching)
-                 reaches the target seconds per fit call
+  BatchByLength: Series -> FitCalls: series whose estimated cost
+                 (gpcore.batching) reaches the target seconds per fit call
   FitBatches:    FitDoFn, one fitter per worker process, built and run by a
                  FitterHandler (pipeline/handler.py: gpcore.build_fitter, a
                  GPFitter, or under kernel "auto" a KernelChoice)
@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
@@ -42,6 +42,16 @@ _LOG = logging.getLogger(__name__)
 
 FIT_STATS = "fit_stats"      # output tag: metrics.FitStats, one per fit call
 FITTED = "fitted"            # output tag: (Series, row) per "ok" row, if kept
+
+
+class FitCall(NamedTuple):
+    """One fit call's series and their estimated core-seconds, as
+    BatchByLength summed them: the progress lines and FitStats take this
+    sum, not a second count of every point (and, under "auto", a second
+    lookup of each series' periodic screen)."""
+
+    series: list[Series]
+    estimated_s: float
 
 
 class FitSeries(beam.PTransform):
@@ -78,7 +88,7 @@ class FitSeries(beam.PTransform):
 
 
 class BatchByLength(beam.DoFn):
-    """Series -> lists of series for one fit call, sized by estimated cost.
+    """Series -> FitCalls, sized by estimated cost.
 
     Series gather per length bucket (gpcore.batching.Batching.bucket) until
     their summed cost reaches the target seconds per call: a series of
@@ -110,7 +120,7 @@ class BatchByLength(beam.DoFn):
         seconds += costs[-1]
         if self._batching.is_full(seconds):
             self._buckets.pop(key, None)
-            yield bucket
+            yield FitCall(bucket, seconds)
         else:
             self._buckets[key] = (bucket, points, costs, seconds)
 
@@ -123,10 +133,10 @@ class BatchByLength(beam.DoFn):
             call.append(series)
             seconds += cost
             if self._batching.is_full(seconds):
-                yield GlobalWindows.windowed_value(call)
+                yield GlobalWindows.windowed_value(FitCall(call, seconds))
                 call, seconds = [], 0.0
         if call:
-            yield GlobalWindows.windowed_value(call)
+            yield GlobalWindows.windowed_value(FitCall(call, seconds))
 
 
 class _FitterSlot:
@@ -145,7 +155,7 @@ class _FitterSlot:
 
 
 class FitDoFn(beam.DoFn):
-    """Fits batches of Series with the worker process's one fitter.
+    """Fits each FitCall's series with the worker process's one fitter.
 
     The fitter is the handler's (pipeline/handler.py: how to build it, what
     a call costs, the call); this DoFn holds the Beam lifecycle. Beam runs
@@ -198,11 +208,11 @@ class FitDoFn(beam.DoFn):
         # a weak reference); its heartbeat ends with it.
         self._slot = None
 
-    def process(self, batch: list[Series], total: Optional[int] = None):
+    def process(self, call: FitCall, total: Optional[int] = None):
         """Fits one call's series; `total`: the series the job fits (the
         progress lines' total; None where not known)."""
         slot = self._slot
-        estimated = sum(self._handler.cost(s) for s in batch)
+        batch, estimated = call
         slot.progress.set_total(total)
         with slot.lock:
             slot.progress.start_call(len(batch), estimated)

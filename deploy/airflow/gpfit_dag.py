@@ -13,10 +13,11 @@ alerts. The sensor then confirms the marker that downstream DAGs wait on.
 Setup (once per gpfit release; docs/scheduling.md):
   - the gpfit image pushed to Artifact Registry (GPFIT_IMAGE): Dataflow's
     workers run it, so they have exactly the code that builds the job;
-  - the same release's sdist and Flex entry point copied to the Composer
-    bucket's data/ folder, which Composer mounts at /home/airflow/gcs/data:
+  - the same release's sdist, Flex entry point and dependency lock copied to
+    the Composer bucket's data/ folder, which Composer mounts at
+    /home/airflow/gcs/data:
       gcloud storage cp dist/gpfit-0.16.0.tar.gz deploy/flex-template/main.py \
-          gs://COMPOSER_BUCKET/data/gpfit/
+          requirements/lock.txt gs://COMPOSER_BUCKET/data/gpfit/
 Needs apache-airflow-providers-apache-beam and -google (in Cloud Composer).
 """
 from __future__ import annotations
@@ -55,8 +56,12 @@ with DAG(
         runner="DataflowRunner",
         py_file=f"{GPFIT_FILES}/main.py",
         # A fresh virtualenv per run keeps gpfit's pins (TensorFlow, Beam)
-        # out of Airflow's own environment; it must be the image's version.
-        py_requirements=[f"gpfit[gcp] @ file://{GPFIT_FILES}/gpfit-{GPFIT_VERSION}.tar.gz"],
+        # out of Airflow's own environment; it must be the image's version,
+        # installed against the image's lock: the job is pickled here and
+        # unpickled by the image's packages (cloudpickle, protobuf), and the
+        # package pins only gpfit's direct dependencies.
+        py_requirements=["-c", f"{GPFIT_FILES}/lock.txt",
+                         f"gpfit[gcp] @ file://{GPFIT_FILES}/gpfit-{GPFIT_VERSION}.tar.gz"],
         py_interpreter="python3.11",
         py_system_site_packages=False,
         pipeline_options={

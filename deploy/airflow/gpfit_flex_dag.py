@@ -12,8 +12,9 @@ too many failed series or unreadable input writes `_FAILED.json`, and the
 sensor times out).
 
 Each run writes its own folder, gs://BUCKET/gp-params/run_date=YYYY-MM-DD/
-(docs/design.md, "Measured facts"). Set PROJECT, REGION, BUCKET and
-TEMPLATE (the spec written by `gcloud dataflow flex-template build`).
+(docs/design.md, "Measured facts"). Set PROJECT, REGION, BUCKET,
+TEMPLATE (the spec written by `gcloud dataflow flex-template build`) and
+GPFIT_IMAGE (the image that template was built from: the workers run it).
 Needs apache-airflow-providers-google (in Cloud Composer).
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ REGION = "europe-west4"
 BUCKET = "my-bucket"
 GPFIT_VERSION = "0.16.0"
 TEMPLATE = f"gs://{BUCKET}/templates/gpfit-{GPFIT_VERSION}.json"
+GPFIT_IMAGE = f"{REGION}-docker.pkg.dev/{PROJECT}/gpfit/gpfit:{GPFIT_VERSION}"
 
 RUN_FOLDER = "gp-params/run_date={{ ds }}/"
 # The night before's folder: its unchanged series are reused, its parameters
@@ -64,6 +66,10 @@ with DAG(
                     "max_failure_fraction": "0.01",
                 },
                 "environment": {
+                    # The template's image runs only the launcher; without
+                    # this the workers run Beam's own SDK image, which has
+                    # no gpfit (docs/dataflow.md passes it as a parameter).
+                    "sdkContainerImage": GPFIT_IMAGE,
                     "tempLocation": f"gs://{BUCKET}/dataflow/temp",
                     "machineType": "n2-standard-4",
                     "maxWorkers": 50,

@@ -31,6 +31,12 @@ def is_calendar(type_: pa.DataType) -> bool:
     return pa.types.is_date(type_) or pa.types.is_timestamp(type_)
 
 
+def decoded(type_: pa.DataType) -> pa.DataType:
+    """The type of a column's values: a dictionary's value type (pandas'
+    category dtype arrives as one), else type_ itself."""
+    return type_.value_type if pa.types.is_dictionary(type_) else type_
+
+
 def is_id(type_: pa.DataType) -> bool:
     """Any scalar type can name a series (it is reported as a string) that
     as_codes can group: not float16 or an extension type such as
@@ -49,8 +55,10 @@ def as_float(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Numbers, dates or timestamps -> [n] float64; null -> NaN.
 
     Dates and timestamps become days since 1970-01-01 UTC (fractional days
-    for timestamps).
+    for timestamps). A dictionary is read as its values.
     """
+    if pa.types.is_dictionary(array.type):
+        array = pc.cast(array, array.type.value_type)
     type_ = array.type
     if pa.types.is_timestamp(type_):
         scale = DAYS_PER_UNIT[type_.unit]
@@ -76,7 +84,7 @@ def as_str(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """
     if pa.types.is_dictionary(array.type):
         array = pc.cast(array, array.type.value_type)
-    if _is_bytes(array.type):
+    if is_bytes(array.type):
         return np.asarray([value.decode("utf-8", "backslashreplace")
                            for value in array.to_pylist()], dtype=object)
     if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
@@ -102,7 +110,7 @@ def as_codes(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]
     return _to_numpy(encoded.indices).astype(np.intp), as_str(encoded.dictionary)
 
 
-def _is_bytes(type_: pa.DataType) -> bool:
+def is_bytes(type_: pa.DataType) -> bool:
     return (pa.types.is_binary(type_) or pa.types.is_large_binary(type_)
             or pa.types.is_fixed_size_binary(type_) or pa.types.is_binary_view(type_))
 

@@ -55,6 +55,32 @@ _FIX = ("free space or make it writable (or give another --output), then run aga
         "the same folder: its gpfit files are replaced")
 
 
+def one_line(text: str) -> str:
+    """text with what does not print (a newline or a tab in a file name, a
+    right-to-left mark) as Python escapes it: a message naming such a path
+    is still one line, and reads as the name is (README, "Exit codes")."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def undecodable(text: str) -> Optional[str]:
+    """text with the bytes that are not UTF-8 shown as \\xNN, where it holds
+    any (a file name in Latin-1, as Python's os functions hand it over,
+    with surrogate escapes); None where it is UTF-8 text. Beam passes
+    options and file names through its job as UTF-8, and failed on such
+    names mid-run (docs/design.md, "Contracts")."""
+    try:
+        text.encode("utf-8")
+        return None
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate not from a byte: shown as \udNNN
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def storage_error(err: BaseException, output: str) -> Optional[UsageError]:
     """The one-line error for an OSError (or Beam's wrapping of one) met
     writing the output folder; None if it is not a storage refusal.

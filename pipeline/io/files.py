@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import concurrent.futures
+import os
 from typing import Callable, Iterable, Optional, TypeVar
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+
+from pipeline.io.errors import UsageError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -39,6 +42,51 @@ def missing_extra(path: str) -> Optional[str]:
     except Exception:  # pylint: disable=broad-except  (Beam raises ValueError or BeamIOError)
         return (f"{scheme}:// paths need gpfit's {EXTRAS[scheme]} extra, which is not "
                 f"installed here; pip install 'gpfit[{EXTRAS[scheme]}]'")
+    return None
+
+
+def check_reachable(options, names: Iterable[str], show: Callable[[str], str] = str) -> None:
+    """Refuses the first of options' path options `names` (attributes; None
+    or "" is not given) on a file system this installation lacks, before any
+    of them is read; `show` writes the path in the command's way (repr:
+    quoted).
+
+    Raises:
+      UsageError: the option, its path and what to install (missing_extra).
+    """
+    for name in names:
+        path = getattr(options, name)
+        missing = path and missing_extra(path)
+        if missing:
+            raise UsageError(f"--{name} {show(path)}: {missing}")
+
+
+def too_long(path: str, inside: int = 0) -> Optional[str]:
+    """Where a local path names a file or folder longer than its file system
+    takes (NAME_MAX bytes a name, 255 on most; PATH_MAX bytes the path with
+    `inside` bytes more of names to be written in it, 4096 on most), that
+    problem in words; else None. Making it failed late with ENAMETOOLONG,
+    as gpfit "failed unexpectedly" or after the report's work."""
+    parent = absolute = os.path.abspath(path)
+    while not os.path.isdir(parent):
+        parent = os.path.dirname(parent)
+    limits = []
+    for name, default in (("PC_NAME_MAX", 255), ("PC_PATH_MAX", 4096)):
+        try:
+            limits.append(os.pathconf(parent, name))
+        except (OSError, ValueError):
+            limits.append(default)
+    most, longest = limits
+    for name in absolute.split(os.sep):
+        size = len(os.fsencode(name))
+        if size > most:
+            return (f"the name {name[:40]}... is {size:,} bytes, longer than the file system "
+                    f"takes ({most} bytes)")
+    size = len(os.fsencode(absolute)) + inside
+    if size >= longest:
+        more = f" with the {inside} bytes of names written in it" if inside else ""
+        return (f"the path {absolute[:40]}... is {size - inside:,} bytes, longer{more} than the "
+                f"file system takes ({longest} bytes)")
     return None
 
 

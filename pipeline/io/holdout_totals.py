@@ -11,6 +11,11 @@ from pipeline.io.log_bins import log_bin, median_of_bins
 # MASE below this shares its bin (a perfect forecast's 0 has no log).
 SMALLEST_MASE = 1e-12
 
+# The MASEs are summed times this power of 2, exact for all but subnormal
+# ones, so that a sum of finite MASEs near 1e307 (held-out missing-value
+# codes) does not overflow: the mean's bits are those of the plain sum's.
+SUM_SCALE = 2.0 ** -64
+
 
 def create() -> dict:
     return {"series": 0, "points": 0, "covered": 0.0, "mase_n": 0, "mase_sum": 0.0,
@@ -28,7 +33,7 @@ def add(acc: dict, row: dict) -> dict:
     mase = row.get("holdout_mase")
     if mase is not None:
         acc["mase_n"] += 1
-        acc["mase_sum"] += mase
+        acc["mase_sum"] += mase * SUM_SCALE
         key = log_bin(mase, SMALLEST_MASE)
         acc["bins"][key] = acc["bins"].get(key, 0) + 1
         acc["mase_min"] = mase if acc["mase_min"] is None else min(acc["mase_min"], mase)
@@ -61,6 +66,6 @@ def extract(acc: dict) -> Optional[dict]:
         median = min(max(median_of_bins(acc["bins"], acc["mase_n"]), acc["mase_min"]),
                      acc["mase_max"])
     return {"series": acc["series"], "points": acc["points"],
-            "mase_mean": acc["mase_sum"] / acc["mase_n"] if acc["mase_n"] else None,
+            "mase_mean": acc["mase_sum"] / acc["mase_n"] / SUM_SCALE if acc["mase_n"] else None,
             "mase_median": median,
             "coverage_95": acc["covered"] / acc["points"] if acc["points"] else None}

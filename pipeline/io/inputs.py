@@ -10,6 +10,8 @@ read it (check_footer), and report a file that fails as unreadable.
 from __future__ import annotations
 
 import dataclasses
+import errno
+import fnmatch
 import functools
 import os
 import posixpath
@@ -24,7 +26,7 @@ from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io import columns as col
-from pipeline.io.errors import NO_ANSWER, InputError, first_line, listing_failure
+from pipeline.io.errors import NO_ANSWER, InputError, first_line, listing_failure, undecodable
 from pipeline.io.files import map_files, missing_extra, open_file
 
 LONG, NESTED = "long", "nested"  # layouts
@@ -114,8 +116,10 @@ def inspect(pattern: str, columns: Columns, max_footers: Optional[int] = None) -
     check_read_once(everything)
     files = sample(everything, max_footers)
     footers = map_files(lambda f: check_footer(f[0], f[1], columns), files)
-    # The reference: the first file with a kind of time (a t of nulls alone has none).
-    at = next((i for i, footer in enumerate(footers) if footer.time_units), 0)
+    # The reference: the first file with rows and a kind of time (a t of
+    # nulls alone has none, a file of no rows no layout either: check_agrees).
+    at = next((i for i, footer in enumerate(footers) if footer.rows and footer.time_units),
+              next((i for i, footer in enumerate(footers) if footer.rows), 0))
     first = footers[at]
     for (path, _), footer in zip(files, footers):
         check_agrees(path, footer, files[at][0], first, columns)
@@ -149,6 +153,19 @@ def check_read_once(files: list[tuple[str, int]]) -> None:
                 f"{path} is {first} again (a link): every point of its series would be read "
                 "twice; give an --input that matches the file once (a glob that leaves the "
                 "link out), or remove the link")
+
+
+def check_text_names(files: tuple[str, ...]) -> None:
+    """Raises InputError naming the first input file whose name is not
+    UTF-8 text (a folder of Latin-1 names): the job's workers pass the
+    names they match as UTF-8, and the run failed there, exit 3, on a
+    codec's words (docs/design.md, "Contracts")."""
+    for path in files:
+        shown = undecodable(path)
+        if shown is not None:
+            raise InputError(f"input file '{shown}' has a name that is not UTF-8 text, which "
+                             "Beam needs of file names; rename it in UTF-8, or give an --input "
+                             "glob that leaves it out")
 
 
 def sample(files: list, most: Optional[int]) -> list:
@@ -301,10 +318,11 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
         raise InputError("no input given; pass --input FILE, FOLDER or GLOB")
     _check_filesystem(pattern)
     if is_glob(pattern):
+        check_listable(pattern)
         found = _data_files(_match(listing_glob(pattern)), pattern)
         if not found:
             raise InputError(f"no file matches {pattern!r}; check the --input pattern "
-                             "(names starting with _ or . are not data)")
+                             f"(names starting with _ or . are not data){_bracket_hint(pattern)}")
         return found
     if _is_local_folder(pattern) or (pattern.endswith("/") and not _is_local(pattern)):
         return _folder(pattern)
@@ -315,6 +333,22 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
     if _match(FileSystems.join(escaped(pattern), "*")):
         return _folder(pattern)
     raise InputError(f"no file or folder {pattern!r}; check the --input path")
+
+
+def _bracket_hint(pattern: str) -> str:
+    """Where a glob that matched nothing has a folder with "[" in its name
+    that exists as written ("runs [v2]/*.parquet"), how to match it: a glob
+    reads [v2] as one of the characters v and 2."""
+    if not _is_local(pattern):
+        return ""
+    parts = pattern.split("/")
+    for i, part in enumerate(parts[:-1]):
+        literal = "/".join(parts[:i + 1])
+        if "[" in part and os.path.isdir(literal):
+            quoted = "/".join([escaped(literal), *parts[i + 1:]])
+            return (f"; in a glob, [...] matches one of the characters within, so to match "
+                    f"the folder {literal!r} write its [ as [[]: {quoted!r}")
+    return ""
 
 
 def _check_filesystem(pattern: str) -> None:
@@ -333,11 +367,49 @@ def _check_filesystem(pattern: str) -> None:
 
 def _folder(path: str) -> list[tuple[str, int]]:
     glob = FileSystems.join(escaped(path.rstrip("/")), "*")
+    check_listable(glob)
     found = _data_files(_match(glob), glob)
     if not found:
         raise InputError(f"folder {path!r} holds no data files; put the Parquet files directly "
                          f"in it or give a glob such as '{path.rstrip('/')}/**/*.parquet'")
     return found
+
+
+def check_listable(glob: str) -> None:
+    """Raises InputError where a local folder that the glob reaches cannot
+    be listed (no permission): Beam's listing passes over it without a
+    word, and the files in it were left out of the run (docs/design.md,
+    "Contracts"). Walks the folders the glob can reach, as Beam's listing
+    does, but only those: a folder of names starting with "_" or "." that a
+    wildcard reaches is no data (is_data), and is not entered."""
+    if not _is_local(glob):
+        return
+    parts = os.path.abspath(glob).split("/")
+    fixed = next((i for i, part in enumerate(parts) if _has_wildcard(part)), len(parts) - 1)
+    root = re.sub(r"\[([*?[])\]", r"\1", "/".join(parts[:fixed])) or "/"
+    wild = parts[fixed:]  # the last is the files' level: no folder there is entered
+
+    def reached(names: list[str]) -> bool:
+        for i, name in enumerate(names):
+            if "**" in wild[i]:
+                return not name.startswith(("_", "."))
+            if i == len(wild) - 1 or not fnmatch.fnmatchcase(name, wild[i]):
+                return False
+            if name.startswith(("_", ".")) and not wild[i].startswith(("_", ".")):
+                return False
+        return True
+
+    refused: list[OSError] = []
+    for folder, subfolders, _ in os.walk(root, onerror=refused.append):
+        if refused:
+            break
+        names = [] if folder == root else os.path.relpath(folder, root).split("/")
+        subfolders[:] = [name for name in subfolders if reached(names + [name])]
+    for err in refused:
+        if err.errno in (errno.EACCES, errno.EPERM):
+            raise InputError(f"cannot list the folder {err.filename}, which --input reaches: "
+                             f"{err.strerror}; its files would be left out of the run. Make it "
+                             "readable by this user, or give an --input glob that leaves it out")
 
 
 def _match(pattern: str) -> list[tuple[str, int]]:
@@ -367,19 +439,47 @@ def _is_local_folder(path: str) -> bool:
 @dataclasses.dataclass(frozen=True)
 class Footer:
     """What a checked footer says: layout, time units (None for a time
-    column of nulls alone, which agrees with either), rows and row groups."""
+    column of nulls alone, which agrees with either), rows, row groups, and
+    the row groups read together (reads: (first, stop) ranges)."""
 
     layout: str
     time_units: Optional[str]
     rows: int
     row_groups: int = 1
+    reads: tuple[tuple[int, int], ...] = ()
+
+
+# A read opens the file, which parses its footer, once for consecutive row
+# groups of up to these many rows and groups: a footer grows with the row
+# groups, and parsing it for each of a streaming writer's 10,001 row groups
+# (65 ms a time) took 11 minutes to read 1M rows that one row group reads in
+# seconds. A large row group is still a read of its own, spread over workers
+# (docs/design.md, "Data flow").
+ROWS_PER_READ = 1 << 20
+GROUPS_PER_READ = 1024
+
+
+def read_ranges(group_rows: list[int]) -> tuple[tuple[int, int], ...]:
+    """Row groups of these rows -> (first, stop) ranges of consecutive
+    groups, each of at most ROWS_PER_READ rows (or one larger group) and
+    GROUPS_PER_READ groups."""
+    ranges, first, rows = [], 0, 0
+    for index, n in enumerate(group_rows):
+        if index > first and (rows + n > ROWS_PER_READ or index - first == GROUPS_PER_READ):
+            ranges.append((first, index))
+            first, rows = index, 0
+        rows += n
+    if group_rows:
+        ranges.append((first, len(group_rows)))
+    return tuple(ranges)
 
 
 def check_footer(path: str, size: int, columns: Columns) -> Footer:
     """Reads and checks one footer.
 
     Raises:
-      InputError: the file is empty, not Parquet, or its columns do not fit.
+      InputError: the file is empty, not Parquet, a summary of other files'
+        footers (_metadata), or its columns do not fit.
     """
     if size == 0:
         raise InputError(f"{path} is empty (0 bytes); expected a Parquet file: remove it "
@@ -388,36 +488,64 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
         with open_file(path) as f:
             parquet = pq.ParquetFile(f)
             schema, metadata = parquet.schema_arrow, parquet.metadata
+    except PermissionError as err:
+        raise InputError(f"{path} cannot be read: {err.strerror}; make it readable by this user, "
+                         "or leave it out of --input") from err
     except (pa.ArrowException, OSError, ValueError) as err:
         advice = "remove it from the input or convert it to Parquet"
         if not path.endswith(".parquet"):  # a README.txt beside the data: name the data alone
             advice += (", or give --input a glob of the Parquet files alone, e.g. "
                        f"'{posixpath.dirname(path)}/*.parquet'")
         raise InputError(f"{path} is not a Parquet file ({first_line(err)}); {advice}") from err
+    if metadata.num_row_groups and metadata.num_columns and \
+            metadata.row_group(0).column(0).file_path not in ("", posixpath.basename(path)):
+        # Its row groups are in the files it names: each read failed (exit 3).
+        raise InputError(
+            f"{path} holds the footers of other files (a _metadata summary, as Dask and Spark "
+            "write beside their parts), not their rows; give --input the folder that holds "
+            f"it, {posixpath.dirname(path)!r}: its parts are read, names starting with _ "
+            "left out")
     layout, time_units = check_schema(path, schema, columns)
-    return Footer(layout, time_units, metadata.num_rows, metadata.num_row_groups)
+    group_rows = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    return Footer(layout, time_units, metadata.num_rows, metadata.num_row_groups,
+                  read_ranges(group_rows))
 
 
-def read_row_group(path: str, index: int, columns: Columns) -> pa.Table:
-    """Row group `index` of a file: the id, time and value columns. Page
-    checksums, where the writer stored them, are verified.
+def read_row_groups(path: str, indices: range, columns: Columns
+                    ) -> tuple[list[pa.Table], list[str]]:
+    """Row groups `indices` of a file, the id, time and value columns, from
+    one opening of it (see ROWS_PER_READ). Page checksums, where the writer
+    stored them, are verified.
 
-    Raises:
-      InputError: the row group cannot be read (naming the file).
+    Returns:
+      (a pa.Table per row group read, a reason naming the file and the
+      row group per row group that cannot be read).
     """
+    names = [columns.id, columns.time, columns.value]
+    tables, problems = [], []
     try:
         with open_file(path) as f:
             parquet = pq.ParquetFile(f, page_checksum_verification=True)
-            table = parquet.read_row_group(index, columns=[columns.id, columns.time,
-                                                           columns.value])
-            if not _is_int96(parquet.schema, columns.time):
-                return table
-            wide = pq.ParquetFile(f, page_checksum_verification=True,
-                                  coerce_int96_timestamp_unit="us").read_row_group(
-                                      index, columns=[columns.time]).column(0)
-            return _int96_dates(table, columns.time, wide)
-    except (pa.ArrowException, OSError, ValueError) as err:
-        raise InputError(f"{path}: row group {index} cannot be read: {first_line(err)}") from err
+            # Read again as microseconds where its INT96 times wrapped (_int96_dates).
+            wide = (pq.ParquetFile(f, page_checksum_verification=True, metadata=parquet.metadata,
+                                   coerce_int96_timestamp_unit="us")
+                    if _is_int96(parquet.schema, columns.time) else None)
+            for index in indices:
+                try:
+                    table = parquet.read_row_group(index, columns=names)
+                    if wide is not None:
+                        table = _int96_dates(table, columns.time, wide.read_row_group(
+                            index, columns=[columns.time]).column(0))
+                    tables.append(table)
+                except (pa.ArrowException, OSError, ValueError) as err:
+                    problems.append(_unreadable_group(path, index, err))
+    except (pa.ArrowException, OSError, ValueError) as err:  # the file cannot be opened
+        problems.append(_unreadable_group(path, indices[0], err))
+    return tables, problems
+
+
+def _unreadable_group(path: str, index: int, err: Exception) -> str:
+    return f"{path}: row group {index} cannot be read: {first_line(err)}"
 
 
 def _is_int96(schema: pq.ParquetSchema, name: str) -> bool:
@@ -444,7 +572,10 @@ def _int96_dates(table: pa.Table, name: str, wide) -> pa.Table:
 def check_agrees(path: str, footer: Footer, reference_path: str, reference: Footer,
                  columns: Columns) -> None:
     """Raises InputError unless the file at path has the reference's layout
-    and kind of time."""
+    and kind of time, or holds no rows: an empty part written with another
+    schema (pandas' empty frame of datetime64 t) has no time to disagree."""
+    if footer.rows == 0:
+        return
     if footer.layout != reference.layout:
         raise InputError(
             f"{path} is in {footer.layout} layout but {reference_path} is {reference.layout}; "
@@ -460,16 +591,39 @@ def check_agrees(path: str, footer: Footer, reference_path: str, reference: Foot
 def check_names(path: str, names: list[str], columns: Columns, option: str = "--{}") -> None:
     """InputError unless each of the columns is among `names` exactly once
     (the column names of a file, or table: `path` names it)."""
+    if not names:  # pandas' DataFrame().to_parquet()
+        raise InputError(f"{path} has no columns (a table written without any); write it "
+                         f"with the columns {columns.id!r}, {columns.time!r} and "
+                         f"{columns.value!r}, or remove it")
     for name, column in ((columns.id, "id_column"), (columns.time, "time_column"),
                          (columns.value, "value_column")):
         if name not in names:
-            raise InputError(
-                f"{path} has no column {name!r} (its columns: {', '.join(names)}); "
-                f"name the right one with {option.format(column)}")
+            raise InputError(f"{path} has no column {name!r} (its columns: "
+                             f"{', '.join(names)}); "
+                             f"{_missing(path, name, names, option.format(column))}")
         if names.count(name) > 1:
             raise InputError(
                 f"{path} has {names.count(name)} columns named {name!r}; give its "
                 f"columns unique names, or name another with {option.format(column)}")
+
+
+def _missing(path: str, name: str, names: list[str], option: str) -> str:
+    """What to do about a column `name` that the file at `path`, of columns
+    `names`, lacks."""
+    # A name with spaces around it reads as the name in the list of columns.
+    near = [other for other in names if other.strip().casefold() == name.strip().casefold()]
+    if near:
+        return (f"its column {near[0]!r} differs only in case or in spaces around the name: "
+                f"give that name to {option}")
+    partition = re.search(rf"^(.*)/({re.escape(name)}=[^/]*)/", path)
+    if partition:
+        # Hive partitioning (pyarrow's partition_cols, Spark's partitionBy)
+        # leaves the column in the folder names alone.
+        return (f"it is in the folder names ({partition.group(2)}/: Hive partitioning), which "
+                "gpfit does not read: write the files with the column in them "
+                f"(pyarrow.dataset.dataset({partition.group(1)!r}, partitioning='hive') reads "
+                "them with it)")
+    return f"name the right one with {option}"
 
 
 def check_schema(path: str, schema: pa.Schema, columns: Columns,
@@ -498,6 +652,9 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
     layout = NESTED if col.is_list(time_type) else LONG
     if layout == NESTED:
         time_type, value_type = time_type.value_type, value_type.value_type
+    # Categories (pandas' category dtype, in fit_frame) are read as their
+    # values (columns.as_float).
+    time_type, value_type = col.decoded(time_type), col.decoded(value_type)
     if not (col.is_number(time_type) or col.is_calendar(time_type)):
         raise InputError(
             f"time column {columns.time!r} in {path} has type {time_type}; expected "

@@ -98,6 +98,14 @@ def check(output: str, break_lock: bool, now: Callable[[], float] = time.time) -
                          f"({who}; heartbeat {age:.0f} s ago); wait for it to finish or give "
                          "another --output")
     if not break_lock:
+        state = _state_here(held)
+        if state is not None:  # alive, and known to be: --break_lock would make two writers
+            pid = held.get("pid")
+            raise FolderBusy(f"output folder {output} holds the lock {LOCK_NAME} of a gpfit "
+                             f"run whose heartbeat stopped {age / 60:.0f} min ago, but its "
+                             f"process {pid} is still there on this host ({state}; {who}); "
+                             f"resume it (fg, or kill -CONT {pid}) or end it (kill {pid}), "
+                             "then run again")
         raise FolderBusy(f"output folder {output} holds the lock {LOCK_NAME} of a gpfit run "
                          f"that seems to have stopped ({who}; last heartbeat {age / 60:.0f} "
                          "min ago); if no run is writing the folder, pass --break_lock")
@@ -144,6 +152,17 @@ def holder(folder: str, now: Callable[[], float] = time.time) -> Optional[Holder
     return Holder(f"{_who(held)}; heartbeat {age:.0f} s ago",
                   float(held.get("started_at", 0)),
                   age < float(held.get("stale_after_s", STALE_AFTER_S)))
+
+
+def started_after(held: Holder, found: dict) -> bool:
+    """held's run took the lock after the manifest `found` was written: a
+    run that clears the folder next, not the run that wrote it (which holds
+    its lock until just after; finished_at is rounded down to the second)."""
+    try:
+        finished = datetime.datetime.fromisoformat(found["finished_at"]).timestamp()
+    except (KeyError, TypeError, ValueError):  # an older manifest: any live lock is another run's
+        return True
+    return held.started_at is None or held.started_at >= finished + 1.0
 
 
 def _who(held: dict) -> str:
@@ -300,6 +319,28 @@ def _ended_here(held: dict) -> bool:
     # start since boot differs; ticks, not the wall clock, which may step).
     recorded, now = held.get("pid_start"), process_start(pid)
     return recorded is not None and now is not None and recorded != now
+
+
+def _state_here(held: dict) -> Optional[str]:
+    """What the process of a local run's lock on this host is doing, where it
+    is certainly that run's (its pid, started when the lock records): a
+    stale heartbeat then means a suspended (Ctrl-Z) or hung run, not a
+    stopped one. None elsewhere, or where that cannot be told."""
+    if not held.get("local") or held.get("host") != socket.gethostname():
+        return None
+    try:
+        pid = int(held.get("pid", 0))
+    except (TypeError, ValueError):
+        return None
+    fields = process_stat(pid) if pid > 0 else None
+    if fields is None or held.get("pid_start") is None or int(fields[19]) != held["pid_start"]:
+        return None
+    return _STATES.get(fields[0], f"state {fields[0]}")
+
+
+# /proc/<pid>/stat's state letters, as a stale lock's message says them.
+_STATES = {"T": "stopped: suspended, e.g. by Ctrl-Z", "t": "stopped by a debugger",
+           "D": "waiting on a disk or a network file system", "Z": "ended, not yet reaped"}
 
 
 def process_start(pid: int) -> Optional[int]:

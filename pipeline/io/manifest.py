@@ -288,8 +288,9 @@ def warnings(manifest: dict) -> list[str]:
     lost = predictions.get("not_predicted")
     if lost:
         found.append(f"{lost} ok series got no predictions: their posterior could not be "
-                     "computed from their parameters (predictions.not_predicted in the "
-                     "manifest); the job's log names each series and why")
+                     "computed from their parameters, or under --transform passed float64's "
+                     "largest on y's scale (predictions.not_predicted in the manifest); the "
+                     "job's log names each series and why")
     coarse = predictions.get("coarse_grid")
     if coarse:
         found.append(f"{coarse} series have a forecast spacing coarser than a quarter of a "

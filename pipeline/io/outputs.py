@@ -25,6 +25,7 @@ import re
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io.errors import UsageError, listing_failure
+from pipeline.io.files import too_long
 from pipeline.io.inputs import GLOB_CHARACTERS, escaped, glob_regex, is_glob
 
 PARAMS_PREFIX = "params"            # the parameters' folder
@@ -69,6 +70,10 @@ _OURS = re.compile(
 # deleted. Readers of a table's folder skip it, as every name starting with
 # "." (docs/design.md, "Output folder").
 BROWSER_FILES = frozenset({".DS_Store"})
+# The longest name gpfit writes in the output folder, with its "/" (Beam's
+# temporary predictions shard): a path that leaves no room for it is refused.
+WRITTEN_INSIDE = len(f"/beam-temp-{PREDICTIONS_PREFIX}-{'0' * 32}/{'0' * 36}."
+                     f"{PREDICTIONS_PREFIX}{PARAMS_SUFFIX}")
 # Folders gpfit makes (removed when empty, and only these).
 _OUR_FOLDERS = re.compile(rf"^(?:{_TABLE}|beam-temp-(?:{_TABLE})-[0-9a-f]{{32}})$")
 
@@ -151,9 +156,8 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
     local = FileSystems.get_scheme(output) is None
     if local:
         _check_local_path(output)
-    folder = resolved(output)
     for path in input_files:
-        if resolved(path).startswith(folder + "/"):
+        if lies_inside(path, output):
             raise UsageError(f"input file {path} lies inside the output folder {output}; "
                              "choose another output folder")
     if input_pattern:
@@ -265,6 +269,12 @@ def same_folder(a: str, b: str) -> bool:
     return resolved(a) == resolved(b)
 
 
+def lies_inside(path: str, folder: str) -> bool:
+    """Whether path lies below folder (not the folder itself), both
+    compared resolved (see resolved)."""
+    return resolved(path).startswith(resolved(folder).rstrip("/") + "/")
+
+
 def resolved(path: str) -> str:
     """A local path made absolute with symbolic links followed (what the
     file system will open); a gs:// path without its trailing slash."""
@@ -310,6 +320,9 @@ def _check_local_path(output: str) -> None:
     if not os.path.isdir(parent):
         raise UsageError(f"--output {output}: {parent} is a file, not a folder, so no folder "
                          "can be made below it; give a folder path")
+    long_name = too_long(output, inside=WRITTEN_INSIDE)
+    if long_name:
+        raise UsageError(f"--output: {long_name}; give a shorter folder path")
 
 
 def _refuse_links(output: str) -> None:

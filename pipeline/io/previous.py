@@ -11,7 +11,6 @@ everything cold and says why (docs/design.md, "Reuse").
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import posixpath
 from typing import Optional
 
@@ -22,7 +21,7 @@ from pipeline.io import lock, manifest, rows, shards
 from pipeline.io.errors import NO_ANSWER, UsageError, first_line, listing_failure
 from pipeline.io.files import map_files
 from pipeline.io.inputs import is_glob
-from pipeline.io.outputs import FAILED_MARKER, LOCK_NAME, SUCCESS_MARKER, resolved, same_folder
+from pipeline.io.outputs import FAILED_MARKER, LOCK_NAME, SUCCESS_MARKER, lies_inside, same_folder
 from pipeline.io.schema import PARAMETERS
 
 # Columns a previous shard must have: the id, the status and the parameters
@@ -82,7 +81,7 @@ def check(folder: str, output: str) -> PreviousRun:
         raise _without_manifest(folder, held, err) from err
     except Exception as err:  # pylint: disable=broad-except
         raise _unanswered(folder, err) from err
-    if held is not None and held.live and _locked_since(held, found):
+    if held is not None and held.live and lock.started_after(held, found):
         # A run into that folder clears it first: its shards may go while read.
         raise Unusable(f"--previous_output {folder} is being replaced by a gpfit run that "
                        f"started after it was written ({held.said}; its lock {LOCK_NAME})",
@@ -137,7 +136,7 @@ def check_not_output(folder: str, output: str) -> None:
     if same_folder(folder, output):
         raise UsageError(f"--previous_output {folder} is the --output folder, which this run "
                          "replaces; write each night into its own folder")
-    if resolved(folder).startswith(resolved(output).rstrip("/") + "/"):
+    if lies_inside(folder, output):
         raise UsageError(f"--previous_output {folder} lies inside the --output folder "
                          f"{output}, which this run replaces; write each night into its own "
                          "folder, beside the others")
@@ -172,7 +171,7 @@ def _without_manifest(folder: str, held: Optional[lock.Holder], err: Exception) 
     else:
         said = f"has no readable {SUCCESS_MARKER} ({first_line(err)})"
     advice = "give the folder of a run that succeeded"
-    above = _output_above(folder)
+    above = output_above(folder)
     if above is not None:
         said += f"; it lies in the gpfit output folder {above}"
         advice = "give that folder"
@@ -182,7 +181,7 @@ def _without_manifest(folder: str, held: Optional[lock.Holder], err: Exception) 
     return Unusable(f"--previous_output {folder} {said}", f"{advice}, {_ADVICE}")
 
 
-def _output_above(path: str) -> Optional[str]:
+def output_above(path: str) -> Optional[str]:
     """The output folder a table folder or a file of it lies in (what was
     meant by `night1/params`, `night1/params/part-....parquet`), or None."""
     for _ in range(2):
@@ -193,17 +192,6 @@ def _output_above(path: str) -> Optional[str]:
             return parent
         path = parent
     return None
-
-
-def _locked_since(held: lock.Holder, found: dict) -> bool:
-    """held's run took the lock after the manifest `found` was written (the
-    run that wrote it holds its lock until just after; finished_at is
-    rounded down to the second)."""
-    try:
-        finished = datetime.datetime.fromisoformat(found["finished_at"]).timestamp()
-    except (KeyError, TypeError, ValueError):  # an older manifest: any live lock is another run's
-        return True
-    return held.started_at is None or held.started_at >= finished + 1.0
 
 
 def _exists(folder: str, name: str) -> bool:

@@ -5,6 +5,7 @@ shards) and the report (pipeline/report/params.py).
 """
 from __future__ import annotations
 
+import os
 from typing import Iterator, Sequence
 
 import pyarrow as pa
@@ -27,8 +28,12 @@ def list_shards(folder: str, prefix: str = "params") -> list[str]:
     or in a gpfit 0.4.0 folder params-*.parquet (outputs.shard_patterns).
 
     Raises:
-      InputError: the folder cannot be listed.
+      InputError: the folder cannot be listed (its table's folder, locally,
+        for want of permission: Beam's match found no shards there).
     """
+    if FileSystems.get_scheme(folder) is None:
+        for table in (folder, os.path.join(folder, prefix)):
+            _check_listable(table)
     found = []
     for pattern in shard_patterns(folder, prefix):
         try:
@@ -37,6 +42,16 @@ def list_shards(folder: str, prefix: str = "params") -> list[str]:
             raise InputError(f"cannot list {pattern!r}: {first_line(err)}") from err
         found += [m.path for m in matched]
     return sorted(found)
+
+
+def _check_listable(folder: str) -> None:
+    try:
+        os.listdir(folder)
+    except PermissionError as err:
+        raise InputError(f"cannot list the folder {folder}: {err.strerror}; make it readable "
+                         "by this user") from err
+    except OSError:
+        pass  # absent, or not a folder: no shards, said by the caller
 
 
 def checked_rows(path: str, required: Sequence[str] = REQUIRED) -> int:
@@ -49,6 +64,9 @@ def checked_rows(path: str, required: Sequence[str] = REQUIRED) -> int:
         with open_file(path) as f:
             parquet = pq.ParquetFile(f)
             names, rows = parquet.schema_arrow.names, parquet.metadata.num_rows
+    except PermissionError as err:
+        raise InputError(f"{path} cannot be read: {err.strerror}; make it readable by this "
+                         "user") from err
     except (pa.ArrowException, OSError, ValueError) as err:
         raise InputError(f"{path} is not a Parquet file ({first_line(err)})") from err
     missing = [name for name in required if name not in names]

@@ -25,7 +25,7 @@ from pipeline.report.data import read_series
 from pipeline.io import rows, scales
 from pipeline.io.schema import FORECAST, HOLDOUT
 from pipeline.report.nightly import compare, read_predictions
-from pipeline.report.page import Backtest, Card, Choice, Page, render
+from pipeline.report.page import Backtest, Card, Choice, Page, render, shown_id
 from pipeline.report.plots import Curve, Part, histograms_png, series_png
 from pipeline.report.sample import Pick
 from pipeline.report.scan import Scan
@@ -81,7 +81,7 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         rows=tally.rows, status_counts=tally.status_counts(), converged=tally.converged,
         kernels=sorted(tally.kernels.items(), key=lambda kv: -kv[1]),
-        reasons=tally.reasons(TOP_REASONS),
+        reasons=tally.reasons(TOP_REASONS), reasons_left_out=tally.left_out(TOP_REASONS),
         histograms_png=histograms_png(hists) if hists else None,
         cards=cards, warnings=_warnings(run), time_units=spec.time_units,
         reused=tally.reused, warm_started=tally.warm_started, moves=moves,
@@ -137,7 +137,7 @@ def component_parts(series: Series, row: dict, t_new: np.ndarray,
 def title(row: dict) -> str:
     """The fitted parameters, then the fit's diagnostics: two lines, three
     for a sum of kernels (one line for its components)."""
-    head = [str(row["series_id"]), str(row.get("kernel"))]
+    head = [shown_id(row["series_id"]), str(row.get("kernel"))]
     if row["status"] != OK:
         return " · ".join(head + [f"{row['status']}, {row['n_points']} finite points"])
     head.append(f"mean {_mean(row)}")

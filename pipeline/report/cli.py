@@ -66,11 +66,18 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     # load) only once the input is known good: --help and mistakes answer fast.
     from pipeline.io import beam_import
     with beam_import.quietly():
+        from apache_beam.io.filesystems import FileSystems
+        from pipeline.io.files import check_reachable
         from pipeline.io.inputs import Columns
         from pipeline.report.scan import ReportOptions, scan
     try:
-        _check_reachable(args)
+        # gs:// without the gcp extra is said as such (else --params read
+        # as a folder without a manifest).
+        check_reachable(args, ("params", "out", "input"), show=repr)
         _check_params(args.params)
+        local = FileSystems.get_scheme(args.params) is None
+        if local:
+            _check_not_written(args.params)
         given = _from_manifest(args)
         options = ReportOptions(
             input=given["input"], params=args.params,
@@ -79,14 +86,21 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         _check_matplotlib()
         _check_out(args.out)
         scanned = scan(options)
+        if not local:  # asked once its listing answered (offline, each ask waits 120 s)
+            _check_not_written(args.params)
     except UsageError as err:
         return _refuse(err)
+    except OSError as err:  # a file went while read: a run clearing the folder
+        return _refuse(_changed(args.params, err))
     _say(f"read {scanned.tally.rows:,} params rows from {len(scanned.run.files)} shard(s)")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from gpcore import quiet
     quiet.import_tensorflow()  # the plots' posteriors: without TF's start-up lines
     from pipeline.report.build import build
-    report = build(scanned, log=_say)
+    try:
+        report = build(scanned, log=_say)
+    except OSError as err:
+        return _refuse(_changed(args.params, err))
     try:
         size = _write(args.out, report.html)
     except OSError as err:  # the storage refused late (full, gone): one line, as at the start
@@ -116,11 +130,12 @@ def _from_manifest(args) -> dict:
     given = {"input": args.input, **{k: getattr(args, k) for k in _DEFAULT_COLUMNS}}
     if all(v is not None for v in given.values()):
         return given
+    from pipeline.report.params import located
     try:
         _, found = manifest.read(args.params)
     except (OSError, ValueError):
         found = None
-    found = found or {}
+    found = located(args.params, found or {})
     options = found.get("options") or {}
     for name, default in _DEFAULT_COLUMNS.items():
         if given[name] is None:
@@ -132,30 +147,83 @@ def _from_manifest(args) -> dict:
                    "it holds no readable manifest (_SUCCESS.json or _FAILED.json)")
             raise UsageError(f"--input is needed: {args.params} {why}; give the run's "
                              "--input pattern")
+        if _unfound_relative(pattern):
+            raise UsageError(f"--input is needed: {args.params}'s manifest records the input "
+                             f"as {pattern!r}, relative to the folder that run was started in, "
+                             "which it does not record; give the run's --input")
         given["input"] = pattern
     return given
 
 
-def _check_reachable(args) -> None:
-    """A path on a file system this installation lacks (gs:// without the
-    gcp extra) is said as such (else --params read as a folder without a
-    manifest)."""
-    from pipeline.io.files import missing_extra
-    for name in ("params", "out", "input"):
-        path = getattr(args, name)
-        missing = path and missing_extra(path)
-        if missing:
-            raise UsageError(f"--{name} {path!r}: {missing}")
+def _unfound_relative(pattern: str) -> bool:
+    """A relative local path (as gpfit 0.16.0 and earlier recorded it) that
+    names nothing from here."""
+    import glob
+    from pipeline.io.outputs import is_local
+    if not is_local(pattern) or os.path.isabs(pattern):
+        return False
+    return not (os.path.exists(pattern) or glob.glob(pattern, recursive=True))
 
 
 def _check_params(params: str) -> None:
     """A local --params that is not there is said as such (else it read as a
-    folder without a manifest, and the advice was to give --input)."""
+    folder without a manifest, and the advice was to give --input), and one
+    inside a run's output folder (its params/ table folder, a shard, the
+    manifest) names that folder."""
     from apache_beam.io.filesystems import FileSystems
-    if FileSystems.get_scheme(params) is None and not os.path.isdir(params):
+    from pipeline.io.outputs import MARKERS
+    from pipeline.io.previous import output_above
+    if FileSystems.get_scheme(params) is not None:
+        return
+    if not any(os.path.isfile(os.path.join(params, name)) for name in MARKERS):
+        above = output_above(params)
+        if above is not None:
+            raise UsageError(f"--params {params!r} lies in the gpfit output folder {above!r}; "
+                             "pass that folder")
+    if not os.path.isdir(params):
         what = "not a folder" if os.path.exists(params) else "no such folder"
         raise UsageError(f"--params {params!r}: {what}; pass the folder that gpfit --output "
                          "wrote")
+
+
+def _check_not_written(params: str) -> None:
+    """Refuses a --params folder that a gpfit run is writing: one without a
+    manifest yet, or one whose lock was taken after its manifest (a run into
+    it, which clears it first). Its shards go or change while the report
+    reads them (docs/design.md, "Contracts": Reuse reads a previous output
+    by the same rule). A stopped run's lock, or the lock of the run that
+    wrote the manifest, does not refuse it. Asked before the manifest of a
+    local folder, and of a gs:// one after its listing answered: offline,
+    each question waits out Google's 120 s of retries."""
+    from pipeline.io import lock, manifest
+    held = lock.holder(params)
+    if held is None or not held.live:
+        return
+    try:
+        _, found = manifest.read(params)
+    except (OSError, ValueError):
+        found = None
+    if found is None or lock.started_after(held, found):
+        raise UsageError(f"--params {params} is being written by a gpfit run ({held.said}; "
+                         f"its lock {lock.LOCK_NAME}); run the report once it has finished "
+                         "(its manifest appears)")
+
+
+def _changed(params: str, err: OSError) -> UsageError:
+    """Why a file could not be read once the report had checked the folder:
+    most likely a gpfit run into --params started meanwhile and cleared it
+    (its lock names it, while it runs)."""
+    from pipeline.io import lock
+    from pipeline.io.errors import first_line
+    held = lock.holder(params)
+    if held is not None and held.live:
+        return UsageError(f"--params {params} changed while the report read it "
+                          f"({first_line(err)}): a gpfit run is writing it ({held.said}; its "
+                          f"lock {lock.LOCK_NAME}); the page was not written; run the report "
+                          "again once it has finished")
+    return UsageError(f"a file could not be read once the report had begun ({first_line(err)}); "
+                      f"the page was not written; if a gpfit run replaced --params {params}, "
+                      "run the report again")
 
 
 def _check_matplotlib() -> None:
@@ -180,6 +248,10 @@ def _check_out(out: str) -> None:
             raise UsageError(f"cannot write {out!r}: {parent!r} is not a folder")
         if os.path.isdir(parent) and not os.access(parent, os.W_OK):
             raise UsageError(f"cannot write {out!r}: folder {parent!r} is not writable")
+        from pipeline.io.files import too_long
+        long_name = too_long(out)
+        if long_name:
+            raise UsageError(f"cannot write --out: {long_name}; give a shorter one")
         if os.path.isdir(parent):
             _try_writing(out)
 
@@ -202,8 +274,11 @@ def _write(out: str, text: str) -> int:
     from apache_beam.io.filesystems import FileSystems
     data = text.encode("utf-8")
     if FileSystems.get_scheme(out) is None:
-        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-        temporary = out + ".tmp"
+        folder = os.path.dirname(os.path.abspath(out))
+        os.makedirs(folder, exist_ok=True)
+        # A short name of its own: out + ".tmp" failed where out's name is
+        # within 4 bytes of the file system's longest.
+        temporary = os.path.join(folder, f".gpfit-report-{os.getpid()}.tmp")
         with open(temporary, "wb") as f:
             f.write(data)
         os.replace(temporary, out)

@@ -7,7 +7,8 @@ rows are kept in memory. Times are converted as gpfit converts them
 """
 from __future__ import annotations
 
-from typing import Sequence
+import re
+from typing import Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -75,16 +76,24 @@ def _read_file(path: str, spec: InputSpec, ids: list[str]
     return keys, col.as_float(t), col.as_float(y)
 
 
-def id_filter(name: str, id_type: pa.DataType, ids: list[str]) -> ds.Expression:
-    """A filter keeping rows whose id, written as a string, is in ids.
+def id_filter(name: str, id_type: pa.DataType, ids: list[str]) -> Optional[ds.Expression]:
+    """A filter keeping rows whose id, written as a string, is in ids (and
+    maybe others: read_series keeps the wanted ones).
 
-    Compared in the column's own type where possible (strings, integers),
-    so that Parquet statistics can skip row groups; otherwise (other types)
-    by casting the column to string, as gpfit names series.
+    Compared in the column's own type where possible (strings, integers,
+    bytes), so that Parquet statistics can skip row groups; otherwise (other
+    types) by casting the column to string, as gpfit names series. Bytes
+    that are not UTF-8 fail that cast, so other bytes types (fixed size,
+    dictionary) are read unfiltered (None).
     """
     field = ds.field(name)
     if pa.types.is_string(id_type) or pa.types.is_large_string(id_type):
         return field.isin(pa.array(ids, id_type))
+    if pa.types.is_binary(id_type) or pa.types.is_large_binary(id_type):
+        return field.isin(pa.array([b for text in ids for b in id_bytes(text)], id_type))
+    if col.is_bytes(id_type) or (pa.types.is_dictionary(id_type)
+                                 and col.is_bytes(id_type.value_type)):
+        return None
     if pa.types.is_integer(id_type):
         values = []
         for text in ids:
@@ -99,3 +108,16 @@ def id_filter(name: str, id_type: pa.DataType, ids: list[str]) -> ds.Expression:
         except (OverflowError, pa.ArrowInvalid):
             pass  # a value out of the column's range; compare as strings
     return field.cast(pa.string()).isin(pa.array(ids, pa.string()))
+
+
+_ESCAPE = re.compile(r"\\x([0-9a-f]{2})")
+
+
+def id_bytes(text: str) -> set[bytes]:
+    """The bytes ids gpfit names `text`: its UTF-8, and its \\xNN escapes
+    read as those bytes (columns.as_str writes bytes that are not UTF-8 so)."""
+    parts, at = [], 0
+    for found in _ESCAPE.finditer(text):
+        parts += [text[at:found.start()].encode("utf-8"), bytes([int(found.group(1), 16)])]
+        at = found.end()
+    return {text.encode("utf-8"), b"".join(parts) + text[at:].encode("utf-8")}

@@ -13,6 +13,9 @@ from pipeline.report.nightly import Moves
 from pipeline.report.summary import Reason
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# An id in a plot's title and its image's alt text is cut to this many
+# characters, its end kept: the card's heading shows it whole.
+ID_CHARS = 60
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222;
@@ -99,6 +102,8 @@ class Page:
     moves_png: Optional[bytes] = None
     choice: Optional[Choice] = None
     backtest: Optional[Backtest] = None
+    # (reasons, series) not in the table of `reasons`.
+    reasons_left_out: tuple[int, int] = (0, 0)
 
 
 def render(page: Page) -> str:
@@ -140,6 +145,10 @@ def render(page: Page) -> str:
             out.append(f"<tr><td class=n>{r.count:,}</td><td>{e(r.status)}</td>"
                        f"<td>{e(r.pattern)}</td><td>{e(r.example)}</td></tr>")
         out.append("</table>")
+        reasons, series = page.reasons_left_out
+        if reasons:
+            out.append(f'<p class="meta">Not shown: {reasons:,} less common reason(s), of '
+                       f"{series:,} series (the params' error column has each).</p>")
     else:
         out.append("<p>None: every series was fitted.</p>")
 
@@ -177,7 +186,7 @@ def render(page: Page) -> str:
         if card.message:
             out.append(f"<p>{e(card.message)}</p>")
         if card.png:
-            out.append(_img(card.png, f"series {card.series_id}"))
+            out.append(_img(card.png, f"series {shown_id(card.series_id)}"))
     out += ["</body>", "</html>", ""]
     return "\n".join(out)
 
@@ -258,6 +267,21 @@ def _backtest(backtest: Backtest) -> list[str]:
     if backtest.mase_png:
         out.append(_img(backtest.mase_png, "histogram of holdout_mase"))
     return out
+
+
+def shown_id(series_id) -> str:
+    """A series id as a plot draws it: characters that do not print
+    (newline, tab, NUL, a right-to-left override) as Python escapes them,
+    and cut to ID_CHARS with an ellipsis. Drawn whole, a long id pushed the
+    fitted parameters off the image, and a 1 MB id took minutes to draw."""
+    text = str(series_id)
+    if len(text) > 4 * ID_CHARS:  # the ends alone: the rest is cut below
+        text = text[:2 * ID_CHARS] + text[-2 * ID_CHARS:]
+    text = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+    if len(text) <= ID_CHARS:
+        return text
+    tail = ID_CHARS // 4
+    return f"{text[:ID_CHARS - tail - 1]}…{text[-tail:]}"
 
 
 def png_size(data: bytes) -> tuple[int, int]:

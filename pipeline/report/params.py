@@ -6,6 +6,7 @@ batch of them at a time.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Iterator, Optional, Sequence
 
 import pyarrow as pa
@@ -13,7 +14,7 @@ import pyarrow as pa
 from pipeline.io import manifest, shards
 from pipeline.io.errors import InputError
 from pipeline.io.files import map_files
-from pipeline.io.outputs import PARAMS_PREFIX, PARAMS_SUFFIX
+from pipeline.io.outputs import PARAMS_PREFIX, PARAMS_SUFFIX, is_local
 from pipeline.io.shards import COLUMNS
 BATCH_ROWS = 65_536
 
@@ -71,6 +72,40 @@ def _content(folder: str, name: Optional[str]) -> Optional[dict]:
     if name is None:
         return None
     try:
-        return manifest.load(folder, name)
+        return located(folder, manifest.load(folder, name))
     except (OSError, ValueError):
         return None
+
+
+def located(folder: str, found: dict) -> dict:
+    """The manifest `found` of the run whose --output is `folder`, with a
+    local input pattern and previous_output made absolute. gpfit 0.16.0
+    and earlier recorded them as given, relative to the folder the run was
+    started in: that is `folder` less the --output its options record as
+    given, where that was relative too (else they stay as they are, and
+    only resolve from that same folder)."""
+    started_in = _started_in(folder, (found.get("options") or {}).get("output"))
+    if started_in is None:
+        return found
+    found = dict(found)
+    pattern = (found.get("input") or {}).get("pattern")
+    if _relative(pattern):
+        found["input"] = {**found["input"], "pattern": os.path.join(started_in, pattern)}
+    if _relative(found.get("previous_output")):
+        found["previous_output"] = os.path.join(started_in, found["previous_output"])
+    return found
+
+
+def _relative(path) -> bool:
+    return isinstance(path, str) and bool(path) and is_local(path) and not os.path.isabs(path)
+
+
+def _started_in(folder: str, output) -> Optional[str]:
+    """The folder a run was started in: `folder` less its relative
+    --output `output` (as given); None where that cannot be told."""
+    if not _relative(output) or not is_local(folder):
+        return None
+    here, given = os.path.abspath(folder), os.path.normpath(output)
+    if given.startswith("..") or not here.endswith(os.sep + given):
+        return None
+    return here[:-len(given) - 1] or os.sep

@@ -161,7 +161,7 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
         ax.text(0.01, 0.97, note, transform=ax.transAxes, va="top", ha="left", fontsize=8,
                 color="#a01010", parse_math=False, wrap=True)
     _time_axis(ax, dates)
-    ax.set_title(title, fontsize=8.5, loc="left", parse_math=False)
+    ax.set_title(title, fontsize=8.5, loc="left", parse_math=False, wrap=True)
     ax.tick_params(labelsize=8)
     ax.grid(alpha=0.25)
     if shown.any() or curve is not None:

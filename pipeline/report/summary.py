@@ -243,6 +243,12 @@ class Tally:
         return [Reason(status, pattern, count, example)
                 for (status, pattern), (count, example) in ranked[:top]]
 
+    def left_out(self, top: int = 10) -> tuple[int, int]:
+        """(reasons, series) beyond the `top` most common: what a table of
+        reasons(top) does not show."""
+        counts = sorted((entry[0] for entry in self._reasons.values()), reverse=True)[top:]
+        return len(counts), sum(counts)
+
     def holdout(self) -> Optional[dict]:
         """With --holdout: {series, points, mase_mean, mase_median (within
         2 %), coverage_95 (over all held-out points)}, as in the manifest;

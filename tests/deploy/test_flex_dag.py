@@ -32,6 +32,19 @@ def test_the_dag_launches_the_flex_template_and_waits_for_its_marker(dag):
     assert "fit >> success_marker" in DAG.read_text()
 
 
+def test_the_workers_run_the_gpfit_image_the_template_was_built_from(dag):
+    """A Flex Template's image runs its launcher only: a launch without
+    sdkContainerImage runs the workers on Beam's SDK image, where gpfit is
+    not installed. The DAG gives the release's image, as docs/dataflow.md's
+    launch does (sdk_container_image=$IMAGE)."""
+    (fit,) = dag["calls"]["DataflowStartFlexTemplateOperator"]
+    names = dag["names"]
+    image = fit["body"]["launchParameter"]["environment"]["sdkContainerImage"]
+    assert image == names["GPFIT_IMAGE"]
+    assert image.endswith(f"/gpfit:{names['GPFIT_VERSION']}")
+    assert names["TEMPLATE"].endswith(f"/gpfit-{names['GPFIT_VERSION']}.json")
+
+
 def test_composer_needs_no_tensorflow_beam_or_gpfit():
     imported = {alias.name.split(".")[0] for node in ast.walk(ast.parse(DAG.read_text()))
                 if isinstance(node, (ast.Import, ast.ImportFrom))

@@ -85,10 +85,25 @@ def test_dag_runs_the_images_gpfit_release(dag, setup_info):
     assert names["GPFIT_VERSION"] == setup_info["version"]
     assert names["GPFIT_IMAGE"].endswith(f":{setup_info['version']}")
     assert fit["pipeline_options"]["sdk_container_image"] == names["GPFIT_IMAGE"]
-    (requirement,) = fit["py_requirements"]
+    # pip's arguments: the image's lock as constraints, then the sdist, so
+    # the launcher pickles the job with the packages that unpickle it.
+    flag, lock, requirement = fit["py_requirements"]
     assert requirement.endswith(f"/{setup_info['name']}-{setup_info['version']}.tar.gz")
     assert requirement.startswith(f"{setup_info['name']}[gcp] @ file:///")
-    assert fit["py_file"].endswith("/main.py")
+    folder = requirement.split("file://")[1].rsplit("/", 1)[0]
+    assert (flag, lock) == ("-c", f"{folder}/lock.txt")
+    assert fit["py_file"] == f"{folder}/main.py"
+
+
+def test_the_documented_composer_copy_gives_the_dag_its_files():
+    """docs/scheduling.md's copy puts in the DAG's folder every file the
+    DAG's virtualenv and operator read: the sdist, main.py and the lock."""
+    copy = next(c for c in shell_commands(SCHEDULING_DOC.read_text())
+                if c.startswith("gcloud storage cp dist/"))
+    sources = shlex.split(copy)[3:-1]
+    assert sources == ["dist/gpfit-$TAG.tar.gz", "deploy/flex-template/main.py",
+                       "requirements/lock.txt"]
+    assert all((REPO / s).exists() for s in sources[1:])
 
 
 def test_dag_command_line_builds_the_dataflow_job(dag, dry_run_module):

@@ -252,3 +252,26 @@ def test_a_series_is_costed_at_its_finite_points():
         batching = Batching(FitConfig(kernel=name))
         assert batching.cost_of(series) == batching.cost(finite), name
     assert finite_points(series) == finite  # what sets its bucket too (BatchByLength)
+
+
+def test_compiled_batches_cut_by_size_padding_and_room():
+    """Both fitters' compiled batches (the dense path pads to padded_length
+    and bounds members by memory; the O(n) path to quantised_length and
+    points): consecutive, in order, none empty, each within batch_size,
+    within MAX_PADDING_RATIO of its first's padded length, and within the
+    room its longest member leaves."""
+    from types import SimpleNamespace
+
+    from gpcore.batching import MAX_PADDING_RATIO, compiled_batches, padded_length
+    lengths = [10, 12, 16, 20, 33, 40, 70, 300, 301, 302, 303, 304, 2000]
+    ready = [(i, SimpleNamespace(n_points=n)) for i, n in enumerate(lengths)]
+    room = lambda n_max: 2 if n_max > 200 else 100  # noqa: E731
+    batches = [[i for i, _ in b] for b in compiled_batches(ready, 4, padded_length, room)]
+    assert [i for b in batches for i in b] == list(range(len(lengths)))
+    for b in batches:
+        padded = [padded_length(lengths[i]) for i in b]
+        assert 1 <= len(b) <= 4 and max(padded) <= MAX_PADDING_RATIO * padded[0]
+        assert len(b) <= max(1, room(max(padded)))
+    # Padded 16,16,16,24 | 40,40,72 (304 > 2 x 40) | 304 x 5, two a batch
+    # (their room) | 2000 alone (> 2 x 304).
+    assert batches == [[0, 1, 2, 3], [4, 5, 6], [7, 8], [9, 10], [11], [12]]

@@ -6,6 +6,7 @@ for forecast and held-out rows, a plain numpy calibrated predictive
 (docs/design.md, "Forecast intervals")."""
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -345,6 +346,90 @@ def test_the_transform_is_in_the_fingerprint(tmp_path_factory, positive, logged)
     assert {r["series_id"] for r in again.rows() if r["reused"]} == {"sales", "visits"}
     assert other.manifest["reuse"]["reused"] == 0  # log1p: every series refitted
     assert {r["series_id"]: r["status"] for r in other.rows()}["with_zero"] == "ok"
+
+
+
+def test_forecasts_past_float64_on_ys_scale_are_left_out_and_said(tmp_path, caplog):
+    """Under --transform log values near float64's largest are points like
+    any others on the log scale (log 1e300 = 691), so such a series is
+    fitted; its forecast, mapped back, passes float64's largest (1.8e308)
+    and was written as inf (mean and bounds), silently: here a series
+    growing by e^17.5 a step, 1e296 at its end. Such a series now gets no
+    predictions, with a warning that names it and what to do, and is
+    counted as not_predicted; every row written is finite."""
+    rng = np.random.default_rng(3)
+    t = np.arange(40.0)
+    data = {"plain": (t, 50 + 10 * rng.random(40)), "growing": (t, np.exp(17.5 * t))}
+    run = gpfit(write_long(str(tmp_path / "in"), data), str(tmp_path / "out"), "--kernel",
+                "rbf", "--transform", "log", "--predict_steps", "5", "--predict_observed")
+    assert run.code == 0, run.stderr
+    assert sorted(r["series_id"] for r in run.rows()) == ["growing", "plain"]
+    assert all(r["status"] == "ok" for r in run.rows())
+    predictions = run.predictions()
+    assert {p["series_id"] for p in predictions} == {"plain"}
+    for p in predictions:
+        assert all(np.isfinite(p[name]) for name in ("t", "mean", "stddev", "stddev_observed",
+                                                      "lower_95", "upper_95")), p
+    assert run.manifest["predictions"]["not_predicted"] == 1
+    assert "1 ok series got no predictions" in run.stderr and "float64" in run.stderr
+    said = [r.getMessage() for r in caplog.records if "series growing" in r.getMessage()]
+    assert len(said) == 1 and "is inf on y's scale" in said[0], caplog.text
+    assert "--transform log" in said[0] and "rescale y" in said[0]
+
+
+def test_held_out_missing_value_codes_give_a_null_mase_not_a_failed_run(tmp_path):
+    """The backtest fits the first points and scores the last K, which the
+    fit's checks never see: two of them a missing-value code (float64's
+    largest, 1.8e308) made the mean absolute error overflow to inf, and the
+    manifest's 2 % bins (log of inf) failed the whole job, exit 3, "cannot
+    convert float infinity to integer", naming no series. A MASE that is
+    not a finite number is null now, as one of a scale of 0 is; the
+    series' row, its coverage and the manifest's totals of the others
+    stand, and the manifest is strict JSON."""
+    rng = np.random.default_rng(3)
+    t = np.arange(40.0)
+    coded = 50 + 10 * rng.random(40)
+    coded[-2:] = np.finfo(np.float64).max
+    data = {"plain": (t, 50 + 10 * rng.random(40)), "coded": (t, coded)}
+    run = gpfit(write_long(str(tmp_path / "in"), data), str(tmp_path / "out"), "--kernel",
+                "rbf", "--holdout", "3")
+    assert run.code == 0, run.stderr
+    rows = {r["series_id"]: r for r in run.rows()}
+    assert sorted(rows) == ["coded", "plain"] and len(run.rows()) == 2
+    assert all(r["status"] == "ok" and r["holdout_points"] == 3 for r in rows.values())
+    assert rows["coded"]["holdout_mase"] is None
+    assert 0 <= rows["coded"]["holdout_coverage_95"] <= 1
+    assert np.isfinite(rows["plain"]["holdout_mase"])
+    with open(os.path.join(run.output, "_SUCCESS.json")) as f:
+        manifest = json.load(f, parse_constant=lambda name: pytest.fail(f"JSON holds {name}"))
+    assert manifest["holdout"]["series"] == 2 and manifest["holdout"]["points"] == 6
+    assert manifest["holdout"]["mase_mean"] == pytest.approx(rows["plain"]["holdout_mase"])
+
+
+def test_the_manifests_mase_mean_of_huge_mases_is_their_mean_not_infinity(tmp_path):
+    """A missing-value code (1.8e308) as a series' last point, held out,
+    gives a finite MASE near 2e307; twelve such series summed past float64's
+    largest and the manifest said "mase_mean": Infinity, which is not JSON
+    (RFC 8259: strict parsers refuse the whole file). The mean of finite
+    MASEs is finite: numpy's mean of the rows' MASEs (the sum in float64
+    would overflow; numpy's pairwise sum of the values over 12 does not),
+    to 1e-12."""
+    rng = np.random.default_rng(5)
+    t = np.arange(40.0)
+    data = {}
+    for i in range(12):
+        y = 50 + 10 * rng.random(40)
+        y[-1] = np.finfo(np.float64).max
+        data[f"s{i}"] = (t, y)
+    run = gpfit(write_long(str(tmp_path / "in"), data), str(tmp_path / "out"), "--kernel",
+                "rbf", "--holdout", "3")
+    assert run.code == 0, run.stderr
+    mases = np.array([r["holdout_mase"] for r in run.rows()])
+    assert mases.size == 12 and np.all(np.isfinite(mases)) and mases.sum() == np.inf
+    with open(os.path.join(run.output, "_SUCCESS.json")) as f:
+        manifest = json.load(f, parse_constant=lambda name: pytest.fail(f"JSON holds {name}"))
+    assert manifest["holdout"]["mase_mean"] == pytest.approx(np.mean(mases / 12) * 12,
+                                                             rel=1e-12)
 
 
 @pytest.mark.parametrize("argv,said", [

@@ -49,6 +49,18 @@ def test_an_arrow_table_gives_exactly_the_output_schema_of_the_jobs_shards(data,
     assert_same_rows(got.to_pylist(), want)
 
 
+def test_categorical_times_and_values_are_read_as_their_categories(data):
+    """pandas' category dtype (dates or values repeated over a long frame
+    kept as categories to save memory) arrives as Arrow dictionaries:
+    fit_frame refused them ("has type dictionary<values=timestamp[ms],
+    ...>; expected numbers, dates or timestamps") where the command reads
+    the same frame written with to_parquet, its rows the job's."""
+    table, want = data
+    frame = table.to_pandas()
+    frame["t"], frame["y"] = frame["t"].astype("category"), frame["y"].astype("category")
+    assert_same_rows(rows_of(gpfit.fit_frame(frame)), want)
+
+
 def test_the_nested_layout_and_renamed_columns_are_read_as_the_command_reads_them(data):
     table, want = data
     frame = table.to_pandas().dropna(subset=["series_id"])

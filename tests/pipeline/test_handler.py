@@ -1,11 +1,10 @@
 """The fitting step's handler (pipeline.handler.FitterHandler) against the
-real fitter: what it builds, costs and fits is gpcore's."""
+real fitter: what it builds and fits is gpcore's."""
 from __future__ import annotations
 
 import numpy as np
 
 import gpcore
-from gpcore.batching import Batching
 from pipeline import runtime
 from pipeline.handler import Counters, FitterHandler
 
@@ -35,26 +34,6 @@ def test_the_handler_fits_as_gpcores_fitter_does_and_counts_its_work():
     assert (kernel, series) == ("rbf", 3) and newton > 0 and grid > 0
     handler.fit(fitter, batch[:1])
     assert handler.counters(fitter).tracing_count == 1
-
-
-def test_a_call_costs_what_gpcores_batching_estimates():
-    config = gpcore.FitConfig(kernel="rbf")
-    handler = FitterHandler(config)
-    for n in (10, 200, 1000):
-        assert handler.cost(_series(0, n)) == Batching(config).cost(n)
-
-
-def test_under_auto_a_call_costs_the_candidates_auto_fits():
-    """The progress lines' estimate, as the batching's (Batching.cost_of):
-    auto's periodic candidate charged only where its screen passes."""
-    from gpcore.choice import fits_periodic
-    config = gpcore.FitConfig(kernel="auto")
-    handler, batching = FitterHandler(config), Batching(config)
-    rng = np.random.default_rng(4)
-    walk = gpcore.Series("walk", np.arange(80.0), np.cumsum(rng.standard_normal(80)))
-    cycle = gpcore.Series("cycle", np.arange(80.0), np.sin(np.arange(80.0)) + 0.1 * rng.standard_normal(80))
-    assert (fits_periodic(config, walk), fits_periodic(config, cycle)) == (False, True)
-    assert handler.cost(walk) == batching.cost(80, False) < handler.cost(cycle) == batching.cost(80)
 
 
 def test_under_auto_the_work_is_counted_per_candidate():

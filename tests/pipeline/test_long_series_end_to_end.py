@@ -49,6 +49,29 @@ def test_kernel_without_state_space_form_skips_it_naming_those_that_fit(tmp_path
     assert rows["short"]["status"] == "ok"
 
 
+def test_a_long_series_no_kernel_can_fit_says_why_not_to_raise_max_points(tmp_path):
+    """10,000 points at one time (a time column defaulted to one date), or
+    of values near 1e300 (a missing-value code), cannot be fitted by any
+    kernel at any max_points; with rbf they were skipped as more than
+    max_points=4096, told to raise it or use a Matern kernel, which then
+    skipped them for their times or values. Their reason is now that."""
+    rng = np.random.default_rng(2)
+    series = {"one_time": (np.full(10_000, 5.0), rng.normal(size=10_000)),
+              "codes": (np.arange(10_000.0), 1e300 * rng.normal(size=10_000)),
+              "short": (np.arange(50.0), rng.normal(size=50))}
+    run = gpfit(write_long(str(tmp_path / "in"), series, null_id_rows=0),
+                str(tmp_path / "out"), "--kernel", "rbf")
+    assert run.code == 0, run.stderr
+    rows = {r["series_id"]: r for r in run.rows()}
+    assert sorted(rows) == ["codes", "one_time", "short"]
+    assert rows["short"]["status"] == "ok"
+    for sid, words in (("one_time", "all observation times are equal"),
+                       ("codes", "give NaN where a value is a code for a missing one")):
+        assert rows[sid]["status"] == "skipped" and rows[sid]["n_points"] == 10_000
+        assert words in rows[sid]["error"], rows[sid]
+        assert "max_points" not in rows[sid]["error"] and "O(n)" not in rows[sid]["error"]
+
+
 @pytest.fixture(scope="module")
 def long_nights(tmp_path_factory):
     """(night 1, night 2, night 2 fitted cold) of two 6,000-point series:

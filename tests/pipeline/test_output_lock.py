@@ -193,3 +193,70 @@ def test_the_holder_as_another_runs_reader_sees_it(tmp_path):
         f.write('{"run_id": "ab')
     unreadable = lock.holder(output)
     assert unreadable.live and unreadable.said.startswith("a lock that cannot be read, written")
+
+
+def test_a_run_that_finished_between_anothers_checks_and_its_lock_leaves_no_shard(
+        tmp_path, monkeypatch):
+    """Two runs into one folder: the second checks the folder (and lists the
+    earlier files it will replace), then the first runs whole, with another
+    shard count and forecasts, and releases the folder, then the second
+    takes the lock. Its list, made before, named shards the first run had
+    deleted and lacked those it wrote: the second deleted the first's
+    _SUCCESS.json, then failed "unexpectedly" (Delete operation failed,
+    exit 3), and the first's forecasts would have stayed beside its output.
+    The files are listed under the lock."""
+    from gpfit_runs import files_in, gpfit_here, read_rows
+    from pipeline import cli
+
+    input_, output = _input(tmp_path, n_series=12), str(tmp_path / "out")
+    assert gpfit_here(input_, output, "--batch_size", "4").code == 0  # last night's
+    real_acquire, ran = cli.lock.acquire, []
+
+    def first_run_then_acquire(*args, **kwargs):
+        if not ran:  # the first run, start to end, inside the second's window
+            ran.append(None)
+            ran[0] = gpfit_here(input_, output, "--batch_size", "4", "--num_shards", "3",
+                                "--predict_steps", "2")
+        return real_acquire(*args, **kwargs)
+
+    monkeypatch.setattr(cli.lock, "acquire", first_run_then_acquire)
+    second = gpfit_here(input_, output, "--batch_size", "4")
+    assert ran[0].code == 0, ran[0].stderr
+    assert second.code == 0, second.stderr
+    ids = sorted(row["series_id"] for row in read_rows(output))
+    assert ids == [f"k{i:03d}" for i in range(12)], ids  # each once
+    assert second.manifest["output_files"] == ["params/part-00000-of-00001.parquet"]
+    assert files_in(output) == ["_SUCCESS.json", "params/part-00000-of-00001.parquet"]
+
+
+def test_a_stale_lock_whose_process_is_still_here_names_it_and_does_not_advise_breaking(
+        tmp_path):
+    """A run suspended with Ctrl-Z (SIGSTOP) beats no more: after 10 minutes
+    its lock was called a stopped run's, "pass --break_lock", and a run
+    taking it over would write beside the suspended one once resumed. Its
+    process is known to be there (this host, its pid and start time)."""
+    import signal
+    import socket
+    input_, output = _input(tmp_path, n_series=3), str(tmp_path / "out")
+    suspended = subprocess.Popen(["sleep", "600"])
+    try:
+        os.kill(suspended.pid, signal.SIGSTOP)
+        content = {**_stale_lock(output, age_s=2 * lock.STALE_AFTER_S),
+                   "host": socket.gethostname(), "pid": suspended.pid, "local": True,
+                   "pid_start": lock.process_start(suspended.pid)}
+        with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+            json.dump(content, f)
+        for _ in range(100):  # the stop is delivered asynchronously
+            if (lock.process_stat(suspended.pid) or ["?"])[0] == "T":
+                break
+            time.sleep(0.05)
+        refused = gpfit(input_, output, *RUN_OPTIONS)
+    finally:
+        suspended.kill()
+        suspended.wait()
+    assert refused.code == 4, refused.stderr
+    line = refused.stderr.strip().splitlines()[-1]
+    assert f"its process {suspended.pid} is still there on this host (stopped: " \
+           "suspended, e.g. by Ctrl-Z; run deadbeef0000" in line, line
+    assert f"kill -CONT {suspended.pid}" in line and "--break_lock" not in line, line
+    assert os.listdir(output) == ["_RUNNING.json"]  # untouched

@@ -137,11 +137,93 @@ def a_hard_link_beside_its_file(tmp):
     return str(tmp / "days" / "*.parquet"), "read twice"
 
 
+def a_dask_metadata_summary(tmp):
+    # Dask's to_parquet(write_metadata_file=True) and Spark leave _metadata,
+    # the footers of the parts, beside them: named as --input, its footer
+    # passed and the job failed reading row groups that are in the parts
+    # ("Couldn't deserialize thrift", exit 3, output cleared).
+    os.makedirs(tmp / "dask")
+    collector = []
+    pq.write_table(_good_table(), tmp / "dask" / "part.0.parquet", metadata_collector=collector)
+    collector[-1].set_file_path("part.0.parquet")
+    pq.write_metadata(_good_table().schema, tmp / "dask" / "_metadata",
+                      metadata_collector=collector)
+    return str(tmp / "dask" / "_metadata"), (
+        f"{tmp / 'dask' / '_metadata'} holds the footers of other files (a _metadata summary, "
+        f"as Dask and Spark write beside their parts), not their rows; give --input the folder "
+        f"that holds it, {str(tmp / 'dask')!r}")
+
+
+def an_id_in_hive_folder_names(tmp):
+    # pyarrow's write_to_dataset(partition_cols=["series_id"]), Spark's
+    # partitionBy: the id is in the folder names, not in the files, and the
+    # advice was to name the right column with --id_column.
+    pq.write_to_dataset(_good_table(), tmp / "hive", partition_cols=["series_id"])
+    return str(tmp / "hive" / "**" / "*.parquet"), (
+        "has no column 'series_id' (its columns: t, y); it is in the folder names "
+        f"(series_id=a/: Hive partitioning), which gpfit does not read: write the files with "
+        f"the column in them (pyarrow.dataset.dataset({str(tmp / 'hive')!r}, "
+        "partitioning='hive') reads them with it)")
+
+
+def column_names_with_spaces(tmp):
+    # The listing showed " series_id, t , y": the names it lacked, seemingly.
+    table = _good_table().rename_columns([" series_id", "t", "y"])
+    return _write(tmp / "s.parquet", table), (
+        "has no column 'series_id' (its columns:  series_id, t, y); its column ' series_id' "
+        "differs only in case or in spaces around the name: give that name to --id_column")
+
+
+def column_names_in_another_case(tmp):
+    table = _good_table().rename_columns(["series_id", "T", "y"])
+    return _write(tmp / "s.parquet", table), (
+        "its column 'T' differs only in case or in spaces around the name: give that name to "
+        "--time_column")
+
+
+def no_columns(tmp):
+    # pandas' DataFrame().to_parquet(): "(its columns: ); name the right one".
+    return _write(tmp / "empty.parquet", pa.table({})), (
+        f"{tmp / 'empty.parquet'} has no columns (a table written without any); write it with "
+        "the columns 'series_id', 't' and 'y', or remove it")
+
+
+def a_file_named_in_latin1(tmp):
+    # The job failed on its workers, exit 3: "'utf-8 [while running
+    # 'ReadSeries/ListRowGroups/ParDo(ListRowGroups)']' codec can't encode
+    # characters in position 7-8: surrogates not allowed".
+    os.makedirs(tmp / "names")
+    _write(tmp / "names" / "a.parquet", _good_table())
+    with open(os.path.join(os.fsencode(tmp / "names"), b"caf\xe9.parquet"), "wb") as f:
+        pq.write_table(_good_table(), f)
+    return str(tmp / "names"), (f"input file '{tmp / 'names'}/caf\\xe9.parquet' has a name "
+                                "that is not UTF-8 text")
+
+
+def a_file_named_with_a_newline(tmp):
+    # The refusal was two lines: "gpfit: error: .../bad" and "name.parquet is not ...".
+    os.makedirs(tmp / "names")
+    _write(tmp / "names" / "a.parquet", _good_table())
+    (tmp / "names" / "bad\nname\u202e.parquet").write_text("x")
+    return str(tmp / "names"), f"{tmp / 'names'}/bad\\nname\\u202e.parquet is not a Parquet file"
+
+
+def a_glob_in_a_folder_named_with_brackets(tmp):
+    # "no file matches ...; check the --input pattern", of a folder that is there.
+    os.makedirs(tmp / "runs [v2]")
+    _write(tmp / "runs [v2]" / "a.parquet", _good_table())
+    return str(tmp / "runs [v2]" / "*.parquet"), (
+        f"; in a glob, [...] matches one of the characters within, so to match the folder "
+        f"'{tmp}/runs [v2]' write its [ as [[]: '{tmp}/runs [[]v2]/*.parquet'")
+
+
 @pytest.mark.parametrize("make_input", [
-    no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
+    a_glob_in_a_folder_named_with_brackets, a_file_named_in_latin1, a_file_named_with_a_newline, no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
     mixed_time_kinds, half_float_ids, uuid_ids, unknown_scheme, unavailable_scheme,
-    a_link_beside_its_file, a_hard_link_beside_its_file,
+    a_link_beside_its_file, a_hard_link_beside_its_file, a_dask_metadata_summary,
+    an_id_in_hive_folder_names, column_names_with_spaces, column_names_in_another_case,
+    no_columns,
 ])
 def test_unusable_input_exits_2(tmp_path, make_input):
     input_, expected = make_input(tmp_path)
@@ -246,6 +328,154 @@ def test_a_repeated_log_level_takes_the_last_as_the_options_do(tmp_path, levels)
                       str(tmp_path / "out"), *levels, "--kernel", "cubic")
     assert_usage_error(Run(done.returncode, done.stdout, done.stderr, str(tmp_path / "out")),
                        "--kernel must be one of rbf")
+
+
+@pytest.mark.parametrize("option", ["--input", "--output", "--previous_output"])
+def test_a_path_that_is_not_utf8_exits_2(tmp_path, option):
+    """A folder named in Latin-1 (Python hands its bytes over as surrogate
+    escapes) in any path option: Beam's encoding of the options failed, and
+    gpfit "failed unexpectedly: UnicodeEncodeError ... report it", exit 3."""
+    folder = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"d\xe9j\xe0"))
+    os.makedirs(folder)
+    input_ = os.path.join(folder, "in.parquet")
+    with open(input_, "wb") as f:  # pyarrow takes no such path
+        pq.write_table(_good_table(), f)
+    paths = {"--input": input_, "--output": os.path.join(folder, "out"),
+             "--previous_output": folder}
+    run = gpfit(paths["--input"] if option == "--input" else _write(tmp_path / "in.parquet",
+                                                                    _good_table()),
+                str(tmp_path / "out") if option != "--output" else paths["--output"],
+                *(["--previous_output", paths[option]] if option == "--previous_output" else []))
+    shown = paths[option].replace("d\udce9j\udce0", "d\\xe9j\\xe0")
+    assert_usage_error(run, f"{option} '{shown}' is not UTF-8 text, which Beam needs of every "
+                            "option and file name")
+
+
+def test_an_output_name_longer_than_the_file_system_takes_exits_2(tmp_path):
+    """A name over 255 bytes in --output, or a path over 4096 with the names
+    gpfit writes in it, failed as "gpfit failed unexpectedly: OSError:
+    [Errno 36] File name too long ... report it", exit 3."""
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    run = gpfit(input_, str(tmp_path / "runs" / ("é" * 128) / "night"))
+    assert_usage_error(run, f"--output: the name {'é' * 40}... is 256 bytes, longer than the "
+                            "file system takes (255 bytes); give a shorter folder path")
+    deep = os.path.join(str(tmp_path / "runs"), *["d" * 200] * 20)
+    run = gpfit(input_, deep)
+    assert_usage_error(run, f"--output: the path {deep[:40]}... is {len(deep):,} bytes, longer "
+                            "with the 112 bytes of names written in it than the file system "
+                            "takes (4096 bytes); give a shorter folder path")
+    assert not os.path.exists(tmp_path / "runs")
+
+
+def _as_a_user_without_access(*args: str):
+    """`python *args` in a fresh process that file permissions bind: as
+    root, without the capabilities that pass them over (root reads a chmod
+    000 file otherwise); skipped where that cannot be had."""
+    import shutil
+    import subprocess
+    import sys
+    prefix = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("root reads any file; dropping that needs setpriv")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=repo)
+    return subprocess.run([*prefix, sys.executable, *args], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+@pytest.mark.parametrize("unreadable, pattern, expected", [
+    # "not a Parquet file ([Errno 13] Permission denied ...); ... convert it to Parquet"
+    ("days/b.parquet", "days", "{tmp}/days/b.parquet cannot be read: Permission denied; make it "
+                               "readable by this user, or leave it out of --input"),
+    # The run went on without the folder's files, exit 0, without a word.
+    ("days/late", "days/**/*.parquet", "cannot list the folder {tmp}/days/late, which --input "
+                                       "reaches: Permission denied; its files would be left "
+                                       "out of the run. Make it readable by this user, or give "
+                                       "an --input glob that leaves it out"),
+    # "folder 'days' holds no data files; put the Parquet files directly in it"
+    ("days", "days", "cannot list the folder {tmp}/days, which --input reaches: Permission "
+                     "denied; its files would be left out of the run. Make it readable by this "
+                     "user, or give an --input glob that leaves it out"),
+])
+def test_input_this_user_cannot_read_exits_2(tmp_path, unreadable, pattern, expected):
+    os.makedirs(tmp_path / "days" / "late")
+    for name in ("days/a.parquet", "days/b.parquet", "days/late/c.parquet"):
+        _write(tmp_path / name, _good_table())
+    os.chmod(tmp_path / unreadable, 0)
+    try:
+        done = _as_a_user_without_access("-m", "pipeline", "--input", str(tmp_path / pattern),
+                                         "--output", str(tmp_path / "out"))
+    finally:
+        os.chmod(tmp_path / unreadable, 0o755)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "gpfit: error: " + expected.replace("{tmp}", str(tmp_path))]
+    assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.parametrize("unreadable, said", [
+    # "... part-00000-of-00001.parquet is not a Parquet file ([Errno 13] Permission denied ...)"
+    ("night1/params/part-00000-of-00001.parquet",
+     "{tmp}/night1/params/part-00000-of-00001.parquet cannot be read: Permission denied; make "
+     "it readable by this user"),
+    # "... holds no parameter shards", and the report: "no params/part-*.parquet files"
+    ("night1/params", "cannot list the folder {tmp}/night1/params: Permission denied; make it "
+                      "readable by this user"),
+])
+def test_a_previous_run_this_user_cannot_read_is_said_so(tmp_path, unreadable, said):
+    """As --previous_output and as gpfit-report's --params."""
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    assert gpfit(input_, str(tmp_path / "night1")).code == 0
+    os.chmod(tmp_path / unreadable, 0)
+    try:
+        night2 = _as_a_user_without_access(
+            "-m", "pipeline", "--input", input_, "--output", str(tmp_path / "night2"),
+            "--previous_output", str(tmp_path / "night1"))
+        report = _as_a_user_without_access(
+            "-m", "pipeline.report", "--params", str(tmp_path / "night1"), "--out",
+            str(tmp_path / "r.html"))
+    finally:
+        os.chmod(tmp_path / unreadable, 0o755)
+    said = said.replace("{tmp}", str(tmp_path))
+    assert night2.returncode == 2 and night2.stderr.strip().splitlines() == [
+        f"gpfit: error: --previous_output: {said}; give a gpfit output folder, or add "
+        "--previous_output_optional to fit every series cold"], night2.stderr
+    assert report.returncode == 2 and report.stderr.strip().splitlines() == [
+        f"gpfit-report: error: {said}"], report.stderr
+
+
+def test_a_folder_the_glob_does_not_reach_may_be_unreadable(tmp_path):
+    """A glob of the files directly in a folder needs none of its
+    subfolders, nor a ** glob its _temporary/ (no data): no refusal."""
+    os.makedirs(tmp_path / "days" / "late")
+    os.makedirs(tmp_path / "days" / "sub" / "_temporary")
+    _write(tmp_path / "days" / "a.parquet", _good_table())
+    os.chmod(tmp_path / "days" / "late", 0)
+    os.chmod(tmp_path / "days" / "sub" / "_temporary", 0)
+    globs = [str(tmp_path / "days" / "*.parquet"), str(tmp_path / "days"),
+             str(tmp_path / "days" / "s*" / "**" / "*.parquet"),
+             str(tmp_path / "days" / "s*" / "*.parquet")]
+    try:
+        done = _as_a_user_without_access(
+            "-c", "import sys; from pipeline.io.inputs import check_listable\n"
+                  "for glob in sys.argv[1:]: check_listable(glob)\n"
+                  "check_listable(sys.argv[1].replace('*.parquet', '**'))", *globs)
+    finally:
+        os.chmod(tmp_path / "days" / "late", 0o755)
+        os.chmod(tmp_path / "days" / "sub" / "_temporary", 0o755)
+    assert done.returncode == 1 and done.stderr.strip().splitlines()[-1].startswith(
+        f"pipeline.io.errors.InputError: cannot list the folder {tmp_path}/days/late,"), \
+        done.stderr
+
+
+def test_the_final_line_names_an_output_with_a_newline_on_one_line(tmp_path):
+    """It was two lines: "gpfit: ... -> .../out" and "night (3.2 s)"."""
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    run = gpfit(input_, str(tmp_path / "out\nnight"))
+    assert run.code == 0 and run.stdout.count("\n") == 1, run.stdout
+    assert f"-> {tmp_path}/out\\nnight (" in run.stdout
 
 
 def test_missing_input_option_exits_2(tmp_path, capsys):

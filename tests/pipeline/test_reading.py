@@ -202,3 +202,35 @@ def test_an_id_column_of_nulls_alone_is_rows_with_a_null_id(tmp_path):
         assert_that(series.unreadable, equal_to([]), label="NoneUnreadable")
 
     _run(build)
+
+
+def test_a_file_of_no_rows_agrees_with_any_kind_of_time_and_layout(tmp_path):
+    # An export's empty part written with another schema (pandas' empty
+    # frame of datetime64 t, a nested empty file) beside files of numbers:
+    # it holds no time, yet the run was refused ("holds plain numbers in
+    # ... but dates or timestamps in ...; give one kind of time"). Named
+    # first or last, the run fits the others as they fit alone.
+    from pipeline_data import RUN_OPTIONS, gpfit
+
+    t = np.arange(30.0)
+    good = pa.table({"series_id": ["a"] * 30 + ["b"] * 30, "t": np.tile(t, 2),
+                     "y": np.concatenate([np.sin(t / 4), np.cos(t / 5)])})
+    (tmp_path / "alone").mkdir()
+    pq.write_table(good, tmp_path / "alone" / "m.parquet")
+    alone = gpfit(str(tmp_path / "alone"), str(tmp_path / "out_alone"), *RUN_OPTIONS)
+    assert alone.code == 0, alone.stderr
+    empties = {"dates": pa.table({"series_id": pa.array([], pa.large_string()),
+                                  "t": pa.array([], pa.timestamp("ns")),
+                                  "y": pa.array([], pa.float64())}),
+               "nested": pa.table({"series_id": pa.array([], pa.string()),
+                                   "t": pa.array([], pa.list_(pa.float64())),
+                                   "y": pa.array([], pa.list_(pa.float64()))})}
+    for kind, empty in empties.items():
+        for name in ("a_empty", "z_empty"):
+            folder = tmp_path / f"{kind}_{name}"
+            folder.mkdir()
+            pq.write_table(good, folder / "m.parquet")
+            pq.write_table(empty, folder / f"{name}.parquet")
+            run = gpfit(str(folder), str(tmp_path / f"out_{kind}_{name}"), *RUN_OPTIONS)
+            assert run.code == 0, (kind, name, run.stderr)
+            assert run.rows() == alone.rows(), (kind, name)

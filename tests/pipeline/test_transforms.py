@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 import numpy as np
+import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
@@ -17,7 +18,7 @@ from pipeline.handler import Counters
 from pipeline.io import conversion, fingerprint
 from pipeline.io.schema import OUTPUT_COLUMNS
 from pipeline.runtime import local_runner
-from pipeline.transforms import FIT_STATS, BatchByLength, FitDoFn
+from pipeline.transforms import FIT_STATS, BatchByLength, FitCall, FitDoFn
 
 
 def _run(build, args=()):
@@ -35,15 +36,23 @@ def _series(sid, n):
     return gpcore.Series(sid, t, np.sin(t) + 0.01 * np.cos(7 * t))
 
 
-def _bundle(batcher, lengths):
-    """Runs one bundle of series of these lengths; -> (calls put out in
-    process(), calls put out at the bundle's end), as lists of lengths."""
+def _bundle(batching, lengths):
+    """Runs one bundle of series of these lengths through BatchByLength;
+    -> (calls put out in process(), calls put out at the bundle's end), as
+    lists of lengths. Each call carries its series' summed estimate."""
+    batcher = BatchByLength(batching)
     batcher.start_bundle()
-    full = [[len(s.y) for s in call] for n, size in enumerate(lengths)
+    full = [call for n, size in enumerate(lengths)
             for call in batcher.process(_series(f"s{n}", size))]
     finished = list(batcher.finish_bundle())
     assert all(isinstance(w, WindowedValue) for w in finished)
-    return full, [[len(s.y) for s in w.value] for w in finished]
+    calls = full + [w.value for w in finished]
+    assert all(isinstance(call, FitCall) for call in calls)
+    for call in calls:
+        assert call.estimated_s == pytest.approx(
+            sum(batching.cost_of(s) for s in call.series), rel=1e-12)
+    return ([[len(s.y) for s in call.series] for call in full],
+            [[len(s.y) for s in w.value.series] for w in finished])
 
 
 def test_fit_calls_are_cut_by_estimated_cost_within_a_length_bucket():
@@ -52,7 +61,7 @@ def test_fit_calls_are_cut_by_estimated_cost_within_a_length_bucket():
     batching = Batching(gpcore.FitConfig(), seconds_per_call=seconds)
     assert batching.cost(1024) > seconds > 4 * batching.cost(512) > 100 * batching.cost(64)
     lengths = [1024, 40] + [512] * 6 + [41, 1100]
-    full, rest = _bundle(BatchByLength(batching), lengths)
+    full, rest = _bundle(batching, lengths)
     per_call = int(-(-seconds // batching.cost(512)))  # series of 512 points to fill a call
     assert per_call == 5
     # Long series alone; 512-point ones as soon as their cost reaches a call;
@@ -80,10 +89,16 @@ def test_under_auto_calls_of_series_the_screen_fails_hold_more():
         [batching.cost(100, True)] * 3 + [batching.cost(100, False)] * len(walks))
     dofn = BatchByLength(batching)
     dofn.start_bundle()
-    full = [[s.series_id for s in call] for s in cycles + walks for call in dofn.process(s)]
-    rest = [[s.series_id for s in w.value] for w in dofn.finish_bundle()]
-    assert full == [["c0", "c1", "c2"], [f"w{k}" for k in range(per_call)]]
-    assert rest == [[f"w{per_call}"]]
+    full = list(call for s in cycles + walks for call in dofn.process(s))
+    rest = [w.value for w in dofn.finish_bundle()]
+    assert [[s.series_id for s in call.series] for call in full] == [
+        ["c0", "c1", "c2"], [f"w{k}" for k in range(per_call)]]
+    assert [[s.series_id for s in call.series] for call in rest] == [[f"w{per_call}"]]
+    # Each call carries the estimate the progress lines and FitStats show:
+    # the periodic candidate charged only where the screen passed.
+    assert [call.estimated_s for call in full + rest] == pytest.approx(
+        [3 * batching.cost(100, True), per_call * batching.cost(100, False),
+         batching.cost(100, False)], rel=1e-12)
 
 
 class FlatCost(Batching):
@@ -96,7 +111,7 @@ class FlatCost(Batching):
 def test_leftovers_at_the_end_of_a_bundle_are_cut_by_cost_too():
     # One or two series per bucket: nothing fills a call within its bucket.
     lengths = [160, 10, 80, 20, 40, 20]
-    full, rest = _bundle(BatchByLength(FlatCost(gpcore.FitConfig(), 1.0)), lengths)
+    full, rest = _bundle(FlatCost(gpcore.FitConfig(), 1.0), lengths)
     assert full == []
     assert rest == [[10, 20, 20], [40, 80, 160]]
 
@@ -127,9 +142,6 @@ class FakeHandler:
             f.write("built\n")
         return FakeFitter()
 
-    def cost(self, series) -> float:
-        return 0.001 * np.size(series.y)
-
     def fit(self, fitter, batch):
         fitter.calls += 1
         if any(s.series_id == "broken" for s in batch):
@@ -149,11 +161,13 @@ class FakeHandler:
 
 
 def _batches():
-    """20 series in 7 calls, one of them holding "broken"; s05 carries its
-    fingerprint, as one compared with a previous run does."""
+    """20 series in 7 calls, one of them holding "broken", each estimated at
+    1 ms a point; s05 carries its fingerprint, as one compared with a
+    previous run does."""
     series = [_series(f"s{i:02d}", 10 + i) for i in range(19)] + [_series("broken", 5)]
     series[5] = fingerprint.stamped(b"not this run's key", series[5])
-    return [series[i:i + 3] for i in range(0, len(series), 3)], series
+    batches = [series[i:i + 3] for i in range(0, len(series), 3)]
+    return [FitCall(b, 0.001 * sum(np.size(s.y) for s in b)) for b in batches], series
 
 
 def _every_series_once(series, key, calls):
@@ -181,7 +195,7 @@ def _every_series_once(series, key, calls):
 def test_the_dofn_builds_one_fitter_and_puts_every_series_out_once(tmp_path):
     builds = tmp_path / "builds.txt"
     batches, series = _batches()
-    calls = [{str(s.series_id) for s in batch} for batch in batches]
+    calls = [{str(s.series_id) for s in batch.series} for batch in batches]
     assert "broken" in calls[-1]
     key = fingerprint.options_key(gpcore.FitConfig(kernel="rbf"))
     fit = FitDoFn(FakeHandler(str(builds)), 1, heartbeat_s=3600.0)
@@ -190,8 +204,10 @@ def test_the_dofn_builds_one_fitter_and_puts_every_series_out_once(tmp_path):
         out = (pipeline | beam.Create(batches) | beam.Reshuffle()
                | beam.ParDo(fit).with_outputs(FIT_STATS, main="rows"))
         assert_that(out.rows, _every_series_once(series, key, calls))
-        assert_that(out[FIT_STATS] | beam.Map(lambda stats: stats.series),
-                    equal_to([len(b) for b in batches]), label="OneStatsPerCall")
+        # One FitStats per call, with the estimate the call carried.
+        assert_that(out[FIT_STATS] | beam.Map(lambda s: (s.series, s.estimated_seconds)),
+                    equal_to([(len(b.series), round(b.estimated_s, 3)) for b in batches]),
+                    label="OneStatsPerCall")
 
     result = _run(build, ["--direct_num_workers=2", "--direct_running_mode=multi_threading"])
     # Several DoFn instances on two threads, one fitter in the process.

@@ -51,12 +51,12 @@ class FlakyFitDoFn(transforms.FitDoFn):
         super().__init__(*args, **kwargs)
         self._attempts_file = FlakyFitDoFn.attempts_file
 
-    def process(self, batch, total=None):
-        rows = list(super().process(batch, total))
+    def process(self, call, total=None):
+        rows = list(super().process(call, total))
         yield from rows  # the failed attempt's output must be discarded
-        if any(s.series_id == self.TARGET for s in batch):
+        if any(s.series_id == self.TARGET for s in call.series):
             with open(self._attempts_file, "a") as f:
-                f.write(" ".join(sorted(str(s.series_id) for s in batch)) + "\n")
+                f.write(" ".join(sorted(str(s.series_id) for s in call.series)) + "\n")
             with open(self._attempts_file) as f:
                 attempt = len(f.read().splitlines())
             if attempt == 1:

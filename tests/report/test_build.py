@@ -144,3 +144,41 @@ def test_under_log_the_line_is_a_median_and_the_parts_add_up_on_the_log_scale():
     assert [p.label.split(":")[0] for p in parts] == ["rbf of log(y)", "periodic of log(y)"]
     # Round-off of one solve and a sum, as in the test above.
     np.testing.assert_allclose(sum(p.mean for p in parts), mean - 10.0, rtol=1e-9, atol=1e-9)
+
+
+def _title_reaches_the_right_edge(png: bytes) -> bool:
+    """Whether dark (text) pixels touch the image's last 6 columns above
+    the axes, where the title is: a title line drawn past the edge."""
+    import io
+
+    from PIL import Image
+    with Image.open(io.BytesIO(png)) as image:
+        grey = np.asarray(image.convert("L"))
+    return bool((grey[:60, -6:] < 128).any())
+
+
+def test_a_plot_title_keeps_every_parameter_inside_the_image():
+    """The title's first line ran off the 800-pixel image: a periodic fit's
+    "(sd ...)" with a 9-character id, noise_variance and more with a
+    45-character one. Its lines now wrap within the image."""
+    from pipeline.report.plots import series_png
+    t = np.linspace(0.0, 30.0, 25)
+    for series_id in ("demo-0001", "store=0042/sku=ABCDEFGH-1234/region=eu-west"):
+        row = params_row(series_id, kernel="periodic", mean=-0.012345, amplitude=1.2345,
+                         length_scale=0.91234, period=365.25, noise_variance=0.012345,
+                         nll=-123.45)
+        assert not _title_reaches_the_right_edge(series_png(t, np.sin(t), None, title(row)))
+
+
+def test_a_plot_title_shows_a_long_or_unprintable_id_short_and_escaped():
+    """A 1 MB id was drawn whole: 3 minutes for its one plot, matplotlib's
+    "Tight layout not applied" warning on stderr, and neither the parameters
+    nor the legend on the image; a newline in an id split the title line.
+    The card's heading shows the id whole; the title cuts it to ID_CHARS
+    (its end kept) and shows what does not print as Python escapes it."""
+    from pipeline.report.page import ID_CHARS
+    head = title(params_row("x" * 10 ** 6 + "-tail")).split("\n")[0]
+    shown = head.split(" · ")[0]
+    assert len(shown) == ID_CHARS and shown.endswith("x…" + "x" * 10 + "-tail")
+    assert title(params_row("new\nline\x00\u202e")).startswith("new\\nline\\x00\\u202e · rbf · ")
+    assert len(title(params_row("new\nline")).split("\n")) == 2

@@ -156,6 +156,12 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
 @pytest.mark.parametrize("make_args, message", [
     (lambda r, t: ["--params", str(write_params(t / "p", r.rows[:2], manifest=False)),
                    "--out", str(t / "o.html")], "--input is needed"),
+    # A run's table folder (README: "Read a table's folder") was told to give --input.
+    (lambda r, t: ["--params", f"{r.params}/params", "--out", str(t / "o.html")],
+     "--params '{params}/params' lies in the gpfit output folder '{params}'; pass that "
+     "folder"),
+    (lambda r, t: ["--params", f"{r.params}/_SUCCESS.json", "--out", str(t / "o.html")],
+     "/_SUCCESS.json' lies in the gpfit output folder"),
     (lambda r, t: ["--params", str(t / "absent"), "--out", str(t / "o.html")],
      "absent': no such folder; pass the folder that gpfit --output wrote"),
     (lambda r, t: ["--input", str(t / "nothing"), "--params", r.params,
@@ -168,6 +174,10 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
     # /proc takes no new file, whoever asks (root included): a read-only place.
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", "/proc/gpfit-report.html"],
      "cannot write '/proc/gpfit-report.html'"),
+    # Refused only after the plots, on ENAMETOOLONG, where README says "tried before the work".
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / ("o" * 251 + ".html"))],
+     "cannot write --out: the name oooooooooooooooooooooooooooooooooooooooo... is 256 bytes, "
+     "longer than the file system takes (255 bytes); give a shorter one"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--random", "-1"], "must be >= 0"),
     # numpy's generator refused it after the params were read: a traceback, exit 1.
@@ -182,8 +192,35 @@ def test_bad_input_exits_2_with_one_line(fitted_run, tmp_path, capsys, make_args
     assert run(make_args(fitted_run, tmp_path)) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("gpfit-report: error: ") and "\n" not in err, err
-    assert message in err
+    assert message.replace("{params}", str(fitted_run.params)) in err
     assert not (tmp_path / "o.html").exists()
+
+
+def test_an_out_name_of_the_longest_length_is_written(fitted_run, tmp_path, capsys):
+    """A name of 255 bytes, the most the file system takes, is a name the
+    page can have: it was first written as that name + ".tmp", refused
+    (File name too long) after all the work."""
+    out = tmp_path / ("o" * 250 + ".html")
+    assert run(["--input", fitted_run.data, "--params", fitted_run.params, "--out", str(out),
+                "--random", "0", "--worst", "0"]) == 0, capsys.readouterr().err
+    assert parse_page(out).doctype and sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
+def test_the_reasons_table_says_what_it_leaves_out(fitted_run, tmp_path, capsys):
+    """Past the 10 most common reasons the table stopped, and the page said
+    nothing of the rest: 13 reasons of 14 series showed as 10 of 11."""
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota",
+             "kappa", "lambda", "mu", "nu"]
+    rows = [params_row(f"bad-{word}", status="failed", error=f"the {word} check failed")
+            for word in words] + [params_row("bad-again", status="failed",
+                                             error="the alpha check failed")]
+    params = write_params(tmp_path / "p", rows + [params_row("s00")])
+    out = tmp_path / "r.html"
+    assert run(["--input", fitted_run.data, "--params", str(params), "--out", str(out),
+                "--random", "0", "--worst", "0"]) == 0, capsys.readouterr().err
+    text = " ".join(" ".join(parse_page(out).text).split())
+    assert "the alpha check failed" in text and "the nu check failed" not in text
+    assert "Not shown: 3 less common reason(s), of 3 series" in text
 
 
 def test_params_without_output_columns_exit_2(fitted_run, tmp_path, capsys):

@@ -68,3 +68,25 @@ def test_filter_uses_the_column_type_and_falls_back_to_strings():
     import pyarrow.dataset as ds
     kept = ds.dataset(table).to_table(filter=id_filter("id", pa.float64(), ["1.5"]))
     assert kept.column("id").to_pylist() == [1.5]
+
+
+def test_bytes_ids_that_are_not_utf8_are_read_as_gpfit_names_them(tmp_path):
+    """gpfit names a bytes id that is not UTF-8 with \\xNN escapes (README,
+    Input formats); the report cast the whole id column to string to find
+    it, and died on a traceback (ArrowInvalid: Invalid UTF8 payload) for
+    any series of such a file."""
+    ids = [b"a\xff", b"plain", "\u00e9".encode(), b"a\xff"]
+    pq.write_table(pa.table({"series_id": pa.array(ids, pa.binary()),
+                             "t": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 2.0, 3.0, 4.0]}),
+                   tmp_path / "b.parquet")
+    spec = inspect(str(tmp_path), Columns())
+    found = read_series(spec, ["a\\xff", "plain", "\u00e9"])
+    assert list(found) == ["a\\xff", "plain", "\u00e9"]
+    np.testing.assert_array_equal(found["a\\xff"].t, [0.0, 3.0])
+    for ids in (pa.array([b"ab\xffcd", b"plain"], pa.large_binary()),
+                pa.array([b"ab\xffcd", b"plain"], pa.binary(5)),
+                pa.array([b"ab\xffcd", b"plain"]).dictionary_encode()):
+        pq.write_table(pa.table({"series_id": ids, "t": [0.0, 1.0], "y": [1.0, 2.0]}),
+                       tmp_path / "b.parquet")
+        assert list(read_series(inspect(str(tmp_path), Columns()), ["ab\\xffcd"])) == \
+            ["ab\\xffcd"], ids.type

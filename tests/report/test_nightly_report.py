@@ -148,3 +148,61 @@ def test_the_page_says_the_forecast_bands_are_the_runs_intervals(chain, tmp_path
     assert "with the same bands" not in text
     assert "a band per interval level the run wrote (lower_L, upper_L: calibrated" in text
     assert "Magenta, with --holdout" in text
+
+
+def test_an_older_manifests_relative_paths_are_found_from_any_folder(tmp_path, monkeypatch,
+                                                                     capsys):
+    """gpfit 0.16.0 (and every release before it) recorded a local input
+    pattern and previous_output as given: relative to the folder the run
+    was started in, which its recorded --output, as given, names. Such a
+    manifest is rebuilt here from a real run's."""
+    import json
+    rng = np.random.default_rng(6)
+    series = {f"s{i}": (np.arange(30.0), np.sin(np.arange(30.0) / (3 + i))
+                        + 0.1 * rng.standard_normal(30)) for i in range(3)}
+    night2 = {**series, "s0": (series["s0"][0], 2.0 * series["s0"][1])}
+    launch = tmp_path / "launch"
+    (launch / "nights").mkdir(parents=True)
+    monkeypatch.chdir(launch)
+    write(launch / "in1", series)
+    write(launch / "in2", night2)
+    assert gpfit_here("in1", "nights/out1", "--batch_size", "4").code == 0
+    second = gpfit_here("in2", "nights/out2/", "--batch_size", "4",
+                        "--previous_output", "nights/out1")
+    assert second.code == 0, second.stderr
+    path = launch / "nights" / "out2" / "_SUCCESS.json"
+    manifest = json.loads(path.read_text())
+    assert manifest["options"]["output"] == "nights/out2/"
+    manifest["input"]["pattern"], manifest["previous_output"] = "in2", "nights/out1"
+    path.write_text(json.dumps(manifest))
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "report.html"
+    code = run(["--params", str(launch / "nights" / "out2"), "--out", str(out),
+                "--series", "s0", "--random", "0", "--worst", "0"])
+    # Before: exit 2, "no file or folder 'in2'; check the --input path" (no
+    # --input was given), and the previous run unread.
+    assert code == 0, capsys.readouterr().err
+    text = " ".join(" ".join(parse_page(out).text).split())
+    assert "Against the previous run" in text and "cannot read the previous run" not in text
+    assert str(launch / "nights" / "out1") in text
+    assert "How far the parameters of the 1 series fitted again moved" in text
+
+
+def test_an_older_manifests_relative_input_not_found_says_where_it_came_from(
+        chain, tmp_path, monkeypatch, capsys):
+    import json
+    root, _ = chain
+    params = tmp_path / "copied"
+    import shutil
+    shutil.copytree(root / "out2", params)
+    manifest = json.loads((params / "_SUCCESS.json").read_text())
+    manifest["input"]["pattern"] = "in2"
+    manifest["options"]["output"] = "/srv/elsewhere/out2"  # absolute: the run's folder unknown
+    (params / "_SUCCESS.json").write_text(json.dumps(manifest))
+    monkeypatch.chdir(tmp_path)
+    code = run(["--params", str(params), "--out", str(tmp_path / "r.html")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err == (f"gpfit-report: error: --input is needed: {params}'s manifest records the "
+                   "input as 'in2', relative to the folder that run was started in, which it "
+                   "does not record; give the run's --input"), err
