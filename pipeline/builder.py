@@ -22,12 +22,13 @@ from apache_beam.runners.runner import PipelineRunner
 
 from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import FitConfig, at_search
-from pipeline import dataflow, runtime
+from pipeline import dataflow, portable, runtime
 from pipeline.io import files, inputs, lock, manifest, outputs, previous
-from pipeline.io.errors import NO_ANSWER, InputError, UsageError, listing_failure, storage_error
+from pipeline.io.errors import (NO_ANSWER, InputError, UsageError, first_line, listing_failure,
+                                storage_error)
 from pipeline.io.inputs import Columns, InputSpec
-from pipeline.options import (MAX_ROWS, GPFitOptions, check, check_max_rows, kernel_settings,
-                              levels, recorded)
+from pipeline.options import (MAX_ROWS, GPFitOptions, check, check_max_rows, check_restarts,
+                              kernel_settings, levels, recorded)
 
 _LOG = logging.getLogger("gpfit")
 
@@ -84,9 +85,11 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     # otherwise be fitted cold every night.
     files.check_reachable(gp, ("input", "output", "previous_output"))
     runtime.check_workers(options)
+    check_type_options(options)
     config = fit_config(gp)
     runner = runtime.runner(options)
     if not runtime.is_local(options):
+        portable.check_job_endpoint(options, runner)  # Beam too checks it late
         dataflow.check(options, runner)  # before the lock and the clearing: Beam checks late
     columns = Columns(gp.id_column, gp.time_column, gp.value_column)
     if gp.previous_output:  # optional or not: a mistake, named before the output's checks
@@ -116,6 +119,27 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record,
           Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards), nightly)
     return Built(pipeline, gp, spec, old_files, run_id, nightly.tables)
+
+
+def check_type_options(options: PipelineOptions) -> None:
+    """Refuses Beam's type checks that gpfit's job does not pass: with
+    --runtime_type_check Beam's own Parquet sink failed the job at the
+    write (exit 3, the output folder cleared); with --type_check_strictness
+    ALL_REQUIRED the build failed 'unexpectedly' (exit 3).
+
+    Raises:
+      UsageError: naming the option.
+    """
+    from apache_beam.options.pipeline_options import TypeOptions
+
+    types = options.view_as(TypeOptions)
+    if types.runtime_type_check:
+        raise UsageError("--runtime_type_check: gpfit's job does not pass it (Beam's own Parquet "
+                         "sink fails it at the write); leave it out, or give "
+                         "--performance_runtime_type_check")
+    if types.type_check_strictness == "ALL_REQUIRED":
+        raise UsageError("--type_check_strictness ALL_REQUIRED: gpfit's job does not declare "
+                         "every transform's types; leave it out")
 
 
 def check_shards(num_shards: int, spec: InputSpec) -> None:
@@ -148,6 +172,8 @@ def _pipeline(options: PipelineOptions, runner: PipelineRunner) -> beam.Pipeline
     """
     try:
         return beam.Pipeline(runner=runner, options=options)
+    except ImportError as err:  # --pickle_library dill without dill: "failed unexpectedly"
+        raise UsageError(f"Beam refuses the options: {first_line(err)}") from err
     except ValueError as err:
         if not str(err).startswith(_BEAM_REFUSED):
             raise
@@ -389,5 +415,6 @@ def fit_config(gp: GPFitOptions) -> FitConfig:
         said = re.sub(r"\b(restarts|min_points|max_points|batch_size)\b", r"--\1", str(err))
         raise UsageError(f"{said}; see gpfit --help") from err
     check_max_rows(gp.max_rows, gp.max_points, config)
+    check_restarts(config)
     return config
 

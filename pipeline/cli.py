@@ -116,7 +116,7 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
     output = built.gp.output
     if dry_run:
         return _launch(options, built, dry_run, output, started)
-    local, keep_lock, cleared = runtime.is_local(options), False, []
+    local, keep_lock, cleared = runtime.ends_here(options), False, []
     try:
         lock.acquire(output, built.run_id, built.gp.break_lock, local)
         with lock.Heartbeat(output, built.run_id):

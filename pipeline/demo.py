@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from gpcore.result import OK
 from pipeline import cli
+from pipeline.io.errors import EXIT_USAGE
 from pipeline.io.outputs import SUCCESS_MARKER, table_folder
 
 DATA = os.path.join("demo", "data")
@@ -222,6 +223,36 @@ def seasonal_report(output: str = SEASONAL_OUTPUT, truth_path: str = SEASONAL_TR
 USAGE = "usage: python -m pipeline.demo [gpfit option ...]"
 
 
+def refusal(argv: list[str]) -> str | None:
+    """Why gpfit would refuse either of the demo's runs with argv, found
+    before any work; None if neither. The seasonal run took the options
+    after the first had fitted for seconds: `--kernel linear` (with its
+    --candidates) was refused then, and `--output X` sent both runs to X,
+    the table then reading demo/output/ (a FileNotFoundError traceback)."""
+    from pipeline.builder import fit_config
+    from pipeline.io.errors import UsageError
+    from pipeline.options import GPFitOptions, check, parse_options
+
+    given = {arg.split("=", 1)[0] for arg in argv}
+    for flag in ("--input", "--output"):
+        if flag in given:
+            return (f"{flag} is the demo's own (it reads {SERIES} and {SEASONAL}, writes "
+                    f"{OUTPUT} and {SEASONAL_OUTPUT}); run gpfit itself on other folders")
+    seasonal = f"the seasonal run ({' '.join(SEASONAL_OPTIONS)}, then the options given): "
+    for which, options in (("", ["--kernel", "rbf", *argv]),
+                           (seasonal, [*SEASONAL_OPTIONS, *argv])):
+        try:
+            gp = parse_options(["--input", SERIES, "--output", OUTPUT, *options]).view_as(
+                GPFitOptions)
+            check(gp)
+            fit_config(gp)
+        except UsageError as err:
+            return (f"{which}{err}" if not which else
+                    f"{which}{err}; the demo's options go to both its runs: run gpfit itself "
+                    "for this one")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if {"-h", "--help", "--version"} & set(argv):
@@ -230,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         if "--version" not in argv or {"-h", "--help"} & set(argv):
             print(f"{USAGE}\n\n{__doc__.strip()}\n\ngpfit's options:")
         return cli.run(argv)
+    refused = refusal(argv)
+    if refused is not None:
+        print(f"demo: error: {refused}", file=sys.stderr)
+        return EXIT_USAGE
     if not os.path.exists(TRUTH):
         print(f"demo: generating {N_SERIES} synthetic series into {DATA}/")
         generate()

@@ -38,7 +38,7 @@ from pipeline import fitters
 from pipeline.io import conversion, fingerprint, inputs
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.schema import OUTPUT_SCHEMA
-from pipeline.options import MAX_ROWS, check_max_rows
+from pipeline.options import MAX_ROWS, check_max_rows, check_restarts
 
 
 def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
@@ -90,6 +90,7 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
     config = fit_config(kernel, candidates, restarts, min_points, max_points, batch_size,
                         search)
     check_max_rows(max_rows, max_points, config, option="{}=")
+    check_restarts(config, option="{}=")
     key = fingerprint.options_key(config)
     table = table.select([columns.id, columns.time, columns.value])
     _, chunks = conversion.split(table, columns)

@@ -19,6 +19,8 @@ from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import (AUTO, AUTO_BASIN_RESTARTS, BASIN_RESTARTS, CANDIDATES,
                            DENSE_MAX_POINTS, KERNELS, MARKOV_MAX_POINTS, SEARCHES, SUM_RESTARTS,
                            SYNTAX, THOROUGH, FitConfig, fitted_configs)
+# numpy only, as gpcore.config: the start grid's size.
+from gpcore.starts import grid_shape
 from pipeline.io.errors import UsageError, undecodable
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.inputs import Columns
@@ -232,9 +234,10 @@ def check(gp: GPFitOptions) -> None:
         (kernel_settings), one column named by two of --id_column,
         --time_column and --value_column, a failure fraction outside [0, 1],
         a --seconds_per_fit_call not finite and > 0, a negative --num_shards,
-        --previous_output_optional without --previous_output, a forecast
-        horizon without points or points without a horizon, --predict_steps
-        with either, bad --predict_levels or --holdout.
+        an empty --previous_output, --previous_output_optional without
+        --previous_output, a forecast horizon without points or points
+        without a horizon, --predict_steps with either, bad --predict_levels
+        or --holdout.
     """
     if not gp.input:
         raise UsageError("--input is required: a Parquet file, folder or glob")
@@ -251,6 +254,9 @@ def check(gp: GPFitOptions) -> None:
                          f"got {gp.seconds_per_fit_call:g}")
     if gp.num_shards < 0:
         raise UsageError(f"--num_shards must be >= 0; got {gp.num_shards}")
+    if gp.previous_output == "":  # `--previous_output "$LAST"` with LAST unset: not a cold run
+        raise UsageError("--previous_output is empty: give the previous run's output folder, "
+                         "or leave --previous_output out to fit every series cold")
     if gp.previous_output_optional and not gp.previous_output:
         raise UsageError("--previous_output_optional needs --previous_output DIR, the folder "
                          "it makes optional")
@@ -297,6 +303,11 @@ def levels(gp: GPFitOptions) -> tuple[float, ...]:
     if not found or not all(0 < level < 100 for level in found):
         raise UsageError(f"--predict_levels must be percents between 0 and 100 separated by "
                          f"commas, e.g. 80,95; got {text!r}")
+    if level_name(found[-1]) == level_name(100):
+        # Its columns read as a 100 % interval, which the rule above refuses.
+        raise UsageError(f"--predict_levels {found[-1]:.10g} names the columns lower_100, "
+                         "upper_100 (six significant digits), as if a 100 % interval; give "
+                         "99.9999 or less")
     # Two levels of one column name wrote a predictions file with duplicate
     # columns, which pandas and pyarrow.dataset refuse to read.
     for lower, upper in zip(found, found[1:]):
@@ -326,6 +337,29 @@ def check_max_rows(max_rows: int, max_points: Optional[int], config: FitConfig,
     rows, points = option.format("max_rows"), option.format("max_points")
     raise UsageError(f"{rows} ({max_rows}) must be >= {points} ({fitted}{whose}): "
                      f"rows include missing values; raise {rows} or lower {points}")
+
+
+def check_restarts(config: FitConfig, option: str = "--{}") -> None:
+    """Refuses more restarts than the kernel's start grid has points (under
+    auto, the largest candidate's): a start past them repeats one, or never
+    runs (docs/design.md, "Restarts from other basins"), yet each is a batch
+    member held in memory, so --restarts 1000000 ran out of memory on every
+    series after minutes. `option` spells the name as check_max_rows'.
+
+    Raises:
+      UsageError: naming the most the grid takes.
+    """
+    if config.restarts is None:  # auto's defaults, each within its candidate's grid
+        return
+    most = max(math.prod(grid_shape(each.kernel)) for each in fitted_configs(config))
+    if config.restarts <= most:
+        return
+    whose = (f"{config.kernel_name}'s start grid has" if config.kernel_name != AUTO
+             else "the largest of the candidates' start grids has")
+    restarts = option.format("restarts")
+    fewer = f"{restarts}{most}" if restarts.endswith("=") else f"{restarts} {most}"
+    raise UsageError(f"{restarts} ({config.restarts}) must be at most {most}: {whose} {most} "
+                     f"points, and a start past them repeats one; give {fewer} or fewer")
 
 
 def kernel_settings(gp: GPFitOptions) -> dict:

@@ -28,15 +28,61 @@ _ASK_S = 10.0  # for the pool's answer to the request itself
 def pool_address(options: PipelineOptions):
     """The worker pool's address of a portable run with external workers,
     else None."""
-    runner = (options.view_as(StandardOptions).runner or "").rsplit(".", 1)[-1]
+    # As Beam reads the name: any case, with or without "Runner", a dotted path.
+    runner = (options.view_as(StandardOptions).runner or "").rsplit(".", 1)[-1].lower()
     portable = options.view_as(PortableOptions)
-    if runner != "PortableRunner" or (portable.environment_type or "").upper() != "EXTERNAL":
+    if runner not in ("portablerunner", "portable") \
+            or (portable.environment_type or "").upper() != "EXTERNAL":
         return None
     address = portable.environment_config
     for option in portable.environment_options or []:
         if option.startswith("external_service_address="):
             address = option.split("=", 1)[1]
     return address or None
+
+
+def check_job_endpoint(options: PipelineOptions, runner) -> None:
+    """Refuses a PortableRunner without --job_endpoint, or with one where
+    no job server answers. Beam's runner says it needs one only once the
+    job runs, after gpfit has cleared the output folder (an earlier run's
+    manifest gone) and exits 3; Beam's Flink and Spark runners start a job
+    server of their own and need none.
+
+    Raises:
+      UsageError: the runner has no job server of its own and none is
+        named, or none answers at the address given.
+    """
+    from apache_beam.runners.portability.portable_runner import PortableRunner
+
+    if not isinstance(runner, PortableRunner):
+        return
+    endpoint = options.view_as(PortableOptions).job_endpoint
+    if not endpoint and type(runner).default_job_server is PortableRunner.default_job_server:
+        raise UsageError("--runner PortableRunner needs --job_endpoint: embed (a job server in "
+                         "this process, with --environment_type EXTERNAL --environment_config "
+                         "HOST:PORT of a Beam worker pool) or HOST:PORT of a running job "
+                         "server; see README.md, \"Usage\"")
+    if endpoint and endpoint != "embed":
+        _check_answers(endpoint)
+
+
+def _check_answers(endpoint: str) -> None:
+    """Waits at most _ASK_S for a gRPC connection to the job server at
+    endpoint: Beam's runner waited for one without end (an unused port:
+    over 150 s), the output folder cleared and left locked as a remote job's.
+
+    Raises:
+      UsageError: nothing answers there.
+    """
+    import grpc
+
+    with grpc.insecure_channel(endpoint) as channel:
+        try:
+            grpc.channel_ready_future(channel).result(timeout=_ASK_S)
+        except grpc.FutureTimeoutError as err:
+            raise UsageError(f"no job server answers at --job_endpoint {endpoint} (within "
+                             f"{_ASK_S:.0f} s): start one there or give its address, or "
+                             "--job_endpoint embed to run one in this process") from err
 
 
 def check_workers_start(options: PipelineOptions, timeout_s: float | None = None) -> None:

@@ -41,13 +41,40 @@ from pipeline.io.lock import process_stat
 
 _LOG = logging.getLogger(__name__)
 
-LOCAL_RUNNERS = (None, "DirectRunner", "SwitchingDirectRunner", "FnApiRunner")
+# The runners gpfit runs as its local FnApiRunner, as Beam reads their
+# names: in any case, with or without "Runner", or as a dotted path.
+LOCAL_RUNNERS = ("directrunner", "switchingdirectrunner", "fnapirunner")
 
 
 # ---- the runner ----------------------------------------------------------------
 
+def names_local(runner: Optional[str]) -> bool:
+    """Whether a --runner value (None: not given) names the local runner.
+    `--runner direct` was taken for a remote runner: Beam's own DirectRunner
+    ran the job, and a Ctrl-C left the output folder locked as a remote
+    job's, the next run refused (exit 4) for 10 minutes."""
+    if runner is None:
+        return True
+    name = runner.rsplit(".", 1)[-1].lower()
+    return name in LOCAL_RUNNERS or f"{name}runner" in LOCAL_RUNNERS
+
+
 def is_local(options: PipelineOptions) -> bool:
-    return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
+    return names_local(options.view_as(StandardOptions).runner)
+
+
+# Beam's in-process runner that gpfit runs as given (docs/design.md, "Start-up").
+_IN_PROCESS_RUNNERS = ("bundlebaseddirectrunner",)
+
+
+def ends_here(options: PipelineOptions) -> bool:
+    """Whether the job ends with this process: the local runner, or Beam's
+    in-process BundleBasedDirectRunner. A stop then releases the lock and
+    Beam's temporary files; under that runner a Ctrl-C had said the job
+    goes on and left the folder locked (the next run exited 4)."""
+    runner = (options.view_as(StandardOptions).runner or "").rsplit(".", 1)[-1].lower()
+    return is_local(options) or runner in _IN_PROCESS_RUNNERS \
+        or f"{runner}runner" in _IN_PROCESS_RUNNERS
 
 
 def local_runner(options: PipelineOptions) -> Optional[PipelineRunner]:
@@ -165,6 +192,12 @@ def runner(options: PipelineOptions) -> PipelineRunner:
     except (ValueError, ImportError) as err:
         raise UsageError(f"--runner {name} cannot be built: {first_line(err)} Give one of "
                          "those, or no --runner to run here") from err
+    except Exception as err:  # pylint: disable=broad-except
+        # A runner whose module fails to load with the installed libraries
+        # (Beam's InteractiveRunner and pandas 3: an AttributeError).
+        raise UsageError(f"--runner {name} cannot be built: loading it raised "
+                         f"{type(err).__name__}: {first_line(err)}; give no --runner to run "
+                         "here, or a runner gpfit supports (README.md, \"Usage\")") from err
 
 
 # ---- a stopped run's worker processes ----------------------------------------------
@@ -224,7 +257,7 @@ def processes_per_machine(options: PipelineOptions) -> Optional[int]:
       one process per core (Dataflow's default for Python) or is unknown.
     """
     runner = options.view_as(StandardOptions).runner
-    if runner in LOCAL_RUNNERS:
+    if names_local(runner):
         direct = options.view_as(DirectOptions)
         if direct.direct_running_mode != "multi_processing":
             return 1
@@ -471,13 +504,16 @@ class _DataflowAdvice(logging.Filter):
 
 def log_level_in(argv: list[str]) -> str:
     """--log_level's value in argv, before the options are parsed (so that a
-    refusal of them is logged at the level asked for); "info" by default."""
+    refusal of them is logged at the level asked for); "info" by default.
+    The last one given, as the parser takes it (a wrapper's default followed
+    by the user's own)."""
+    found = "info"
     for i, arg in enumerate(argv):
         if arg.startswith("--log_level="):
-            return arg.split("=", 1)[1]
-        if arg == "--log_level" and i + 1 < len(argv):
-            return argv[i + 1]
-    return "info"
+            found = arg.split("=", 1)[1]
+        elif arg == "--log_level" and i + 1 < len(argv):
+            found = argv[i + 1]
+    return found
 
 
 # A traceback's text: Python's header, or Beam's retries' ("Traceback for

@@ -47,11 +47,14 @@ def scan(options: ReportOptions) -> Scan:
 
     Raises:
       UsageError (incl. InputError): the input or the params cannot be used,
-        or a --series is not in the params.
+        a --series is not in the params, or --random, --worst or --seed is
+        negative.
     """
     if options.random < 0 or options.worst < 0:
         raise UsageError(f"--random and --worst must be >= 0; got {options.random} "
                          f"and {options.worst}")
+    if options.seed < 0:  # numpy's generator takes none: a ValueError deep in the draw
+        raise UsageError(f"--seed must be >= 0; got {options.seed}")
     spec = inspect(options.input, options.columns)
     run = params_io.locate(options.params)
     tally = Tally()

@@ -7,6 +7,7 @@ import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from pipeline import demo
 from pipeline_data import gpfit
@@ -64,3 +65,23 @@ def test_demo_reports_a_kernel_without_a_flat_length_scale(tmp_path):
         assert cells[3] == "-" and float(cells[2]) > 0  # true length scale, no fitted one
         assert float(cells[5]) > 0  # linear's amplitude: the slope's sd
     assert any(line.startswith("counts: 6 series read, 3 ok, 3 skipped") for line in lines)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--kernel", "linear"], "demo: error: the seasonal run (--kernel auto --candidates "
+                             "rbf,rbf+periodic, then the options given): --candidates is for "
+                             "--kernel auto; got --kernel 'linear'"),
+    (["--output", "elsewhere"], "demo: error: --output is the demo's own"),
+    (["--input=elsewhere"], "demo: error: --input is the demo's own"),
+])
+def test_options_either_run_refuses_are_refused_before_any_work(tmp_path, monkeypatch, capsys,
+                                                                argv, words):
+    """README: the demo's arguments go to both gpfit runs. The seasonal run
+    refused `--kernel linear` after the data was generated and the first run
+    had fitted (exit 2); `--output X` sent both runs to X, and the table
+    then died reading demo/output/ (FileNotFoundError)."""
+    monkeypatch.chdir(tmp_path)
+    assert demo.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(words) and "\n" not in err, err
+    assert os.listdir(tmp_path) == []

@@ -193,6 +193,8 @@ def test_the_empty_result_has_the_dtypes_of_any_other_as_dasks_meta_must():
      ("rbff",)),
     (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"restarts": 0},
      ("restarts",)),
+    (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"restarts": 41},
+     ("restarts= (41) must be at most 40", "give restarts=40 or fewer")),
     (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}), {"search": "fast"},
      ("search must be one of thorough, balanced, quick", "'fast'")),
     # As the command refuses --candidates without --kernel auto: the

@@ -5,6 +5,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 import gpcore
+from gpcore.config import FitConfig
 from pipeline import options
 from pipeline.builder import fit_config
 from pipeline.io.errors import UsageError
@@ -181,3 +182,16 @@ def test_log_level_is_an_option_with_choices():
         options.GPFitOptions).log_level == "debug"
     with pytest.raises(UsageError, match="log_level"):
         options.parse_options(["--log_level", "loud"])
+
+
+# Grid points: 10 length scales (periodic: 3 periods x 2 length scales; a
+# sum the product of its components' sum options) times 4 noise ratios.
+@pytest.mark.parametrize("kernel, most", [
+    ("rbf", 40), ("matern12", 40), ("periodic", 24), ("linear", 4), ("rbf+periodic", 96),
+    ("linear+rbf", 32), ("rbf+periodic+matern12", 768), ("auto", 96)])
+def test_restarts_up_to_the_start_grids_points_are_taken_and_one_more_refused(kernel, most):
+    """Each start past the grid's points repeats one (docs/design.md,
+    "Restarts from other basins"), yet is a batch member held in memory."""
+    options.check_restarts(FitConfig(kernel=kernel, restarts=most))
+    with pytest.raises(UsageError, match=rf"--restarts \({most + 1}\) must be at most {most}: "):
+        options.check_restarts(FitConfig(kernel=kernel, restarts=most + 1))

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gpfit_runs import command_in, without_gcs
+from gpfit_runs import Run, command_in, without_gcs
 from pipeline_data import gpfit
 
 
@@ -240,6 +240,16 @@ def test_unusable_input_exits_2(tmp_path, make_input):
     (["--restarts", "two"], "argument --restarts: invalid int value: 'two'"),
     (["--min_points", "0"], "--min_points must be >= 1"),
     (["--restarts", "0"], "--restarts must be >= 1; got 0"),  # the flag, not FitConfig's field
+    # A start past the grid's points repeats one, yet is a batch member in
+    # memory: --restarts 1000000 fitted 6 series of 40 points for 340 s and
+    # failed every one (10000: 113 s and 7 GB for the fits of --restarts 3).
+    (["--restarts", "1000000"], "--restarts (1000000) must be at most 40: rbf's start grid "
+                                "has 40 points, and a start past them repeats one; give "
+                                "--restarts 40 or fewer"),
+    (["--restarts", "97", "--kernel", "rbf+periodic"], "--restarts (97) must be at most 96: "
+                                                       "rbf+periodic's start grid has 96"),
+    (["--restarts", "97", "--kernel", "auto"],
+     "--restarts (97) must be at most 96: the largest of the candidates' start grids has 96"),
     (["--max_failure_fraction", "1.5"], "--max_failure_fraction must be between 0 and 1"),
     # inf passed "> 0": every bundle's series in one fit call, which Dataflow cannot split.
     (["--seconds_per_fit_call", "inf"], "--seconds_per_fit_call must be a finite number > 0; "
@@ -255,6 +265,20 @@ def test_unusable_input_exits_2(tmp_path, make_input):
     # Beam writes every shard asked for: --num_shards 1000000 on 40 series
     # wrote empty files for 9 minutes (57,000 of them) before it was killed.
     (["--num_shards", "6"], "--num_shards 6 is more than the input's 5 rows"),
+    # Beam's own Parquet sink fails its runtime type check at the write (exit 3,
+    # the output folder cleared); the strictness failed the build 'unexpectedly'.
+    (["--runtime_type_check"], "--runtime_type_check: gpfit's job does not pass it"),
+    (["--type_check_strictness", "ALL_REQUIRED"],
+     "--type_check_strictness ALL_REQUIRED: gpfit's job does not declare"),
+    # Wrote columns lower_100, upper_100, where --predict_levels 100 is refused.
+    (["--predict_levels", "80,99.99999999", "--predict_steps", "1"],
+     "--predict_levels 99.99999999 names the columns lower_100, upper_100"),
+    # A script's `--previous_output "$LAST"` with LAST unset fitted every series
+    # cold without a word (the manifest's previous_output null).
+    (["--previous_output", ""], "--previous_output is empty: give the previous run's output"),
+    # Beam said so once the job ran (exit 3), after an earlier run's manifest
+    # in the output folder had been deleted.
+    (["--runner", "PortableRunner"], "--runner PortableRunner needs --job_endpoint: embed"),
     # Beam's FnApiRunner failed the job: "the pipeline failed: list index out of range".
     (["--direct_num_workers", "-2", "--direct_running_mode", "multi_processing"],
      "--direct_num_workers must be >= 0 (0: one worker per core); got -2"),
@@ -277,6 +301,33 @@ def test_bad_thread_counts_in_the_environment_exit_2(tmp_path, monkeypatch, name
     input_ = _write(tmp_path / "in.parquet", _good_table())
     run = gpfit(input_, str(tmp_path / "out"))
     assert_usage_error(run, f"{name}={value!r} in the environment must be a whole number >= 1")
+
+
+def test_a_pickle_library_that_is_not_installed_exits_2(tmp_path):
+    """Beam raised ImportError building the pipeline: 'gpfit failed
+    unexpectedly ... report it', exit 3."""
+    try:
+        import dill  # noqa: F401
+        pytest.skip("dill is installed here")
+    except ImportError:
+        pass
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    run = gpfit(input_, str(tmp_path / "out"), "--pickle_library", "dill")
+    assert_usage_error(run, "Beam refuses the options: Pipeline option pickle_library=dill is "
+                            "set, but dill is not installed")
+
+
+@pytest.mark.parametrize("levels", [["--log_level", "debug", "--log_level", "error"],
+                                    ["--log_level=debug", "--log_level=info"]])
+def test_a_repeated_log_level_takes_the_last_as_the_options_do(tmp_path, levels):
+    """A wrapper's --log_level debug followed by the user's own: the last
+    is the one recorded, but the first set gpfit's lines, so a refusal came
+    with its traceback."""
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    done = command_in(str(tmp_path), "-m", "pipeline", "--input", input_, "--output",
+                      str(tmp_path / "out"), *levels, "--kernel", "cubic")
+    assert_usage_error(Run(done.returncode, done.stdout, done.stderr, str(tmp_path / "out")),
+                       "--kernel must be one of rbf")
 
 
 @pytest.mark.parametrize("option", ["--input", "--output", "--previous_output"])

@@ -76,9 +76,11 @@ def test_the_portable_runner_with_an_external_pool_gives_the_direct_runners_rows
     assert run.manifest["counts"] == direct.manifest["counts"]
 
 
-def test_no_pool_listening_fails_at_once_with_one_line_and_no_lock(data, tmp_path):
+# Beam's short name too: its check was skipped, the folder cleared, exit 3.
+@pytest.mark.parametrize("name", ["PortableRunner", "portable"])
+def test_no_pool_listening_fails_at_once_with_one_line_and_no_lock(data, tmp_path, name):
     out = tmp_path / "out"
-    run = gpfit(data, str(out), *portable(free_port()))
+    run = gpfit(data, str(out), *portable(free_port())[2:], "--runner", name)
     assert run.code == 2
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gpfit: error: no Beam worker pool answers "
@@ -111,3 +113,22 @@ def test_a_pool_whose_workers_cannot_start_fails_in_bounded_time_and_no_lock(
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "started no worker that connected within 5 s" in lines[0], lines
     assert not (out / "_RUNNING.json").exists()
+
+
+def test_no_job_server_listening_is_refused_before_any_work(data, tmp_path):
+    """Beam's runner waited for the job server without end (over 150 s),
+    the output folder cleared and left locked as a remote job's; now at
+    most portable._ASK_S (10 s), and the folder is not touched. In a child
+    process with a bound, as before the check it never returned."""
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [sys.executable, "-m", "pipeline", "--input", data, "--output", str(out),
+         "--runner", "PortableRunner", "--job_endpoint", f"127.0.0.1:{free_port()}"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            filter(None, [REPO, os.environ.get("PYTHONPATH")]))})
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "gpfit: error: no job server answers at --job_endpoint 127.0.0.1:"), lines
+    assert not out.exists()

@@ -14,6 +14,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from gpfit_runs import command_in
 from pipeline import runtime
+from pipeline.io.errors import UsageError
 from pipeline_data import make_series, write_long
 from pipeline.runtime import local_runner
 
@@ -199,6 +200,18 @@ def test_local_runs_use_the_fn_api_runner_never_prism():
     assert local_runner(PipelineOptions(["--runner", "DataflowRunner"])) is None
 
 
+@pytest.mark.parametrize("name", ["direct", "directrunner", "DIRECT", "fnapi", "switchingdirect",
+                                  "apache_beam.runners.direct.direct_runner.DirectRunner"])
+def test_the_local_runner_is_named_as_beam_reads_names(name):
+    """Beam takes these for its DirectRunner or FnApiRunner; gpfit took them
+    for a remote runner: Beam's DirectRunner ran the job, and a Ctrl-C left
+    the output folder's lock as a remote job's (the next run exited 4)."""
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import FnApiRunner
+    options = PipelineOptions(["--runner", name])
+    assert runtime.is_local(options) and isinstance(local_runner(options), FnApiRunner)
+    assert runtime.processes_per_machine(options) == 1
+
+
 def test_local_runs_sample_bundle_states_often_so_a_bundle_ends_promptly():
     """Beam's only setting of the period is StateSampler's default argument:
     a Beam that renames it fails here, not silently."""
@@ -210,6 +223,22 @@ def test_local_runs_sample_bundle_states_often_so_a_bundle_ends_promptly():
     assert period.default == runtime.LOCAL_SAMPLING_MS
     sampler = statesampler.StateSampler("stage", None)
     assert sampler.sampling_period_ms == runtime.LOCAL_SAMPLING_MS
+
+
+def test_a_runner_whose_module_fails_to_load_is_a_usage_error(monkeypatch):
+    """Beam's InteractiveRunner imports Beam's DataFrame module, which with
+    pandas 3 raises AttributeError ('DataFrame' has no attribute 'first'):
+    gpfit said it 'failed unexpectedly', exit 3, and to report it."""
+    from apache_beam.runners import runner as beam_runner
+
+    def broken(name):
+        raise AttributeError("type object 'DataFrame' has no attribute 'first'")
+
+    monkeypatch.setattr(beam_runner, "create_runner", broken)
+    with pytest.raises(UsageError, match=re.escape(
+            "--runner InteractiveRunner cannot be built: loading it raised AttributeError: "
+            "type object 'DataFrame' has no attribute 'first'; give no --runner")):
+        runtime.runner(PipelineOptions(["--runner", "InteractiveRunner"]))
 
 
 def test_only_the_local_runners_in_process_worker_fits_in_this_process():

@@ -288,6 +288,21 @@ def test_a_stopped_run_releases_the_folder_at_once(hostile_input, clean, tmp_pat
     rerun_is_clean(hostile_input, output, clean)
 
 
+def test_a_stopped_run_on_beams_in_process_runner_releases_the_folder(hostile_input, tmp_path):
+    """Beam's BundleBasedDirectRunner runs the job in gpfit's process, which
+    a Ctrl-C ends: gpfit said the job goes on, and left the lock (the next
+    run exited 4) and Beam's temporary folder."""
+    output = str(tmp_path / "out")
+    running = Running(hostile_input, output, *OPTIONS, "--runner", "BundleBasedDirectRunner")
+    running.wait_fitting()
+    running.signal(signal.SIGINT)
+    stopped = running.finish()
+    one_line(stopped, 130, "stopped by SIGINT before the run finished", "run again into")
+    left = files_in(output)
+    assert "_RUNNING.json" not in left, left
+    assert not any(name.startswith("beam-temp-") for name in left), left
+
+
 def _fitting_on_two_workers(hostile_input, output: str) -> Running:
     """A run under multi_processing with both worker processes up and fitting."""
     running = Running(hostile_input, output, *OPTIONS, "--direct_num_workers", "2",

@@ -180,6 +180,9 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
      "longer than the file system takes (255 bytes); give a shorter one"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--random", "-1"], "must be >= 0"),
+    # numpy's generator refused it after the params were read: a traceback, exit 1.
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
+                   "--seed", "-5"], "--seed must be >= 0; got -5"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--value_column", "v"], "no column 'v'"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
