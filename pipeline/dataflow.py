@@ -25,7 +25,7 @@ from apache_beam.runners.runner import PipelineRunner
 
 from pipeline.io.errors import UsageError
 from pipeline.io.outputs import is_local
-from pipeline.options import GPFitOptions
+from pipeline.options import GPFitOptions, names_runner
 
 # The setup file's names Beam's stager builds a package from.
 SETUP_FILES = ("setup.py", "pyproject.toml")
@@ -37,7 +37,7 @@ EXTRA_PACKAGE_ENDINGS = (".tar", ".tar.gz", ".whl", ".zip")
 def names_dataflow(runner: Optional[str]) -> bool:
     """Whether a --runner value names Beam's Dataflow runner as Beam reads
     it: in any case, with or without "Runner", or as its dotted path."""
-    return (runner or "").rsplit(".", 1)[-1].lower() in ("dataflowrunner", "dataflow")
+    return names_runner(runner, "DataflowRunner")
 
 
 def check(options: PipelineOptions, runner: PipelineRunner) -> None:

@@ -339,6 +339,15 @@ def check_max_rows(max_rows: int, max_points: Optional[int], config: FitConfig,
                      f"rows include missing values; raise {rows} or lower {points}")
 
 
+def names_runner(value: Optional[str], *runners: str) -> bool:
+    """Whether a --runner value names one of `runners` (Beam's class names,
+    e.g. "DataflowRunner") as Beam reads it: in any case, with or without
+    "Runner", or as its dotted path; None (not given) names none."""
+    name = (value or "").rsplit(".", 1)[-1].lower()
+    name = name if name.endswith("runner") else f"{name}runner"
+    return name in {runner.lower() for runner in runners}
+
+
 def check_restarts(config: FitConfig, option: str = "--{}") -> None:
     """Refuses more restarts than the kernel's start grid has points (under
     auto, the largest candidate's): a start past them repeats one, or never

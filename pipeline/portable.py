@@ -18,6 +18,7 @@ from concurrent import futures
 from apache_beam.options.pipeline_options import PipelineOptions, PortableOptions, StandardOptions
 
 from pipeline.io.errors import UsageError
+from pipeline.options import names_runner
 
 # A worker imports Beam before it connects (measured in docs/design.md,
 # "Runners and quiet runs"); Beam's own harness gives its control channel 60 s.
@@ -28,10 +29,8 @@ _ASK_S = 10.0  # for the pool's answer to the request itself
 def pool_address(options: PipelineOptions):
     """The worker pool's address of a portable run with external workers,
     else None."""
-    # As Beam reads the name: any case, with or without "Runner", a dotted path.
-    runner = (options.view_as(StandardOptions).runner or "").rsplit(".", 1)[-1].lower()
     portable = options.view_as(PortableOptions)
-    if runner not in ("portablerunner", "portable") \
+    if not names_runner(options.view_as(StandardOptions).runner, "PortableRunner") \
             or (portable.environment_type or "").upper() != "EXTERNAL":
         return None
     address = portable.environment_config

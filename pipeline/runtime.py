@@ -38,12 +38,13 @@ from gpcore.threads import INTER_OP_ENV, INTRA_OP_ENV  # noqa: F401  (re-exporte
 from pipeline import fitters
 from pipeline.io.errors import UsageError, first_line
 from pipeline.io.lock import process_stat
+from pipeline.options import names_runner
 
 _LOG = logging.getLogger(__name__)
 
-# The runners gpfit runs as its local FnApiRunner, as Beam reads their
-# names: in any case, with or without "Runner", or as a dotted path.
-LOCAL_RUNNERS = ("directrunner", "switchingdirectrunner", "fnapirunner")
+# The runners gpfit runs as its local FnApiRunner (options.names_runner
+# reads a --runner value as Beam does).
+LOCAL_RUNNERS = ("DirectRunner", "SwitchingDirectRunner", "FnApiRunner")
 
 
 # ---- the runner ----------------------------------------------------------------
@@ -53,18 +54,11 @@ def names_local(runner: Optional[str]) -> bool:
     `--runner direct` was taken for a remote runner: Beam's own DirectRunner
     ran the job, and a Ctrl-C left the output folder locked as a remote
     job's, the next run refused (exit 4) for 10 minutes."""
-    if runner is None:
-        return True
-    name = runner.rsplit(".", 1)[-1].lower()
-    return name in LOCAL_RUNNERS or f"{name}runner" in LOCAL_RUNNERS
+    return runner is None or names_runner(runner, *LOCAL_RUNNERS)
 
 
 def is_local(options: PipelineOptions) -> bool:
     return names_local(options.view_as(StandardOptions).runner)
-
-
-# Beam's in-process runner that gpfit runs as given (docs/design.md, "Start-up").
-_IN_PROCESS_RUNNERS = ("bundlebaseddirectrunner",)
 
 
 def ends_here(options: PipelineOptions) -> bool:
@@ -72,9 +66,10 @@ def ends_here(options: PipelineOptions) -> bool:
     in-process BundleBasedDirectRunner. A stop then releases the lock and
     Beam's temporary files; under that runner a Ctrl-C had said the job
     goes on and left the folder locked (the next run exited 4)."""
-    runner = (options.view_as(StandardOptions).runner or "").rsplit(".", 1)[-1].lower()
-    return is_local(options) or runner in _IN_PROCESS_RUNNERS \
-        or f"{runner}runner" in _IN_PROCESS_RUNNERS
+    # Beam's in-process runner, which gpfit runs as given (docs/design.md,
+    # "Start-up").
+    return is_local(options) or names_runner(options.view_as(StandardOptions).runner,
+                                             "BundleBasedDirectRunner")
 
 
 def local_runner(options: PipelineOptions) -> Optional[PipelineRunner]:
