@@ -10,8 +10,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Optional
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 
@@ -98,3 +101,21 @@ def command_in(python_path: str, *args: str, cwd: Optional[str] = None
         filter(None, [python_path, repo, os.environ.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
                           cwd=cwd, timeout=600)
+
+
+def write_long_parquet(folder: Path, n_series: int = 3, n_points: int = 24,
+                       seed: int = 11) -> Path:
+    """A small long-layout Parquet file: smooth noisy series s0, s1, ..."""
+    rng = np.random.default_rng(seed)
+    ids, ts, ys = [], [], []
+    for i in range(n_series):
+        t = np.sort(rng.uniform(0.0, 10.0, n_points))
+        y = np.sin(t * (1 + i / 3)) + 0.05 * rng.standard_normal(n_points)
+        ids += [f"s{i}"] * n_points
+        ts.append(t)
+        ys.append(y)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "part-00000.parquet"
+    pq.write_table(pa.table({"series_id": ids, "t": np.concatenate(ts),
+                             "y": np.concatenate(ys)}), path)
+    return path

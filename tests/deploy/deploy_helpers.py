@@ -13,9 +13,6 @@ import tarfile
 import tomllib
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,24 +83,6 @@ def load_dry_run_module():
         sys.modules[name] = module  # dataclasses look their module up here
         spec.loader.exec_module(module)
     return sys.modules[name]
-
-
-def write_long_parquet(folder: Path, n_series: int = 3, n_points: int = 24,
-                       seed: int = 11) -> Path:
-    """A small long-layout Parquet file: smooth noisy series s0, s1, ..."""
-    rng = np.random.default_rng(seed)
-    ids, ts, ys = [], [], []
-    for i in range(n_series):
-        t = np.sort(rng.uniform(0.0, 10.0, n_points))
-        y = np.sin(t * (1 + i / 3)) + 0.05 * rng.standard_normal(n_points)
-        ids += [f"s{i}"] * n_points
-        ts.append(t)
-        ys.append(y)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "part-00000.parquet"
-    pq.write_table(pa.table({"series_id": ids, "t": np.concatenate(ts),
-                             "y": np.concatenate(ys)}), path)
-    return path
 
 
 def sdist_members(path) -> dict[str, bytes]:

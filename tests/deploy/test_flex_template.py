@@ -12,7 +12,8 @@ import re
 
 import pytest
 
-from deploy_helpers import IMAGE, PROJECT, REGION, REPO, write_long_parquet
+from deploy_helpers import IMAGE, PROJECT, REGION, REPO
+from gpfit_runs import write_long_parquet
 
 METADATA = REPO / "deploy" / "flex-template" / "metadata.json"
 

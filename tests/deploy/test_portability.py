@@ -19,7 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability import common_urns, python_urns
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from deploy_helpers import write_long_parquet
+from gpfit_runs import write_long_parquet
 
 
 def dofn_types(proto: beam_runner_api_pb2.Pipeline) -> dict[str, str]:

@@ -10,25 +10,15 @@ import json
 import os
 import signal
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from gpfit_runs import files_in, gpfit_here
+from gpfit_runs import files_in, gpfit_here, write_long_parquet
 from pipeline import cli
 
 
 @pytest.fixture
 def input_(tmp_path):
-    rng = np.random.default_rng(11)
-    t = np.sort(rng.uniform(0.0, 30.0, 25))
-    (tmp_path / "in").mkdir()
-    pq.write_table(pa.table({
-        "series_id": np.repeat([f"s{i}" for i in range(5)], t.size),
-        "t": np.tile(t, 5),
-        "y": np.cos(np.tile(t, 5) / 3) + 0.1 * rng.standard_normal(5 * t.size)}),
-        tmp_path / "in" / "part-0.parquet")
+    write_long_parquet(tmp_path / "in", n_series=5, n_points=25)
     return str(tmp_path / "in")
 
 

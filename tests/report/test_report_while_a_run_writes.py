@@ -6,12 +6,9 @@ import json
 import os
 import time
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from gpfit_runs import gpfit_here
+from gpfit_runs import gpfit_here, write_long_parquet
 from pipeline.io import lock, outputs
 from pipeline.report.cli import run
 
@@ -19,14 +16,7 @@ from pipeline.report.cli import run
 @pytest.fixture
 def finished(tmp_path):
     """A finished gpfit run of 6 series (input, output folder)."""
-    rng = np.random.default_rng(5)
-    t = np.sort(rng.uniform(0.0, 40.0, 30))
-    (tmp_path / "in").mkdir()
-    pq.write_table(pa.table({
-        "series_id": np.repeat([f"s{i}" for i in range(6)], t.size),
-        "t": np.tile(t, 6),
-        "y": np.sin(np.tile(t, 6) / 4) + 0.1 * rng.standard_normal(6 * t.size)}),
-        tmp_path / "in" / "part-0.parquet")
+    write_long_parquet(tmp_path / "in", n_series=6, n_points=30)
     first = gpfit_here(str(tmp_path / "in"), str(tmp_path / "out"), "--batch_size", "8")
     assert first.code == 0, first.stderr
     return str(tmp_path / "in"), str(tmp_path / "out")
