@@ -81,26 +81,35 @@ def test_the_page_compares_with_the_previous_run_and_draws_forecasts(chain, tmp_
     assert orange_pixels(page.images[0]["src"]) == orange_pixels(page.images[1]["src"]) == 0
 
 
+def _two_nights(folder, first: str, second: str, seed: int) -> None:
+    """Two nights run from `folder` with relative paths: in1 -> first, then
+    in2 (series s0 doubled) -> second against first; 3 series of 30 points."""
+    rng = np.random.default_rng(seed)
+    series = {f"s{i}": (np.arange(30.0), np.sin(np.arange(30.0) / (3 + i))
+                        + 0.1 * rng.standard_normal(30)) for i in range(3)}
+    write(folder / "in1", series)
+    write(folder / "in2", {**series, "s0": (series["s0"][0], 2.0 * series["s0"][1])})
+    assert gpfit_here("in1", first, "--batch_size", "4").code == 0
+    done = gpfit_here("in2", second, "--batch_size", "4", "--previous_output", first)
+    assert done.code == 0, done.stderr
+
+
+def _report_text(params, out, capsys) -> str:
+    """gpfit-report's page on params (series s0 alone), as its words."""
+    code = run(["--params", str(params), "--out", str(out),
+                "--series", "s0", "--random", "0", "--worst", "0"])
+    assert code == 0, capsys.readouterr().err
+    return " ".join(" ".join(parse_page(out).text).split())
+
+
 def test_a_run_given_relative_paths_is_reported_from_any_folder(tmp_path, monkeypatch, capsys):
     """The manifest records where the input and the previous run are, so a
     report launched elsewhere (a scheduler's other working folder) finds them."""
-    rng = np.random.default_rng(5)
-    series = {f"s{i}": (np.arange(30.0), np.sin(np.arange(30.0) / (3 + i))
-                        + 0.1 * rng.standard_normal(30)) for i in range(3)}
-    night2 = {**series, "s0": (series["s0"][0], 2.0 * series["s0"][1])}
     (tmp_path / "launch").mkdir()
     monkeypatch.chdir(tmp_path / "launch")
-    write(tmp_path / "launch" / "in1", series)
-    write(tmp_path / "launch" / "in2", night2)
-    assert gpfit_here("in1", "out1", "--batch_size", "4").code == 0
-    second = gpfit_here("in2", "out2", "--batch_size", "4", "--previous_output", "out1")
-    assert second.code == 0, second.stderr
+    _two_nights(tmp_path / "launch", "out1", "out2", seed=5)
     monkeypatch.chdir(tmp_path)
-    out = tmp_path / "report.html"
-    code = run(["--params", str(tmp_path / "launch" / "out2"), "--out", str(out),
-                "--series", "s0", "--random", "0", "--worst", "0"])
-    assert code == 0, capsys.readouterr().err
-    text = " ".join(" ".join(parse_page(out).text).split())
+    text = _report_text(tmp_path / "launch" / "out2", tmp_path / "report.html", capsys)
     assert "Against the previous run" in text and "cannot read the previous run" not in text
     assert "How far the parameters of the 1 series fitted again moved" in text
 
@@ -157,32 +166,19 @@ def test_an_older_manifests_relative_paths_are_found_from_any_folder(tmp_path, m
     was started in, which its recorded --output, as given, names. Such a
     manifest is rebuilt here from a real run's."""
     import json
-    rng = np.random.default_rng(6)
-    series = {f"s{i}": (np.arange(30.0), np.sin(np.arange(30.0) / (3 + i))
-                        + 0.1 * rng.standard_normal(30)) for i in range(3)}
-    night2 = {**series, "s0": (series["s0"][0], 2.0 * series["s0"][1])}
     launch = tmp_path / "launch"
     (launch / "nights").mkdir(parents=True)
     monkeypatch.chdir(launch)
-    write(launch / "in1", series)
-    write(launch / "in2", night2)
-    assert gpfit_here("in1", "nights/out1", "--batch_size", "4").code == 0
-    second = gpfit_here("in2", "nights/out2/", "--batch_size", "4",
-                        "--previous_output", "nights/out1")
-    assert second.code == 0, second.stderr
+    _two_nights(launch, "nights/out1", "nights/out2/", seed=6)
     path = launch / "nights" / "out2" / "_SUCCESS.json"
     manifest = json.loads(path.read_text())
     assert manifest["options"]["output"] == "nights/out2/"
     manifest["input"]["pattern"], manifest["previous_output"] = "in2", "nights/out1"
     path.write_text(json.dumps(manifest))
     monkeypatch.chdir(tmp_path)
-    out = tmp_path / "report.html"
-    code = run(["--params", str(launch / "nights" / "out2"), "--out", str(out),
-                "--series", "s0", "--random", "0", "--worst", "0"])
     # Before: exit 2, "no file or folder 'in2'; check the --input path" (no
     # --input was given), and the previous run unread.
-    assert code == 0, capsys.readouterr().err
-    text = " ".join(" ".join(parse_page(out).text).split())
+    text = _report_text(launch / "nights" / "out2", tmp_path / "report.html", capsys)
     assert "Against the previous run" in text and "cannot read the previous run" not in text
     assert str(launch / "nights" / "out1") in text
     assert "How far the parameters of the 1 series fitted again moved" in text
