@@ -28,6 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.io import columns as col
 from pipeline.io.errors import NO_ANSWER, InputError, first_line, listing_failure, undecodable
 from pipeline.io.files import map_files, missing_extra, open_file
+from pipeline.io.tables import check_no_table
 
 LONG, NESTED = "long", "nested"  # layouts
 # A glob's wildcards, to Beam's FileSystems.match (and so to its delete and
@@ -323,6 +324,7 @@ def resolve(pattern: str) -> list[tuple[str, int]]:
         if not found:
             raise InputError(f"no file matches {pattern!r}; check the --input pattern "
                              f"(names starting with _ or . are not data){_bracket_hint(pattern)}")
+        _check_no_table(found)
         return found
     if _is_local_folder(pattern) or (pattern.endswith("/") and not _is_local(pattern)):
         return _folder(pattern)
@@ -372,7 +374,23 @@ def _folder(path: str) -> list[tuple[str, int]]:
     if not found:
         raise InputError(f"folder {path!r} holds no data files; put the Parquet files directly "
                          f"in it or give a glob such as '{path.rstrip('/')}/**/*.parquet'")
+    _check_no_table(found)
     return found
+
+
+# Files whose folders are asked whether they are a table format's, at most,
+# on an object store (a listing per folder asked): the launch's cost must not
+# grow with the input.
+MAX_TABLE_PROBES = 16
+
+
+def _check_no_table(found: list[tuple[str, int]]) -> None:
+    """Refuses a folder or glob that reaches into a table format's folder
+    (Delta Lake, Iceberg, Hudi: tables.check_no_table), where every
+    version's parts lie beside the current ones (docs/design.md,
+    "Contracts"). A file named explicitly is read as asked."""
+    paths = [path for path, _ in found]
+    check_no_table(paths if _is_local(paths[0]) else sample(paths, MAX_TABLE_PROBES))
 
 
 def check_listable(glob: str) -> None:

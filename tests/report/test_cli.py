@@ -11,6 +11,7 @@ from PIL import Image
 
 from gpfit_runs import command_in, without_gcs
 from report_helpers import ODD_ID, params_row, write_params
+from table_folders import delta_table
 from pipeline.report.cli import run
 
 VOID = {"meta", "img", "br", "hr", "link", "input"}
@@ -168,6 +169,9 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
                    "--out", str(t / "o.html")], "no file or folder"),
     (lambda r, t: ["--input", r.data, "--params", str(t),
                    "--out", str(t / "o.html")], "no params/part-*.parquet files"),
+    # A Delta table's folder: every version's rows were read, as by gpfit.
+    (lambda r, t: ["--input", str(delta_table(t / "sales")), "--params", r.params,
+                   "--out", str(t / "o.html")], "sales is a Delta Lake table (_delta_log/)"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--series", "nope"], "--series 'nope' not in the params"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t)], "is a folder"),
