@@ -372,6 +372,10 @@ def _folder(path: str) -> list[tuple[str, int]]:
     check_listable(glob)
     found = _data_files(_match(glob), glob)
     if not found:
+        # An Iceberg or Hudi table's root holds its parts in folders below:
+        # the glob advised below would read every version of them. (A name
+        # in the folder: its folders are the folder and those above.)
+        check_no_table([FileSystems.join(path.rstrip("/"), "*")])
         raise InputError(f"folder {path!r} holds no data files; put the Parquet files directly "
                          f"in it or give a glob such as '{path.rstrip('/')}/**/*.parquet'")
     _check_no_table(found)

@@ -52,6 +52,16 @@ def iceberg_data_folder(tmp):
     return str(tmp / "ice" / "data"), f"{tmp / 'ice'} is an Apache Iceberg table (metadata/)"
 
 
+def iceberg_root(tmp):
+    # Its files are in data/: "holds no data files; ... give a glob such as
+    # 'ice/**/*.parquet'", which read every snapshot's files.
+    return str(iceberg_table(tmp / "ice")), f"{tmp / 'ice'} is an Apache Iceberg table"
+
+
+def hudi_root(tmp):
+    return str(hudi_table(tmp / "hudi")) + "/", f"{tmp / 'hudi'} is an Apache Hudi table"
+
+
 def glob_into_iceberg(tmp):
     iceberg_table(tmp / "ice")
     return str(tmp / "ice" / "**" / "*.parquet"), f"{tmp / 'ice'} is an Apache Iceberg table"
@@ -70,7 +80,7 @@ def spark_stream(tmp):
 @pytest.mark.parametrize("make_input", [
     delta_folder, delta_folder_with_slash, glob_into_delta,
     glob_reaching_a_delta_table_in_a_folder, delta_partition_folder, iceberg_data_folder,
-    glob_into_iceberg, hudi_glob, spark_stream,
+    iceberg_root, glob_into_iceberg, hudi_root, hudi_glob, spark_stream,
 ])
 def test_a_table_format_folder_is_refused(tmp_path, make_input):
     input_, expected = make_input(tmp_path)
