@@ -9,7 +9,11 @@ import os
 
 import pyarrow.parquet as pq
 import pytest
+from apache_beam.io.filesystem import FileMetadata
+from apache_beam.io.localfilesystem import LocalFileSystem
 
+from pipeline.io import inputs
+from pipeline.io.errors import InputError
 from pipeline_data import gpfit
 from table_folders import N_POINTS, delta_table, hudi_table, iceberg_table, spark_stream_sink, \
     version
@@ -114,3 +118,43 @@ def test_an_ordinary_folder_with_spark_and_dask_files_is_read(tmp_path):
         run = gpfit(input_, str(tmp_path / "out"), "--kernel", "rbf")
         assert run.code == 0, run.stderr
         assert [row["n_points"] for row in run.rows()] == [N_POINTS]
+
+
+class _ObjectStore(LocalFileSystem):
+    """An object store as Beam's file systems see one ('teststore://'),
+    its objects the files below ROOT: the launcher's listings of gs://."""
+
+    ROOT = ""
+
+    @classmethod
+    def scheme(cls):
+        return "teststore"
+
+    def _local(self, path: str) -> str:
+        return path.replace("teststore://", self.ROOT + "/", 1)
+
+    def exists(self, path):
+        return super().exists(self._local(path))
+
+    def match(self, patterns, limits=None):
+        results = super().match([self._local(p) for p in patterns], limits)
+        for result in results:
+            result.metadata_list = [
+                FileMetadata(m.path.replace(self.ROOT + "/", "teststore://", 1), m.size_in_bytes)
+                for m in result.metadata_list if os.path.isfile(m.path)]  # objects only
+        return results
+
+
+@pytest.mark.parametrize("pattern", ["teststore://bucket/sales/",
+                                     "teststore://bucket/sales/region=eu/*.parquet",
+                                     "teststore://bucket/**/*.parquet"])
+def test_a_table_on_an_object_store_is_refused(tmp_path, monkeypatch, pattern):
+    monkeypatch.setattr(_ObjectStore, "ROOT", str(tmp_path))
+    delta_table(tmp_path / "bucket" / "sales", under="region=eu")
+    with pytest.raises(InputError, match="teststore://bucket/sales is a Delta Lake table"):
+        inputs.resolve(pattern)
+    plain = tmp_path / "bucket" / "plain"
+    plain.mkdir()
+    pq.write_table(version(0.0), plain / "part-0.parquet")
+    assert inputs.resolve("teststore://bucket/plain/") == [
+        ("teststore://bucket/plain/part-0.parquet", os.path.getsize(plain / "part-0.parquet"))]
