@@ -63,17 +63,22 @@ def _log(kind: str) -> str:
 
 def _folders(files: Iterable[str]) -> Iterable[str]:
     """The files' folders, each once, from each file's own up to the file
-    system's root or the bucket (local ones absolute: a relative input may
-    lie inside a table whose root is the working folder or above)."""
+    system's root or the bucket (local ones absolute, and by their real
+    path too: a relative input may lie inside a table whose root is the
+    working folder or above)."""
     seen: set[str] = set()
     for path in files:
-        if FileSystems.get_scheme(path) is None:
-            path = os.path.abspath(path)
-        folder = _parent(path)
-        while folder and folder not in seen:  # the folders above were seen too
-            seen.add(folder)
-            yield folder
-            folder = _parent(folder)
+        local = FileSystems.get_scheme(path) is None
+        own = _parent(os.path.abspath(path) if local else path)
+        if own in seen:
+            continue
+        # A link to a table's partition folder lies in the table by its
+        # real path alone.
+        for folder in (own, os.path.realpath(own)) if local else (own,):
+            while folder and folder not in seen:  # the folders above were seen too
+                seen.add(folder)
+                yield folder
+                folder = _parent(folder)
 
 
 def _parent(path: str) -> Optional[str]:

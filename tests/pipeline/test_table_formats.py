@@ -56,6 +56,13 @@ def iceberg_data_folder(tmp):
     return str(tmp / "ice" / "data"), f"{tmp / 'ice'} is an Apache Iceberg table (metadata/)"
 
 
+def a_link_to_a_delta_partition(tmp):
+    # The link's folders above are not the table's: read, 60 points.
+    delta_table(tmp / "sales", under="region=eu")
+    os.symlink(tmp / "sales" / "region=eu", tmp / "eu")
+    return str(tmp / "eu"), f"{tmp / 'sales'} is a Delta Lake table"
+
+
 def iceberg_root(tmp):
     # Its files are in data/: "holds no data files; ... give a glob such as
     # 'ice/**/*.parquet'", which read every snapshot's files.
@@ -83,7 +90,8 @@ def spark_stream(tmp):
 
 @pytest.mark.parametrize("make_input", [
     delta_folder, delta_folder_with_slash, glob_into_delta,
-    glob_reaching_a_delta_table_in_a_folder, delta_partition_folder, iceberg_data_folder,
+    glob_reaching_a_delta_table_in_a_folder, delta_partition_folder,
+    a_link_to_a_delta_partition, iceberg_data_folder,
     iceberg_root, glob_into_iceberg, hudi_root, hudi_glob, spark_stream,
 ])
 def test_a_table_format_folder_is_refused(tmp_path, make_input):
