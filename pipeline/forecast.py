@@ -43,7 +43,7 @@ from gpcore.calibration import student_t_quantile
 from gpcore.predict import predict
 from pipeline import backtest, grid, metrics
 from pipeline.io import rows, scales
-from pipeline.io.errors import first_line
+from pipeline.io.errors import first_line, shown_id
 from pipeline.io.schema import (DEFAULT_LEVELS, FORECAST, HOLDOUT, MICROSECONDS_PER_DAY,
                                 OBSERVED, level_name, predictions_schema)
 
@@ -253,7 +253,7 @@ class Forecast(beam.DoFn):
         try:
             found = posterior_table(series, row, self._plan)
         except ValueError as err:
-            _LOG.warning("gpfit: no predictions for series %s: %s", row["series_id"],
+            _LOG.warning("gpfit: no predictions for series %s: %s", shown_id(row["series_id"]),
                          first_line(err))
             self._failed.inc()
             yield beam.pvalue.TaggedOutput(NOT_PREDICTED, 1)

@@ -64,6 +64,26 @@ def one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
+# A series id in a line (a log line, a plot's title) is cut to this many
+# characters, its end kept: ids are data, and a 1 MB id made a 1 MB line.
+ID_CHARS = 60
+
+
+def shown_id(series_id) -> str:
+    """A series id as a line shows it: what does not print (newline, tab,
+    NUL, an escape, a right-to-left override) as one_line writes it, and cut
+    to ID_CHARS with an ellipsis, its start and end kept (docs/design.md,
+    "Runners and quiet runs")."""
+    text = str(series_id)
+    if len(text) > 4 * ID_CHARS:  # the ends alone: the rest is cut below
+        text = text[:2 * ID_CHARS] + text[-2 * ID_CHARS:]
+    text = one_line(text)
+    if len(text) <= ID_CHARS:
+        return text
+    tail = ID_CHARS // 4
+    return f"{text[:ID_CHARS - tail - 1]}…{text[-tail:]}"
+
+
 def undecodable(text: str) -> Optional[str]:
     """text with the bytes that are not UTF-8 shown as \\xNN, where it holds
     any (a file name in Latin-1, as Python's os functions hand it over,

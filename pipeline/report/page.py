@@ -8,14 +8,14 @@ import struct
 from typing import Optional, Sequence
 
 from gpcore.result import OK
+# A plot's title and its image's alt text cut an id as a log line does (the
+# card's heading shows it whole).
+from pipeline.io.errors import ID_CHARS, shown_id  # noqa: F401  (ID_CHARS, for its readers)
 from pipeline.io.inputs import AS_GIVEN, DAYS
 from pipeline.report.nightly import Moves
 from pipeline.report.summary import Reason
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# An id in a plot's title and its image's alt text is cut to this many
-# characters, its end kept: the card's heading shows it whole.
-ID_CHARS = 60
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222;
@@ -267,21 +267,6 @@ def _backtest(backtest: Backtest) -> list[str]:
     if backtest.mase_png:
         out.append(_img(backtest.mase_png, "histogram of holdout_mase"))
     return out
-
-
-def shown_id(series_id) -> str:
-    """A series id as a plot draws it: characters that do not print
-    (newline, tab, NUL, a right-to-left override) as Python escapes them,
-    and cut to ID_CHARS with an ellipsis. Drawn whole, a long id pushed the
-    fitted parameters off the image, and a 1 MB id took minutes to draw."""
-    text = str(series_id)
-    if len(text) > 4 * ID_CHARS:  # the ends alone: the rest is cut below
-        text = text[:2 * ID_CHARS] + text[-2 * ID_CHARS:]
-    text = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
-    if len(text) <= ID_CHARS:
-        return text
-    tail = ID_CHARS // 4
-    return f"{text[:ID_CHARS - tail - 1]}…{text[-tail:]}"
 
 
 def png_size(data: bytes) -> tuple[int, int]:

@@ -377,6 +377,35 @@ def test_forecasts_past_float64_on_ys_scale_are_left_out_and_said(tmp_path, capl
     assert "--transform log" in said[0] and "rescale y" in said[0]
 
 
+def test_a_series_without_predictions_is_named_on_one_bounded_line(tmp_path, caplog):
+    """The warning naming a series without predictions carried its id raw: an
+    id with a newline or a carriage return made two log lines (the second
+    one free text a collector takes for a record of its own), a tab, an
+    ANSI escape, NUL or a right-to-left mark went to the terminal as they
+    are, and a 1 MB id made a 1 MB line. The id is shown as a plot's title
+    shows it: escaped, cut to ID_CHARS with its ends kept; the params rows
+    keep it whole."""
+    from pipeline.io.errors import ID_CHARS
+
+    t = np.arange(40.0)
+    hostile = ["grow\nFAKE INFO forged\rback\tx\x1b[31mred\x00nul\u202ertl",
+               "L" * 1_000_000 + "-end"]
+    data = {"plain": (t, 50 + t), **{sid: (t, np.exp(17.5 * t)) for sid in hostile}}
+    run = gpfit(write_long(str(tmp_path / "in"), data), str(tmp_path / "out"), "--kernel",
+                "rbf", "--transform", "log", "--predict_steps", "5")
+    assert run.code == 0, run.stderr
+    assert sorted(r["series_id"] for r in run.rows()) == sorted(["plain", *hostile])
+    said = [r.getMessage() for r in caplog.records if "no predictions for series" in r.getMessage()]
+    assert len(said) == 2, said
+    for line in said:
+        assert line.isprintable() and len(line) < 600, line[:300]
+    assert any("grow\\nFAKE INFO forged\\rback\\tx\\x1b[31mred\\x00nul\\u202ertl" in line
+               for line in said), said
+    cut = [line for line in said if "LLL" in line]
+    assert len(cut) == 1 and "…" in cut[0] and cut[0].count("L") < ID_CHARS, cut
+    assert "-end:" in cut[0]
+
+
 def test_held_out_missing_value_codes_give_a_null_mase_not_a_failed_run(tmp_path):
     """The backtest fits the first points and scores the last K, which the
     fit's checks never see: two of them a missing-value code (float64's
