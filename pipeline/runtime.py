@@ -36,7 +36,7 @@ from apache_beam.runners.runner import PipelineRunner
 
 from gpcore.threads import INTER_OP_ENV, INTRA_OP_ENV  # noqa: F401  (re-exported)
 from pipeline import fitters
-from pipeline.io.errors import UsageError, first_line
+from pipeline.io.errors import UsageError, first_line, one_line
 from pipeline.io.lock import process_stat
 from pipeline.options import names_runner
 
@@ -466,6 +466,8 @@ class _WorkerLines(logging.Filter):
             return False
         if record.levelno < logging.WARNING and not message.startswith("gpfit"):
             return False
+        if message.startswith("gpfit"):  # one line, as in the launcher (_OneLine)
+            message = one_line(message)
         record.msg, record.args = "worker: %s", (message,)
         return True
 
@@ -532,6 +534,28 @@ class _NoTracebacks(logging.Filter):
         return True
 
 
+# gpfit's own loggers: their lines name paths, and quote errors that quote data.
+_GPFIT_LOGGERS = ("gpfit", "pipeline", "gpcore")
+
+
+class _OneLine(logging.Filter):
+    """gpfit's own lines, at every level, with what does not print written as
+    Python escapes it (errors.one_line): a path or an error's text with a
+    newline or a carriage return made two lines, the second one free text a
+    log collector takes for a record of its own (docs/design.md, "Runners
+    and quiet runs"). A traceback at debug keeps its lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.split(".")[0] in _GPFIT_LOGGERS:
+            try:
+                message = record.getMessage()
+            except (TypeError, ValueError):  # a bad format: logging's own error says so
+                return True
+            if not message.isprintable():
+                record.msg, record.args = "%s", (one_line(message),)
+        return True
+
+
 class _QuietStop(logging.Filter):
     """Below debug, once the run is stopping (STOPPING), Beam's records are
     dropped: they say the bundle the stop cut short failed ("ERROR
@@ -570,12 +594,13 @@ def configure_logs(level: str = "info") -> None:
     logging.getLogger("py.warnings").setLevel(
         logging.WARNING if numeric <= logging.DEBUG else logging.CRITICAL + 1)
     for handler in root.handlers:
-        handler.filters = [f for f in handler.filters
-                           if not isinstance(f, (_NoTracebacks, _QuietStop, _DataflowAdvice))]
+        handler.filters = [f for f in handler.filters if not isinstance(
+            f, (_NoTracebacks, _QuietStop, _DataflowAdvice, _OneLine))]
         if numeric > logging.DEBUG:
             handler.addFilter(_NoTracebacks())
             handler.addFilter(_QuietStop())
             handler.addFilter(_DataflowAdvice())
+        handler.addFilter(_OneLine())
     # Beam's runner threads (gRPC readers, worker watchers) die with a
     # traceback printed straight to stderr when a worker process is lost;
     # below debug they get one log line (the run's last line says what to do).

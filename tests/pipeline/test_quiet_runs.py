@@ -94,6 +94,24 @@ def test_worker_processes_without_the_gcp_extra_print_only_gpfits_lines(data, tm
     assert done.stdout.startswith("gpfit: 7 series: 6 ok, 1 skipped, 0 failed"), done.stdout
 
 
+@pytest.mark.parametrize("processes", [[], ["--direct_num_workers", "2",
+                                             "--direct_running_mode", "multi_processing"]])
+def test_log_lines_naming_a_path_are_one_line_each(data, tmp_path, processes):
+    """gpfit's log lines named the --output folder raw (the input's summary,
+    the manifest written, from a worker process too): a folder named with a
+    newline or a carriage return split them, the rest free text a log
+    collector takes for records of their own, and an ANSI escape recoloured
+    the terminal. They escape what does not print, as gpfit's error lines do."""
+    output = str(tmp_path / "out\nFAKE INFO forged\r\tx\x1bm\u202e")
+    run = gpfit_process("--input", data, "--output", output, "--kernel", "rbf", *processes)
+    assert run.returncode == 0, run.stderr
+    lines = run.stderr.splitlines()
+    assert lines and all(OURS.match(line) and line.isprintable() for line in lines), lines
+    escaped = "out\\nFAKE INFO forged\\r\\tx\\x1bm\\u202e"
+    assert any("_SUCCESS.json" in line and escaped in line for line in lines), lines
+    assert any("rows" in line and escaped in line for line in lines), lines
+
+
 def test_log_level_debug_shows_the_rest(data, tmp_path):
     done = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
                          "--log_level", "debug")
