@@ -90,14 +90,13 @@ def run(argv: list[str] | None = None) -> int:
         return _run(argv, started_at, started)
     except Stopped as stop:
         if not stop.said:
-            print(f"gpfit: error: stopped by {stop.name} before any work; nothing was written",
-                  file=sys.stderr)
+            _say(f"gpfit: error: stopped by {stop.name} before any work; nothing was written")
         return SIGNAL_BASE + stop.signum
     except Exception as err:  # pylint: disable=broad-except  (a bug: one line, the code)
         _LOG.debug("gpfit: unexpected error", exc_info=True)
-        print(f"gpfit: error: gpfit failed unexpectedly: {type(err).__name__}: "
-              f"{first_line(err)}; run again with --log_level debug for the traceback and "
-              "report it", file=sys.stderr)
+        _say(f"gpfit: error: gpfit failed unexpectedly: {type(err).__name__}: "
+             f"{first_line(err)}; run again with --log_level debug for the traceback and "
+             "report it")
         return EXIT_PIPELINE_FAILED
     finally:
         for signum, handler in handlers.items():
@@ -127,8 +126,8 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
         finished = _finished(output) if _CLEARED in cleared else None
         if finished is not None:  # the stop came after the job's manifest: the run is done
             stop.said = True
-            print(f"gpfit: warning: {stop.name} came after the job had written {finished[0]}; "
-                  "the run is complete", file=sys.stderr)
+            _say(f"gpfit: warning: {stop.name} came after the job had written {finished[0]}; "
+                 "the run is complete")
             return _report(*finished, output, time.monotonic() - started)
         _say_stopped(stop, output, local, bool(cleared))
         if local:  # the job ended with this process: nothing else will clean up
@@ -197,10 +196,17 @@ def _joined(warming) -> None:
         warming.join()
 
 
+def _say(line: str) -> None:
+    """Prints one of gpfit's lines on stderr with what does not print in it
+    (a path's or an error's newline) escaped: one line (README, "Exit
+    codes")."""
+    print(one_line(line), file=sys.stderr)
+
+
 def _refused(err: UsageError) -> int:
     """One line for a refusal; its exit code (errors.UsageError.exit_code)."""
     _LOG.debug("gpfit: refused", exc_info=True)
-    print(f"gpfit: error: {one_line(str(err))}", file=sys.stderr)
+    _say(f"gpfit: error: {err}")
     return err.exit_code
 
 
@@ -210,17 +216,17 @@ def _failed(err: Exception, output: str) -> int:
     text = _full_text(err)
     storage = storage_line(text, output)
     if storage is not None:
-        print(f"gpfit: error: the job failed: {storage}", file=sys.stderr)
+        _say(f"gpfit: error: the job failed: {storage}")
         return EXIT_STORAGE
     if lost_worker(text):
-        print(f"gpfit: error: a worker process died mid-run (killed, or out of memory: see the "
-              f"system log) and the job stopped; no {outputs.SUCCESS_MARKER} was written; run "
-              f"again into {output} (its files are replaced), with fewer or smaller worker "
-              "processes if memory ran out", file=sys.stderr)
+        _say(f"gpfit: error: a worker process died mid-run (killed, or out of memory: see the "
+             f"system log) and the job stopped; no {outputs.SUCCESS_MARKER} was written; run "
+             f"again into {output} (its files are replaced), with fewer or smaller worker "
+             "processes if memory ran out")
         return EXIT_PIPELINE_FAILED
-    print(f"gpfit: error: the pipeline failed: {_what_failed(err)}; no "
-          f"{outputs.SUCCESS_MARKER} was written; run again with --log_level debug for the "
-          "traceback", file=sys.stderr)
+    _say(f"gpfit: error: the pipeline failed: {_what_failed(err)}; no "
+         f"{outputs.SUCCESS_MARKER} was written; run again with --log_level debug for the "
+         "traceback")
     return EXIT_PIPELINE_FAILED
 
 
@@ -275,17 +281,16 @@ def _finished(output: str):
 def _say_stopped(stop: Stopped, output: str, local: bool, cleared: bool = True) -> None:
     stop.said = True
     if not cleared:  # the lock was taken and released; the earlier run's files are as they were
-        print(f"gpfit: error: stopped by {stop.name} before any work; the output folder "
-              f"{output} was left as it was", file=sys.stderr)
+        _say(f"gpfit: error: stopped by {stop.name} before any work; the output folder "
+             f"{output} was left as it was")
     elif local:
-        print(f"gpfit: error: stopped by {stop.name} before the run finished; no "
-              f"{outputs.SUCCESS_MARKER} was written, the lock and Beam's temporary files were "
-              f"removed; run again into {output} (its files are replaced)", file=sys.stderr)
+        _say(f"gpfit: error: stopped by {stop.name} before the run finished; no "
+             f"{outputs.SUCCESS_MARKER} was written, the lock and Beam's temporary files were "
+             f"removed; run again into {output} (its files are replaced)")
     else:
-        print(f"gpfit: error: stopped by {stop.name} while waiting for the job, which goes on: "
-              f"it writes its manifest in {output} when it finishes and the folder stays "
-              "locked until then; cancel the job with the runner's tools if it should stop",
-              file=sys.stderr)
+        _say(f"gpfit: error: stopped by {stop.name} while waiting for the job, which goes on: "
+             f"it writes its manifest in {output} when it finishes and the folder stays "
+             "locked until then; cancel the job with the runner's tools if it should stop")
 
 
 def _remove_temporary(output: str) -> None:
@@ -396,33 +401,32 @@ def _say_built(options, built: builder.Built, dry_run: bool) -> None:
 def _report(name, found, output: str, wall_time_s: float) -> int:
     """Says how the run went, from the manifest the job wrote; -> exit code."""
     if name is None:
-        print(f"gpfit: error: the pipeline finished but wrote neither {outputs.SUCCESS_MARKER} "
-              f"nor {outputs.FAILED_MARKER} in {output}", file=sys.stderr)
+        _say(f"gpfit: error: the pipeline finished but wrote neither {outputs.SUCCESS_MARKER} "
+             f"nor {outputs.FAILED_MARKER} in {output}")
         return EXIT_PIPELINE_FAILED
     summary = manifest.summary(found)
     for warning in manifest.warnings(found):  # once per run, from the job's counts
-        print(f"gpfit: warning: {warning}", file=sys.stderr)
+        _say(f"gpfit: warning: {warning}")
     unreadable = found.get("unreadable_files") or {"count": 0}
     if unreadable["count"]:
         named = unreadable["files"]
-        print(f"gpfit: error: {summary}; {unreadable['count']} input file(s) could not be "
-              f"read, so the output is incomplete and {outputs.FAILED_MARKER} was written "
-              f"instead of {outputs.SUCCESS_MARKER} in {output}; fix or remove them and run "
-              f"again:", file=sys.stderr)
+        _say(f"gpfit: error: {summary}; {unreadable['count']} input file(s) could not be "
+             f"read, so the output is incomplete and {outputs.FAILED_MARKER} was written "
+             f"instead of {outputs.SUCCESS_MARKER} in {output}; fix or remove them and run "
+             f"again:")
         for item in named[:_NAMED_AT_MOST]:
             # The reasons name their file already (pipeline.io.inputs).
             said = (item["error"] if item["error"].startswith(item["path"])
                     else f"{item['path']}: {item['error']}")
-            print(f"gpfit: unreadable: {said}", file=sys.stderr)
+            _say(f"gpfit: unreadable: {said}")
         if unreadable["count"] > min(len(named), _NAMED_AT_MOST):
-            print(f"gpfit: ... and {unreadable['count'] - min(len(named), _NAMED_AT_MOST)} "
-                  f"more (the first {len(named)} are in {outputs.FAILED_MARKER})",
-                  file=sys.stderr)
+            _say(f"gpfit: ... and {unreadable['count'] - min(len(named), _NAMED_AT_MOST)} "
+                 f"more (the first {len(named)} are in {outputs.FAILED_MARKER})")
         return EXIT_PIPELINE_FAILED
     if name == outputs.FAILED_MARKER:
-        print(f"gpfit: error: {summary}: failed fraction {found['failed_fraction']:.3g} is "
-              f"above --max_failure_fraction {found['max_failure_fraction']:g}; see the error "
-              f"column and {outputs.FAILED_MARKER} in {output}", file=sys.stderr)
+        _say(f"gpfit: error: {summary}: failed fraction {found['failed_fraction']:.3g} is "
+             f"above --max_failure_fraction {found['max_failure_fraction']:g}; see the error "
+             f"column and {outputs.FAILED_MARKER} in {output}")
         return EXIT_TOO_MANY_FAILED
     print(f"gpfit: {summary} -> {one_line(output)} ({wall_time_s:.1f} s)")
     return EXIT_OK

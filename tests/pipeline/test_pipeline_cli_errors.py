@@ -478,6 +478,26 @@ def test_the_final_line_names_an_output_with_a_newline_on_one_line(tmp_path):
     assert f"-> {tmp_path}/out\\nnight (" in run.stdout
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")
+def test_the_too_many_failed_line_names_an_output_with_a_newline_on_one_line(tmp_path):
+    """The exit-1 line (and the job's other end lines naming --output: a
+    failed job, a stop, the unreadable files) printed the folder raw: two
+    lines, "... see the error column and _FAILED.json in .../out" and
+    "night", the second free text a log collector reads as a record."""
+    t = np.arange(20.0)
+    table = pa.table({"series_id": ["extreme"] * 6 + ["fine"] * 20,
+                      "t": np.concatenate([[-1e308, -5e307, 0.0, 5e307, 1e308, 2e307], t]),
+                      "y": np.concatenate([[1.0, 2, 3, 1, 2, 5], np.sin(t)])})
+    input_ = _write(tmp_path / "in.parquet", table)
+    run = gpfit(input_, str(tmp_path / "out\nnight\x1b"), "--kernel", "rbf",
+                "--max_failure_fraction", "0.25")
+    assert run.code == 1, run.stderr
+    said = [line for line in run.stderr.splitlines() if line.startswith("gpfit: error:")]
+    assert len(said) == 1 and said[0].endswith(f"_FAILED.json in {tmp_path}/out\\nnight\\x1b")
+    assert all(line.startswith("gpfit") for line in run.stderr.splitlines()), run.stderr
+
+
 def test_missing_input_option_exits_2(tmp_path, capsys):
     from pipeline import cli
     assert cli.run(["--output", str(tmp_path / "out")]) == 2
