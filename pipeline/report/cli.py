@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from pipeline.io.errors import UsageError
+from pipeline.io.errors import UsageError, one_line
 
 USAGE = ("gpfit-report --input PATTERN --params DIR --out report.html "
          "[--series ID ...] [--random N] [--worst N] [--seed S] [column options]")
@@ -289,13 +289,14 @@ def _write(out: str, text: str) -> int:
 
 
 def _refuse(err: Exception) -> int:
-    message = " ".join(str(err).split())  # one line, whatever the message
-    print(f"gpfit-report: error: {message}", file=sys.stderr)
+    _say(f"error: {str(err).strip()}")
     return 2
 
 
 def _say(message: str) -> None:
-    print(f"gpfit-report: {message}", file=sys.stderr)
+    """One line on stderr: what does not print in it (a path's newline, an
+    escape) is written as Python escapes it, as gpfit's lines are."""
+    print(f"gpfit-report: {one_line(message)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

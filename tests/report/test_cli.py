@@ -200,6 +200,24 @@ def test_bad_input_exits_2_with_one_line(fitted_run, tmp_path, capsys, make_args
     assert not (tmp_path / "o.html").exists()
 
 
+def test_a_path_with_a_newline_or_an_escape_is_named_on_one_line(fitted_run, tmp_path, capsys):
+    """'wrote <out>' printed the page's path raw: a folder named with a
+    newline made two lines, an ANSI escape reached the terminal, and a
+    refusal naming such a path turned its newline into a space. Both are
+    written as gpfit's lines write them (\\n, \\x1b)."""
+    out = tmp_path / "night\nly\x1b" / "report.html"
+    assert run(["--input", fitted_run.data, "--params", fitted_run.params, "--out", str(out),
+                "--random", "0", "--worst", "0"]) == 0
+    err = capsys.readouterr().err
+    assert all(line.startswith("gpfit-report: ") and line.isprintable()
+               for line in err.splitlines()), err
+    assert f"wrote {tmp_path}/night\\nly\\x1b/report.html (" in err
+    assert run(["--input", fitted_run.data, "--params", str(tmp_path / "no\nsuch\x1b"),
+                "--out", str(tmp_path / "o.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err[:-1].isprintable() and "no\\nsuch\\x1b" in err, err
+
+
 def test_an_out_name_of_the_longest_length_is_written(fitted_run, tmp_path, capsys):
     """A name of 255 bytes, the most the file system takes, is a name the
     page can have: it was first written as that name + ".tmp", refused
