@@ -209,7 +209,7 @@ def _check_grouped(names: list[str], columns: inputs.Columns) -> None:
         return
     selected = f'groupby("{columns.id}")[["{columns.id}", "{columns.time}", "{columns.value}"]]'
     raise InputError(
-        f"the table has no column {columns.id!r} (its columns: {', '.join(names)}); pandas' "
+        f"the table has no column {columns.id!r} (its columns: {inputs.listed(names)}); pandas' "
         "and Dask's groupby().apply leaves the grouping column out of each group: select "
         f"it, as in {selected}.apply(gpfit.fit_frame), or name another with id_column=")
 

@@ -610,6 +610,20 @@ def check_agrees(path: str, footer: Footer, reference_path: str, reference: Foot
             "time")
 
 
+# A refusal lists at most this many of a table's columns (docs/design.md,
+# "Contracts"): a wide table (a column per series, 20,000 of them) made a
+# refusal line of 380 KB.
+COLUMNS_LISTED = 20
+
+
+def listed(names: list[str]) -> str:
+    """The column names for a refusal: the first COLUMNS_LISTED, and how
+    many there are past them."""
+    shown = ", ".join(names[:COLUMNS_LISTED])
+    left = len(names) - COLUMNS_LISTED
+    return f"{shown}, and {left:,} more" if left > 0 else shown
+
+
 def check_names(path: str, names: list[str], columns: Columns, option: str = "--{}") -> None:
     """InputError unless each of the columns is among `names` exactly once
     (the column names of a file, or table: `path` names it)."""
@@ -620,8 +634,7 @@ def check_names(path: str, names: list[str], columns: Columns, option: str = "--
     for name, column in ((columns.id, "id_column"), (columns.time, "time_column"),
                          (columns.value, "value_column")):
         if name not in names:
-            raise InputError(f"{path} has no column {name!r} (its columns: "
-                             f"{', '.join(names)}); "
+            raise InputError(f"{path} has no column {name!r} (its columns: {listed(names)}); "
                              f"{_missing(path, name, names, option.format(column))}")
         if names.count(name) > 1:
             raise InputError(

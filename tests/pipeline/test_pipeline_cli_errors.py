@@ -498,6 +498,20 @@ def test_the_too_many_failed_line_names_an_output_with_a_newline_on_one_line(tmp
     assert all(line.startswith("gpfit") for line in run.stderr.splitlines()), run.stderr
 
 
+def test_a_wide_table_is_refused_naming_some_of_its_columns(tmp_path):
+    """A wide table (a column per series, as a spreadsheet exports it) is
+    refused for its missing id column, and the refusal listed every column:
+    20,000 series made one line of 380 KB on stderr. It lists 20 and how
+    many more there are."""
+    names = ["date"] + [f"store_{i:05d}" for i in range(5_000)]
+    input_ = _write(tmp_path / "wide.parquet",
+                    pa.table({name: np.arange(3.0) for name in names}))
+    run = gpfit(input_, str(tmp_path / "out"))
+    assert_usage_error(run, "has no column 'series_id' (its columns: date, store_00000, ")
+    assert "store_00018, and 4,981 more); name the right one with --id_column" in run.stderr
+    assert len(run.stderr) < 600, len(run.stderr)
+
+
 def test_missing_input_option_exits_2(tmp_path, capsys):
     from pipeline import cli
     assert cli.run(["--output", str(tmp_path / "out")]) == 2
