@@ -27,6 +27,8 @@ HIST_PANEL = (3.2, 2.3)  # inches per histogram
 DATA_COLOR, FIT_COLOR, FORECAST_COLOR = "#222222", "#1f63b4", "#d9730d"
 HOLDOUT_COLOR = "#b0178a"
 PART_COLORS = ("#c0392b", "#27864a", "#8e44ad", "#d4820f")
+MARGIN = 0.05  # matplotlib's axes.xmargin: the axis beyond the data, of its span
+HUGE = 1e300  # beyond this, a linear axis is given its ticks (_x_limits)
 
 
 # Series ids in any script: matplotlib tries these fonts in turn for each
@@ -49,10 +51,13 @@ def installed_fonts() -> tuple[str, ...]:
 
 def _any_script(draw):
     """Runs a figure function with FONTS as the font family (read when its
-    texts are made) and without matplotlib's warning per missing glyph."""
+    texts are made) and without matplotlib's warning per missing glyph, nor
+    numpy's where matplotlib's ticks pass float64's range for values near
+    it (its locators drop those ticks)."""
     @functools.wraps(draw)
     def drawn(*args, **kwargs):
-        with warnings.catch_warnings(), rc_context({"font.family": list(installed_fonts())}):
+        with warnings.catch_warnings(), rc_context({"font.family": list(installed_fonts())}), \
+                np.errstate(over="ignore", under="ignore", invalid="ignore"):
             warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
             return draw(*args, **kwargs)
     return drawn
@@ -201,6 +206,7 @@ def histograms_png(hists: Sequence[Histogram]) -> bytes:
     axes = fig.subplots(rows, columns, squeeze=False).ravel()
     for ax, hist in zip(axes, hists):
         ax.stairs(hist.counts, hist.edges, fill=True, color=FIT_COLOR, alpha=0.8)
+        _x_limits(ax, hist.edges[0], hist.edges[-1], hist.log)  # before the scale pads it
         if hist.log:
             _log_axis(ax, hist.edges[0], hist.edges[-1])
         label = hist.name + (" (log scale)" if hist.log else "")
@@ -218,10 +224,30 @@ def _log_axis(ax, lo: float, hi: float) -> None:
     decades, powers of ten over more (matplotlib's default minor labels
     overlap on spans of one or two decades)."""
     ax.set_xscale("log")
-    subs = (1.0, 2.0, 5.0) if np.log10(hi / lo) <= 2 else (1.0,)
+    subs = (1.0, 2.0, 5.0) if np.log10(hi) - np.log10(lo) <= 2 else (1.0,)
     ax.xaxis.set_major_locator(ticker.LogLocator(base=10, subs=subs))
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+
+
+def _x_limits(ax, lo: float, hi: float, log: bool) -> None:
+    """The x axis from lo to hi where matplotlib's margin (5 % of the span,
+    or of the decades on a log axis) would pass float64's range: values
+    near 1e308 (a MASE of held-out missing-value codes) or spanning 600
+    decades made the limits inf or 0, and the ticks failed ('arange: cannot
+    compute length') or labelled a wrong axis."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        if log:
+            a, b = np.log10(lo), np.log10(hi)
+            padded = np.power(10.0, [a - MARGIN * (b - a), b + MARGIN * (b - a)])
+        else:
+            padded = np.array([lo - MARGIN * (hi - lo), hi + MARGIN * (hi - lo)])
+    if not (np.all(np.isfinite(padded)) and (not log or padded[0] > 0)):
+        ax.set_xlim(lo, hi)
+    if not log and max(abs(lo), abs(hi)) > HUGE:
+        # matplotlib's linear ticks overflow there too: the ends and the middle.
+        ax.set_xlim(lo, hi)
+        ax.xaxis.set_major_locator(ticker.FixedLocator([lo, lo / 2 + hi / 2, hi]))
 
 
 def _png(fig: Figure) -> bytes:

@@ -316,7 +316,11 @@ def _edges(lo: float, hi: float, count: int) -> tuple[np.ndarray, bool]:
     bins = int(np.clip(2 * np.sqrt(count), 5, MAX_BINS))
     if hi == lo:  # a single value: one bin around it
         half = 0.5 * (abs(lo) or 1.0)
-        return np.array([lo - half, hi + half]), False
+        with np.errstate(over="ignore"):
+            edges = np.array([lo - half, hi + half])
+        # Near float64's largest (a MASE of held-out missing-value codes) a
+        # side past it is inf: the bin ends at the value there.
+        return np.where(np.isfinite(edges), edges, lo), False
     if lo > 0 and hi / lo >= LOG_SPAN:
         edges = np.geomspace(lo, hi, bins + 1)
         log = True

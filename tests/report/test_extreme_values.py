@@ -1,0 +1,100 @@
+"""gpfit-report over runs whose values reach float64's limits: a page (exit 0)
+whose plots say what they leave out, never a traceback."""
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from matplotlib.figure import Figure
+
+from gpfit_runs import gpfit_here
+from pipeline.report import plots
+from pipeline.report.cli import run
+from pipeline.report.summary import Histogram, _edges
+from test_cli import decode_png, parse_page
+
+CODE = 1.79e308  # a missing-value code: float64's largest, 1.797e308, rounded down
+
+
+def _write(folder, series: dict) -> str:
+    """series {id: y [n]} at t = 0, 1, ...; -> the input folder."""
+    ids, ts, ys = [], [], []
+    for sid, y in series.items():
+        ids += [sid] * len(y)
+        ts.append(np.arange(len(y), dtype=float))
+        ys.append(np.asarray(y, dtype=float))
+    folder.mkdir()
+    pq.write_table(pa.table({"series_id": ids, "t": np.concatenate(ts), "y": np.concatenate(ys)}),
+                   folder / "part-0.parquet")
+    return str(folder)
+
+
+def _wiggle(seed: int, n: int = 40) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.sin(np.arange(n) / 3.0) + 0.2 * rng.standard_normal(n)
+
+
+@pytest.fixture(scope="module")
+def coded_backtest(tmp_path_factory):
+    """A --holdout 4 run whose held-out points hold missing-value codes:
+    one code (MASE near 1e308), a negative one, two (MASE null), and a
+    series without codes (MASE near 1)."""
+    root = tmp_path_factory.mktemp("coded")
+    series = {}
+    for i, (sid, codes) in enumerate((("one", {-2: CODE}), ("neg", {-2: -CODE}),
+                                      ("two", {-1: CODE, -3: CODE}), ("clean", {}))):
+        y = _wiggle(i)
+        for at, code in codes.items():
+            y[at] = code
+        series[sid] = y
+    fitted = gpfit_here(_write(root / "in", series), str(root / "out"), "--holdout", "4")
+    assert fitted.code == 0, fitted.stderr
+    mase = {r["series_id"]: r["holdout_mase"] for r in fitted.rows()}
+    assert mase["one"] > 1e307 and mase["neg"] > 1e307 and mase["two"] is None
+    return root / "out"
+
+
+def _report(params, out, capsys, *args) -> str:
+    """Runs gpfit-report with warnings as errors; -> its stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        code = run(["--params", str(params), "--out", str(out), *args])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "Traceback" not in err and "Warning" not in err, err
+    for image in parse_page(out).images:
+        decode_png(image["src"])
+    return err
+
+
+def test_the_histograms_of_a_backtest_with_held_out_codes_are_drawn(coded_backtest, tmp_path,
+                                                                     capsys):
+    """The MASEs near 1e308 made the holdout_mase histogram fail in
+    matplotlib's ticks ('arange: cannot compute length'), exit 1."""
+    _report(coded_backtest, tmp_path / "r.html", capsys, "--worst", "0", "--random", "0")
+
+
+@pytest.mark.parametrize("lo, hi, count", [
+    (0.81, 1.09e308, 3),  # drawn as an axis from 1 to 10: its padding was inf
+    (1.3e308, 1.5e308, 2),  # the ticks failed
+    (1.5e308, 1.5e308, 1),  # one value: its bin's right edge was inf
+    (5e-300, 5e296, 5),  # noise variances of series of sd 1e-150 and 1e149
+])
+def test_a_histogram_near_float64s_limits_spans_its_values(lo, hi, count):
+    edges, log = _edges(lo, hi, count)
+    assert np.all(np.isfinite(edges)) and edges[0] <= lo and edges[-1] >= hi
+    counts = np.histogram([lo, hi], bins=edges)[0]
+    assert counts.sum() == 2
+    fig = Figure()
+    ax = fig.add_subplot()
+    ax.stairs(counts, edges)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        plots._x_limits(ax, edges[0], edges[-1], log)
+        if log:
+            plots._log_axis(ax, edges[0], edges[-1])
+        shown = ax.get_xlim()
+        plots.histograms_png([Histogram("q", edges, counts, log, 0)])
+    # The axis holds every value (relative: edges are rounded by geomspace).
+    assert shown[0] <= lo * (1 + 1e-12) and shown[1] >= hi * (1 - 1e-12), shown
