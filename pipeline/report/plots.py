@@ -29,6 +29,11 @@ HOLDOUT_COLOR = "#b0178a"
 PART_COLORS = ("#c0392b", "#27864a", "#8e44ad", "#d4820f")
 MARGIN = 0.05  # matplotlib's axes.xmargin: the axis beyond the data, of its span
 HUGE = 1e300  # beyond this, a linear axis is given its ticks (_x_limits)
+# Observed values beyond this are not drawn, and the legend says so:
+# values near float64's largest (missing-value codes, 1.79e308, among
+# held-out points or a skipped series' data) made the axis' margin inf, and
+# the plot failed ('arange: cannot compute length') or was drawn blank.
+DRAWN_MAX = 1e307
 
 
 # Series ids in any script: matplotlib tries these fonts in turn for each
@@ -153,15 +158,19 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
         ax.plot(drawn.t, drawn.mean, color=color, linewidth=1.5,
                 marker="." if what != "posterior" else None, label=f"{what} {drawn.centre}")
         if drawn.y is not None:
-            ax.plot(drawn.t, drawn.y, "x", color=HOLDOUT_COLOR, markersize=5, zorder=4,
-                    label=f"held out ({drawn.y.size} points)")
+            inside = drawable(drawn.y)
+            ax.plot(drawn.t[inside], drawn.y[inside], "x", color=HOLDOUT_COLOR, markersize=5,
+                    zorder=4, label=f"held out ({drawn.y.size} points{_beyond(drawn.y)})")
     shown = np.isfinite(t) & np.isfinite(y)
     count = int(shown.sum())
+    beyond = _beyond(y[shown])
+    shown &= drawable(y)
     drawn_t, drawn_y = t[shown], y[shown]
-    every = -(-count // MAX_DOTS)  # long series: every k-th point, said in the label
+    every = max(1, -(-int(shown.sum()) // MAX_DOTS))  # long series: every k-th, said below
     ax.plot(drawn_t[::every], drawn_y[::every], "o", color=DATA_COLOR,
             markersize=3 if count < 300 else 1.5, zorder=3,
-            label=f"data ({count} points" + (f", every {every}th drawn)" if every > 1 else ")"))
+            label=f"data ({count} points{beyond}"
+                  + (f", every {every}th drawn)" if every > 1 else ")"))
     if note:
         ax.text(0.01, 0.97, note, transform=ax.transAxes, va="top", ha="left", fontsize=8,
                 color="#a01010", parse_math=False, wrap=True)
@@ -169,12 +178,24 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
     ax.set_title(title, fontsize=8.5, loc="left", parse_math=False, wrap=True)
     ax.tick_params(labelsize=8)
     ax.grid(alpha=0.25)
-    if shown.any() or curve is not None:
+    if count or curve is not None:  # also to say that no point is drawn
         # Below the axes: inside, it would hide data wherever it went.
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=4,
                   frameon=False)
     fig.tight_layout()
     return _png(fig)
+
+
+def drawable(y: np.ndarray) -> np.ndarray:
+    """[n] bool: y is finite and within ±DRAWN_MAX."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(y) & (np.abs(y) <= DRAWN_MAX)
+
+
+def _beyond(y: np.ndarray) -> str:
+    """What a label says of the finite values of y [n] it does not draw."""
+    left_out = int(np.sum(np.isfinite(y) & ~drawable(y)))
+    return f"; {left_out} beyond ±{DRAWN_MAX:g} not drawn" if left_out else ""
 
 
 def _draw_parts(ax, parts: Sequence[Part], dates: bool) -> None:

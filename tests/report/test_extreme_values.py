@@ -48,10 +48,12 @@ def coded_backtest(tmp_path_factory):
         for at, code in codes.items():
             y[at] = code
         series[sid] = y
+    series["codes"] = np.where(_wiggle(9) > 0, CODE, -CODE)  # skipped: its spread overflows
     fitted = gpfit_here(_write(root / "in", series), str(root / "out"), "--holdout", "4")
     assert fitted.code == 0, fitted.stderr
     mase = {r["series_id"]: r["holdout_mase"] for r in fitted.rows()}
     assert mase["one"] > 1e307 and mase["neg"] > 1e307 and mase["two"] is None
+    assert {r["series_id"]: r["status"] for r in fitted.rows()}["codes"] == "skipped"
     return root / "out"
 
 
@@ -98,3 +100,51 @@ def test_a_histogram_near_float64s_limits_spans_its_values(lo, hi, count):
         plots.histograms_png([Histogram("q", edges, counts, log, 0)])
     # The axis holds every value (relative: edges are rounded by geomspace).
     assert shown[0] <= lo * (1 + 1e-12) and shown[1] >= hi * (1 - 1e-12), shown
+
+
+def test_values_near_float64s_largest_are_left_out_of_a_plot_which_says_so(
+        coded_backtest, tmp_path, capsys, monkeypatch):
+    """A held-out code made the series plot fail ('arange: cannot compute
+    length', exit 1) or drawn blank (its axis from -1 to 1.79e308, every
+    other point at 0); so did a skipped series of codes. Such points are
+    not drawn, and the legend counts them."""
+    legends = []
+    png = plots._png
+
+    def kept(fig):
+        legends.append([text.get_text() for ax in fig.axes if ax.get_legend()
+                        for text in ax.get_legend().get_texts()])
+        for ax in fig.axes:  # the axis spans what is drawn: no 1e308
+            assert max(abs(v) for v in ax.get_ylim()) < 1e3, ax.get_ylim()
+        return png(fig)
+
+    monkeypatch.setattr(plots, "_png", kept)
+    ids = ("one", "neg", "two", "clean", "codes")
+    _report(coded_backtest, tmp_path / "r.html", capsys, "--worst", "0", "--random", "0",
+            *(arg for sid in ids for arg in ("--series", sid)))
+    cards = legends[:len(ids)]  # drawn before the histograms
+    beyond = f"beyond ±{plots.DRAWN_MAX:g} not drawn"
+    assert "held out (4 points; 1 " + beyond + ")" in cards[0]
+    assert "held out (4 points; 1 " + beyond + ")" in cards[1]
+    assert "held out (4 points; 2 " + beyond + ")" in cards[2]
+    assert "held out (4 points)" in cards[3]
+    assert "data (40 points; 1 " + beyond + ")" in cards[0]
+    assert "data (40 points)" in cards[3]
+    assert "data (40 points; 40 " + beyond + ")" in cards[4]
+
+
+def test_a_named_series_without_a_finite_value_is_drawn_empty(tmp_path, capsys, monkeypatch):
+    """--series of a skipped series whose values are all missing (NaN)
+    died on 'slice step cannot be zero' (exit 1); its plot is empty and
+    its legend says it has no points."""
+    legends = []
+    png = plots._png
+    monkeypatch.setattr(plots, "_png", lambda fig: legends.append(
+        [text.get_text() for ax in fig.axes if ax.get_legend()
+         for text in ax.get_legend().get_texts()]) or png(fig))
+    fitted = gpfit_here(_write(tmp_path / "in", {"gone": np.full(30, np.nan),
+                                                 "here": _wiggle(1, 30)}), str(tmp_path / "out"))
+    assert fitted.code == 0, fitted.stderr
+    _report(tmp_path / "out", tmp_path / "r.html", capsys, "--series", "gone", "--worst", "0",
+            "--random", "0")
+    assert legends[0] == [] and "too few finite points: 0" in (tmp_path / "r.html").read_text()
