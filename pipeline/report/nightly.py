@@ -49,7 +49,8 @@ class Moved:
 
     @property
     def log10_ratio(self) -> float:
-        return float(np.log10(self.after / self.before))
+        # A difference of logs: the ratio of 1e296 to 1e-300 overflows.
+        return float(np.log10(self.after) - np.log10(self.before))
 
 
 @dataclasses.dataclass
@@ -90,26 +91,37 @@ def compare(run: params_io.ParamsRun, previous: str, top: int = 10) -> Moves:
     except (InputError, OSError, pa.ArrowException) as err:
         return Moves(previous, problem=f"cannot read the previous run: {first_line(err)}")
     ratios = {name: [] for name in MOVED}
+    # Moves from or to 0 (or a value not finite): log10 of their ratio is
+    # not a number; counted in their histogram's title, not binned.
+    undefined = {name: 0 for name in MOVED}
     moved = []
     for sid, (kernel, old) in before.items():
         new_kernel, new = tonight[sid]
         if kernel != new_kernel:
             continue
         labels = [label for label in old if label in new]
+        now = np.array([new[label] for label in labels])
+        was = np.array([old[label] for label in labels])
+        # A difference of logs: the ratio of parameters 1e-300 and 1e296
+        # (fits of y near 1e-150 and 1e149) overflowed, and such a move was
+        # left out of the histogram and the table without a word.
         with np.errstate(divide="ignore", invalid="ignore"):
-            logs = np.log10(np.array([new[label] for label in labels])
-                            / np.array([old[label] for label in labels]))
+            logs = np.log10(now) - np.log10(was)
         finite = np.isfinite(logs)
-        for label, value, ok in zip(labels, logs, finite):
+        for label, value, ok, set_ in zip(labels, logs, finite,
+                                          ~np.isnan(now) & ~np.isnan(was)):
             if ok:
                 ratios[label.split(" ")[0]].append(value)
+            elif set_:  # NaN: a null noise_variance, which has no move
+                undefined[label.split(" ")[0]] += 1
         if finite.any():
             i = int(np.nanargmax(np.where(finite, np.abs(logs), np.nan)))
             moved.append(Moved(sid, kernel, labels[i], old[labels[i]], new[labels[i]]))
     moved.sort(key=lambda m: -abs(m.log10_ratio))
     compared = sum(1 for sid, (kernel, _) in before.items() if kernel == tonight[sid][0])
     return Moves(previous, compared, capped,
-                 [_histogram(name, np.asarray(v)) for name, v in ratios.items() if v],
+                 [_histogram(name, np.asarray(v), undefined[name])
+                  for name, v in ratios.items() if v],
                  moved[:top])
 
 
@@ -187,9 +199,10 @@ def _previous_rows(folder: str, ids: list[str]) -> dict[str, tuple[str, dict]]:
     return found
 
 
-def _histogram(name: str, values: np.ndarray) -> Histogram:
-    """log10 ratios on bins symmetric about 0 (no move)."""
+def _histogram(name: str, values: np.ndarray, undefined: int = 0) -> Histogram:
+    """log10 ratios on bins symmetric about 0 (no move); `undefined` moves
+    had no finite ratio (from or to 0)."""
     reach = max(float(np.max(np.abs(values))), 0.1)  # at least ±26 %: readable ticks
     edges = np.linspace(-reach, reach, BINS + 1)
     return Histogram(f"{name}: log10(tonight / previous)", edges,
-                     np.histogram(values, bins=edges)[0], False, 0)
+                     np.histogram(values, bins=edges)[0], False, undefined)

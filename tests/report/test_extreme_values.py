@@ -148,3 +148,31 @@ def test_a_named_series_without_a_finite_value_is_drawn_empty(tmp_path, capsys, 
     _report(tmp_path / "out", tmp_path / "r.html", capsys, "--series", "gone", "--worst", "0",
             "--random", "0")
     assert legends[0] == [] and "too few finite points: 0" in (tmp_path / "r.html").read_text()
+
+
+def test_a_nightly_move_of_600_decades_is_binned_and_one_from_0_is_counted(tmp_path):
+    """A noise_variance from 1e-300 to 1e296 (fits of y near 1e-150, then
+    1e149) overflowed its ratio: the move was left out of the histogram and
+    of the series that moved most, and one from 0 was dropped without a
+    word; numpy's log10 of each parameter is the reference (exact to 1e-12
+    in log10 units: a difference of two logs of doubles)."""
+    from pipeline.report import params as params_io
+    from pipeline.report.nightly import compare
+    from report_helpers import params_row, write_params
+
+    write_params(tmp_path / "prev", [params_row("a", noise_variance=1e-300),
+                                     params_row("b", noise_variance=0.0),
+                                     params_row("c", noise_variance=0.1)])
+    write_params(tmp_path / "new", [params_row("a", noise_variance=1e296),
+                                    params_row("b", noise_variance=0.1),
+                                    params_row("c", noise_variance=0.2)],
+                 manifest={"previous_output": str(tmp_path / "prev")})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        moves = compare(params_io.locate(str(tmp_path / "new")), str(tmp_path / "prev"))
+    noise = next(h for h in moves.histograms if h.name.startswith("noise_variance"))
+    assert noise.total == 2 and noise.nonfinite == 1
+    assert noise.counts[-1] == 1 and noise.edges[-1] == pytest.approx(596.0, abs=1e-12)
+    top = moves.top[0]
+    assert (top.series_id, top.parameter) == ("a", "noise_variance")
+    assert top.log10_ratio == pytest.approx(np.log10(1e296) - np.log10(1e-300), abs=1e-12)
