@@ -99,6 +99,8 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     from pipeline.report.build import build
     try:
         report = build(scanned, log=_say)
+    except UsageError as err:  # a predictions shard that is not Parquet
+        return _refuse(err)
     except OSError as err:
         return _refuse(_changed(args.params, err))
     try:

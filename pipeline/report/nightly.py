@@ -139,8 +139,18 @@ def read_predictions(folder: str, ids: Sequence[str], dates: bool, kind: str = F
     wanted = [("series_id", "in", list(ids)), ("kind", "=", kind)]
 
     def read(path: str) -> pa.Table:
-        with open_file(path) as f:
-            return pq.read_table(f, filters=wanted)
+        # A shard that is not Parquet (cut short by a copy, emptied) is
+        # refused as a params shard is (shards.checked_rows), not a traceback.
+        try:
+            with open_file(path) as f:
+                return pq.read_table(f, filters=wanted)
+        except PermissionError as err:
+            raise InputError(f"{path} cannot be read: {err.strerror}; make it readable by "
+                             "this user") from err
+        except (pa.ArrowException, ValueError) as err:
+            raise InputError(f"{path} is not a Parquet file of gpfit's predictions "
+                             f"({first_line(err)}); copy the run's {PREDICTIONS_PREFIX}/ "
+                             "folder again, or run gpfit again") from err
 
     table = pa.concat_tables(map_files(read, names))
     levels = sorted({name.split("_", 1)[1] for name in table.column_names

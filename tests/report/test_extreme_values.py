@@ -176,3 +176,22 @@ def test_a_nightly_move_of_600_decades_is_binned_and_one_from_0_is_counted(tmp_p
     top = moves.top[0]
     assert (top.series_id, top.parameter) == ("a", "noise_variance")
     assert top.log10_ratio == pytest.approx(np.log10(1e296) - np.log10(1e-300), abs=1e-12)
+
+
+def test_a_predictions_shard_that_is_not_parquet_is_refused_in_one_line(tmp_path, capsys):
+    """A predictions shard emptied (or cut short by a copy) ended the report
+    with pyarrow's ArrowInvalid traceback, exit 1, where a params shard so
+    broken is refused: it is refused too, exit 2, naming it."""
+    fitted = gpfit_here(_write(tmp_path / "in", {"a": _wiggle(1), "b": _wiggle(2)}),
+                        str(tmp_path / "out"), "--predict_steps", "5", "--num_shards", "2")
+    assert fitted.code == 0, fitted.stderr
+    for cut, name in ((0, "part-00000-of-00002.parquet"), (300, "part-00001-of-00002.parquet")):
+        shard = tmp_path / "out" / "predictions" / name
+        whole = shard.read_bytes()
+        shard.write_bytes(whole[:cut])
+        assert run(["--params", str(tmp_path / "out"), "--out", str(tmp_path / "r.html"),
+                    "--series", "a", "--series", "b"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith(f"gpfit-report: error: {shard} is not a Parquet file"), err
+        assert "Traceback" not in "\n".join(err) and not (tmp_path / "r.html").exists()
+        shard.write_bytes(whole)
