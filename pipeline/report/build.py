@@ -113,9 +113,10 @@ def posterior_curve(series: Series, row: dict, transform: str = scales.NONE) -> 
     if transform == scales.NONE:
         return Curve(grid, mean, std_f, std_y)
     back = lambda z: scales.inverse(transform, z)  # noqa: E731
-    return Curve(grid, back(mean), std_f, std_y, bands=(
-        ("±2σ new observation", back(mean - 2 * std_y), back(mean + 2 * std_y)),
-        ("±2σ posterior", back(mean - 2 * std_f), back(mean + 2 * std_f))), centre=MEDIAN)
+    with np.errstate(over="ignore"):  # past 1e308: inf, which the plot cuts
+        return Curve(grid, back(mean), std_f, std_y, bands=(
+            ("±2σ new observation", back(mean - 2 * std_y), back(mean + 2 * std_y)),
+            ("±2σ posterior", back(mean - 2 * std_f), back(mean + 2 * std_f))), centre=MEDIAN)
 
 
 def component_parts(series: Series, row: dict, t_new: np.ndarray,

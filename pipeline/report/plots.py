@@ -147,13 +147,20 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
         _draw_parts(below, parts, dates)
     else:
         ax = fig.add_subplot()
+    cut = False  # a band reaches past ±DRAWN_MAX: the axis is set by the rest
     for drawn, color, what in ((curve, FIT_COLOR, "posterior"),
                                (forecast, FORECAST_COLOR, "forecast"),
                                (holdout, HOLDOUT_COLOR, "holdout")):
         if drawn is None:
             continue
         for label, lower, upper, alpha in drawn.drawn_bands(what):
-            ax.fill_between(drawn.t, lower, upper, color=color, alpha=alpha, linewidth=0,
+            # Under --transform log a wide band maps back to 1e308 or inf.
+            past = _past(lower) | _past(upper)
+            cut |= bool(past.any())
+            if past.any() and label:
+                label += f" (cut: past ±{DRAWN_MAX:g})"
+            ax.fill_between(drawn.t, *(np.clip(b, -DRAWN_MAX, DRAWN_MAX) for b in (lower, upper)),
+                            color=color, alpha=alpha, linewidth=0,
                             label=label if what != "holdout" else None)
         ax.plot(drawn.t, drawn.mean, color=color, linewidth=1.5,
                 marker="." if what != "posterior" else None, label=f"{what} {drawn.centre}")
@@ -171,6 +178,10 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
             markersize=3 if count < 300 else 1.5, zorder=3,
             label=f"data ({count} points{beyond}"
                   + (f", every {every}th drawn)" if every > 1 else ")"))
+    if cut:
+        lines = [drawn_y] + [c.mean for c in (curve, forecast, holdout) if c is not None]
+        _y_limits(ax, lines + ([holdout.y] if holdout is not None and holdout.y is not None
+                               else []))
     if note:
         ax.text(0.01, 0.97, note, transform=ax.transAxes, va="top", ha="left", fontsize=8,
                 color="#a01010", parse_math=False, wrap=True)
@@ -184,6 +195,21 @@ def series_png(t: np.ndarray, y: np.ndarray, curve: Optional[Curve], title: str,
                   frameon=False)
     fig.tight_layout()
     return _png(fig)
+
+
+def _y_limits(ax, lines: Sequence[np.ndarray]) -> None:
+    """The y axis over the drawable values of `lines`, with matplotlib's margin."""
+    values = np.concatenate([v[drawable(v)] for v in lines]) if lines else np.empty(0)
+    if not values.size:
+        return
+    lo, hi = float(values.min()), float(values.max())
+    pad = MARGIN * (hi - lo) if hi > lo else 0.5 * (abs(hi) or 1.0)
+    ax.set_ylim(lo - pad, hi + pad)
+
+
+def _past(band: np.ndarray) -> np.ndarray:
+    """[m] bool: a band's side is past ±DRAWN_MAX (inf included; NaN is a gap)."""
+    return ~np.isnan(band) & ~drawable(band)
 
 
 def drawable(y: np.ndarray) -> np.ndarray:

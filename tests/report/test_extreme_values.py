@@ -195,3 +195,30 @@ def test_a_predictions_shard_that_is_not_parquet_is_refused_in_one_line(tmp_path
         assert err[-1].startswith(f"gpfit-report: error: {shard} is not a Parquet file"), err
         assert "Traceback" not in "\n".join(err) and not (tmp_path / "r.html").exists()
         shard.write_bytes(whole)
+
+
+def test_a_log_fit_whose_bands_map_back_past_1e307_is_drawn_on_the_datas_axis(
+        tmp_path, capsys, monkeypatch):
+    """--transform log on values from 1e-300 to 1e300: the posterior's ±2σ
+    bands map back to 1e308 and inf (numpy's overflow warning on stderr),
+    and the y axis spanned 1e308 with every point drawn at 0. The bands are
+    cut at the axis of the data and the line, and their legend says so."""
+    drawn = []
+    png = plots._png
+
+    def kept(fig):
+        drawn.extend((ax.get_ylim(), [t.get_text() for t in ax.get_legend().get_texts()])
+                     for ax in fig.axes if ax.get_legend())
+        return png(fig)
+
+    monkeypatch.setattr(plots, "_png", kept)
+    y = np.exp(np.random.default_rng(4).uniform(-690, 690, 40))
+    fitted = gpfit_here(_write(tmp_path / "in", {"wide": y}), str(tmp_path / "out"),
+                        "--transform", "log")
+    assert fitted.code == 0, fitted.stderr
+    _report(tmp_path / "out", tmp_path / "r.html", capsys, "--series", "wide", "--worst", "0",
+            "--random", "0")
+    (low, high), legend = drawn[0]
+    assert high < 1.1 * y.max() and low > -0.1 * y.max()  # the data's axis, with its margin
+    cut = f"(cut: past ±{plots.DRAWN_MAX:g})"
+    assert f"±2σ new observation {cut}" in legend and f"±2σ posterior {cut}" in legend
