@@ -246,8 +246,9 @@ def _mean(row: dict) -> str:
     mean, spread2 = row["mean"], row.get("noise_variance") or 0.0
     for part in row.get("components") or ():
         if part.get("kernel") != "linear" and part.get("amplitude") is not None:
-            spread2 += part["amplitude"] ** 2
-    if mean is None or not (math.isfinite(mean) and mean and spread2 > 0):
+            with np.errstate(over="ignore"):  # past 1.3e154: inf, not OverflowError
+                spread2 += np.float64(part["amplitude"]) ** 2
+    if mean is None or not (math.isfinite(mean) and mean and 0 < spread2 < math.inf):
         return _g(mean)
     digits = 4 + max(0, math.floor(math.log10(abs(mean) / math.sqrt(spread2))))
     return f"{mean:.{min(digits, 17)}g}"

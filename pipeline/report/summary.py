@@ -95,7 +95,10 @@ def standardised_nll(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
         for i, parts in enumerate(batch.column("components").to_pylist()):
             for part in parts or ():
                 if part.get("kernel") != "linear" and part.get("amplitude") is not None:
-                    variance[i] += part["amplitude"] ** 2
+                    # numpy's square: an amplitude past 1.3e154 is inf (its row
+                    # unranked), where Python's ** raised OverflowError.
+                    with np.errstate(over="ignore"):
+                        variance[i] += np.float64(part["amplitude"]) ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
         value = per_point - 0.5 * np.log(variance)
     return value, ok & noise_ok & (variance > 0)

@@ -222,3 +222,24 @@ def test_a_log_fit_whose_bands_map_back_past_1e307_is_drawn_on_the_datas_axis(
     assert high < 1.1 * y.max() and low > -0.1 * y.max()  # the data's axis, with its margin
     cut = f"(cut: past ±{plots.DRAWN_MAX:g})"
     assert f"±2σ new observation {cut}" in legend and f"±2σ posterior {cut}" in legend
+
+
+def test_an_amplitude_whose_square_overflows_is_reported(tmp_path, capsys):
+    """An ok row with amplitude 1e200 (its square past float64's largest)
+    ended the report with Python's OverflowError traceback while ranking
+    the worst fits (and in the plot's title); it is left unranked (numpy's
+    square is inf) and plotted when named."""
+    from pipeline.report.build import title
+    from report_helpers import params_row, write_params
+
+    rows = [params_row("big", amplitude=1e200), params_row("a"), params_row("b", nll=60.0)]
+    write_params(tmp_path / "out", rows)
+    _write(tmp_path / "in", {sid: _wiggle(i, 30) for i, sid in enumerate(("big", "a", "b"))})
+    _report(tmp_path / "out", tmp_path / "r.html", capsys, "--input", str(tmp_path / "in"),
+            "--worst", "3", "--random", "0")
+    assert [i["alt"] for i in parse_page(tmp_path / "r.html").images][1:] == ["series b",
+                                                                            "series a"]
+    _report(tmp_path / "out", tmp_path / "r.html", capsys, "--input", str(tmp_path / "in"),
+            "--series", "big", "--worst", "0", "--random", "0")
+    assert "series big" in [i["alt"] for i in parse_page(tmp_path / "r.html").images]
+    assert "mean 0 · amplitude 1e+200" in title(rows[0])
