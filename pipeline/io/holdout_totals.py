@@ -4,6 +4,7 @@ both. Accumulators are plain dicts, so a Beam combine merges them.
 """
 from __future__ import annotations
 
+import math
 from typing import Iterable, Optional
 
 from pipeline.io.log_bins import log_bin, median_of_bins
@@ -31,7 +32,10 @@ def add(acc: dict, row: dict) -> dict:
     acc["points"] += row["holdout_points"]
     acc["covered"] += row["holdout_coverage_95"] * row["holdout_points"]
     mase = row.get("holdout_mase")
-    if mase is not None:
+    # Scored as gpfit writes a MASE that is not a finite number: null. Rows
+    # of runs before it (inf, NaN: the run failed at its manifest, its
+    # shards left) failed the report's bins, 'cannot convert float infinity'.
+    if mase is not None and math.isfinite(mase):
         acc["mase_n"] += 1
         acc["mase_sum"] += mase * SUM_SCALE
         key = log_bin(mase, SMALLEST_MASE)

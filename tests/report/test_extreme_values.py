@@ -243,3 +243,23 @@ def test_an_amplitude_whose_square_overflows_is_reported(tmp_path, capsys):
             "--series", "big", "--worst", "0", "--random", "0")
     assert "series big" in [i["alt"] for i in parse_page(tmp_path / "r.html").images]
     assert "mean 0 · amplitude 1e+200" in title(rows[0])
+
+
+def test_params_with_a_mase_not_finite_are_reported(tmp_path, capsys):
+    """A run before gpfit wrote a MASE that is not a finite number as null
+    failed at its manifest with inf or NaN MASEs in its shards: the report
+    on them died in the backtest's bins ('cannot convert float infinity to
+    integer', exit 1). They are left out of the mean and the median, as
+    null ones are; the numpy mean of the finite ones is the reference."""
+    from report_helpers import params_row, write_params
+
+    scored = dict(holdout_points=4, holdout_coverage_95=1.0, holdout_scale=1.0)
+    write_params(tmp_path / "out", [params_row(sid, holdout_mase=mase, **scored) for sid, mase in
+                                    (("a", np.inf), ("b", np.nan), ("c", 0.5), ("d", 1.5))],
+                 manifest=False)
+    _write(tmp_path / "in", {sid: _wiggle(i, 30) for i, sid in enumerate("abcd")})
+    _report(tmp_path / "out", tmp_path / "r.html", capsys, "--input", str(tmp_path / "in"),
+            "--worst", "0", "--random", "0")
+    text = " ".join(" ".join(parse_page(tmp_path / "r.html").text).split())
+    table = text[text.index("Backtest (--holdout)"):text.index("Most common reasons")]
+    assert f"4 16 {np.mean([0.5, 1.5]):.3g} " in table, table
