@@ -69,7 +69,9 @@ def child(folder: str, output: str, started_wall: float) -> None:
     stamp("tf imports")
     built = builder.build_from_options(options)
     stamp("checks + graph")
-    outputs.clear_output(built.gp.output, list(built.previous_files), built.tables)
+    # As the command does, under its lock: the folder listed again, then cleared.
+    outputs.clear_output(built.gp.output, outputs.check_output(built.gp.output, built.spec.files),
+                         built.tables)
     stamp("clear output")
     built.pipeline.run().wait_until_finish()
     stamp("beam job")

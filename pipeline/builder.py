@@ -41,9 +41,6 @@ class Built:
       pipeline: the pipeline, with its runner: run() it.
       gp: gpfit's options.
       spec: the checked input; unchecked, the --input pattern alone.
-      previous_files: files of an earlier gpfit run in the output folder, to
-        delete (outputs.clear_output) before running; empty when the paths
-        were not checked.
       run_id: the run's id, for the output folder's lock (pipeline.io.lock).
       tables: the tables it writes (Nightly.tables).
     """
@@ -51,7 +48,6 @@ class Built:
     pipeline: beam.Pipeline
     gp: GPFitOptions
     spec: InputSpec
-    previous_files: tuple[str, ...]
     run_id: str = ""
     tables: tuple[str, ...] = (outputs.PARAMS_PREFIX,)
 
@@ -104,11 +100,12 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
             raise
         inputs.check_text_names(spec.files)
         check_shards(gp.num_shards, spec)
-        old_files = tuple(outputs.check_output(gp.output, spec.files, gp.input))
+        # Refused here, before the lock; the files to clear are listed again
+        # under it (cli._prepare_output).
+        outputs.check_output(gp.output, spec.files, gp.input)
         lock.check(gp.output, gp.break_lock)
     else:
         spec = inputs.uninspected(gp.input, columns)
-        old_files = ()
     nightly, note = nightly_plan(gp, check_paths, spec)
     run_id = lock.new_run_id()
     record = manifest.run_record(
@@ -118,7 +115,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     pipeline = _pipeline(options, runner)
     build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record,
           Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards), nightly)
-    return Built(pipeline, gp, spec, old_files, run_id, nightly.tables)
+    return Built(pipeline, gp, spec, run_id, nightly.tables)
 
 
 def check_type_options(options: PipelineOptions) -> None:

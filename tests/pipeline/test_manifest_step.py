@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import builder, manifest_step, metrics
-from pipeline.io import inputs, manifest
+from pipeline.io import inputs, manifest, outputs
 from pipeline.options import parse_options
 from gpfit_runs import files_in, shard_names
 from pipeline_data import make_series, write_long
@@ -29,7 +29,7 @@ def build_and_run(input_: str, output: str, *extra: str, started_at: float) -> N
     options = parse_options(["--input", input_, "--output", output, "--batch_size", "2",
                              *extra])
     built = builder.build_from_options(options, started_at=started_at)
-    assert built.previous_files == ()  # a new folder: nothing to clear
+    assert outputs.check_output(output, built.spec.files) == []  # a new folder: nothing to clear
     built.pipeline.run().wait_until_finish()
 
 
@@ -209,7 +209,7 @@ def test_a_job_that_ends_without_a_manifest_exits_3(tmp_path, monkeypatch, capsy
         pipeline = beam.Pipeline(runner=local_runner(options), options=options)
         _ = pipeline | beam.Create([1])  # a job that writes no manifest
         return builder.Built(pipeline, options.view_as(GPFitOptions),
-                             inputs.uninspected("in", Columns()), ())
+                             inputs.uninspected("in", Columns()))
 
     monkeypatch.setattr(builder, "build_from_options", build_nothing)
     assert cli.run(["--input", "in", "--output", str(tmp_path / "out")]) == 3
