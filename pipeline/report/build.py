@@ -30,7 +30,7 @@ from pipeline.report.plots import Curve, Part, histograms_png, series_png
 from pipeline.report.sample import Pick
 from pipeline.report.scan import Scan
 from pipeline.report.summary import (CLOSE_CALL, COLUMNS, HOLDOUT_MASE, MARGIN, SECTIONED, Tally,
-                                     histograms)
+                                     histograms, spread_variance)
 
 # Posterior grid: at least this many points, finer for short length scales
 # (about 8 points per length scale), but never more than the cap.
@@ -243,11 +243,8 @@ def _mean(row: dict) -> str:
     noise_variance and the stationary components' amplitude^2, as
     summary.standardised_nll's), not of its own size: 1e9 + 2e-4 on a
     spread of 1e-3 is "1000000000.0002", not "1e+09"."""
-    mean, spread2 = row["mean"], row.get("noise_variance") or 0.0
-    for part in row.get("components") or ():
-        if part.get("kernel") != "linear" and part.get("amplitude") is not None:
-            with np.errstate(over="ignore"):  # past 1.3e154: inf, not OverflowError
-                spread2 += np.float64(part["amplitude"]) ** 2
+    mean = row["mean"]
+    spread2 = spread_variance(row.get("noise_variance") or 0.0, row.get("components"))
     if mean is None or not (math.isfinite(mean) and mean and 0 < spread2 < math.inf):
         return _g(mean)
     digits = 4 + max(0, math.floor(math.log10(abs(mean) / math.sqrt(spread2))))

@@ -81,6 +81,19 @@ def quantity(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray]:
     return _floats(batch, name)
 
 
+def spread_variance(noise: float, parts) -> float:
+    """A row's noise variance `noise` plus its stationary components'
+    amplitude^2 (a linear part's amplitude is a slope: left out), added in
+    that order; parts: its `components` (None: none). numpy's square: an
+    amplitude past 1.3e154 gives inf, where Python's ** raised OverflowError."""
+    total = noise
+    for part in parts or ():
+        if part.get("kernel") != "linear" and part.get("amplitude") is not None:
+            with np.errstate(over="ignore"):
+                total += np.float64(part["amplitude"]) ** 2
+    return total
+
+
 def standardised_nll(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
     """Per row, nll per point less log(s), s the fitted sd of a new
     observation far from the data: sqrt(noise_variance + the stationary
@@ -93,12 +106,7 @@ def standardised_nll(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
     variance = np.where(noise_ok, noise, np.nan)
     if "components" in batch.schema.names:
         for i, parts in enumerate(batch.column("components").to_pylist()):
-            for part in parts or ():
-                if part.get("kernel") != "linear" and part.get("amplitude") is not None:
-                    # numpy's square: an amplitude past 1.3e154 is inf (its row
-                    # unranked), where Python's ** raised OverflowError.
-                    with np.errstate(over="ignore"):
-                        variance[i] += np.float64(part["amplitude"]) ** 2
+            variance[i] = spread_variance(variance[i], parts)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = per_point - 0.5 * np.log(variance)
     return value, ok & noise_ok & (variance > 0)
