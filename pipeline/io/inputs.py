@@ -461,13 +461,12 @@ def _is_local_folder(path: str) -> bool:
 @dataclasses.dataclass(frozen=True)
 class Footer:
     """What a checked footer says: layout, time units (None for a time
-    column of nulls alone, which agrees with either), rows, row groups, and
-    the row groups read together (reads: (first, stop) ranges)."""
+    column of nulls alone, which agrees with either), rows, and its row
+    groups as read together (reads: (first, stop) ranges)."""
 
     layout: str
     time_units: Optional[str]
     rows: int
-    row_groups: int = 1
     reads: tuple[tuple[int, int], ...] = ()
 
 
@@ -529,8 +528,7 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
             "left out")
     layout, time_units = check_schema(path, schema, columns)
     group_rows = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
-    return Footer(layout, time_units, metadata.num_rows, metadata.num_row_groups,
-                  read_ranges(group_rows))
+    return Footer(layout, time_units, metadata.num_rows, read_ranges(group_rows))
 
 
 def read_row_groups(path: str, indices: range, columns: Columns
