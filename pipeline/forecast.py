@@ -19,7 +19,7 @@ WriteToParquetBatched: no per-point Python objects.
 
 A series whose posterior cannot be computed (predict raises ValueError),
 or whose mean or bounds pass float64's largest once mapped back by the
-transform (_check_finite), gets no predictions; it is logged and
+transform (_mapped_back), gets no predictions; it is logged and
 counted, and the run goes on. A
 series without a step (grid.median_step), or whose forecast times cannot
 be written (grid.unusable), gets no forecast rows; its reason is counted
@@ -193,29 +193,32 @@ def _table(series: Series, noise: float, plan: Plan, kinds: list, times: np.ndar
         half = np.concatenate([s.quantile(level) * s.sd for s in spreads])
         fitted[f"lower_{level_name(level)}"] = mean - half
         fitted[f"upper_{level_name(level)}"] = mean + half
-    _check_finite(plan, fitted)
-    bounds = {name: back(z) for name, z in fitted.items() if name != "mean"}
+    on_y = _mapped_back(plan, fitted)
     if plan.dates:
         times = pa.array(np.round(times * MICROSECONDS_PER_DAY).astype(np.int64),
                          pa.int64()).cast(pa.timestamp("us", tz="UTC"))
     return pa.table({
         "series_id": pa.array([str(series.series_id)] * mean.size, pa.string()),
         "kind": pa.array(kinds, pa.string()),
-        "t": times, "mean": back(mean), "stddev": sd, "stddev_observed": sd_observed,
-        **bounds,
+        "t": times, "stddev": sd, "stddev_observed": sd_observed, **on_y,
         "y": pa.array(back(values), pa.float64(), from_pandas=True),
         "residual": pa.array(residual, pa.float64(), from_pandas=True),
     }, schema=predictions_schema(plan.dates, plan.levels))
 
 
-def _check_finite(plan: Plan, fitted: dict) -> None:
-    """ValueError where a column is not finite on y's scale: under
-    --transform the inverse of a fitted-scale value past log(1.8e308) =
-    709.78 is inf (values near float64's largest, or growing toward it).
-    fitted: column name -> its values [m] on the fitted scale."""
+def _mapped_back(plan: Plan, fitted: dict) -> dict:
+    """fitted (column name -> its values [m] on the fitted scale) mapped
+    back to y's scale by the transform's inverse.
+
+    Raises:
+      ValueError: a column not finite on y's scale: under --transform the
+        inverse of a fitted-scale value past log(1.8e308) = 709.78 is inf
+        (values near float64's largest, or growing toward it).
+    """
+    on_y = {}
     for name, z in fitted.items():
         with np.errstate(over="ignore"):  # said below, not as numpy's warning
-            values = scales.inverse(plan.transform, z)
+            values = on_y[name] = scales.inverse(plan.transform, z)
         bad = ~np.isfinite(values)
         if bad.any():
             at = np.flatnonzero(bad)[0]
@@ -226,6 +229,7 @@ def _check_finite(plan: Plan, fitted: dict) -> None:
                 f"{scales.SCALE_NAMES[plan.transform]} scale (--transform {plan.transform}) is "
                 "past float64's largest once mapped back; rescale y (e.g. divide it by a power "
                 "of 10), or give NaN where a value is a code for a missing one")
+    return on_y
 
 
 class Forecast(beam.DoFn):
