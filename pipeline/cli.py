@@ -126,8 +126,9 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
         finished = _finished(output) if _CLEARED in cleared else None
         if finished is not None:  # the stop came after the job's manifest: the run is done
             stop.said = True
-            _say(f"gpfit: warning: {stop.name} came after the job had written {finished[0]}; "
-                 "the run is complete")
+            if _LOG.isEnabledFor(logging.WARNING):
+                _say(f"gpfit: warning: {stop.name} came after the job had written "
+                     f"{finished[0]}; the run is complete")
             return _report(*finished, output, time.monotonic() - started)
         _say_stopped(stop, output, local, bool(cleared))
         if local:  # the job ended with this process: nothing else will clean up
@@ -405,8 +406,11 @@ def _report(name, found, output: str, wall_time_s: float) -> int:
              f"nor {outputs.FAILED_MARKER} in {output}")
         return EXIT_PIPELINE_FAILED
     summary = manifest.summary(found)
-    for warning in manifest.warnings(found):  # once per run, from the job's counts
-        _say(f"gpfit: warning: {warning}")
+    # Once per run, from the job's counts; like every warning, not under
+    # --log_level error, which a scheduler's quiet run gives.
+    if _LOG.isEnabledFor(logging.WARNING):
+        for warning in manifest.warnings(found):
+            _say(f"gpfit: warning: {warning}")
     unreadable = found.get("unreadable_files") or {"count": 0}
     if unreadable["count"]:
         named = unreadable["files"]

@@ -122,6 +122,23 @@ def test_log_level_debug_shows_the_rest(data, tmp_path):
         done.stderr[-3000:]
 
 
+def test_log_level_error_shows_no_warning(data, tmp_path):
+    """--log_level error (a scheduler's quiet run) still printed the run's
+    end-of-run warnings, here that the irregular series got no forecast
+    rows under --predict_steps: now nothing on stderr, the result line on
+    stdout (README, "Usage")."""
+    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
+                         "--predict_steps", "2", "--log_level", "error")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "", done.stderr
+    assert done.stdout.startswith("gpfit: 7 series: 6 ok, 1 skipped, 0 failed"), done.stdout
+    warned = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
+                           "--predict_steps", "2", "--log_level", "warning")
+    assert warned.returncode == 0, warned.stderr
+    assert [line for line in warned.stderr.splitlines()
+            if "ok series got no forecast rows" in line], warned.stderr
+
+
 # A Dataflow job built offline, with the setup file workers install.
 DATAFLOW_DRY_RUN = ("--input", "gs://gpfit-example/in/", "--output", "gs://gpfit-example/out/",
                     "--runner", "DataflowRunner", "--project", "gpfit-example",
