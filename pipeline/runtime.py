@@ -526,7 +526,10 @@ class _NoTracebacks(logging.Filter):
     --log_level debug shows the rest."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # a bad format: logging's own error says so
+            return True
         if record.exc_info or _TRACEBACK.search(message):
             first = message.strip().splitlines()[0] if message.strip() else record.levelname
             record.msg, record.args = "%s (traceback: --log_level debug)", (first,)

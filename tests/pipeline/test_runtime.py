@@ -193,6 +193,24 @@ def test_beams_retry_warnings_lose_their_traceback_below_debug():
         runtime.configure_logs("info")
 
 
+def test_a_librarys_badly_formatted_log_call_does_not_raise_under_gpfits_filters():
+    """A library's log call whose arguments do not fit its format (a
+    third-party bug) is logging's to report ("--- Logging error ---" on
+    stderr) and the caller goes on; below debug, gpfit's traceback filter
+    formatted the record itself and raised TypeError into the caller, so a
+    warning's typo in Beam or TensorFlow would have failed the bundle. (In
+    a process of its own: pytest's log capture raises logging's errors.)"""
+    script = ("import logging\n"
+              "from pipeline import runtime\n"
+              "runtime.configure_logs('info')\n"
+              "logging.getLogger('apache_beam.runners.example').warning('%s of %s', 'one')\n"
+              "logging.getLogger('apache_beam.runners.example').warning('next %s', 'line')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Logging error" in done.stderr and "next line" in done.stderr, done.stderr
+
+
 def test_local_runs_use_the_fn_api_runner_never_prism():
     from apache_beam.runners.portability.fn_api_runner.fn_runner import FnApiRunner
     for argv in ([], ["--runner", "DirectRunner"], ["--runner", "FnApiRunner"]):
