@@ -47,18 +47,27 @@ def missing_extra(path: str) -> Optional[str]:
 
 def check_reachable(options, names: Iterable[str], show: Callable[[str], str] = str) -> None:
     """Refuses the first of options' path options `names` (attributes; None
-    or "" is not given) on a file system this installation lacks, before any
-    of them is read; `show` writes the path in the command's way (repr:
-    quoted).
+    or "" is not given) on a file system this installation lacks, or that
+    starts with a `~` no shell expanded, before any of them is read; `show`
+    writes the path in the command's way (repr: quoted).
 
     Raises:
-      UsageError: the option, its path and what to install (missing_extra).
+      UsageError: the option, its path and what to install (missing_extra),
+        or how to give the home folder.
     """
     for name in names:
         path = getattr(options, name)
         missing = path and missing_extra(path)
         if missing:
             raise UsageError(f"--{name} {show(path)}: {missing}")
+        if path and path.startswith("~"):
+            # The shell expands ~ only at a word's start: `--output=~/out`, a
+            # quoted path or a scheduler's argument list reach gpfit as is,
+            # and named a folder "~" in the working folder, where the user
+            # never looked (and a later `rm -rf ~` would take their home).
+            raise UsageError(f"--{name} {show(path)} starts with '~', which no shell expanded "
+                             f"(it does not after '=' or in quotes); give the path in full, or "
+                             f"--{name} {path} with a space")
 
 
 def too_long(path: str, inside: int = 0) -> Optional[str]:

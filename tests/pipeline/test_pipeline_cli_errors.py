@@ -351,6 +351,23 @@ def test_a_path_that_is_not_utf8_exits_2(tmp_path, option):
                             "option and file name")
 
 
+@pytest.mark.parametrize("option", ["--input", "--output", "--previous_output"])
+def test_a_path_starting_with_an_unexpanded_tilde_exits_2(tmp_path, option, monkeypatch):
+    """`--output=~/out` (the shell expands ~ only at a word's start) or a
+    scheduler's argument list reached gpfit as is: the run wrote a folder
+    named "~" in the working folder and said "-> ~/out"; an input or a
+    previous output under "~" was "not found". Refused at launch, nothing
+    written."""
+    monkeypatch.chdir(tmp_path)
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    paths = {"--input": "~/in.parquet", "--output": "~/out", "--previous_output": "~/last"}
+    run = gpfit(paths["--input"] if option == "--input" else input_,
+                paths["--output"] if option == "--output" else str(tmp_path / "out"),
+                *(["--previous_output", paths[option]] if option == "--previous_output" else []))
+    assert_usage_error(run, f"{option} {paths[option]} starts with '~', which no shell expanded")
+    assert not os.path.exists(tmp_path / "~") and not os.path.exists(tmp_path / "out")
+
+
 def test_an_output_name_longer_than_the_file_system_takes_exits_2(tmp_path):
     """A name over 255 bytes in --output, or a path over 4096 with the names
     gpfit writes in it, failed as "gpfit failed unexpectedly: OSError:

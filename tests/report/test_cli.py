@@ -191,6 +191,11 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
                    "--value_column", "v"], "no column 'v'"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--worst", "x"], "invalid int value"),
+    # `--out=~/r.html`: the shell left the ~, and the page went to a folder "~" here.
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", "~/o.html"],
+     "--out '~/o.html' starts with '~', which no shell expanded"),
+    (lambda r, t: ["--params", "~/out", "--out", str(t / "o.html")],
+     "--params '~/out' starts with '~', which no shell expanded"),
 ])
 def test_bad_input_exits_2_with_one_line(fitted_run, tmp_path, capsys, make_args, message):
     assert run(make_args(fitted_run, tmp_path)) == 2
