@@ -117,7 +117,8 @@ def compare(run: params_io.ParamsRun, previous: str, top: int = 10) -> Moves:
         if finite.any():
             i = int(np.nanargmax(np.where(finite, np.abs(logs), np.nan)))
             moved.append(Moved(sid, kernel, labels[i], old[labels[i]], new[labels[i]]))
-    moved.sort(key=lambda m: -abs(m.log10_ratio))
+    # Equal moves by id: the previous run's row order is its workers'.
+    moved.sort(key=lambda m: (-abs(m.log10_ratio), m.series_id))
     compared = sum(1 for sid, (kernel, _) in before.items() if kernel == tonight[sid][0])
     return Moves(previous, compared, capped,
                  [_histogram(name, np.asarray(v), undefined[name])

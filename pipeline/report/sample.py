@@ -6,6 +6,7 @@ One pass over the parameter batches keeps only the current candidates
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from typing import Sequence
 
 import numpy as np
@@ -44,9 +45,11 @@ class Sampler:
     the largest values: the backtest's holdout_mase where the run has one
     (--holdout), else the standardised nll per point (summary.standardised_nll).
 
-    The random draw gives every row a uniform key from a generator seeded
-    with `seed` and keeps the smallest keys: the same seed and the same
-    params give the same series.
+    The random draw gives every series a uniform key, a hash of its id and
+    `seed`, and keeps the smallest keys: the same seed and the same params
+    give the same series, in whatever order and shards a run wrote its rows
+    (worker processes and bundles decide those). Ties, among the worst,
+    go to the smaller id.
     """
 
     def __init__(self, named: Sequence[str] = (), random: int = 0, worst: int = 0,
@@ -55,19 +58,14 @@ class Sampler:
             raise ValueError(f"random and worst must be >= 0; got {random}, {worst}")
         self.named = list(dict.fromkeys(str(s) for s in named))  # unique, in order
         self.n_random, self.n_worst = int(random), int(worst)
-        self._rng = np.random.default_rng(seed)
-        self._seen = 0  # rows so far: a tie-breaker that keeps file order
+        self._seed = int(seed)
         self.measure = None  # what the worst are ranked by, once a batch is seen
         self._named: dict[str, dict] = {}
-        self._random: list[tuple[float, int, dict]] = []  # (key, seq, row)
-        self._worst: list[tuple[float, int, dict]] = []  # (-score, seq, row)
+        self._random: list[tuple[float, str, dict]] = []  # (key, id, row)
+        self._worst: list[tuple[float, str, dict]] = []  # (-score, id, row)
         self._named_set = pa.array(self.named, pa.string())
 
     def add(self, batch: pa.RecordBatch) -> None:
-        rows = batch.num_rows
-        seq = np.arange(self._seen, self._seen + rows)
-        self._seen += rows
-        keys = self._rng.random(rows)  # drawn for every row: independent of status
         if self.named:
             hit = pc.fill_null(pc.is_in(batch.column("series_id"), value_set=self._named_set),
                                False)
@@ -76,7 +74,10 @@ class Sampler:
         ok = pc.fill_null(pc.equal(batch.column("status"), OK), False)
         ok = ok.to_numpy(zero_copy_only=False)
         if self.n_random:
-            self._random = _keep_smallest(self._random, keys, seq, ok, batch, self.n_random)
+            keys = np.full(batch.num_rows, np.inf)
+            keys[ok] = draws(batch.column("series_id").filter(pa.array(ok)).to_pylist(),
+                             self._seed)
+            self._random = _keep_smallest(self._random, keys, ok, batch, self.n_random)
         if self.n_worst:
             measure = HOLDOUT_MASE if (self.measure == HOLDOUT_MASE or _has_mase(batch)) \
                 else STANDARDISED_NLL
@@ -85,7 +86,7 @@ class Sampler:
                 self._worst, self.measure = [], measure
             score = quantity(batch, measure)[0]
             fine = ok & np.isfinite(score)
-            self._worst = _keep_smallest(self._worst, -score, seq, fine, batch, self.n_worst)
+            self._worst = _keep_smallest(self._worst, -score, fine, batch, self.n_worst)
 
     def missing(self) -> list[str]:
         """Named series that are not in the params."""
@@ -115,15 +116,26 @@ def _has_mase(batch: pa.RecordBatch) -> bool:
             and batch.column(HOLDOUT_MASE).null_count < batch.num_rows)
 
 
-def _keep_smallest(kept, key, seq, eligible, batch, n):
-    """Merges the batch's n smallest eligible keys into `kept` (n at most)."""
+def draws(series_ids: Sequence[str], seed: int) -> np.ndarray:
+    """[len(series_ids)] uniform keys in [0, 1), each a function of its id
+    and seed only (blake2b, not Python's hash, which changes per process)."""
+    salt = str(seed).encode()
+    return np.array([int.from_bytes(hashlib.blake2b(str(sid).encode(), digest_size=8,
+                                                    key=salt).digest(), "big") >> 11
+                     for sid in series_ids], dtype=np.float64) * 2.0 ** -53
+
+
+def _keep_smallest(kept, key, eligible, batch, n):
+    """Merges the batch's n smallest eligible keys into `kept` (n at most),
+    ties to the smaller id, so the choice depends on neither row order nor
+    batching."""
     index = np.flatnonzero(eligible)
     if index.size > n:
-        # Ties broken by row order, so the choice does not depend on batching.
-        index = index[np.lexsort((seq[index], key[index]))[:n]]
+        nth = np.partition(key[index], n - 1)[n - 1]
+        index = index[key[index] <= nth]  # the n smallest, and any tied with the n-th
     if not index.size:
         return kept
     rows = batch.take(pa.array(index)).to_pylist()
-    merged = kept + [(float(key[i]), int(seq[i]), row) for i, row in zip(index, rows)]
+    merged = kept + [(float(key[i]), row["series_id"] or "", row) for i, row in zip(index, rows)]
     merged.sort(key=lambda e: e[:2])
     return merged[:n]

@@ -53,7 +53,7 @@ def scan(options: ReportOptions) -> Scan:
     if options.random < 0 or options.worst < 0:
         raise UsageError(f"--random and --worst must be >= 0; got {options.random} "
                          f"and {options.worst}")
-    if options.seed < 0:  # numpy's generator takes none: a ValueError deep in the draw
+    if options.seed < 0:  # as numpy's generators, which drew the sample before
         raise UsageError(f"--seed must be >= 0; got {options.seed}")
     spec = inspect(options.input, options.columns)
     run = params_io.locate(options.params)

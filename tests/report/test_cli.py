@@ -130,6 +130,22 @@ def test_options_reach_the_sampler_and_the_same_seed_picks_the_same(fitted_run):
     assert any(picked(seed) != first for seed in (1, 2, 3))
 
 
+def test_the_same_params_in_other_files_and_order_plot_the_same_series(fitted_run, tmp_path):
+    """Reruns write a run's rows in another order and another number of
+    shards (worker processes, bundles): the report of the same params and
+    seed draws the same series and ranks the same worst."""
+    from pipeline.io.inputs import Columns
+    from pipeline.report.scan import ReportOptions, scan
+
+    def picked(params, seed):
+        options = ReportOptions(fitted_run.data, params, Columns(), random=4, worst=2, seed=seed)
+        return [(p.series_id, p.reasons) for p in scan(options).sampler.picks()]
+
+    reordered = str(write_params(tmp_path / "reordered", fitted_run.rows[::-1], shards=3))
+    for seed in (0, 1, 2, 3):
+        assert picked(reordered, seed) == picked(fitted_run.params, seed), seed
+
+
 def test_run_without_manifest_is_reported_with_a_warning(fitted_run, tmp_path):
     params = write_params(tmp_path / "params", fitted_run.rows[:4], manifest=False)
     out = tmp_path / "r.html"

@@ -146,6 +146,23 @@ def test_a_sums_components_are_compared_with_the_previous_run(tmp_path):
     assert abs(moves.top[0].log10_ratio) == pytest.approx(largest, rel=1e-9)
 
 
+def test_series_that_moved_equally_are_listed_by_id_in_any_row_order(tmp_path):
+    """Either run's rows in either order (worker processes and bundles
+    decide it): the series that moved most are the same list."""
+    from report_helpers import params_row, write_params
+
+    before = [params_row(f"s{i}", amplitude=1.0) for i in range(6)]
+    after = [params_row(f"s{i}", amplitude=10.0 if i in (1, 4) else 2.0) for i in range(6)]
+    tops = []
+    for name, was, now in (("a", before, after), ("b", before[::-1], after[::-1])):
+        write_params(tmp_path / name / "out1", was, shards=2)
+        write_params(tmp_path / name / "out2", now, shards=2)
+        moves = compare(params_io.locate(str(tmp_path / name / "out2")),
+                        str(tmp_path / name / "out1"), top=3)
+        tops.append([m.series_id for m in moves.top])
+    assert tops[0] == tops[1] == ["s1", "s4", "s0"]
+
+
 def test_the_page_says_the_forecast_bands_are_the_runs_intervals(chain, tmp_path, capsys):
     """The orange bands are the run's calibrated lower_95/upper_95, not the
     ±2σ bands of the fit: the text says so, and names the held-out points."""

@@ -41,6 +41,16 @@ def test_random_is_seeded_only_fitted_and_independent_of_batching():
     assert len(everything) == 48  # all fitted series, each once
 
 
+def test_tied_worst_go_to_the_smaller_id_in_any_row_order():
+    # s3, s5 and s8 fit equally badly; the two worst are s3 and s5 whichever
+    # comes first in the files, and however they are batched.
+    rows = [params_row(f"s{i}", n_points=10, nll=40.0 if i in (3, 5, 8) else float(i))
+            for i in range(10)]
+    chosen = [picks(order, size, worst=2)[1] for order in (rows, rows[::-1]) for size in (2, 10)]
+    assert all(c == chosen[0] for c in chosen)
+    assert [s for s, _ in chosen[0]] == ["s3", "s5"]
+
+
 def test_named_come_first_merge_reasons_and_missing_are_reported():
     sampler, chosen = picks(rows_(), 4, named=["s7", "s47", "nope", "s7"], worst=1)
     assert chosen == [("s7", ["named"]), ("s47", ["named", "worst #1 by standardised nll per point"])]
