@@ -108,6 +108,22 @@ def test_a_series_fitted_in_a_batch_equals_it_fitted_alone(rng, rbf_fitter):
         assert alone.iterations == r.iterations
 
 
+def test_a_noise_free_series_moves_with_its_padding_within_newtons_tolerance(rbf_fitter):
+    # Exact sines: the noise ends at its floor (at_bound) and the covariance
+    # is near singular, so a batch-mate that pads it further changes the
+    # round-off of every Newton step and the fit stops elsewhere on the
+    # plateau inside Newton's tolerance, not to 1e-9 (README, "Running
+    # locally"; docs/design.md, "What batch companions move").
+    t = np.arange(20.0)
+    other = np.linspace(0.0, 40.0, 31)
+    (alone,) = rbf_fitter.fit([Series("a", t, np.sin(t))])
+    padded = rbf_fitter.fit([Series("a", t, np.sin(t)), Series("b", other, np.cos(other / 3))])[0]
+    assert alone.at_bound and padded.at_bound and alone.converged and padded.converged
+    assert padded.nll == pytest.approx(alone.nll, abs=FitConfig().tolerance)
+    for name in ("amplitude", "length_scale", "noise_variance"):
+        assert getattr(padded, name) == pytest.approx(getattr(alone, name), rel=0.01), name
+
+
 def test_a_series_on_a_slow_cholesky_side_is_padded_past_it_and_keeps_its_optimum(
         rng, rbf_fitter):
     # 256 points pad to 264 (gpcore.batching.SLOW_CHOLESKY_SIDE): eight
