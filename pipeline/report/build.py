@@ -80,7 +80,7 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
         params_folder=scanned.options.params, input_pattern=scanned.options.input,
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         rows=tally.rows, status_counts=tally.status_counts(), converged=tally.converged,
-        kernels=sorted(tally.kernels.items(), key=lambda kv: -kv[1]),
+        kernels=tally.kernel_counts(),
         reasons=tally.reasons(TOP_REASONS), reasons_left_out=tally.left_out(TOP_REASONS),
         histograms_png=histograms_png(hists) if hists else None,
         cards=cards, warnings=_warnings(run), time_units=spec.time_units,

@@ -239,13 +239,18 @@ class Tally:
 
     def _count_reason(self, status: str, message: Optional[str]) -> None:
         key = (status, reason_pattern(message))
+        message = message or "(no message)"
         entry = self._reasons.get(key)
         if entry is None:
             if len(self._reasons) >= MAX_REASONS:
                 key = (status, OTHER_REASONS)
                 entry = self._reasons.setdefault(key, [0, OTHER_REASONS])
             else:
-                entry = self._reasons[key] = [0, message or "(no message)"]
+                entry = self._reasons[key] = [0, message]
+        elif entry[1] != OTHER_REASONS:
+            # The least message as the example, not the first row's: a
+            # rerun writes its rows in another order.
+            entry[1] = min(entry[1], message)
         entry[0] += 1
 
     def reasons(self, top: int = 10) -> list[Reason]:
@@ -270,6 +275,10 @@ class Tally:
         """Every quantity seen, in page order: mean, the kernels' parameters
         (by kernel, component, parameter), noise_variance, the rest."""
         return [QUANTITIES[0], *sorted(self._order, key=self._order.get), *QUANTITIES[1:]]
+
+    def kernel_counts(self) -> list[tuple[str, int]]:
+        """(kernel, rows), most rows first, equal counts by name."""
+        return sorted(self.kernels.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def status_counts(self) -> list[tuple[str, int]]:
         """(status, count) with ok, skipped, failed first (even if 0)."""

@@ -82,6 +82,20 @@ def test_batching_does_not_change_anything(rng):
         np.testing.assert_array_equal(a.edges, b.edges)
 
 
+def test_row_order_does_not_change_anything(rng):
+    """A rerun writes the same rows in another order (worker processes,
+    bundles): the same reasons with the same example, the same kernels in
+    the same order."""
+    rows = mixed_rows(rng)
+    for i in range(0, 200, 20):  # as many matern52 as rbf+periodic rows
+        rows[i]["kernel"] = "matern52" if i % 40 else "rbf+periodic"
+    forward, _ = tally_of(rows, 9)
+    backward, _ = tally_of(rows[::-1], 9)
+    assert [r.__dict__ for r in forward.reasons()] == [r.__dict__ for r in backward.reasons()]
+    assert forward.kernel_counts() == backward.kernel_counts() == [
+        ("rbf", 190), ("matern52", 5), ("rbf+periodic", 5)]
+
+
 def test_histograms_log_where_values_span_decades(rng):
     rows = mixed_rows(rng)
     _, hists = tally_of(rows, 50)
