@@ -119,7 +119,9 @@ def _has_mase(batch: pa.RecordBatch) -> bool:
 def draws(series_ids: Sequence[str], seed: int) -> np.ndarray:
     """[len(series_ids)] uniform keys in [0, 1), each a function of its id
     and seed only (blake2b, not Python's hash, which changes per process)."""
-    salt = str(seed).encode()
+    # The seed hashed to a key: blake2b takes keys of at most 64 bytes, and
+    # --seed any non-negative integer.
+    salt = hashlib.blake2b(str(seed).encode(), digest_size=32).digest()
     return np.array([int.from_bytes(hashlib.blake2b(str(sid).encode(), digest_size=8,
                                                     key=salt).digest(), "big") >> 11
                      for sid in series_ids], dtype=np.float64) * 2.0 ** -53

@@ -41,6 +41,14 @@ def test_random_is_seeded_only_fitted_and_independent_of_batching():
     assert len(everything) == 48  # all fitted series, each once
 
 
+def test_any_non_negative_seed_draws():
+    """The draw's key is the seed hashed: a seed of 65 digits or more, which
+    --seed takes, raised "maximum key length is 64 bytes" as blake2b's key."""
+    _, huge = picks(rows_(), 100, random=5, seed=10 ** 70)
+    _, other = picks(rows_(), 7, random=5, seed=10 ** 70 + 1)
+    assert len(huge) == len(other) == 5 and huge != other
+
+
 def test_tied_worst_go_to_the_smaller_id_in_any_row_order():
     # s3, s5 and s8 fit equally badly; the two worst are s3 and s5 whichever
     # comes first in the files, and however they are batched.
