@@ -76,7 +76,10 @@ class Holdout:
         cut = split(series, self.k)
         row = dict(row, holdout_points=int(cut.t_held.size))
         if row["status"] == SKIPPED and row.get("error"):
-            row["error"] = f"{row['error']} (after --holdout {self.k} held out the last points)"
+            # The count the fit saw is the fitted part's ("0 (of 0)" for a
+            # series held out whole): say how many points the holdout took.
+            row["error"] = (f"{row['error']} (after --holdout {self.k} held out its last "
+                            f"{cut.t_held.size} finite point(s))")
         if row["status"] != OK or not cut.t_held.size:
             return row
         found = forecast(cut.fitted, rows.parameters(row), cut.t_held, horizon=cut.t_held.size)
