@@ -12,6 +12,7 @@ the timed fit's process CPU seconds (heldout_oracle.fit_gpcore wrapped).
 """
 from __future__ import annotations
 
+import argparse
 import os
 import runpy
 import sys
@@ -63,7 +64,17 @@ def _timed_fit_gpcore():
 
 
 def main(argv) -> int:
-    variant, script, *args = argv
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/alias_levers.py", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 2)[2])
+    parser.add_argument("variant", help='"off", "all", or parts of clip+alias+echo')
+    parser.add_argument("script", help="the benchmark script to run, e.g. benchmarks/heldout_seasonal.py")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
+    args = parser.parse_args(argv)
+    if not os.path.isfile(args.script):
+        parser.error(f"no script {args.script!r}: give a benchmark script's path, "
+                     "e.g. benchmarks/heldout_seasonal.py")
+    variant, script, args = args.variant, args.script, args.args
     apply(variant)
     import gpcore
     from gpcore import starts
