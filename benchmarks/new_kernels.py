@@ -27,14 +27,14 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE, os.path.join(os.path.dirname(HERE), "tests")]
-
-from gpcore import FitConfig, GPFitter, Series, kernels  # noqa: E402
-from gpcore.batching import Batching  # noqa: E402
+# gpcore (TensorFlow) is imported by each measurement, so that --help is instant.
 
 KERNELS = ("rbf", "matern12", "linear", "linear+rbf", "rbf+periodic", "linear+rbf+periodic")
 
 
 def evaluations() -> None:
+    from gpcore import FitConfig, GPFitter, Series
+    from gpcore.batching import Batching
     from linear_centre import series_set
     from seasonal_data import seasonal_series
 
@@ -64,6 +64,7 @@ def _walk(rng, n, regular):
 
 
 def forecast() -> None:
+    from gpcore import FitConfig, GPFitter, Series
     from gpcore.predict import predict
 
     rng = np.random.default_rng(2026)
@@ -96,6 +97,8 @@ def forecast() -> None:
 
 
 def walks() -> None:
+    from gpcore import FitConfig, GPFitter, Series, kernels
+
     rng = np.random.default_rng(5)
     series = [Series(str(i), *_walk(rng, int(rng.integers(50, 200)), i % 2 == 0))
               for i in range(30)]

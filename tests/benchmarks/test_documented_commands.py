@@ -5,7 +5,7 @@ benchmarks/*.md (or runs a Makefile bench target with the arguments the
 docs suggest); each such command line is handed to the script's own
 argparse, in a fresh process per script, stopped right after parsing: no
 benchmark runs. Placeholders (N, S, `a|b`, `[optional]`) are filled or
-expanded. Each documented script's --help answers.
+expanded. Each documented script's --help answers without TensorFlow.
 """
 import functools
 import glob
@@ -188,3 +188,8 @@ def test_each_documented_command_parses(script):
               for (where, argv), problem in zip(COMMANDS[script], result["cases"]) if problem]
     assert not broken, "\n".join(broken)
 
+
+@SCRIPTS
+def test_help_of_each_documented_script_needs_no_tensorflow(script):
+    # --help is how a reader checks a flag: TensorFlow's import is seconds of CPU.
+    assert not _driven(script)["tensorflow"], f"{script} --help imported TensorFlow"
