@@ -151,12 +151,13 @@ def run(split: str, candidates, settings: str | None, count: int | None = None) 
     for name in ("fits_periodic", "periodic_starts", "choose_fit"):
         _timed_function(choice, name, totals)
     # KernelChoice.fit keeps each candidate's fits; catch them to score
-    # the choice without each candidate.
-    per_candidate = {}
+    # the choice without each candidate (one the screen passed no series to
+    # fitted none).
+    per_candidate = {f.config.kernel.name: {} for f in auto.fitters}
     for f, t in zip(auto.fitters, timed):
         def keep(series_, starts_from=None, _t=t, _name=f.config.kernel.name):
             out = _t(series_, starts_from)
-            per_candidate.setdefault(_name, {}).update(
+            per_candidate[_name].update(
                 {s.series_id: r for s, r in zip(series_, out)})
             return out
         f.fit = keep

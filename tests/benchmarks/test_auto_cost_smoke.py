@@ -35,3 +35,21 @@ def test_real_split_on_a_spread_of_series(tmp_path):
     assert rows["matern52+periodic"]["series"] == screened > 0
     assert all(row["evaluations_per_series"] > 0 for row in rows.values())
     assert len(auto_cost.REAL_SETS) == 12
+
+
+def test_a_candidate_the_screen_passes_no_series_to_is_a_row_of_none(tmp_path):
+    # The first 2 series of the tune split are not seasonal: the periodic
+    # candidate fits none of them, and its row says so.
+    _, series = auto_cost._series("tune", 2)
+    assert not any(fits_periodic(FitConfig(kernel="auto"), s) for s in series)
+    env = dict(os.environ, PYTHONPATH=ROOT, OPENBLAS_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    record = tmp_path / "tune.json"
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "auto_cost.py"),
+                           "--split", "tune", "--count", "2", "--out", str(record)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| matern52+periodic | 0 |" in done.stdout
+    rows = json.loads(record.read_text())["per_candidate"]
+    assert rows["matern52+periodic"]["series"] == 0
+    assert rows["matern52"]["series"] == rows["matern12"]["series"] == 2
+    assert sum(row["chosen"] for row in rows.values()) == 2
