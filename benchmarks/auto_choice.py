@@ -351,14 +351,34 @@ def starts(set_name: str, kernel: str, settings: str | None, started_spec: str =
     return "\n".join(lines)
 
 
-def set_constants(settings: str | None, modules: dict) -> None:
-    """Sets each "MODULE.NAME=VALUE" of `settings` (";"-separated; a bare
-    NAME is modules[""]'s) on modules[MODULE]; VALUE a number or a tuple."""
+def constants(settings: str | None, modules: dict) -> list:
+    """[(module, NAME, value)] of each "MODULE.NAME=VALUE" of `settings`
+    (";"-separated; a bare NAME is modules[""]'s; VALUE a number or a
+    tuple). A NAME its module lacks is refused: set anyway, it would change
+    nothing and the run would report the shipped constant as the lever."""
+    prefixes = ", ".join(f"{m}.NAME" if m else "NAME" for m in modules)
+    out = []
     for pair in (settings or "").split(";"):
-        if pair:
-            name, value = pair.split("=", 1)
-            module, _, name = name.rpartition(".")
-            setattr(modules[module], name, ast.literal_eval(value))
+        if not pair:
+            continue
+        name, sep, value = pair.partition("=")
+        module, _, name = name.strip().rpartition(".")
+        if not sep or module not in modules:
+            raise SystemExit(f"--settings {pair!r}: give NAME=VALUE with NAME as {prefixes}")
+        if not hasattr(modules[module], name):
+            raise SystemExit(f"--settings {pair!r}: {modules[module].__name__} has no constant "
+                             f"{name!r}; give one it defines")
+        try:
+            out.append((modules[module], name, ast.literal_eval(value.strip())))
+        except (ValueError, SyntaxError):
+            raise SystemExit(f"--settings {pair!r}: VALUE must be a number or a tuple") from None
+    return out
+
+
+def set_constants(settings: str | None, modules: dict) -> None:
+    """Sets each constant of `settings` (see constants) on its module."""
+    for module, name, value in constants(settings, modules):
+        setattr(module, name, value)
 
 
 def gpcore_starts():
@@ -424,6 +444,8 @@ def main(argv=None) -> int:
         fit(args.set, [k for k in args.kernels.split(",") if k], args.every, args.screened)
         return 0
     if args.what == "starts":
+        import gpcore.choice
+        constants(args.settings, {"": gpcore.choice, "starts": gpcore_starts()})  # refused now
         kernel = args.kernels if args.kernels != parser.get_default("kernels") \
             else "matern52+periodic"
         print(starts(args.set, kernel, args.settings, args.started, args.refit))

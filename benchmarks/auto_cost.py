@@ -56,14 +56,19 @@ def _series(split: str, count: int | None = None):
     return cases, [Series(c.series_id, c.t, c.y) for c in cases]
 
 
-def _set_constants(settings: str | None) -> None:
+def _modules() -> dict:
+    """The modules --settings may set constants of, by prefix."""
     import gpcore.choice
     import gpcore.config
     import gpcore.starts
+
+    return {"choice": gpcore.choice, "starts": gpcore.starts, "config": gpcore.config}
+
+
+def _set_constants(settings: str | None) -> None:
     from auto_choice import set_constants
 
-    set_constants(settings, {"choice": gpcore.choice, "starts": gpcore.starts,
-                             "config": gpcore.config})
+    set_constants(settings, _modules())
 
 
 class _Timed:
@@ -246,6 +251,8 @@ def main(argv=None) -> int:
     parser.add_argument("--settings", default=None)
     parser.add_argument("--out", default=None, help="also write the record as JSON")
     args = parser.parse_args(argv)
+    from auto_choice import constants
+    constants(args.settings, _modules())  # a wrong NAME refused before any fit
     from gpcore.config import CANDIDATES
     candidates = args.candidates.split(",") if args.candidates else list(CANDIDATES)
     r = run(args.split, candidates, args.settings, args.count)

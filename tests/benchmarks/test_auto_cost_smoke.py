@@ -53,3 +53,17 @@ def test_a_candidate_the_screen_passes_no_series_to_is_a_row_of_none(tmp_path):
     assert rows["matern52+periodic"]["series"] == 0
     assert rows["matern52"]["series"] == rows["matern12"]["series"] == 2
     assert sum(row["chosen"] for row in rows.values()) == 2
+
+
+def test_a_setting_of_a_constant_gpcore_lacks_is_refused_before_any_fit():
+    # Set anyway, a misspelt constant changes nothing, and the report would
+    # name it as the lever it measured.
+    env = dict(os.environ, PYTHONPATH=ROOT, OPENBLAS_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "auto_cost.py"),
+                           "--split", "tune", "--count", "2", "--settings",
+                           "starts.FAR_BEHIND=0.5;starts.FAR_BEHIN=0.5"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    assert "--settings 'starts.FAR_BEHIN=0.5': gpcore.starts has no constant 'FAR_BEHIN'" \
+        in done.stderr
+    assert done.stdout == ""  # no fit, no report
