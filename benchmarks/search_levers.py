@@ -34,19 +34,34 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 
-def _set_constants(pairs) -> None:
+def _constants(pairs) -> list:
+    """[(module, NAME, value)] of each NAME=VALUE; a NAME gpcore.starts (or,
+    as kernels.NAME, gpcore.kernels) lacks, or a VALUE of the wrong type, is
+    refused naming the pair, before any set is loaded or fitted."""
     from gpcore import kernels, starts
 
+    out = []
     for pair in pairs:
-        name, value = pair.split("=", 1)
+        name, sep, value = pair.partition("=")
         module = starts
         if name.startswith("kernels."):  # the grids' sizes are the kernels' own
             module, name = kernels, name.split(".", 1)[1]
+        if not sep or not hasattr(module, name):
+            raise SystemExit(f"{pair!r}: give NAME=VALUE with NAME a constant of gpcore/starts.py "
+                             "(kernels.NAME: of gpcore/kernels.py)")
         old = getattr(module, name)
-        if isinstance(old, tuple):
-            setattr(module, name, tuple(float(v) for v in value.split(",") if v))
-        else:
-            setattr(module, name, type(old)(value))
+        try:
+            out.append((module, name, tuple(float(v) for v in value.split(",") if v)
+                        if isinstance(old, tuple) else type(old)(value)))
+        except (TypeError, ValueError):
+            kind = "comma-separated numbers" if isinstance(old, tuple) else type(old).__name__
+            raise SystemExit(f"{pair!r}: VALUE must be {kind}, as in {name} = {old!r}") from None
+    return out
+
+
+def _set_constants(pairs) -> None:
+    for module, name, value in _constants(pairs):
+        setattr(module, name, value)
 
 
 def main(argv=None) -> int:
@@ -61,6 +76,7 @@ def main(argv=None) -> int:
                         help="the fits' search (the command's --search; default %(default)s)")
     parser.add_argument("constants", nargs="*", help="NAME=VALUE of gpcore.starts")
     args = parser.parse_args(argv)
+    _constants(args.constants)  # a wrong NAME=VALUE refused before the sets' peers load
     import quality
     import realdata
     import realdata_tuning
