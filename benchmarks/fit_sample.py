@@ -36,6 +36,8 @@ def main(argv=None) -> int:
     from gpcore.threads import set_process_env
     set_process_env()
     import seasonal_quality as sq
+    if args.set not in sq.SETS:  # known only now: seasonal_quality loads numpy
+        parser.error(f"argument --set: no set {args.set!r}; give one of {', '.join(sq.SETS)}")
     from pipeline import fitters
     fitters.configure_threads(1)  # one fitter, one intra- and inter-op thread
 
