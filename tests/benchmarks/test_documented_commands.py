@@ -116,9 +116,11 @@ def _make_commands(text):
             for line in _make_lines(target, assignments)]
 
 
-def documented_commands():
+@functools.lru_cache(maxsize=None)
+def documented_commands(with_make=True):
     """{script path: [(where, argv)]} for every documented benchmark command
-    (each argv once, where it is first found)."""
+    (each argv once, where it is first found); with_make: also the bench
+    targets' lines as `make -n` prints them (subprocesses: not at collection)."""
     found, seen = {}, set()
 
     def keep(script, where, argv):
@@ -145,28 +147,32 @@ def documented_commands():
             spans = _code_spans(text) if path.endswith(".md") else []
             for span in spans:
                 add(where, span)
-            for line in _make_commands(text if path.endswith("Makefile") else "\n".join(spans)):
-                add(where + " (make -n)", line)
+            if with_make:
+                for line in _make_commands(text if path.endswith("Makefile") else "\n".join(spans)):
+                    add(where + " (make -n)", line)
     return found
 
 
-COMMANDS = documented_commands()
+SCRIPTS = pytest.mark.parametrize("script", sorted(documented_commands(with_make=False)),
+                                  ids=lambda s: os.path.relpath(s, ROOT))
 
 
 def test_the_docs_give_benchmark_commands_and_make_targets():
     # The extraction itself: the README's and RESULTS.md's best-known commands are among them.
-    speed = COMMANDS[os.path.join(ROOT, "benchmarks", "speed.py")]
+    commands = documented_commands()
+    speed = commands[os.path.join(ROOT, "benchmarks", "speed.py")]
     assert ["--workloads", "a", "--rounds", "1", "--skip-realdata"] in [a for _, a in speed]
-    assert any(where.endswith("(make -n)") for _, commands in COMMANDS.items()
-               for where, _ in commands)
-    assert len(COMMANDS) >= 30
+    assert ["--workloads", "a", "--count", "100", "--skip-pipeline"] in [a for _, a in speed]
+    assert len(commands) >= 30
+    # Every script a bench target runs is one of the parametrised scripts below.
+    assert set(commands) == set(documented_commands(with_make=False))
 
 
 @functools.lru_cache(maxsize=None)
 def _driven(script):
     """The DRIVER's answer for one script: its --help's exit, whether that
     imported TensorFlow, and each documented argv's problem (None: parsed)."""
-    cases = COMMANDS[script]
+    cases = documented_commands()[script]
     done = subprocess.run(
         [sys.executable, "-c", DRIVER, script, json.dumps([argv for _, argv in cases])],
         cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
@@ -176,16 +182,14 @@ def _driven(script):
     return result
 
 
-SCRIPTS = pytest.mark.parametrize("script", sorted(COMMANDS), ids=lambda s: os.path.relpath(s, ROOT))
-
-
 @SCRIPTS
 def test_each_documented_command_parses(script):
     assert os.path.isfile(script), f"documented but missing: {os.path.relpath(script, ROOT)}"
     result = _driven(script)
     assert result["help"] == 0, f"{script} --help exited {result['help']}"
     broken = [f"{where}: {' '.join(argv)} -> {problem}"
-              for (where, argv), problem in zip(COMMANDS[script], result["cases"]) if problem]
+              for (where, argv), problem in zip(documented_commands()[script], result["cases"])
+              if problem]
     assert not broken, "\n".join(broken)
 
 
