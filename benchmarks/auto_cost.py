@@ -255,6 +255,11 @@ def main(argv=None) -> int:
     constants(args.settings, _modules())  # a wrong NAME refused before any fit
     from gpcore.config import CANDIDATES
     candidates = args.candidates.split(",") if args.candidates else list(CANDIDATES)
+    from gpcore import FitConfig
+    try:  # refused now, not after rbf's fits
+        FitConfig(kernel="auto", candidates=tuple(candidates))
+    except ValueError as err:
+        parser.error(f"--candidates {args.candidates}: {err}")
     r = run(args.split, candidates, args.settings, args.count)
     print(report(r))
     if args.out:

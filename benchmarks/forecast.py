@@ -449,6 +449,18 @@ def main(argv=None) -> int:
         print(f"{len(chosen)} series")
         return 0
     kernels = [k for k in args.kernels.split(",") if k]
+    peers = () if args.no_peers else [p for p in args.peers.split(",") if p]
+    # Refused now: the peers run first, and AutoARIMA alone takes minutes.
+    unknown = [p for p in peers if p not in PEERS]
+    if unknown:
+        parser.error(f"--peers {','.join(unknown)}: give some of {','.join(PEERS)}")
+    from gpcore import FitConfig
+
+    for k in kernels:
+        try:
+            FitConfig(kernel=k)
+        except ValueError as err:
+            parser.error(f"--kernels {k!r}: {err}")
     head = (f"Measured {time.strftime('%Y-%m-%dT%H:%M:%S')} with `python benchmarks/forecast.py "
             f"{' '.join(argv if argv is not None else sys.argv[1:])}` (split {args.split})\n\n")
 
@@ -460,7 +472,6 @@ def main(argv=None) -> int:
                 json.dump({"ids": [c.series_id for c in chosen],
                            "runs": [dataclasses.asdict(r) for r in runs]}, f)
 
-    peers = () if args.no_peers else [p for p in args.peers.split(",") if p]
     runs = run_all(chosen, kernels, peers, write, args.calibrated)
     print(head + table(chosen, runs))
     return 0

@@ -67,3 +67,15 @@ def test_a_setting_of_a_constant_gpcore_lacks_is_refused_before_any_fit():
     assert "--settings 'starts.FAR_BEHIN=0.5': gpcore.starts has no constant 'FAR_BEHIN'" \
         in done.stderr
     assert done.stdout == ""  # no fit, no report
+
+
+def test_an_unknown_candidate_is_refused_before_any_fit():
+    """--candidates matern52,foo stopped with a ValueError traceback after
+    the set was read and rbf had fitted it: now a usage error at once."""
+    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "auto_cost.py"),
+                           "--candidates", "matern52,foo"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "--candidates matern52,foo: candidate kernel 'foo' is not known" in done.stderr
+    assert "Traceback" not in done.stderr, done.stderr

@@ -73,3 +73,17 @@ def test_command_runs_and_prints_a_table(tmp_path):
                          "statsforecast AutoARIMA", "gpfit rbf"}
     for r in main.values():
         assert float(r[1]) > 0 and 0 <= float(r[5]) <= 1 and r[7] == "0"
+
+
+@pytest.mark.parametrize("given, said", [
+    (["--kernels", "rbf,rbff"], "--kernels 'rbff': kernel must be"),
+    (["--peers", "AutoETS,AutoETSS"], "--peers AutoETSS: give some of SeasonalNaive,AutoETS"),
+])
+def test_an_unknown_kernel_or_peer_is_refused_before_any_work(given, said):
+    """A misspelt kernel stopped with a ValueError traceback after the
+    peers had run (AutoARIMA: minutes), a misspelt peer after the set was
+    loaded: both are usage errors at once."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "forecast.py"),
+                           "--count", "2", *given], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
