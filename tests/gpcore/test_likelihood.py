@@ -168,3 +168,42 @@ def test_float32_hessian_products_leave_value_and_gradient_exact(rng, kernel):
     assert single[2].dtype == tf.float64
     np.testing.assert_allclose(single[2].numpy(), exact[2].numpy(), rtol=1e-4)
     assert np.abs(single[2].numpy() - exact[2].numpy()).max() > 0  # float32 did the products
+
+
+def _numpy_profile(kmat, ratio, y):
+    """(nll, mean, s^2) of y [n] under s^2 (kmat + ratio I) at the GLS mean and
+    s^2, by np.linalg.solve and slogdet: the closed forms of profiled_nll."""
+    a = kmat + ratio * np.eye(y.size)
+    ones = np.ones(y.size)
+    mean = ones @ np.linalg.solve(a, y) / (ones @ np.linalg.solve(a, ones))
+    scale2 = (y - mean) @ np.linalg.solve(a, y - mean) / y.size
+    nll = 0.5 * (y.size * (np.log(2 * np.pi) + np.log(scale2) + 1.0) + np.linalg.slogdet(a)[1])
+    return nll, mean, scale2
+
+
+def test_profiled_likelihood_ignores_the_values_at_masked_points(rng):
+    # profiled_nll and profiled_nll_newton take y "masked entries
+    # ignored": a masked value, however wild, changes nothing, and both
+    # equal numpy's profile of the observed points alone. Tolerance: the
+    # same closed forms by Cholesky and by LU on a 30-point matrix of
+    # condition ~1e3, 1e-10 relative.
+    t, y = ref.sample(rng, "matern52", 36, noise_variance=0.05, span=1.0)
+    t, y = (t - t[0]) / np.ptp(t), (y - y.mean()) / y.std()
+    mask = np.ones(36); mask[[4, 11, 30, 33, 34, 35]] = 0.0
+    wild = np.where(mask > 0, y, 1e6)
+    keep = mask > 0
+    kmat = unit_kernel_matrix("matern52", tf.constant(t[None]), tf.constant([0.2], tf.float64))
+    ratio = tf.constant([0.05], tf.float64)
+    expected = _numpy_profile(kmat.numpy()[0][np.ix_(keep, keep)], 0.05, y[keep])
+    got = likelihood.profiled_nll(kmat, ratio, tf.constant(wild[None]), tf.constant(mask[None]))
+    np.testing.assert_allclose([v.numpy()[0] for v in got], expected, rtol=1e-10)
+    kern = kernel_named("matern52")
+    tc = tf.constant(t[None])
+    k, first, second = kern.matrix_and_derivatives(kern.feature(distances(tc, tc)),
+                                                   [tf.constant([0.2], tf.float64)])
+    terms = [likelihood.profiled_nll_newton(k, first, second, ratio, tf.math.log(ratio),
+                                            tf.constant(v[None]), tf.constant(mask[None]))
+             for v in (wild, y * mask)]
+    np.testing.assert_allclose(terms[0][0].numpy()[0], expected[0], rtol=1e-10)
+    for wild_term, zero_term in zip(*terms):
+        np.testing.assert_allclose(wild_term.numpy(), zero_term.numpy(), rtol=1e-10, atol=1e-12)
