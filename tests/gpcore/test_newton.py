@@ -344,3 +344,163 @@ def test_the_hook_learns_its_round_and_a_merged_member_can_be_sent_off():
     assert seen == [0, 1]
     assert result.value.numpy()[m] < result.value.numpy()[1 - m] - 0.5
     assert result.position.numpy()[m, 0] < 0
+
+
+# One-dimensional members for the step rules, as (f, f', f'') in numpy or
+# TF: each start below takes the trust-region branches named beside it.
+_ONE_D = {
+    "huber": (lambda x, np_: np_.sqrt(1.0 + x * x), lambda x, np_: x / np_.sqrt(1.0 + x * x),
+              lambda x, np_: (1.0 + x * x) ** -1.5),
+    "quartic": (lambda x, np_: x ** 4, lambda x, np_: 4.0 * x ** 3, lambda x, np_: 12.0 * x * x),
+    "double_well": (lambda x, np_: x ** 4 - 2.0 * x * x + 0.5 * x,
+                    lambda x, np_: 4.0 * x ** 3 - 4.0 * x + 0.5, lambda x, np_: 12.0 * x * x - 4.0),
+    "exp": (lambda x, np_: np_.exp(x) - 2.0 * x, lambda x, np_: np_.exp(x) - 2.0,
+            lambda x, np_: np_.exp(x)),
+    # x^2 with a Hessian that underestimates its curvature 2, as an
+    # approximate one can (the O(n) fitter's): steps held by the radius.
+    "under_0.1": (lambda x, np_: x * x, lambda x, np_: 2.0 * x, lambda x, np_: 0.1 + 0.0 * x),
+    "under_0.6": (lambda x, np_: x * x, lambda x, np_: 2.0 * x, lambda x, np_: 0.6 + 0.0 * x),
+}
+# (objective, start, lower, upper)
+_ONE_D_MEMBERS = [("huber", 3.0, -10.0, 10.0),      # full steps widen; an overshoot is cut
+                  ("huber", 1.1, -10.0, 10.0),      # a poor step is taken, the radius halves
+                  ("quartic", 1.0, -10.0, 10.0),    # short steps keep the radius
+                  ("double_well", 0.1, -10.0, 10.0),  # indefinite Hessian
+                  ("exp", -3.0, -10.0, 10.0),       # a fair full step keeps the radius
+                  ("huber", 3.0, 0.5, 10.0),        # held at a bound
+                  ("huber", 0.99999, -10.0, 10.0),  # rejected though lower: cut at 0.5
+                  ("quartic", 12.0, -10.0, 1.5),    # a start outside the box is clipped
+                  ("under_0.1", 3.1, -10.0, 10.0),  # a fair full step after a cut keeps it
+                  ("under_0.6", 3.1, -10.0, 10.0)]  # cuts narrow by the parabola
+
+
+def _newton_by_hand(name, x, lower, upper, tolerance, max_iterations):
+    """Newton as newton.py's docstrings state it, for one coordinate, in
+    plain Python: (positions evaluated, status, branches taken)."""
+    f, df, d2f = (lambda x, fn=fn: fn(x, np) for fn in _ONE_D[name])
+    x = min(max(x, lower), upper)
+    fx, g, h = f(x), df(x), d2f(x)
+    radius, evaluated, taken = 2.0, [x], set()
+
+    def free(x, g, h):  # a coordinate held at a bound: gradient 0, Hessian 1
+        held = (x <= lower and g > 0) or (x >= upper and g < 0)
+        taken.update({"held"} if held else set())
+        return (0.0, 1.0) if held else (g, h)
+
+    def converged(x, g, h):
+        g, h = free(x, g, h)
+        return abs(g) <= tolerance or (h > 0 and 0.5 * g * g / h <= tolerance)
+
+    if converged(x, g, h):
+        return evaluated, newton.CONVERGED, taken
+    for iteration in range(1, max_iterations + 1):
+        gf, hf = free(x, g, h)
+        taken.update({"indefinite"} if hf < 0 else set())
+        s = -gf / max(abs(hf), 1e-6 * abs(hf) + 1e-300)
+        s *= min(radius / (abs(s) + 1e-300), 1.0)
+        x_new = min(max(x + s, lower), upper)
+        s = x_new - x
+        slope = gf * s
+        predicted = -(slope + 0.5 * hf * s * s)
+        f_new, g_new, h_new = f(x_new), df(x_new), d2f(x_new)
+        evaluated.append(x_new)
+        accepted = fx - f_new >= 1e-4 * predicted and f_new <= fx
+        ratio, length = (fx - f_new) / max(predicted, 1e-300), abs(s)
+        if accepted:
+            if ratio > 0.75 and length >= 0.99 * radius:
+                radius, branch = min(2.0 * radius, 2.0), "widen"
+            elif ratio < 0.25:
+                radius, branch = 0.5 * length, "poor"
+            else:
+                branch = "keep"
+            x, fx, g, h = x_new, f_new, g_new, h_new
+        else:
+            curvature = 2.0 * (f_new - fx - slope)
+            cut = min(max(-slope / curvature, 0.1), 0.5) if curvature > 0 else 0.1
+            radius, branch = cut * length, "cut"
+        taken.add(branch)
+        if accepted and converged(x, g, h):
+            return evaluated, newton.CONVERGED, taken
+        if not accepted and radius < 1e-10:
+            return evaluated, newton.STALLED, taken
+    return evaluated, newton.MAX_ITERATIONS, taken
+
+
+def test_steps_follow_the_trust_region_rules_by_hand():
+    # Every evaluated position of each member against the rules worked by
+    # hand in plain Python (Armijo share 1e-4; radius doubled after a full
+    # step that earned over 0.75 of its predicted decrease, halved to half
+    # the step below 0.25, cut by the parabola within [0.1, 0.5] of a
+    # rejected step; eigenvalues by absolute value; held coordinates
+    # frozen). Tolerance: the same arithmetic in another order, 1e-12.
+    names = [m[0] for m in _ONE_D_MEMBERS]
+    kinds = tf.constant([list(_ONE_D).index(n) for n in names])
+    seen = {c: [] for c in range(len(names))}
+
+    def evaluate(x, members):
+        for c, v in zip(members.numpy(), x.numpy()[:, 0]):
+            seen[int(c)].append(float(v))
+        kind = tf.gather(kinds, members)
+        pick = lambda which: tf.add_n([
+            tf.where(tf.equal(kind, i), _ONE_D[n][which](x[:, 0], tf.math), tf.zeros_like(x[:, 0]))
+            for i, n in enumerate(_ONE_D)])
+        return pick(0), tf.stack([pick(1)], -1), tf.reshape(pick(2), [-1, 1, 1]), {}
+
+    column = lambda i: tf.constant([[m[i]] for m in _ONE_D_MEMBERS], tf.float64)
+    result = newton.minimize(evaluate, column(1), column(2), column(3), 50, 1e-10)
+    taken = set()
+    for c, (name, start, lower, upper) in enumerate(_ONE_D_MEMBERS):
+        path, status, branches = _newton_by_hand(name, start, lower, upper, 1e-10, 50)
+        taken |= branches
+        np.testing.assert_allclose(seen[c], path, rtol=1e-12, atol=1e-12, err_msg=name)
+        assert int(result.status[c]) == status
+        assert int(result.iterations[c]) == len(path) - 1
+    assert taken == {"widen", "poor", "keep", "cut", "indefinite", "held"}
+
+
+def test_a_start_beside_a_saddle_or_a_maximum_is_not_converged():
+    # f = x^2 - y^2 + y^4 has a saddle at 0 and minima at y = +-1/sqrt(2),
+    # f = -1/4. Beside the saddle the gradient is small but not below the
+    # tolerance, and g'H^-1 g / 2 is negative (H indefinite) or tiny: only
+    # a positive-definite Hessian's predicted decrease may stop a member.
+    def evaluate(x, members):
+        a, b = x[:, 0], x[:, 1]
+        f = a * a - b * b + b ** 4
+        g = tf.stack([2.0 * a, -2.0 * b + 4.0 * b ** 3], -1)
+        zero = tf.zeros_like(a)
+        h = tf.stack([tf.stack([2.0 + zero, zero], -1),
+                      tf.stack([zero, -2.0 + 12.0 * b * b], -1)], -2)
+        return f, g, h, {}
+
+    x0 = np.array([[0.0, 1e-3], [0.0, 1e-6], [0.0, -1e-6]])
+    box = np.full_like(x0, 10.0)
+    result = newton.minimize(evaluate, tf.constant(x0), tf.constant(-box), tf.constant(box),
+                             100, 1e-10)
+    assert list(result.status.numpy()) == [newton.CONVERGED] * 3
+    assert all(result.iterations.numpy() > 0)
+    # Converged to 1e-10 in f: positions to its square root.
+    np.testing.assert_allclose(result.value.numpy(), -0.25, atol=1e-10)
+    np.testing.assert_allclose(np.abs(result.position.numpy()),
+                               [[0.0, 0.5 ** 0.5]] * 3, atol=1e-5)
+
+
+def test_starts_in_different_basins_farther_apart_than_merge_within_both_finish():
+    # The tilted double well x^4 - 2x^2 + x/2 has minima near -1.06 and
+    # 0.93 (numpy's roots of its derivative), 2 apart: with merge_within
+    # 1.2 two starts, one in each well, never come that close and each
+    # ends at its own well's minimum.
+    minima = sorted(r.real for r in np.roots([4.0, 0.0, -4.0, 0.5])
+                    if abs(r.imag) < 1e-12 and 12.0 * r.real ** 2 - 4.0 > 0)
+    f, df, d2f = _ONE_D["double_well"]
+
+    def evaluate(x, members):
+        return (f(x[:, 0], tf.math), tf.stack([df(x[:, 0], tf.math)], -1),
+                tf.reshape(d2f(x[:, 0], tf.math), [-1, 1, 1]), {})
+
+    x0 = np.array([[-1.0], [0.9]])
+    box = np.full_like(x0, 10.0)
+    result = newton.minimize(evaluate, tf.constant(x0), tf.constant(-box), tf.constant(box), 100,
+                             1e-10, groups=tf.constant([0, 0]), merge_within=1.2)
+    assert list(result.status.numpy()) == [newton.CONVERGED] * 2
+    # Converged to 1e-10 in f, the curvature ~8 there: positions to 1e-5.
+    np.testing.assert_allclose(result.position.numpy()[:, 0], minima, atol=1e-5)
