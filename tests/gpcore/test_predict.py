@@ -172,6 +172,7 @@ def test_accepts_fit_result_and_refuses_unfitted_one(rng):
     ({"kernel": "cosine"}, "kernel must be one of"),
     ({"amplitude": None}, "amplitude.*must be a number"),
     ({"length_scale": -1.0}, "length_scale.*> 0"),
+    ({"amplitude": 0.0}, "amplitude.*> 0"),  # a zero amplitude is no GP
     ({"noise_variance": -1e-3}, "noise_variance.*>= 0"),
     ({"mean": float("nan")}, "mean.*finite"),
     ({"kernel": "periodic", "period": None}, "period.*must be a number"),
@@ -296,3 +297,34 @@ def test_names_the_argument_that_is_not_numeric(rng, where, values):
         series = Series("s", series.t, values)
     with pytest.raises(ValueError, match=f"{where} is not numeric"):
         predict(series, p, t_new)
+
+
+def test_no_finite_observations_leave_a_line_out_of_the_prior_sd():
+    # With no data the line's centre, and so its prior (t - c)^2 slope^2,
+    # is unknown: the prior sd is the stationary parts' alone (predict's
+    # docstring), the rbf's amplitude 1.7 here, not sqrt(1.7^2 + 0.3^2).
+    series = Series("empty", np.arange(3.0), np.full(3, np.nan))
+    p = {"kernel": "linear+rbf", "mean": 3.0, "noise_variance": 0.09, "components": [
+        {"kernel": "linear", "amplitude": 0.3},
+        {"kernel": "rbf", "amplitude": 1.7, "length_scale": 2.5}]}
+    mean, std = predict(series, p, np.linspace(0.0, 100.0, 4))
+    np.testing.assert_allclose(mean, 3.0)
+    np.testing.assert_allclose(std, 1.7, rtol=1e-12)
+
+
+def test_the_jitter_is_relative_to_the_amplitude(rng):
+    # Noise-free repeated times need jitter (JITTERS, relative to
+    # amplitude^2): the same series in units 10^4 times larger (y and the
+    # amplitude x 10^-4, variances x 10^-8) predicts the same in those
+    # units. An absolute jitter would weigh 10^8 times more there, and
+    # smooth the posterior. Tolerance: the same jittered algebra,
+    # rescaled; round-off of a Cholesky of condition ~1e10, 1e-6 relative.
+    t = np.array([0.0, 0.0, 1.0, 1.0, 2.5, 4.0])
+    y = np.array([1.0, 1.0, 2.0, 2.0, 1.5, 0.5])
+    p = dict(make_params("rbf"), noise_variance=0.0)
+    t_new = np.linspace(-1.0, 5.0, 9)
+    mean, std = predict(Series("s", t, y), p, t_new)
+    scaled = dict(p, mean=p["mean"] * 1e-4, amplitude=p["amplitude"] * 1e-4)
+    mean4, std4 = predict(Series("s", t, y * 1e-4), scaled, t_new)
+    np.testing.assert_allclose(mean4 * 1e4, mean, rtol=1e-6)
+    np.testing.assert_allclose(std4 * 1e4, std, rtol=1e-6, atol=1e-7 * p["amplitude"])
