@@ -334,3 +334,35 @@ def test_starts_stop_behind_by_two_rules_only_where_the_config_stops_them():
     for name in ("rbf+periodic", "linear+rbf", "matern52+periodic"):
         assert starts.slow_rule(kernel_named(name), 0.0) == rule
     assert starts.slow_rule(kernel_named("rbf"), 1.0) == rule
+
+
+def test_repeated_times_do_not_shrink_the_median_spacing():
+    # Repeats are skipped: the spacing (and the length-scale bound from
+    # it) is numpy's median of the positive gaps, not a median pulled to 0.
+    t = np.repeat(np.linspace(0.0, 1.0, 2001), 3)  # every time three times
+    assert starts.median_spacing(t) == pytest.approx(np.median(np.diff(np.unique(t))),
+                                                     rel=1e-12)
+    lower, _ = starts.bounds(kernel_named("rbf"), t)
+    assert np.exp(lower[0]) == pytest.approx(0.25 * 5e-4, rel=1e-12)
+
+
+def test_periodogram_reaches_half_the_sampling_rate():
+    # A cycle of 2.5 spacings (0.4 of the sampling rate, above a quarter
+    # of it) is found: frequencies run up to half the mean rate. Within
+    # the grid's step, 1 / (4 span) in frequency: 2.5^2 / 400 in period.
+    t = np.arange(100.0)
+    y = np.sin(2 * np.pi * t / 2.5)
+    assert starts.periodogram_peaks(t, y, 1)[0] == pytest.approx(2.5, abs=2.5 ** 2 / 400)
+
+
+def test_a_sum_s_periods_come_from_the_series_less_its_line(rng):
+    # A steep line and a small cycle of a tenth of the span: a line's
+    # periodogram falls as 1/f, and its first harmonics outweigh the cycle
+    # unless the line is removed first. The grid's periods (one per row,
+    # the last column) must include the cycle's, within the grid's step.
+    t = np.linspace(0.0, 1.0, 200)
+    y = 10.0 * t + 0.5 * np.sin(2 * np.pi * t / 0.1) + 0.05 * rng.normal(size=t.size)
+    y = (y - y.mean()) / y.std()
+    rows, _ = starts.search_grid(kernel_named("rbf+periodic"), t, y)
+    periods = np.exp(rows[:, -1])
+    assert np.min(np.abs(periods - 0.1)) < 0.1 ** 2 / 4
