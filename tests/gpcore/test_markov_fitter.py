@@ -300,3 +300,18 @@ def test_a_batch_does_not_pad_short_series_to_a_long_ones_length(fitter):
     results = fitter.long_fitter.fit([matern32_series(200, 7), matern32_series(800, 8)])
     assert [r.status for r in results] == [OK, OK]
     assert fitter.long_fitter.work["points"] - before == 200 + 800
+
+
+def test_modified_secant_holds_the_cubic_correction_within_half_of_s_y():
+    """On f = exp(x) from 0 by a step of 2, the cubic's correction theta =
+    6 (f - f_new) + 3 (g + g_new) s = 12.0 exceeds half of s'y = 12.8: it
+    is held at 6.4, so the 1-D update is (s'y + s'y / 2) / s^2 (worked by
+    hand here; the same arithmetic, 1e-12)."""
+    x, x_new = np.array([[0.0]]), np.array([[2.0]])
+    h = np.array([[[1.0]]])
+    f, g, g_new = np.exp(x[:, 0]), np.exp(x), np.exp(x_new)
+    ys = float((g_new - g)[0, 0] * 2.0)
+    theta = float(6 * (f - np.exp(x_new[:, 0]))[0] + 3 * (g + g_new)[0, 0] * 2.0)
+    assert theta > 0.5 * ys  # the case held
+    updated = secant_update(x, g, h, x_new, g_new, h, f=f, f_new=np.exp(x_new[:, 0]))
+    np.testing.assert_allclose(updated.numpy()[0, 0, 0], 1.5 * ys / 4.0, rtol=1e-12)
