@@ -366,3 +366,14 @@ def test_a_sum_s_periods_come_from_the_series_less_its_line(rng):
     rows, _ = starts.search_grid(kernel_named("rbf+periodic"), t, y)
     periods = np.exp(rows[:, -1])
     assert np.min(np.abs(periods - 0.1)) < 0.1 ** 2 / 4
+
+
+def test_length_grids_run_from_their_spacings_to_their_spans():
+    # Log-spaced from 1 median spacing (2 in a sum) to 2 spans, not from
+    # the lower bound (a quarter spacing): numpy's geomspace, to round-off.
+    spacing = 0.01
+    rbf = kernel_named("rbf")
+    np.testing.assert_allclose(np.exp(rbf.start_rows(spacing, None)[:, 0]),
+                               np.geomspace(spacing, 2.0, 10), rtol=1e-12)
+    np.testing.assert_allclose([v for (v,) in np.exp(rbf.sum_options(spacing, None))],
+                               np.geomspace(2 * spacing, 2.0, 4), rtol=1e-12)
