@@ -167,8 +167,9 @@ def _is_periodic(kernel: str) -> bool:
 
 def choose_fit(fits: list[FitResult], margin: Optional[float] = None) -> FitResult:
     """The lowest-BIC fit of one series' candidates (FitResult.kernel each),
-    a periodic one only where its BIC is at least `margin` (default
-    PERIODIC_MARGIN) below every non-periodic fit's; `bic_margin` is the
+    a periodic one only where its BIC is more than `margin` (default
+    PERIODIC_MARGIN) below every non-periodic fit's (at exactly `margin`
+    the simpler fit stays); `bic_margin` is the
     runner-up's BIC minus the choice's. No fit ok: the first one's reason,
     under "auto"."""
     margin = PERIODIC_MARGIN if margin is None else margin

@@ -165,6 +165,10 @@ def test_a_periodic_candidate_must_win_by_the_default_margin():
     assert choose_fit(fits).kernel == "matern52"
     fits[1] = _fit("matern52+periodic", 100.0 - 1.1 * PERIODIC_MARGIN)
     assert choose_fit(fits).kernel == "matern52+periodic"
+    # Exactly the margin below is not enough: the simpler fit stays.
+    fits[1] = _fit("matern52+periodic", 100.0 - PERIODIC_MARGIN)
+    chosen = choose_fit(fits)
+    assert (chosen.kernel, chosen.bic_margin) == ("matern52", -PERIODIC_MARGIN)
 
 
 def test_a_periodic_candidate_must_win_by_the_margin():
