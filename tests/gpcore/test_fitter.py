@@ -8,6 +8,7 @@ import tensorflow as tf
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, Series
 from gpcore.batching import padded_length
+from gpcore.config import MARKOV_ABOVE, takes_markov_path
 from gpcore.result import FIELDS
 from gpcore.fitter import JITTERS
 from gpcore.kernels import kernel as kernel_named
@@ -246,6 +247,27 @@ def test_config_rejects_bad_values():
         FitConfig(kernel="quadratic")  # linear is a kernel now
     with pytest.raises(ValueError, match="restarts"):
         FitConfig(restarts=0)
+    # Each bound at its edge: one point has no likelihood to profile, a zero
+    # tolerance is never met, and max_points may equal min_points.
+    with pytest.raises(ValueError, match="min_points must be >= 2; got 1"):
+        FitConfig(min_points=1)
+    with pytest.raises(ValueError, match="tolerance must be a number > 0; got 0"):
+        FitConfig(tolerance=0.0)
+    with pytest.raises(ValueError, match=r"max_points \(4\) must be >= min_points \(5\)"):
+        FitConfig(min_points=5, max_points=4)
+    assert FitConfig(min_points=5, max_points=5).max_points == 5
+
+
+@pytest.mark.parametrize("name, points, markov", [
+    ("matern32", MARKOV_ABOVE, False),  # "longer than MARKOV_ABOVE": the dense path
+    ("matern32", MARKOV_ABOVE + 1, True),
+    ("matern52+matern12", MARKOV_ABOVE + 1, True),
+    ("matern32+rbf", MARKOV_ABOVE + 1, False),  # every part needs a state-space form
+    ("rbf", MARKOV_ABOVE + 1, False),
+])
+def test_only_series_longer_than_markov_above_of_markov_kernels_take_the_o_n_path(
+        name, points, markov):
+    assert takes_markov_path(kernel_named(name), points) is markov
 
 
 @pytest.mark.parametrize("settings, message", [
