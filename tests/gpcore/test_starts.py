@@ -377,3 +377,16 @@ def test_length_grids_run_from_their_spacings_to_their_spans():
                                np.geomspace(spacing, 2.0, 10), rtol=1e-12)
     np.testing.assert_allclose([v for (v,) in np.exp(rbf.sum_options(spacing, None))],
                                np.geomspace(2 * spacing, 2.0, 4), rtol=1e-12)
+
+
+def test_the_grid_scores_each_of_the_periodogram_s_highest_peaks():
+    # Three cycles of a fifth, an eighth and a thirteenth of the span, of
+    # falling amplitude: the periodic grid's rows take all three periods
+    # (PERIODS of them), each within the grid's step p^2 / 4 (span 1).
+    t = np.linspace(0.0, 1.0, 400)
+    cycles = (0.2, 0.125, 1 / 13)
+    y = sum(a * np.sin(2 * np.pi * t / p) for a, p in zip((3.0, 2.0, 1.0), cycles))
+    rows, _ = starts.search_grid(kernel_named("periodic"), t, (y - y.mean()) / y.std())
+    periods = np.unique(np.exp(rows[:, -1]))
+    assert periods.size == starts.PERIODS == 3
+    np.testing.assert_allclose(np.sort(periods), np.sort(cycles), atol=0.2 ** 2 / 4)
