@@ -29,7 +29,7 @@ from gpcore.config import (AUTO, PERIODIC_MARGIN, SCREEN_FALSE_ALARM, SCREEN_MIN
                            FitConfig, checked, fitted_configs, is_started, smooth_part)
 from gpcore.batching import finite_points, padded_length, summed_work
 from gpcore.fitter import GPFitter
-from gpcore.kernels import PERIOD_BOUNDS, SUM, kernel as kernel_named
+from gpcore.kernels import LINEAR, PERIOD_BOUNDS, SUM, kernel as kernel_named
 from gpcore.result import OK, FitResult
 from gpcore.series import Series, listed
 from gpcore.starts import even_periodogram, periodogram_peaks
@@ -190,7 +190,8 @@ def periodic_starts(s: Series, smooth: FitResult, kernel: str) -> Optional[list[
     periodic component; GPFitter.fit's starts_from) for series s from
     `smooth`, the fit of kernel's smooth part: its components, mean and
     noise variance as fitted, and a periodic component of
-    the smooth part's first amplitude and length scale START_PERIODIC_LENGTH
+    the smooth part's first stationary amplitude (its noise variance where
+    the smooth part is a line alone) and length scale START_PERIODIC_LENGTH
     at the screen's peak period p and at 2p and 3p where those are at most
     half the span (a sharp cycle's top peak is often its second or third
     harmonic; docs/design.md, "Kernel choice"). None (the fitter's own
@@ -204,7 +205,12 @@ def periodic_starts(s: Series, smooth: FitResult, kernel: str) -> Optional[list[
         return None
     longest = PERIOD_BOUNDS[1] * float(np.ptp(_finite_sorted(s.t, s.y)[0]))
     periods = [m * period for m in START_MULTIPLES if m * period <= longest] or [longest]
-    first = smooth.components[0]["amplitude"]
+    # The first stationary part's variance (y^2). A line's amplitude is a
+    # slope's variance (y^2 per unit of t squared): a start that moved with
+    # t's unit, 1e-7 for t in seconds where days gave 0.01. With the line
+    # alone, its fit's noise, which holds the cycle.
+    first = next((c["amplitude"] for c in smooth.components if c["kernel"] != LINEAR.name),
+                 smooth.noise_variance)
     out = []
     for p in periods:
         fitted = iter(smooth.components)

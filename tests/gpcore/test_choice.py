@@ -279,6 +279,33 @@ def test_periodic_starts_are_the_smooth_fit_beside_the_peak_period_and_its_multi
     assert periodic_starts(Series("w", walk_t, walk_y), smooth, "rbf+periodic") is None
 
 
+def test_a_line_firsts_periodic_start_takes_no_slope_as_its_amplitude():
+    """Under a linear-first smooth part (linear+rbf+periodic from
+    linear+rbf) the periodic start took the line's amplitude, a slope's
+    variance in y^2 per unit of t squared: 86400^2 times smaller with t in
+    seconds than in days. It takes the first stationary part's amplitude,
+    or with the line alone its noise variance: the same in either unit."""
+    rng = np.random.default_rng(7)
+    t, y = _sine(rng, cycles=8.0, noise=0.3)
+    per_day = 86400.0
+    starts = {}
+    for unit, scale in (("days", 1.0), ("seconds", per_day)):
+        line = {"kernel": "linear", "amplitude": 0.01 / scale ** 2, "length_scale": None,
+                "period": None}
+        rbf = {"kernel": "rbf", "amplitude": 1.2, "length_scale": 0.4 * scale, "period": None}
+        both = FitResult("s", OK, "linear+rbf", N, mean=0.1, noise_variance=0.09,
+                         components=[line, rbf])
+        alone = FitResult("s", OK, "linear", N, mean=0.1, noise_variance=0.5,
+                          components=[line])
+        series = Series("s", t * scale, y)
+        starts[unit] = ([s["components"][2]["amplitude"]
+                         for s in periodic_starts(series, both, "linear+rbf+periodic")],
+                        [s["components"][1]["amplitude"]
+                         for s in periodic_starts(series, alone, "linear+periodic")])
+    assert starts["days"] == starts["seconds"]
+    assert set(starts["days"][0]) == {1.2} and set(starts["days"][1]) == {0.5}
+
+
 def test_kernel_choice_finds_a_cycle_whose_top_peak_is_its_second_harmonic():
     """A cycle whose second harmonic is twice as strong as its fundamental:
     the screen's peak is half the period, the start at 2p finds the
