@@ -66,7 +66,9 @@ SHORTEST_CALL_S = 1e-3
 
 
 class SummariseFits(beam.CombineFn):
-    """metrics.FitStats -> the manifest's fitters_built, fit_ms_per_series
+    """metrics.FitStats -> the manifest's fitters_built (the distinct fitters
+    that made the calls: a retried bundle's calls name the fitter its failed
+    attempt used), fit_ms_per_series
     (a distribution over series: count, sum, min, max, mean; None if nothing
     was fitted), fit_call_seconds (count, median, max of the fit calls' wall
     seconds, and the largest ratio of a call's seconds to its estimate;
@@ -74,7 +76,7 @@ class SummariseFits(beam.CombineFn):
     newton_evaluations, grid_evaluations, newton_evaluations_per_series})."""
 
     def create_accumulator(self) -> dict:
-        return {"fitters_built": 0, "count": 0, "sum": 0, "min": None, "max": None,
+        return {"fitters": set(), "count": 0, "sum": 0, "min": None, "max": None,
                 "tracing_count_max": None, "calls": 0, "call_bins": {}, "call_min": None,
                 "call_max": None,
                 "over_estimate_max": None, "kernels": {}}
@@ -85,7 +87,7 @@ class SummariseFits(beam.CombineFn):
         over = (stats.call_seconds / stats.estimated_seconds
                 if stats.estimated_seconds > 0 and not stats.compiled else None)
         return self.merge_accumulators([acc, {
-            "fitters_built": stats.fitters_built, "count": stats.series,
+            "fitters": {stats.fitter}, "count": stats.series,
             "sum": stats.series * stats.ms_per_series, "min": stats.ms_per_series,
             "max": stats.ms_per_series, "tracing_count_max": stats.tracing_count,
             "calls": 1, "call_bins": {log_bin(stats.call_seconds, SHORTEST_CALL_S): 1},
@@ -97,7 +99,8 @@ class SummariseFits(beam.CombineFn):
     def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
         merged = self.create_accumulator()
         for acc in accumulators:
-            for key in ("fitters_built", "count", "sum", "calls"):
+            merged["fitters"] |= acc["fitters"]
+            for key in ("count", "sum", "calls"):
                 merged[key] += acc[key]
             for key, n in acc["call_bins"].items():
                 merged["call_bins"][key] = merged["call_bins"].get(key, 0) + n
@@ -129,7 +132,7 @@ class SummariseFits(beam.CombineFn):
                          "grid_evaluations": grid,
                          "newton_evaluations_per_series": round(newton / max(series, 1), 2)}
                 for kernel, (series, newton, grid) in sorted(acc["kernels"].items())}
-        return {"fitters_built": acc["fitters_built"], "fit_ms_per_series": fit_ms,
+        return {"fitters_built": len(acc["fitters"]), "fit_ms_per_series": fit_ms,
                 "fit_call_seconds": calls, "tracing_count_max": acc["tracing_count_max"],
                 "work_per_kernel": work}
 

@@ -32,7 +32,11 @@ class FitStats(NamedTuple):
     series: int            # series in the call
     ms_per_series: int     # wall ms of the call / series
     tracing_count: int     # the fitter's traces after the call
-    fitters_built: int     # 1 if this call was its process's fitter's first, else 0
+    # The id of the fitter that made the call (one per build in a worker
+    # process): the manifest counts the distinct ids, so a build is counted
+    # once whichever attempt of a retried bundle commits (a "first call"
+    # flag was lost with a failed first attempt).
+    fitter: str
     call_seconds: float = 0.0  # wall seconds of the call
     estimated_seconds: float = 0.0  # gpcore.batching's estimate of the call (core-seconds)
     # ((kernel, series, newton_evaluations, grid_evaluations), ...): the

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from typing import Callable, NamedTuple, Optional
 
 import apache_beam as beam
@@ -149,7 +150,8 @@ class _FitterSlot:
         self.fitter = fitter
         self.progress = progress
         self.lock = threading.Lock()
-        self.counted = False  # fitters_built is counted once, in a bundle
+        self.id = uuid.uuid4().hex  # FitStats.fitter: this build, in every call's stats
+        self.counted = False  # the fitters_built metric is counted once, in a bundle
         # Lines also while a call runs: an "auto" call can take minutes.
         self.heartbeat = runtime.start_heartbeat(progress, _LOG.info, heartbeat_s)
 
@@ -249,7 +251,7 @@ class FitDoFn(beam.DoFn):
             if self._keep_series and row["status"] == OK:
                 yield beam.pvalue.TaggedOutput(FITTED, (series, row))
         yield beam.pvalue.TaggedOutput(FIT_STATS, metrics.FitStats(
-            len(batch), per_series_ms, after.tracing_count, int(built), round(elapsed, 3),
+            len(batch), per_series_ms, after.tracing_count, slot.id, round(elapsed, 3),
             round(estimated, 3), work, after.tracing_count > before.tracing_count))
 
 

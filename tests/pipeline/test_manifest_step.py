@@ -109,11 +109,11 @@ def test_calls_that_compiled_are_left_out_of_the_estimates_ratio():
     against 0.013 s) from that alone; its ratio is now over the other calls,
     and null when every call compiled."""
     combine = manifest_step.SummariseFits()
-    first = metrics.FitStats(10, 370, 1, 1, 3.7, 0.013, (), compiled=True)
+    first = metrics.FitStats(10, 370, 1, "a", 3.7, 0.013, (), compiled=True)
     alone = combine.add_input(combine.create_accumulator(), first)
     assert combine.extract_output(alone)["fit_call_seconds"] == {
         "count": 1, "median": 3.7, "max": 3.7, "max_over_estimate": None}
-    later = combine.add_input(alone, metrics.FitStats(10, 3, 1, 0, 0.03, 0.013, ()))
+    later = combine.add_input(alone, metrics.FitStats(10, 3, 1, "a", 0.03, 0.013, ()))
     assert combine.extract_output(later)["fit_call_seconds"]["max_over_estimate"] == round(
         0.03 / 0.013, 3)
 
@@ -121,9 +121,9 @@ def test_calls_that_compiled_are_left_out_of_the_estimates_ratio():
 def test_fit_stats_combine_into_the_manifests_figures():
     combine = manifest_step.SummariseFits()
     rbf, both = (("rbf", 4, 20, 192),), (("rbf", 2, 9, 96), ("rbf+periodic", 2, 60, 500))
-    parts = [[metrics.FitStats(4, 10, 1, 1, 0.04, 0.02, rbf),
-              metrics.FitStats(2, 40, 1, 0, 0.08, 0.04, both)],
-             [metrics.FitStats(3, 20, 2, 1, 12.5, 5.0, (("rbf+periodic", 3, 90, 750),))], []]
+    parts = [[metrics.FitStats(4, 10, 1, "a", 0.04, 0.02, rbf),
+              metrics.FitStats(2, 40, 1, "a", 0.08, 0.04, both)],
+             [metrics.FitStats(3, 20, 2, "b", 12.5, 5.0, (("rbf+periodic", 3, 90, 750),))], []]
     accumulators = []
     for part in parts:
         acc = combine.create_accumulator()
@@ -223,9 +223,9 @@ def test_the_median_of_one_fit_call_is_its_seconds():
     between the shortest and the longest call, so with one call it is it."""
     combine = manifest_step.SummariseFits()
     one = combine.add_input(combine.create_accumulator(),
-                            metrics.FitStats(5000, 4, 1, 1, 17.914, 4.1, (("rbf", 5000, 1, 1),)))
+                            metrics.FitStats(5000, 4, 1, "a", 17.914, 4.1, (("rbf", 5000, 1, 1),)))
     assert combine.extract_output(one)["fit_call_seconds"] == {
         "count": 1, "median": 17.914, "max": 17.914, "max_over_estimate": round(17.914 / 4.1, 3)}
-    two = combine.add_input(one, metrics.FitStats(10, 4, 1, 0, 17.92, 4.1, ()))
+    two = combine.add_input(one, metrics.FitStats(10, 4, 1, "a", 17.92, 4.1, ()))
     calls = combine.extract_output(two)["fit_call_seconds"]
     assert 17.914 <= calls["median"] <= calls["max"] == 17.92

@@ -112,6 +112,19 @@ def test_retried_bundle_is_counted_once_in_the_manifest(flaky_run):
     assert counts["null_ids"] == spec.null_ids
 
 
+def test_retried_first_bundle_still_counts_the_fitter_it_built(flaky_run):
+    _, output, attempts = flaky_run
+    # The job ran in this one process, which built one fitter before the
+    # failed attempt; the retried bundle fits with that same fitter. The
+    # build must be counted once whichever attempt commits: it was counted
+    # by the failed attempt only, whose output the runner discards, and the
+    # manifest said 0 fitters built.
+    with open(os.path.join(output, "_SUCCESS.json")) as f:
+        manifest = json.load(f)
+    assert len(attempts) == 2
+    assert manifest["fitters_built"] == 1
+
+
 # ---- a run killed midway, then re-run into the same folder -----------------------------
 
 def _many_series(folder: str, n_series: int = 200) -> list[str]:
