@@ -33,6 +33,7 @@ from gpcore import threads
 threads.set_process_env()
 
 import logging  # noqa: E402  (after the environment above)
+import re  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
@@ -60,6 +61,8 @@ _NAMED_AT_MOST = 10  # unreadable files named in gpfit's last lines
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _CLEARING, _CLEARED = "clearing", "cleared"  # how far a run got with its output folder
 _SIGNALLED: list[int] = []  # the stop signal received, for a Stopped that Beam wrapped
+# How Beam's local runner says a worker process ended (runtime.WorkerExited).
+_EXIT_CODE = re.compile(r"Worker subprocess exited with return code (-?\d+)")
 
 
 class Stopped(BaseException):
@@ -171,7 +174,11 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
         runtime.configure_tf_threads(runtime.processes_per_machine(options))
         warming = fitters.warm_up_in_background(builder.fit_config(built.gp))
     try:
-        result = built.pipeline.run()
+        runtime.watch_worker_exits()  # one that exits would be waited for for ever
+        try:
+            result = built.pipeline.run()
+        finally:
+            runtime.STOP_ON_WORKER_EXIT.clear()
         # A dry run or a template (a Flex launch, --template_location): Beam
         # built the job and handed it over, and there is no job here to wait
         # for. The job writes its own manifest when it runs.
@@ -220,10 +227,14 @@ def _failed(err: Exception, output: str) -> int:
         _say(f"gpfit: error: the job failed: {storage}")
         return EXIT_STORAGE
     if lost_worker(text):
-        _say(f"gpfit: error: a worker process died mid-run (killed, or out of memory: see the "
-             f"system log) and the job stopped; no {outputs.SUCCESS_MARKER} was written; run "
-             f"again into {output} (its files are replaced), with fewer or smaller worker "
-             "processes if memory ran out")
+        code = _EXIT_CODE.search(text)
+        how = ("killed, or out of memory: see the system log" if code is None else
+               f"exit code {code.group(1)}: killed, out of memory, or unable to start or to "
+               "reach the runner on localhost; see the system log, or --log_level debug for "
+               "its errors")
+        _say(f"gpfit: error: a worker process died mid-run ({how}) and the job stopped; no "
+             f"{outputs.SUCCESS_MARKER} was written; run again into {output} (its files are "
+             "replaced), with fewer or smaller worker processes if memory ran out")
         return EXIT_PIPELINE_FAILED
     _say(f"gpfit: error: the pipeline failed: {_what_failed(err)}; no "
          f"{outputs.SUCCESS_MARKER} was written; run again with --log_level debug for the "
@@ -260,6 +271,10 @@ def _stop_on_signals() -> dict:
     runtime.STOPPING.clear()
 
     def stop(signum, _frame):
+        exited = runtime.worker_exit_pending() if signum == signal.SIGTERM else None
+        if exited is not None:  # runtime._worker_exited's: the job fails, it was not stopped
+            runtime.end_workers_after()  # the others, one still starting among them
+            raise exited
         _SIGNALLED.append(signum)
         for each in _STOP_SIGNALS:  # a second signal while unwinding: default action
             signal.signal(each, signal.SIG_DFL)

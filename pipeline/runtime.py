@@ -241,6 +241,54 @@ def _worker_children() -> list[int]:
     return found
 
 
+# ---- a local worker process that exits --------------------------------------------
+# Beam's local runner starts each worker process (multi_processing) from a
+# thread, "run_worker", that raises once the process exits with an error;
+# the runner itself learns that a worker is gone only through its channels,
+# so it waited for ever for one that exited before it connected: one that
+# died starting, or that could not reach the runner on localhost (offline,
+# in a network namespace without loopback, each gave up after 2.5 min), the
+# launcher's heartbeat keeping the output folder locked. So while the job
+# runs, that thread's end stops the command: SIGTERM to its main thread,
+# which pipeline/cli.py turns into WorkerExited (docs/design.md, "Runners
+# and quiet runs").
+WORKER_THREAD = "run_worker"
+STOP_ON_WORKER_EXIT = threading.Event()  # set by the command while its job runs
+_WORKER_EXITS: list[str] = []  # what run_worker raised, this run; the first stopped it
+
+
+class WorkerExited(RuntimeError):
+    """A local worker process exited while the job ran (Beam's words, which
+    errors.lost_worker reads)."""
+
+
+def worker_exit_pending() -> Optional[WorkerExited]:
+    """The WorkerExited a SIGTERM of the main thread stands for, once: the
+    first worker exit while STOP_ON_WORKER_EXIT was set; else None (a real
+    SIGTERM)."""
+    if not _WORKER_EXITS or not STOP_ON_WORKER_EXIT.is_set():
+        return None
+    STOP_ON_WORKER_EXIT.clear()  # one stop: a second exit, or a real signal, is a stop
+    return WorkerExited(_WORKER_EXITS[0])
+
+
+def watch_worker_exits() -> None:
+    """Starts a run's watch (the command, just before its job runs)."""
+    _WORKER_EXITS.clear()
+    STOP_ON_WORKER_EXIT.set()
+
+
+def _worker_exited(args) -> None:
+    """Stops the command's job when `args` (threading.excepthook's) is a
+    local worker process's exit, while the job runs."""
+    if (args.thread is None or args.thread.name != WORKER_THREAD
+            or not STOP_ON_WORKER_EXIT.is_set() or STOPPING.is_set()):
+        return
+    _WORKER_EXITS.append(first_line(args.exc_value))
+    if len(_WORKER_EXITS) == 1:
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+
+
 # ---- worker processes and their threads ----------------------------------------
 
 def processes_per_machine(options: PipelineOptions) -> Optional[int]:
@@ -607,11 +655,20 @@ def configure_logs(level: str = "info") -> None:
     # Beam's runner threads (gRPC readers, worker watchers) die with a
     # traceback printed straight to stderr when a worker process is lost;
     # below debug they get one log line (the run's last line says what to do).
-    threading.excepthook = (threading.__excepthook__ if numeric <= logging.DEBUG
-                            else _thread_ended)
+    # At every level a worker process's exit stops the job (_worker_exited).
+    global _THREAD_TRACEBACKS
+    _THREAD_TRACEBACKS = numeric <= logging.DEBUG
+    threading.excepthook = _thread_ended
+
+
+_THREAD_TRACEBACKS = False  # a thread's error is printed whole (--log_level debug)
 
 
 def _thread_ended(args) -> None:
+    _worker_exited(args)
+    if _THREAD_TRACEBACKS:
+        threading.__excepthook__(args)
+        return
     if args.exc_type is SystemExit or STOPPING.is_set():  # a stop's workers, ended
         return
     name = args.thread.name if args.thread is not None else "?"

@@ -378,3 +378,38 @@ def test_worker_processes_import_gpfit_not_a_pipeline_package_of_the_folder_run_
                       "--direct_running_mode", "multi_processing", cwd=str(project))
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("gpfit: 4 series: 3 ok, 1 skipped, 0 failed"), done.stdout
+
+
+def test_a_worker_process_that_exits_before_it_connects_fails_the_run(tmp_path):
+    """A local worker process (multi_processing) that exits before it
+    connects to the runner: Beam's runner waited for it for ever, the
+    output folder locked by the waiting launcher's heartbeat. Offline in a
+    network namespace whose loopback is down (`unshare -rn`), each worker
+    gave up reaching the runner on localhost after about 2.5 min and exited 1,
+    and gpfit hung. Here each worker process exits 1 as it starts (a
+    sitecustomize that sees Beam's worker environment), which is the same
+    for the runner, at once. The run must end, exit 3, in one line, and
+    leave the folder unlocked."""
+    data = write_long(str(tmp_path / "in"), make_series(n_series=3))
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import os\n"
+        "if 'CONTROL_API_SERVICE_DESCRIPTOR' in os.environ:  # Beam's SDK worker process\n"
+        "    os._exit(1)\n")
+    output = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), REPO]))
+    try:
+        done = subprocess.run([sys.executable, "-m", "pipeline", "--input", data, "--output",
+                               str(output), "--direct_num_workers", "2",
+                               "--direct_running_mode", "multi_processing"],
+                              env=env, capture_output=True, text=True, timeout=150)
+    except subprocess.TimeoutExpired as hung:
+        pytest.fail(f"gpfit still waited for its dead workers after 150 s: {hung.stderr!r}")
+    assert done.returncode == 3, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("gpfit: error: a worker process died") and "code 1" in last, \
+        done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (output / "_RUNNING.json").exists()
+    assert not (output / "_SUCCESS.json").exists()
