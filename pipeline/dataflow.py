@@ -10,7 +10,10 @@ Beam checks them late, or not at all:
   of retries; online, a bucket nobody asked for);
 - paths on this machine not at all, though Dataflow's workers cannot reach
   them: a local --input failed on the workers, a local --output was written
-  on the workers' disks and lost.
+  on the workers' disks and lost;
+- a dry run without --temp_location or --staging_location asks Google Cloud
+  for a default bucket, dry run or not (the GCE metadata server, then
+  storage.googleapis.com: offline 140 s, online a bucket made).
 So each is refused here in one line, exit 2 (docs/design.md, "Dataflow offline").
 """
 from __future__ import annotations
@@ -19,7 +22,7 @@ import os
 from typing import Optional
 
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
-                                                  SetupOptions)
+                                                  SetupOptions, TestOptions)
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 from apache_beam.runners.runner import PipelineRunner
 
@@ -47,14 +50,20 @@ def check(options: PipelineOptions, runner: PipelineRunner) -> None:
     Raises:
       UsageError: a staged file that is missing or misnamed; on the Dataflow
         service, a --temp_location or --staging_location given that is not a
-        gs:// folder, or an --input, --output or --previous_output on this
-        machine.
+        gs:// folder, neither given to a dry run, or an --input, --output or
+        --previous_output on this machine.
     """
     _check_staged_files(options.view_as(SetupOptions))
     validator = PipelineOptionsValidator(options, runner)
     if not validator.is_service_runner():  # also a template's test endpoint on localhost
         return
     cloud = options.view_as(GoogleCloudOptions)
+    if (options.view_as(TestOptions).dry_run and cloud.temp_location is None
+            and cloud.staging_location is None):
+        raise UsageError("--dry_run needs --temp_location (e.g. gs://BUCKET/dataflow/temp) or "
+                         "--staging_location: without either Beam makes a default bucket in the "
+                         "project for the job's files, which asks Google Cloud (offline: 140 s "
+                         "of retries) and writes there; a dry run writes nothing")
     for name in ("temp_location", "staging_location"):
         found = getattr(cloud, name) is not None and validator.validate_gcs_path(cloud, name)
         if found:

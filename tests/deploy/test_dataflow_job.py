@@ -305,3 +305,24 @@ def test_paths_on_this_machine_are_refused_for_dataflow(dry_run_module, capsys, 
                                              f"--temp_location=gs://{BUCKET}/dataflow/temp"])
     assert f"--{name} {tmp_path} is a path on this machine" in last
     assert "gs://" in last
+
+
+@pytest.mark.parametrize("given", [[], [f"--staging_location=gs://{BUCKET}/dataflow/staging"]])
+def test_a_dry_run_without_a_temp_location_is_refused_at_once(dry_run_module, capsys, given):
+    """Without --temp_location (or --staging_location) Beam makes a default
+    bucket in the project for the job's files, dry run or not: offline that
+    ended in exit 2 after 140 s of Google's retries; online it would have
+    made a bucket in a run that says nothing was written. A dry run is
+    refused at once instead, naming the option; a --staging_location alone
+    Beam takes for both."""
+    from pipeline import cli
+
+    if given:  # Beam uses the one given for the other: built, offline, exit 0
+        with dry_run_module.no_network():
+            code = cli.run([f"--input={INPUT}", f"--output={OUTPUT}", "--runner=DataflowRunner",
+                            "--no_auth", f"--project={PROJECT}", f"--region={REGION}",
+                            f"--sdk_container_image={IMAGE}", "--dry_run=True", *given])
+        assert code == 0, capsys.readouterr().err
+        return
+    last = _refused(dry_run_module, capsys, ["--dry_run=True"])
+    assert "--temp_location" in last and "default bucket" in last, last
