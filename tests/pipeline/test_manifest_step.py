@@ -229,3 +229,43 @@ def test_the_median_of_one_fit_call_is_its_seconds():
     two = combine.add_input(one, metrics.FitStats(10, 4, 1, "a", 17.92, 4.1, ()))
     calls = combine.extract_output(two)["fit_call_seconds"]
     assert 17.914 <= calls["median"] <= calls["max"] == 17.92
+
+
+def test_a_retried_manifest_step_writes_the_same_manifest_and_frees_only_its_lock(tmp_path):
+    """Dataflow retries a failed bundle, the manifest step's too, after its
+    side effects outside Beam's sinks: the manifest written, the lock
+    released. Done again for the same summary, the step writes the same
+    manifest (its counts, its files; only the end time may move) and leaves a
+    lock another run has taken meanwhile alone."""
+    from pipeline.io import lock
+
+    output = str(tmp_path / "out")
+    os.makedirs(os.path.join(output, "params"))
+    shard = os.path.join(output, "params", "part-00000-of-00001.parquet")
+    pq.write_table(pa.table({"series_id": ["a"]}), shard)
+    run_id = lock.new_run_id()
+    lock.acquire(output, run_id, break_lock=False, local=True)
+    record = manifest.run_record(inputs.uninspected(str(tmp_path / "in/"), inputs.Columns()),
+                                 output, "rbf", 1.0, {}, time.time(), run_id)
+    combine = manifest_step._summaries()
+    acc = combine.add_input(combine.create_accumulator(), ("rows", {
+        "status": "ok", "reused": False, "warm_started": False}))
+    summary = combine.extract_output(acc)
+    step = manifest_step._WriteManifestFn(record)
+
+    first = list(step.process(summary, written=[shard], predictions_written=[]))
+    written = manifest.read(output)
+    assert lock.read(output) is None  # released by the run that held it
+    other = lock.new_run_id()
+    lock.acquire(output, other, break_lock=False, local=True)  # the next run, meanwhile
+    again = list(step.process(summary, written=[shard], predictions_written=[]))
+
+    assert first == again == [os.path.join(output, "_SUCCESS.json")]
+    name, found = manifest.read(output)
+    assert name == written[0] == "_SUCCESS.json"
+    when = ("finished_at", "wall_time_s")
+    assert {k: v for k, v in found.items() if k not in when} == {
+        k: v for k, v in written[1].items() if k not in when}
+    assert found["counts"]["ok"] == 1 and found["output_files"] == [
+        "params/part-00000-of-00001.parquet"]
+    assert lock.read(output)["run_id"] == other  # not the retried step's to free
