@@ -118,3 +118,61 @@ def test_pipeline_survives_the_runner_api_round_trip(built):
     assert manifest["counts"] == {"series_read": 3, "ok": 3, "skipped": 0, "failed": 0,
                                   "null_ids": 0}
     assert manifest["input"]["layout"] == "not inspected"
+
+
+_UNPICKLE_ALL = """
+import json, sys
+from apache_beam.internal import pickler
+from apache_beam.portability import common_urns, python_urns
+from apache_beam.portability.api import beam_runner_api_pb2 as pb
+proto = pb.Pipeline.FromString(open(sys.argv[1], "rb").read())
+found, failed = {}, {}
+for t in proto.components.transforms.values():
+    payload = None
+    if t.spec.urn == common_urns.primitives.PAR_DO.urn:
+        fn = pb.ParDoPayload.FromString(t.spec.payload).do_fn
+        payload = fn.payload if fn.urn == python_urns.PICKLED_DOFN_INFO else None
+    elif t.spec.urn == common_urns.composites.COMBINE_PER_KEY.urn:
+        fn = pb.CombinePayload.FromString(t.spec.payload).combine_fn
+        payload = fn.payload if fn.urn == python_urns.PICKLED_COMBINE_FN else None
+    if payload is None:
+        continue
+    try:
+        obj = pickler.loads(payload)
+        found[t.unique_name] = type(obj[0] if isinstance(obj, tuple) else obj).__name__
+    except Exception as err:
+        failed[t.unique_name] = repr(err)
+print(json.dumps({"found": found, "failed": failed}))
+"""
+
+
+def test_every_step_of_a_full_job_unpickles_in_a_fresh_process(tmp_path, dry_run_module):
+    """A Dataflow worker unpickles each step in a process that never ran the
+    launcher: nothing may lean on the launcher's state (a closure over a
+    module-level object, a class defined in __main__, TensorFlow state).
+    The job with every step (kernel auto, a previous output, a transform,
+    forecasts and a holdout), its proto through bytes into a new Python
+    started in another folder."""
+    import os
+    import subprocess
+    import sys
+
+    argv = [f"--input={tmp_path / 'in'}/", f"--output={tmp_path / 'out'}",
+            f"--previous_output={tmp_path / 'previous'}", "--runner=FnApiRunner",
+            "--kernel=auto", "--candidates=rbf,rbf+periodic", "--transform=log",
+            "--predict_steps=3", "--holdout=2"]
+    proto = dry_run_module.build_pipeline(argv).to_runner_api()
+    wire = tmp_path / "job.pb"
+    wire.write_bytes(proto.SerializeToString())
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run([sys.executable, "-c", _UNPICKLE_ALL, str(wire)], cwd=elsewhere,
+                          env=dict(os.environ, PYTHONPATH=repo), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["failed"] == {}
+    assert {"FitDoFn", "BatchByLength", "Compare", "Forecast", "ToFittedScale",
+            "_WriteManifestFn", "MergeChunks"} <= set(result["found"].values()), result
+    assert len(result["found"]) >= len(dofn_types(proto))
