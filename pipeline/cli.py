@@ -174,7 +174,8 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
         runtime.configure_tf_threads(runtime.processes_per_machine(options))
         warming = fitters.warm_up_in_background(builder.fit_config(built.gp))
     try:
-        runtime.watch_worker_exits()  # one that exits would be waited for for ever
+        if threading.current_thread() is threading.main_thread():  # its handlers are set
+            runtime.watch_worker_exits()  # one that exits would be waited for for ever
         try:
             result = built.pipeline.run()
         finally:

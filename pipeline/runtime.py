@@ -285,7 +285,8 @@ def _worker_exited(args) -> None:
             or not STOP_ON_WORKER_EXIT.is_set() or STOPPING.is_set()):
         return
     _WORKER_EXITS.append(first_line(args.exc_value))
-    if len(_WORKER_EXITS) == 1:
+    # Only to a handler of the command's: SIGTERM's default would kill the process.
+    if len(_WORKER_EXITS) == 1 and callable(signal.getsignal(signal.SIGTERM)):
         signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
 
 
