@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from apache_beam.io.filesystem import BeamIOError
 
 from pipeline.io import outputs
 from pipeline.io.errors import UsageError
@@ -45,12 +46,17 @@ def test_a_040_layout_folder_is_gpfits_and_cleared(tmp_path):
 
 @pytest.mark.parametrize("name", [
     "beam-temp-params-backup/thesis.tex",  # under a Beam-like folder, not Beam's names
+    f"beam-temp-params-backup/{UUID4}.params.parquet",  # Beam's file name, not its folder's
     f"beam-temp-params-{UUID1}/notes.txt",
+    f"beam-temp-params-{UUID1}/copy.params.parquet",  # not Beam's uuid4 name
     "settings.json.tmp",                    # a .json.tmp that is not a manifest's
+    "_SUCCESS.json.bak",                    # someone's copy of a manifest
     "params/notes.txt",
     "params/part-0.parquet",
+    "params/part-1-of-2.parquet",           # Beam pads shard numbers to five digits
     "predictions/data.parquet",
     "mydir/_SUCCESS.json",
+    "train-00000-of-00001.parquet",          # a shard name, but not a table's
 ])
 def test_files_gpfit_did_not_write_are_refused_and_kept(tmp_path, name):
     out = tmp_path / "out"
@@ -60,22 +66,26 @@ def test_files_gpfit_did_not_write_are_refused_and_kept(tmp_path, name):
     assert (out / name).read_text() == "old"
 
 
-def test_an_empty_folder_of_someone_else_survives_a_clear(tmp_path):
+@pytest.mark.parametrize("name", ["keep-me", "beam-temp-params-backup"])
+def test_an_empty_folder_of_someone_else_survives_a_clear(tmp_path, name):
     out = tmp_path / "out"
-    (out / "keep-me").mkdir(parents=True)
+    (out / name).mkdir(parents=True)
     outputs.clear_output(str(out), outputs.check_output(str(out), ()))
-    assert (out / "keep-me").is_dir()
+    assert (out / name).is_dir()
 
 
-def test_a_symbolic_link_inside_the_output_is_refused(tmp_path):
-    elsewhere = tmp_path / "elsewhere"
-    _touch(elsewhere, "part-00000-of-00001.parquet")
+@pytest.mark.parametrize("link, target", [("params", "elsewhere"),
+                                          ("params/part-00000-of-00001.parquet",
+                                           "elsewhere/part-00000-of-00001.parquet")])
+def test_a_symbolic_link_inside_the_output_is_refused(tmp_path, link, target):
+    """A linked folder or a linked file, even under one of gpfit's names."""
+    _touch(tmp_path, "elsewhere/part-00000-of-00001.parquet")
     out = tmp_path / "out"
-    out.mkdir()
-    os.symlink(elsewhere, out / "params")
-    with pytest.raises(UsageError, match="symbolic link 'params'"):
+    (out / link).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(tmp_path / target, out / link)
+    with pytest.raises(UsageError, match=f"symbolic link '{link}'"):
         outputs.check_output(str(out), ())
-    assert (elsewhere / "part-00000-of-00001.parquet").exists()
+    assert (tmp_path / "elsewhere" / "part-00000-of-00001.parquet").read_text() == "old"
 
 
 def test_output_below_a_regular_file_is_refused(tmp_path):
@@ -91,6 +101,17 @@ def test_folders_are_compared_resolved(tmp_path):
     assert not outputs.same_folder(str(tmp_path / "latest"), str(tmp_path / "night2"))
 
 
+def test_input_in_a_sibling_folder_whose_name_extends_the_outputs_is_not_inside_it(tmp_path):
+    """out-2/a.parquet is beside out/, not in it: a run reading it into out/
+    goes ahead; one reading out/a.parquet is refused."""
+    _touch(tmp_path, "out-2/a.parquet")
+    assert outputs.check_output(str(tmp_path / "out"), (str(tmp_path / "out-2" / "a.parquet"),)
+                                ) == []
+    _touch(tmp_path, "out/a.parquet")
+    with pytest.raises(UsageError, match="lies inside the output folder"):
+        outputs.check_output(str(tmp_path / "out"), (str(tmp_path / "out" / "a.parquet"),))
+
+
 @pytest.mark.parametrize("pattern, output, reads", [
     ("data/**", "data/out", True),
     ("data/**/*.parquet", "data/out", True),
@@ -99,6 +120,7 @@ def test_folders_are_compared_resolved(tmp_path):
     ("data/*.parquet", "data/out", False),
     ("data/*", "data/out", False),  # the folder itself is not data
     ("data/**", "out", False),
+    ("data/*/predictions/*.parquet", "data/out", True),  # the predictions' shards only
     ("data/a.parquet", "data/out", False),
 ])
 def test_an_input_glob_that_would_read_the_output_is_found(tmp_path, pattern, output, reads):
@@ -135,6 +157,31 @@ def test_the_manifest_is_deleted_before_any_shard():
     first, then = outputs.deletion_order(files)
     assert first == ["o/_FAILED.json", "o/_SUCCESS.json"]
     assert then == ["o/params/part-00000-of-00002.parquet", "o/params/part-00001-of-00002.parquet"]
+
+
+def test_a_clear_that_fails_midway_has_deleted_the_manifest_already(tmp_path):
+    """A shard that cannot be deleted (here: gone meanwhile) stops the clear;
+    by then the manifest is gone, so no reader takes the half-cleared folder
+    for a finished run."""
+    out = tmp_path / "out"
+    _touch(out, "_SUCCESS.json", "params/part-00001-of-00002.parquet")
+    files = outputs.check_output(str(out), ())
+    vanished = str(out / "params" / "part-00000-of-00002.parquet")
+    with pytest.raises(BeamIOError, match="part-00000-of-00002"):
+        outputs.clear_output(str(out), [vanished, *files])
+    assert not (out / "_SUCCESS.json").exists()
+
+
+def test_a_linked_folder_named_as_a_table_is_left_by_the_clear(tmp_path):
+    """remove_empty_folders removes only real folders: a link named params/
+    (made after the check) is neither followed nor removed, and no error."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink(elsewhere, out / "params")
+    outputs.remove_empty_folders(str(out))
+    assert os.path.islink(out / "params") and elsewhere.is_dir()
 
 
 def test_finders_ds_store_is_neither_refused_nor_deleted(tmp_path):
