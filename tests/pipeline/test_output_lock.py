@@ -260,3 +260,27 @@ def test_a_stale_lock_whose_process_is_still_here_names_it_and_does_not_advise_b
            "suspended, e.g. by Ctrl-Z; run deadbeef0000" in line, line
     assert f"kill -CONT {suspended.pid}" in line and "--break_lock" not in line, line
     assert os.listdir(output) == ["_RUNNING.json"]  # untouched
+
+
+def test_a_lock_taken_within_the_manifests_second_is_the_writers():
+    """finished_at is rounded down to the second: a lock taken less than a
+    second after it may be the writing run's own (not another run's, which
+    would clear the folder); one taken a second or more after is another's."""
+    found = {"finished_at": "2026-12-06T23:00:00+00:00"}
+    finished = 1796598000.0  # that instant, in seconds since the epoch
+    assert lock._iso(finished) == found["finished_at"]
+    assert not lock.started_after(lock.Holder("writer", finished + 0.5, True), found)
+    assert lock.started_after(lock.Holder("next run", finished + 1.0, True), found)
+    assert lock.started_after(lock.Holder("unknown", None, True), found)
+    assert lock.started_after(lock.Holder("any", finished - 5, True), {})  # an older manifest
+
+
+def test_a_lock_created_between_the_check_and_the_create_wins(tmp_path):
+    """Two runs pass the check at once; the exclusive create lets one take
+    the lock: the other is refused naming the winner, whose lock is left
+    as it wrote it."""
+    output = str(tmp_path / "out")
+    winner = _stale_lock(output, age_s=1.0)
+    with pytest.raises(FolderBusy, match="run deadbeef0000 on host elsewhere"):
+        lock._create_local(output, {"run_id": "loser", "heartbeat_at": time.time()}, time.time)
+    assert lock.read(output) == winner
