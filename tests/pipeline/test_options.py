@@ -1,6 +1,8 @@
 """gpfit's options (pipeline.options): kernels, help, what a manifest records."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -195,3 +197,33 @@ def test_restarts_up_to_the_start_grids_points_are_taken_and_one_more_refused(ke
     options.check_restarts(FitConfig(kernel=kernel, restarts=most))
     with pytest.raises(UsageError, match=rf"--restarts \({most + 1}\) must be at most {most}: "):
         options.check_restarts(FitConfig(kernel=kernel, restarts=most + 1))
+
+
+@pytest.mark.parametrize("argv", [
+    ["--max_failure_fraction", "0"], ["--max_failure_fraction", "1"],
+    ["--seconds_per_fit_call", "1e-9"], ["--num_shards", "0"],
+    ["--predict_steps", str(options.MAX_PREDICT_POINTS)],
+    ["--holdout", str(options.MAX_PREDICT_POINTS)],
+    ["--predict_horizon", "1", "--predict_points", str(options.MAX_PREDICT_POINTS)],
+])
+def test_the_ends_of_each_range_are_taken(argv):
+    options.check(gp_options(*argv))
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--max_failure_fraction", "-0.01"], "--max_failure_fraction must be between 0 and 1"),
+    (["--seconds_per_fit_call", "0"], "--seconds_per_fit_call must be a finite number > 0"),
+    (["--seconds_per_fit_call", "nan"], "--seconds_per_fit_call must be a finite number > 0"),
+    (["--num_shards", "-1"], "--num_shards must be >= 0; got -1"),
+    (["--predict_steps", "100001"], "--predict_steps must be between 0 and 100000; got 100001"),
+    (["--holdout", "100001"], "--holdout must be between 0 and 100000 points; got 100001"),
+    (["--predict_horizon", "1", "--predict_points", "100001"],
+     "--predict_points must be between 0 and 100000; got 100001"),
+    (["--predict_horizon", "inf", "--predict_points", "2"], "--predict_horizon must be >= 0"),
+    (["--predict_horizon", "nan", "--predict_points", "2"], "--predict_horizon must be >= 0"),
+])
+def test_a_value_just_past_a_range_is_refused_by_name(argv, expected):
+    """Each option's refusal names it and the value given; the value one
+    step inside is taken (test_the_ends_of_each_range_are_taken)."""
+    with pytest.raises(UsageError, match="^" + re.escape(expected)):
+        options.check(gp_options(*argv))
