@@ -193,6 +193,10 @@ def test_the_holder_as_another_runs_reader_sees_it(tmp_path):
         f.write('{"run_id": "ab')
     unreadable = lock.holder(output)
     assert unreadable.live and unreadable.said.startswith("a lock that cannot be read, written")
+    # Unreadable for a minute: no live run's (a run writes its lock at once).
+    old = time.time() - 2 * lock.UNREADABLE_AFTER_S
+    os.utime(os.path.join(output, "_RUNNING.json"), (old, old))
+    assert not lock.holder(output).live
 
 
 def test_a_run_that_finished_between_anothers_checks_and_its_lock_leaves_no_shard(
@@ -284,3 +288,38 @@ def test_a_lock_created_between_the_check_and_the_create_wins(tmp_path):
     with pytest.raises(FolderBusy, match="run deadbeef0000 on host elsewhere"):
         lock._create_local(output, {"run_id": "loser", "heartbeat_at": time.time()}, time.time)
     assert lock.read(output) == winner
+
+
+def test_a_local_lock_whose_process_cannot_be_told_is_not_taken_over(tmp_path):
+    """A local lock on this host whose pid cannot be checked (not a number
+    here; a process of another user likewise) is not certainly over: with a
+    recent heartbeat it refuses, as any live lock."""
+    output = str(tmp_path / "out")
+    held = {**_stale_lock(output, age_s=1.0), "local": True, "host": lock.socket.gethostname(),
+            "pid": "4242x"}
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        json.dump(held, f)
+    with pytest.raises(FolderBusy, match="is being written by another gpfit run"):
+        lock.acquire(output, "mine", False, local=True)
+    assert lock.read(output) == held
+
+
+def test_a_remote_runs_stale_lock_is_judged_by_its_heartbeat_alone(tmp_path):
+    """A Dataflow job outlives its launcher: the launcher's process on this
+    host (here suspended, its pid and start time the lock's) says nothing
+    of the job, so a stale heartbeat reads as a stopped run's."""
+    import signal
+    output = str(tmp_path / "out")
+    suspended = subprocess.Popen(["sleep", "600"])
+    try:
+        os.kill(suspended.pid, signal.SIGSTOP)
+        content = {**_stale_lock(output, age_s=2 * lock.STALE_AFTER_S),
+                   "host": lock.socket.gethostname(), "pid": suspended.pid, "local": False,
+                   "pid_start": lock.process_start(suspended.pid)}
+        with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+            json.dump(content, f)
+        with pytest.raises(FolderBusy, match="seems to have stopped .* pass --break_lock$"):
+            lock.check(output, break_lock=False)
+    finally:
+        suspended.kill()
+        suspended.wait()
