@@ -120,6 +120,25 @@ def mixed_time_kinds(tmp):
     return str(tmp / "kinds"), "give one kind of time"
 
 
+def mixed_layouts(tmp):
+    # A nested file read as long (or the reverse) gave no series of its ids.
+    os.makedirs(tmp / "layouts")
+    _write(tmp / "layouts" / "a.parquet", _good_table())
+    nested = pa.table({"series_id": ["b"], "t": [[0.0, 1.0, 2.0]], "y": [[1.0, 2.0, 3.0]]})
+    _write(tmp / "layouts" / "b.parquet", nested)
+    return str(tmp / "layouts"), (f"{tmp / 'layouts' / 'b.parquet'} is in nested layout but "
+                                  f"{tmp / 'layouts' / 'a.parquet'} is long; give files of one "
+                                  "layout")
+
+
+def a_column_twice(tmp):
+    # Which of the two would be read as y is pyarrow's choice, not the user's.
+    table = _good_table().append_column("y", pa.array(np.zeros(5)))
+    return _write(tmp / "twice.parquet", table), (
+        f"{tmp / 'twice.parquet'} has 2 columns named 'y'; give its columns unique names, or "
+        "name another with --value_column")
+
+
 def a_link_beside_its_file(tmp):
     # A "latest" link beside the dated file it points to: every point of the
     # file's series was read twice, without a word.
@@ -223,7 +242,7 @@ def a_glob_in_a_folder_named_with_brackets(tmp):
     mixed_time_kinds, half_float_ids, uuid_ids, unknown_scheme, unavailable_scheme,
     a_link_beside_its_file, a_hard_link_beside_its_file, a_dask_metadata_summary,
     an_id_in_hive_folder_names, column_names_with_spaces, column_names_in_another_case,
-    no_columns,
+    no_columns, mixed_layouts, a_column_twice,
 ])
 def test_unusable_input_exits_2(tmp_path, make_input):
     input_, expected = make_input(tmp_path)
