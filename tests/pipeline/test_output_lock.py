@@ -323,3 +323,24 @@ def test_a_remote_runs_stale_lock_is_judged_by_its_heartbeat_alone(tmp_path):
     finally:
         suspended.kill()
         suspended.wait()
+
+
+def test_a_lock_that_cannot_be_written_in_full_is_not_left(tmp_path):
+    """A write that fails once the lock is created (a full disk; here the
+    process's file-size limit, EFBIG) removes the lock again: half a lock
+    would refuse the next run for a minute."""
+    output = str(tmp_path / "out")
+    script = (
+        "import resource, signal, sys\n"
+        "from pipeline.io import lock\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (16, resource.RLIM_INFINITY))\n"
+        "try:\n"
+        f"    lock.acquire({output!r}, 'mine', False, local=True)\n"
+        "except Exception as err:\n"
+        "    sys.exit(f'refused: {type(err).__name__}: {err}')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=REPO), timeout=120)
+    assert done.returncode == 1 and done.stderr.startswith("refused: "), done.stderr
+    assert "File too large" in done.stderr
+    assert os.listdir(output) == []
