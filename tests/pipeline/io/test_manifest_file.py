@@ -75,3 +75,20 @@ def test_the_backtests_median_lies_within_its_mases():
         "holdout_points": 3, "holdout_coverage_95": 1.0, "holdout_mase": 0.4091})
     merged = holdout_totals.extract(holdout_totals.merge([acc, other]))
     assert 0.409 <= merged["mase_median"] <= 0.4091
+
+
+def test_the_jobs_read_counts_stand_and_no_path_holds_a_secret():
+    """The input's files and rows are the job's count (files may come or go
+    after the launcher looked), and the input pattern and previous_output
+    are recorded without their secrets, as the options are."""
+    record = manifest.RunRecord(
+        "out", "rbf", 1.0, "days",
+        {"pattern": "https://reader:hunter2pass@data.example/in/*.parquet", "files": 1,
+         "layout": "long", "rows": 10}, {}, 0.0,
+        previous_output="https://reader:hunter2pass@data.example/night1")
+    read = {"files": 3, "rows": 99, "unreadable": {"count": 0, "files": []}}
+    found = manifest.compose(record, {"ok": 2}, 0, FITS, [], finished_at=1.0, read=read)
+    assert found["input"] == {"pattern": "https://reader:<redacted>@data.example/in/*.parquet",
+                              "files": 3, "layout": "long", "rows": 99}
+    assert found["previous_output"] == "https://reader:<redacted>@data.example/night1"
+    assert "hunter2pass" not in json.dumps(found)
