@@ -200,3 +200,25 @@ def test_new_kernels_get_their_own_histograms():
         "length_scale (rbf in linear+rbf)", "amplitude (matern12)", "length_scale (matern12)"]
     slope = by_name["amplitude (linear in linear+rbf)"]
     assert slope.total == 3 and slope.edges[0] <= 0.01 and slope.edges[-1] >= 0.03
+
+
+def test_standardised_nll_takes_the_spread_of_stationary_parts_only():
+    """nll per point less log(sd of a new observation): sd^2 is the noise
+    variance plus each stationary component's amplitude^2; a linear part's
+    amplitude is a slope (units of y per unit of t), left out. Reference:
+    the formula in numpy; equal to rounding (rtol 1e-12). Scaling y by c
+    adds log c to both terms, so the value does not change."""
+    def row(series_id, c=1.0, n_points=5, noise=0.5):
+        parts = [{"kernel": "rbf", "amplitude": 2.0 * c, "length_scale": 3.0, "period": None},
+                 {"kernel": "linear", "amplitude": 7.0 * c, "length_scale": None,
+                  "period": None}]
+        # A Gaussian nll per point shifts by log c when y is scaled by c.
+        return params_row(series_id, kernel="rbf+linear", n_points=n_points,
+                          nll=n_points * (2.0 + np.log(c)), noise_variance=noise * c * c,
+                          amplitude=None, length_scale=None, components=parts)
+    (batch,) = batches([row("a"), row("a scaled", c=1e3), row("no points", n_points=0),
+                        row("no spread", noise=-4.0)], 10)
+    value, usable = summary.standardised_nll(batch)
+    expected = 2.0 - 0.5 * np.log(0.5 + 2.0 ** 2)
+    np.testing.assert_allclose(value[:2], [expected, expected], rtol=1e-12)
+    assert usable.tolist() == [True, True, False, False]
