@@ -176,6 +176,17 @@ def test_distinct_reasons_are_capped(monkeypatch):
     assert reasons[0].pattern == summary.OTHER_REASONS and reasons[0].count == 3
 
 
+def test_reasons_beyond_the_top_are_counted_as_left_out():
+    """The page's "Not shown: N less common reason(s), of M series": the
+    reasons past the top ones, least common."""
+    rows = [params_row(f"{kind}{i}", status="failed", error=f"{kind} broke")
+            for kind, count in (("disk", 5), ("net", 4), ("cpu", 3), ("gpu", 2), ("ram", 1))
+            for i in range(count)]
+    tally, _ = tally_of(rows, 4)
+    assert [r.count for r in tally.reasons(top=3)] == [5, 4, 3]
+    assert tally.left_out(top=3) == (2, 3)
+
+
 def _values(rows, name):
     if name == "nll per point":
         return [r["nll"] / r["n_points"] for r in rows]
