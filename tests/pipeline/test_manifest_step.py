@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import builder, manifest_step, metrics
-from pipeline.io import inputs, manifest, outputs
+from pipeline.io import inputs, lock, manifest, outputs
 from pipeline.options import parse_options
 from gpfit_runs import files_in, shard_names
 from pipeline_data import make_series, write_long
@@ -30,6 +30,9 @@ def build_and_run(input_: str, output: str, *extra: str, started_at: float) -> N
                              *extra])
     built = builder.build_from_options(options, started_at=started_at)
     assert outputs.check_output(output, built.spec.files) == []  # a new folder: nothing to clear
+    # Locked as by a launcher that does not wait (a Flex Template): only the
+    # job can release the folder.
+    lock.acquire(output, built.run_id, False, local=False)
     built.pipeline.run().wait_until_finish()
 
 
@@ -215,6 +218,22 @@ def test_a_job_that_ends_without_a_manifest_exits_3(tmp_path, monkeypatch, capsy
     assert cli.run(["--input", "in", "--output", str(tmp_path / "out")]) == 3
     assert capsys.readouterr().err.strip().endswith(
         f"wrote neither _SUCCESS.json nor _FAILED.json in {tmp_path / 'out'}")
+    # The job wrote no manifest, so it released no lock: the command did.
+    assert not (tmp_path / "out" / "_RUNNING.json").exists()
+
+
+def test_unreadable_files_are_all_counted_and_the_first_by_path_named():
+    """Past MAX_NAMED unreadable files the manifest names the first MAX_NAMED
+    by path, however the files were split, and counts every one."""
+    combine = manifest_step.SummariseInput()
+    paths = [f"in/part-{i:04d}.parquet" for i in range(combine.MAX_NAMED + 5)]
+    halves = [combine.create_accumulator(), combine.create_accumulator()]
+    for k, path in enumerate(reversed(paths)):
+        halves[k % 2] = combine.add_input(halves[k % 2], ("unreadable", (path, "not Parquet")))
+    halves[0] = combine.add_input(halves[0], ("file", (1, 40)))
+    found = combine.extract_output(combine.merge_accumulators(halves))
+    assert (found["files"], found["rows"], found["unreadable"]["count"]) == (1, 40, len(paths))
+    assert [f["path"] for f in found["unreadable"]["files"]] == paths[:combine.MAX_NAMED]
 
 
 def test_the_median_of_one_fit_call_is_its_seconds():
