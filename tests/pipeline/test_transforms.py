@@ -18,7 +18,7 @@ from pipeline.handler import Counters
 from pipeline.io import conversion, fingerprint
 from pipeline.io.schema import OUTPUT_COLUMNS
 from pipeline.runtime import local_runner
-from pipeline.transforms import FIT_STATS, BatchByLength, FitCall, FitDoFn
+from pipeline.transforms import FIT_STATS, FITTED, BatchByLength, FitCall, FitDoFn
 
 
 def _run(build, args=()):
@@ -198,12 +198,17 @@ def test_the_dofn_builds_one_fitter_and_puts_every_series_out_once(tmp_path):
     calls = [{str(s.series_id) for s in batch.series} for batch in batches]
     assert "broken" in calls[-1]
     key = fingerprint.options_key(gpcore.FitConfig(kernel="rbf"))
-    fit = FitDoFn(FakeHandler(str(builds)), 1, heartbeat_s=3600.0)
+    fit = FitDoFn(FakeHandler(str(builds)), 1, heartbeat_s=3600.0, keep_series=True)
 
     def build(pipeline):
         out = (pipeline | beam.Create(batches) | beam.Reshuffle()
-               | beam.ParDo(fit).with_outputs(FIT_STATS, main="rows"))
+               | beam.ParDo(fit).with_outputs(FIT_STATS, FITTED, main="rows"))
         assert_that(out.rows, _every_series_once(series, key, calls))
+        # Kept for the forecasts: the "ok" rows only, each with its own series.
+        assert_that(out[FITTED] | beam.Map(lambda kept: (str(kept[0].series_id),
+                                                         kept[1]["series_id"], kept[1]["status"])),
+                    equal_to([(str(s.series_id), str(s.series_id), "ok") for s in series
+                              if str(s.series_id) not in calls[-1]]), label="KeptOkRows")
         # One FitStats per call, with the estimate the call carried.
         assert_that(out[FIT_STATS] | beam.Map(lambda s: (s.series, s.estimated_seconds)),
                     equal_to([(len(b.series), round(b.estimated_s, 3)) for b in batches]),
