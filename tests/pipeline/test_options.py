@@ -18,6 +18,14 @@ def test_kernels_are_gpcores():
     assert options.KERNELS is gpcore.KERNELS
 
 
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+def test_the_command_prints_gpfits_help_and_reads_nothing(tmp_path, capsys, flag):
+    """Either spelling, anywhere among other arguments, before any check."""
+    from pipeline import cli
+    assert cli.run(["--input", str(tmp_path / "nothing"), flag]) == 0
+    assert capsys.readouterr().out == help_parser().format_help()
+
+
 def test_help_explains_every_option_in_one_line():
     text = help_parser().format_help()
     lines = text.splitlines()
