@@ -233,3 +233,12 @@ def test_standardised_nll_takes_the_spread_of_stationary_parts_only():
     expected = 2.0 - 0.5 * np.log(0.5 + 2.0 ** 2)
     np.testing.assert_allclose(value[:2], [expected, expected], rtol=1e-12)
     assert usable.tolist() == [True, True, False, False]
+
+
+def test_a_close_call_is_a_bic_margin_below_two():
+    """Kass and Raftery's 2: a margin of 2 or more is positive evidence for
+    the kernel chosen; below it, either kernel would do."""
+    rows = [params_row(f"m{i}", kernel="rbf", bic_margin=margin)
+            for i, margin in enumerate((0.0, 1.999, 2.0, 5.0))] + [params_row("alone")]
+    tally, _ = tally_of(rows, 2)
+    assert tally.chosen == {"rbf": 4} and tally.close_calls == {"rbf": 2}
