@@ -228,6 +228,9 @@ class FitDoFn(beam.DoFn):
             fitted = [self._holdout.fitted_part(s) for s in batch] if self._holdout else batch
             try:
                 results = self._handler.fit(slot.fitter, fitted)
+                if len(results) != len(batch):  # zipped below: a series without one is lost
+                    raise RuntimeError(f"the fitter returned {len(results)} results for "
+                                       f"{len(batch)} series")
             except Exception as err:  # pylint: disable=broad-except  (the machine's, not a series')
                 _LOG.warning("gpfit: a fit call of %d series raised: %s", len(batch),
                              first_line(err))

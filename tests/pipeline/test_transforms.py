@@ -192,6 +192,38 @@ def _every_series_once(series, key, calls):
     return check
 
 
+class ShortHandler(FakeHandler):
+    """A handler whose call holding "dropped" returns one result too few, as
+    a handler with a bug would."""
+
+    def fit(self, fitter, batch):
+        results = super().fit(fitter, batch)
+        return results[:-1] if any(s.series_id == "dropped" for s in batch) else results
+
+
+def test_a_call_that_returns_too_few_results_fails_its_series_and_loses_none(tmp_path):
+    """The rows were zipped with the results: a handler returning fewer
+    results than series dropped the unpaired series from the output without
+    a word. The call's series are now failed rows saying so."""
+    series = [_series("a", 8), _series("dropped", 9), _series("b", 10), _series("c", 11)]
+    calls = [FitCall(series[:3], 0.03), FitCall(series[3:], 0.01)]
+    fit = FitDoFn(ShortHandler(str(tmp_path / "builds.txt")), 1, heartbeat_s=3600.0)
+
+    def check(rows):
+        by_id = {row["series_id"]: row for row in rows}
+        assert sorted(by_id) == ["a", "b", "c", "dropped"] and len(rows) == 4, rows
+        for sid in ("a", "dropped", "b"):
+            assert by_id[sid]["status"] == "failed", by_id[sid]
+            assert "2 results for 3 series" in by_id[sid]["error"], by_id[sid]
+        assert by_id["c"]["status"] == "ok"
+
+    def build(pipeline):
+        out = pipeline | beam.Create(calls) | beam.ParDo(fit).with_outputs(FIT_STATS, main="rows")
+        assert_that(out.rows, check)
+
+    _run(build)
+
+
 def test_the_dofn_builds_one_fitter_and_puts_every_series_out_once(tmp_path):
     builds = tmp_path / "builds.txt"
     batches, series = _batches()
