@@ -58,11 +58,11 @@ def child(folder: str, output: str, started_wall: float) -> None:
         phases[name] = (cpu - last["cpu"], wall - last["wall"])
         last.update(cpu=cpu, wall=wall)
 
-    from pipeline import builder, cli, runtime  # noqa: F401  (the command's imports)
+    from pipeline import builder, cli, logs, runtime  # noqa: F401  (the command's imports)
     from pipeline.io import manifest, outputs
     from pipeline.options import parse_options
     stamp("cli imports")
-    runtime.configure_logs("warning")
+    logs.configure_logs("warning")
     options = parse_options(["--input", folder, "--output", output])
     stamp("parse options")
     builder.import_tensorflow()

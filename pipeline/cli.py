@@ -43,9 +43,9 @@ from pipeline.io import beam_import  # noqa: E402
 
 # Beam's import with Python's garbage collector paused (gpcore/threads.py),
 # and without the line it logs where the gcp extra is missing, which also
-# configured the root logger before gpfit does (runtime.configure_logs).
+# configured the root logger before gpfit does (logs.configure_logs).
 with threads.collection_paused("apache_beam"), beam_import.quietly():
-    from pipeline import builder, fitters, portable, runtime
+    from pipeline import builder, fitters, logs, portable, runtime
     from pipeline.io import inputs, lock, manifest, outputs
     from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,
                                     EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
@@ -86,7 +86,7 @@ def run(argv: list[str] | None = None) -> int:
     if "--version" in argv:
         print(f"gpfit {VERSION}")  # the release's one home: pipeline/io/fingerprint.py
         return EXIT_OK
-    runtime.configure_logs(runtime.log_level_in(argv))
+    logs.configure_logs(logs.log_level_in(argv))
     started_at, started = time.time(), time.monotonic()
     handlers = _stop_on_signals()
     try:
@@ -273,7 +273,7 @@ def _stop_on_signals() -> dict:
 
     def stop(signum, _frame):
         exited = runtime.worker_exit_pending() if signum == signal.SIGTERM else None
-        if exited is not None:  # runtime._worker_exited's: the job fails, it was not stopped
+        if exited is not None:  # runtime.worker_exited's: the job fails, it was not stopped
             runtime.end_workers_after()  # the others, one still starting among them
             raise exited
         _SIGNALLED.append(signum)

@@ -33,7 +33,8 @@ quiet.import_tensorflow(keep_lines=logging.getLogger("gpfit").isEnabledFor(loggi
 from gpcore import Batching, FitConfig, FitResult, Series  # noqa: E402
 from gpcore.result import FAILED, OK  # noqa: E402
 from gpcore.batching import finite_points  # noqa: E402
-from pipeline import metrics, runtime  # noqa: E402
+from pipeline import metrics  # noqa: E402
+from pipeline.progress import Progress, start_heartbeat  # noqa: E402
 from pipeline.handler import FitterHandler  # noqa: E402
 from pipeline.io import conversion, fingerprint  # noqa: E402
 from pipeline.io.errors import first_line  # noqa: E402
@@ -146,14 +147,14 @@ class _FitterSlot:
     A plain class so that apache_beam.utils.shared can hold a weak reference.
     """
 
-    def __init__(self, fitter, progress: runtime.Progress, heartbeat_s: float):
+    def __init__(self, fitter, progress: Progress, heartbeat_s: float):
         self.fitter = fitter
         self.progress = progress
         self.lock = threading.Lock()
         self.id = uuid.uuid4().hex  # FitStats.fitter: this build, in every call's stats
         self.counted = False  # the fitters_built metric is counted once, in a bundle
         # Lines also while a call runs: an "auto" call can take minutes.
-        self.heartbeat = runtime.start_heartbeat(progress, _LOG.info, heartbeat_s)
+        self.heartbeat = start_heartbeat(progress, _LOG.info, heartbeat_s)
 
 
 class FitDoFn(beam.DoFn):
@@ -202,7 +203,7 @@ class FitDoFn(beam.DoFn):
         self._slot = self._shared.acquire(self._build_slot)
 
     def _build_slot(self) -> _FitterSlot:
-        progress = runtime.Progress(self._clock, self._progress_every_s, self._processes)
+        progress = Progress(self._clock, self._progress_every_s, self._processes)
         return _FitterSlot(self._handler.load_fitter(), progress, self._heartbeat_s)
 
     def teardown(self):

@@ -5,7 +5,7 @@ Beam's SDK worker prints the traceback of a failed bundle to its stderr
 (--direct_running_mode multi_processing) shares gpfit's stderr, so a
 failure printed each traceback whole whatever --log_level said. The logged
 copy reaches the launcher, which cuts it to one line below debug and shows
-it whole at debug (pipeline/runtime.py); the printed copy is dropped here
+it whole at debug (pipeline/logs.py); the printed copy is dropped here
 (docs/design.md, "Runners and quiet runs"). Python's warnings (numpy's, on
 a series that then fails) are logged instead of printed, for the same reason. Imports nothing heavy:
 `import pipeline` runs it.
@@ -65,7 +65,7 @@ class _WithoutTracebacks:
 def drop_printed_tracebacks() -> None:
     """In a Beam SDK worker process only: its stderr without printed
     tracebacks, and Python's warnings logged instead of printed (the
-    launcher shows them at debug, as in one process: pipeline/runtime.py)."""
+    launcher shows them at debug, as in one process: pipeline/logs.py)."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     if getattr(spec, "name", None) != _WORKER_MAIN or sys.stderr is None:
         return
