@@ -40,7 +40,7 @@ def test_a_real_run_says_done_of_total_rate_and_eta_per_call_and_counts_work(cap
     # Every series a fit call of its own; the clock moves 10 s per reading:
     # start_call, the call's start and end, add: each call's line is due.
     # The heartbeat thread would read the clock too: it waits an hour here
-    # (tests/pipeline/test_runtime.py drives it).
+    # (tests/pipeline/test_progress.py drives it).
     fit = FitDoFn(FitterHandler(config, 1), 1, clock=StepClock(10.0), progress_every_s=30.0,
                   heartbeat_s=3600.0)
     options = PipelineOptions([])

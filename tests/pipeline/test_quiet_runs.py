@@ -14,7 +14,7 @@ import pytest
 from pipeline_data import make_series, write_long
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# gpfit's log lines (pipeline/runtime.py's format) and its last line.
+# gpfit's log lines (pipeline/logs.py's format) and its last line.
 OURS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING) (worker: )?gpfit[: ]"
                   r"|gpfit: )")
 
