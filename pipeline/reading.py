@@ -29,7 +29,7 @@ import pyarrow as pa
 from apache_beam.io import fileio
 
 from pipeline import metrics
-from pipeline.io import conversion, inputs
+from pipeline.io import conversion, inputs, matching
 from pipeline.io.errors import InputError
 from pipeline.io.inputs import Columns, InputSpec
 
@@ -70,11 +70,11 @@ class ReadSeries(beam.PTransform):
     def expand(self, pbegin):
         spec, c = self._spec, self._spec.columns
         matched = (pbegin
-                   | "ListFiles" >> beam.Create([inputs.listing_glob(spec.glob)])
+                   | "ListFiles" >> beam.Create([matching.listing_glob(spec.glob)])
                    | "MatchInput" >> fileio.MatchAll())
         if spec.data_only:
             matched = matched | "DataFilesOnly" >> beam.Filter(
-                lambda m, glob: inputs.is_data(m.path, glob), spec.glob)
+                lambda m, glob: matching.is_data(m.path, glob), spec.glob)
         groups = (matched
                   # One worker matches the glob; many read the footers.
                   | "SpreadFiles" >> beam.Reshuffle()

@@ -26,7 +26,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io.errors import UsageError, listing_failure
 from pipeline.io.files import too_long
-from pipeline.io.inputs import GLOB_CHARACTERS, escaped, glob_regex, is_glob
+from pipeline.io.matching import GLOB_CHARACTERS, escaped, glob_regex, is_glob
 
 PARAMS_PREFIX = "params"            # the parameters' folder
 PREDICTIONS_PREFIX = "predictions"  # the predictions' folder
@@ -112,7 +112,7 @@ def legacy_pattern(output: str, prefix: str = PARAMS_PREFIX) -> str:
 def shard_patterns(output: str, prefix: str = PARAMS_PREFIX) -> tuple[str, str]:
     """Both layouts' globs: what a reader of any gpfit output matches (a
     folder holds one layout: a run clears the other's shards). The folder
-    is quoted (inputs.escaped): gpfit writes none named with a wildcard, but
+    is quoted (matching.escaped): gpfit writes none named with a wildcard, but
     a copy may be (`night [1]`), and as a pattern it matched no shard."""
     return params_pattern(output, prefix), legacy_pattern(output, prefix)
 
@@ -197,7 +197,7 @@ def would_read(input_pattern: str, output: str, probe: bool = True) -> bool:
     which never holds a shard of this release.
 
     Args:
-      probe: as inputs.is_glob's; False where the pattern has just failed to
+      probe: as matching.is_glob's; False where the pattern has just failed to
         read as input.
     """
     if not is_glob(input_pattern, probe):

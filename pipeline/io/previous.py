@@ -20,7 +20,7 @@ from gpcore.result import OK
 from pipeline.io import lock, manifest, rows, shards
 from pipeline.io.errors import NO_ANSWER, UsageError, first_line, listing_failure
 from pipeline.io.files import map_files
-from pipeline.io.inputs import is_glob
+from pipeline.io.matching import is_glob
 from pipeline.io.outputs import FAILED_MARKER, LOCK_NAME, SUCCESS_MARKER, lies_inside, same_folder
 from pipeline.io.schema import PARAMETERS
 

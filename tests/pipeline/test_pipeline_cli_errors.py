@@ -495,7 +495,7 @@ def test_a_folder_the_glob_does_not_reach_may_be_unreadable(tmp_path):
              str(tmp_path / "days" / "s*" / "*.parquet")]
     try:
         done = _as_a_user_without_access(
-            "-c", "import sys; from pipeline.io.inputs import check_listable\n"
+            "-c", "import sys; from pipeline.io.matching import check_listable\n"
                   "for glob in sys.argv[1:]: check_listable(glob)\n"
                   "check_listable(sys.argv[1].replace('*.parquet', '**'))", *globs)
     finally:

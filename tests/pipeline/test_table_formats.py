@@ -12,7 +12,7 @@ import pytest
 from apache_beam.io.filesystem import FileMetadata
 from apache_beam.io.localfilesystem import LocalFileSystem
 
-from pipeline.io import inputs
+from pipeline.io import matching
 from pipeline.io.errors import InputError
 from pipeline_data import gpfit
 from table_folders import N_POINTS, delta_table, hudi_table, iceberg_table, spark_stream_sink, \
@@ -160,9 +160,9 @@ def test_a_table_on_an_object_store_is_refused(tmp_path, monkeypatch, pattern):
     monkeypatch.setattr(_ObjectStore, "ROOT", str(tmp_path))
     delta_table(tmp_path / "bucket" / "sales", under="region=eu")
     with pytest.raises(InputError, match="teststore://bucket/sales is a Delta Lake table"):
-        inputs.resolve(pattern)
+        matching.resolve(pattern)
     plain = tmp_path / "bucket" / "plain"
     plain.mkdir()
     pq.write_table(version(0.0), plain / "part-0.parquet")
-    assert inputs.resolve("teststore://bucket/plain/") == [
+    assert matching.resolve("teststore://bucket/plain/") == [
         ("teststore://bucket/plain/part-0.parquet", os.path.getsize(plain / "part-0.parquet"))]

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.io import inputs
+from pipeline.io import inputs, matching
 from pipeline_data import RUN_OPTIONS, gpfit
 
 
@@ -104,7 +104,7 @@ def test_the_launcher_reads_a_bounded_sample_of_footers(tmp_path):
     spec = inputs.inspect(str(tmp_path), inputs.Columns(), max_footers=4)
     assert len(spec.files) == 10 and spec.footers_checked == 4
     assert spec.glob == os.path.join(str(tmp_path), "*") and spec.data_only
-    assert inputs.sample(list(range(10)), 4) == [0, 3, 6, 9]
+    assert matching.sample(list(range(10)), 4) == [0, 3, 6, 9]
 
 
 def test_an_offline_build_matches_a_folder_as_a_real_run_does(tmp_path):
