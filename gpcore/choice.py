@@ -255,8 +255,12 @@ def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     prewhitened by its lag-1 autocorrelation (so that neither a trend's nor
     a random walk's low-frequency power is a cycle), is higher than white
     noise reaches with probability `false_alarm` over the band's
-    independent frequencies (Fisher's g test: P / variance ~ Exp(1);
-    docs/design.md, "Kernel choice"). Series whose steps differ by
+    nyquist - min_cycles independent frequencies (Fisher's g test:
+    P / variance ~ Exp(1)). `false_alarm` is that test's nominal level: the
+    peak is the highest of SCREEN_OVERSAMPLE frequencies per independent
+    one, so white noise passes 0.35-0.9 % at 24 points to 2.0-2.45 %
+    at 400 at 0.01 (docs/design.md, "Kernel choice", *The screen's false
+    alarm*; benchmarks/screen_calibration.py). Series whose steps differ by
     more than SCREEN_REGULAR x are judged at their index (point number)
     where they are regular in it (`_index_regular`: trading days), and pass
     unjudged otherwise."""
@@ -365,6 +369,10 @@ def _judged(t, y, false_alarm: float, min_cycles: float) -> tuple[bool, Optional
     if band.size == 0 or variance <= 0:
         return False, None
     power = even_periodogram(tw, w, min_cycles, 1.0 / SCREEN_OVERSAMPLE, band.size) / w.size
+    # One frequency per 1 / span, though the maximum is over SCREEN_OVERSAMPLE
+    # per 1 / span: from 60 points on, white noise passes more often than
+    # `false_alarm` (docs/design.md, "Kernel choice", *The screen's false
+    # alarm*).
     independent = max(1.0, nyquist - min_cycles)
     z = float(power.max()) / variance
     passed = bool(-np.expm1(independent * np.log1p(-np.exp(-z))) < false_alarm)
