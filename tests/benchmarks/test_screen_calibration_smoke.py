@@ -5,6 +5,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
@@ -20,8 +21,8 @@ def test_tables_have_every_cell_and_rates_in_the_unit_interval():
     assert len(out["cycle"]) == len(sc.SHAPES) * len(sc.CYCLES) * len(sc.SNRS) * sizes
     # The copy of the screen gives the screen's verdict on every series.
     assert out["disagreements"] == 0
-    for table, labels, columns in (("null", 3, 2 * settings), ("cycle", 4, 2 * settings),
-                                   ("ablation", 2, (len(sc.VARIANTS) + 1) * settings)):
+    for table, labels, columns in (("null", 3, 2 * settings), ("cycle", 4, 2 * settings + 1),
+                                   ("ablation", 2, (len(sc.VARIANTS) + 2) * settings)):
         for row in out[table]:
             verdicts = list(row.values())[labels:]
             assert len(verdicts) == columns
@@ -52,3 +53,13 @@ def test_layouts_are_judged_where_the_docs_say():
             assert choice._index_regular(steps)
             assert (steps.max() > choice.SCREEN_REGULAR) == (where != "regular")
             assert sc.false_alarm_probability(t, y) not in (sc.UNJUDGED, sc.FAILED)
+
+
+def test_the_command_writes_its_tables_and_refuses_short_sizes(tmp_path, capsys):
+    out = tmp_path / "screen.md"
+    assert sc.main(["--count", "2", "--sizes", "36", "--no-ablation", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| white | 36 | trading |" in text and "| sine | 3 | 1.0 | 36 |" in text
+    with pytest.raises(SystemExit):
+        sc.main(["--sizes", "6,24"])
+    assert "--sizes must be whole numbers of points, each at least 8" in capsys.readouterr().err
