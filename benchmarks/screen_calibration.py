@@ -22,7 +22,6 @@ Null series (no cycle; every pass is a false alarm), at n = 24, 60, 150,
   walk       a random walk (cumulative N(0, 1) steps)
   line       a line rising 5 noise sd over the span, plus N(0, 1): the
              screen removes the line exactly, so it reads as white noise
-             with the same draws would
 each on three time layouts, one value per observation:
   regular    daily, no gaps
   missing    daily, max(1, 3 % of n) single days missing at random (the
@@ -36,9 +35,9 @@ or 10 cycles per span, random phase, scaled to a signal-to-noise ratio
 Each null and cycle cell also gives the rate with K scaled by
 SCREEN_OVERSAMPLE ("K x 4"; the ablation also by 2): the screen takes its
 maximum over a band sampled SCREEN_OVERSAMPLE times per 1 / span while K
-counts one frequency per 1 / span. Scaling K by S is the same as calling
-the screen with false_alarm 1 - (1 - a)^(1 / S), which is how it is
-measured here. Each cycle cell also gives the rate at 0.01 without the
+counts one frequency per 1 / span. Scaling K by S turns the screen's
+probability p into 1 - (1 - p)^S (the same as calling it with
+false_alarm 1 - (1 - a)^(1 / S)); it is measured so, from the copy's p. Each cycle cell also gives the rate at 0.01 without the
 lag-1 prewhitening (the copy below), which a strong slow cycle's own
 autocorrelation turns against it.
 
