@@ -25,6 +25,9 @@ def test_order_missing_points_and_negative_zero_do_not_matter():
     assert fingerprint.of_points(KEY, np.append(t, 4.0), np.append(y, np.nan)) == same
     assert fingerprint.of_points(KEY, np.append(t, np.inf), np.append(y, 1.0)) == same
     assert fingerprint.of_points(KEY, t, np.abs(y)) == same
+    # Repeated times: their values in either order (rows of a split input).
+    t2, y2 = np.array([0.0, 1.0, 1.0, 2.0]), np.array([4.0, 3.0, 1.0, 2.0])
+    assert fingerprint.of_points(KEY, t2, y2) == fingerprint.of_points(KEY, t2, y2[[0, 2, 1, 3]])
 
 
 def test_a_point_a_value_an_option_or_the_version_changes_it(monkeypatch):
@@ -47,6 +50,19 @@ def test_a_point_a_value_an_option_or_the_version_changes_it(monkeypatch):
     # auto's candidates fit without the far probes: its rows refit once.
     auto = json.loads(fingerprint.options_key(FitConfig(kernel="auto")))["options"]
     assert "far_probes" in auto and auto["far_probes"] is None
+
+
+def test_the_transform_the_holdout_and_the_probe_check_change_it_and_their_defaults_do_not():
+    # Each changes what is fitted (the data's scale, its last K points, the
+    # search): a row fitted under another must not be reused.
+    t, y = np.arange(5.0), np.array([1.0, 2.0, 0.5, 3.0, 2.5])
+    keys = [KEY, fingerprint.options_key(FitConfig(), "log"),
+            fingerprint.options_key(FitConfig(), "log1p"),
+            fingerprint.options_key(FitConfig(), holdout=3),
+            fingerprint.options_key(FitConfig(), holdout=4),
+            fingerprint.options_key(dataclasses.replace(FitConfig(), probe_check=True))]
+    assert len({fingerprint.of_points(key, t, y) for key in keys}) == len(keys)
+    assert fingerprint.options_key(FitConfig(), "none", 0) == KEY
 
 
 def test_batch_size_and_unused_candidates_do_not_change_a_fit():
