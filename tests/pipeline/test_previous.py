@@ -6,6 +6,7 @@ import numpy as np
 from apache_beam.pvalue import TaggedOutput
 
 from gpcore import FitConfig, FitResult, Series
+from gpcore.result import SKIPPED
 from pipeline.io import fingerprint, rows
 from pipeline.previous import KEPT, OFFERED, REUSED, Compare
 
@@ -83,3 +84,22 @@ def test_an_unchanged_sum_without_its_components_is_fitted():
     found = list(Compare(config, "rbf+periodic", key).process(
         ("a", {"series": [SERIES], "previous": [old]})))
     assert [type(x).__name__ for x in found] == ["Fingerprinted"]
+
+
+def test_an_unchanged_skipped_series_reuses_its_row_and_is_not_forecast():
+    skipped = FitResult("a", SKIPPED, "rbf", 2, error="too few finite points: 2 (of 2)")
+    old = rows.of_fit(skipped, fingerprint.of_points(KEY, SERIES.t, SERIES.y))
+    main, tagged = _compare(old)
+    assert main == [] and tagged[REUSED] == [dict(old, reused=True)] and KEPT not in tagged
+
+
+def test_a_reused_row_says_it_was_not_warm_started_tonight():
+    old = dict(rows.of_fit(OLD, fingerprint.of_points(KEY, SERIES.t, SERIES.y)),
+               warm_started=True)
+    _, tagged = _compare(old)
+    assert tagged[REUSED][0]["reused"] is True and tagged[REUSED][0]["warm_started"] is False
+
+
+def test_a_series_gone_from_tonights_input_gives_nothing():
+    old = rows.of_fit(OLD, fingerprint.of_points(KEY, SERIES.t, SERIES.y))
+    assert _compare(old, tonight=()) == ([], {})
