@@ -37,3 +37,35 @@ def test_a_constant_fitted_part_has_no_mase():
     got = backtest.scores(np.array([1.0]), np.array([1.0]), np.array([0.0]), np.array([2.0]),
                           np.ones(5))
     assert got["holdout_mase"] is None and got["holdout_scale"] == 0.0
+
+
+def test_a_point_without_a_time_is_not_held_out():
+    # Its value is finite, its time is not: the fitter drops it, so it is
+    # neither fitted nor scored.
+    t = np.array([1.0, 2.0, 3.0, np.nan])
+    y = np.array([10.0, 20.0, 30.0, 40.0])
+    cut = backtest.split(Series("a", t, y), 1)
+    np.testing.assert_array_equal(cut.t_held, [3.0])
+    np.testing.assert_array_equal(cut.y_held, [30.0])
+
+
+def test_the_naive_scale_skips_missing_values_and_needs_two():
+    # mean |y_i - y_(i-1)| of the finite values in order: |4 - 1|, |2 - 4|.
+    assert backtest.naive_scale(np.array([1.0, np.nan, 4.0, 2.0])) == 2.5
+    assert backtest.naive_scale(np.array([1.0, 4.0])) == 3.0
+    assert np.isnan(backtest.naive_scale(np.array([1.0, np.nan])))
+
+
+def test_coverage_counts_points_above_the_upper_bound_as_outside():
+    got = backtest.scores(np.array([0.0, 5.0, -5.0, 1.0]), np.zeros(4), -np.ones(4),
+                          np.ones(4), np.array([0.0, 1.0, 3.0]))
+    assert got["holdout_coverage_95"] == 0.5  # 0 and 1 inside [-1, 1]; 5 and -5 not
+    assert got["holdout_scale"] == 1.5 and got["holdout_mase"] == (0 + 5 + 5 + 1) / 4 / 1.5
+
+
+def test_a_scale_past_float64s_largest_is_null_not_infinity():
+    # Fitted values near float64's largest (missing-value codes): the naive
+    # differences overflow; a score that is not a number is written null.
+    got = backtest.scores(np.array([1.0]), np.array([1.0]), np.array([0.0]), np.array([2.0]),
+                          np.array([1e308, -1e308, 1e308]))
+    assert got["holdout_scale"] is None and got["holdout_mase"] is None

@@ -57,3 +57,6 @@ def test_values_a_transform_cannot_take_are_named():
     series = Series("a", np.arange(3.0), np.array([1.0, np.e, np.nan]))
     np.testing.assert_allclose(scales.transformed("log", series).y, [0.0, 1.0, np.nan])
     np.testing.assert_array_equal(series.y, [1.0, np.e, np.nan])  # the input is not changed
+    np.testing.assert_allclose(scales.transformed("log1p", series).y,
+                               [np.log(2.0), np.log(1.0 + np.e), np.nan], rtol=1e-15)
+    assert scales.transformed("none", series) is series
