@@ -171,6 +171,105 @@ def test_short_series_are_not_scaled_but_keep_the_means_variance():
     np.testing.assert_allclose(f.sd, np.sqrt(var), rtol=FLAT_RTOL)
 
 
+def test_the_scale_is_the_rms_of_the_rolling_errors_kept_between_1_and_max_scale():
+    """Never narrowed: a model whose noise is 200x the data's has rolling
+    errors far under 1 and keeps scale 1; a level shift far past the
+    model's sd is widened by MAX_SCALE, not by its errors' RMS."""
+    rng = np.random.default_rng(13)
+    t = np.arange(60.0)
+    t_new = t[-1] + np.arange(1.0, 4.0)
+    smooth = np.sin(t / 6.0) + 0.05 * rng.standard_normal(60)
+    shifted = np.where(t < 45, 0.0, 100.0) + 0.01 * rng.standard_normal(60)
+    for y, p, expected in (
+            (smooth, _params("matern52", float(np.mean(smooth)), length_scale=6.0,
+                             noise_variance=0.5), 1.0),
+            (shifted, _params("rbf", float(np.mean(shifted)), length_scale=3.0,
+                              noise_variance=1e-4), MAX_SCALE)):
+        p = checked_params(p)
+        tc = t - 0.5 * (t[0] + t[-1])
+        kff = calibration.covariance(p, tc, tc)
+        z = calibration.rolling_errors(p, tc, y, kff,
+                                       calibration._cholesky(kff, p["noise_variance"]), 3)
+        rms = np.sqrt(np.mean(z ** 2))
+        assert (rms < 0.5) if expected == 1.0 else (rms > 2 * MAX_SCALE), rms
+        assert forecast(Series("s", t, y), p, t_new).scale == expected
+    assert MAX_SCALE == 4.0  # README and docs/design.md, "Forecast intervals": in [1, 4]
+
+
+def test_the_default_horizon_is_the_new_times_past_the_last_observation():
+    """Two of four new times lie past the data: the rolling errors look 2
+    points ahead, as with horizon=2 (a random walk, on which an rbf's
+    scale depends on the horizon)."""
+    rng = np.random.default_rng(9)
+    t = np.arange(80.0)
+    y = np.cumsum(rng.standard_normal(80))
+    p = _params("rbf", float(np.mean(y)), amplitude=float(np.std(y)), length_scale=3.0,
+                noise_variance=0.1)  # scale 1.57 looking 2 ahead, 1.41 looking 4
+    t_new = np.array([10.0, 20.5, 80.0, 81.0])
+    scale = forecast(Series("walk", t, y), p, t_new).scale
+    assert scale == forecast(Series("walk", t, y), p, t_new, horizon=2).scale
+    assert scale != forecast(Series("walk", t, y), p, t_new, horizon=4).scale
+
+
+def test_a_linear_component_is_centred_as_the_fit_centres_it():
+    """linear+rbf on times far from 0: the sd is the flat-prior predictive
+    (as above) of the kernel with linear centred on the middle of the
+    observed span (gp_reference.centre), not on t = 0."""
+    rng = np.random.default_rng(17)
+    t = 1000.0 + np.sort(rng.uniform(0.0, 40.0, 40))
+    y = 0.05 * (t - 1020.0) + np.sin(t / 3.0) + 0.1 * rng.standard_normal(40)
+    comps = [{"kernel": "linear", "amplitude": 0.05, "length_scale": None, "period": None},
+             {"kernel": "rbf", "amplitude": 1.0, "length_scale": 3.0, "period": None}]
+    p = {"kernel": "linear+rbf", "mean": float(np.mean(y)), "noise_variance": 0.01,
+         "components": comps}
+    t_new = t[-1] + np.array([1.0, 5.0])
+    f = forecast(Series("s", t, y), p, t_new)
+    c2, c = 1e8, ref.centre(t)
+    k = lambda a, b: ref.components_matrix(comps, a, b, c) + c2  # noqa: E731
+    a = k(t, t) + 0.01 * np.eye(t.size)
+    var = np.diag(k(t_new, t_new)) + 0.01 - np.einsum(
+        "ij,ji->i", k(t_new, t), np.linalg.solve(a, k(t, t_new)))
+    np.testing.assert_allclose(f.sd / f.scale, np.sqrt(var), rtol=FLAT_RTOL)
+
+
+def test_a_series_in_any_order_forecasts_alike():
+    """forecast takes a Series as given (gpcore's users need not sort it):
+    the rolling origins run in time order (a random walk under an rbf,
+    whose scale, 1.57, is the errors' RMS, not a bound)."""
+    rng = np.random.default_rng(9)
+    t = np.arange(80.0)
+    y = np.cumsum(rng.standard_normal(80))
+    p = _params("rbf", float(np.mean(y)), amplitude=float(np.std(y)), length_scale=3.0,
+                noise_variance=0.1)
+    t_new = t[-1] + np.arange(1.0, 3.0)
+    shuffled = rng.permutation(80)
+    a = forecast(Series("s", t, y), p, t_new)
+    b = forecast(Series("s", t[shuffled], y[shuffled]), p, t_new)
+    # The same arithmetic on the same sorted points, up to predict's own
+    # summation order.
+    assert a.scale == pytest.approx(b.scale, rel=1e-9)
+    np.testing.assert_allclose(a.sd, b.sd, rtol=1e-9)
+
+
+def test_a_long_series_is_calibrated_on_its_last_window_of_points():
+    """Past WINDOW points the mean's variance comes from the last WINDOW
+    points (the flat-prior predictive given them) and dof from all."""
+    rng = np.random.default_rng(23)
+    n = calibration.WINDOW + 40
+    t = np.arange(float(n))
+    y = np.sin(t / 5.0) + 0.3 * rng.standard_normal(n)
+    p = _params("rbf", float(np.mean(y)), length_scale=3.0, noise_variance=0.09)
+    t_new = t[-1] + np.array([1.0, 30.0])
+    f = forecast(Series("s", t, y), p, t_new)
+    assert f.dof == n - 1
+    last = t[-calibration.WINDOW:]
+    k = lambda a, b: ref.kernel_matrix("rbf", a, b, 1.0, 3.0) + 1e8  # noqa: E731
+    a = k(last, last) + 0.09 * np.eye(last.size)
+    var = np.diag(k(t_new, t_new)) + 0.09 - np.einsum(
+        "ij,ji->i", k(t_new, last), np.linalg.solve(a, k(last, t_new)))
+    np.testing.assert_allclose(f.sd / f.scale, np.sqrt(var), rtol=FLAT_RTOL)
+
+
 def _draw(rng, t, kernel, length_scale, noise_variance):
     cov = ref.kernel_matrix(kernel, t, t, 1.0, length_scale) + noise_variance * np.eye(t.size)
     return t, np.linalg.cholesky(cov) @ rng.standard_normal(t.size)
