@@ -51,3 +51,33 @@ def test_object_arrays_of_numbers_are_accepted():
     cleaned, n, reason = clean(Series("s", np.array([0, 1, 2], dtype=object),
                                       np.array([1.0, 2.0, None], dtype=object)), 2, 10)
     assert reason is None and n == 2
+
+
+def test_max_points_points_are_fitted_and_one_more_is_not():
+    t = np.arange(11.0)
+    y = np.sin(t)
+    cleaned, n, reason = clean(Series("s", t[:10], y[:10]), min_points=3, max_points=10)
+    assert reason is None and n == cleaned.n_points == 10
+    cleaned, n, reason = clean(Series("s", t, y), min_points=3, max_points=10)
+    assert cleaned is None and n == 11 and "11 finite points is more than max_points=10" in reason
+
+
+def test_many_repeated_times_keep_their_input_order():
+    # Past 16 elements numpy's default sort is not stable: 20 pairs of
+    # repeated times, values in input order within each.
+    t = np.repeat(np.arange(20.0), 2)[::-1].copy()
+    y = np.arange(40.0)
+    cleaned, _, reason = clean(Series("s", t, y), min_points=3, max_points=100)
+    assert reason is None
+    np.testing.assert_array_equal(cleaned.t, np.repeat(np.arange(20.0), 2))
+    np.testing.assert_array_equal(cleaned.y, np.ravel([[38 - 2 * i, 39 - 2 * i]
+                                                       for i in range(20)]))
+
+
+def test_a_pandas_row_of_the_output_is_a_warm_start():
+    pd = pytest.importorskip("pandas")
+    row = pd.Series({"kernel": "rbf", "mean": 1.0, "amplitude": 2.0, "length_scale": 3.0,
+                     "noise_variance": 0.1})
+    cleaned, _, reason = clean(Series("s", np.arange(5.0), np.sin(np.arange(5.0)), row),
+                               min_points=3, max_points=10)
+    assert reason is None and cleaned.warm_start == row.to_dict()

@@ -288,6 +288,9 @@ def test_a_series_over_max_rows_is_skipped_saying_fit_frames_option():
     assert row["error"].startswith(
         "8 input points (missing ones included) is more than max_rows=5;"), row["error"]
     assert "raise max_rows" in row["error"] and "--" not in row["error"]
+    # max_rows points are within it: fitted.
+    (row,) = gpfit.fit_frame(_small_frame().head(5), max_rows=5, max_points=5).to_dict("records")
+    assert row["status"] == "ok", row["error"]
 
 
 def test_a_series_with_two_bad_rows_gives_the_jobs_one_reason_whatever_their_order():
