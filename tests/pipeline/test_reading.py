@@ -14,7 +14,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from pipeline import metrics
 from pipeline.io import columns, inputs
 from pipeline.io.inputs import Columns
-from pipeline.reading import ReadSeries
+from pipeline.reading import GatherChunks, ReadSeries
 from pipeline.runtime import local_runner
 
 
@@ -234,3 +234,44 @@ def test_a_file_of_no_rows_agrees_with_any_kind_of_time_and_layout(tmp_path):
             run = gpfit(str(folder), str(tmp_path / f"out_{kind}_{name}"), *RUN_OPTIONS)
             assert run.code == 0, (kind, name, run.stderr)
             assert run.rows() == alone.rows(), (kind, name)
+
+
+def test_a_series_of_exactly_max_rows_rows_is_read(tmp_path):
+    # The cap is "more than --max_rows": 10 rows in one row group, and 10
+    # over two files (6 + 4), are series at max_rows=10.
+    pq.write_table(pa.table({"series_id": ["whole"] * 10 + ["split"] * 6,
+                             "t": np.r_[np.arange(10.0), np.arange(6.0)],
+                             "y": np.r_[np.arange(10.0), np.arange(6.0)]}),
+                   tmp_path / "a.parquet")
+    pq.write_table(pa.table({"series_id": ["split"] * 4, "t": np.arange(6.0, 10.0),
+                             "y": np.arange(6.0, 10.0)}), tmp_path / "b.parquet")
+    spec = inputs.inspect(str(tmp_path), Columns())
+
+    def build(p):
+        series = p | ReadSeries(spec, "rbf", max_rows=10)
+        assert_that(series.series | beam.Map(lambda s: (s.series_id, s.t.tolist(),
+                                                        s.y.tolist())),
+                    equal_to([(sid, list(np.arange(10.0)), list(np.arange(10.0)))
+                              for sid in ("whole", "split")]))
+        assert_that(series.unfittable, equal_to([]), label="NoneUnfittable")
+        # (1, rows) per file read: the manifest's count of input rows.
+        assert_that(series.files, equal_to([(1, 16), (1, 4)]), label="Files")
+
+    _run(build)
+
+
+def test_accumulators_merged_across_bundles_add_their_rows_against_the_cap():
+    # Beam merges per-bundle accumulators (on Dataflow, across workers); a
+    # small local run gathers one id in one bundle, so GatherChunks is
+    # driven here as the runner drives it.
+    gather = GatherChunks(max_rows=10)
+
+    def acc(t):
+        return gather.add_input(gather.create_accumulator(), (t, t * 10.0, None))
+
+    six, four = acc(np.arange(6.0)), acc(np.arange(6.0, 10.0))
+    rows, chunks, problem = gather.merge_accumulators([six, four])
+    assert (rows, problem) == (10, None)
+    np.testing.assert_array_equal(np.concatenate([c[0] for c in chunks]), np.arange(10.0))
+    assert gather.merge_accumulators([six, acc(np.arange(6.0, 12.0))])[:2] == (12, None)
+    assert gather.merge_accumulators([six, acc(np.arange(5.0))])[:2] == (11, None)

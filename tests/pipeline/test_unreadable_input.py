@@ -98,6 +98,29 @@ def test_a_file_the_launcher_did_not_sample_is_checked_on_the_workers(tmp_path, 
     assert [f["path"] for f in found["unreadable_files"]["files"]] == [bad]
 
 
+def test_a_file_the_launcher_did_not_sample_with_another_kind_of_time_is_refused(
+        tmp_path, monkeypatch):
+    # Its timestamps would become days since 1970 beside the other files'
+    # plain numbers: a series of both units, fitted without a word.
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(5):
+        pq.write_table(_series_table([f"s{i}"]), folder / f"part-{i}.parquet")
+    dated = _series_table(["s2"]).set_column(
+        1, "t", pa.array(np.arange(24) * 86_400_000_000, pa.timestamp("us", tz="UTC")))
+    pq.write_table(dated, folder / "part-2.parquet")
+    monkeypatch.setattr(inputs, "MAX_FOOTERS", 2)  # the first and the last file
+
+    run = gpfit(str(folder), str(tmp_path / "out"), *RUN_OPTIONS)
+    assert run.code == 3, run.stderr
+    bad = str(folder / "part-2.parquet")
+    last = run.stderr.strip().splitlines()[-1]
+    assert bad in last and "give one kind of time" in last, run.stderr
+    found = _failed_manifest(run.output)
+    assert found["counts"]["series_read"] == 4
+    assert [f["path"] for f in found["unreadable_files"]["files"]] == [bad]
+
+
 def test_the_launcher_reads_a_bounded_sample_of_footers(tmp_path):
     for i in range(10):
         pq.write_table(_series_table([f"s{i}"]), tmp_path / f"part-{i}.parquet")
