@@ -219,3 +219,33 @@ def test_an_older_manifests_relative_input_not_found_says_where_it_came_from(
     assert err == (f"gpfit-report: error: --input is needed: {params}'s manifest records the "
                    "input as 'in2', relative to the folder that run was started in, which it "
                    "does not record; give the run's --input"), err
+
+
+def test_only_series_ok_in_both_runs_under_one_kernel_are_compared(tmp_path):
+    """A series that failed last night, or was fitted with another kernel,
+    has no move; a noise_variance null last night has no move either, and
+    is not counted as a move from or to 0. rbf+rbf's two amplitudes are
+    two parameters, "amplitude (rbf #1)" and "(rbf #2)"."""
+    from report_helpers import params_row, write_params
+
+    def twice(amplitudes):
+        return params_row("twice", kernel="rbf+rbf", amplitude=None, length_scale=None,
+                          components=[{"kernel": "rbf", "amplitude": a, "length_scale": s,
+                                       "period": None} for a, s in zip(amplitudes, (2.0, 20.0))])
+
+    ids = ("same", "failed", "other", "no_noise")
+    before = [params_row("same"), params_row("failed", status="failed"),
+              params_row("other", kernel="matern52"), params_row("no_noise", noise_variance=None),
+              twice((1.0, 3.0))]
+    write_params(tmp_path / "out1", before)
+    write_params(tmp_path / "out2", [params_row(sid, amplitude=2.0) for sid in ids]
+                 + [twice((2.0, 3.0))])
+    moves = compare(params_io.locate(str(tmp_path / "out2")), str(tmp_path / "out1"))
+    assert moves.compared == 3
+    found = {h.name.split(":")[0]: h for h in moves.histograms}
+    # same, no_noise, and twice's two: log10(2), log10(2), log10(2), 0.
+    assert (found["amplitude"].total, found["amplitude"].nonfinite) == (4, 0)
+    assert (found["noise_variance"].total, found["noise_variance"].nonfinite) == (2, 0)
+    assert sorted(m.series_id for m in moves.top) == ["no_noise", "same", "twice"]
+    assert {m.parameter for m in moves.top if m.series_id == "twice"} == {"amplitude (rbf #1)"}
+    assert moves.top[0].log10_ratio == pytest.approx(np.log10(2.0), rel=1e-12)
