@@ -275,3 +275,6 @@ def test_compiled_batches_cut_by_size_padding_and_room():
     # Padded 16,16,16,24 | 40,40,72 (304 > 2 x 40) | 304 x 5, two a batch
     # (their room) | 2000 alone (> 2 x 304).
     assert batches == [[0, 1, 2, 3], [4, 5, 6], [7, 8], [9, 10], [11], [12]]
+    # Padded to exactly MAX_PADDING_RATIO times the first's (8 and 16): kept.
+    pair = [(0, SimpleNamespace(n_points=8)), (1, SimpleNamespace(n_points=16))]
+    assert [len(b) for b in compiled_batches(pair, 4, padded_length, room)] == [2]
