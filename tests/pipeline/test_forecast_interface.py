@@ -176,6 +176,49 @@ def test_intervals_at_each_level_match_a_numpy_posterior(run, data):
     assert widened == 6  # 3 series with forecasts x 2 levels: Student-t alone widens them
 
 
+def test_observed_rows_are_the_finite_points_with_their_residuals():
+    """With --predict_observed, one row per finite point (a missing value
+    or time has none), its residual (y - mean) / stddev_observed, against
+    the numpy posterior of the row's parameters (rtol as above)."""
+    from gpcore import FitResult, Series
+    from pipeline.forecast import Plan, posterior_table
+    from pipeline.io import rows as rows_io
+
+    t = np.arange(12.0)
+    y = np.sin(t / 2.0)
+    components = [{"kernel": "rbf", "amplitude": 0.8, "length_scale": 1.5, "period": None}]
+    row = rows_io.of_fit(FitResult("a", "ok", "rbf", 12, mean=0.1, amplitude=0.8,
+                                   length_scale=1.5, noise_variance=0.01,
+                                   components=components), None)
+    given = Series("a", np.append(t, [np.nan, 12.0]), np.append(y, [1.0, np.nan]))
+    found = posterior_table(given, row, Plan(observed=True)).table.to_pylist()
+    assert [p["kind"] for p in found] == ["observed"] * t.size
+    assert [p["t"] for p in found] == t.tolist()
+    mean, sd_obs = posterior(t, y, row, t)
+    np.testing.assert_allclose([p["mean"] for p in found], mean, rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose([p["residual"] for p in found], (y - mean) / sd_obs, rtol=1e-6)
+
+
+def test_a_horizon_grids_spacing_is_the_horizon_over_its_points():
+    """--predict_horizon 10 --predict_points 100 steps 0.1, fine for a
+    period of 1; 5 points step 2, coarser than a quarter period."""
+    from gpcore import FitResult, Series
+    from pipeline.forecast import Plan, posterior_table
+    from pipeline.io import rows as rows_io
+
+    t = np.arange(0.0, 6.0, 0.1)
+    components = [{"kernel": "periodic", "amplitude": 1.0, "length_scale": 1.0,
+                   "period": 1.0}]
+    row = rows_io.of_fit(FitResult("a", "ok", "periodic", t.size, mean=0.0, amplitude=1.0,
+                                   length_scale=1.0, period=1.0, noise_variance=0.01,
+                                   components=components), None)
+    series = Series("a", t, np.sin(2 * np.pi * t))
+    fine = posterior_table(series, row, Plan(horizon=10.0, points=100))
+    coarse = posterior_table(series, row, Plan(horizon=10.0, points=5))
+    assert (fine.table.num_rows, fine.coarse) == (100, False)
+    assert (coarse.table.num_rows, coarse.coarse) == (5, True)
+
+
 def test_the_holdout_fits_without_the_last_points_and_scores_like_numpy(run, data):
     rows = {r["series_id"]: r for r in run.rows()}
     mases, points, covered = [], 0, 0

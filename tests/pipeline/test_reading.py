@@ -12,7 +12,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline import metrics
-from pipeline.io import columns, inputs
+from pipeline.io import columns, conversion, inputs
 from pipeline.io.inputs import Columns
 from pipeline.reading import GatherChunks, ReadSeries
 from pipeline.runtime import local_runner
@@ -275,3 +275,14 @@ def test_accumulators_merged_across_bundles_add_their_rows_against_the_cap():
     np.testing.assert_array_equal(np.concatenate([c[0] for c in chunks]), np.arange(10.0))
     assert gather.merge_accumulators([six, acc(np.arange(6.0, 12.0))])[:2] == (12, None)
     assert gather.merge_accumulators([six, acc(np.arange(5.0))])[:2] == (11, None)
+
+
+def test_merged_chunks_sort_repeated_times_by_value_in_any_order_of_arrival():
+    # Chunks arrive in the order files, row groups and workers give them;
+    # a series' points must not: repeated times are ordered by value.
+    a = (np.array([1.0, 0.0]), np.array([5.0, 0.0]), None)
+    b = (np.array([1.0, 2.0]), np.array([3.0, 2.0]), None)
+    for chunks in ([a, b], [b, a]):
+        series = conversion.merge("x", chunks)
+        assert series.t.tolist() == [0.0, 1.0, 1.0, 2.0]
+        assert series.y.tolist() == [0.0, 3.0, 5.0, 2.0]
