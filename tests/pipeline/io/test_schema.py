@@ -54,3 +54,11 @@ def test_a_row_without_the_holdout_columns_gets_them_null():
     assert all(completed(row)[name] is None for name in HOLDOUT_COLUMNS)
     full = completed(row)
     assert completed(full) is full
+
+
+def test_a_levels_columns_name_it_as_given():
+    # --predict_levels 80,99.5: the columns say 99.5, not a rounded 100.
+    from pipeline.io.schema import interval_columns, level_name
+
+    assert [level_name(level) for level in (80.0, 95.0, 99.5)] == ["80", "95", "99.5"]
+    assert interval_columns((80.0, 99.5)) == ["lower_80", "upper_80", "lower_99.5", "upper_99.5"]
