@@ -103,3 +103,28 @@ def test_a_reused_row_says_it_was_not_warm_started_tonight():
 def test_a_series_gone_from_tonights_input_gives_nothing():
     old = rows.of_fit(OLD, fingerprint.of_points(KEY, SERIES.t, SERIES.y))
     assert _compare(old, tonight=()) == ([], {})
+
+
+def test_a_previous_shard_with_a_damaged_page_is_named_and_its_series_are_fitted(tmp_path):
+    # The launcher read its footer; a data page is damaged: ReadShard says
+    # which shard and why (UNREADABLE), and gives no row, so its series are
+    # fitted, not reused.
+    import pyarrow.parquet as pq
+    from apache_beam.io.filesystem import FileMetadata
+
+    from pipeline.io import conversion
+    from pipeline.previous import UNREADABLE, ReadShard
+
+    good, bad = str(tmp_path / "good.parquet"), str(tmp_path / "bad.parquet")
+    for path in (good, bad):
+        pq.write_table(conversion.output_table([rows.of_fit(OLD, "0" * 64)]), path)
+    offset = pq.ParquetFile(bad).metadata.row_group(0).column(0).data_page_offset
+    with open(bad, "r+b") as f:
+        f.seek(offset)
+        f.write(b"\xff" * 16)
+    read = ReadShard()
+    (found,) = list(read.process(FileMetadata(good, 0)))
+    assert found[0] == "a" and found[1]["status"] == "ok" and found[1]["fingerprint"] == "0" * 64
+    (said,) = list(read.process(FileMetadata(bad, 0)))
+    assert isinstance(said, TaggedOutput) and said.tag == UNREADABLE
+    assert said.value[0] == bad and said.value[1]
