@@ -599,6 +599,17 @@ def test_steps_of_sub_daily_timestamps_land_on_the_data_clock(tmp_path):
         assert list(got) == list(want), sid
 
 
+def test_a_series_without_a_step_or_observed_rows_is_not_counted_as_predicted(tmp_path, data):
+    """--predict_steps alone: the randomly timed series has no row to write, so
+    the manifest counts 1 series predicted (daily) and the reason of the other."""
+    folder = write_long(str(tmp_path / "in"), {sid: data[sid] for sid in ("daily", "random")})
+    run = gpfit(folder, str(tmp_path / "out"), "--kernel", "rbf", "--predict_steps", "3")
+    assert run.code == 0, run.stderr
+    assert {p["series_id"] for p in run.predictions()} == {"daily"}
+    assert run.manifest["predictions"]["series"] == 1
+    assert run.manifest["predictions"]["no_step"] == {grid.IRREGULAR: 1}
+
+
 def test_forecast_times_that_cannot_be_written_give_no_forecast_rows(tmp_path, data):
     """A horizon in seconds given as days runs dates past 9999-12-31 (past
     int64 microseconds, garbage), and one below float64's resolution at
