@@ -86,6 +86,8 @@ def compare(run: params_io.ParamsRun, previous: str, top: int = 10) -> Moves:
                 capped = True
                 break
             tonight[row["series_id"]] = (row["kernel"], _values(row))
+        if capped:  # the rest of the shards are not read
+            break
     try:
         before = _previous_rows(previous, list(tonight))
     except (InputError, OSError, pa.ArrowException) as err:

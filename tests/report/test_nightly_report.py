@@ -249,3 +249,28 @@ def test_only_series_ok_in_both_runs_under_one_kernel_are_compared(tmp_path):
     assert sorted(m.series_id for m in moves.top) == ["no_noise", "same", "twice"]
     assert {m.parameter for m in moves.top if m.series_id == "twice"} == {"amplitude (rbf #1)"}
     assert moves.top[0].log10_ratio == pytest.approx(np.log10(2.0), rel=1e-12)
+
+
+def test_the_cap_on_compared_series_stops_reading_this_runs_shards(tmp_path, monkeypatch):
+    """Past MAX_COMPARED refitted series the comparison is capped and says
+    so; the shards after the cap were still read to their end (each batch's
+    rows listed, then dropped), which on a run of millions cost the report
+    its reading time again."""
+    from report_helpers import params_row, write_params
+
+    from pipeline.report import nightly
+
+    ids = [f"s{i:02d}" for i in range(12)]
+    write_params(tmp_path / "out1", [params_row(sid) for sid in ids])
+    write_params(tmp_path / "out2", [params_row(sid, amplitude=2.0) for sid in ids], shards=4)
+    read, real = [], params_io.iter_batches
+
+    def counted(*args, **kwargs):
+        for batch in real(*args, **kwargs):
+            read.append(batch.num_rows)
+            yield batch
+    monkeypatch.setattr(nightly.params_io, "iter_batches", counted)
+    monkeypatch.setattr(nightly, "MAX_COMPARED", 4)
+    moves = compare(params_io.locate(str(tmp_path / "out2")), str(tmp_path / "out1"))
+    assert moves.capped and moves.compared == 4
+    assert sum(read) <= 6, read  # two shards of 3 rows, not all four
