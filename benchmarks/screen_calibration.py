@@ -39,7 +39,10 @@ counts one frequency per 1 / span. Scaling K by S turns the screen's
 probability p into 1 - (1 - p)^S (the same as calling it with
 false_alarm 1 - (1 - a)^(1 / S)); it is measured so, from the copy's p. Each cycle cell also gives the rate at 0.01 without the
 lag-1 prewhitening (the copy below), which a strong slow cycle's own
-autocorrelation turns against it.
+autocorrelation turns against it. Each null and cycle cell also gives the
+rate at 0.01 of a lever, not the screen: the prewhitening's coefficient
+taken from the residual less the sinusoid of its own highest peak
+("phi after its peak").
 
 The white-noise ablation (off with `--no-ablation`) finds which term of
 the screen raises its false alarm. It recomputes the screen's
@@ -126,11 +129,15 @@ def cycle_values(shape: str, cycles: float, snr: float, rng, count: int, n: int)
     return snr * signal + rng.standard_normal((count, n))
 
 
-def false_alarm_probability(t, y, oversample=None, prewhiten=True, line=True) -> float:
+def false_alarm_probability(t, y, oversample=None, prewhiten=True, line=True,
+                            phi_after_peak=False) -> float:
     """`choice._judged`'s false-alarm probability 1 - (1 - exp(-z))^K of
     series (t [n], y [n]), with the band's oversampling (None:
     SCREEN_OVERSAMPLE), the lag-1 prewhitening and the line removal
-    switchable; UNJUDGED where the screen passes the series unjudged,
+    switchable, and with phi_after_peak the prewhitening's lag-1
+    coefficient taken from the residual less the sinusoid of its own
+    highest peak in the band (a lever, not the screen: a strong cycle's
+    autocorrelation then no longer damps it); UNJUDGED where the screen passes the series unjudged,
     FAILED where it fails it before the test. The screen passes the series
     at a false alarm a where this is < a."""
     from gpcore import choice
@@ -156,6 +163,15 @@ def false_alarm_probability(t, y, oversample=None, prewhiten=True, line=True) ->
     if denominator <= n * (choice.LINE_ROUNDING * np.spacing(float(np.max(np.abs(y))))) ** 2:
         return FAILED
     phi = float(np.clip(r[1:] @ r[:-1] / denominator, 0.0, 0.99)) if prewhiten else 0.0
+    if prewhiten and phi_after_peak:
+        nyquist = 0.5 * (n - 1)
+        band = np.arange(min_cycles, nyquist, 1.0 / oversample)
+        if band.size:
+            power = even_periodogram(x, r - r.mean(), min_cycles, 1.0 / oversample, band.size)
+            wave = 2 * np.pi * band[np.argmax(power)] * x
+            basis = np.column_stack([np.cos(wave), np.sin(wave)])
+            e = r - basis @ np.linalg.lstsq(basis, r, rcond=None)[0]
+            phi = float(np.clip(e[1:] @ e[:-1] / float(e @ e), 0.0, 0.99))
     w, tw = r[1:] - phi * r[:-1], x[1:]
     w = w - w.mean()
     variance = float(w @ w) / w.size
@@ -222,6 +238,8 @@ def run(count: int = COUNT, seed: int = 0, ablation: bool = True, sizes=SIZES) -
                 row = {"series": kind, "n": n, "times": where}
                 row.update({f"{a}": verdicts[a] for a in SETTINGS})
                 row.update({f"{a}, K x {scale}": scaled(p, scale) < a for a in SETTINGS})
+                row["0.01, phi after its peak"] = np.array(
+                    [false_alarm_probability(t, y, phi_after_peak=True) for t, y in series]) < 0.01
                 out["null"].append(row)
                 if ablation and kind == "white":
                     ab = {"n": n, "times": where}
@@ -249,6 +267,9 @@ def run(count: int = COUNT, seed: int = 0, ablation: bool = True, sizes=SIZES) -
                     row.update({f"{a}, K x {scale}": scaled(p, scale) < a for a in SETTINGS})
                     row["0.01, no prewhitening"] = np.array(
                         [false_alarm_probability(t, y, prewhiten=False) for t, y in series]) < 0.01
+                    row["0.01, phi after its peak"] = np.array(
+                        [false_alarm_probability(t, y, phi_after_peak=True)
+                         for t, y in series]) < 0.01
                     out["cycle"].append(row)
     return out
 

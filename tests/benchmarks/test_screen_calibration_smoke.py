@@ -21,7 +21,7 @@ def test_tables_have_every_cell_and_rates_in_the_unit_interval():
     assert len(out["cycle"]) == len(sc.SHAPES) * len(sc.CYCLES) * len(sc.SNRS) * sizes
     # The copy of the screen gives the screen's verdict on every series.
     assert out["disagreements"] == 0
-    for table, labels, columns in (("null", 3, 2 * settings), ("cycle", 4, 2 * settings + 1),
+    for table, labels, columns in (("null", 3, 2 * settings + 1), ("cycle", 4, 2 * settings + 2),
                                    ("ablation", 2, (len(sc.VARIANTS) + 2) * settings)):
         for row in out[table]:
             verdicts = list(row.values())[labels:]
