@@ -129,9 +129,8 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
         finished = _finished(output) if _CLEARED in cleared else None
         if finished is not None:  # the stop came after the job's manifest: the run is done
             stop.said = True
-            if _LOG.isEnabledFor(logging.WARNING):
-                _say(f"gpfit: warning: {stop.name} came after the job had written "
-                     f"{finished[0]}; the run is complete")
+            _warn(f"{stop.name} came after the job had written {finished[0]}; the run is "
+                  "complete")
             return _report(*finished, output, time.monotonic() - started)
         _say_stopped(stop, output, local, bool(cleared))
         if local:  # the job ended with this process: nothing else will clean up
@@ -174,12 +173,10 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
         runtime.configure_tf_threads(runtime.processes_per_machine(options))
         warming = fitters.warm_up_in_background(builder.fit_config(built.gp))
     try:
-        if threading.current_thread() is threading.main_thread():  # its handlers are set
-            runtime.watch_worker_exits()  # one that exits would be waited for for ever
-        try:
+        # A worker process that exits would be waited for for ever; watched
+        # where the command's signal handlers are set.
+        with runtime.worker_exits_watched(threading.current_thread() is threading.main_thread()):
             result = built.pipeline.run()
-        finally:
-            runtime.STOP_ON_WORKER_EXIT.clear()
         # A dry run or a template (a Flex launch, --template_location): Beam
         # built the job and handed it over, and there is no job here to wait
         # for. The job writes its own manifest when it runs.
@@ -210,6 +207,13 @@ def _say(line: str) -> None:
     (a path's or an error's newline) escaped: one line (README, "Exit
     codes")."""
     print(one_line(line), file=sys.stderr)
+
+
+def _warn(line: str) -> None:
+    """One of gpfit's warnings, said as _say does; not under --log_level
+    error (a scheduler's quiet run), as none of its logged ones are."""
+    if _LOG.isEnabledFor(logging.WARNING):
+        _say(f"gpfit: warning: {line}")
 
 
 def _refused(err: UsageError) -> int:
@@ -422,11 +426,8 @@ def _report(name, found, output: str, wall_time_s: float) -> int:
              f"nor {outputs.FAILED_MARKER} in {output}")
         return EXIT_PIPELINE_FAILED
     summary = manifest.summary(found)
-    # Once per run, from the job's counts; like every warning, not under
-    # --log_level error, which a scheduler's quiet run gives.
-    if _LOG.isEnabledFor(logging.WARNING):
-        for warning in manifest.warnings(found):
-            _say(f"gpfit: warning: {warning}")
+    for warning in manifest.warnings(found):  # once per run, from the job's counts
+        _warn(warning)
     unreadable = found.get("unreadable_files") or {"count": 0}
     if unreadable["count"]:
         named = unreadable["files"]

@@ -18,6 +18,7 @@ thread counts a user may set instead, are gpcore/threads.py's.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -251,7 +252,7 @@ def _worker_children() -> list[int]:
 # which pipeline/cli.py turns into WorkerExited (docs/design.md, "Runners
 # and quiet runs").
 WORKER_THREAD = "run_worker"
-STOP_ON_WORKER_EXIT = threading.Event()  # set by the command while its job runs
+_WATCHING = threading.Event()  # set while the command's job runs (worker_exits_watched)
 _WORKER_EXITS: list[str] = []  # what run_worker raised, this run; the first stopped it
 
 
@@ -262,25 +263,34 @@ class WorkerExited(RuntimeError):
 
 def worker_exit_pending() -> Optional[WorkerExited]:
     """The WorkerExited a SIGTERM of the main thread stands for, once: the
-    first worker exit while STOP_ON_WORKER_EXIT was set; else None (a real
+    first worker exit while the job was watched; else None (a real
     SIGTERM)."""
-    if not _WORKER_EXITS or not STOP_ON_WORKER_EXIT.is_set():
+    if not _WORKER_EXITS or not _WATCHING.is_set():
         return None
-    STOP_ON_WORKER_EXIT.clear()  # one stop: a second exit, or a real signal, is a stop
+    _WATCHING.clear()  # one stop: a second exit, or a real signal, is a stop
     return WorkerExited(_WORKER_EXITS[0])
 
 
-def watch_worker_exits() -> None:
-    """Starts a run's watch (the command, just before its job runs)."""
-    _WORKER_EXITS.clear()
-    STOP_ON_WORKER_EXIT.set()
+@contextlib.contextmanager
+def worker_exits_watched(watch: bool = True):
+    """While the block runs (the command's job), a local worker process's
+    exit stops it (worker_exited); not where `watch` is False (a run
+    outside the main thread, where the command's SIGTERM handler is not
+    set)."""
+    if watch:
+        _WORKER_EXITS.clear()
+        _WATCHING.set()
+    try:
+        yield
+    finally:
+        _WATCHING.clear()
 
 
 def worker_exited(args) -> None:
     """Stops the command's job when `args` (threading.excepthook's) is a
     local worker process's exit, while the job runs."""
     if (args.thread is None or args.thread.name != WORKER_THREAD
-            or not STOP_ON_WORKER_EXIT.is_set() or STOPPING.is_set()):
+            or not _WATCHING.is_set() or STOPPING.is_set()):
         return
     _WORKER_EXITS.append(first_line(args.exc_value))
     # Only to a handler of the command's: SIGTERM's default would kill the process.
