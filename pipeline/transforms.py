@@ -219,8 +219,7 @@ class FitDoFn(beam.DoFn):
         slot.progress.set_total(total)
         with slot.lock:
             slot.progress.start_call(len(batch), estimated)
-            built = not slot.counted
-            if built:
+            if not slot.counted:
                 # Metrics only count inside a bundle, not in setup().
                 self._fitters_built.inc()
                 slot.counted = True
