@@ -256,11 +256,8 @@ def periodic_screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     a random walk's low-frequency power is a cycle), is higher than white
     noise reaches with probability `false_alarm` over the band's
     nyquist - min_cycles independent frequencies (Fisher's g test:
-    P / variance ~ Exp(1)). `false_alarm` is that test's nominal level: the
-    peak is the highest of SCREEN_OVERSAMPLE frequencies per independent
-    one, so white noise passes 0.35-0.9 % at 24 points to 2.0-2.45 %
-    at 400 at 0.01 (docs/design.md, "Kernel choice", *The screen's false
-    alarm*; benchmarks/screen_calibration.py). Series whose steps differ by
+    P / variance ~ Exp(1)). `false_alarm` is that test's nominal level, not
+    the rate (config.SCREEN_FALSE_ALARM). Series whose steps differ by
     more than SCREEN_REGULAR x are judged at their index (point number)
     where they are regular in it (`_index_regular`: trading days), and pass
     unjudged otherwise."""
@@ -370,9 +367,7 @@ def _judged(t, y, false_alarm: float, min_cycles: float) -> tuple[bool, Optional
         return False, None
     power = even_periodogram(tw, w, min_cycles, 1.0 / SCREEN_OVERSAMPLE, band.size) / w.size
     # One frequency per 1 / span, though the maximum is over SCREEN_OVERSAMPLE
-    # per 1 / span: from 60 points on, white noise passes more often than
-    # `false_alarm` (docs/design.md, "Kernel choice", *The screen's false
-    # alarm*).
+    # per 1 / span: a nominal level (config.SCREEN_FALSE_ALARM).
     independent = max(1.0, nyquist - min_cycles)
     z = float(power.max()) / variance
     passed = bool(-np.expm1(independent * np.log1p(-np.exp(-z))) < false_alarm)

@@ -37,10 +37,8 @@ SEARCHES = (THOROUGH, BALANCED, QUICK)
 # BIC over the best non-periodic candidate. SCREEN_FALSE_ALARM is the
 # test's nominal level, not the rate: the peak is sought over a band
 # SCREEN_OVERSAMPLE times denser than the frequencies the bound counts, so
-# white noise passes 0.35-0.9 % at 24 points, 1.1-1.35 % at 60, 1.7-1.8 % at
-# 150 and 2.0-2.5 % at 400 (7-11 % at 0.05; benchmarks/
-# screen_calibration.py; docs/design.md, "Kernel choice", *The screen's
-# false alarm*). Three cycles
+# white noise passes more often from 60 points on (the rates by length:
+# docs/design.md, "Kernel choice", *The screen's false alarm*). Three cycles
 # rather than two: fewer spurious periodic parts on non-seasonal series and
 # a lower MASE on forecast.py's tune split, no real cycle lost
 # (docs/design.md, "Kernel choice", the screen's table).
