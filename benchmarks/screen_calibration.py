@@ -4,6 +4,7 @@ series and on series with a true cycle (docs/design.md, "Kernel choice",
 
     python benchmarks/screen_calibration.py [--count N] [--sizes 24,60,150,400]
         [--seed S] [--no-ablation] [--out FILE.md]
+    python benchmarks/screen_calibration.py --sets [--out FILE.md]
 
 gpcore.choice.periodic_screen passes a series to auto's periodic candidate
 when its false-alarm probability, 1 - (1 - exp(-z))^K (z the highest
@@ -52,6 +53,12 @@ give the screen's own verdict at both settings, and the disagreements are
 printed) with: the maximum over independent frequencies only
 (oversample 1), no lag-1 prewhitening (phi 0), the mean removed instead of
 the line, and all three.
+
+`--sets` instead counts, on the project's tuning and proof sets
+(`SETS`: forecast.py's halves, seasonal.py and the four held-out seasonal
+sets), the series the screen judges and how many of those pass as shipped
+and with "phi after its peak", by group (true cycles in the span, or no
+cycle; forecast.py's "seasonal" subset where there is no true period).
 
 The screen is numpy (gpcore.choice._judged, gpcore.starts.even_periodogram);
 importing gpcore loads TensorFlow, which costs a few seconds and runs no
@@ -274,6 +281,67 @@ def run(count: int = COUNT, seed: int = 0, ablation: bool = True, sizes=SIZES) -
     return out
 
 
+# The project's sets the lever is tried on: (module, role). forecast.py's
+# halves have no true period; their "seasonal" subset stands in for one.
+SETS = (("forecast:tune", "tune"), ("forecast:holdout", "proof"), ("seasonal", "tune"),
+        ("heldout_seasonal", "proof"), ("heldout_seasonal2", "proof"),
+        ("heldout_seasonal3", "proof"), ("heldout_seasonal4", "proof"))
+
+
+def _set_series(name: str) -> list[tuple[np.ndarray, np.ndarray, str]]:
+    """[(t, y, group)] of a project set; group "no cycle", or by the true
+    cycles in the span ("< 3", "3-6", ">= 6"; forecast.py's halves:
+    "seasonal" by its subsets rule, else "not seasonal")."""
+    import importlib
+
+    if name.startswith("forecast:"):
+        import forecast
+
+        return [(c.t, c.y, "seasonal" if forecast.subsets(c)["seasonal"] else "not seasonal")
+                for c in forecast.cases(name.split(":")[1])]
+    out = []
+    for c in importlib.import_module(name).cases():
+        t, y = c.series.t, c.series.y
+        if c.period is None:
+            group = "no cycle"
+        else:
+            cycles = float(np.ptp(t)) / c.period
+            group = "< 3" if cycles < 3 else "3-6" if cycles < 6 else ">= 6"
+        out.append((t, y, group))
+    return out
+
+
+def on_sets(names=SETS) -> list[dict]:
+    """Per project set and group: series, those the screen judges (the
+    others pass unjudged, under either rule), and of those how many pass at
+    0.01 as shipped and with "phi after its peak"."""
+    rows = []
+    for name, role in names:
+        groups: dict = {}
+        for t, y, group in _set_series(name):
+            p = false_alarm_probability(t, y)
+            g = groups.setdefault(group, [0, 0, 0, 0])
+            g[0] += 1
+            if p == UNJUDGED:
+                continue
+            g[1] += 1
+            g[2] += p < 0.01
+            g[3] += false_alarm_probability(t, y, phi_after_peak=True) < 0.01
+        for group, (count, judged_count, shipped, lever) in sorted(groups.items()):
+            rows.append({"set": name, "role": role, "group": group, "series": count,
+                         "judged": judged_count, "pass, shipped": int(shipped),
+                         "pass, phi after its peak": int(lever)})
+    return rows
+
+
+def sets_markdown(rows: list[dict]) -> str:
+    heads = list(rows[0])
+    lines = ["| " + " | ".join(heads) + " |",
+             "|" + "|".join("---" if isinstance(rows[0][h], str) else "--:" for h in heads) + "|"]
+    lines += ["| " + " | ".join(str(v) for v in row.values()) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
 def markdown(rows: list[dict], title: str) -> str:
     """A table: label columns as they are, verdict columns as 'rate ± se'."""
     if not rows:
@@ -309,8 +377,17 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-ablation", dest="ablation", action="store_false",
                         help="skip the white-noise ablation")
+    parser.add_argument("--sets", action="store_true",
+                        help="instead: the verdicts on the project's tuning and proof sets")
     parser.add_argument("--out", help="also write the tables to this markdown file")
     args = parser.parse_args(argv)
+    if args.sets:
+        text = sets_markdown(on_sets())
+        print(text)
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(text)
+        return 0
     if args.count < 1:
         parser.error(f"--count must be at least 1; got {args.count}")
     try:

@@ -63,3 +63,24 @@ def test_the_command_writes_its_tables_and_refuses_short_sizes(tmp_path, capsys)
     with pytest.raises(SystemExit):
         sc.main(["--sizes", "6,24"])
     assert "--sizes must be whole numbers of points, each at least 8" in capsys.readouterr().err
+
+
+def test_the_sets_table_counts_each_series_once_and_passes_only_judged_ones():
+    """`--sets` on one small proof set: each series in one group, passes
+    under either rule only among the judged series; the shipped column is
+    the screen's own verdict on those series."""
+    from gpcore import choice
+    import heldout_seasonal4
+
+    rows = sc.on_sets((("heldout_seasonal4", "proof"),))
+    cases = heldout_seasonal4.cases()
+    assert sum(r["series"] for r in rows) == len(cases)
+    for r in rows:
+        assert 0 <= r["pass, shipped"] <= r["judged"] <= r["series"]
+        assert 0 <= r["pass, phi after its peak"] <= r["judged"]
+    judged = [c for c in cases
+              if sc.false_alarm_probability(c.series.t, c.series.y) != sc.UNJUDGED]
+    assert sum(r["judged"] for r in rows) == len(judged)
+    assert sum(r["pass, shipped"] for r in rows) == sum(
+        choice.periodic_screen(c.series.t, c.series.y) for c in judged)
+    assert sc.sets_markdown(rows).count("\n| heldout_seasonal4 | proof |") == len(rows)
