@@ -82,18 +82,24 @@ def check(output: str, break_lock: bool, now: Callable[[], float] = time.time) -
     """Refuses a folder another run is writing.
 
     Raises:
-      FolderBusy: a lock with a recent heartbeat; or a stale one without
+      FolderBusy: a live lock (see Holder.live); or a stale one without
         break_lock.
     """
-    held = read(output)
-    if held is None:
-        _check_unreadable(output, break_lock, now)
+    try:
+        found = _found(output, now)
+    except OSError:
+        return  # cannot be asked: the lock's write that follows says why
+    if found is None or found.ended:
         return
-    if _ended_here(held):
+    if found.held is None:
+        if found.live and not break_lock:
+            raise FolderBusy(f"output folder {output} holds a lock {LOCK_NAME} that cannot be "
+                             f"read yet (written {found.age:.0f} s ago: a gpfit run may be "
+                             "starting); run again in a minute, or pass --break_lock if no run "
+                             "is writing the folder")
         return
-    age = now() - float(held.get("heartbeat_at", 0))
-    who = _who(held)
-    if age < float(held.get("stale_after_s", STALE_AFTER_S)):
+    held, age, who = found.held, found.age, _who(found.held)
+    if found.live:
         raise FolderBusy(f"output folder {output} is being written by another gpfit run "
                          f"({who}; heartbeat {age:.0f} s ago); wait for it to finish or give "
                          "another --output")
@@ -109,6 +115,43 @@ def check(output: str, break_lock: bool, now: Callable[[], float] = time.time) -
         raise FolderBusy(f"output folder {output} holds the lock {LOCK_NAME} of a gpfit run "
                          f"that seems to have stopped ({who}; last heartbeat {age / 60:.0f} "
                          "min ago); if no run is writing the folder, pass --break_lock")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Found:
+    """A folder's lock, read once for check() and holder() alike.
+
+    Attributes:
+      held: its content; None where it cannot be read.
+      age: seconds since its heartbeat (an unreadable lock: since the file
+        was written; None where that is unknown).
+      ended: a local run's on this host whose process is gone.
+    """
+
+    held: Optional[dict]
+    age: Optional[float]
+    ended: bool
+
+    @property
+    def live(self) -> bool:
+        """The run may be writing the folder now: a recent heartbeat (an
+        unreadable lock: younger than UNREADABLE_AFTER_S), its process not
+        known to be gone."""
+        if self.held is None:
+            return self.age is not None and self.age < UNREADABLE_AFTER_S
+        return not self.ended and self.age < float(self.held.get("stale_after_s",
+                                                                 STALE_AFTER_S))
+
+
+def _found(output: str, now: Callable[[], float]) -> Optional[_Found]:
+    """The folder's lock; None without one. Raises what the file system
+    raises on asking whether it is there."""
+    if not FileSystems.exists(path_of(output)):
+        return None
+    held = read(output)
+    if held is None:
+        return _Found(None, _age(output, now), False)
+    return _Found(held, now() - float(held.get("heartbeat_at", 0)), _ended_here(held))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,24 +177,19 @@ def holder(folder: str, now: Callable[[], float] = time.time) -> Optional[Holder
     """The run holding folder's lock (a local run's on this host whose
     process is gone is over for certain: not live); None without a lock."""
     try:
-        if not FileSystems.exists(path_of(folder)):
-            return None
+        found = _found(folder, now)
     except Exception:  # pylint: disable=broad-except  (no file system for it: said by the caller)
         return None
-    held = read(folder)
-    if held is None:
-        age = _age(folder, now)
-        said = ("a lock that cannot be read" if age is None
-                else f"a lock that cannot be read, written {age:.0f} s ago")
-        return Holder(said, None if age is None else now() - age,
-                      age is not None and age < UNREADABLE_AFTER_S)
-    if _ended_here(held):
-        return Holder(f"{_who(held)}; its process is gone", float(held.get("started_at", 0)),
-                      False)
-    age = now() - float(held.get("heartbeat_at", 0))
-    return Holder(f"{_who(held)}; heartbeat {age:.0f} s ago",
-                  float(held.get("started_at", 0)),
-                  age < float(held.get("stale_after_s", STALE_AFTER_S)))
+    if found is None:
+        return None
+    if found.held is None:
+        said = ("a lock that cannot be read" if found.age is None
+                else f"a lock that cannot be read, written {found.age:.0f} s ago")
+        return Holder(said, None if found.age is None else now() - found.age, found.live)
+    started = float(found.held.get("started_at", 0))
+    if found.ended:
+        return Holder(f"{_who(found.held)}; its process is gone", started, False)
+    return Holder(f"{_who(found.held)}; heartbeat {found.age:.0f} s ago", started, found.live)
 
 
 def started_after(held: Holder, found: dict) -> bool:
@@ -276,22 +314,6 @@ class Heartbeat:
                     return
             except OSError:
                 continue  # a missed beat; the next may succeed
-
-
-def _check_unreadable(output: str, break_lock: bool, now: Callable[[], float]) -> None:
-    """Refuses an unreadable lock younger than UNREADABLE_AFTER_S (a run
-    starting just now), unless break_lock; an absent lock passes."""
-    try:
-        if break_lock or not FileSystems.exists(path_of(output)):
-            return
-    except OSError:
-        return
-    age = _age(output, now)
-    if age is None or age >= UNREADABLE_AFTER_S:
-        return
-    raise FolderBusy(f"output folder {output} holds a lock {LOCK_NAME} that cannot be read yet "
-                     f"(written {age:.0f} s ago: a gpfit run may be starting); run again in a "
-                     "minute, or pass --break_lock if no run is writing the folder")
 
 
 def _age(output: str, now: Callable[[], float]) -> Optional[float]:

@@ -199,6 +199,48 @@ def test_the_holder_as_another_runs_reader_sees_it(tmp_path):
     assert not lock.holder(output).live
 
 
+def test_the_check_refuses_exactly_the_locks_the_holder_calls_live(tmp_path):
+    """check (a run into the folder) and holder (a reader of it) read a lock
+    one way: each kind of lock is refused without --break_lock where the
+    holder says live, and a stale one refused as well but not live."""
+    output = str(tmp_path / "out")
+    path = os.path.join(output, "_RUNNING.json")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+
+    def unreadable(age_s):
+        with open(path, "w") as f:
+            f.write('{"run_id": "ab')
+        os.utime(path, (time.time() - age_s,) * 2)
+
+    def ended():
+        with open(path, "w") as f:
+            json.dump({**_stale_lock(output, age_s=1.0), "local": True,
+                       "host": lock.socket.gethostname(), "pid": int(gone.stdout)}, f)
+
+    kinds = {"live": (lambda: _stale_lock(output, 5.0), True, True),
+             "stale": (lambda: _stale_lock(output, 2 * lock.STALE_AFTER_S), False, True),
+             "ended": (ended, False, False),
+             "unreadable, young": (lambda: unreadable(1.0), True, True),
+             "unreadable, old": (lambda: unreadable(2 * lock.UNREADABLE_AFTER_S), False, False)}
+    for kind, (write, live, refused) in kinds.items():
+        write()
+        assert lock.holder(output).live is live, kind
+        try:
+            lock.check(output, break_lock=False)
+        except FolderBusy:
+            assert refused, kind
+        else:
+            assert not refused, kind
+        if not live:  # a lock no run holds now is passed with --break_lock
+            lock.check(output, break_lock=True)
+        elif kind.startswith("unreadable"):
+            lock.check(output, break_lock=True)  # too young to be sure: --break_lock takes it
+        else:
+            with pytest.raises(FolderBusy):
+                lock.check(output, break_lock=True)
+
+
 def test_a_run_that_finished_between_anothers_checks_and_its_lock_leaves_no_shard(
         tmp_path, monkeypatch):
     """Two runs into one folder: the second checks the folder (and lists the
