@@ -6,6 +6,7 @@ one line on stderr before anything is written.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from typing import Optional, Sequence
@@ -69,7 +70,12 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         from apache_beam.io.filesystems import FileSystems
         from pipeline.io.files import check_reachable
         from pipeline.io.inputs import Columns
+        from pipeline.report.params import read_manifest
         from pipeline.report.scan import ReportOptions, scan
+    # The manifest is read once, when first asked (the lock's check, the
+    # defaults of --input and the columns, the page) and not before: offline,
+    # a gs:// question waits 120 s, and the listing is to ask first.
+    manifest_of = functools.cache(lambda: read_manifest(args.params))
     try:
         # gs:// without the gcp extra is said as such (else --params read
         # as a folder without a manifest).
@@ -77,17 +83,17 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         _check_params(args.params)
         local = FileSystems.get_scheme(args.params) is None
         if local:
-            _check_not_written(args.params)
-        given = _from_manifest(args)
+            _check_not_written(args.params, manifest_of)
+        given = _from_manifest(args, manifest_of)
         options = ReportOptions(
             input=given["input"], params=args.params,
             columns=Columns(given["id_column"], given["time_column"], given["value_column"]),
             series=args.series, random=args.random, worst=args.worst, seed=args.seed)
         _check_matplotlib()
         _check_out(args.out)
-        scanned = scan(options)
+        scanned = scan(options, manifest_of)
         if not local:  # asked once its listing answered (offline, each ask waits 120 s)
-            _check_not_written(args.params)
+            _check_not_written(args.params, manifest_of)
     except UsageError as err:
         return _refuse(err)
     except OSError as err:  # a file went while read: a run clearing the folder
@@ -119,25 +125,23 @@ def main() -> None:
 _DEFAULT_COLUMNS = {"id_column": "series_id", "time_column": "t", "value_column": "y"}
 
 
-def _from_manifest(args) -> dict:
+def _from_manifest(args, manifest_of) -> dict:
     """--input and the column names: as given, else as the run's manifest in
-    --params records them (else the command's defaults for the columns).
+    --params records them (manifest_of: params.read_manifest's answer; else
+    the command's defaults for the columns).
 
     Raises:
       UsageError: no --input and no manifest, or one whose input is redacted.
     """
-    from pipeline.io import manifest
     from pipeline.io.redaction import REDACTED
 
     given = {"input": args.input, **{k: getattr(args, k) for k in _DEFAULT_COLUMNS}}
     if all(v is not None for v in given.values()):
         return given
-    from pipeline.report.params import located
     try:
-        _, found = manifest.read(args.params)
-    except (OSError, ValueError):
-        found = None
-    found = located(args.params, found or {})
+        found = manifest_of()[1] or {}
+    except OSError:  # the storage did not answer: as no manifest here, the shards' reader says why
+        found = {}
     options = found.get("options") or {}
     for name, default in _DEFAULT_COLUMNS.items():
         if given[name] is None:
@@ -188,7 +192,7 @@ def _check_params(params: str) -> None:
                          "wrote")
 
 
-def _check_not_written(params: str) -> None:
+def _check_not_written(params: str, manifest_of) -> None:
     """Refuses a --params folder that a gpfit run is writing: one without a
     manifest yet, or one whose lock was taken after its manifest (a run into
     it, which clears it first). Its shards go or change while the report
@@ -196,15 +200,13 @@ def _check_not_written(params: str) -> None:
     by the same rule). A stopped run's lock, or the lock of the run that
     wrote the manifest, does not refuse it. Asked before the manifest of a
     local folder, and of a gs:// one after its listing answered: offline,
-    each question waits out Google's 120 s of retries."""
-    from pipeline.io import lock, manifest
+    each question waits out Google's 120 s of retries. manifest_of:
+    params.read_manifest's answer."""
+    from pipeline.io import lock
     held = lock.holder(params)
     if held is None or not held.live:
         return
-    try:
-        _, found = manifest.read(params)
-    except (OSError, ValueError):
-        found = None
+    found = manifest_of()[1]
     if found is None or lock.started_after(held, found):
         raise UsageError(f"--params {params} is being written by a gpfit run ({held.said}; "
                          f"its lock {lock.LOCK_NAME}); run the report once it has finished "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import pyarrow as pa
 
@@ -39,8 +39,13 @@ class ParamsRun:
     manifest: Optional[dict]
 
 
-def locate(folder: str) -> ParamsRun:
-    """Finds and checks the shards of a run's output folder.
+# (name, content) of a run's manifest: read_manifest's answer.
+Manifest = tuple[Optional[str], Optional[dict]]
+
+
+def locate(folder: str, manifest_of: Optional[Callable[[], Manifest]] = None) -> ParamsRun:
+    """Finds and checks the shards of a run's output folder; its manifest
+    from manifest_of (the command reads it once), else read here.
 
     Raises:
       InputError: no folder given, no shards in it, a shard that is not
@@ -54,8 +59,8 @@ def locate(folder: str) -> ParamsRun:
                          f"run's {PARAMS_PREFIX}-*{PARAMS_SUFFIX}) in {folder!r}; pass the "
                          "folder that gpfit --output wrote")
     rows = map_files(shards.checked_rows, files)
-    name = manifest.find(folder)
-    return ParamsRun(folder, tuple(files), sum(rows), name, _content(folder, name))
+    name, content = manifest_of() if manifest_of else read_manifest(folder)
+    return ParamsRun(folder, tuple(files), sum(rows), name, content)
 
 
 def iter_batches(run: ParamsRun, columns: Sequence[str] = COLUMNS,
@@ -66,15 +71,17 @@ def iter_batches(run: ParamsRun, columns: Sequence[str] = COLUMNS,
         yield from shards.iter_batches(path, columns, batch_rows)
 
 
-def _content(folder: str, name: Optional[str]) -> Optional[dict]:
-    """The manifest's content; None if there is none, or it is unreadable
-    (the page then shows it as present but unreadable)."""
+def read_manifest(folder: str) -> Manifest:
+    """(name, content) of the run's manifest (see ParamsRun), its paths
+    located; content None where there is none, or it is unreadable (the
+    page then shows it as present but unreadable)."""
+    name = manifest.find(folder)
     if name is None:
-        return None
+        return None, None
     try:
-        return located(folder, manifest.load(folder, name))
+        return name, located(folder, manifest.load(folder, name))
     except (OSError, ValueError):
-        return None
+        return name, None
 
 
 def located(folder: str, found: dict) -> dict:

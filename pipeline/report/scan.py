@@ -9,7 +9,7 @@ not in the params. The one pass counts (summary.Tally) and samples
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 from pipeline.io.errors import UsageError
 from pipeline.io.inputs import Columns, InputSpec, inspect
@@ -42,8 +42,10 @@ class Scan:
     sampler: Sampler
 
 
-def scan(options: ReportOptions) -> Scan:
-    """Checks the input and params and makes the first pass over the params.
+def scan(options: ReportOptions,
+         manifest_of: Optional[Callable[[], params_io.Manifest]] = None) -> Scan:
+    """Checks the input and params and makes the first pass over the params;
+    manifest_of: the run's manifest, as the command read it (params.locate).
 
     Raises:
       UsageError (incl. InputError): the input or the params cannot be used,
@@ -56,7 +58,7 @@ def scan(options: ReportOptions) -> Scan:
     if options.seed < 0:  # as numpy's generators, which drew the sample before
         raise UsageError(f"--seed must be >= 0; got {options.seed}")
     spec = inspect(options.input, options.columns)
-    run = params_io.locate(options.params)
+    run = params_io.locate(options.params, manifest_of)
     tally = Tally()
     sampler = Sampler(options.series, options.random, options.worst, options.seed)
     for batch in params_io.iter_batches(run):

@@ -4,6 +4,7 @@ before the report and while it reads. The report refuses in one line,
 exit 2, naming the run; a stopped run's lock still gives the page."""
 import json
 import os
+import sys
 import time
 
 import pytest
@@ -83,3 +84,32 @@ def test_a_stopped_runs_lock_still_gives_the_page(finished, tmp_path, capsys):
     code = run(["--input", input_, "--params", output, "--out", str(out), "--random", "1"])
     assert code == 0, capsys.readouterr().err
     assert out.exists()
+
+
+_MANIFEST_OPENS: list = []  # paths of manifests opened, while a test records them
+
+
+def _record_manifest_opens(event, args):
+    if event == "open" and _MANIFEST_OPENS and str(args[0]).endswith(outputs.MARKERS):
+        _MANIFEST_OPENS.append(str(args[0]))
+
+
+sys.addaudithook(_record_manifest_opens)
+
+
+def test_the_manifest_is_read_once(finished, tmp_path, capsys):
+    """The report read the run's manifest up to 3 times: for the writer's own
+    lock (still held just after the manifest), for the input and columns
+    not given, and with the shards."""
+    _, output = finished
+    # The run that wrote the manifest, a minute in, about to release its lock.
+    lock.acquire(output, "cafe00000003", False, True, now=lambda: time.time() - 60.0)
+    _MANIFEST_OPENS[:] = [None]
+    try:
+        code = run(["--params", output, "--out", str(tmp_path / "r.html"), "--random", "1",
+                    "--worst", "0"])
+        opened = _MANIFEST_OPENS[1:]
+    finally:
+        _MANIFEST_OPENS.clear()
+    assert code == 0, capsys.readouterr().err
+    assert opened == [os.path.join(output, outputs.SUCCESS_MARKER)]
