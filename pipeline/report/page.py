@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 from gpcore.result import OK
 # A plot's title and its image's alt text cut an id as a log line does (the
 # card's heading shows it whole).
-from pipeline.io.errors import ID_CHARS, shown_id  # noqa: F401  (ID_CHARS, for its readers)
+from pipeline.io.errors import ID_CHARS, one_line, shown_id  # noqa: F401  (ID_CHARS: readers)
 from pipeline.io.inputs import AS_GIVEN, DAYS
 from pipeline.report.nightly import Moves
 from pipeline.report.summary import Reason
@@ -143,7 +143,7 @@ def render(page: Page) -> str:
                    "(numbers shown as #)</th><th>example</th></tr>")
         for r in page.reasons:
             out.append(f"<tr><td class=n>{r.count:,}</td><td>{e(r.status)}</td>"
-                       f"<td>{e(r.pattern)}</td><td>{e(r.example)}</td></tr>")
+                       f"<td>{_text(r.pattern)}</td><td>{_text(r.example)}</td></tr>")
         out.append("</table>")
         reasons, series = page.reasons_left_out
         if reasons:
@@ -181,7 +181,7 @@ def render(page: Page) -> str:
     if not page.cards:
         out.append("<p>No series selected.</p>")
     for card in page.cards:
-        out.append(f"<h3>{e(card.series_id)}</h3>")
+        out.append(f"<h3>{_text(card.series_id)}</h3>")
         out.append(f'<p class="why">{e(", ".join(card.reasons))} · status {e(card.status)}</p>')
         if card.message:
             out.append(f"<p>{e(card.message)}</p>")
@@ -219,7 +219,7 @@ def _against_previous(page: Page) -> list[str]:
         out.append("<table><tr><th>series</th><th>kernel</th><th>moved most</th>"
                    "<th>previous</th><th>tonight</th><th>factor</th></tr>")
         for m in moves.top:
-            out.append(f"<tr><td>{e(m.series_id)}</td><td>{e(m.kernel)}</td>"
+            out.append(f"<tr><td>{_text(m.series_id)}</td><td>{e(m.kernel)}</td>"
                        f"<td>{e(m.parameter)}</td><td class=n>{m.before:.4g}</td>"
                        f"<td class=n>{m.after:.4g}</td>"
                        f"<td class=n>×{10 ** m.log10_ratio:.3g}</td></tr>")
@@ -281,6 +281,14 @@ def _img(data: bytes, alt: str) -> str:
     encoded = base64.b64encode(data).decode("ascii")
     return (f'<p><img src="data:image/png;base64,{encoded}" width="{width}" '
             f'height="{height}" alt="{html.escape(alt)}"></p>')
+
+
+def _text(text) -> str:
+    """An id (or a message quoting one) whole, as HTML: what does not print
+    (NUL, a tab, a newline, a right-to-left override) written as the log
+    lines and the plots' titles write it (errors.one_line), not raw, where
+    a browser shows it as nothing, a box or a space."""
+    return html.escape(one_line(str(text)))
 
 
 def _share(count: int, total: int) -> str:

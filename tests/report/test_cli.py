@@ -438,3 +438,31 @@ def test_gs_params_without_the_gcp_extra_says_to_install_it(tmp_path):
         "gpfit-report: error: --params 'gs://bucket-x/out/': gs:// paths need gpfit's gcp "
         "extra, which is not installed here; pip install 'gpfit[gcp]'"), done.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_ids_that_do_not_print_are_shown_escaped_in_the_html(fitted_run, tmp_path, capsys):
+    """A NUL (or a tab, a newline, a right-to-left override) in an id was
+    written raw into the card's heading, the table of moved series and the
+    reasons quoting it: HTML shows a NUL as nothing or a box, and a tab or a
+    newline as a space. Each shows as the plots' titles and the log lines
+    show it (errors.one_line), the id whole."""
+    from pipeline.report.nightly import Moved, Moves
+    from pipeline.report.page import Card, Page, render
+
+    odd = "nul\x00tab\tnew\nrtl\u202e" + "x" * 100
+    shown = "nul\\x00tab\\tnew\\nrtl\\u202e" + "x" * 100
+    params = write_params(tmp_path / "p", [
+        params_row(odd), params_row("bad", status="failed", error=f"series {odd}: broken")])
+    out = tmp_path / "r.html"
+    code = run(["--input", fitted_run.data, "--params", str(params), "--out", str(out),
+                "--series", odd, "--random", "0", "--worst", "0"])
+    assert code == 0, capsys.readouterr().err
+    text = out.read_text(encoding="utf-8")
+    assert "\x00" not in text and "\u202e" not in text
+    assert parse_page(out).headings == [shown]
+    assert f"series {shown}: broken" in text
+    page = Page("p", "i", "now", 1, [("ok", 1)], 1, [("rbf", 1)], [], None,
+                [Card(odd, [], "ok", None)],
+                moves=Moves("prev", 1, top=[Moved(odd, "rbf", "amplitude", 1.0, 2.0)]))
+    moved = render(page)
+    assert "\x00" not in moved and moved.count(shown) == 2
