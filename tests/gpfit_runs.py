@@ -8,6 +8,7 @@ import dataclasses
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -69,6 +70,25 @@ def read_rows(folder: str, prefix: str = "params") -> list[dict]:
     (duplicates kept)."""
     return [row for name in shard_names(folder, prefix)
             for row in pq.read_table(os.path.join(folder, name)).to_pylist()]
+
+
+def as_legacy_layout(folder: str, into: str) -> str:
+    """A copy of an output folder as gpfit 0.1.0 to 0.4.0 wrote it: the
+    shards beside the manifest (params-SSSSS-of-NNNNN.parquet, predictions-
+    likewise), a manifest without gpfit_version (recorded since 0.5.0)."""
+    os.makedirs(into)
+    with open(os.path.join(folder, "_SUCCESS.json")) as f:
+        found = json.load(f)
+    for table in ("params", "predictions"):
+        if os.path.isdir(os.path.join(folder, table)):
+            for name in sorted(os.listdir(os.path.join(folder, table))):
+                shutil.copy(os.path.join(folder, table, name),
+                            os.path.join(into, name.replace("part", table, 1)))
+    found["output_files"] = [n.replace("params/part", "params") for n in found["output_files"]]
+    found.pop("gpfit_version", None)
+    with open(os.path.join(into, "_SUCCESS.json"), "w") as f:
+        json.dump(found, f)
+    return into
 
 
 def gpfit_here(input_: str, output: str, *extra: str) -> Run:

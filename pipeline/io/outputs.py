@@ -12,9 +12,10 @@ that crashes writes neither (manifest.py). While a run writes the folder it
 holds the lock _RUNNING.json (lock.py). Shard numbers have five digits or
 more (Beam pads to the template's width and widens past 99,999).
 
-gpfit 0.4.0 wrote <output>/params-SSSSS-of-NNNNN.parquet (and predictions-)
-beside the manifest: such a folder is still read (--previous_output, the
-report) and replaced by a run into it.
+gpfit 0.4.0 and earlier (0.1.0 on: the same columns) wrote
+<output>/params-SSSSS-of-NNNNN.parquet (and predictions-) beside the
+manifest: such a folder is still read (--previous_output, the report) and
+replaced by a run into it.
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ LOCK_NAME = "_RUNNING.json"
 TEMPORARY_SUFFIX = ".tmp"
 
 # Exactly the names gpfit writes, relative to the output folder: shards (this
-# release's and 0.4.0's), manifests, the lock, their temporary names, and
+# release's and 0.4.0's and earlier), manifests, the lock, their temporary names, and
 # Beam's temporary folder (beam-temp-<table>-<uuid1 hex>/<uuid4>.<table>.parquet).
 # Anything else is someone's and is never deleted.
 _TABLE = "|".join(TABLES)
@@ -105,7 +106,8 @@ def params_pattern(output: str, prefix: str = PARAMS_PREFIX) -> str:
 
 
 def legacy_pattern(output: str, prefix: str = PARAMS_PREFIX) -> str:
-    """The glob matching a table's shards in a gpfit 0.4.0 output folder."""
+    """The glob matching a table's shards in an output folder of gpfit 0.4.0
+    or earlier."""
     return FileSystems.join(escaped(output.rstrip("/")), f"{prefix}-*{PARAMS_SUFFIX}")
 
 

@@ -90,7 +90,7 @@ def check(folder: str, output: str) -> PreviousRun:
         paths = shards.list_shards(folder)
         if not paths:
             raise UsageError(f"{folder} holds no parameter shards (params/part-*.parquet, or "
-                             "a gpfit 0.4.0 run's params-*.parquet)")
+                             "params-*.parquet as gpfit 0.4.0 and earlier wrote them)")
         rows = map_files(lambda p: shards.checked_rows(p, REQUIRED), paths)
     except UsageError as err:
         raise Unusable(f"--previous_output: {err}", f"give a gpfit output folder, {_ADVICE}"

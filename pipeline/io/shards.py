@@ -25,7 +25,8 @@ REQUIRED = tuple(name for name in COLUMNS if name not in HOLDOUT_COLUMNS)
 
 def list_shards(folder: str, prefix: str = "params") -> list[str]:
     """Paths of a table's shards in an output folder, sorted: params/part-*.parquet,
-    or in a gpfit 0.4.0 folder params-*.parquet (outputs.shard_patterns).
+    or in a folder of gpfit 0.4.0 and earlier params-*.parquet
+    (outputs.shard_patterns).
 
     Raises:
       InputError: the folder cannot be listed (its table's folder, locally,

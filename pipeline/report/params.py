@@ -55,9 +55,10 @@ def locate(folder: str, manifest_of: Optional[Callable[[], Manifest]] = None) ->
         raise InputError("no params folder given; pass --params, the --output folder of gpfit")
     files = shards.list_shards(folder)
     if not files:
-        raise InputError(f"no {PARAMS_PREFIX}/part-*{PARAMS_SUFFIX} files (nor a gpfit 0.4.0 "
-                         f"run's {PARAMS_PREFIX}-*{PARAMS_SUFFIX}) in {folder!r}; pass the "
-                         "folder that gpfit --output wrote")
+        raise InputError(f"no {PARAMS_PREFIX}/part-*{PARAMS_SUFFIX} files (nor "
+                         f"{PARAMS_PREFIX}-*{PARAMS_SUFFIX} beside the manifest, as gpfit "
+                         f"0.4.0 and earlier wrote them) in {folder!r}; pass the folder that "
+                         "gpfit --output wrote")
     rows = map_files(shards.checked_rows, files)
     name, content = manifest_of() if manifest_of else read_manifest(folder)
     return ParamsRun(folder, tuple(files), sum(rows), name, content)

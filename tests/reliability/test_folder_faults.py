@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+from gpfit_runs import as_legacy_layout
 from reliability_runs import (HOSTILE_IDS, OPTIONS, SECRETS, Running, error_lines, files_in,
                               gpfit_here, gpfit_subprocess, kill_all, snapshot, wait_for)
 
@@ -399,25 +400,10 @@ def test_a_worker_that_raises_is_named_by_its_error(hostile_input, clean, tmp_pa
         assert not os.path.exists(os.path.join(output, SUCCESS))
 
 
-# ---- gpfit 0.4.0's layout ----------------------------------------------------------------------
-
-def _as_040(folder: str, into: str) -> str:
-    """A copy of an output folder in gpfit 0.4.0's layout: shards beside the manifest."""
-    os.makedirs(into)
-    with open(os.path.join(folder, SUCCESS)) as f:
-        found = json.load(f)
-    for table in ("params", "predictions"):
-        for name in sorted(os.listdir(os.path.join(folder, table))):
-            shutil.copy(os.path.join(folder, table, name),
-                        os.path.join(into, name.replace("part", table, 1)))
-    found["output_files"] = [n.replace("params/part", "params") for n in found["output_files"]]
-    with open(os.path.join(into, SUCCESS), "w") as f:
-        json.dump(found, f)
-    return into
-
+# ---- the layout of gpfit 0.4.0 and earlier -----------------------------------------------------
 
 def test_a_040_folder_is_a_previous_output_and_is_replaced(hostile_input, clean, tmp_path):
-    old = _as_040(clean[0].output, str(tmp_path / "night-040"))
+    old = as_legacy_layout(clean[0].output, str(tmp_path / "night-040"))
     assert sorted(os.listdir(old))[0] == "_SUCCESS.json" and "params" not in os.listdir(old)
     nightly = gpfit_here(hostile_input, str(tmp_path / "tonight"), *OPTIONS,
                          "--previous_output", old)

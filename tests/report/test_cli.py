@@ -269,7 +269,7 @@ def test_the_reasons_table_says_what_it_leaves_out(fitted_run, tmp_path, capsys)
 def test_params_without_output_columns_exit_2(fitted_run, tmp_path, capsys):
     import pyarrow as pa
     import pyarrow.parquet as pq
-    # A gpfit 0.4.0 folder's shard name: read too.
+    # The shard name of gpfit 0.4.0 and earlier: read too.
     pq.write_table(pa.table({"series_id": ["a"]}), tmp_path / "params-00000-of-00001.parquet")
     assert run(["--input", fitted_run.data, "--params", str(tmp_path),
                 "--out", str(tmp_path / "o.html")]) == 2
@@ -466,3 +466,34 @@ def test_ids_that_do_not_print_are_shown_escaped_in_the_html(fitted_run, tmp_pat
                 moves=Moves("prev", 1, top=[Moved(odd, "rbf", "amplitude", 1.0, 2.0)]))
     moved = render(page)
     assert "\x00" not in moved and moved.count(shown) == 2
+
+
+def test_a_folder_gpfit_040_or_earlier_wrote_is_reported(tmp_path, capsys):
+    """gpfit 0.1.0 to 0.4.0 wrote the shards beside the manifest, without
+    gpfit_version, the input and output as given (relative): the report
+    reads such a folder whole, its forecasts too (real 0.1.0 and 0.3.0
+    folders were checked so). Its refusal of a folder without shards named
+    0.4.0's layout alone, as if older folders were not read."""
+    import json
+
+    from gpfit_runs import as_legacy_layout, gpfit_here, write_long_parquet
+    write_long_parquet(tmp_path / "in", n_series=3, n_points=24)
+    done = gpfit_here(str(tmp_path / "in"), str(tmp_path / "new"), "--predict_horizon", "2",
+                      "--predict_points", "3")
+    assert done.code == 0, done.stderr
+    old = as_legacy_layout(str(tmp_path / "new"), str(tmp_path / "old"))
+    with open(tmp_path / "old" / "_SUCCESS.json") as f:
+        found = json.load(f)
+    found["input"]["pattern"], found["options"]["output"] = "in", "old"  # as given, in tmp_path
+    (tmp_path / "old" / "_SUCCESS.json").write_text(json.dumps(found))
+    out = tmp_path / "r.html"
+    code = run(["--params", old, "--out", str(out), "--series", "s1", "--random", "0",
+                "--worst", "0"])
+    assert code == 0, capsys.readouterr().err
+    assert parse_page(out).headings == ["s1"]
+    from pipeline.report.nightly import read_predictions
+    assert read_predictions(old, ["s1"], dates=False)["s1"].t.size == 3
+    (tmp_path / "none").mkdir()
+    assert run(["--input", str(tmp_path / "in"), "--params", str(tmp_path / "none"),
+                "--out", str(out)]) == 2
+    assert "as gpfit 0.4.0 and earlier wrote them" in capsys.readouterr().err
