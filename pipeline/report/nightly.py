@@ -36,6 +36,14 @@ BINS = 40
 _COLUMNS = named("series_id", "status", "kernel", "reused", "components", "noise_variance")
 
 
+def log10_ratio(after, before):
+    """log10(after / before), elementwise, as a difference of logs: the
+    ratio of parameters 1e-300 and 1e296 (fits of y near 1e-150 and 1e149)
+    overflowed, and such a move was left out of the histogram and the
+    table without a word. From or to 0 (or a value not finite): not finite."""
+    return np.log10(after) - np.log10(before)
+
+
 @dataclasses.dataclass
 class Moved:
     """One series' largest move: parameter ("amplitude", or for a sum
@@ -49,8 +57,7 @@ class Moved:
 
     @property
     def log10_ratio(self) -> float:
-        # A difference of logs: the ratio of 1e296 to 1e-300 overflows.
-        return float(np.log10(self.after) - np.log10(self.before))
+        return float(log10_ratio(self.after, self.before))
 
 
 @dataclasses.dataclass
@@ -104,11 +111,8 @@ def compare(run: params_io.ParamsRun, previous: str, top: int = 10) -> Moves:
         labels = [label for label in old if label in new]
         now = np.array([new[label] for label in labels])
         was = np.array([old[label] for label in labels])
-        # A difference of logs: the ratio of parameters 1e-300 and 1e296
-        # (fits of y near 1e-150 and 1e149) overflowed, and such a move was
-        # left out of the histogram and the table without a word.
         with np.errstate(divide="ignore", invalid="ignore"):
-            logs = np.log10(now) - np.log10(was)
+            logs = log10_ratio(now, was)
         finite = np.isfinite(logs)
         for label, value, ok, set_ in zip(labels, logs, finite,
                                           ~np.isnan(now) & ~np.isnan(was)):
