@@ -8,9 +8,9 @@ import struct
 from typing import Optional, Sequence
 
 from gpcore.result import OK
-# A plot's title and its image's alt text cut an id as a log line does (the
-# card's heading shows it whole).
-from pipeline.io.errors import ID_CHARS, one_line, shown_id  # noqa: F401  (ID_CHARS: readers)
+# A plot's title and its image's alt text cut an id as a log line does
+# (shown_id); the card's heading shows it whole, escaped alike (one_line).
+from pipeline.io.errors import one_line, shown_id
 from pipeline.io.inputs import AS_GIVEN, DAYS
 from pipeline.report.nightly import Moves
 from pipeline.report.summary import Reason

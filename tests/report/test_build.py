@@ -176,7 +176,7 @@ def test_a_plot_title_shows_a_long_or_unprintable_id_short_and_escaped():
     nor the legend on the image; a newline in an id split the title line.
     The card's heading shows the id whole; the title cuts it to ID_CHARS
     (its end kept) and shows what does not print as Python escapes it."""
-    from pipeline.report.page import ID_CHARS
+    from pipeline.io.errors import ID_CHARS
     head = title(params_row("x" * 10 ** 6 + "-tail")).split("\n")[0]
     shown = head.split(" · ")[0]
     assert len(shown) == ID_CHARS and shown.endswith("x…" + "x" * 10 + "-tail")
