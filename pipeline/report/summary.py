@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from gpcore.kernels import kernel as kernel_named
+from gpcore.kernels import LINEAR, kernel as kernel_named
 from gpcore.result import COMPONENT_FIELDS, FAILED, OK, SKIPPED
 from pipeline.io import holdout_totals
 from pipeline.io.schema import named
@@ -88,7 +88,7 @@ def spread_variance(noise: float, parts) -> float:
     amplitude past 1.3e154 gives inf, where Python's ** raised OverflowError."""
     total = noise
     for part in parts or ():
-        if part.get("kernel") != "linear" and part.get("amplitude") is not None:
+        if part.get("kernel") != LINEAR.name and part.get("amplitude") is not None:
             with np.errstate(over="ignore"):
                 total += np.float64(part["amplitude"]) ** 2
     return total
