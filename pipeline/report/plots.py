@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import io
+import textwrap
 import warnings
 from typing import Optional, Sequence
 
@@ -24,6 +25,11 @@ DPI = 100
 SERIES_SIZE = (8.0, 3.6)  # inches: 800 x 360 pixels
 PARTS_HEIGHT = 2.0  # inches more for a sum's panel of components
 HIST_PANEL = (3.2, 2.3)  # inches per histogram
+# A histogram's title is wrapped to this many characters a line: at 8.5
+# points about 40 fit above a panel, and a parameter of a sum of three
+# kernels is named in 56 ("length_scale (matern52 #2 in
+# matern52+matern52+periodic)"), which ran into its neighbours' titles.
+HIST_TITLE_CHARS = 40
 DATA_COLOR, FIT_COLOR, FORECAST_COLOR = "#222222", "#1f63b4", "#d9730d"
 HOLDOUT_COLOR = "#b0178a"
 PART_COLORS = ("#c0392b", "#27864a", "#8e44ad", "#d4820f")
@@ -246,6 +252,11 @@ def _time_axis(ax, dates: bool) -> None:
 @_any_script
 def histograms_png(hists: Sequence[Histogram]) -> bytes:
     """One panel per quantity; log x axis where its histogram is log-binned."""
+    return _png(histograms_figure(hists))
+
+
+def histograms_figure(hists: Sequence[Histogram]) -> Figure:
+    """histograms_png's figure, laid out."""
     columns = min(len(hists), 3 if len(hists) <= 6 else 4)  # one alone takes one panel
     rows = max(1, -(-len(hists) // columns))
     fig = Figure(figsize=(HIST_PANEL[0] * columns, HIST_PANEL[1] * rows), dpi=DPI)
@@ -256,14 +267,15 @@ def histograms_png(hists: Sequence[Histogram]) -> bytes:
         _x_limits(ax, hist.edges[0], hist.edges[-1], hist.log)  # before the scale pads it
         if hist.log:
             _log_axis(ax, hist.edges[0], hist.edges[-1])
-        label = hist.name + (" (log scale)" if hist.log else "")
+        label = textwrap.fill(hist.name + (" (log scale)" if hist.log else ""),
+                              HIST_TITLE_CHARS, break_long_words=False)
         extra = f", {hist.nonfinite} not finite" if hist.nonfinite else ""
         ax.set_title(f"{label}\n{hist.total} series{extra}", fontsize=8.5, parse_math=False)
         ax.tick_params(labelsize=7)
     for ax in axes[len(hists):]:
         ax.set_visible(False)
     fig.tight_layout()
-    return _png(fig)
+    return fig
 
 
 def _log_axis(ax, lo: float, hi: float) -> None:

@@ -182,3 +182,30 @@ def test_a_plot_title_shows_a_long_or_unprintable_id_short_and_escaped():
     assert len(shown) == ID_CHARS and shown.endswith("x…" + "x" * 10 + "-tail")
     assert title(params_row("new\nline\x00\u202e")).startswith("new\\nline\\x00\\u202e · rbf · ")
     assert len(title(params_row("new\nline")).split("\n")) == 2
+
+
+def test_histogram_titles_of_a_sum_of_three_kernels_stay_apart_and_inside():
+    """A parameter of matern52+matern52+periodic is titled in 56 characters
+    ("length_scale (matern52 #2 in matern52+matern52+periodic)"): the
+    titles ran into each other and off the image's edges. They wrap now:
+    each title lies inside the figure, and no two overlap."""
+    from pipeline.report.plots import histograms_figure
+    from pipeline.report.summary import Histogram
+
+    kernel = "matern52+matern52+periodic"
+    names = ["mean", *(f"{p} ({part} in {kernel})" for part, params in (
+        ("matern52 #1", ("amplitude", "length_scale")),
+        ("matern52 #2", ("amplitude", "length_scale")),
+        ("periodic", ("amplitude", "length_scale", "period"))) for p in params),
+        "noise_variance", "nll per point", "n_points"]
+    hists = [Histogram(name, np.array([1.0, 2.0, 4.0]), np.array([1, 2]), i % 2 == 1, 0)
+             for i, name in enumerate(names)]
+    fig = histograms_figure(hists)
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.title.get_window_extent(renderer) for ax in fig.axes if ax.get_visible()]
+    assert len(boxes) == len(names)
+    width, height = fig.bbox.width, fig.bbox.height
+    for box in boxes:
+        assert 0 <= box.x0 and box.x1 <= width and 0 <= box.y0 and box.y1 <= height, box
+    for i, a in enumerate(boxes):
+        assert not any(a.overlaps(b) for b in boxes[i + 1:]), (names[i], a)
