@@ -82,6 +82,7 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
         rows=tally.rows, status_counts=tally.status_counts(), converged=tally.converged,
         kernels=tally.kernel_counts(),
         reasons=tally.reasons(TOP_REASONS), reasons_left_out=tally.left_out(TOP_REASONS),
+        null_ids=_null_ids(run.manifest),
         histograms_png=histograms_png(hists) if hists else None,
         cards=cards, warnings=_warnings(run), time_units=spec.time_units,
         reused=tally.reused, warm_started=tally.warm_started, moves=moves,
@@ -214,6 +215,13 @@ def _card(pick: Pick, series: Optional[Series], spec: InputSpec,
     png = series_png(series.t, series.y, curve, title(row), dates=dates, note=note,
                      forecast=forecast, parts=parts, holdout=holdout)
     return Card(pick.series_id, pick.reasons, row["status"], png, None)
+
+
+def _null_ids(manifest: Optional[dict]) -> int:
+    """Input rows with a null id, as the manifest counts them (0 without
+    one, or where it holds no count: a manifest edited by hand)."""
+    found = ((manifest or {}).get("counts") or {}).get("null_ids")
+    return found if isinstance(found, int) and not isinstance(found, bool) else 0
 
 
 def _warnings(run: params_io.ParamsRun) -> list[str]:

@@ -104,6 +104,8 @@ class Page:
     backtest: Optional[Backtest] = None
     # (reasons, series) not in the table of `reasons`.
     reasons_left_out: tuple[int, int] = (0, 0)
+    # Input rows with a null id (the manifest's counts): no series, not fitted.
+    null_ids: int = 0
 
 
 def render(page: Page) -> str:
@@ -124,6 +126,9 @@ def render(page: Page) -> str:
         out.append(f"<tr><td>{e(status)}</td><td class=n>{count:,}</td>"
                    f"<td class=n>{_share(count, page.rows)}</td></tr>")
     out.append(f"<tr><th>total</th><th class=n>{page.rows:,}</th><th></th></tr></table>")
+    if page.null_ids:
+        out.append(f'<p class="meta">{page.null_ids:,} input row{_s(page.null_ids)} with a null '
+                   "id: no series, not fitted (the manifest's counts.null_ids).</p>")
     ok = dict(page.status_counts).get(OK, 0)
     kernels = ", ".join(f"{e(str(k))} ({n:,})" for k, n in page.kernels)
     out.append(f'<p class="meta">{page.converged:,} of {ok:,} fitted series converged '
@@ -149,8 +154,10 @@ def render(page: Page) -> str:
         if reasons:
             out.append(f'<p class="meta">Not shown: {reasons:,} less common reason(s), of '
                        f"{series:,} series (the params' error column has each).</p>")
-    else:
+    elif page.rows:
         out.append("<p>None: every series was fitted.</p>")
+    else:
+        out.append("<p>None: the run has no series.</p>")
 
     out.append("<h2>Fitted parameters</h2>")
     if page.histograms_png:
@@ -289,6 +296,10 @@ def _text(text) -> str:
     lines and the plots' titles write it (errors.one_line), not raw, where
     a browser shows it as nothing, a box or a space."""
     return html.escape(one_line(str(text)))
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
 
 
 def _share(count: int, total: int) -> str:

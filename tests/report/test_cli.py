@@ -497,3 +497,24 @@ def test_a_folder_gpfit_040_or_earlier_wrote_is_reported(tmp_path, capsys):
     assert run(["--input", str(tmp_path / "in"), "--params", str(tmp_path / "none"),
                 "--out", str(out)]) == 2
     assert "as gpfit 0.4.0 and earlier wrote them" in capsys.readouterr().err
+
+
+def test_a_run_of_null_ids_alone_says_so(tmp_path, capsys):
+    """Every input row with a null id: gpfit fits no series and counts the
+    rows in its manifest (counts.null_ids). The page said "None: every
+    series was fitted" of a run of none, and nothing of the rows."""
+    import pyarrow as pa
+
+    from gpfit_runs import gpfit_here
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"series_id": pa.array([None] * 5, pa.string()),
+                             "t": [0.0, 1.0, 2.0, 3.0, 4.0], "y": [1.0, 2.0, 3.0, 4.0, 5.0]}),
+                   tmp_path / "in" / "part-0.parquet")
+    done = gpfit_here(str(tmp_path / "in"), str(tmp_path / "out"))
+    assert done.code == 0 and done.manifest["counts"]["null_ids"] == 5, done.stderr
+    out = tmp_path / "r.html"
+    assert run(["--params", str(tmp_path / "out"), "--out", str(out)]) == 0, \
+        capsys.readouterr().err
+    text = " ".join(" ".join(parse_page(out).text).split())
+    assert "every series was fitted" not in text and "None: the run has no series." in text
+    assert "5 input rows with a null id: no series, not fitted" in text
