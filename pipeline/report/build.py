@@ -25,7 +25,7 @@ from pipeline.report.data import read_series
 from pipeline.io import rows, scales
 from pipeline.io.schema import FORECAST, HOLDOUT
 from pipeline.report.nightly import compare, read_predictions
-from pipeline.report.page import Backtest, Card, Choice, Page, render, shown_id
+from pipeline.report.page import Backtest, Card, Choice, Page, plain_id, render
 from pipeline.report.plots import Curve, Part, histograms_png, series_png
 from pipeline.report.sample import Pick
 from pipeline.report.scan import Scan
@@ -139,7 +139,7 @@ def component_parts(series: Series, row: dict, t_new: np.ndarray,
 def title(row: dict) -> str:
     """The fitted parameters, then the fit's diagnostics: two lines, three
     for a sum of kernels (one line for its components)."""
-    head = [shown_id(row["series_id"]), str(row.get("kernel"))]
+    head = [plain_id(row["series_id"]), str(row.get("kernel"))]
     if row["status"] != OK:
         return " · ".join(head + [f"{row['status']}, {row['n_points']} finite points"])
     head.append(f"mean {_mean(row)}")

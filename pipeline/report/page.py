@@ -16,6 +16,8 @@ from pipeline.report.nightly import Moves
 from pipeline.report.summary import Reason
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# An empty id (gpfit fits it as any other) as the page and the plots name it.
+EMPTY_ID = "(empty id)"
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222;
@@ -188,12 +190,12 @@ def render(page: Page) -> str:
     if not page.cards:
         out.append("<p>No series selected.</p>")
     for card in page.cards:
-        out.append(f"<h3>{_text(card.series_id)}</h3>")
+        out.append(f"<h3>{_id(card.series_id)}</h3>")
         out.append(f'<p class="why">{e(", ".join(card.reasons))} · status {e(card.status)}</p>')
         if card.message:
             out.append(f"<p>{e(card.message)}</p>")
         if card.png:
-            out.append(_img(card.png, f"series {shown_id(card.series_id)}"))
+            out.append(_img(card.png, f"series {plain_id(card.series_id)}"))
     out += ["</body>", "</html>", ""]
     return "\n".join(out)
 
@@ -226,7 +228,7 @@ def _against_previous(page: Page) -> list[str]:
         out.append("<table><tr><th>series</th><th>kernel</th><th>moved most</th>"
                    "<th>previous</th><th>tonight</th><th>factor</th></tr>")
         for m in moves.top:
-            out.append(f"<tr><td>{_text(m.series_id)}</td><td>{e(m.kernel)}</td>"
+            out.append(f"<tr><td>{_id(m.series_id)}</td><td>{e(m.kernel)}</td>"
                        f"<td>{e(m.parameter)}</td><td class=n>{m.before:.4g}</td>"
                        f"<td class=n>{m.after:.4g}</td>"
                        f"<td class=n>×{10 ** m.log10_ratio:.3g}</td></tr>")
@@ -288,6 +290,18 @@ def _img(data: bytes, alt: str) -> str:
     encoded = base64.b64encode(data).decode("ascii")
     return (f'<p><img src="data:image/png;base64,{encoded}" width="{width}" '
             f'height="{height}" alt="{html.escape(alt)}"></p>')
+
+
+def plain_id(series_id) -> str:
+    """An id in a plot's title or an image's alt text: cut and escaped as a
+    log line shows it (errors.shown_id), EMPTY_ID for an empty one."""
+    return shown_id(series_id) or EMPTY_ID
+
+
+def _id(series_id) -> str:
+    """An id whole, as HTML (see _text); an empty one as EMPTY_ID, in
+    italics: not an id's text."""
+    return _text(series_id) if str(series_id) else f"<em>{EMPTY_ID}</em>"
 
 
 def _text(text) -> str:

@@ -518,3 +518,19 @@ def test_a_run_of_null_ids_alone_says_so(tmp_path, capsys):
     text = " ".join(" ".join(parse_page(out).text).split())
     assert "every series was fitted" not in text and "None: the run has no series." in text
     assert "5 input rows with a null id: no series, not fitted" in text
+
+
+def test_an_empty_id_is_named_as_such(fitted_run, tmp_path, capsys):
+    """An empty string is an id gpfit fits like any other; the page gave its
+    card an empty heading (and its plot an empty name in the title and alt
+    text), so nothing said which series it was."""
+    from pipeline.report.build import title
+
+    params = write_params(tmp_path / "p", [params_row(""), params_row("s01")])
+    out = tmp_path / "r.html"
+    code = run(["--input", fitted_run.data, "--params", str(params), "--out", str(out),
+                "--series", "", "--random", "0", "--worst", "0"])
+    assert code == 0, capsys.readouterr().err
+    assert parse_page(out).headings == ["(empty id)"]
+    assert "<h3><em>(empty id)</em></h3>" in out.read_text(encoding="utf-8")
+    assert title(params_row("")).startswith("(empty id) · rbf · ")
