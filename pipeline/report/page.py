@@ -114,13 +114,13 @@ def render(page: Page) -> str:
     """The HTML text of the page."""
     e = html.escape
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-           f"<title>gpfit report: {e(page.params_folder)}</title>",
+           f"<title>gpfit report: {_text(page.params_folder)}</title>",
            f"<style>{_STYLE}</style>", "</head>", "<body>",
            "<h1>gpfit report</h1>",
-           f'<p class="meta">params <code>{e(page.params_folder)}</code> · input '
-           f'<code>{e(page.input_pattern)}</code> · time in {e(_units(page.time_units))} · '
+           f'<p class="meta">params <code>{_text(page.params_folder)}</code> · input '
+           f'<code>{_text(page.input_pattern)}</code> · time in {e(_units(page.time_units))} · '
            f"generated {e(page.generated)}</p>"]
-    out += [f'<p class="warn">{e(w)}</p>' for w in page.warnings]
+    out += [f'<p class="warn">{_text(w)}</p>' for w in page.warnings]
 
     out.append("<h2>Summary</h2>")
     out.append("<table><tr><th>status</th><th>series</th><th>share</th></tr>")
@@ -193,7 +193,7 @@ def render(page: Page) -> str:
         out.append(f"<h3>{_id(card.series_id)}</h3>")
         out.append(f'<p class="why">{e(", ".join(card.reasons))} · status {e(card.status)}</p>')
         if card.message:
-            out.append(f"<p>{e(card.message)}</p>")
+            out.append(f"<p>{_text(card.message)}</p>")
         if card.png:
             out.append(_img(card.png, f"series {plain_id(card.series_id)}"))
     out += ["</body>", "</html>", ""]
@@ -206,7 +206,7 @@ def _against_previous(page: Page) -> list[str]:
     e, moves = html.escape, page.moves
     cold = page.rows - page.reused - page.warm_started
     out = ["<h2>Against the previous run</h2>",
-           f'<p class="meta">previous run <code>{e(moves.previous)}</code></p>',
+           f'<p class="meta">previous run <code>{_text(moves.previous)}</code></p>',
            "<table><tr><th>series</th><th>count</th><th>share</th></tr>"]
     for label, count in (("reused (unchanged, copied)", page.reused),
                          ("fitted, warm-started from the previous parameters",
@@ -217,7 +217,7 @@ def _against_previous(page: Page) -> list[str]:
                    f"<td class=n>{_share(count, page.rows)}</td></tr>")
     out.append("</table>")
     if moves.problem:
-        return out + [f'<p class="warn">{e(moves.problem)}</p>']
+        return out + [f'<p class="warn">{_text(moves.problem)}</p>']
     capped = " (the first of them only)" if moves.capped else ""
     out.append(f'<p class="meta">How far the parameters of the {moves.compared:,} series fitted '
                f"again moved{capped}: log10(tonight / previous run), over the series ok in both "
@@ -305,10 +305,11 @@ def _id(series_id) -> str:
 
 
 def _text(text) -> str:
-    """An id (or a message quoting one) whole, as HTML: what does not print
-    (NUL, a tab, a newline, a right-to-left override) written as the log
-    lines and the plots' titles write it (errors.one_line), not raw, where
-    a browser shows it as nothing, a box or a space."""
+    """An id, a path (or a message quoting one) whole, as HTML: what does
+    not print (NUL, an escape, a tab, a newline, a right-to-left override)
+    written as the log lines and the plots' titles write it
+    (errors.one_line), not raw, where a browser shows it as nothing, a box
+    or a space."""
     return html.escape(one_line(str(text)))
 
 

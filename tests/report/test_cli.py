@@ -534,3 +534,21 @@ def test_an_empty_id_is_named_as_such(fitted_run, tmp_path, capsys):
     assert parse_page(out).headings == ["(empty id)"]
     assert "<h3><em>(empty id)</em></h3>" in out.read_text(encoding="utf-8")
     assert title(params_row("")).startswith("(empty id) · rbf · ")
+
+
+def test_a_folder_named_with_a_newline_or_an_escape_is_shown_escaped(fitted_run, tmp_path,
+                                                                     capsys):
+    """The page's title, its header and its warnings named --params raw: an
+    ANSI escape in the folder's name went into the HTML as a control
+    character, a newline showed as a space. They show it as gpfit's lines
+    write it (\\n, \\x1b), as the report's own stderr does."""
+    import shutil
+    params = tmp_path / "night\nly\x1b"
+    shutil.copytree(fitted_run.params, params)
+    (params / "_SUCCESS.json").unlink()  # a warning naming the folder, too
+    out = tmp_path / "r.html"
+    assert run(["--input", fitted_run.data, "--params", str(params), "--out", str(out),
+                "--random", "0", "--worst", "0"]) == 0, capsys.readouterr().err
+    text = out.read_text(encoding="utf-8")
+    assert "\x1b" not in text and f"{tmp_path}/night\nly" not in text
+    assert text.count(f"{tmp_path}/night\\nly\\x1b") == 3  # title, header, warning
