@@ -45,7 +45,7 @@ from pipeline.io import beam_import  # noqa: E402
 # and without the line it logs where the gcp extra is missing, which also
 # configured the root logger before gpfit does (logs.configure_logs).
 with threads.collection_paused("apache_beam"), beam_import.quietly():
-    from pipeline import builder, fitters, logs, portable, runtime
+    from pipeline import builder, fitters, logs, portable, runtime, streams
     from pipeline.io import inputs, lock, manifest, outputs
     from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,
                                     EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
@@ -80,11 +80,12 @@ class Stopped(BaseException):
 def run(argv: list[str] | None = None) -> int:
     """Runs gpfit with command-line arguments; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    streams.opened()  # a closed stdout or stderr: before anything opens a file or logs
     if "-h" in argv or "--help" in argv:
-        help_parser().print_help()
+        streams.write(help_parser().format_help().rstrip("\n"))  # `gpfit --help | head`
         return EXIT_OK
     if "--version" in argv:
-        print(f"gpfit {VERSION}")  # the release's one home: pipeline/io/fingerprint.py
+        streams.write(f"gpfit {VERSION}")  # the release's one home: pipeline/io/fingerprint.py
         return EXIT_OK
     logs.configure_logs(logs.log_level_in(argv))
     started_at, started = time.time(), time.monotonic()
@@ -206,7 +207,7 @@ def _say(line: str) -> None:
     """Prints one of gpfit's lines on stderr with what does not print in it
     (a path's or an error's newline) escaped: one line (README, "Exit
     codes")."""
-    print(one_line(line), file=sys.stderr)
+    streams.write(one_line(line), sys.stderr)
 
 
 def _warn(line: str) -> None:
@@ -336,8 +337,7 @@ def main() -> None:
     needs (docs/design.md, "Start-up")."""
     code = run()
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    streams.flushed()  # a stream that cannot be written loses its lines, not the exit code
     os._exit(code)
 
 
@@ -408,15 +408,15 @@ def _say_built(options, built: builder.Built, dry_run: bool) -> None:
 
     gp = built.gp
     if dry_run:
-        print("gpfit: dry run: the Dataflow job was built; nothing was submitted, read or "
-              "written")
+        streams.write("gpfit: dry run: the Dataflow job was built; nothing was submitted, read "
+                      "or written")
         return
     template = options.view_as(GoogleCloudOptions).template_location
     where = f" as a template, {template}" if template else ""
     marker = FileSystems.join(gp.output, outputs.SUCCESS_MARKER)
-    print(f"gpfit: the job was built{where}, and is not waited for here; when it finishes, "
-          f"it writes {marker} last ({outputs.FAILED_MARKER} instead if the fraction of series "
-          f"that failed is above {gp.max_failure_fraction:g})")
+    streams.write(f"gpfit: the job was built{where}, and is not waited for here; when it "
+                  f"finishes, it writes {marker} last ({outputs.FAILED_MARKER} instead if the "
+                  f"fraction of series that failed is above {gp.max_failure_fraction:g})")
 
 
 def _report(name, found, output: str, wall_time_s: float) -> int:
@@ -449,5 +449,5 @@ def _report(name, found, output: str, wall_time_s: float) -> int:
              f"above --max_failure_fraction {found['max_failure_fraction']:g}; see the error "
              f"column and {outputs.FAILED_MARKER} in {output}")
         return EXIT_TOO_MANY_FAILED
-    print(f"gpfit: {summary} -> {one_line(output)} ({wall_time_s:.1f} s)")
+    streams.write(f"gpfit: {summary} -> {one_line(output)} ({wall_time_s:.1f} s)")
     return EXIT_OK
