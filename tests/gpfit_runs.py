@@ -123,6 +123,27 @@ def command_in(python_path: str, *args: str, cwd: Optional[str] = None
                           cwd=cwd, timeout=600)
 
 
+def as_a_user_without_access(*args: str, cwd: Optional[str] = None
+                             ) -> subprocess.CompletedProcess:
+    """`python *args` in a fresh process that file permissions bind: as
+    root, without the capabilities that pass them over (root reads a chmod
+    000 file and writes a chmod 555 folder otherwise); skipped where that
+    cannot be had."""
+    import shutil
+
+    import pytest
+
+    prefix = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("root reads and writes any file; dropping that needs setpriv")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=repo)
+    return subprocess.run([*prefix, sys.executable, *args], env=env, capture_output=True,
+                          text=True, cwd=cwd, timeout=300, check=False)
+
+
 def write_long_parquet(folder: Path, n_series: int = 3, n_points: int = 24,
                        seed: int = 11) -> Path:
     """A small long-layout Parquet file: smooth noisy series s0, s1, ..."""

@@ -19,6 +19,7 @@ replaced by a run into it.
 """
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import re
@@ -222,6 +223,8 @@ def clear_output(output: str, files: list[str], tables: tuple[str, ...] = (PARAM
     Raises:
       OSError, BeamIOError: the storage refused (errors.storage_error says which).
     """
+    if FileSystems.get_scheme(output) is None:
+        check_writable(output, files, tables)
     markers, rest = deletion_order(files)
     for batch in (markers, rest):
         if batch:
@@ -229,6 +232,28 @@ def clear_output(output: str, files: list[str], tables: tuple[str, ...] = (PARAM
     if FileSystems.get_scheme(output) is None:
         remove_empty_folders(output)
     make_table_folders(output, tables)
+
+
+def check_writable(output: str, files: list[str], tables: tuple[str, ...] = (PARAMS_PREFIX,)
+                   ) -> None:
+    """Refuses, before anything is deleted, a local output whose folders
+    this run must write this user cannot: the output folder, those of the
+    files to delete, the tables' folders that exist. A table's folder
+    another user's run made (755) let the lock and the manifest's deletion
+    pass and refused the first shard's: exit 5 "at start", the earlier
+    run's _SUCCESS.json gone and its shards kept (docs/design.md, "Output
+    folder").
+
+    Raises:
+      OSError: EACCES, or EROFS on a read-only mount, naming the folder.
+    """
+    folders = {os.path.abspath(output)} | {os.path.dirname(os.path.abspath(p)) for p in files}
+    folders |= {path for path in (os.path.abspath(os.path.join(output, t)) for t in tables)
+                if os.path.isdir(path)}
+    for folder in sorted(folders):
+        if os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK):
+            code = errno.EROFS if os.statvfs(folder).f_flag & os.ST_RDONLY else errno.EACCES
+            raise OSError(code, os.strerror(code), folder)
 
 
 def make_table_folders(output: str, tables: tuple[str, ...] = (PARAMS_PREFIX,)) -> None:

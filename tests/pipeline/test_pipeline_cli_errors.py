@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gpfit_runs import Run, command_in, without_gcs
+from gpfit_runs import Run, as_a_user_without_access, command_in, without_gcs
 from pipeline_data import gpfit
 
 
@@ -403,24 +403,6 @@ def test_an_output_name_longer_than_the_file_system_takes_exits_2(tmp_path):
     assert not os.path.exists(tmp_path / "runs")
 
 
-def _as_a_user_without_access(*args: str):
-    """`python *args` in a fresh process that file permissions bind: as
-    root, without the capabilities that pass them over (root reads a chmod
-    000 file otherwise); skipped where that cannot be had."""
-    import shutil
-    import subprocess
-    import sys
-    prefix = []
-    if os.geteuid() == 0:
-        if not shutil.which("setpriv"):
-            pytest.skip("root reads any file; dropping that needs setpriv")
-        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=repo)
-    return subprocess.run([*prefix, sys.executable, *args], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
-
-
 @pytest.mark.parametrize("unreadable, pattern, expected", [
     # "not a Parquet file ([Errno 13] Permission denied ...); ... convert it to Parquet"
     ("days/b.parquet", "days", "{tmp}/days/b.parquet cannot be read: Permission denied; make it "
@@ -441,7 +423,7 @@ def test_input_this_user_cannot_read_exits_2(tmp_path, unreadable, pattern, expe
         _write(tmp_path / name, _good_table())
     os.chmod(tmp_path / unreadable, 0)
     try:
-        done = _as_a_user_without_access("-m", "pipeline", "--input", str(tmp_path / pattern),
+        done = as_a_user_without_access("-m", "pipeline", "--input", str(tmp_path / pattern),
                                          "--output", str(tmp_path / "out"))
     finally:
         os.chmod(tmp_path / unreadable, 0o755)
@@ -466,10 +448,10 @@ def test_a_previous_run_this_user_cannot_read_is_said_so(tmp_path, unreadable, s
     assert gpfit(input_, str(tmp_path / "night1")).code == 0
     os.chmod(tmp_path / unreadable, 0)
     try:
-        night2 = _as_a_user_without_access(
+        night2 = as_a_user_without_access(
             "-m", "pipeline", "--input", input_, "--output", str(tmp_path / "night2"),
             "--previous_output", str(tmp_path / "night1"))
-        report = _as_a_user_without_access(
+        report = as_a_user_without_access(
             "-m", "pipeline.report", "--params", str(tmp_path / "night1"), "--out",
             str(tmp_path / "r.html"))
     finally:
@@ -494,7 +476,7 @@ def test_a_folder_the_glob_does_not_reach_may_be_unreadable(tmp_path):
              str(tmp_path / "days" / "s*" / "**" / "*.parquet"),
              str(tmp_path / "days" / "s*" / "*.parquet")]
     try:
-        done = _as_a_user_without_access(
+        done = as_a_user_without_access(
             "-c", "import sys; from pipeline.io.matching import check_listable\n"
                   "for glob in sys.argv[1:]: check_listable(glob)\n"
                   "check_listable(sys.argv[1].replace('*.parquet', '**'))", *globs)
