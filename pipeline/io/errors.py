@@ -49,10 +49,16 @@ _STORAGE = {errno.ENOSPC: "no space left on the device",
             errno.EROFS: "the file system is read-only",
             errno.EACCES: "permission denied",
             errno.EPERM: "operation not permitted",
-            errno.EIO: "an I/O error"}
+            errno.EIO: "an I/O error",
+            errno.EFBIG: ("a file is larger than the file system or this process's file-size "
+                          "limit (ulimit -f) allows")}
 _ERRNO_TEXT = re.compile(r"\[Errno (\d+)\]")
-_FIX = ("free space or make it writable (or give another --output), then run again into "
-        "the same folder: its gpfit files are replaced")
+_AGAIN = "then run again into the same folder: its gpfit files are replaced"
+_FIX = f"free space or make it writable (or give another --output), {_AGAIN}"
+# A shard past a size limit (`ulimit -f`, FAT32's 4 GiB) is no full or
+# read-only disk: more shards make each smaller.
+_FIXES = {errno.EFBIG: ("raise the limit, or write more, smaller shards (--num_shards), or "
+                        f"give another --output, {_AGAIN}")}
 
 
 def one_line(text: str) -> str:
@@ -113,7 +119,7 @@ def storage_error(err: BaseException, output: str) -> Optional[UsageError]:
                           "cannot be made; give a folder path")
     if code in _STORAGE:
         return StorageError(f"cannot write the output folder {output}: {_STORAGE[code]} "
-                            f"({first_line(err)}); {_FIX}")
+                            f"({first_line(err)}); {_FIXES.get(code, _FIX)}")
     return None
 
 
@@ -125,7 +131,7 @@ def storage_line(text: str, output: str) -> Optional[str]:
         code = int(found.group(1))
         if code in _STORAGE:
             return (f"cannot write the output folder {output}: {_STORAGE[code]} "
-                    f"([Errno {code}]); {_FIX}")
+                    f"([Errno {code}]); {_FIXES.get(code, _FIX)}")
     return None
 
 
