@@ -23,6 +23,7 @@ import errno
 import os
 import posixpath
 import re
+import stat
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -337,6 +338,9 @@ def _check_local_path(output: str) -> None:
     path = os.path.abspath(output)
     if os.path.isfile(path):
         raise UsageError(f"output {output!r} is a file; --output takes a folder")
+    kind = _special_kind(path)
+    if kind:  # was "is a file, not a folder, so no folder can be made below it"
+        raise UsageError(f"output {output!r} is {kind}, not a folder; --output takes a folder")
     parent = path
     while not os.path.exists(parent):
         if os.path.islink(parent):
@@ -350,6 +354,20 @@ def _check_local_path(output: str) -> None:
     long_name = too_long(output, inside=WRITTEN_INSIDE)
     if long_name:
         raise UsageError(f"--output: {long_name}; give a shorter folder path")
+
+
+def _special_kind(path: str) -> str:
+    """What a path that is neither a file nor a folder is ("a device": --output
+    /dev/null); "" for anything else, or nothing."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return ""
+    for test, kind in ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")):
+        if test(mode):
+            return kind
+    return ""
 
 
 def _refuse_links(output: str) -> None:

@@ -562,6 +562,22 @@ def test_output_that_is_a_file_is_refused(tmp_path):
     assert run.code == 2 and "is a file; --output takes a folder" in run.stderr
 
 
+@pytest.mark.parametrize("kind", ["a named pipe (FIFO)", "a device"])
+def test_output_that_is_no_file_nor_folder_is_refused_as_what_it_is(tmp_path, kind):
+    # "/dev/null is a file, not a folder, so no folder can be made below it":
+    # the output itself, no folder on its path, and no regular file.
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    if kind == "a device":
+        output = os.devnull
+    else:
+        output = str(tmp_path / "out")
+        os.mkfifo(output)
+    run = gpfit(input_, output)
+    assert run.code == 2, run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"gpfit: error: output {output!r} is {kind}, not a folder; --output takes a folder"]
+
+
 def assert_usage_error(run, expected: str) -> None:
     assert run.code == 2, (run.stdout, run.stderr)
     lines = run.stderr.strip().splitlines()
