@@ -45,8 +45,8 @@ from pipeline.io import beam_import  # noqa: E402
 # and without the line it logs where the gcp extra is missing, which also
 # configured the root logger before gpfit does (logs.configure_logs).
 with threads.collection_paused("apache_beam"), beam_import.quietly():
-    from pipeline import builder, fitters, logs, portable, runtime, streams
-    from pipeline.io import inputs, lock, manifest, outputs
+    from pipeline import builder, fitters, logs, portable, runtime
+    from pipeline.io import inputs, lock, manifest, outputs, streams
     from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,
                                     EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
                                     first_line, last_line, lost_worker, one_line, storage_error,

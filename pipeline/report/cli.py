@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from pipeline.io import streams
 from pipeline.io.errors import UsageError, one_line
 
 USAGE = ("gpfit-report --input PATTERN --params DIR --out report.html "
@@ -57,6 +58,7 @@ def parser() -> argparse.ArgumentParser:
 def run(argv: Optional[Sequence[str]] = None) -> int:
     """Runs gpfit-report with these arguments; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    streams.opened()  # a closed stdout or stderr: before anything opens a file
     try:
         args = parser().parse_args(argv)
     except SystemExit as done:  # --help
@@ -119,7 +121,9 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def main() -> None:
-    sys.exit(run())
+    code = run()
+    streams.flushed()  # a stream that cannot be written loses its lines, not the exit code
+    sys.exit(code)
 
 
 _DEFAULT_COLUMNS = {"id_column": "series_id", "time_column": "t", "value_column": "y"}
@@ -300,7 +304,7 @@ def _refuse(err: Exception) -> int:
 def _say(message: str) -> None:
     """One line on stderr: what does not print in it (a path's newline, an
     escape) is written as Python escapes it, as gpfit's lines are."""
-    print(f"gpfit-report: {one_line(message)}", file=sys.stderr)
+    streams.write(f"gpfit-report: {one_line(message)}", sys.stderr)
 
 
 if __name__ == "__main__":

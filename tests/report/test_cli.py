@@ -2,7 +2,10 @@
 import base64
 import html.parser
 import io
+import os
 import struct
+import subprocess
+import sys
 import zlib
 
 import pyarrow.parquet as pq
@@ -552,3 +555,26 @@ def test_a_folder_named_with_a_newline_or_an_escape_is_shown_escaped(fitted_run,
     text = out.read_text(encoding="utf-8")
     assert "\x1b" not in text and f"{tmp_path}/night\nly" not in text
     assert text.count(f"{tmp_path}/night\\nly\\x1b") == 3  # title, header, warning
+
+
+@pytest.mark.parametrize("streams", ["a pipe whose reader has gone", "closed"])
+def test_the_page_is_written_whatever_the_commands_streams(fitted_run, tmp_path, streams):
+    # `gpfit-report ... 2>&1 | head -1` wrote no page, exit 1 (its first line's
+    # BrokenPipeError); with stderr closed (2>&-) the None Python gives it
+    # raised in TensorFlow's quiet import, exit 1, no page.
+    out = tmp_path / "r.html"
+    read, gone = os.pipe()
+    os.close(read)
+    close = (2,) if streams == "closed" else ()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pipeline.report", "--input", fitted_run.data, "--params",
+             fitted_run.params, "--out", str(out), "--random", "0", "--worst", "0"],
+            env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
+                os.path.dirname(os.path.abspath(__file__))))),
+            stdout=gone, stderr=subprocess.DEVNULL if close else gone,
+            preexec_fn=lambda: [os.close(fd) for fd in close], timeout=300, check=False)
+    finally:
+        os.close(gone)
+    assert done.returncode == 0
+    assert len(parse_page(out).images) == 1  # the histograms

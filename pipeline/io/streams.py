@@ -1,11 +1,12 @@
-"""gpfit's stdout and stderr where they are closed or cannot be written.
+"""The commands' stdout and stderr where they are closed or cannot be written.
 
-A scheduler or a daemon may start gpfit with a descriptor closed (`2>&-`),
-a pipe's reader may leave early (`gpfit ... 2>&1 | head -1`), and a log
-file's disk may fill. gpfit's lines are then lost, never its exit code,
-which is the run's (docs/design.md, "Exit codes"): before, the line's
-BrokenPipeError, or a sys.stderr of None, raised out of the command, which
-exited 1 or 3 ("failed unexpectedly") beside a _SUCCESS.json.
+A scheduler or a daemon may start `gpfit` or `gpfit-report` with a
+descriptor closed (`2>&-`), a pipe's reader may leave early (`gpfit ...
+2>&1 | head -1`), and a log file's disk may fill. Their lines are then
+lost, never the exit code, which is the run's (docs/design.md, "Exit
+codes"): before, the line's BrokenPipeError, or a sys.stderr of None,
+raised out of the command, which exited 1 or 3 ("failed unexpectedly")
+beside a _SUCCESS.json, and gpfit-report wrote no page.
 """
 from __future__ import annotations
 
