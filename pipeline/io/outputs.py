@@ -168,6 +168,7 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
         check_not_read_by(input_pattern, output)
     if local:
         _refuse_links(output)
+        _refuse_mounted_tables(output)
     files = [path for path in existing_files(output)
              if posixpath.basename(path) not in BROWSER_FILES]
     for path in files:
@@ -354,6 +355,26 @@ def _check_local_path(output: str) -> None:
     long_name = too_long(output, inside=WRITTEN_INSIDE)
     if long_name:
         raise UsageError(f"--output: {long_name}; give a shorter folder path")
+
+
+def _refuse_mounted_tables(output: str) -> None:
+    """Refuses a table's folder on another file system than the output
+    folder (a disk mounted at <output>/params): Beam writes each shard in
+    the output folder and renames it into the table's, which cannot cross
+    file systems (EXDEV, once every series was fitted), and the clearing's
+    rmdir of an empty mount point failed (EBUSY)."""
+    try:
+        device = os.stat(output).st_dev
+    except OSError:
+        return  # none yet: made below, on the output's file system
+    for table in TABLES:
+        path = os.path.join(output, table)
+        if os.path.isdir(path) and os.stat(path).st_dev != device:
+            raise UsageError(
+                f"output folder {output}: {path} is on another file system (a mount point) "
+                f"than the folder; gpfit writes each shard in {output} and renames it into "
+                f"{table}/, which cannot cross file systems: mount the disk at {output} "
+                "itself, or give another --output")
 
 
 def _special_kind(path: str) -> str:

@@ -232,6 +232,24 @@ def test_a_new_output_folder_on_a_read_only_file_system_exits_5(hostile_input, c
         rerun_is_clean(hostile_input, output, clean)
 
 
+@pytest.mark.parametrize("holding", ["nothing", "a .DS_Store"])
+def test_a_table_folder_on_another_file_system_is_refused_before_any_work(hostile_input,
+                                                                          tmp_path, holding):
+    """Beam writes each shard in the output folder (beam-temp-params-*/) and
+    renames it into params/: a disk mounted there was EBUSY to the clearing's
+    rmdir of an empty params/ ("failed unexpectedly", exit 3), and EXDEV to
+    the rename once every series was fitted (exit 3, Beam's "Encountered
+    exceptions in finalize_write")."""
+    output = str(tmp_path / "out")
+    with tmpfs(tmp_path / "out" / "params", "1m") as table:
+        if holding != "nothing":
+            with open(os.path.join(table, ".DS_Store"), "wb"):
+                pass
+        refused = gpfit_subprocess(hostile_input, output, *OPTIONS)
+        one_line(refused, 2, f"{output}/params", "another file system", "mount")
+        assert files_in(output) == ([] if holding == "nothing" else ["params/.DS_Store"])
+
+
 # ---- bad invocations that used to end in a traceback ---------------------------------------
 
 @pytest.mark.parametrize("case", ["below a file", "a link to nowhere", "a glob character",
