@@ -41,8 +41,8 @@ def opened() -> None:
 
 def write(line: str, stream=None) -> None:
     """Writes a line to stream (default: sys.stdout); where it cannot be
-    written, the line is dropped and so is everything written to its
-    descriptor after it (logging's lines, worker processes' that share it)."""
+    written, the line is dropped and so is everything this process writes
+    to its descriptor after it (logging's lines among them)."""
     stream = sys.stdout if stream is None else stream
     try:
         print(line, file=stream, flush=True)
