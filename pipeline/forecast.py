@@ -130,6 +130,18 @@ def posterior_table(series: Series, row: dict, plan: Plan) -> Posterior:
     return Posterior(table, no_step, coarse)
 
 
+def predictions(series: Series, row: dict, plan: Plan) -> Optional[Posterior]:
+    """posterior_table's, or None where the series' posterior cannot be
+    computed or mapped back (its ValueError), said in a warning; the job's
+    Forecast step and fit_frame both call it."""
+    try:
+        return posterior_table(series, row, plan)
+    except ValueError as err:
+        _LOG.warning("gpfit: no predictions for series %s: %s", shown_id(row["series_id"]),
+                     first_line(err))
+        return None
+
+
 @dataclasses.dataclass(frozen=True)
 class Spread:
     """The interval of a block of rows: mean -+ q * sd [k], q the normal
@@ -253,12 +265,8 @@ class Forecast(beam.DoFn):
         self._tables, self._rows = [], 0
 
     def process(self, pair):
-        series, row = pair
-        try:
-            found = posterior_table(series, row, self._plan)
-        except ValueError as err:
-            _LOG.warning("gpfit: no predictions for series %s: %s", shown_id(row["series_id"]),
-                         first_line(err))
+        found = predictions(*pair, self._plan)
+        if found is None:
             self._failed.inc()
             yield beam.pvalue.TaggedOutput(NOT_PREDICTED, 1)
             return

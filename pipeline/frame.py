@@ -29,13 +29,14 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import sys
-from typing import Optional, Sequence, Union
+from typing import Any, NamedTuple, Optional, Sequence, Union
 
+import numpy as np
 import pyarrow as pa
 
 from gpcore.config import AUTO, THOROUGH, FitConfig, search_settings
-from pipeline import fitters
-from pipeline.io import conversion, fingerprint, inputs
+from pipeline import fitters, frame_tables
+from pipeline.io import conversion, fingerprint, inputs, scales
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.schema import OUTPUT_SCHEMA
 from pipeline.options import MAX_ROWS, check_max_rows, check_restarts
@@ -47,8 +48,12 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
               restarts: Optional[int] = None, min_points: int = 3,
               max_points: Optional[int] = None, batch_size: Optional[int] = None,
               max_rows: int = MAX_ROWS, cores: int = 1,
-              search: str = THOROUGH):
-    """Fits every series of `data`; one output row per series.
+              search: str = THOROUGH, transform: str = scales.NONE, holdout: int = 0,
+              predict_horizon: float = 0.0, predict_points: int = 0, predict_steps: int = 0,
+              predict_levels: Union[str, float, Sequence[float]] = "95",
+              predict_observed: bool = False):
+    """Fits every series of `data`; one output row per series, and with
+    predictions asked for the command's predictions too.
 
     Args:
       data: a pandas DataFrame, or a pyarrow Table or RecordBatch, with the
@@ -63,19 +68,29 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
         and their sums, which fit long series in O(n)).
       cores: cores this process may use, the first time it fits: as many
         fitters side by side (later calls keep the first setting).
+      transform, holdout, predict_horizon, predict_points, predict_steps,
+      predict_levels, predict_observed: as the command's options of the
+        same names; predict_levels may be a comma-separated string, a
+        number or a sequence of numbers.
 
     Returns:
       The type given (pandas DataFrame, or pyarrow Table for Arrow input)
       with the output schema's columns (pipeline.io.schema.OUTPUT_SCHEMA),
-      one row per distinct non-null id, sorted by series_id.
+      one row per distinct non-null id, sorted by series_id. Where
+      predictions are asked for (predict_points, predict_steps,
+      predict_observed or holdout), Tables(params, predictions): those rows
+      and what the command writes to <output>/predictions/ (its schema:
+      predictions_schema()), sorted by series_id, each series' rows in the
+      command's order.
 
     Raises:
       InputError: a column missing or of a type that cannot be fitted, or
         one column named for two roles.
       ValueError: options FitConfig refuses (an unknown kernel, restarts < 1,
         a search not in SEARCHES), candidates without kernel "auto", or
-        max_rows below the max_points in force (as the command's), a
-        count that is not a whole number, or cores < 1.
+        max_rows below the max_points in force, a transform not in
+        TRANSFORMS, forecast options the command refuses (as the
+        command's), a count that is not a whole number, or cores < 1.
       RuntimeError: a process forked after this one fitted (TensorFlow
         does not survive fork: start workers with 'spawn').
     """
@@ -86,12 +101,18 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
     columns = inputs.Columns(str(id_column), str(time_column), str(value_column))
     columns.check_distinct(option="{}=")
     table, pandas = _as_table(data, columns)
-    inputs.check_schema("the table", table.schema, columns, option="{}=")
+    _, time_units = inputs.check_schema("the table", table.schema, columns, option="{}=")
     config = fit_config(kernel, candidates, restarts, min_points, max_points, batch_size,
                         search)
     check_max_rows(max_rows, max_points, config, option="{}=")
     check_restarts(config, option="{}=")
-    key = fingerprint.options_key(config)
+    asked = frame_tables.asked(transform, _whole("holdout", holdout),
+                               _number("predict_horizon", predict_horizon),
+                               _whole("predict_points", predict_points),
+                               _whole("predict_steps", predict_steps), predict_levels,
+                               _flag("predict_observed", predict_observed),
+                               dates=time_units == inputs.DAYS)
+    key = fingerprint.options_key(config, asked.transform, asked.holdout)
     table = table.select([columns.id, columns.time, columns.value])
     _, chunks = conversion.split(table, columns)
     rows, ready = [], []
@@ -102,17 +123,37 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
             problem = conversion.too_many_rows(points, max_rows, flag="max_rows")
         if problem:
             rows.append(conversion.skipped_row(series_id, config.kernel_name, problem, key))
-        else:
-            ready.append(conversion.merge(series_id, parts))
+            continue
+        found = frame_tables.on_fitted_scale(asked, config, key,
+                                             conversion.merge(series_id, parts))
+        (rows if isinstance(found, dict) else ready).append(found)
+    fitted = []
     if ready:
         slot = fitters.cached(config, cores)
+        given = frame_tables.fitted_parts(asked, ready)
         with slot.lock:
-            results = slot.fitter.fit(ready)
+            results = slot.fitter.fit(given)
             slot.calls += 1
-        rows += [conversion.fitted_row(r, s, key) for r, s in zip(results, ready)]
+        fitted = frame_tables.scored(asked, ready, [conversion.fitted_row(r, s, key)
+                                                    for r, s in zip(results, ready)])
+        rows += [row for _, row in fitted]
     rows.sort(key=lambda row: row["series_id"])
-    out = conversion.output_table(rows)
-    return _as_pandas(out) if pandas else out
+    out = _as_given(conversion.output_table(rows), pandas)
+    if not asked.predicts:
+        return out
+    return Tables(out, _as_given(frame_tables.predictions(asked, fitted), pandas))
+
+
+class Tables(NamedTuple):
+    """fit_frame's result where predictions are asked for: the two tables
+    the command writes, <output>/params/ and <output>/predictions/."""
+
+    params: Any
+    predictions: Any
+
+
+def _as_given(table: pa.Table, pandas: bool):
+    return _as_pandas(table) if pandas else table
 
 
 def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] = None,
@@ -147,6 +188,20 @@ def _whole(name: str, value, optional: bool = False) -> Optional[int]:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name}= must be a whole number; got {value!r}")
     return int(value)
+
+
+def _number(name: str, value) -> float:
+    """value as a float, or ValueError naming the keyword (the flag parses as float)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name}= must be a number; got {value!r}")
+    return float(value)
+
+
+def _flag(name: str, value) -> bool:
+    """value as a bool, or ValueError naming the keyword: "false" would be true."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}= must be True or False; got {value!r}")
+    return bool(value)
 
 
 def _as_table(data, columns: inputs.Columns) -> tuple[pa.Table, bool]:
@@ -242,14 +297,27 @@ def output_schema() -> pa.Schema:
     return OUTPUT_SCHEMA
 
 
-def spark_schema() -> str:
-    """The output schema as a Spark DDL string, for applyInPandas' schema
-    argument (no pyspark needed to build it)."""
+def predictions_schema(dates: bool = False,
+                       predict_levels: Union[str, float, Sequence[float]] = "95") -> pa.Schema:
+    """The schema of fit_frame's predictions (Tables.predictions) for t of
+    dates or timestamps (`dates`) or numbers, and predict_levels as
+    fit_frame takes them: what a Dask partition's to_parquet or Spark's
+    schema (spark_schema) needs."""
+    return frame_tables.schema(frame_tables.asked(scales.NONE, 0, 0.0, 0, 0, predict_levels,
+                                                  False, dates=bool(dates)))
+
+
+def spark_schema(schema: Optional[pa.Schema] = None) -> str:
+    """A schema (default: the output schema; or predictions_schema()'s) as
+    a Spark DDL string, for applyInPandas' schema argument (no pyspark
+    needed to build it)."""
     def ddl(type_: pa.DataType) -> str:
         if pa.types.is_list(type_):
             return f"array<{ddl(type_.value_type)}>"
         if pa.types.is_struct(type_):
             return "struct<" + ",".join(f"{f.name}:{ddl(f.type)}" for f in type_) + ">"
+        if pa.types.is_timestamp(type_):  # predictions' t of dates: UTC, as Spark keeps it
+            return "timestamp"
         return {pa.string(): "string", pa.int64(): "bigint", pa.float64(): "double",
                 pa.bool_(): "boolean"}[type_]
-    return ", ".join(f"{field.name} {ddl(field.type)}" for field in OUTPUT_SCHEMA)
+    return ", ".join(f"{field.name} {ddl(field.type)}" for field in schema or OUTPUT_SCHEMA)

@@ -268,51 +268,78 @@ MAX_PREDICT_POINTS = 100_000
 
 
 def _check_forecast(gp: GPFitOptions) -> None:
-    if gp.predict_steps and (gp.predict_horizon or gp.predict_points):
-        raise UsageError("give either --predict_steps K (steps of each series' own spacing) or "
-                         "--predict_horizon H --predict_points K (one grid for all), not both")
-    if not 0 <= gp.predict_steps <= MAX_PREDICT_POINTS:
-        raise UsageError(f"--predict_steps must be between 0 and {MAX_PREDICT_POINTS}; "
-                         f"got {gp.predict_steps}")
-    if not 0 <= gp.holdout <= MAX_PREDICT_POINTS:
-        raise UsageError(f"--holdout must be between 0 and {MAX_PREDICT_POINTS} points; "
-                         f"got {gp.holdout}")
-    levels(gp)
-    if not (math.isfinite(gp.predict_horizon) and gp.predict_horizon >= 0):
-        raise UsageError(f"--predict_horizon must be >= 0 (units of t); got {gp.predict_horizon:g}")
-    if not 0 <= gp.predict_points <= MAX_PREDICT_POINTS:
-        raise UsageError(f"--predict_points must be between 0 and {MAX_PREDICT_POINTS}; "
-                         f"got {gp.predict_points}")
-    if (gp.predict_horizon > 0) != (gp.predict_points > 0):
-        raise UsageError("forecasts need both --predict_horizon H (> 0, units of t) and "
-                         f"--predict_points K (> 0); got H={gp.predict_horizon:g}, "
-                         f"K={gp.predict_points}")
+    check_forecast(gp.predict_horizon, gp.predict_points, gp.predict_steps, gp.holdout,
+                   gp.predict_levels)
+
+
+def check_forecast(horizon: float, points: int, steps: int, holdout: int, levels_text: str,
+                   option: str = "--{}") -> tuple[float, ...]:
+    """Checks the forecast and backtest options (--predict_horizon,
+    --predict_points, --predict_steps, --holdout, --predict_levels) as the
+    command and fit_frame take them; returns the levels (parse_levels).
+    `option` spells the names ("{}=" for fit_frame's keywords).
+
+    Raises:
+      UsageError: a horizon without points or points without a horizon,
+        steps with either, a count out of range, bad levels.
+    """
+    name = option.format
+    given = (lambda flag, value: f"{name(flag)}{value}") if option.endswith("=") else (
+        lambda flag, value: f"{name(flag)} {value}")
+    if steps and (horizon or points):
+        raise UsageError(f"give either {given('predict_steps', 'K')} (steps of each series' own "
+                         f"spacing) or {given('predict_horizon', 'H')} "
+                         f"{given('predict_points', 'K')} (one grid for all), not both")
+    if not 0 <= steps <= MAX_PREDICT_POINTS:
+        raise UsageError(f"{name('predict_steps')} must be between 0 and {MAX_PREDICT_POINTS}; "
+                         f"got {steps}")
+    if not 0 <= holdout <= MAX_PREDICT_POINTS:
+        raise UsageError(f"{name('holdout')} must be between 0 and {MAX_PREDICT_POINTS} points; "
+                         f"got {holdout}")
+    found = parse_levels(levels_text, option)
+    if not (math.isfinite(horizon) and horizon >= 0):
+        raise UsageError(f"{name('predict_horizon')} must be >= 0 (units of t); got {horizon:g}")
+    if not 0 <= points <= MAX_PREDICT_POINTS:
+        raise UsageError(f"{name('predict_points')} must be between 0 and {MAX_PREDICT_POINTS}; "
+                         f"got {points}")
+    if (horizon > 0) != (points > 0):
+        raise UsageError(f"forecasts need both {given('predict_horizon', 'H')} (> 0, units of t) "
+                         f"and {given('predict_points', 'K')} (> 0); got H={horizon:g}, "
+                         f"K={points}")
+    return found
 
 
 def levels(gp: GPFitOptions) -> tuple[float, ...]:
-    """--predict_levels as percents, sorted, each in (0, 100).
+    """--predict_levels as percents (parse_levels)."""
+    return parse_levels(gp.predict_levels)
+
+
+def parse_levels(text, option: str = "--{}") -> tuple[float, ...]:
+    """Interval levels, comma-separated, as percents, sorted, each in (0,
+    100); `option` spells the name as check_forecast's.
 
     Raises:
       UsageError: not a comma-separated list of such numbers.
     """
-    text = str(gp.predict_levels)
+    text, name = str(text), option.format("predict_levels")
     try:
         found = tuple(sorted({float(part) for part in text.split(",")}))
     except ValueError:
         found = ()
     if not found or not all(0 < level < 100 for level in found):
-        raise UsageError(f"--predict_levels must be percents between 0 and 100 separated by "
+        raise UsageError(f"{name} must be percents between 0 and 100 separated by "
                          f"commas, e.g. 80,95; got {text!r}")
+    shown = f"{name}{{}}" if name.endswith("=") else f"{name} {{}}"
     if level_name(found[-1]) == level_name(100):
         # Its columns read as a 100 % interval, which the rule above refuses.
-        raise UsageError(f"--predict_levels {found[-1]:.10g} names the columns lower_100, "
+        raise UsageError(f"{shown.format(f'{found[-1]:.10g}')} names the columns lower_100, "
                          "upper_100 (six significant digits), as if a 100 % interval; give "
                          "99.9999 or less")
     # Two levels of one column name wrote a predictions file with duplicate
     # columns, which pandas and pyarrow.dataset refuse to read.
     for lower, upper in zip(found, found[1:]):
         if level_name(lower) == level_name(upper):
-            raise UsageError(f"--predict_levels {lower:.10g} and {upper:.10g} name the same "
+            raise UsageError(f"{shown.format(f'{lower:.10g}')} and {upper:.10g} name the same "
                              f"columns lower_{level_name(lower)}, upper_{level_name(lower)}; "
                              "give levels that differ in their first six significant digits")
     return found
