@@ -8,6 +8,8 @@ are imported once the fitter is built, which loads it quietly.
 """
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from typing import Union
 
 import pyarrow as pa
@@ -16,10 +18,12 @@ from gpcore import FitConfig, Series
 from gpcore.result import OK
 from pipeline.builder import Nightly
 from pipeline.fitted_scale import on_fitted_scale as _on_fitted_scale
-from pipeline.io import scales
+from pipeline.io import manifest, scales
 from pipeline.io.errors import UsageError
 from pipeline.io.schema import predictions_schema
 from pipeline.options import check_forecast
+
+_LOG = logging.getLogger(__name__)
 
 
 def asked(transform: str, holdout: int, horizon: float, points: int, steps: int, levels,
@@ -78,8 +82,15 @@ def predictions(nightly: Nightly, fitted: list[tuple[Series, dict]]) -> pa.Table
     from pipeline import forecast
 
     found = [forecast.predictions(series, row, nightly.plan) for series, row in ok]
-    return pa.concat_tables([schema(nightly).empty_table()]
-                            + [p.table for p in found if p is not None])
+    made = [p for p in found if p is not None]
+    # The command says these after its run, from the manifest's counts: a
+    # series without forecast rows is otherwise silent (docs/design.md,
+    # "DataFrame API").
+    for line in manifest.prediction_warnings(
+            dict(Counter(p.no_step for p in made if p.no_step)), len(found) - len(made),
+            sum(p.coarse for p in made), option="{}=", counted=False):
+        _LOG.warning("gpfit: %s", line)
+    return pa.concat_tables([schema(nightly).empty_table()] + [p.table for p in made])
 
 
 def schema(nightly: Nightly) -> pa.Schema:

@@ -277,26 +277,41 @@ def warnings(manifest: dict) -> list[str]:
     a fitted period. Said after the job, from its counts: the job's own
     log lines are not shown by every launcher (docs/design.md, "Contracts")."""
     predictions = manifest.get("predictions") or {}
+    return prediction_warnings(predictions.get("no_step") or {},
+                               predictions.get("not_predicted") or 0,
+                               predictions.get("coarse_grid") or 0)
+
+
+def prediction_warnings(no_step: dict, not_predicted: int, coarse: int,
+                        option: str = "--{}", counted: bool = True) -> list[str]:
+    """warnings' lines from the counts: no_step {reason: series},
+    not_predicted and coarse series; `option` spells the options ("{}="
+    for fit_frame's keywords); `counted`: the manifest counts them (there
+    is none of fit_frame's)."""
+    name = option.format
+    given = (lambda flag, value: f"{name(flag)}{value}") if option.endswith("=") \
+        else (lambda flag, value: f"{name(flag)} {value}")
+    where = (lambda count: f" (predictions.{count} in the manifest)") if counted \
+        else (lambda count: "")
     found = []
-    no_step = predictions.get("no_step") or {}
     if no_step:
         why = "; ".join(f"{count} {reason}" for reason, count in sorted(no_step.items()))
-        found.append(f"{sum(no_step.values())} ok series got no forecast rows ({why}; "
-                     "predictions.no_step in the manifest); see README.md, \"Where the "
-                     "forecast goes\": under --predict_steps a series needs a regular spacing, "
-                     "--predict_horizon H --predict_points K gives every series one grid")
-    lost = predictions.get("not_predicted")
-    if lost:
-        found.append(f"{lost} ok series got no predictions: their posterior could not be "
-                     "computed from their parameters, or under --transform passed float64's "
-                     "largest on y's scale (predictions.not_predicted in the manifest); the "
-                     "job's log names each series and why")
-    coarse = predictions.get("coarse_grid")
+        manifest = "; predictions.no_step in the manifest" if counted else ""
+        found.append(f"{sum(no_step.values())} ok series got no forecast rows ({why}{manifest}); "
+                     f"see README.md, \"Where the forecast goes\": under {name('predict_steps')} "
+                     f"a series needs a regular spacing, {given('predict_horizon', 'H')} "
+                     f"{given('predict_points', 'K')} gives every series one grid")
+    if not_predicted:
+        log = "the job's log" if counted else "the log"
+        found.append(f"{not_predicted} ok series got no predictions: their posterior could not "
+                     f"be computed from their parameters, or under {name('transform')} passed "
+                     f"float64's largest on y's scale{where('not_predicted')}; {log} names each "
+                     "series and why")
     if coarse:
         found.append(f"{coarse} series have a forecast spacing coarser than a quarter of a "
-                     "fitted period, so their forecasts cannot show that cycle "
-                     "(predictions.coarse_grid in the manifest); use a finer grid: "
-                     "--predict_steps, or more --predict_points")
+                     f"fitted period, so their forecasts cannot show that cycle"
+                     f"{where('coarse_grid')}; use a finer grid: {name('predict_steps')}, or "
+                     f"more {name('predict_points')}")
     return found
 
 

@@ -107,6 +107,33 @@ def test_the_empty_results_are_dasks_meta_and_the_spark_schema_has_the_timestamp
     assert "lower_80 double" in ddl and "upper_95 double" in ddl
 
 
+def test_series_without_forecast_rows_or_with_a_coarse_grid_are_warned_of(caplog):
+    """The command warns after its run, from the manifest's counts, of ok
+    series that got no forecast rows and of grids coarser than a quarter
+    of a fitted period; fit_frame had left those series out silently. It
+    logs the command's lines, spelled as keywords."""
+    t = np.arange(40.0)
+    irregular = np.cumsum(np.r_[0.0, np.tile([0.2, 1.0, 3.0], 13)])
+    frame = pd.DataFrame({"series_id": np.repeat(["irregular", "regular"], 40),
+                          "t": np.r_[irregular, t],
+                          "y": np.sin(2 * np.pi * np.r_[irregular, t] / 8) + 2})
+    with caplog.at_level("WARNING"):
+        got = gpfit.fit_frame(frame, kernel="periodic", predict_steps=2)
+    assert set(got.predictions["series_id"]) == {"regular"}
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert said == ["gpfit: 1 ok series got no forecast rows (1 too irregular to have a step); "
+                    "see README.md, \"Where the forecast goes\": under predict_steps= a series "
+                    "needs a regular spacing, predict_horizon=H predict_points=K gives every "
+                    "series one grid"], said
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        gpfit.fit_frame(frame, kernel="periodic", predict_horizon=16, predict_points=2)
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert said == ["gpfit: 2 series have a forecast spacing coarser than a quarter of a fitted "
+                    "period, so their forecasts cannot show that cycle; use a finer grid: "
+                    "predict_steps=, or more predict_points="], said
+
+
 def _without(row: dict, names) -> dict:
     return {k: v for k, v in row.items() if k not in names}
 
