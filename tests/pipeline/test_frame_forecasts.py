@@ -107,6 +107,32 @@ def test_the_empty_results_are_dasks_meta_and_the_spark_schema_has_the_timestamp
     assert "lower_80 double" in ddl and "upper_95 double" in ddl
 
 
+def _predictions(part: pd.DataFrame) -> pd.DataFrame:
+    return gpfit.fit_frame(part, **KEYWORDS).predictions
+
+
+def test_dasks_partitions_write_the_commands_predictions_with_their_schema(command, tmp_path):
+    """The recipe for the second table: a partition's predictions, meta
+    those of no rows, written with gpfit.predictions_schema()."""
+    dd = pytest.importorskip("dask.dataframe")
+    import dask
+    import pyarrow.dataset as ds
+
+    table, _, want = command
+    frame = table.to_pandas()
+    schema = gpfit.predictions_schema(dates=True, predict_levels=KEYWORDS["predict_levels"])
+    ddf = dd.from_pandas(frame, npartitions=1).shuffle(on="series_id", npartitions=2)
+    got = ddf.map_partitions(_predictions, meta=_predictions(frame.head(0)))
+    with dask.config.set(scheduler="synchronous"):
+        got.to_parquet(str(tmp_path / "predictions"), schema=schema, write_index=False)
+    written = ds.dataset(str(tmp_path / "predictions"), format="parquet").to_table()
+    assert written.schema.remove_metadata().equals(schema.remove_metadata())
+    order = {"forecast": 0, "observed": 1, "holdout": 2}
+    _assert_same_predictions(
+        sorted(written.to_pylist(), key=lambda r: (r["series_id"], order[r["kind"]], r["t"])),
+        want)
+
+
 def test_series_without_forecast_rows_or_with_a_coarse_grid_are_warned_of(caplog):
     """The command warns after its run, from the manifest's counts, of ok
     series that got no forecast rows and of grids coarser than a quarter
