@@ -71,7 +71,7 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
       transform, holdout, predict_horizon, predict_points, predict_steps,
       predict_levels, predict_observed: as the command's options of the
         same names; predict_levels may be a comma-separated string, a
-        number or a sequence of numbers.
+        number or numbers (a list, a numpy array, a pandas Series).
 
     Returns:
       The type given (pandas DataFrame, or pyarrow Table for Arrow input)

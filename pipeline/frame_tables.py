@@ -9,6 +9,7 @@ are imported once the fitter is built, which loads it quietly.
 from __future__ import annotations
 
 import logging
+import numbers
 from collections import Counter
 from typing import Union
 
@@ -39,12 +40,20 @@ def asked(transform: str, holdout: int, horizon: float, points: int, steps: int,
     if transform not in scales.TRANSFORMS:
         raise UsageError(f"transform= must be one of {', '.join(scales.TRANSFORMS)}; "
                          f"got {transform!r}")
-    if not isinstance(levels, str):
-        levels = ",".join(str(level) for level in (
-            levels if isinstance(levels, (list, tuple)) else [levels]))
-    found = check_forecast(horizon, points, steps, holdout, levels, option="{}=")
+    found = check_forecast(horizon, points, steps, holdout, _levels_text(levels), option="{}=")
     return Nightly(horizon=horizon, points=points, observed=observed, dates=dates, steps=steps,
                    levels=found, transform=transform, holdout=holdout)
+
+
+def _levels_text(levels) -> str:
+    """predict_levels as the flag's text: a number, or any iterable of them
+    (a list, a numpy array, a pandas Series), comma-separated."""
+    if isinstance(levels, (str, numbers.Real)):
+        return str(levels)
+    try:
+        return ",".join(str(level) for level in levels)
+    except TypeError:  # not iterable: refused by check_forecast, shown as given
+        return str(levels)
 
 
 def on_fitted_scale(nightly: Nightly, config: FitConfig, key: bytes,

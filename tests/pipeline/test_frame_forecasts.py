@@ -223,6 +223,17 @@ def test_bad_forecast_options_are_refused_with_the_commands_words(flags, keyword
     assert str(err.value) == keyword
 
 
+@pytest.mark.parametrize("levels", ["95,80", 80.0, [95, 80], np.array([80, 95]),
+                                    pd.Series([80.0, 95.0]), {95, 80}])
+def test_levels_are_taken_as_text_a_number_or_any_collection_of_numbers(levels):
+    """A numpy array or a pandas Series of levels (a notebook's) was read as
+    its printed text ('[80 95]') and refused; only lists and tuples were taken."""
+    got = gpfit.fit_frame(_small_frame(), predict_observed=True, predict_levels=levels)
+    bounds = [c for c in got.predictions.columns if c.startswith(("lower", "upper"))]
+    want = ["lower_80", "upper_80"] + ([] if isinstance(levels, float) else ["lower_95", "upper_95"])
+    assert bounds == want
+
+
 @pytest.mark.parametrize("keywords, words", [
     (dict(transform="sqrt"), "transform= must be one of none, log, log1p; got 'sqrt'"),
     (dict(predict_observed="false"), "predict_observed= must be True or False; got 'false'"),
