@@ -160,6 +160,25 @@ def test_series_without_forecast_rows_or_with_a_coarse_grid_are_warned_of(caplog
                     "predict_steps=, or more predict_points="], said
 
 
+def test_a_series_whose_forecast_passes_float64_on_ys_scale_is_named_and_counted(caplog):
+    """As the command (test_forecast_interface.py): a series growing by
+    e^17.5 a step is fitted on the log scale, its forecast mapped back is
+    inf; it gets no predictions, a warning naming it, and the count."""
+    t = np.arange(40.0)
+    frame = pd.DataFrame({"series_id": np.repeat(["growing", "plain"], 40),
+                          "t": np.tile(t, 2),
+                          "y": np.r_[np.exp(17.5 * t), 50 + 10 * np.sin(t)]})
+    with caplog.at_level("WARNING"):
+        got = gpfit.fit_frame(frame, transform="log", predict_steps=5)
+    assert set(got.params["status"]) == {"ok"}
+    assert set(got.predictions["series_id"]) == {"plain"}
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(said) == 2, said
+    assert "series growing" in said[0] and "is inf on y's scale" in said[0]
+    assert said[1].startswith("gpfit: 1 ok series got no predictions") and \
+        "under transform= passed float64's largest" in said[1]
+
+
 def _without(row: dict, names) -> dict:
     return {k: v for k, v in row.items() if k not in names}
 
