@@ -13,7 +13,11 @@ has exactly the rows and columns the command writes to <output>/params/
 conversions are the pipeline's own (pipeline/io/conversion.py): dates and
 timestamps become days since 1970-01-01 UTC, ids strings, points sorted,
 rows fingerprinted, so a series gives the command's parameters (recipes and
-the measured agreement: docs/design.md, "DataFrame API").
+the measured agreement: docs/design.md, "DataFrame API"). The command's
+--transform, --holdout and forecast options are keywords of the same names,
+run by the job's own steps (pipeline/frame_tables.py); with predictions
+asked for, the result is Tables(params, predictions), the command's two
+tables.
 
 A process keeps one fitter per configuration (pipeline/fitters.py), built at
 its first call (seconds: TensorFlow variables, a traced function) and reused
