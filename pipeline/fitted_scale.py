@@ -38,5 +38,7 @@ class ToFittedScale(beam.DoFn):
 
     def process(self, series: Series):
         found = on_fitted_scale(self._name, self._kernel, self._key, series)
-        yield beam.pvalue.TaggedOutput(UNTRANSFORMABLE, found) if isinstance(found, dict) \
-            else found
+        if isinstance(found, dict):
+            yield beam.pvalue.TaggedOutput(UNTRANSFORMABLE, found)
+        else:
+            yield found
