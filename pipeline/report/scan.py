@@ -17,6 +17,12 @@ from pipeline.report import params as params_io
 from pipeline.report.sample import Sampler
 from pipeline.report.summary import Tally
 
+# Plots a page holds at most (--random + --worst): each is about 26 KB of
+# the page and 0.3 s of drawing, so 1,000 are a 26 MB page in about five
+# minutes; --random 1000000000 plotted every series of the run, hours and
+# gigabytes for a 50,000-series run, held in memory until written.
+MAX_PLOTS = 1000
+
 
 @dataclasses.dataclass(frozen=True)
 class ReportOptions:
@@ -49,12 +55,13 @@ def scan(options: ReportOptions,
 
     Raises:
       UsageError (incl. InputError): the input or the params cannot be used,
-        a --series is not in the params, or --random, --worst or --seed is
-        negative.
+        a --series is not in the params, --random, --worst or --seed is
+        negative, or --random and --worst ask for more than MAX_PLOTS plots.
     """
     if options.random < 0 or options.worst < 0:
         raise UsageError(f"--random and --worst must be >= 0; got {options.random} "
                          f"and {options.worst}")
+    _check_plots(options.random, options.worst)
     if options.seed < 0:  # as numpy's generators, which drew the sample before
         raise UsageError(f"--seed must be >= 0; got {options.seed}")
     spec = inspect(options.input, options.columns)
@@ -70,3 +77,16 @@ def scan(options: ReportOptions,
         raise UsageError(f"--series {shown} not in the params in {options.params} "
                          f"({tally.rows:,} series); check the id and the --params folder")
     return Scan(options, spec, run, tally, sampler)
+
+
+def _check_plots(random: int, worst: int) -> None:
+    """Refuses --random and --worst (each >= 0) past MAX_PLOTS together,
+    naming the larger and how far to lower it."""
+    if random + worst <= MAX_PLOTS:
+        return
+    flag, given, other = ("--random", random, worst) if random >= worst else (
+        "--worst", worst, random)
+    raise UsageError(f"{flag} {given} asks for more plots than a page holds: --random and "
+                     f"--worst together at most {MAX_PLOTS:,} (each plot is about 26 KB of the "
+                     f"page and 0.3 s to draw); give {flag} {max(MAX_PLOTS - other, 0)} or "
+                     "fewer, or --series ID for the series you want to see")

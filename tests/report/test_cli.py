@@ -203,6 +203,13 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
      "longer than the file system takes (255 bytes); give a shorter one"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--random", "-1"], "must be >= 0"),
+    # Plotted every series of the run: hours and gigabytes on a large one.
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
+                   "--random", "1000000000"], "--random 1000000000 asks for more plots than a "
+     "page holds: --random and --worst together at most 1,000 (each plot is about 26 KB of "
+     "the page and 0.3 s to draw); give --random 997 or fewer"),
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
+                   "--random", "600", "--worst", "700"], "give --worst 400 or fewer"),
     # numpy's generator refused it after the params were read: a traceback, exit 1.
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--seed", "-5"], "--seed must be >= 0; got -5"),
