@@ -21,6 +21,10 @@ SPREAD_RANGE = (1e-150, 1e150)
 # fitter extends with the kernels that fit it in O(n).
 OVER_MAX_POINTS = "finite points is more than max_points"
 
+# The first words of the reason of a series whose values' spread is out of
+# SPREAD_RANGE (clean): the pipeline says which scale under a --transform.
+SPREAD_OUTSIDE = "the values' standard deviation"
+
 # What to do with times or values that are not numbers (`numbers`).
 TIME_ADVICE = "convert times to numbers, e.g. days since an epoch"
 VALUE_ADVICE = "give numeric values; NaN marks a missing one"
@@ -131,12 +135,12 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
         biggest = float(np.max(np.abs(y)))
         spread = float(np.std(y / biggest)) * biggest if biggest > 0 else 0.0
     if spread != 0.0 and not (SPREAD_RANGE[0] <= spread <= SPREAD_RANGE[1]):
-        return None, n, (f"the values' standard deviation {spread:.3g} (largest |y| "
+        return None, n, (f"{SPREAD_OUTSIDE} {spread:.3g} (largest |y| "
                          f"{biggest:.3g}) is outside [{SPREAD_RANGE[0]:g}, {SPREAD_RANGE[1]:g}], "
                          "where their variance would overflow or underflow; rescale the "
                          "series, or give NaN where a value is a code for a missing one")
     if np.ptp(y) == 0.0:
-        return None, n, f"all {n} values are equal ({y[0]:g}); nothing to fit"
+        return None, n, equal_values(n, float(y[0]))
     # Last: a series no kernel can fit at any max_points says so above,
     # rather than to raise max_points or change kernel.
     if n > max_points:
@@ -148,6 +152,11 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
     # Stable sort keeps repeated timestamps in input order (deterministic).
     order = np.argsort(t, kind="stable")
     return CleanSeries(series.series_id, t[order], y[order], warm_start), n, None
+
+
+def equal_values(n: int, value: float) -> str:
+    """The reason of a series whose n finite values all equal `value`."""
+    return f"all {n} values are equal ({value:g}); nothing to fit"
 
 
 def _equal_times(t: float) -> str:

@@ -339,7 +339,8 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
                                                 fingerprint_key=key,
                                                 holdout=backtest.Holdout(
                                                     nightly.holdout, nightly.transform)
-                                                if nightly.holdout else None)
+                                                if nightly.holdout else None,
+                                                transform=nightly.transform)
     rows = (
         (fitted.rows, *unfittable, *reused_rows)
         | "AllRows" >> beam.Flatten()

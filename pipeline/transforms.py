@@ -36,7 +36,8 @@ from gpcore.batching import finite_points  # noqa: E402
 from pipeline import metrics  # noqa: E402
 from pipeline.progress import Progress, start_heartbeat  # noqa: E402
 from pipeline.handler import FitterHandler  # noqa: E402
-from pipeline.io import conversion, fingerprint  # noqa: E402
+from pipeline.fitted_scale import said_in_y  # noqa: E402
+from pipeline.io import conversion, fingerprint, scales  # noqa: E402
 from pipeline.io.errors import first_line  # noqa: E402
 from pipeline.io.schema import completed  # noqa: E402
 
@@ -65,9 +66,11 @@ class FitSeries(beam.PTransform):
 
     def __init__(self, config: FitConfig, processes_per_machine: Optional[int],
                  seconds_per_call: float, keep_series: bool = False,
-                 fingerprint_key: Optional[bytes] = None, holdout=None):
+                 fingerprint_key: Optional[bytes] = None, holdout=None,
+                 transform: str = scales.NONE):
         super().__init__()
         self._config = config
+        self._transform = transform
         self._processes = processes_per_machine
         self._batching = Batching(config, seconds_per_call)
         self._keep_series = keep_series
@@ -84,7 +87,8 @@ class FitSeries(beam.PTransform):
                 | "FitBatches" >> beam.ParDo(FitDoFn(
                     FitterHandler(self._config, self._processes), self._processes,
                     keep_series=self._keep_series,
-                    fingerprint_key=self._key, holdout=self._holdout),
+                    fingerprint_key=self._key, holdout=self._holdout,
+                    transform=self._transform),
                     total=beam.pvalue.AsSingleton(total))
                 .with_outputs(FIT_STATS, FITTED, main="rows"))
 
@@ -168,6 +172,8 @@ class FitDoFn(beam.DoFn):
     uses it under a lock. Besides the rows, each batch puts out a FitStats
     on FIT_STATS (the figures of its metrics, for the manifest), and with
     keep_series each "ok" row with its Series on FITTED.
+    Under a --transform (`transform`) the series come on its scale; a skip
+    reason that quotes their values is said in y's (fitted_scale.said_in_y).
     With a holdout (pipeline.backtest.Holdout) the fitter sees each series
     without its held-out points, and the rows get the backtest's scores;
     the fingerprint and FITTED keep the whole series.
@@ -180,8 +186,10 @@ class FitDoFn(beam.DoFn):
     def __init__(self, handler: FitterHandler, processes_per_machine: Optional[int] = None,
                  clock: Callable[[], float] = time.monotonic, progress_every_s: float = 30.0,
                  keep_series: bool = False, heartbeat_s: Optional[float] = None,
-                 fingerprint_key: Optional[bytes] = None, holdout=None):
+                 fingerprint_key: Optional[bytes] = None, holdout=None,
+                 transform: str = scales.NONE):
         self._handler = handler
+        self._transform = transform
         self._kernel = handler.config.kernel_name
         self._key = fingerprint_key or fingerprint.options_key(handler.config)
         self._holdout = holdout
@@ -246,8 +254,8 @@ class FitDoFn(beam.DoFn):
             self._fit_ms.update(per_series_ms)
         self._traces.update(after.tracing_count)
         self._traces_now.set(after.tracing_count)
-        for series, result in zip(batch, results):
-            row = conversion.fitted_row(result, series, self._key)
+        for series, seen, result in zip(batch, fitted, results):
+            row = said_in_y(self._transform, seen, conversion.fitted_row(result, series, self._key))
             if self._holdout:
                 row = self._holdout.scored(series, row)
             yield row

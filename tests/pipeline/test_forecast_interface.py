@@ -15,7 +15,10 @@ from scipy.linalg import cho_solve, solve_triangular
 from scipy.stats import norm, t as student_t
 
 from gp_reference import components_matrix
+from gpcore import Series
+from gpcore.series import clean
 from pipeline import grid
+from pipeline.fitted_scale import said_in_y
 from pipeline_data import gpfit, write_long
 
 STEPS, HOLDOUT, LEVELS = 6, 5, (80.0, 95.0)
@@ -342,6 +345,32 @@ def test_a_value_at_a_missing_time_does_not_stop_the_transform(tmp_path):
     assert untimed["n_points"] == plain["n_points"] == t.size
     for name in ("mean", "noise_variance", "nll", "amplitude", "length_scale", "period"):
         assert untimed[name] == pytest.approx(plain[name], rel=1e-9), name
+
+
+def test_a_skip_reason_under_a_transform_quotes_y_not_the_fitted_scale(tmp_path):
+    """gpcore judges the transformed values: y = 10 throughout was skipped
+    with "all 20 values are equal (2.3979)" under --transform log1p, a
+    value the user never had (log(10) = 2.30259 under log). The reason
+    quotes y, also for the fitted part of a backtest; a spread out of range
+    names the scale its numbers are on."""
+    hours = np.arange(22.0)
+    data = {"ten": (np.r_[hours, np.nan], np.r_[np.full(22, 10.0), 0.0]),
+            "tiny": (hours, 1e-300 * (1.0 + hours))}
+    run = gpfit(write_long(str(tmp_path / "in"), data), str(tmp_path / "out"), "--kernel",
+                "rbf", "--transform", "log1p", "--holdout", "2")
+    assert run.code == 0, run.stderr
+    rows = {r["series_id"]: r for r in run.rows()}
+    assert rows["ten"]["error"] == ("all 20 values are equal (10); nothing to fit (after "
+                                    "--holdout 2 held out its last 2 finite point(s))")
+    assert rows["tiny"]["error"].startswith("the values' standard deviation 5.77e-300")
+    assert ("(values of log(1 + y), which --transform log1p fits) (after --holdout 2"
+            in rows["tiny"]["error"])
+    # --transform log: gpcore's own reason for log(10) throughout, said in y.
+    logged = Series("ten", hours, np.log(np.full(22, 10.0)))
+    reason = clean(logged, 3, 4096)[2]
+    assert reason == "all 22 values are equal (2.30259); nothing to fit"
+    said = said_in_y("log", logged, {"status": "skipped", "error": reason})
+    assert said["error"] == "all 22 values are equal (10); nothing to fit"
 
 
 def test_log_forecasts_are_the_log_scale_posterior_mapped_back(logged, positive):
