@@ -89,7 +89,7 @@ class KernelChoice:
 
     def fit(self, series: Sequence[Series]) -> list[FitResult]:
         """One FitResult per series, in order: the chosen candidate's, or
-        (no candidate fitted) the first candidate's reason under "auto".
+        (no candidate fitted) a candidate's reason under "auto" (`choose_fit`).
         Periodic candidates fit only the series `periodic_screen` passes
         (all series when every candidate is periodic)."""
         series = listed(series)
@@ -170,16 +170,19 @@ def choose_fit(fits: list[FitResult], margin: Optional[float] = None) -> FitResu
     a periodic one only where its BIC is more than `margin` (default
     PERIODIC_MARGIN) below every non-periodic fit's (at exactly `margin`
     the simpler fit stays); `bic_margin` is the
-    runner-up's BIC minus the choice's. No fit ok: the first one's reason,
-    under "auto"."""
+    runner-up's BIC minus the choice's. No fit ok: the reason of the fit
+    whose kernel's name sorts first, under "auto". An exact BIC tie goes
+    to the name that sorts first too: the choice, and so the nightly
+    fingerprint, does not depend on the candidates' order (docs/design.md,
+    "Kernel choice")."""
     margin = PERIODIC_MARGIN if margin is None else margin
     ok = [r for r in fits if r.status == OK]
     if not ok:
-        return dataclasses.replace(fits[0], kernel=AUTO)
+        return dataclasses.replace(min(fits, key=lambda r: r.kernel), kernel=AUTO)
     plain = [r.bic for r in ok if not _is_periodic(r.kernel)]
     bar = min(plain) - margin if plain else np.inf
     ranked = sorted((r for r in ok if not _is_periodic(r.kernel) or r.bic < bar),
-                    key=lambda r: r.bic)
+                    key=lambda r: (r.bic, r.kernel))
     best = ranked[0]
     runner_up = min((r.bic for r in ok if r is not best), default=None)
     return dataclasses.replace(best, bic_margin=None if runner_up is None else runner_up - best.bic)

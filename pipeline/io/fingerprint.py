@@ -3,8 +3,9 @@
 The fingerprint is a sha256 (hex) over, in order:
   - the gpfit version (VERSION; a release that changes the fitter changes it),
   - the fit options that change a result (FitConfig's fields but batch_size,
-    which only groups the work, and candidates unless the kernel is "auto";
-    --transform and --holdout unless none and 0), as sorted JSON,
+    which only groups the work, and candidates unless the kernel is "auto",
+    where they are sorted: their order changes no fit; --transform and
+    --holdout unless none and 0), as sorted JSON,
   - the number of finite points, then their t and y as float64 bytes, sorted
     by (t, y) (a point is finite when both t and y are; -0.0 counts as 0.0).
 Points are hashed after the input's conversion (dates and timestamps to days,
@@ -49,6 +50,8 @@ def options_key(config: FitConfig, transform: str = "none", holdout: int = 0) ->
     options["kernel"] = config.kernel_name  # the name, as runs before kernels were objects
     if config.kernel != AUTO:  # the candidates are not fitted
         options.pop("candidates", None)
+    else:  # their order changes no fit (gpcore.choice.choose_fit): a set
+        options["candidates"] = sorted(options["candidates"])
     if not options.get("stop_behind"):  # its default: keys as before the option
         options.pop("stop_behind", None)
     if options.get("far_probes") is True:  # a lone kernel's default: keys as before it

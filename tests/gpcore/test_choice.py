@@ -1,6 +1,8 @@
 """Kernel "auto"'s guard against spurious cycles: the periodogram screen,
 the BIC margin a periodic candidate must win by, and KernelChoice fitting
 periodic candidates only on the series the screen passes."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -8,7 +10,7 @@ from gpcore import FitConfig, KernelChoice, Series
 from gpcore.choice import (START_MULTIPLES, START_PERIODIC_LENGTH, choose_fit, fits_periodic,
                            periodic_screen, periodic_starts, screen_period)
 from gpcore.config import PERIODIC_MARGIN, SCREEN_FALSE_ALARM, fitted_configs
-from gpcore.result import OK, SKIPPED, FitResult
+from gpcore.result import FAILED, OK, SKIPPED, FitResult
 
 N = 120
 SEEDS = range(20)
@@ -190,6 +192,24 @@ def test_choose_fit_without_an_ok_fit_reports_the_first_reason():
     # Only periodic fits ok (the non-periodic one failed): the periodic one.
     assert choose_fit([_fit("rbf", None, SKIPPED), _fit("rbf+periodic", 90.0)]).kernel \
         == "rbf+periodic"
+
+
+def test_the_candidates_order_decides_no_choice():
+    """An exact BIC tie went to the candidate listed first, and a series no
+    candidate fitted took the first one's reason: --candidates a,b and b,a
+    differed there, and the nightly fingerprint held the order, so
+    reordering them refitted every series. Both go to the kernel name that
+    sorts first."""
+    tie = [_fit("matern52", 100.0), _fit("matern12", 100.0), _fit("rbf", 101.0)]
+    for fits in (tie, tie[::-1], tie[1:] + tie[:1]):
+        chosen = choose_fit(fits)
+        assert (chosen.kernel, chosen.bic_margin) == ("matern12", 0.0)
+    failed = [dataclasses.replace(_fit("rbf", None, FAILED), error="rbf's reason"),
+              dataclasses.replace(_fit("matern12", None, SKIPPED), error="matern12's reason")]
+    for fits in (failed, failed[::-1]):
+        chosen = choose_fit(fits)
+        assert (chosen.kernel, chosen.status, chosen.error) == ("auto", SKIPPED,
+                                                                 "matern12's reason")
 
 
 def test_kernel_choice_fits_periodic_candidates_only_where_the_screen_passes():

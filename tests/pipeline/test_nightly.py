@@ -249,6 +249,29 @@ def test_another_kernel_or_other_options_reuse_nothing(tmp_path, inputs, cold, c
             r["series_id"] for r in both}
 
 
+def test_reordered_candidates_fit_the_same_and_reuse_every_row(tmp_path, first_night):
+    """--candidates a,b and b,a are the same choice (exact BIC ties go to the
+    name that sorts first, gpcore.choice.choose_fit); the order was in the
+    fingerprint, so reordering them refitted every series the next night."""
+    auto = ("--kernel", "auto", "--batch_size", "4")
+    data = write_long(str(tmp_path / "in"), {k: first_night[k] for k in ("s00", "s03", "short")})
+    ab = gpfit(data, str(tmp_path / "ab"), *auto, "--candidates", "rbf,matern12")
+    ba = gpfit(data, str(tmp_path / "ba"), *auto, "--candidates", "matern12,rbf")
+    assert ab.code == ba.code == 0, ab.stderr + ba.stderr
+    first, second = by_id(ab.rows()), by_id(ba.rows())
+    assert first == second
+    chosen = [r for r in first.values() if r["status"] == "ok"]
+    assert len(chosen) == 2 and first["short"]["status"] == "skipped"
+    # No exact tie among these ordinary fits: the old rule (the first listed)
+    # chose the same, so they do not move.
+    assert all(r["bic_margin"] != 0.0 for r in chosen)
+    night = gpfit(data, str(tmp_path / "night"), *auto, "--candidates", "matern12,rbf",
+                  "--previous_output", ab.output)
+    assert night.code == 0, night.stderr
+    assert night.manifest["reuse"]["reused"] == len(first)
+    assert {k: dict(v, reused=False) for k, v in by_id(night.rows()).items()} == first
+
+
 def corrupt(cold_output: str, folder, how: str) -> str:
     shutil.copytree(cold_output, folder)
     if how == "manifest":
