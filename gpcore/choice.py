@@ -273,6 +273,11 @@ def _screen(t, y, false_alarm: float = SCREEN_FALSE_ALARM,
     judged: None where it passes a series unjudged or fails it before),
     remembered by the series' content (`_screened`)."""
     t, y = np.asarray(t, float), np.asarray(y, float)
+    # y's squares overflowed past ~1e154 (a cycle at 1e190 judged a line)
+    # and underflowed below ~1e-154: a power of two puts max |y| in
+    # [0.5, 1), exactly, so an ordinary series' verdict is the same to the bit.
+    top = np.max(np.abs(y), initial=0.0, where=np.isfinite(y))
+    y = np.ldexp(y, -np.frexp(top)[1]) if top > 0 else y
     digest = hashlib.blake2b(digest_size=16)
     digest.update(t.tobytes())
     digest.update(y.tobytes())

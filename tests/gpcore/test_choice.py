@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from gpcore import FitConfig, KernelChoice, Series
-from gpcore.choice import (START_MULTIPLES, START_PERIODIC_LENGTH, choose_fit, fits_periodic,
-                           periodic_screen, periodic_starts, screen_period)
-from gpcore.config import PERIODIC_MARGIN, SCREEN_FALSE_ALARM, fitted_configs
+from gpcore.choice import (START_MULTIPLES, START_PERIODIC_LENGTH, _judged, _screen, choose_fit,
+                           fits_periodic, periodic_screen, periodic_starts, screen_period)
+from gpcore.config import PERIODIC_MARGIN, SCREEN_FALSE_ALARM, SCREEN_MIN_CYCLES, fitted_configs
 from gpcore.result import FAILED, OK, SKIPPED, FitResult
 
 N = 120
@@ -53,6 +53,36 @@ def test_the_screen_rejects_walks_and_trends(draw):
     assert SCREEN_FALSE_ALARM <= 0.01
     passed = [periodic_screen(*draw(np.random.default_rng(s))) for s in SEEDS]
     assert sum(passed) <= 2, passed
+
+
+def test_the_screen_judges_a_series_alike_at_any_scale():
+    """y's squares overflowed: a cycle around 1e190 or 1e200 was judged a
+    line (and one around 1e-200 too, its squares 0); its verdict and period
+    are now those of the same series scaled by 1e-190 (or 1e190)."""
+    rng = np.random.default_rng(5)
+    for t, y, passes in ((*_sine(rng), True), (*_walk(rng), False)):
+        for big in (1e190, 1e200, 1e300, 1e-200):
+            scaled = y * big
+            ordinary = scaled / 1e190 if big > 1 else scaled * 1e190
+            assert periodic_screen(t, scaled) == periodic_screen(t, ordinary) == passes, big
+            if passes:
+                assert screen_period(t, scaled) == pytest.approx(screen_period(t, ordinary),
+                                                                 rel=1e-9)
+
+
+def test_the_screens_scaling_moves_no_ordinary_verdict():
+    """The screen divides y by a power of two near max |y|, exact in
+    float64: on ordinary series, cyclic, walks, trends and gapped, at
+    ordinary scales, its verdict and period are those of y as given, to
+    the bit."""
+    rng = np.random.default_rng(9)
+    series = [_sine(rng), _sine(rng, cycles=4.0, noise=1.5), _walk(rng), _trend(rng),
+              (np.r_[np.arange(40.0), 60 + np.arange(40.0)], rng.standard_normal(80))]
+    for t, y in series:
+        for scale in (1.0, 37.5, 1e-3, 2e6):
+            ours = _screen(t, scale * y)
+            given = _judged(t, scale * y, SCREEN_FALSE_ALARM, SCREEN_MIN_CYCLES)
+            assert ours == given, (ours, given)
 
 
 def test_the_screen_wants_cycles_repeated_in_the_span():
