@@ -193,6 +193,7 @@ class FitConfig:
         # A string is a comma-separated list, as the command's --candidates
         # takes: tuple() would make its letters the candidates. Kernels are
         # kept as their names (rows and the manifest carry them).
+        defaulted = self.max_points is None  # the kernel's, or each candidate's
         given = self.candidates
         given = given.split(",") if isinstance(given, str) else given
         object.__setattr__(self, "candidates", tuple(
@@ -256,9 +257,7 @@ class FitConfig:
                 raise ValueError(f"{name} must be >= 1; got {value!r}")
         if self.min_points < 2:
             raise ValueError(f"min_points must be >= 2; got {self.min_points}")
-        if self.max_points is not None and self.max_points < self.min_points:
-            raise ValueError(
-                f"max_points ({self.max_points}) must be >= min_points ({self.min_points})")
+        self._check_points(defaulted)
         if self.stop_behind is not None and not (_is_number(self.stop_behind)
                                                  and self.stop_behind >= 0):
             raise ValueError(f"stop_behind must be a number >= 0; got {self.stop_behind!r}")
@@ -270,6 +269,19 @@ class FitConfig:
             raise ValueError(f"probe_check must be True or False; got {self.probe_check!r}")
         if not (_is_number(self.tolerance) and self.tolerance > 0):
             raise ValueError(f"tolerance must be a number > 0; got {self.tolerance!r}")
+
+    def _check_points(self, defaulted: bool) -> None:
+        """Refuses min_points above the max_points in force: every series
+        would be skipped. Under auto without max_points, each candidate's
+        default is checked here: the candidate's own config raised it only
+        when its fitter was built ("gpfit failed unexpectedly")."""
+        most, whose = self.max_points, f", {self.kernel_name}'s default" if defaulted else ""
+        if self.kernel == AUTO and most is None:
+            name = min(self.candidates, key=lambda c: default_max_points(kernel(c)))
+            most, whose = default_max_points(kernel(name)), f", {name}'s default"
+        if most is not None and most < self.min_points:
+            raise ValueError(f"max_points ({most}{whose}) must be >= min_points "
+                             f"({self.min_points}); raise max_points or lower min_points")
 
     @property
     def kernel_name(self) -> str:

@@ -256,6 +256,11 @@ def test_config_rejects_bad_values():
     with pytest.raises(ValueError, match=r"max_points \(4\) must be >= min_points \(5\)"):
         FitConfig(min_points=5, max_points=4)
     assert FitConfig(min_points=5, max_points=5).max_points == 5
+    # Under auto each candidate's default, checked when the config is made,
+    # not when the candidate's fitter is built.
+    with pytest.raises(ValueError, match=r"max_points \(4096, rbf's default\) must be >= "
+                       r"min_points \(5000\); raise max_points or lower min_points"):
+        FitConfig(kernel="auto", candidates=("rbf", "matern12"), min_points=5000)
 
 
 @pytest.mark.parametrize("name, points, markov", [

@@ -258,6 +258,15 @@ def test_unusable_input_exits_2(tmp_path, make_input):
     (["--candidates", "rbf,periodic"], "--candidates is for --kernel auto"),
     (["--restarts", "two"], "argument --restarts: invalid int value: 'two'"),
     (["--min_points", "0"], "--min_points must be >= 1"),
+    # Above the kernel's default --max_points: the 4096 came from nowhere.
+    (["--min_points", "5000"], "--max_points (4096, rbf's default) must be >= --min_points "
+     "(5000); raise --max_points or lower --min_points; see gpfit --help"),
+    # Under auto a candidate's default was checked only when its fitter was
+    # built: "gpfit failed unexpectedly: ValueError", and "report it".
+    (["--kernel", "auto", "--candidates", "rbf,periodic", "--min_points", "5000"],
+     "--max_points (4096, rbf's default) must be >= --min_points (5000)"),
+    (["--kernel", "auto", "--min_points", "5000"],
+     "--max_points (4096, matern52+periodic's default) must be >= --min_points (5000)"),
     (["--restarts", "0"], "--restarts must be >= 1; got 0"),  # the flag, not FitConfig's field
     # A start past the grid's points repeats one, yet is a batch member in
     # memory: --restarts 1000000 fitted 6 series of 40 points for 340 s and
