@@ -3,6 +3,7 @@ the output schema, one fitter per configuration, clear errors."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import re
 
 import numpy as np
@@ -326,6 +327,10 @@ def test_a_series_with_two_bad_rows_gives_the_jobs_one_reason_whatever_their_ord
     ({"max_rows": None}, "max_rows= must be a whole number; got None"),
     ({"cores": 0}, "cores= must be >= 1; got 0"),
     ({"cores": 2.0}, "cores= must be a whole number; got 2.0"),
+    # 10**9 set TensorFlow's thread pools that large: the process died (SIGSEGV).
+    ({"cores": os.cpu_count() + 1}, f"cores= must be at most this machine's {os.cpu_count()} "
+     f"cores (one fitter per core); got {os.cpu_count() + 1}"),
+    ({"cores": 10 ** 9}, "got 1000000000"),
 ])
 def test_counts_that_are_not_whole_numbers_are_refused_as_the_commands_flags(kwargs, words):
     """The command's flags parse as int; a keyword that is not one was
