@@ -87,16 +87,19 @@ def thread_counts_given() -> tuple[int, Optional[int]]:
     its workers read them only once the job runs.
 
     Raises:
-      UsageError: one is set but not a whole number >= 1.
+      UsageError: one is set but not a whole number from 1 to the machine's
+        cores: 1000000000 sized TensorFlow's pools so that the process
+        died (SIGSEGV, exit 139, no word said, its lock left behind).
     """
     from pipeline.io.errors import UsageError
 
-    counts = []
+    counts, cores = [], os.cpu_count() or 1
     for name in (INTRA_OP_ENV, INTER_OP_ENV):
         value = os.environ.get(name) or ""
-        if value and not (value.strip().isdigit() and int(value) >= 1):
-            raise UsageError(f"{name}={value!r} in the environment must be a whole number >= 1 "
-                             "(TensorFlow threads per fitter); set it so, or unset it")
+        if value and not (value.strip().isdigit() and 1 <= int(value) <= cores):
+            raise UsageError(f"{name}={value!r} in the environment must be a whole number from "
+                             f"1 to this machine's {cores} cores (TensorFlow threads per "
+                             "fitter); set it so, or unset it")
         counts.append(int(value) if value else None)
     return counts[0] or 1, counts[1]
 

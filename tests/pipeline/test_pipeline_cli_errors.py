@@ -328,14 +328,18 @@ def test_bad_options_exit_2(tmp_path, extra, expected):
 
 @pytest.mark.parametrize("name, value", [("TF_NUM_INTRAOP_THREADS", "x"),
                                          ("TF_NUM_INTRAOP_THREADS", "0"),
-                                         ("TF_NUM_INTEROP_THREADS", "-2")])
+                                         ("TF_NUM_INTEROP_THREADS", "-2"),
+                                         ("TF_NUM_INTEROP_THREADS", str(os.cpu_count() + 1)),
+                                         ("TF_NUM_INTRAOP_THREADS", "1000000000")])
 def test_bad_thread_counts_in_the_environment_exit_2(tmp_path, monkeypatch, name, value):
     """They failed the job once it ran (in a worker process, or as 'gpfit
-    failed unexpectedly', after the output folder was cleared)."""
+    failed unexpectedly', after the output folder was cleared); 1000000000
+    killed the process (SIGSEGV, exit 139) without a word, its lock left."""
     monkeypatch.setenv(name, value)
     input_ = _write(tmp_path / "in.parquet", _good_table())
     run = gpfit(input_, str(tmp_path / "out"))
-    assert_usage_error(run, f"{name}={value!r} in the environment must be a whole number >= 1")
+    assert_usage_error(run, f"{name}={value!r} in the environment must be a whole number from "
+                            f"1 to this machine's {os.cpu_count()} cores")
 
 
 def test_a_pickle_library_that_is_not_installed_exits_2(tmp_path):
