@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from gpcore.config import AUTO, THOROUGH, FitConfig, search_settings
 from pipeline import fitters, frame_tables
+from pipeline.fitted_scale import said_in_y
 from pipeline.io import conversion, fingerprint, inputs, scales
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.schema import OUTPUT_SCHEMA
@@ -147,8 +148,9 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
         with slot.lock:
             results = slot.fitter.fit(given)
             slot.calls += 1
-        fitted = frame_tables.scored(asked, ready, [conversion.fitted_row(r, s, key)
-                                                    for r, s in zip(results, ready)])
+        fitted = frame_tables.scored(asked, ready, [
+            said_in_y(asked.transform, seen, conversion.fitted_row(r, s, key))
+            for r, s, seen in zip(results, ready, given)])
         rows += [row for _, row in fitted]
     rows.sort(key=lambda row: row["series_id"])
     out = _as_given(conversion.output_table(rows), pandas)

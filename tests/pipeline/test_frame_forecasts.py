@@ -42,6 +42,9 @@ def _series() -> dict:
             y[5] = np.nan
         series[f"s{i}"] = (EPOCH_DAY0 + days, y)
     series["zero"] = (EPOCH_DAY0 + np.arange(12.0), np.r_[0.0, np.ones(11)])
+    # Skipped on the fitted scale: its reason quotes 10, as the command's
+    # does, not log(10) or log(11).
+    series["flat"] = (EPOCH_DAY0 + np.arange(20.0), np.full(20, 10.0))
     return series
 
 
@@ -63,7 +66,8 @@ def test_a_frame_gets_the_commands_params_and_predictions(command):
     assert isinstance(got, gpfit.Tables)
     params, predictions = rows_of(got.params), rows_of(got.predictions)
     statuses = {r["series_id"]: r["status"] for r in params}
-    assert statuses == {"s0": "ok", "s1": "ok", "s2": "ok", "zero": "skipped"}
+    assert statuses == {"s0": "ok", "s1": "ok", "s2": "ok", "zero": "skipped", "flat": "skipped"}
+    assert "are equal (10);" in next(r["error"] for r in params if r["series_id"] == "flat")
     _assert_same_scores(params, want_params)
     assert_same_rows([_without(r, SCORES) for r in params],
                      [_without(r, SCORES) for r in want_params])
