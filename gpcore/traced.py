@@ -11,7 +11,7 @@ argument instead: the graph is traced once, for the first fitter, and a
 twin's call passes its own variables to the same concrete function, so its
 `.assign`s land in its own variables and never in another's. Calls from
 several threads at once are safe: each runs the graph with its own
-arguments.
+arguments. Traces are not: a process makes them one at a time (_TRACING).
 
 tf.function's input_signature cannot describe variables, so the function
 is traced once by get_concrete_function, with the variables' own specs
@@ -27,6 +27,16 @@ from typing import Callable, Sequence
 import tensorflow as tf
 
 from gpcore import trace_cache
+
+# Held while a graph is traced: traces of a process run one at a time.
+# A trace that differentiates through a tf.function shared by several
+# graphs (statespace's level functions, one per state dimension, in every
+# Markov fitter's) builds that function's gradient inside its graph, whose
+# scope TensorFlow keeps per graph, not per thread: two Markov fitters
+# traced at once (two threads' fitters, not twins) failed one's series
+# with "'NoneType' object is not iterable" (docs/design.md, "Threads
+# sharing a process"). A trace holds the GIL most of its time anyway.
+_TRACING = threading.Lock()
 
 
 class Traced:
@@ -69,7 +79,8 @@ class Traced:
         kept = self._kept(name)
         if kept is not None:
             return kept
-        concrete = self._function.get_concrete_function(variables, *self._tensors)
+        with _TRACING:
+            concrete = self._function.get_concrete_function(variables, *self._tensors)
         if name:
             trace_cache.save(name, concrete)
         return concrete
