@@ -6,14 +6,12 @@ a step that needed Google's services would fail these tests, not hang them.
 """
 from __future__ import annotations
 
-import io
 import json
 import re
 import shlex
 import socket
 import subprocess
 import urllib.request
-from contextlib import redirect_stdout
 
 import cloudpickle
 import pytest
@@ -133,9 +131,12 @@ def test_network_guard_refuses_and_reports(dry_run_module):
     assert attempts == []
 
 
-def test_make_dataflow_dry_run_target(dry_run_module, monkeypatch):
+def test_make_dataflow_dry_run_target(dry_run_module, monkeypatch, capfd):
     """`make dataflow-dry-run` runs deploy/dataflow_dry_run.py; its arguments
-    (read with `make -n`, nothing installed) build the job offline."""
+    (read with `make -n`, nothing installed) build the job offline. Beam's
+    stager builds the sdist with `python -m build` in a subprocess on this
+    process's stderr: without `build` installed it printed "No module named
+    build" before falling back to `setup.py sdist` (capfd sees that write)."""
     shown = subprocess.run(["make", "-n", "dataflow-dry-run"], cwd=REPO,
                            capture_output=True, text=True, check=True).stdout
     line = next(l for l in shown.splitlines() if "deploy/dataflow_dry_run.py" in l)
@@ -144,13 +145,26 @@ def test_make_dataflow_dry_run_target(dry_run_module, monkeypatch):
     assert any(a.startswith("--input=gs://") for a in argv)
     assert any(a.startswith("--output=gs://") for a in argv)
     monkeypatch.chdir(REPO)  # as make runs it: --setup_file=./setup.py
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert dry_run_module.main(argv) == 0
-    text = out.getvalue()
+    assert dry_run_module.main(argv) == 0
+    text, err = capfd.readouterr()
+    assert "No module named build" not in err, err
     assert "steps: " + ", ".join(STEPS) in text
     assert "setup package contains: gpcore, gpfit, pipeline" in text
     assert "nothing staged or submitted, no network used" in text
+
+
+def test_a_pyproject_toml_setup_file_builds_the_staged_sdist(dry_run_module, monkeypatch,
+                                                            setup_info):
+    """gpfit takes --setup_file ./pyproject.toml (pipeline/dataflow.py's
+    SETUP_FILES), which Beam's stager builds only with `python -m build`:
+    without `build` the launch failed as it staged the job, "Failed to build
+    package from './pyproject.toml'", exit 3."""
+    monkeypatch.chdir(REPO)
+    job = dry_run_module.dry_run([f"--input={INPUT}", f"--output={OUTPUT}",
+                                  f"--temp_location=gs://{BUCKET}/dataflow/temp",
+                                  "--setup_file=./pyproject.toml"])
+    staged = dry_run_module.staged_artifacts(job)
+    check_gpfit_sdist(staged["workflow.tar.gz"], setup_info)
 
 
 # --- the classic template ----------------------------------------------------

@@ -121,6 +121,14 @@ def test_every_pin_is_exact_one_version_per_dependency_and_the_locks(setup_info)
     assert all("-c $(LOCK)" in line for line in every), every
 
 
+def test_the_launchers_extras_carry_the_sdist_builder(setup_info):
+    """Beam's stager builds --setup_file's sdist with `python -m build` where
+    the job is launched: the gcp extra (the image's, the launcher's, the
+    Beam DAG's virtualenv's) and the test extra (the dry runs) carry it."""
+    for extra in ("gcp", "test"):
+        assert "build==" + read_lock()["build"] in setup_info["extras_require"][extra], extra
+
+
 def test_make_bench_installs_the_jax_peers_extra():
     """README's `make bench` ("all of it") races the JAX peer, which needs
     the jaxbench extra: installing only the test extras, it left the peer

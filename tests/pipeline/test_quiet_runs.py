@@ -150,8 +150,9 @@ DATAFLOW_DRY_RUN = ("--input", "gs://gpfit-example/in/", "--output", "gs://gpfit
 def test_a_dataflow_launch_keeps_beams_advice_to_debug(level, shown):
     """Beam's Dataflow runner advised pre-building a container at INFO on
     every launch with --setup_file; gpfit's lines and the runner's job lines
-    stay. (The stager's own subprocess says "No module named build" outside
-    logging, where gpfit cannot filter it: docs/design.md, "Quiet by default".)"""
+    stay. (The stager's own subprocess, `python -m build`, prints its
+    progress outside logging, where gpfit cannot filter it: docs/design.md,
+    "Quiet by default".)"""
     done = gpfit_process(*DATAFLOW_DRY_RUN, "--log_level", level)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("gpfit: dry run: the Dataflow job was built")
