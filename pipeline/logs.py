@@ -10,6 +10,7 @@ import threading
 
 from pipeline.io.errors import one_line
 from pipeline.runtime import STOPPING, worker_exited
+from pipeline.worker_stderr import HARMLESS
 
 _LOG = logging.getLogger(__name__)
 
@@ -21,9 +22,6 @@ _LOG = logging.getLogger(__name__)
 
 _WORKER_LOGGER = "apache_beam.runners.portability.local_job_service"
 _MESSAGE = re.compile(r'message: "((?:[^"\\]|\\.)*)"')
-# Warnings every local worker process gives, and harmless here: the worker
-# parses the options without gpfit's option class, and has no staging folder.
-_HARMLESS = ("Discarding unparseable args", "No semi_persistent_directory found")
 
 
 # Python's warnings, which a worker logs (pipeline/worker_stderr.py) from the
@@ -49,7 +47,7 @@ class _WorkerLines(logging.Filter):
         entry = str(record.args[0])
         found = _MESSAGE.search(entry)
         message = _unescape(found.group(1)) if found else entry
-        if message.startswith(_HARMLESS):
+        if message.startswith(HARMLESS):
             return False
         if not self._debug and _PYTHON_WARNING.search(entry):
             return False

@@ -37,7 +37,7 @@ from gpcore.threads import INTER_OP_ENV, INTRA_OP_ENV  # noqa: F401  (re-exporte
 from pipeline import fitters
 from pipeline.io.errors import UsageError, first_line
 from pipeline.io.lock import process_stat
-from pipeline.options import names_runner
+from pipeline.options import GPFitOptions, names_runner
 
 _LOG = logging.getLogger(__name__)
 
@@ -84,7 +84,8 @@ def local_runner(options: PipelineOptions) -> Optional[PipelineRunner]:
     encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
     provision = fn_runner.ExtendedProvisionInfo(
         beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
-    return _local_runner_class()(provision_info=provision)
+    debug = options.view_as(GPFitOptions).log_level == "debug"
+    return _local_runner_class()(provision_info=provision, debug_workers=debug)
 
 
 # A terminal's Ctrl-C sends SIGINT to the whole process group. Local worker
@@ -110,24 +111,34 @@ IGNORE_INTERRUPT = "trap '' INT; exec "
 # on the worker's path: a project's own `pipeline` package there stood in
 # for gpfit's, and every bundle failed. The worker puts it last, so that it
 # imports the gpfit the launcher imported, installed or in a checkout.
+# A worker that cannot reach the runner printed some 40 lines of Beam's
+# errors and tracebacks; below --log_level debug it says each in one line
+# (worker_stderr.quiet_local_worker).
 WORKER_MODULE = "apache_beam.runners.worker.sdk_worker_main"
-QUIET_WORKER = "\n".join((
-    "import logging, runpy, sys",
-    'if sys.path[:1] == [""]: sys.path.append(sys.path.pop(0))',
-    "held = logging.NullHandler()",
-    "logging.getLogger().addHandler(held)",
-    "import apache_beam",
-    "logging.getLogger().removeHandler(held)",
-    f'runpy.run_module("{WORKER_MODULE}", run_name="__main__", alter_sys=True)'))
 
 
-def local_worker_command(command: str) -> str:
+def quiet_worker(debug: bool) -> str:
+    """The Python code a local worker process runs (see above)."""
+    return "\n".join((
+        "import logging, runpy, sys",
+        'if sys.path[:1] == [""]: sys.path.append(sys.path.pop(0))',
+        "held = logging.NullHandler()",
+        "logging.getLogger().addHandler(held)",
+        "import apache_beam",
+        "logging.getLogger().removeHandler(held)",
+        "from pipeline import worker_stderr",
+        f"worker_stderr.quiet_local_worker(debug={debug})",
+        f'runpy.run_module("{WORKER_MODULE}", run_name="__main__", alter_sys=True)'))
+
+
+def local_worker_command(command: str, debug: bool = False) -> str:
     """Beam's command line of a local worker process (`PYTHON -m
     WORKER_MODULE`) -> gpfit's: SIGINT ignored, the folder it starts in last
-    on its path, Beam imported quietly."""
+    on its path, Beam imported quietly, its errors in one line each unless
+    `debug` (--log_level debug)."""
     module = f" -m {WORKER_MODULE}"
     if command.endswith(module):
-        command = command[:-len(module)] + " -c " + shlex.quote(QUIET_WORKER)
+        command = command[:-len(module)] + " -c " + shlex.quote(quiet_worker(debug))
     return IGNORE_INTERRUPT + command
 
 
@@ -139,12 +150,16 @@ def _local_runner_class() -> type:
     from apache_beam.runners.portability.fn_api_runner import fn_runner
 
     class LocalRunner(fn_runner.FnApiRunner):
+        def __init__(self, *, debug_workers: bool = False, **kwargs):
+            super().__init__(**kwargs)
+            self._debug_workers = debug_workers
+
         def run_via_runner_api(self, pipeline_proto, options):
             for environment in pipeline_proto.components.environments.values():
                 if (environment.urn == python_urns.SUBPROCESS_SDK
                         and not environment.payload.startswith(IGNORE_INTERRUPT.encode())):
                     environment.payload = local_worker_command(
-                        environment.payload.decode()).encode()
+                        environment.payload.decode(), self._debug_workers).encode()
             return super().run_via_runner_api(pipeline_proto, options)
 
     return LocalRunner

@@ -316,3 +316,49 @@ def test_a_worker_process_that_exits_before_it_connects_fails_the_run(tmp_path):
     assert "Traceback" not in done.stderr
     assert not (output / "_RUNNING.json").exists()
     assert not (output / "_SUCCESS.json").exists()
+
+
+# Each worker process reaches the runner's channels on localhost as a worker
+# does with its loopback down (offline, in a network namespace), only at
+# once instead of after 60 s a channel: gRPC's wait for the channel times out.
+UNREACHABLE_RUNNER = (
+    "import os\n"
+    "if 'CONTROL_API_SERVICE_DESCRIPTOR' in os.environ:  # Beam's SDK worker process\n"
+    "    import grpc\n"
+    "    class _NeverReady:\n"
+    "        def __init__(self, channel):\n"
+    "            pass\n"
+    "        def result(self, timeout=None):\n"
+    "            raise grpc.FutureTimeoutError()\n"
+    "    grpc.channel_ready_future = _NeverReady\n")
+
+
+@pytest.mark.parametrize("level", ["info", "debug"])
+def test_a_worker_that_cannot_reach_the_runner_says_why_in_a_line(tmp_path, level):
+    """A local worker process that cannot reach the runner on localhost has
+    no channel to log through: each printed Beam's error for the logging
+    channel and the traceback it exited with, 80 lines for two workers
+    before gpfit's one line. Below debug each says its errors in one line;
+    --log_level debug still shows the tracebacks."""
+    data = write_long(str(tmp_path / "in"), make_series(n_series=3))
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(UNREACHABLE_RUNNER)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), REPO]))
+    done = subprocess.run([sys.executable, "-m", "pipeline", "--input", data, "--output",
+                           str(tmp_path / "out"), "--direct_num_workers", "2",
+                           "--direct_running_mode", "multi_processing", "--log_level", level],
+                          env=env, capture_output=True, text=True, timeout=150)
+    assert done.returncode == 3, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1].startswith("gpfit: error: a worker process died"), done.stderr
+    if level == "debug":
+        assert "Traceback (most recent call last)" in done.stderr
+        assert "channel_ready_future" in done.stderr
+        return
+    assert "Traceback" not in done.stderr and not [l for l in lines if l.startswith("  ")], \
+        done.stderr
+    worker = [l for l in lines if " worker: " in l]
+    assert worker and len(lines) <= 8, done.stderr
+    assert any("exited: FutureTimeoutError at apache_beam/runners/worker/sdk_worker.py" in l
+               for l in worker), done.stderr
