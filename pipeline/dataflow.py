@@ -15,6 +15,12 @@ Beam checks them late, or not at all:
   for a default bucket, dry run or not (the GCE metadata server, then
   storage.googleapis.com: offline 140 s, online a bucket made).
 So each is refused here in one line, exit 2 (docs/design.md, "Dataflow offline").
+
+A dry run with --requirements_file made Beam's stager `pip download` every
+requirement into its cache, a subprocess that the dry run's socket guard
+does not see: online minutes of downloads, offline exit 3 after pip's
+retries. A dry run stages nothing, so it skips that cache
+(--requirements_cache skip) unless one is given.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ from typing import Optional
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                   SetupOptions, TestOptions)
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
+from apache_beam.runners.portability.stager import SKIP_REQUIREMENTS_CACHE
 from apache_beam.runners.runner import PipelineRunner
 
 from pipeline.io.errors import UsageError
@@ -64,6 +71,10 @@ def check(options: PipelineOptions, runner: PipelineRunner) -> None:
                          "--staging_location: without either Beam makes a default bucket in the "
                          "project for the job's files, which asks Google Cloud (offline: 140 s "
                          "of retries) and writes there; a dry run writes nothing")
+    setup = options.view_as(SetupOptions)
+    if (options.view_as(TestOptions).dry_run and setup.requirements_file is not None
+            and setup.requirements_cache is None):
+        setup.requirements_cache = SKIP_REQUIREMENTS_CACHE
     for name in ("temp_location", "staging_location"):
         found = getattr(cloud, name) is not None and validator.validate_gcs_path(cloud, name)
         if found:

@@ -167,6 +167,23 @@ def test_a_pyproject_toml_setup_file_builds_the_staged_sdist(dry_run_module, mon
     check_gpfit_sdist(staged["workflow.tar.gz"], setup_info)
 
 
+def test_a_dry_run_with_a_requirements_file_downloads_nothing(dry_run_module, tmp_path):
+    """Beam's stager ran `pip download` of every requirement for a dry run, a
+    subprocess the socket guard does not see: online minutes of downloads,
+    offline exit 3 after pip's retries ("the pipeline failed: Full
+    traceback: ..."). A dry run skips the requirements cache: the file is
+    staged and nothing downloaded (this package does not exist)."""
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("gpfit-no-such-package==0.0.1\n")
+    job = dry_run_module.dry_run([f"--input={INPUT}", f"--output={OUTPUT}",
+                                  f"--temp_location=gs://{BUCKET}/dataflow/temp",
+                                  f"--sdk_container_image={IMAGE}",
+                                  f"--requirements_file={requirements}"])
+    staged = dry_run_module.staged_artifacts(job)
+    assert "requirements.txt" in staged
+    assert not [name for name in staged if "no-such-package" in name or "no_such" in name]
+
+
 # --- the classic template ----------------------------------------------------
 
 @pytest.fixture(scope="module")
