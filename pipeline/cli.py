@@ -248,11 +248,28 @@ def _failed(err: Exception, output: str) -> int:
     return EXIT_PIPELINE_FAILED
 
 
+# Beam runs pip (and the setup file's build) as it stages a job; its error
+# (apache_beam.utils.processes) starts "Full traceback: Traceback (most
+# recent call last):", which was all gpfit's line said, and ends with the
+# process's output, escaped, where pip's last "ERROR:" says what failed.
+_STAGING_COMMAND = ("Full traceback:", "Full trace:")
+_PIP_PACKAGE = re.compile(r"Pip install failed for package: (\S+)")
+_PROCESS_ERROR = re.compile(r"ERROR: (.*?)(?:\\[nr]|$)", re.M)
+
+
 def _what_failed(err: Exception) -> str:
     """The line of a job's error that says what failed: its message's first,
     or where the message is a traceback (a worker process's, which Beam's
-    runner passes on as text), its last, the exception that was raised."""
-    if str(err).lstrip().startswith("Traceback (most recent call last)"):
+    runner passes on as text), its last, the exception that was raised; for
+    a command Beam ran to stage the job, the command's last error."""
+    text = str(err).lstrip()
+    if text.startswith(_STAGING_COMMAND):
+        package = _PIP_PACKAGE.search(text)
+        said = _PROCESS_ERROR.findall(text)
+        what = (f"pip failed for {package.group(1)}" if package
+                else "a command Beam ran to stage the job failed")
+        return f"{what}: {said[-1].strip()}" if said else what
+    if text.startswith("Traceback (most recent call last)"):
         return last_line(err)
     return first_line(err)
 

@@ -20,6 +20,7 @@ from apache_beam.portability import common_urns, python_urns
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from deploy_helpers import BUCKET, IMAGE, PROJECT, REGION, REPO, check_gpfit_sdist
+from gpfit_runs import write_long_parquet
 
 RUN_DATE = "2026-11-29"
 INPUT = f"gs://{BUCKET}/series/date={RUN_DATE}/*.parquet"
@@ -240,6 +241,37 @@ def test_template_stages_the_pipeline_proto(template):
     labels = {t.unique_name for t in proto.components.transforms.values()}
     assert set(STEPS) | {"FitSeries/FitBatches"} <= labels
     assert re.fullmatch(r"beamapp-[-a-z0-9]+", job["name"])
+
+
+def test_a_requirement_pip_cannot_get_is_named_in_the_failure_line(dry_run_module, capsys,
+                                                                  monkeypatch, tmp_path):
+    """Staging a job (here a template into a local folder) downloads
+    --requirements_file's packages with pip; when pip failed, gpfit's line
+    was "the pipeline failed: Full traceback: Traceback (most recent call
+    last):". It names the package and pip's error. Offline: pip looks in no
+    index, and the package does not exist."""
+    from pipeline import cli
+
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("gpfit-no-such-package==0.0.1\n")
+    (tmp_path / "staging").mkdir()
+    # Local paths: a template staged into a local folder is not the service.
+    data = write_long_parquet(tmp_path / "in")
+    with dry_run_module.no_network():
+        code = cli.run([f"--input={data}", f"--output={tmp_path / 'out'}",
+                        "--runner=DataflowRunner",
+                        f"--project={PROJECT}", f"--region={REGION}", "--no_auth",
+                        "--dataflow_endpoint=http://localhost:9",
+                        f"--template_location={tmp_path / 'template.json'}",
+                        f"--staging_location={tmp_path / 'staging'}",
+                        f"--temp_location={tmp_path / 'staging'}",
+                        f"--sdk_container_image={IMAGE}", f"--requirements_file={requirements}"])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 3, last
+    assert last.startswith("gpfit: error: the pipeline failed: pip failed for "
+                           "gpfit-no-such-package==0.0.1: "), last
+    assert "No matching distribution found for gpfit-no-such-package" in last, last
 
 
 def test_dry_run_refuses_what_it_cannot_prove(dry_run_module):
