@@ -16,7 +16,9 @@ Beam checks them late, or not at all:
   storage.googleapis.com: offline 140 s, online a bucket made).
 So each is refused here in one line, exit 2 (docs/design.md, "Dataflow offline").
 
-A dry run with --requirements_file made Beam's stager `pip download` every
+A dry run with a gs:// --extra_package is refused too: the stager downloads
+it (offline: Cloud Storage's retries, minutes). A dry run with
+--requirements_file made Beam's stager `pip download` every
 requirement into its cache, a subprocess that the dry run's socket guard
 does not see: online minutes of downloads, offline exit 3 after pip's
 retries. A dry run stages nothing, so it skips that cache
@@ -40,8 +42,12 @@ from pipeline.options import GPFitOptions, names_runner
 # The setup file's names Beam's stager builds a package from.
 SETUP_FILES = ("setup.py", "pyproject.toml")
 # The names Beam's stager takes for an --extra_package (a local file, or a
-# gs:// or http(s) one it downloads).
+# gs:// one it downloads).
 EXTRA_PACKAGE_ENDINGS = (".tar", ".tar.gz", ".whl", ".zip")
+# Beam's stager takes an http(s) --extra_package for one it downloads, then
+# looks for a file system of that scheme, and Beam has none: the job failed
+# as it was staged ("Unable to get filesystem from specified path"), exit 3.
+URLS = ("http://", "https://")
 
 
 def names_dataflow(runner: Optional[str]) -> bool:
@@ -60,7 +66,8 @@ def check(options: PipelineOptions, runner: PipelineRunner) -> None:
         gs:// folder, neither given to a dry run, or an --input, --output or
         --previous_output on this machine.
     """
-    _check_staged_files(options.view_as(SetupOptions))
+    _check_staged_files(options.view_as(SetupOptions),
+                        bool(options.view_as(TestOptions).dry_run))
     validator = PipelineOptionsValidator(options, runner)
     if not validator.is_service_runner():  # also a template's test endpoint on localhost
         return
@@ -90,7 +97,7 @@ def check(options: PipelineOptions, runner: PipelineRunner) -> None:
                              "gs:// path")
 
 
-def _check_staged_files(setup: SetupOptions) -> None:
+def _check_staged_files(setup: SetupOptions, dry_run: bool) -> None:
     if setup.setup_file is not None:
         path = setup.setup_file
         if not os.path.isfile(path):
@@ -110,5 +117,15 @@ def _check_staged_files(setup: SetupOptions) -> None:
             raise UsageError(f"--extra_package {package}: Beam stages a file ending in "
                              f"{', '.join(EXTRA_PACKAGE_ENDINGS)}; give the built package "
                              "(python -m build makes one in dist/)")
+        if package.startswith(URLS):
+            raise UsageError(f"--extra_package {package}: Beam cannot stage a package from "
+                             "a URL (it has no file system for http or https); download it "
+                             "and give the file")
+        if "://" in package and dry_run:
+            # The stager downloads it even for a dry run: offline, Cloud
+            # Storage's retries went on for minutes.
+            raise UsageError(f"--extra_package {package}: a dry run would download it to "
+                             "stage it, which needs the network; give a copy on this "
+                             "machine, or leave it out of the dry run")
         if "://" not in package and not os.path.isfile(package):
             raise UsageError(f"--extra_package {package}: no such file")

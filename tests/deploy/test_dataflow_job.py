@@ -338,6 +338,14 @@ def test_dry_run_false_is_refused_not_taken_as_a_dry_run(dry_run_module, capsys)
     ("--extra_package=/nonexistent/dep-1.0.tar.gz",
      "--extra_package /nonexistent/dep-1.0.tar.gz: no such file"),
     ("--extra_package=README.md", "Beam stages a file ending in .tar, .tar.gz, .whl, .zip"),
+    # Beam has no file system for a URL: "Unable to get filesystem from
+    # specified path", exit 3, at staging, dry run or not.
+    ("--extra_package=https://example.com/dep-1.0.tar.gz",
+     "Beam cannot stage a package from a URL"),
+    # A dry run downloaded it to stage it: offline, minutes of Cloud
+    # Storage's retries.
+    (f"--extra_package=gs://{BUCKET}/deps/dep-1.0.tar.gz",
+     "a dry run would download it to stage it"),
 ])
 def test_staged_files_are_checked_before_any_work(dry_run_module, capsys, monkeypatch,
                                                   setup, said):
