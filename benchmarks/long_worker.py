@@ -1,0 +1,181 @@
+"""Does anything grow in a long-running worker? Memory, handles and threads
+over many fit calls (docs/design.md, "Measured facts", *Long-running workers*).
+
+  fitter   one fitter (gpcore.build_fitter) fits --calls calls of 1-5 short
+           series (5-39 points) in a loop; after every tenth of them it
+           prints the process's RSS, open file descriptors (/proc/self/fd),
+           threads (/proc/self/task), Python objects (gc.get_objects after
+           gc.collect) and the fitter's tracing_count.
+  command  the `gpfit` command on --series short series (8-32 points, 8
+           Parquet files in a temporary folder) with --workers worker
+           processes and --seconds_per_fit_call, sampling every process's
+           RSS, fds and threads every 2 s; prints each worker's figures when
+           its progress lines first say 10 % of its share fitted, their
+           peak, and at the job's end, with the manifest's fitters_built
+           and tracing_count_max. Arguments after `--` go to gpfit
+           (`-- --kernel auto`, `-- --predict_horizon 2 --predict_points 10`).
+
+Usage:
+  python benchmarks/long_worker.py fitter [--kernel rbf] [--calls 6000] [--copies 1]
+  python benchmarks/long_worker.py command [--series 30000] [--workers 2]
+      [--seconds_per_fit_call 0.1] [-- gpfit options]
+A defect is growth that does not level off: RSS rising with the calls
+beyond the allocator's few MB, fds or threads rising, tracing_count above 1
+(a candidate each under auto).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# "2026-12-07 03:06:04,148 INFO worker: gpfit progress: 257/30000 series fitted in process 12"
+PROGRESS = re.compile(r"^(\S+ \S+) .*gpfit progress: (\d+)/(\d+) series fitted in process (\d+)")
+
+
+def _rss_mb(pid: str = "self") -> float:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
+def _handles(pid: str = "self") -> tuple[int, int]:
+    """(open file descriptors, threads) of a process."""
+    return len(os.listdir(f"/proc/{pid}/fd")), len(os.listdir(f"/proc/{pid}/task"))
+
+
+def _draw(rng, count: int, low: int, high: int, prefix: str):
+    """(id, t, y) of `count` noisy sines of low..high-1 points."""
+    for i in range(count):
+        n = int(rng.integers(low, high))
+        t = np.sort(rng.uniform(0.0, 10.0, n))
+        yield f"{prefix}{i:06d}", t, np.sin(t * rng.uniform(0.3, 2.0)) + 0.1 * rng.standard_normal(n)
+
+
+def fitter(kernel: str, calls: int, copies: int) -> None:
+    from gpcore import FitConfig, Series, build_fitter
+
+    rng = np.random.default_rng(1)
+    fit = build_fitter(FitConfig(kernel=kernel), copies)
+    print("| calls | RSS MB | fds | threads | Python objects | tracing_count |\n|--:|--:|--:|--:|--:|--:|")
+    for k in range(1, calls + 1):
+        fit.fit([Series(*drawn) for drawn in _draw(rng, int(rng.integers(1, 6)), 5, 40, f"c{k}_")])
+        if k % max(1, calls // 10) == 0 or k == calls:
+            gc.collect()
+            fds, tasks = _handles()
+            print(f"| {k} | {_rss_mb():.1f} | {fds} | {tasks} | {len(gc.get_objects())} | "
+                  f"{fit.tracing_count} |", flush=True)
+
+
+def _write_input(folder: str, series: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    drawn = list(_draw(rng, series, 8, 33, "s"))
+    files = 8
+    for f in range(files):
+        part = drawn[f * len(drawn) // files:(f + 1) * len(drawn) // files]
+        if part:
+            pq.write_table(pa.table({
+                "series_id": np.concatenate([[i] * len(t) for i, t, _ in part]),
+                "t": np.concatenate([t for _, t, _ in part]),
+                "y": np.concatenate([y for _, _, y in part])}),
+                os.path.join(folder, f"part-{f:05d}.parquet"))
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            with open(f"/proc/{parent}/task/{parent}/children") as f:
+                children = [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+        found += children
+        todo += children
+    return found
+
+
+def command(series: int, workers: int, seconds: float, extra: list[str]) -> None:
+    with tempfile.TemporaryDirectory(prefix="long_worker-") as work:
+        data, out = os.path.join(work, "in"), os.path.join(work, "out")
+        os.makedirs(data)
+        _write_input(data, series)
+        args = [sys.executable, "-m", "pipeline", "--input", data, "--output", out,
+                "--seconds_per_fit_call", str(seconds), *extra]
+        if workers > 1:
+            args += ["--direct_num_workers", str(workers),
+                     "--direct_running_mode", "multi_processing"]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+        samples = []  # (time, pid, rss MB, fds, threads)
+        with open(os.path.join(work, "stderr"), "w+") as err:
+            job = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, env=env)
+            while job.poll() is None:
+                for pid in [job.pid] + _descendants(job.pid):
+                    try:
+                        samples.append((time.time(), pid, _rss_mb(str(pid)), *_handles(str(pid))))
+                    except (OSError, StopIteration):
+                        pass  # it ended meanwhile
+                time.sleep(2.0)
+            err.seek(0)
+            lines = err.read().splitlines()
+        if job.returncode:
+            sys.exit(f"gpfit exited {job.returncode}:\n" + "\n".join(lines[-20:]))
+        with open(os.path.join(out, "_SUCCESS.json")) as f:
+            manifest = json.load(f)
+    tenth = {}  # pid -> when its progress first passed 10 % of its share
+    for line in lines:
+        found = PROGRESS.match(line)
+        if found and int(found[2]) >= 0.1 * int(found[3]) / max(workers, 1):
+            when = datetime.datetime.strptime(found[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            tenth.setdefault(int(found[4]), when)
+    print(f"{series} series, gpfit {' '.join(args[7:])}: fitters_built {manifest['fitters_built']}, "
+          f"tracing_count_max {manifest['tracing_count_max']}, "
+          f"{manifest['fit_call_seconds']['count']} fit calls, {manifest['wall_time_s']} s")
+    print("| process | RSS MB at 10 % | peak | at the end | fds (min-max) | threads (min-max) |\n"
+          "|--|--:|--:|--:|--:|--:|")
+    for pid in sorted({s[1] for s in samples}):
+        mine = [s for s in samples if s[1] == pid]
+        at = next((s[2] for s in mine if s[0] >= tenth[pid]), None) if pid in tenth else None
+        role = "worker" if pid in tenth else "launcher" if pid == job.pid else "other"
+        print(f"| {role} {pid} | {'-' if at is None else f'{at:.0f}'} | "
+              f"{max(s[2] for s in mine):.0f} | {mine[-1][2]:.0f} | "
+              f"{min(s[3] for s in mine)}-{max(s[3] for s in mine)} | "
+              f"{min(s[4] for s in mine)}-{max(s[4] for s in mine)} |")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks/long_worker.py", description=__doc__.split(
+        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    modes = parser.add_subparsers(dest="mode", required=True)
+    one = modes.add_parser("fitter", help="one fitter, many fit calls")
+    one.add_argument("--kernel", default="rbf")
+    one.add_argument("--calls", type=int, default=6000)
+    one.add_argument("--copies", type=int, default=1)
+    job = modes.add_parser("command", help="the gpfit command, its processes sampled")
+    job.add_argument("--series", type=int, default=30000)
+    job.add_argument("--workers", type=int, default=2)
+    job.add_argument("--seconds_per_fit_call", type=float, default=0.1)
+    job.add_argument("gpfit", nargs="*", help="after --: options for gpfit")
+    args = parser.parse_args(argv)
+    if args.mode == "fitter":
+        fitter(args.kernel, args.calls, args.copies)
+    else:
+        command(args.series, args.workers, args.seconds_per_fit_call, args.gpfit)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

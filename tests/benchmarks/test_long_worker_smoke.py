@@ -1,0 +1,34 @@
+"""Smoke test of benchmarks/long_worker.py as docs/design.md runs it: one
+fitter over a few calls, and the command on a few series, their tables
+printed with the counts a defect would move."""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "benchmarks", "long_worker.py")
+ENV = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
+
+
+def _run(*args):
+    done = subprocess.run([sys.executable, SCRIPT, *args], env=ENV, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_one_fitter_over_calls_keeps_its_trace_and_handles():
+    rows = [line.split("|")[1:-1] for line in _run("fitter", "--calls", "10").splitlines()
+            if re.match(r"\| \d", line)]
+    assert [int(r[0]) for r in rows] == list(range(1, 11))
+    assert {int(r[5]) for r in rows} == {1}  # tracing_count
+    assert len({r[2] for r in rows}) == len({r[3] for r in rows}) == 1  # fds, threads
+
+
+def test_the_command_on_a_few_series_reports_its_processes():
+    out = _run("command", "--series", "24", "--workers", "1", "--",
+               "--predict_horizon", "2", "--predict_points", "3")
+    assert "24 series, gpfit --seconds_per_fit_call 0.1 --predict_horizon 2" in out
+    assert "fitters_built 1, tracing_count_max 1" in out
+    assert re.search(r"^\| launcher \d+ \|", out, re.M)
