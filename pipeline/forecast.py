@@ -14,8 +14,9 @@ the rolling-origin errors; docs/design.md "Forecast intervals"), at
 observed times predict's normal ones; `stddev` and `stddev_observed` are
 predict's everywhere. Under --transform the mean and the bounds are
 mapped back to y's scale (pipeline/io/scales.py). Each series
-becomes one small pa.Table (schema.predictions_schema), written by
-WriteToParquetBatched: no per-point Python objects.
+becomes one small pa.Table (schema.predictions_schema), joined 256 at a
+time while a bundle holds them, written by WriteToParquetBatched: no
+per-point Python objects.
 
 A series whose posterior cannot be computed (predict raises ValueError),
 or whose mean or bounds pass float64's largest once mapped back by the
@@ -246,23 +247,29 @@ def _mapped_back(plan: Plan, fitted: dict) -> dict:
 
 class Forecast(beam.DoFn):
     """(Series, row) -> predictions, as pa.Tables of about ROWS_PER_TABLE
-    rows (the Parquet writer makes a row group of each table it is given);
+    rows (the Parquet writer makes a row group of each table it is given),
+    the series' tables held joined, TABLES_JOINED at a time;
     PREDICTED: 1 per series with predictions; NOT_PREDICTED: 1 per series
     whose posterior could not be computed or mapped back; NO_STEP: the reason of a series
     without a step; COARSE: 1 per series whose forecast grid is coarser
     than a quarter of a fitted period."""
 
     ROWS_PER_TABLE = 65_536
+    # Each pa.Table carries its own schema and buffers: a bundle's 6,554
+    # tables of 10 rows held 56 MB for 5 MB of values (docs/design.md,
+    # "Measured facts", *Long-running workers*), so they are held joined.
+    TABLES_JOINED = 256
 
     def __init__(self, plan: Plan):
         self._plan = plan
-        self._tables: list[pa.Table] = []
+        self._tables: list[pa.Table] = []  # joined, TABLES_JOINED series' each
+        self._series: list[pa.Table] = []  # one per series, fewer than TABLES_JOINED
         self._rows = 0
         self._predicted = metrics.counter(metrics.PREDICTED)
         self._failed = metrics.counter(metrics.NOT_PREDICTED)
 
     def start_bundle(self):
-        self._tables, self._rows = [], 0
+        self._tables, self._series, self._rows = [], [], 0
 
     def process(self, pair):
         found = predictions(*pair, self._plan)
@@ -278,16 +285,19 @@ class Forecast(beam.DoFn):
             return
         self._predicted.inc()
         yield beam.pvalue.TaggedOutput(PREDICTED, 1)
-        self._tables.append(found.table)
+        self._series.append(found.table)
         self._rows += found.table.num_rows
+        if len(self._series) >= self.TABLES_JOINED:
+            self._tables.append(pa.concat_tables(self._series).combine_chunks())
+            self._series = []
         if self._rows >= self.ROWS_PER_TABLE:
             yield self._flush()
 
     def finish_bundle(self):
-        if self._tables:
+        if self._tables or self._series:
             yield GlobalWindows.windowed_value(self._flush())
 
     def _flush(self) -> pa.Table:
-        table = pa.concat_tables(self._tables)
-        self._tables, self._rows = [], 0
+        table = pa.concat_tables(self._tables + self._series)
+        self._tables, self._series, self._rows = [], [], 0
         return table
