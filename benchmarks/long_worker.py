@@ -94,14 +94,18 @@ def _write_input(folder: str, series: int) -> None:
 
 
 def _descendants(pid: int) -> list[int]:
+    """Every process under pid. Linux lists a child under the thread that
+    started it, and Beam's local runner starts its workers from a thread."""
     found, todo = [], [pid]
     while todo:
         parent = todo.pop()
+        children = []
         try:
-            with open(f"/proc/{parent}/task/{parent}/children") as f:
-                children = [int(c) for c in f.read().split()]
+            for task in os.listdir(f"/proc/{parent}/task"):
+                with open(f"/proc/{parent}/task/{task}/children") as f:
+                    children += [int(c) for c in f.read().split()]
         except OSError:
-            continue
+            pass  # it ended meanwhile
         found += children
         todo += children
     return found

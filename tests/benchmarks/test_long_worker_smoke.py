@@ -1,10 +1,12 @@
 """Smoke test of benchmarks/long_worker.py as docs/design.md runs it: one
 fitter over a few calls, and the command on a few series, their tables
 printed with the counts a defect would move."""
+import importlib.util
 import os
 import re
 import subprocess
 import sys
+import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "benchmarks", "long_worker.py")
@@ -32,3 +34,29 @@ def test_the_command_on_a_few_series_reports_its_processes():
     assert "24 series, gpfit --seconds_per_fit_call 0.1 --predict_horizon 2" in out
     assert "fitters_built 1, tracing_count_max 1" in out
     assert re.search(r"^\| launcher \d+ \|", out, re.M)
+
+
+def test_the_command_modes_processes_are_the_children_of_every_thread():
+    """Beam's local runner starts its worker processes from a thread, not
+    the main one: Linux lists a child under the thread that started it,
+    and reading only the main thread's children sampled the launcher alone."""
+    spec = importlib.util.spec_from_file_location("long_worker", SCRIPT)
+    long_worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(long_worker)
+    started, done = [], threading.Event()
+
+    def start():  # and stay: a child whose thread ended moves to another
+        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+        done.wait(60)
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    while not started:
+        done.wait(0.01)
+    try:
+        assert started[0].pid in long_worker._descendants(os.getpid())
+    finally:
+        done.set()
+        thread.join()
+        started[0].kill()
+        started[0].wait()
