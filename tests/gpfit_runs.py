@@ -56,6 +56,16 @@ def files_in(folder: str) -> list[str]:
                   for root, _, names in os.walk(folder) for name in names)
 
 
+def contents(folder: str) -> dict[str, bytes]:
+    """{file under folder, relative to it: its bytes}: a folder's state, to
+    check that a refused run left it as it was."""
+    found = {}
+    for name in files_in(folder):
+        with open(os.path.join(folder, name), "rb") as f:
+            found[name] = f.read()
+    return found
+
+
 def shard_names(folder: str, prefix: str = "params") -> list[str]:
     """A table's shards in an output folder, relative to it: <prefix>/part-*.parquet."""
     table = os.path.join(folder, prefix)

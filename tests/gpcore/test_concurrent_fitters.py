@@ -7,8 +7,6 @@ Barriers start the threads' calls together; every join has a timeout, so a
 deadlock fails the test instead of hanging the run."""
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -16,32 +14,10 @@ import tensorflow as tf
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, Series, build_fitter, statespace
 from gpcore.traced import Traced
+from thread_calls import at_once
 
-JOIN_S = 120.0  # a deadlock fails here, not in the suite's timeout
 
 
-def at_once(calls):
-    """Runs each call on a thread of its own, started together by a barrier;
-    -> their results in order (an exception is re-raised)."""
-    barrier = threading.Barrier(len(calls))
-    results, errors = [None] * len(calls), []
-
-    def run(k):
-        barrier.wait(timeout=JOIN_S)
-        try:
-            results[k] = calls[k]()
-        except BaseException as err:  # pylint: disable=broad-except  (the test's to report)
-            errors.append(err)
-
-    threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(JOIN_S)
-        assert not thread.is_alive(), f"a call did not return within {JOIN_S:.0f} s"
-    if errors:
-        raise errors[0]
-    return results
 
 
 def test_fitters_traced_at_once_through_a_shared_function_all_trace():

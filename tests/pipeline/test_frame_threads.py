@@ -8,8 +8,6 @@ Barriers start the calls together; every join has a timeout, so a deadlock
 fails the test instead of hanging the run."""
 from __future__ import annotations
 
-import threading
-
 import pandas as pd
 import pytest
 
@@ -18,8 +16,9 @@ from frame_data import assert_same_rows, rows_of
 from pipeline import fitters
 from pipeline.frame import fit_config
 from pipeline_data import make_series
+from thread_calls import at_once
 
-JOIN_S = 180.0  # a deadlock fails here, not in the suite's timeout
+JOIN_S = 180.0  # a fit_frame call on a busy machine: a deadlock fails here
 
 
 def frame_of(seed: int, count: int) -> pd.DataFrame:
@@ -29,28 +28,6 @@ def frame_of(seed: int, count: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["series_id", "t", "y"])
 
 
-def at_once(calls):
-    """Runs each call on a thread of its own, started together by a barrier;
-    -> their results in order (an exception is re-raised)."""
-    barrier = threading.Barrier(len(calls))
-    results, errors = [None] * len(calls), []
-
-    def run(k):
-        barrier.wait(timeout=JOIN_S)
-        try:
-            results[k] = calls[k]()
-        except BaseException as err:  # pylint: disable=broad-except  (the test's to report)
-            errors.append(err)
-
-    threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(JOIN_S)
-        assert not thread.is_alive(), f"a call did not return within {JOIN_S:.0f} s"
-    if errors:
-        raise errors[0]
-    return results
 
 
 def test_six_threads_fitting_at_once_get_the_rows_of_each_call_alone_from_one_fitter():
@@ -61,7 +38,7 @@ def test_six_threads_fitting_at_once_get_the_rows_of_each_call_alone_from_one_fi
     frames = [frame_of(seed, 3) for seed in range(4)]
     given = frames + [frames[0], frames[0]]
     before = fitters.counts()
-    together = at_once([lambda f=f: gpfit.fit_frame(f, **options) for f in given])
+    together = at_once([lambda f=f: gpfit.fit_frame(f, **options) for f in given], JOIN_S)
     after = fitters.counts()
     assert after["built"] - before["built"] <= 1  # 0 if an earlier test built it
     assert after["calls"] - before["calls"] == len(given)
@@ -76,7 +53,7 @@ def test_threads_with_different_options_fit_at_once_each_as_alone():
     calls = [(frame_of(0, 3), dict(kernel="rbf")), (frame_of(1, 3), dict(kernel="matern12")),
              (frame_of(2, 2), dict(kernel="auto")), (frame_of(2, 2), dict(kernel="auto")),
              (frame_of(3, 3), dict(kernel="rbf", restarts=2))]
-    together = at_once([lambda f=f, o=o: gpfit.fit_frame(f, **o) for f, o in calls])
+    together = at_once([lambda f=f, o=o: gpfit.fit_frame(f, **o) for f, o in calls], JOIN_S)
     for (frame, options), got in zip(calls, together):
         pd.testing.assert_frame_equal(got, gpfit.fit_frame(frame, **options), check_exact=True)
 

@@ -9,18 +9,10 @@ import resource
 import subprocess
 import sys
 
-from gpfit_runs import as_a_user_without_access, files_in, write_long_parquet
+from gpfit_runs import as_a_user_without_access, contents, files_in, write_long_parquet
 from pipeline_data import gpfit
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _contents(folder: str) -> dict[str, bytes]:
-    found = {}
-    for name in files_in(folder):
-        with open(os.path.join(folder, name), "rb") as f:
-            found[name] = f.read()
-    return found
 
 
 def test_a_table_folder_this_user_cannot_write_exits_5_and_keeps_the_earlier_run(tmp_path):
@@ -30,7 +22,7 @@ def test_a_table_folder_this_user_cannot_write_exits_5_and_keeps_the_earlier_run
     series = str(write_long_parquet(tmp_path / "in"))
     output = str(tmp_path / "night")
     assert gpfit(series, output, "--kernel", "rbf").code == 0
-    before = _contents(output)
+    before = contents(output)
     table = os.path.join(output, "params")
     os.chmod(table, 0o555)
     try:
@@ -43,7 +35,7 @@ def test_a_table_folder_this_user_cannot_write_exits_5_and_keeps_the_earlier_run
         f"gpfit: error: cannot write the output folder {output}: permission denied ([Errno 13] "
         f"Permission denied: '{table}'); free space or make it writable (or give another "
         "--output), then run again into the same folder: its gpfit files are replaced"]
-    assert _contents(output) == before  # the lock released, nothing deleted
+    assert contents(output) == before  # the lock released, nothing deleted
 
 
 def test_a_file_past_the_file_size_limit_exits_5_and_says_how_to_write_smaller_files(tmp_path):

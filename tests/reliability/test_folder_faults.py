@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from gpfit_runs import as_legacy_layout
+from gpfit_runs import as_legacy_layout, contents
 from reliability_runs import (HOSTILE_IDS, OPTIONS, SECRETS, Running, error_lines, files_in,
                               gpfit_here, gpfit_subprocess, kill_all, snapshot, wait_for)
 
@@ -44,14 +44,6 @@ def one_line(run, code: int, *words: str) -> str:
     for word in words:
         assert word in lines[0], lines[0]
     return lines[0]
-
-
-def contents(folder: str) -> dict[str, bytes]:
-    found = {}
-    for name in files_in(folder):
-        with open(os.path.join(folder, name), "rb") as f:
-            found[name] = f.read()
-    return found
 
 
 @contextlib.contextmanager
