@@ -6,6 +6,7 @@ also serve as Dataflow (Flex Template) parameters.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from typing import Optional
 
@@ -21,7 +22,7 @@ from gpcore.config import (AUTO, AUTO_BASIN_RESTARTS, BASIN_RESTARTS, CANDIDATES
                            SYNTAX, THOROUGH, FitConfig, fitted_configs)
 # numpy only, as gpcore.config: the start grid's size.
 from gpcore.starts import grid_shape
-from pipeline.io.errors import UsageError, undecodable
+from pipeline.io.errors import UsageError, undecodable, with_value
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.inputs import Columns
 from pipeline.io.redaction import REDACTED, redacted  # noqa: F401  (REDACTED: re-exported)
@@ -284,8 +285,7 @@ def check_forecast(horizon: float, points: int, steps: int, holdout: int, levels
         steps with either, a count out of range, bad levels.
     """
     name = option.format
-    given = (lambda flag, value: f"{name(flag)}{value}") if option.endswith("=") else (
-        lambda flag, value: f"{name(flag)} {value}")
+    given = functools.partial(with_value, option)
     if steps and (horizon or points):
         raise UsageError(f"give either {given('predict_steps', 'K')} (steps of each series' own "
                          f"spacing) or {given('predict_horizon', 'H')} "
@@ -329,17 +329,17 @@ def parse_levels(text, option: str = "--{}") -> tuple[float, ...]:
     if not found or not all(0 < level < 100 for level in found):
         raise UsageError(f"{name} must be percents between 0 and 100 separated by "
                          f"commas, e.g. 80,95; got {text!r}")
-    shown = f"{name}{{}}" if name.endswith("=") else f"{name} {{}}"
+    shown = functools.partial(with_value, option, "predict_levels")
     if level_name(found[-1]) == level_name(100):
         # Its columns read as a 100 % interval, which the rule above refuses.
-        raise UsageError(f"{shown.format(f'{found[-1]:.10g}')} names the columns lower_100, "
+        raise UsageError(f"{shown(f'{found[-1]:.10g}')} names the columns lower_100, "
                          "upper_100 (six significant digits), as if a 100 % interval; give "
                          "99.9999 or less")
     # Two levels of one column name wrote a predictions file with duplicate
     # columns, which pandas and pyarrow.dataset refuse to read.
     for lower, upper in zip(found, found[1:]):
         if level_name(lower) == level_name(upper):
-            raise UsageError(f"{shown.format(f'{lower:.10g}')} and {upper:.10g} name the same "
+            raise UsageError(f"{shown(f'{lower:.10g}')} and {upper:.10g} name the same "
                              f"columns lower_{level_name(lower)}, upper_{level_name(lower)}; "
                              "give levels that differ in their first six significant digits")
     return found

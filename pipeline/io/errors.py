@@ -61,6 +61,14 @@ _FIXES = {errno.EFBIG: ("raise the limit, or write more, smaller shards (--num_s
                         f"give another --output, {_AGAIN}")}
 
 
+def with_value(option: str, flag: str, value) -> str:
+    """An option and its value as a message spells them: `option` is the
+    name's format, "--{}" for the command's flags ("--predict_steps K") or
+    "{}=" for fit_frame's keywords ("predict_steps=K")."""
+    name = option.format(flag)
+    return f"{name}{value}" if name.endswith("=") else f"{name} {value}"
+
+
 def one_line(text: str) -> str:
     """text with what does not print (a newline or a tab in a file name, a
     right-to-left mark) as Python escapes it: a message naming such a path

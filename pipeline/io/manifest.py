@@ -37,6 +37,7 @@ counts: its output lacks what those files held.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import datetime
 import json
 import os
@@ -45,6 +46,7 @@ from typing import Optional
 from apache_beam.io.filesystems import FileSystems
 
 from gpcore.result import FAILED, OK, SKIPPED
+from pipeline.io.errors import with_value
 from pipeline.io.files import open_file
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.inputs import InputSpec
@@ -289,8 +291,7 @@ def prediction_warnings(no_step: dict, not_predicted: int, coarse: int,
     for fit_frame's keywords); `counted`: the manifest counts them (there
     is none of fit_frame's)."""
     name = option.format
-    given = (lambda flag, value: f"{name(flag)}{value}") if option.endswith("=") \
-        else (lambda flag, value: f"{name(flag)} {value}")
+    given = functools.partial(with_value, option)
     where = (lambda count: f" (predictions.{count} in the manifest)") if counted \
         else (lambda count: "")
     found = []
