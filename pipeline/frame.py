@@ -185,13 +185,6 @@ def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] 
         if kernel != AUTO:  # unused, as the command's --candidates would be: refused there too
             raise ValueError(f"candidates= is for kernel={AUTO!r}; got kernel={kernel!r}. "
                              f"Add kernel={AUTO!r}, or drop candidates=")
-        if isinstance(candidates, (set, frozenset)):
-            # A set of strings iterates in an order of the process's hash
-            # seed: each Spark or Dask worker hashed other options.
-            raise ValueError(f"candidates= is a set ({sorted(candidates)}), whose order varies "
-                             "from process to process, and the fingerprint hashes the order "
-                             "(the command's --candidates is a list): give a list, a tuple or "
-                             "a comma-separated string")
         settings["candidates"] = tuple(candidates.split(",") if isinstance(candidates, str)
                                        else candidates)
     if batch_size is not None:

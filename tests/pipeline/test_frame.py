@@ -15,7 +15,6 @@ import gpfit
 from frame_data import assert_same_rows, in_folder, job_rows, long_table, rows_of
 from gpcore.config import MARKOV_ABOVE
 from pipeline import builder, fitters, options
-from pipeline.frame import fit_config
 from pipeline.io import conversion, fingerprint
 from pipeline.io.errors import InputError
 from pipeline.io.schema import OUTPUT_SCHEMA
@@ -110,15 +109,18 @@ def test_the_options_are_the_commands_and_give_its_fingerprints(data):
                 assert other[row["series_id"]]["nll"] >= row["nll"] - 1e-4
 
 
-def test_candidates_as_a_set_are_refused_as_their_order_varies_by_process():
+def test_candidates_in_any_order_or_as_a_set_give_the_same_rows():
     """A set of names iterates in the order of the process's hash seed
     (PYTHONHASHSEED 1 and 3 gave two orders of rbf, matern12,
-    rbf+periodic), and the fingerprint hashes the candidates' order: the
-    same options gave Spark's or Dask's worker processes other fingerprints."""
-    with pytest.raises(ValueError, match=r"candidates= is a set .*give a list"):
-        gpfit.fit_frame(_small_frame(), kernel="auto", candidates={"rbf", "matern12"})
-    assert fit_config(kernel="auto", candidates=["matern12", "rbf"]).candidates == (
-        "matern12", "rbf")
+    rbf+periodic), so Spark's or Dask's worker processes saw other orders:
+    the choice and the fingerprint do not depend on it (docs/design.md,
+    "Kernel choice")."""
+    frame = _small_frame()
+    want = gpfit.fit_frame(frame, kernel="auto", candidates=["rbf", "matern12"])
+    for given in (["matern12", "rbf"], "matern12,rbf", {"rbf", "matern12"}):
+        got = gpfit.fit_frame(frame, kernel="auto", candidates=given)
+        assert_same_rows(rows_of(got), rows_of(want))
+        assert list(got["fingerprint"]) == list(want["fingerprint"])
 
 
 def test_a_markov_kernels_default_max_points_is_the_commands():
