@@ -33,6 +33,12 @@ _configured: Optional[int] = None
 _configured_in: Optional[int] = None  # the pid of the process that configured them
 
 
+def machine_cores() -> int:
+    """This machine's cores (os.cpu_count(), 1 where unknown): the most
+    fitters, local workers or TensorFlow threads a count may ask for."""
+    return os.cpu_count() or 1
+
+
 def configure_threads(cores: int) -> int:
     """Sets this process's TF thread pools for `cores` cores, once; returns
     how many fitters it runs side by side (gpcore.build_fitter's copies).
@@ -93,7 +99,7 @@ def thread_counts_given() -> tuple[int, Optional[int]]:
     """
     from pipeline.io.errors import UsageError
 
-    counts, cores = [], os.cpu_count() or 1
+    counts, cores = [], machine_cores()
     for name in (INTRA_OP_ENV, INTER_OP_ENV):
         value = os.environ.get(name) or ""
         if value and not (value.strip().isdigit() and 1 <= int(value) <= cores):

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-import os
 import sys
 from typing import Any, NamedTuple, Optional, Sequence, Union
 
@@ -104,12 +103,13 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
     max_rows, cores = _whole("max_rows", max_rows), _whole("cores", cores)
     if cores < 1:
         raise ValueError(f"cores= must be >= 1; got {cores}")
-    if cores > (os.cpu_count() or 1):
+    most = fitters.machine_cores()
+    if cores > most:
         # As --direct_num_workers (pipeline/runtime.py): a fitter past one per
         # core only competes, and 10**9 sized TensorFlow's thread pools so
         # that the process died (SIGSEGV, under an 8 GB memory limit); the first
         # setting is the process's.
-        raise ValueError(f"cores= must be at most this machine's {os.cpu_count() or 1} cores "
+        raise ValueError(f"cores= must be at most this machine's {most} cores "
                          f"(one fitter per core); got {cores}")
     # As Arrow names columns: a pandas label 0 (read_csv(header=None)) is "0".
     columns = inputs.Columns(str(id_column), str(time_column), str(value_column))

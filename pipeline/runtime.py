@@ -328,7 +328,7 @@ def processes_per_machine(options: PipelineOptions) -> Optional[int]:
         direct = options.view_as(DirectOptions)
         if direct.direct_running_mode != "multi_processing":
             return 1
-        return direct.direct_num_workers or (os.cpu_count() or 1)
+        return direct.direct_num_workers or fitters.machine_cores()
     experiments = options.view_as(DebugOptions).experiments or []
     if "no_use_multiple_sdk_containers" in experiments:
         return 1
@@ -353,7 +353,7 @@ def check_workers(options: PipelineOptions) -> None:
     if workers < 0:
         raise UsageError(f"--direct_num_workers must be >= 0 (0: one worker per core); "
                          f"got {workers}")
-    cores = os.cpu_count() or 1
+    cores = fitters.machine_cores()
     if workers > cores:
         raise UsageError(f"--direct_num_workers {workers} is more than this machine's {cores} "
                          "cores: a worker past one per core only competes for them, at a cost "
@@ -379,4 +379,4 @@ def configure_tf_threads(processes: Optional[int]) -> int:
     """Sets this process's TF thread pools, once, for its share of the
     machine's cores (cores_per_process); returns how many fitters it runs
     side by side (pipeline/fitters.py says how the counts are chosen)."""
-    return fitters.configure_threads(cores_per_process(os.cpu_count() or 1, processes))
+    return fitters.configure_threads(cores_per_process(fitters.machine_cores(), processes))

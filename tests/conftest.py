@@ -47,7 +47,7 @@ def tensorflow_as_a_job_runs_it():
     "Build")."""
     from pipeline import fitters
 
-    fitters.configure_threads(os.cpu_count() or 1)
+    fitters.configure_threads(fitters.machine_cores())
 
 
 @pytest.fixture(scope="session")
