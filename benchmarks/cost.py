@@ -10,7 +10,10 @@ series' lengths, the estimated core-seconds, the CPU and wall seconds, and
 the fitter's work counters (Newton evaluations, grid values, starts).
 
 Series: benchmarks/realdata.py's quality set and benchmarks/seasonal.py's
-set (never a held-out set), `--count` of each spread over the set.
+set (never a held-out set), `--count` of each spread over the set; for
+gpcore.batching's FLOOR_SECONDS, `--sets short` (realdata.py's series
+under SHORT_BELOW points) and, as their check, `generated-short`
+(`generated_short`: drawn series of 8-40 points that no figure used).
 
 It prints, per kernel and set: Newton evaluations per series and per start
 (over gpcore.batching.expected_starts), grid values per series, CPU ms per
@@ -44,11 +47,39 @@ KERNELS = ("rbf", "matern12", "matern32", "matern52", "periodic", "rbf+periodic"
            "matern52+periodic", "linear+rbf", "linear+rbf+periodic")
 
 
+# Series this short cost the fixed work of their compiled batches, not their
+# flops ("short": the calibration set; "generated-short": the proof, never
+# used for the figures).
+SHORT_BELOW = 48
+
+
+def generated_short(count: int = 320, seed: int = 0) -> list:
+    """`count` series of 8-40 irregular points (deterministic): a smooth
+    draw (rbf, length 0.5-3 of a span of 10) with noise 0.2, half of them
+    plus a sine of period 1-3, around 5."""
+    import numpy as np
+    from gpcore import Series
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        n = int(rng.integers(8, 41))
+        t = np.sort(rng.uniform(0.0, 10.0, n))
+        scale = rng.uniform(0.5, 3.0)
+        k = np.exp(-0.5 * np.subtract.outer(t, t) ** 2 / scale ** 2) + 1e-6 * np.eye(n)
+        y = 5.0 + np.linalg.cholesky(k) @ rng.standard_normal(n) + 0.2 * rng.standard_normal(n)
+        if i % 2:
+            y = y + np.sin(2.0 * np.pi * t / rng.uniform(1.0, 3.0))
+        out.append(Series(series_id=f"short/{i}", t=t, y=y))
+    return out
+
+
 def _sets(count: int | None, names: list[str]) -> dict:
     import realdata
     import seasonal
     build = {"realdata": lambda: realdata.real_series(),
-             "seasonal": lambda: [c.series for c in seasonal.cases()]}
+             "seasonal": lambda: [c.series for c in seasonal.cases()],
+             "short": lambda: [s for s in realdata.real_series() if len(s.t) < SHORT_BELOW],
+             "generated-short": generated_short}
     return {name: realdata.spread(build[name](), count) for name in names}
 
 
@@ -192,7 +223,9 @@ def main(argv=None) -> int:
                         help="comma-separated kernel strings (auto allowed)")
     parser.add_argument("--count", type=int, default=16, help="series per set, spread over it")
     parser.add_argument("--sets", default="realdata,seasonal",
-                        help="comma-separated: realdata (benchmarks/realdata.py), seasonal")
+                        help="comma-separated: realdata (benchmarks/realdata.py), seasonal, short "
+                        "(realdata's series under SHORT_BELOW points), generated-short "
+                        "(generated_short: the short figures' proof)")
     parser.add_argument("--seconds_per_fit_call", type=float, default=15.0)
     parser.add_argument("--out", default=None, help="JSON file for the call records")
     parser.add_argument("--model", default=None,

@@ -41,7 +41,8 @@ SECONDS_PER_CALL = 15.0
 
 # Calibration of `cost`, measured on this project's 2-core machines with one
 # TensorFlow thread (docs/design.md, "Cost per kernel"): the flop count below
-# at 15 GFLOP/s, times a measured factor per kernel structure, plus about a
+# at 15 GFLOP/s, times a measured factor per kernel structure, but never
+# below the structure's FLOOR_SECONDS (short series), plus about a
 # millisecond of Python work per series.
 FLOPS_PER_SECOND = 1.5e10
 SECONDS_PER_SERIES = 1e-3
@@ -79,6 +80,27 @@ DEAREST = (3, True)
 # run before, at load 17-21, as the safe side: 1.4 at load 1); three, the
 # figures cost.py measured before the jumps existed.
 NO_JUMP_FIGURES = {(2, True): (9.0, 2.5), (3, True): (30.0, 1.9)}
+# A dense fit's CPU seconds per series are at least these, per kernel
+# structure (the key of COST_FIGURES), whatever its flops: a compiled
+# batch's steps are so many TensorFlow ops whatever the length, and series
+# of under 48 points also take more Newton evaluations than COST_FIGURES
+# (7.6-8.8 per start for rbf, 30-43 for sums). The flop model alone put
+# auto's short series at a twelfth to a seventeenth of their CPU, so a call
+# of them ran up to 17x its target. Measured by
+#   python benchmarks/cost.py --count 1000 --sets short,generated-short
+# on "short" (realdata.py's 69 series under 48 points): the largest CPU per
+# series of each structure less SECONDS_PER_SERIES, rounded up; (2, False)
+# and the dearest raised to a single kernel's and the measured sums' floor,
+# the safe side; auto's periodic candidate, never fitted on "short" (its
+# screen passed none), takes its structure's floor with the jumps, also the
+# safe side (docs/design.md, "Cost per kernel", *Short series*).
+FLOOR_SECONDS = {
+    (1, False): 0.0025,  # rbf 3.4, matern52 3.1, matern12 2.2 ms a series
+    (1, True): 0.006,    # periodic 6.8
+    (2, False): 0.0025,  # linear+rbf 2.2
+    (2, True): 0.020,    # matern52+periodic 20.2, rbf+periodic 16.5
+    (3, True): 0.025,    # linear+rbf+periodic 20.9
+}
 # Restarts to other basins of a length-scale grid run only where the grid
 # shows one: on about a quarter of real series, rarely on series drawn from
 # the model (docs/design.md, "Restarts from other basins"; docs/scale.md).
@@ -123,6 +145,11 @@ def cost_figures(kernel, jumps: bool = True) -> tuple[float, float]:
     if not jumps and structure(kernel) in NO_JUMP_FIGURES:
         return NO_JUMP_FIGURES[structure(kernel)]
     return COST_FIGURES.get(structure(kernel), COST_FIGURES[DEAREST])
+
+
+def floor_seconds(kernel) -> float:
+    """The least CPU seconds a dense fit of kernel costs a series."""
+    return FLOOR_SECONDS.get(structure(kernel), FLOOR_SECONDS[DEAREST])
 
 
 def summed_work(fitters) -> dict:
@@ -250,7 +277,7 @@ class Batching:
         # at the length a dense batch pads to.
         n = quantised_length(max(int(n_points), 1))
         dense = padded_length(n)
-        flops, seconds = 0.0, SECONDS_PER_SERIES
+        seconds = SECONDS_PER_SERIES
         skip_periodic = periodic is False and self.config.kernel == AUTO
         for config in fitted_configs(self.config):
             kernel = config.kernel
@@ -262,10 +289,11 @@ class Batching:
             if n > config.max_points:
                 continue  # skipped: no fit
             evaluations, factor = cost_figures(kernel, config.jumps)
-            flops += factor * (flops_per_grid(kernel, dense, config.far_probes)
-                               + expected_starts(kernel, config.restarts) * evaluations
-                               * flops_per_newton_evaluation(dense, len(kernel.parameters) + 1))
-        return flops / FLOPS_PER_SECOND + seconds
+            flops = factor * (flops_per_grid(kernel, dense, config.far_probes)
+                              + expected_starts(kernel, config.restarts) * evaluations
+                              * flops_per_newton_evaluation(dense, len(kernel.parameters) + 1))
+            seconds += max(flops / FLOPS_PER_SECOND, floor_seconds(kernel))
+        return seconds
 
     def cost_of(self, series, n: Optional[int] = None) -> float:
         """`cost` of one Series (t [n], y [n]); under kernel "auto", of the

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from gpcore import Batching, FitConfig, Series
-from gpcore.batching import (COST_FIGURES, DEAREST, FLOPS_PER_SECOND, LENGTH_QUANTUM,
-                             SECONDS_PER_CALL, SECONDS_PER_SERIES, SLOW_CHOLESKY_SIDE,
+from gpcore.batching import (COST_FIGURES, DEAREST, FLOOR_SECONDS, FLOPS_PER_SECOND,
+                             LENGTH_QUANTUM, SECONDS_PER_CALL, SECONDS_PER_SERIES,
+                             SLOW_CHOLESKY_SIDE,
                              cost_figures, expected_starts, finite_points, flops_per_grid,
                              flops_per_newton_evaluation, flops_per_value, padded_length,
                              structure)
@@ -40,21 +41,40 @@ def test_a_call_is_full_at_its_seconds_and_they_must_be_positive():
 
 def _by_hand(name: str, n: int) -> float:
     """The documented model, written out: factor x (grid + starts x
-    evaluations x Newton flops) / FLOPS_PER_SECOND + SECONDS_PER_SERIES."""
+    evaluations x Newton flops) / FLOPS_PER_SECOND, at least the
+    structure's FLOOR_SECONDS, + SECONDS_PER_SERIES."""
     config = FitConfig(kernel=name)
     kernel = kernel_named(name)
     evaluations, factor = COST_FIGURES.get(structure(kernel), COST_FIGURES[DEAREST])
     n = padded_length(n)
     flops = factor * (flops_per_grid(kernel, n) + expected_starts(kernel, config.restarts)
                       * evaluations * flops_per_newton_evaluation(n, len(kernel.parameters) + 1))
-    return flops / FLOPS_PER_SECOND + SECONDS_PER_SERIES
+    floor = FLOOR_SECONDS.get(structure(kernel), FLOOR_SECONDS[DEAREST])
+    return max(flops / FLOPS_PER_SECOND, floor) + SECONDS_PER_SERIES
 
 
 @pytest.mark.parametrize("name", ["rbf", "matern52", "periodic", "rbf+periodic",
                                   "rbf+rbf+periodic"])
 def test_cost_is_the_per_structure_model(name):
-    for n in (20, 200, 1000):
+    for n in (8, 20, 48, 200, 1000):
         assert Batching(FitConfig(kernel=name)).cost(n) == pytest.approx(_by_hand(name, n))
+
+
+def test_short_series_cost_their_floor_and_long_ones_their_flops():
+    """A series of a few points costs its structure's floor (the fixed work
+    of a compiled batch's steps), not its flops, which were a twelfth of
+    its CPU under auto; by 200 points the flops are above every floor."""
+    for name in ("rbf", "periodic", "linear+rbf", "matern52+periodic", "linear+rbf+periodic"):
+        batching = Batching(FitConfig(kernel=name))
+        floor = FLOOR_SECONDS[structure(kernel_named(name))]
+        assert batching.cost(8) == pytest.approx(floor + SECONDS_PER_SERIES), name
+        assert batching.cost(200) > floor + SECONDS_PER_SERIES, name
+    assert max(FLOOR_SECONDS.values()) == FLOOR_SECONDS[DEAREST]
+    # auto on 8 points: its three candidates' floors, about 16 ms of CPU
+    # measured where its screen passes the series (8-40 points).
+    auto = Batching(FitConfig(kernel="auto"))
+    assert auto.cost(8, True) == pytest.approx(
+        SECONDS_PER_SERIES + 2 * FLOOR_SECONDS[(1, False)] + FLOOR_SECONDS[(2, True)])
 
 
 def test_structures_follow_the_kernel_and_unmeasured_ones_take_the_dearest():
