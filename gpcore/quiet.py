@@ -19,11 +19,20 @@ import re
 import sys
 import tempfile
 import threading
+import warnings
 
 from gpcore import threads
 
 _LOG = logging.getLogger(__name__)
 _lock = threading.Lock()
+
+# TFP checks TensorFlow's version with distutils' LooseVersion, which warns
+# that it is deprecated, at the first use of each of its lazily loaded
+# packages, inside gpfit's fitter: under a user's PYTHONWARNINGS=error or
+# -W error::DeprecationWarning (a test suite's) that warning was raised, and
+# every fit failed. It is TFP's to fix, not the user's.
+warnings.filterwarnings("ignore", message="distutils Version classes are deprecated",
+                        category=DeprecationWarning)
 _done = False
 
 # Lines TensorFlow writes at start-up on a CPU-only machine; nothing in them

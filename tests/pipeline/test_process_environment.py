@@ -1,0 +1,41 @@
+"""gpfit, gpfit-report and fit_frame in the process environments schedulers,
+containers and test suites give them: Python's flags (-W error, -OO) and the
+variables a user or a scheduler sets. Each runs a fresh process: the
+environment in question is the process's own."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gpfit_runs import read_rows, write_long_parquet
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _python(tmp_path, *args: str, flags: tuple[str, ...] = (), **env: str
+            ) -> subprocess.CompletedProcess:
+    """`python *flags *args` in a fresh process in tmp_path, with env added
+    to this one's environment (the checkout first on its path)."""
+    environ = dict(os.environ, PYTHONPATH=REPO, **env)
+    return subprocess.run([sys.executable, *flags, *args], cwd=str(tmp_path), env=environ,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory) -> str:
+    return str(write_long_parquet(tmp_path_factory.mktemp("in")))
+
+
+def test_warnings_made_errors_fail_no_fit(tmp_path, series):
+    # TFP's check of TensorFlow's version warned (distutils' LooseVersion is
+    # deprecated) inside every fitter's build: under PYTHONWARNINGS=error, a
+    # test suite's -W error, the run failed, exit 3, for TFP's warning.
+    output = str(tmp_path / "out")
+    done = _python(tmp_path, "-m", "pipeline", "--input", series, "--output", output,
+                   "--kernel", "rbf", PYTHONWARNINGS="error")
+    assert done.returncode == 0, done.stderr
+    assert [row["status"] for row in read_rows(output)] == ["ok"] * 3
