@@ -39,14 +39,23 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from pipeline.io import beam_import  # noqa: E402
+from pipeline.io import beam_import, streams  # noqa: E402
+from pipeline.io.errors import EXIT_USAGE  # noqa: E402
+
+if beam_import.refusal() is not None:
+    # At import: the console script imports this module before main runs,
+    # and Beam's import below would fail with a traceback and exit 1
+    # ("too many series failed").
+    streams.opened()
+    streams.write(f"gpfit: error: {beam_import.refusal()}", sys.stderr)
+    raise SystemExit(EXIT_USAGE)
 
 # Beam's import with Python's garbage collector paused (gpcore/threads.py),
 # and without the line it logs where the gcp extra is missing, which also
 # configured the root logger before gpfit does (logs.configure_logs).
 with threads.collection_paused("apache_beam"), beam_import.quietly():
     from pipeline import builder, fitters, logs, portable, runtime
-    from pipeline.io import inputs, lock, manifest, outputs, streams
+    from pipeline.io import inputs, lock, manifest, outputs
     from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,
                                     EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
                                     first_line, last_line, lost_worker, one_line, storage_error,

@@ -39,7 +39,12 @@ import numpy as np
 import pyarrow as pa
 
 from gpcore.config import AUTO, THOROUGH, FitConfig, search_settings
-from pipeline import fitters, frame_tables
+from pipeline.io import beam_import
+
+if beam_import.refusal() is not None:
+    raise ImportError(beam_import.refusal())  # else Beam's own AttributeError, below
+
+from pipeline import fitters, frame_tables  # noqa: E402  (after the check above)
 from pipeline.fitted_scale import said_in_y
 from pipeline.io import conversion, fingerprint, inputs, scales
 from pipeline.io.errors import InputError, first_line

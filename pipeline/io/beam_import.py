@@ -9,12 +9,17 @@ after `import gpfit` did nothing. So each entry point (the `gpfit` and
 `gpfit-report` commands, `import gpfit`) imports Beam within `quietly()`
 (docs/design.md, "Runners and quiet runs"); local worker processes do the
 same before Beam's worker module runs (pipeline/runtime.py).
+
+Nor can Beam be imported with docstrings stripped (`python -OO`,
+PYTHONOPTIMIZE=2): it builds parts of its API from them and raised
+AttributeError from its own import; `refusal` says so first.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Iterator
+import sys
+from typing import Iterator, Optional
 
 
 @contextlib.contextmanager
@@ -28,3 +33,15 @@ def quietly() -> Iterator[None]:
         yield
     finally:
         root.removeHandler(held)
+
+
+def refusal() -> Optional[str]:
+    """Why Beam cannot be imported in this process (one line, with what to
+    do), or None where it can; the commands refuse with it (exit 2) and
+    fit_frame's import raises ImportError with it."""
+    if sys.flags.optimize < 2:
+        return None
+    return ("Python runs with docstrings stripped (python -OO, or PYTHONOPTIMIZE=2 or more "
+            "in the environment), and Apache Beam, which builds parts of its API from "
+            "docstrings, cannot be imported so: run without -OO and unset PYTHONOPTIMIZE "
+            "(or set it to 1, as -O)")

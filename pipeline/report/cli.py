@@ -68,6 +68,8 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     # Imported here, and the heavy part (TensorFlow, matplotlib: seconds to
     # load) only once the input is known good: --help and mistakes answer fast.
     from pipeline.io import beam_import
+    if beam_import.refusal() is not None:
+        return _refuse(UsageError(beam_import.refusal()))
     with beam_import.quietly():
         from apache_beam.io.filesystems import FileSystems
         from pipeline.io.files import check_reachable

@@ -39,3 +39,33 @@ def test_warnings_made_errors_fail_no_fit(tmp_path, series):
                    "--kernel", "rbf", PYTHONWARNINGS="error")
     assert done.returncode == 0, done.stderr
     assert [row["status"] for row in read_rows(output)] == ["ok"] * 3
+
+
+# Beam builds parts of its API from docstrings: with them stripped, its
+# import raised AttributeError ('NoneType' object has no attribute 'split'),
+# a traceback and exit 1, which says "too many series failed".
+STRIPPED = "docstrings stripped (python -OO, or PYTHONOPTIMIZE=2"
+
+
+@pytest.mark.parametrize("command", ["gpfit", "gpfit-report"])
+def test_docstrings_stripped_are_refused_in_one_line(tmp_path, series, command):
+    output = str(tmp_path / "out")
+    if command == "gpfit":
+        args = ("-m", "pipeline", "--input", series, "--output", output)
+    else:
+        args = ("-m", "pipeline.report", "--input", series, "--params", output,
+                "--out", str(tmp_path / "report.html"))
+    done = _python(tmp_path, *args, flags=("-OO",), PYTHONDONTWRITEBYTECODE="1")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{command}: error: Python runs with "
+                                                   f"{STRIPPED}"), lines
+    assert "unset PYTHONOPTIMIZE" in lines[0]
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_fit_frame_with_docstrings_stripped_raises_import_error_saying_why(tmp_path):
+    done = _python(tmp_path, "-c", "import gpfit", PYTHONOPTIMIZE="2",
+                   PYTHONDONTWRITEBYTECODE="1")
+    assert done.returncode == 1
+    assert f"ImportError: Python runs with {STRIPPED}" in done.stderr.splitlines()[-1]
