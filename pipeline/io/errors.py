@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import errno
+import os
 import re
+import sys
 from typing import Optional
 
 from gpcore.result import first_line, last_line  # noqa: F401  (one-line messages, defined once)
@@ -113,6 +115,24 @@ def undecodable(text: str) -> Optional[str]:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a lone surrogate not from a byte: shown as \udNNN
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def read_in_another_encoding(text: str) -> Optional[str]:
+    """Where `text` (an argument, a file name) is UTF-8 text on disk that
+    this Python read in another encoding (a C or POSIX locale with
+    PYTHONUTF8=0: ASCII, the other bytes escaped), what is wrong and what to
+    do, after the name in quotes; None otherwise. `undecodable` alone said
+    such a name was not UTF-8 and to rename it."""
+    encoding = sys.getfilesystemencoding()
+    if encoding.lower().replace("-", "").replace("_", "") == "utf8":
+        return None
+    try:
+        os.fsencode(text).decode("utf-8")
+    except UnicodeError:
+        return None
+    return (f"is UTF-8 text, but this Python reads names and arguments as {encoding} (a C or "
+            "POSIX locale with PYTHONUTF8=0), and Beam needs them as UTF-8; run gpfit with "
+            "PYTHONUTF8=1, or in a UTF-8 locale (LC_ALL=C.UTF-8)")
 
 
 def storage_error(err: BaseException, output: str) -> Optional[UsageError]:

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.io import columns as col
-from pipeline.io.errors import InputError, first_line, undecodable
+from pipeline.io.errors import InputError, first_line, read_in_another_encoding, undecodable
 from pipeline.io.files import map_files, open_file
 from pipeline.io.matching import (GLOB_CHARACTERS, has_wildcard, is_local, job_glob, resolve,
                                    sample)
@@ -156,6 +156,8 @@ def check_text_names(files: tuple[str, ...]) -> None:
     codec's words (docs/design.md, "Contracts")."""
     for path in files:
         shown = undecodable(path)
+        if shown is not None and read_in_another_encoding(path):
+            raise InputError(f"input file '{shown}' {read_in_another_encoding(path)}")
         if shown is not None:
             raise InputError(f"input file '{shown}' has a name that is not UTF-8 text, which "
                              "Beam needs of file names; rename it in UTF-8, or give an --input "

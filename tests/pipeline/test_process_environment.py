@@ -69,3 +69,21 @@ def test_fit_frame_with_docstrings_stripped_raises_import_error_saying_why(tmp_p
                    PYTHONDONTWRITEBYTECODE="1")
     assert done.returncode == 1
     assert f"ImportError: Python runs with {STRIPPED}" in done.stderr.splitlines()[-1]
+
+
+def test_a_utf8_name_in_an_ascii_locale_is_said_to_be_the_locales_doing(tmp_path, series):
+    # LC_ALL=C with PYTHONUTF8=0: Python reads arguments and file names as
+    # ASCII, escaping the other bytes. gpfit said the UTF-8 name was "not
+    # UTF-8 text" and to rename it; a column named so was told the same.
+    folder = tmp_path / "données"
+    folder.mkdir()
+    os.link(series, folder / "part-00000.parquet")
+    done = _python(tmp_path, "-m", "pipeline", "--input", str(folder / "part-00000.parquet"),
+                   "--output", str(tmp_path / "out"), LC_ALL="C", LANG="C", PYTHONUTF8="0")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("gpfit: error: --input '"), lines
+    assert "is UTF-8 text, but this Python reads names and arguments as ascii" in lines[0]
+    assert "PYTHONUTF8=1" in lines[0] and "rename" not in lines[0]
+    assert sorted(os.listdir(tmp_path)) == ["données"]
