@@ -24,7 +24,8 @@ import sys
 import threading
 from typing import MutableMapping
 
-# name -> value; a value already in the environment wins.
+# name -> value; a value already in the environment wins, but an empty one
+# (a scheduler's template: NAME= with no value), read as unset.
 PROCESS_ENV = {
     # One BLAS thread: numpy's and scikit-learn's small matrices (docs/design.md,
     # "Threads"). Read by OpenBLAS when numpy first loads.
@@ -42,11 +43,13 @@ INTRA_OP_ENV, INTER_OP_ENV = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"
 
 
 def set_process_env(environ: MutableMapping[str, str] = os.environ) -> MutableMapping[str, str]:
-    """Puts PROCESS_ENV into `environ` where it has no value of its own;
+    """Puts PROCESS_ENV into `environ` where it has no value of its own (or
+    an empty one: OpenBLAS read OPENBLAS_NUM_THREADS= as a thread per core);
     returns it. For this process, call it before numpy and TensorFlow load
     (worker processes inherit it)."""
     for name, value in PROCESS_ENV.items():
-        environ.setdefault(name, value)
+        if not environ.get(name):
+            environ[name] = value
     return environ
 
 

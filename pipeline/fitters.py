@@ -25,6 +25,8 @@ from typing import Optional
 from gpcore.config import FitConfig
 from gpcore.threads import INTER_OP_ENV, INTRA_OP_ENV
 
+BLAS_ENV = "OPENBLAS_NUM_THREADS"  # read by OpenBLAS as numpy loads
+
 _LOG = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -108,6 +110,25 @@ def thread_counts_given() -> tuple[int, Optional[int]]:
                              "fitter); set it so, or unset it")
         counts.append(int(value) if value else None)
     return counts[0] or 1, counts[1]
+
+
+def check_blas_threads() -> None:
+    """Refuses an OPENBLAS_NUM_THREADS that OpenBLAS reads as one thread per
+    core (0, below 0, not a number): the oversubscription gpfit's 1 is there
+    to prevent (docs/design.md, "Threads"). A whole number from 1 wins as
+    given (OpenBLAS takes at most the cores); none, gpfit's 1
+    (gpcore.threads.PROCESS_ENV).
+
+    Raises:
+      UsageError: naming the variable, its value and what to set.
+    """
+    from pipeline.io.errors import UsageError
+
+    value = os.environ.get(BLAS_ENV) or ""
+    if value and not (value.strip().isdigit() and int(value) >= 1):
+        raise UsageError(f"{BLAS_ENV}={value!r} in the environment must be a whole number from "
+                         "1 (BLAS threads per process; gpfit's default is 1): OpenBLAS reads "
+                         "this value as one thread per core; set it so, or unset it")
 
 
 def build(config: FitConfig, copies: int):

@@ -342,6 +342,18 @@ def test_bad_thread_counts_in_the_environment_exit_2(tmp_path, monkeypatch, name
                             f"1 to this machine's {os.cpu_count()} cores")
 
 
+@pytest.mark.parametrize("value", ["0", "-1", "abc"])
+def test_a_blas_thread_count_that_means_every_core_exits_2(tmp_path, monkeypatch, value):
+    """OpenBLAS reads these as "one thread per core", the oversubscription
+    gpfit's OPENBLAS_NUM_THREADS=1 is there to prevent; the run went on
+    with it, without a word."""
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", value)
+    input_ = _write(tmp_path / "in.parquet", _good_table())
+    run = gpfit(input_, str(tmp_path / "out"))
+    assert_usage_error(run, f"OPENBLAS_NUM_THREADS={value!r} in the environment must be a whole "
+                            "number from 1 (BLAS threads per process; gpfit's default is 1)")
+
+
 def test_a_pickle_library_that_is_not_installed_exits_2(tmp_path):
     """Beam raised ImportError building the pipeline: 'gpfit failed
     unexpectedly ... report it', exit 3."""

@@ -87,3 +87,14 @@ def test_a_utf8_name_in_an_ascii_locale_is_said_to_be_the_locales_doing(tmp_path
     assert "is UTF-8 text, but this Python reads names and arguments as ascii" in lines[0]
     assert "PYTHONUTF8=1" in lines[0] and "rename" not in lines[0]
     assert sorted(os.listdir(tmp_path)) == ["données"]
+
+
+def test_an_empty_blas_thread_count_is_gpfits_one(tmp_path):
+    # A scheduler's template exports OPENBLAS_NUM_THREADS= with no value:
+    # gpfit left it so, and OpenBLAS started a thread per core.
+    probe = ("import pipeline.cli; from threadpoolctl import threadpool_info; "
+             "print([i['num_threads'] for i in threadpool_info() "
+             "if i['internal_api'] == 'openblas'])")
+    done = _python(tmp_path, "-c", probe, OPENBLAS_NUM_THREADS="")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[1]"
