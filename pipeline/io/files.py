@@ -51,15 +51,24 @@ def check_reachable(options, names: Iterable[str], show: Callable[[str], str] = 
     starts with a `~` no shell expanded, before any of them is read; `show`
     writes the path in the command's way (repr: quoted).
 
+    Also refuses a relative local path where the working folder has been
+    removed (a shell left in a folder another job deleted): resolving it
+    raised FileNotFoundError, said as a bug ("failed unexpectedly").
+
     Raises:
       UsageError: the option, its path and what to install (missing_extra),
-        or how to give the home folder.
+        or how to give the home folder, or that the working folder is gone.
     """
     for name in names:
         path = getattr(options, name)
         missing = path and missing_extra(path)
         if missing:
             raise UsageError(f"--{name} {show(path)}: {missing}")
+        if path and not os.path.isabs(path) and FileSystems.get_scheme(path) is None \
+                and not _working_folder_exists():
+            raise UsageError(f"--{name} {show(path)} is relative to the working folder, which no "
+                             "longer exists (removed after this process started in it); give the "
+                             "path in full, or run the command from a folder that exists")
         if path and path.startswith("~"):
             # The shell expands ~ only at a word's start: `--output=~/out`, a
             # quoted path or a scheduler's argument list reach gpfit as is,
@@ -68,6 +77,14 @@ def check_reachable(options, names: Iterable[str], show: Callable[[str], str] = 
             raise UsageError(f"--{name} {show(path)} starts with '~', which no shell expanded "
                              f"(it does not after '=' or in quotes); give the path in full, or "
                              f"--{name} {path} with a space")
+
+
+def _working_folder_exists() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def too_long(path: str, inside: int = 0) -> Optional[str]:

@@ -98,3 +98,32 @@ def test_an_empty_blas_thread_count_is_gpfits_one(tmp_path):
     done = _python(tmp_path, "-c", probe, OPENBLAS_NUM_THREADS="")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[1]"
+
+
+@pytest.mark.parametrize("command", ["gpfit", "gpfit-report"])
+def test_a_relative_path_in_a_removed_working_folder_is_refused_naming_it(
+        tmp_path, series, command):
+    # A shell left in a folder another job removed: os.path.abspath raised,
+    # "gpfit failed unexpectedly: FileNotFoundError ... report it", exit 3;
+    # gpfit-report blamed a run replacing --params.
+    if command == "gpfit":
+        args = ["-m", "pipeline", "--input", series, "--output", "out"]
+        flag = "--output out"
+    else:
+        args = ["-m", "pipeline.report", "--input", series, "--params", str(tmp_path),
+                "--out", "report.html"]
+        flag = "--out 'report.html'"
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rmdir "{gone}" && exec "$@"'
+    environ = dict(os.environ, PYTHONPATH=REPO)
+    done = subprocess.run(["sh", "-c", script, "sh", sys.executable, *args], env=environ,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"{command}: error: {flag} is relative to the working folder, "
+                               "which no longer exists"), lines
+    assert "give the path in full" in lines[0]
+    assert sorted(os.listdir(tmp_path)) == []
