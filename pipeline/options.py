@@ -22,8 +22,8 @@ from gpcore.config import (AUTO, AUTO_BASIN_RESTARTS, BASIN_RESTARTS, CANDIDATES
                            SYNTAX, THOROUGH, FitConfig, fitted_configs)
 # numpy only, as gpcore.config: the start grid's size.
 from gpcore.starts import grid_shape
-from pipeline.io.errors import (UsageError, read_in_another_encoding, undecodable,
-                                with_value)
+from pipeline.io.errors import (UsageError, named_arguments, read_in_another_encoding,
+                                undecodable, with_value)
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.inputs import Columns
 from pipeline.io.redaction import REDACTED, redacted  # noqa: F401  (REDACTED: re-exported)
@@ -218,11 +218,9 @@ def check_text(argv: list[str]) -> None:
     Raises:
       UsageError: naming the argument, its bytes that are not UTF-8 as \\xNN.
     """
-    for i, arg in enumerate(argv):
-        flag, value = arg.split("=", 1) if arg.startswith("--") and "=" in arg else (
-            argv[i - 1] if i and argv[i - 1].startswith("--") else "argument", arg)
+    for flag, value in named_arguments(argv):
         shown = undecodable(value)
-        if shown is not None and read_in_another_encoding(value):
+        if read_in_another_encoding(value):
             raise UsageError(f"{flag} '{shown}' {read_in_another_encoding(value)}")
         if shown is not None:
             raise UsageError(f"{flag} '{shown}' is not UTF-8 text, which Beam needs of every "

@@ -117,6 +117,14 @@ def undecodable(text: str) -> Optional[str]:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def named_arguments(argv: list[str]) -> list[tuple[str, str]]:
+    """(flag, value) for each command-line argument: `--name=value` split,
+    a value after a `--name` named by it, anything else "argument"."""
+    return [tuple(arg.split("=", 1)) if arg.startswith("--") and "=" in arg else
+            (argv[i - 1] if i and argv[i - 1].startswith("--") else "argument", arg)
+            for i, arg in enumerate(argv)]
+
+
 def read_in_another_encoding(text: str) -> Optional[str]:
     """Where `text` (an argument, a file name) is UTF-8 text on disk that
     this Python read in another encoding (a C or POSIX locale with
@@ -124,14 +132,14 @@ def read_in_another_encoding(text: str) -> Optional[str]:
     do, after the name in quotes; None otherwise. `undecodable` alone said
     such a name was not UTF-8 and to rename it."""
     encoding = sys.getfilesystemencoding()
-    if encoding.lower().replace("-", "").replace("_", "") == "utf8":
+    if undecodable(text) is None or encoding.lower().replace("-", "").replace("_", "") == "utf8":
         return None
     try:
         os.fsencode(text).decode("utf-8")
     except UnicodeError:
         return None
     return (f"is UTF-8 text, but this Python reads names and arguments as {encoding} (a C or "
-            "POSIX locale with PYTHONUTF8=0), and Beam needs them as UTF-8; run gpfit with "
+            "POSIX locale with PYTHONUTF8=0), and Beam needs them as UTF-8; run the command with "
             "PYTHONUTF8=1, or in a UTF-8 locale (LC_ALL=C.UTF-8)")
 
 

@@ -156,7 +156,7 @@ def check_text_names(files: tuple[str, ...]) -> None:
     codec's words (docs/design.md, "Contracts")."""
     for path in files:
         shown = undecodable(path)
-        if shown is not None and read_in_another_encoding(path):
+        if read_in_another_encoding(path):
             raise InputError(f"input file '{shown}' {read_in_another_encoding(path)}")
         if shown is not None:
             raise InputError(f"input file '{shown}' has a name that is not UTF-8 text, which "

@@ -12,7 +12,8 @@ import sys
 from typing import Optional, Sequence
 
 from pipeline.io import streams
-from pipeline.io.errors import UsageError, one_line
+from pipeline.io.errors import (UsageError, named_arguments, one_line, read_in_another_encoding,
+                                undecodable)
 
 USAGE = ("gpfit-report --input PATTERN --params DIR --out report.html "
          "[--series ID ...] [--random N] [--worst N] [--seed S] [column options]")
@@ -59,6 +60,10 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     """Runs gpfit-report with these arguments; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     streams.opened()  # a closed stdout or stderr: before anything opens a file
+    for flag, value in named_arguments(argv):
+        wrong = read_in_another_encoding(value)
+        if wrong:  # a column or a path, read in ASCII: "no column 's\udcc3\udca9rie'"
+            return _refuse(UsageError(f"{flag} '{undecodable(value)}' {wrong}"))
     try:
         args = parser().parse_args(argv)
     except SystemExit as done:  # --help

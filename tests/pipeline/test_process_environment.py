@@ -127,3 +127,20 @@ def test_a_relative_path_in_a_removed_working_folder_is_refused_naming_it(
                                "which no longer exists"), lines
     assert "give the path in full" in lines[0]
     assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_the_report_says_a_utf8_argument_in_an_ascii_locale_is_the_locales_doing(tmp_path):
+    # gpfit-report said the file "has no column 's\udcc3\udca9rie' (its
+    # columns: s\xe9rie, ...)": the column it was given, read as ASCII.
+    table = tmp_path / "in.parquet"
+    write_long_parquet(tmp_path / "data")
+    os.rename(tmp_path / "data" / "part-00000.parquet", table)
+    done = _python(tmp_path, "-m", "pipeline.report", "--input", str(table), "--params",
+                   str(tmp_path), "--out", str(tmp_path / "report.html"), "--id_column", "série",
+                   LC_ALL="C", LANG="C", PYTHONUTF8="0")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("gpfit-report: error: --id_column '"), lines
+    assert "is UTF-8 text, but this Python reads names and arguments as ascii" in lines[0]
+    assert not (tmp_path / "report.html").exists()
