@@ -38,6 +38,12 @@ MAX_PADDING_RATIO = 2
 
 # Target estimated work per fit call, seconds of one core.
 SECONDS_PER_CALL = 15.0
+# ... at most: a call is one element, which Dataflow cannot split and a
+# retried bundle redoes whole, and calls ran up to 4x their estimates
+# (docs/design.md, "Cost per kernel"): 15 minutes estimated, an hour of one
+# core at worst. Beyond it a bundle's series went out in one call (1e308
+# acted as the refused inf).
+MAX_SECONDS_PER_CALL = 900.0
 
 # Calibration of `cost`, measured on this project's 2-core machines with one
 # TensorFlow thread (docs/design.md, "Cost per kernel"): the flop count below

@@ -16,7 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.options.pipeline_options import _BeamArgumentParser
 
 # gpcore.batching and gpcore.config load no TensorFlow: `gpfit --help` stays quick.
-from gpcore.batching import SECONDS_PER_CALL
+from gpcore.batching import MAX_SECONDS_PER_CALL, SECONDS_PER_CALL
 from gpcore.config import (AUTO, AUTO_BASIN_RESTARTS, BASIN_RESTARTS, CANDIDATES,
                            DENSE_MAX_POINTS, KERNELS, MARKOV_MAX_POINTS, SEARCHES, SUM_RESTARTS,
                            SYNTAX, THOROUGH, FitConfig, fitted_configs)
@@ -86,7 +86,8 @@ class GPFitOptions(PipelineOptions):
             "exit 1 if a larger fraction of series failed (default %(default)s)",
             type=float, default=1.0)
         add("--seconds_per_fit_call", "S",
-            "estimated core-seconds per fit call (default %(default)s)",
+            f"estimated core-seconds per fit call, at most {MAX_SECONDS_PER_CALL:g} "
+            "(default %(default)s)",
             type=float, default=SECONDS_PER_CALL)
         add("--max_rows", "N", "skip series with more input points, unassembled (default "
             "%(default)s)",
@@ -235,7 +236,8 @@ def check(gp: GPFitOptions) -> None:
       UsageError: no --input or --output, an unknown kernel or candidate
         (kernel_settings), one column named by two of --id_column,
         --time_column and --value_column, a failure fraction outside [0, 1],
-        a --seconds_per_fit_call not finite and > 0, a negative --num_shards,
+        a --seconds_per_fit_call not > 0 and at most MAX_SECONDS_PER_CALL,
+        a negative --num_shards,
         an empty --previous_output, --previous_output_optional without
         --previous_output, a forecast horizon without points or points
         without a horizon, --predict_steps with either, bad --predict_levels
@@ -250,10 +252,10 @@ def check(gp: GPFitOptions) -> None:
     if not 0.0 <= gp.max_failure_fraction <= 1.0:
         raise UsageError(f"--max_failure_fraction must be between 0 and 1; "
                          f"got {gp.max_failure_fraction:g}")
-    if not (math.isfinite(gp.seconds_per_fit_call) and gp.seconds_per_fit_call > 0):
+    if not 0 < gp.seconds_per_fit_call <= MAX_SECONDS_PER_CALL:  # nan, inf: False
         # Calls are bounded by it: Dataflow cannot split one (docs/design.md, "Data flow").
-        raise UsageError(f"--seconds_per_fit_call must be a finite number > 0; "
-                         f"got {gp.seconds_per_fit_call:g}")
+        raise UsageError(f"--seconds_per_fit_call must be a number > 0 and at most "
+                         f"{MAX_SECONDS_PER_CALL:g}; got {gp.seconds_per_fit_call:g}")
     if gp.num_shards < 0:
         raise UsageError(f"--num_shards must be >= 0; got {gp.num_shards}")
     if gp.previous_output == "":  # `--previous_output "$LAST"` with LAST unset: not a cold run

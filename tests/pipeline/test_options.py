@@ -7,6 +7,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 import gpcore
+from gpcore.batching import MAX_SECONDS_PER_CALL
 from gpcore.config import FitConfig
 from pipeline import options
 from pipeline.builder import fit_config
@@ -209,7 +210,8 @@ def test_restarts_up_to_the_start_grids_points_are_taken_and_one_more_refused(ke
 
 @pytest.mark.parametrize("argv", [
     ["--max_failure_fraction", "0"], ["--max_failure_fraction", "1"],
-    ["--seconds_per_fit_call", "1e-9"], ["--num_shards", "0"],
+    ["--seconds_per_fit_call", "1e-9"],
+    ["--seconds_per_fit_call", str(MAX_SECONDS_PER_CALL)], ["--num_shards", "0"],
     ["--predict_steps", str(options.MAX_PREDICT_POINTS)],
     ["--holdout", str(options.MAX_PREDICT_POINTS)],
     ["--predict_horizon", "1", "--predict_points", str(options.MAX_PREDICT_POINTS)],
@@ -220,8 +222,16 @@ def test_the_ends_of_each_range_are_taken(argv):
 
 @pytest.mark.parametrize("argv, expected", [
     (["--max_failure_fraction", "-0.01"], "--max_failure_fraction must be between 0 and 1"),
-    (["--seconds_per_fit_call", "0"], "--seconds_per_fit_call must be a finite number > 0"),
-    (["--seconds_per_fit_call", "nan"], "--seconds_per_fit_call must be a finite number > 0"),
+    (["--seconds_per_fit_call", "0"],
+     "--seconds_per_fit_call must be a number > 0 and at most 900; got 0"),
+    (["--seconds_per_fit_call", "nan"],
+     "--seconds_per_fit_call must be a number > 0 and at most 900; got nan"),
+    # 1e308 passed as finite and, like inf, put each bundle's series in one
+    # fit call, which Dataflow cannot split.
+    (["--seconds_per_fit_call", "900.5"],
+     "--seconds_per_fit_call must be a number > 0 and at most 900; got 900.5"),
+    (["--seconds_per_fit_call", "1e308"],
+     "--seconds_per_fit_call must be a number > 0 and at most 900; got 1e+308"),
     (["--num_shards", "-1"], "--num_shards must be >= 0; got -1"),
     (["--predict_steps", "100001"], "--predict_steps must be between 0 and 100000; got 100001"),
     (["--holdout", "100001"], "--holdout must be between 0 and 100000 points; got 100001"),

@@ -280,8 +280,8 @@ def test_unusable_input_exits_2(tmp_path, make_input):
      "--restarts (97) must be at most 96: the largest of the candidates' start grids has 96"),
     (["--max_failure_fraction", "1.5"], "--max_failure_fraction must be between 0 and 1"),
     # inf passed "> 0": every bundle's series in one fit call, which Dataflow cannot split.
-    (["--seconds_per_fit_call", "inf"], "--seconds_per_fit_call must be a finite number > 0; "
-                                        "got inf"),
+    (["--seconds_per_fit_call", "inf"],
+     "--seconds_per_fit_call must be a number > 0 and at most 900; got inf"),
     (["--time_column", "when"], "has no column 'when'"),
     # One column as two roles would fit t against t, or make a series per time.
     (["--value_column", "t"], "--time_column and --value_column both name the column 't'"),
