@@ -118,9 +118,9 @@ def run(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str], started_at: float, started: float) -> int:
     try:
-        fitters.thread_counts_given()  # read by every worker, once the job runs
         fitters.check_blas_threads()
         options = parse_options(argv)
+        runtime.check_thread_counts(options)  # read by every worker, once the job runs
         dry_run = _is_dry_run(options)
         built = builder.build_from_options(options, check_paths=not dry_run,
                                            started_at=started_at)

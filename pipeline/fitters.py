@@ -91,8 +91,9 @@ def _check_not_forked() -> None:
 
 def thread_counts_given() -> tuple[int, Optional[int]]:
     """TF_NUM_INTRAOP_THREADS (1 if unset) and TF_NUM_INTEROP_THREADS (None if
-    unset) from the environment; the command checks them before any work, as
-    its workers read them only once the job runs.
+    unset) from the environment; the command checks them before any work
+    where its workers inherit them (runtime.check_thread_counts), as the
+    workers read them only once the job runs.
 
     Raises:
       UsageError: one is set but not a whole number from 1 to the machine's

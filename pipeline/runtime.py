@@ -361,6 +361,21 @@ def check_workers(options: PipelineOptions) -> None:
                          "fewer, or 0 (one per core, on any machine)")
 
 
+def check_thread_counts(options: PipelineOptions) -> None:
+    """Checks the TF thread counts in this environment against this
+    machine's cores (fitters.thread_counts_given) where the job's workers
+    inherit them: every runner but Dataflow's, whose workers run on other
+    machines with their own environment (the image's) and check it there
+    against their own cores. A launcher's cores say nothing of the
+    workers': a Flex Template's launcher VM runs the workers' image.
+
+    Raises:
+      UsageError: a count that is not a whole number from 1 to the cores.
+    """
+    if not names_runner(options.view_as(StandardOptions).runner, "DataflowRunner"):
+        fitters.thread_counts_given()
+
+
 def fits_in_this_process(options: PipelineOptions) -> bool:
     """Whether the job's fitting step runs in this process: the local
     runner's in-process worker (not multi_processing, no other worker

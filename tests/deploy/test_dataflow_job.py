@@ -301,6 +301,25 @@ def test_gpfit_refuses_options_beam_refuses(dry_run_module, capsys):
     assert last.startswith("gpfit: error: ") and "Invalid Project ID (my project)" in last
 
 
+@pytest.mark.parametrize("name", ["TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"])
+def test_thread_counts_past_the_launchers_cores_do_not_refuse_a_dataflow_launch(
+        dry_run_module, capsys, monkeypatch, name):
+    """The launching machine's environment is not the workers' (a Flex
+    Template's launcher VM runs the workers' image on fewer cores): a count
+    set for n2-standard-8 workers refused the launch (exit 2) wherever the
+    launcher had fewer cores. The workers check their own."""
+    from pipeline import cli, fitters
+
+    monkeypatch.setenv(name, str(fitters.machine_cores() + 1))
+    with dry_run_module.no_network():
+        code = cli.run([f"--input={INPUT}", f"--output={OUTPUT}", "--runner=DataflowRunner",
+                        "--no_auth", f"--project={PROJECT}", f"--region={REGION}",
+                        f"--temp_location=gs://{BUCKET}/dataflow/temp",
+                        f"--sdk_container_image={IMAGE}", "--machine_type=n2-standard-8",
+                        "--dry_run=True"])
+    assert code == 0, capsys.readouterr().err
+
+
 # --- what gpfit refuses before any work ----------------------------------------
 
 def _refused(dry_run_module, capsys, argv: list[str]) -> str:
