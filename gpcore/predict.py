@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
+import threading
 import types
 from typing import Callable, Mapping, NamedTuple, Union
 
@@ -33,6 +34,7 @@ from gpcore.config import takes_markov_path
 from gpcore.kernels import components, distances, kernel as kernel_named
 from gpcore.result import COMPONENT_FIELDS, OK, FitResult
 from gpcore.series import TIME_ADVICE, VALUE_ADVICE, Series, numbers
+from gpcore.traced import _TRACING
 
 DTYPE = tf.float64
 
@@ -213,11 +215,15 @@ def _solved(p: dict, t: np.ndarray, y: np.ndarray,
                               "positive definite")
 
 
-@functools.lru_cache(maxsize=None)
+# Held while a kernel's posterior is looked up or built: lru_cache alone
+# let threads that asked for it at once each build and trace their own.
+_BUILDING = threading.Lock()
+
+
 def compiled_posterior(kernel_name: str):
     """The posterior of one kernel (a name gpcore.kernels knows) as a
-    tf.function traced once: shapes are [None], so every series and grid
-    length runs the same graph.
+    tf.function traced once per process, at its first use: shapes are
+    [None], so every series and grid length runs the same graph.
 
     It takes (t [n] and t_new [m] centred times, resid [n] = y - mean,
     amplitudes [C], shape [P] (the components' shape parameters in order),
@@ -226,6 +232,13 @@ def compiled_posterior(kernel_name: str):
     and returns (component means [C, m], latent variance [m] before
     clipping at 0, whether A's Cholesky factor is finite).
     """
+    with _BUILDING:
+        return _posterior(kernel_name)
+
+
+@functools.lru_cache(maxsize=None)
+def _posterior(kernel_name: str):
+    """compiled_posterior's function, built and traced."""
     bases = components(kernel_named(kernel_name))
     sizes = [len(base.parameters) for base in bases]
     vector, scalar = tf.TensorSpec([None], DTYPE), tf.TensorSpec([], DTYPE)
@@ -270,7 +283,12 @@ def compiled_posterior(kernel_name: str):
         v = tf.linalg.triangular_solve(chol, tf.transpose(tf.add_n(cross)))  # [n (+ extra), m] = L^-1 Kx*
         return parts, prior_variance(t_new) - tf.reduce_sum(v * v, axis=0), ok
 
+    with _TRACING:  # as every trace of the process: one at a time (gpcore/traced.py)
+        solve.get_concrete_function()
     return solve
+
+
+compiled_posterior.cache_clear = _posterior.cache_clear  # a fresh start, for tests
 
 
 def _beside_identity(a, extra):

@@ -328,3 +328,25 @@ def test_the_jitter_is_relative_to_the_amplitude(rng):
     mean4, std4 = predict(Series("s", t, y * 1e-4), scaled, t_new)
     np.testing.assert_allclose(mean4 * 1e4, mean, rtol=1e-6)
     np.testing.assert_allclose(std4 * 1e4, std, rtol=1e-6, atol=1e-7 * p["amplitude"])
+
+
+def test_threads_first_predictions_at_once_build_and_trace_one_posterior():
+    """lru_cache alone let threads that asked for a kernel's posterior at
+    once each build a tf.function of their own, and each was traced on its
+    first call (seconds of CPU with the GIL held). A switch interval of a
+    microsecond makes the threads interleave inside the build."""
+    import sys
+
+    from gpcore.predict import compiled_posterior
+    from thread_calls import at_once
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(5):
+            compiled_posterior.cache_clear()
+            got = at_once([lambda: compiled_posterior("matern32")] * 8)
+            assert len({id(f) for f in got}) == 1
+    finally:
+        sys.setswitchinterval(interval)
+    assert got[0].experimental_get_tracing_count() == 1
