@@ -145,18 +145,23 @@ class GPFitter(tf.Module):
         """Readies a kept trace (gpcore/trace_cache.py): runs it once on a
         made-up series, so that TensorFlow's one-off instantiation of the
         function, shared by every fitter of this process that runs the same
-        kept entry, is done before real work; its counters are left as they
-        were. False, doing nothing, where the trace is not kept: tracing
-        holds the GIL for a second or more (docs/design.md, "What a small
-        night costs")."""
+        kept entry, is done before real work; it is not counted in `work`.
+        False, doing nothing, where the trace is not kept: tracing holds the
+        GIL for a second or more (docs/design.md, "What a small night
+        costs")."""
         if not self._traced.load_kept():
             return False
-        work = dict(self.work)
         # Within the configuration's bounds on points, or it is not fitted.
         points = max(WARM_UP_POINTS, self.config.min_points)
         t = np.linspace(0.0, 1.0, min(points, self.config.max_points or points))
-        self.fit([Series("warm-up", t, np.sin(2.0 * np.pi * t) + 0.1 * np.cos(17.0 * t))])
-        self.work = work
+        ready, results = self._ready_to_fit(
+            [Series("warm-up", t, np.sin(2.0 * np.pi * t) + 0.1 * np.cos(17.0 * t))], None)
+        # The counters are put back inside the fitter's lock, under which
+        # every count is made: other threads' fits are kept whole.
+        with self._lock:
+            work = dict(self.work)
+            self._fit_ready(ready, results)
+            self.work = work
         return True
 
     def fit(self, series: Sequence[Series], starts_from=None) -> list[FitResult]:
@@ -171,6 +176,15 @@ class GPFitter(tf.Module):
         with the reason. Raises TypeError where `series` is one Series, or
         holds something that is not one.
         """
+        ready, results = self._ready_to_fit(series, starts_from)
+        with self._lock:
+            self._fit_ready(ready, results)
+        return results
+
+    def _ready_to_fit(self, series, starts_from):
+        """(ready: (index, CleanSeries) pairs to fit here, sorted by length;
+        results: one per series, those skipped or fitted on the O(n) path
+        filled in, the others None)."""
         config = self.config
         series = listed(series)
         results: list[FitResult | None] = [None] * len(series)
@@ -196,12 +210,15 @@ class GPFitter(tf.Module):
                 results[i] = result
         # Similar lengths together: padding is wasted work (cost ~ N^3).
         ready.sort(key=lambda item: item[1].n_points)
-        with self._lock:
-            for batch in self._batches(ready):
-                fitted = self._fit_robustly([s for _, s in batch])
-                for (i, _), result in zip(batch, fitted):
-                    results[i] = result
-        return results
+        return ready, results
+
+    def _fit_ready(self, ready, results) -> None:
+        """Fits `ready` (_ready_to_fit) into results, in compiled batches; the
+        caller holds the fitter's lock."""
+        for batch in self._batches(ready):
+            fitted = self._fit_robustly([s for _, s in batch])
+            for (i, _), result in zip(batch, fitted):
+                results[i] = result
 
     def _batches(self, ready):
         return compiled_batches(

@@ -222,3 +222,24 @@ def test_warm_up_runs_only_a_kept_trace_and_leaves_the_counters(folder, rng, mon
     calls, kept = [], fussy._traced._concrete
     fussy._traced._concrete = lambda *args: calls.append(1) or kept(*args)
     assert fussy.warm_up() and calls
+
+
+def test_warm_up_keeps_the_counts_of_a_fit_another_thread_makes_meanwhile(folder, rng):
+    """warm_up put back the counters as they were when it began: a fit
+    another thread had in progress, counted while the warm-up waited for the
+    fitter, vanished from them (and from the manifest's figures)."""
+    import threading
+
+    series = _series(rng)
+    GPFitter(CONFIG).fit(series)  # kept: the next fitter's warm-up runs it
+    fitter = GPFitter(CONFIG)
+    assert fitter._traced.load_kept()
+    fitting = threading.Thread(target=fitter.fit, args=(series,), daemon=True)
+    fitting.start()
+    while not fitter._lock.locked() and fitting.is_alive():  # the fit holds the fitter
+        time.sleep(0.001)
+    assert fitter.warm_up() is True
+    fitting.join(120)
+    assert not fitting.is_alive()
+    assert fitter.work["series"] == len(series)
+    assert fitter.work["batches"] == 2  # batch_size 4: the warm-up's one not counted
