@@ -54,7 +54,7 @@ if beam_import.refusal() is not None:
 # and without the line it logs where the gcp extra is missing, which also
 # configured the root logger before gpfit does (logs.configure_logs).
 with threads.collection_paused("apache_beam"), beam_import.quietly():
-    from pipeline import builder, fitters, logs, portable, runtime
+    from pipeline import builder, fitters, logs, portable, runtime, sdist_build
     from pipeline.io import inputs, lock, manifest, outputs
     from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,
                                     EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
@@ -186,7 +186,8 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
     try:
         # A worker process that exits would be waited for for ever; watched
         # where the command's signal handlers are set.
-        with runtime.worker_exits_watched(threading.current_thread() is threading.main_thread()):
+        with (runtime.worker_exits_watched(threading.current_thread() is threading.main_thread()),
+              sdist_build.quiet(_LOG.isEnabledFor(logging.DEBUG))):
             result = built.pipeline.run()
         # A dry run or a template (a Flex launch, --template_location): Beam
         # built the job and handed it over, and there is no job here to wait

@@ -320,6 +320,25 @@ def test_thread_counts_past_the_launchers_cores_do_not_refuse_a_dataflow_launch(
     assert code == 0, capsys.readouterr().err
 
 
+@pytest.mark.parametrize("level", ["info", "debug"])
+def test_the_setup_files_build_says_nothing_below_debug(dry_run_module, capfd, level):
+    """Beam builds --setup_file's sdist with `python -m build`, whose
+    progress ("* Getting build dependencies for sdist...", "* Building
+    sdist...") went to the user's terminal on every launch; now only at
+    --log_level debug, as Beam's other chatter."""
+    from pipeline import cli
+
+    with dry_run_module.no_network():
+        code = cli.run([f"--input={INPUT}", f"--output={OUTPUT}", "--runner=DataflowRunner",
+                        "--no_auth", f"--project={PROJECT}", f"--region={REGION}",
+                        f"--temp_location=gs://{BUCKET}/dataflow/temp",
+                        f"--setup_file={REPO / 'setup.py'}", "--dry_run=True",
+                        f"--log_level={level}"])
+    err = capfd.readouterr().err
+    assert code == 0, err
+    assert ("* Building sdist..." in err) == (level == "debug"), err
+
+
 # --- what gpfit refuses before any work ----------------------------------------
 
 def _refused(dry_run_module, capsys, argv: list[str]) -> str:
