@@ -81,6 +81,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     # otherwise be fitted cold every night.
     files.check_reachable(gp, ("input", "output", "previous_output"))
     runtime.check_workers(options)
+    runtime.check_open_files(options)
     check_type_options(options)
     config = fit_config(gp)
     runner = runtime.runner(options)

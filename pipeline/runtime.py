@@ -22,6 +22,7 @@ import contextlib
 import functools
 import logging
 import os
+import resource
 import shlex
 import signal
 import threading
@@ -359,6 +360,42 @@ def check_workers(options: PipelineOptions) -> None:
                          "cores: a worker past one per core only competes for them, at a cost "
                          f"in start-up time and memory; give --direct_num_workers {cores} or "
                          "fewer, or 0 (one per core, on any machine)")
+
+
+# Files a process may hold open (RLIMIT_NOFILE) that the local runner needs
+# with N worker processes (multi_processing), each talking to the runner
+# over gRPC channels: on 3 series 2 workers ran at a limit of 22 and failed
+# at 21, 1 ran at 17 and failed at 14 (in one process 8 sufficed). Twice
+# (FILES_BASE + FILES_PER_WORKER x N) is asked: inputs and shards hold more.
+FILES_BASE, FILES_PER_WORKER = 12, 5
+
+
+def open_files_needed(workers: int) -> int:
+    """The open-files limit asked of a local run with `workers` worker processes."""
+    return 2 * (FILES_BASE + FILES_PER_WORKER * workers)
+
+
+def check_open_files(options: PipelineOptions) -> None:
+    """Refuses a local run with worker processes under an open-files limit
+    (ulimit -n) too low for them: at 8, gRPC's port failed to bind (exit 3)
+    and the lock stayed behind, as its removal could not open a file; at
+    16, two minutes of gRPC retries ended in "a worker process died".
+
+    Raises:
+      UsageError: the soft limit below open_files_needed.
+    """
+    if not is_local(options) or processes_per_machine(options) == 1:
+        return
+    workers = processes_per_machine(options)
+    needed = open_files_needed(workers)
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if limit != resource.RLIM_INFINITY and limit < needed:
+        raise UsageError(
+            f"this process may open {limit} files at once (ulimit -n), and the local runner's "
+            f"{workers} worker processes (--direct_running_mode multi_processing) need "
+            f"{needed} (gRPC channels to each); raise the limit (ulimit -n {needed} in the "
+            "shell that runs gpfit), or run fewer worker processes (--direct_num_workers), or "
+            "all in one process (--direct_running_mode multi_threading)")
 
 
 def check_thread_counts(options: PipelineOptions) -> None:

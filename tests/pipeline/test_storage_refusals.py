@@ -61,3 +61,29 @@ def test_a_file_past_the_file_size_limit_exits_5_and_says_how_to_write_smaller_f
         "replaced"], done.stderr
     assert "_SUCCESS.json" not in files_in(output)
     assert "_RUNNING.json" not in files_in(output)
+
+
+def test_an_open_files_limit_too_low_for_local_worker_processes_exits_2_before_the_lock(tmp_path):
+    # `ulimit -n 8` with 2 worker processes failed binding gRPC's port
+    # (exit 3) and left _RUNNING.json behind (its removal could not open a
+    # file either); `ulimit -n 16`, two minutes of gRPC retries, then "a
+    # worker process died". Neither named the limit.
+    series = str(write_long_parquet(tmp_path / "in"))
+    output = str(tmp_path / "out")
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (8, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    done = subprocess.run([sys.executable, "-m", "pipeline", "--input", series, "--output",
+                           output, "--kernel", "rbf", "--direct_num_workers", "2",
+                           "--direct_running_mode", "multi_processing"],
+                          env=dict(os.environ, PYTHONPATH=REPO), preexec_fn=limited,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "gpfit: error: this process may open 8 files at once (ulimit -n), and the local "
+        "runner's 2 worker processes (--direct_running_mode multi_processing) need 44 (gRPC "
+        "channels to each); raise the limit (ulimit -n 44 in the shell that runs gpfit), or run "
+        "fewer worker processes (--direct_num_workers), or all in one process "
+        "(--direct_running_mode multi_threading)")
+    assert not os.path.exists(output)  # refused before the lock and the output were touched
