@@ -393,9 +393,10 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
     time_type = schema.field(columns.time).type
     value_type = schema.field(columns.value).type
     # An id column of Arrow's null type (all null, as pandas writes an
-    # all-None column) holds rows with a null id: dropped and counted
+    # all-None column; a dictionary of it: a category column without
+    # categories) holds rows with a null id: dropped and counted
     # (docs/design.md, "Contracts").
-    if not (pa.types.is_null(id_type) or col.is_id(id_type)):
+    if not (pa.types.is_null(col.decoded(id_type)) or col.is_id(id_type)):
         raise InputError(f"id column {columns.id!r} in {path} has type {id_type}; "
                          "expected strings or integers")
     if col.is_list(time_type) != col.is_list(value_type):

@@ -278,12 +278,22 @@ def test_a_column_in_the_frames_index_is_refused_saying_reset_index(index):
 @pytest.mark.parametrize("frame", [
     pd.DataFrame(columns=["series_id", "t", "y"]),  # object columns, no rows
     pd.DataFrame({"series_id": [None] * 3, "t": [1.0, 2.0, 3.0], "y": [1.0, 2.0, 3.0]}),
+    # A category column with no categories is a dictionary of Arrow's null
+    # type: it was refused ("has type dictionary<values=null, ...>;
+    # expected strings or integers"), where its Parquet file is read.
+    pd.DataFrame({"series_id": pd.Categorical([]), "t": pd.Series([], dtype=float),
+                  "y": pd.Series([], dtype=float)}),
+    pd.DataFrame({"series_id": pd.Categorical([None] * 3, categories=[]),
+                  "t": [1.0, 2.0, 3.0], "y": [1.0, 2.0, 3.0]}),
 ])
 def test_ids_all_missing_from_pandas_give_no_rows_as_null_ids_do(frame):
     """pandas' object columns without a value are Arrow's null type: no id,
-    no series (an empty Dask partition, a group of missing ids)."""
+    no series (an empty Dask partition, a group of missing ids); so are
+    category columns without categories, from pandas or as Arrow's table."""
     got = gpfit.fit_frame(frame)
     assert list(got.columns) == OUTPUT_SCHEMA.names and len(got) == 0
+    table = gpfit.fit_frame(pa.Table.from_pandas(frame, preserve_index=False))
+    assert table.schema.equals(OUTPUT_SCHEMA) and table.num_rows == 0
 
 
 @pytest.mark.parametrize("kwargs, words", [
