@@ -345,6 +345,12 @@ def checked_params(params: Union[Mapping, FitResult]) -> dict:
             if checked[name] <= 0:
                 raise ValueError(f"params['components'][{c}][{name!r}] must be > 0; "
                                  f"got {checked[name]!r}")
+        # Its square is the variance: past float64 the prior raised
+        # OverflowError, and the posterior said the covariance was not
+        # positive definite, naming nothing.
+        if math.isinf(checked["amplitude"] * checked["amplitude"]):
+            raise ValueError(f"params['components'][{c}]['amplitude'] {checked['amplitude']!r} "
+                             "is too large: its square overflows float64; rescale y")
         out["components"].append(checked)
     if len(bases) == 1:
         out.update({name: out["components"][0][name] for name in COMPONENT_FIELDS[1:]})

@@ -185,6 +185,17 @@ def test_bad_params_raise_value_error(rng, change, message):
         predict(make_series(rng), dict(make_params("rbf"), **change), np.zeros(2))
 
 
+@pytest.mark.parametrize("observed", [0, 40])
+def test_an_amplitude_whose_variance_overflows_is_named(rng, observed):
+    """amplitude 1e300 squares past float64: with no observed point predict
+    raised OverflowError from the prior's variance, with some it said the
+    covariance was not positive definite, naming no parameter."""
+    series = make_series(rng, n=observed, missing=observed > 0)
+    with pytest.raises(ValueError, match=r"params\['components'\]\[0\]\['amplitude'\].*"
+                                         r"square overflows"):
+        predict(series, dict(make_params("rbf"), amplitude=1e300), np.zeros(2))
+
+
 @pytest.mark.parametrize("params", ["rbf", None, [1.0, 2.0]])
 def test_params_that_are_no_mapping_are_named(rng, params):
     """A kernel name or None as params raised AttributeError: 'str' object
