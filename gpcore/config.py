@@ -110,6 +110,8 @@ DENSE_MAX_POINTS = 4096
 MARKOV_ABOVE = 4096
 MARKOV_MAX_POINTS = 1_000_000
 MARKOV_KERNELS = ("matern12", "matern32", "matern52")
+# The most FitConfig.max_iterations: the graph's step counts are int32.
+INT32_MAX = 2**31 - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,6 +257,11 @@ class FitConfig:
                 raise ValueError(f"{name} must be a whole number >= 1; got {value!r}")
             if value < 1:
                 raise ValueError(f"{name} must be >= 1; got {value!r}")
+        # Newton counts its steps in int32: a larger bound wrapped negative
+        # and every fit stopped after one step.
+        if self.max_iterations is not None and self.max_iterations > INT32_MAX:
+            raise ValueError(f"max_iterations must be at most {INT32_MAX} (int32); got "
+                             f"{self.max_iterations!r}")
         if self.min_points < 2:
             raise ValueError(f"min_points must be >= 2; got {self.min_points}")
         self._check_points(defaulted)

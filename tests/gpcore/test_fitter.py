@@ -291,6 +291,16 @@ def test_config_names_a_setting_of_the_wrong_type(settings, message):
         FitConfig(**settings)
 
 
+def test_max_iterations_past_int32_is_refused_rather_than_wrapped():
+    """The graph counts steps in int32: max_iterations=2**31 (meant as no
+    limit) wrapped to a negative bound, and every fit stopped after one
+    Newton step, status "ok", stop_reason "max_iterations"."""
+    assert FitConfig(max_iterations=2**31 - 1).max_iterations == 2**31 - 1
+    with pytest.raises(ValueError, match=r"max_iterations must be at most 2147483647 "
+                                         r"\(int32\); got 2147483648"):
+        FitConfig(max_iterations=2**31)
+
+
 def test_config_takes_numpy_whole_numbers():
     assert FitConfig(batch_size=np.int64(4), restarts=np.int32(2)) == \
         FitConfig(batch_size=4, restarts=2)
