@@ -142,8 +142,9 @@ class FitConfig:
         stay in cache; docs/design.md, "The fitter"); under "auto" at most
         STARTED_BATCH_SIZE for a periodic candidate started from its smooth
         part's fit (`is_started`), whose batches carry more matrices.
-      max_iterations: Newton steps per fit (per batch member); None (the
-        default): 100 for a single kernel, SUM_MAX_ITERATIONS for a sum.
+      max_iterations: Newton steps per fit (per batch member), at most
+        INT32_MAX; None (the default): 100 for a single kernel,
+        SUM_MAX_ITERATIONS for a sum.
       tolerance: converged when the Newton model predicts at most this
         decrease (nats) to the optimum of the standardised negative log
         likelihood, or its gradient's max-norm is at most this; under
