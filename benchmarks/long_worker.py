@@ -14,11 +14,17 @@ over many fit calls (docs/design.md, "Measured facts", *Long-running workers*).
            peak, and at the job's end, with the manifest's fitters_built
            and tracing_count_max. Arguments after `--` go to gpfit
            (`-- --kernel auto`, `-- --predict_horizon 2 --predict_points 10`).
+           --inside: each process also samples itself (a sitecustomize
+           put first on the job's PYTHONPATH): glibc's bytes in use
+           (mallinfo2's uordblks), pyarrow's pool (total_allocated_bytes)
+           and Python's small-object blocks (sys.getallocatedblocks), which
+           tell native memory held from Python objects and arrow's tables
+           (docs/design.md, "Measured facts", *Long-running workers*).
 
 Usage:
   python benchmarks/long_worker.py fitter [--kernel rbf] [--calls 6000] [--copies 1]
   python benchmarks/long_worker.py command [--series 30000] [--workers 2]
-      [--seconds_per_fit_call 0.1] [-- gpfit options]
+      [--seconds_per_fit_call 0.1] [--inside] [-- gpfit options]
 A defect is growth that does not level off: RSS rising with the calls
 beyond the allocator's few MB, fds or threads rising, tracing_count above 1
 (a candidate each under auto).
@@ -41,6 +47,31 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # "2026-12-07 03:06:04,148 INFO worker: gpfit progress: 257/30000 series fitted in process 12"
 PROGRESS = re.compile(r"^(\S+ \S+) .*gpfit progress: (\d+)/(\d+) series fitted in process (\d+)")
+
+
+# Written as sitecustomize.py for --inside: a daemon thread in every process
+# of the job appends [time, glibc bytes in use, arrow bytes, Python blocks]
+# to <LONG_WORKER_INSIDE>/<pid>.jsonl every 2 s. It reads counters only:
+# gc.get_objects() from such a thread broke the job (it hands out tuples
+# still being built: "SystemError: Objects/tupleobject.c").
+INSIDE = """import ctypes, json, os, sys, threading, time
+class _Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                               "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+def _sample(path):
+    mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+    mallinfo2.restype = _Info
+    with open(path, "w") as out:
+        while True:
+            arrow = sys.modules.get("pyarrow")
+            out.write(json.dumps([time.time(), mallinfo2().uordblks,
+                                  arrow.total_allocated_bytes() if arrow else 0,
+                                  sys.getallocatedblocks()]) + "\\n")
+            out.flush()
+            time.sleep(2.0)
+threading.Thread(target=_sample, daemon=True, args=(os.path.join(
+    os.environ["LONG_WORKER_INSIDE"], f"{os.getpid()}.jsonl"),)).start()
+"""
 
 
 def _rss_mb(pid: str = "self") -> float:
@@ -111,7 +142,19 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def command(series: int, workers: int, seconds: float, extra: list[str]) -> None:
+def _inside(folder: str) -> dict[int, list]:
+    """pid -> its --inside samples [time, glibc bytes in use, arrow bytes, blocks]."""
+    found = {}
+    for name in os.listdir(folder):
+        if name.endswith(".jsonl"):
+            with open(os.path.join(folder, name)) as f:
+                found[int(name[:-len(".jsonl")])] = [json.loads(line) for line in f
+                                                     if line.endswith("\n")]
+    return found
+
+
+def command(series: int, workers: int, seconds: float, extra: list[str],
+            inside: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="long_worker-") as work:
         data, out = os.path.join(work, "in"), os.path.join(work, "out")
         os.makedirs(data)
@@ -121,8 +164,15 @@ def command(series: int, workers: int, seconds: float, extra: list[str]) -> None
         if workers > 1:
             args += ["--direct_num_workers", str(workers),
                      "--direct_running_mode", "multi_processing"]
+        probe = os.path.join(work, "inside")
+        if inside:
+            os.makedirs(probe)
+            with open(os.path.join(probe, "sitecustomize.py"), "w") as f:
+                f.write(INSIDE)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+            filter(None, [probe if inside else None, ROOT, os.environ.get("PYTHONPATH")])))
+        if inside:
+            env["LONG_WORKER_INSIDE"] = probe
         samples = []  # (time, pid, rss MB, fds, threads)
         with open(os.path.join(work, "stderr"), "w+") as err:
             job = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, env=env)
@@ -139,6 +189,7 @@ def command(series: int, workers: int, seconds: float, extra: list[str]) -> None
             sys.exit(f"gpfit exited {job.returncode}:\n" + "\n".join(lines[-20:]))
         with open(os.path.join(out, "_SUCCESS.json")) as f:
             manifest = json.load(f)
+        sampled = _inside(probe) if inside else {}
     tenth = {}  # pid -> when its progress first passed 10 % of its share
     for line in lines:
         found = PROGRESS.match(line)
@@ -158,6 +209,19 @@ def command(series: int, workers: int, seconds: float, extra: list[str]) -> None
               f"{max(s[2] for s in mine):.0f} | {mine[-1][2]:.0f} | "
               f"{min(s[3] for s in mine)}-{max(s[3] for s in mine)} | "
               f"{min(s[4] for s in mine)}-{max(s[4] for s in mine)} |")
+    if inside:
+        print("\n| process | malloc in use MB at 10 % | at the end | arrow MB at 10 % | at the end "
+              "| Python blocks (k) at 10 % | at the end |\n|--|--:|--:|--:|--:|--:|--:|")
+        for pid in sorted(sampled):
+            mine = sampled[pid]
+            if not mine:
+                continue
+            at = next((s for s in mine if s[0] >= tenth[pid]), mine[-1]) if pid in tenth else None
+            role = "worker" if pid in tenth else "launcher" if pid == job.pid else "other"
+            cells = [f"{v / 2 ** 20:.1f}" for v in (at[1], mine[-1][1], at[2], mine[-1][2])] \
+                if at else ["-", f"{mine[-1][1] / 2 ** 20:.1f}", "-", f"{mine[-1][2] / 2 ** 20:.1f}"]
+            blocks = [f"{at[3] / 1000:.0f}" if at else "-", f"{mine[-1][3] / 1000:.0f}"]
+            print(f"| {role} {pid} | {' | '.join(cells + blocks)} |")
 
 
 def main(argv=None) -> int:
@@ -172,12 +236,14 @@ def main(argv=None) -> int:
     job.add_argument("--series", type=int, default=30000)
     job.add_argument("--workers", type=int, default=2)
     job.add_argument("--seconds_per_fit_call", type=float, default=0.1)
+    job.add_argument("--inside", action="store_true",
+                     help="each process samples its glibc, arrow and Python memory")
     job.add_argument("gpfit", nargs="*", help="after --: options for gpfit")
     args = parser.parse_args(argv)
     if args.mode == "fitter":
         fitter(args.kernel, args.calls, args.copies)
     else:
-        command(args.series, args.workers, args.seconds_per_fit_call, args.gpfit)
+        command(args.series, args.workers, args.seconds_per_fit_call, args.gpfit, args.inside)
     return 0
 
 

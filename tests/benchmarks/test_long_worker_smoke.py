@@ -36,6 +36,18 @@ def test_the_command_on_a_few_series_reports_its_processes():
     assert re.search(r"^\| launcher \d+ \|", out, re.M)
 
 
+def test_inside_each_process_samples_its_own_memory():
+    """--inside: the job's process reads its glibc bytes in use, arrow's
+    pool and Python's blocks itself (a sitecustomize on its path), and the
+    table gives them at the job's end."""
+    out = _run("command", "--series", "24", "--workers", "1", "--inside", "--",
+               "--predict_horizon", "2", "--predict_points", "3")
+    rows = out.split("| malloc in use MB at 10 %")[1]
+    found = re.search(r"^\| launcher \d+ \| - \| ([\d.]+) \| - \| ([\d.]+) \| - \| (\d+) \|$",
+                      rows, re.M)
+    assert found, out
+    assert float(found[1]) > 10 and int(found[3]) > 100  # TensorFlow and Beam loaded
+
 def test_the_command_modes_processes_are_the_children_of_every_thread():
     """Beam's local runner starts its worker processes from a thread, not
     the main one: Linux lists a child under the thread that started it,
