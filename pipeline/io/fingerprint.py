@@ -35,7 +35,7 @@ from gpcore.config import AUTO, FitConfig
 from gpcore.series import Series
 
 # gpfit's release; pyproject.toml's version (a test keeps them equal).
-VERSION = "0.16.3"
+VERSION = "0.16.4"
 
 # FitConfig fields that do not change what a fit returns.
 _NOT_FIT_OPTIONS = ("batch_size",)
