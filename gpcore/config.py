@@ -3,6 +3,7 @@ starts, which series to accept."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 
 from typing import Optional, Union
@@ -132,7 +133,9 @@ class FitConfig:
         length-scale grid. The first starts from the best point of the search
         grid; for a single kernel without a period each further one from
         another basin of the grid, run only where the grid shows one; for
-        the others from the next-best grid points (gpcore/starts.py).
+        the others from the next-best grid points (gpcore/starts.py). At most
+        the start grid's points (`most_restarts`; under "auto" the largest
+        candidate's): each start is a batch member held in memory.
       min_points: fewer finite points than this -> status "skipped".
       max_points: more finite points than this -> status "skipped"; None
         (the default): MARKOV_MAX_POINTS for a Markov kernel (`is_markov`),
@@ -263,6 +266,9 @@ class FitConfig:
         if self.max_iterations is not None and self.max_iterations > INT32_MAX:
             raise ValueError(f"max_iterations must be at most {INT32_MAX} (int32); got "
                              f"{self.max_iterations!r}")
+        # Each start is a batch member held in memory: restarts=2**31 took
+        # 16 GB within a minute on one 20-point series.
+        check_restarts(self.restarts, self.kernel, self.candidates)
         if self.min_points < 2:
             raise ValueError(f"min_points must be >= 2; got {self.min_points}")
         self._check_points(defaulted)
@@ -322,6 +328,39 @@ def default_restarts(k: Kernel) -> int:
     return BASIN_RESTARTS if k.has_length_axis else 1
 
 
+def most_restarts(k: Union[Kernel, str], candidates=CANDIDATES) -> tuple[int, str]:
+    """The most restarts a FitConfig of kernel k (a Kernel, a name or AUTO) takes, and whose start grid
+    that is (for messages): the points of k's start grid (starts.grid_shape),
+    under AUTO the largest of the candidates' (each candidate is built with
+    the restarts asked: fitted_configs). A start past them repeats one, or
+    never runs (docs/design.md, "Restarts from other basins")."""
+    from gpcore.starts import grid_shape
+
+    if k != AUTO:
+        k = k if isinstance(k, Kernel) else kernel(k)
+        return math.prod(grid_shape(k)), f"{k.name}'s start grid has"
+    return (max(math.prod(grid_shape(kernel(name))) for name in candidates),
+            "the largest of the candidates' start grids has")
+
+
+def check_restarts(restarts: Optional[int], k: Union[Kernel, str], candidates=CANDIDATES,
+                   option: str = "{}=") -> None:
+    """Refuses restarts (None: the defaults, within their grids) past
+    `most_restarts`; `option` spells the name as the command ("--{}") or
+    fit_frame and FitConfig ("{}=") take it.
+
+    Raises:
+      ValueError: naming the most the grid takes.
+    """
+    most, whose = most_restarts(k, candidates)
+    if restarts is None or restarts <= most:
+        return
+    name = option.format("restarts")
+    fewer = f"{name}{most}" if name.endswith("=") else f"{name} {most}"
+    raise ValueError(f"{name} ({restarts}) must be at most {most}: {whose} {most} points, "
+                     f"and a start past them repeats one; give {fewer} or fewer")
+
+
 def is_markov(k: Kernel) -> bool:
     """Whether kernel k (not auto) has an exact state-space form, so that
     long series fit in O(n): matern12, matern32, matern52 and sums of them."""
@@ -350,10 +389,11 @@ def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
         return (config,)
     candidates = [kernel(name) for name in config.candidates]
     started = [is_started(k, config.candidates) for k in candidates]
-    return tuple(dataclasses.replace(
+    made = tuple(dataclasses.replace(
         config, kernel=k,
         restarts=AUTO_BASIN_RESTARTS if config.restarts is None and k.has_length_axis
-        and len(components(k)) == 1 else config.restarts,
+        and len(components(k)) == 1 else config.restarts and min(config.restarts,
+                                                                 most_restarts(k)[0]),
         jumps=not s if config.jumps is None else config.jumps,
         stop_behind=(STARTED_STOP_BEHIND if s else 0.0) if config.stop_behind is None
         else config.stop_behind,
@@ -362,6 +402,13 @@ def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
         else config.tolerance,
         batch_size=min(config.batch_size, STARTED_BATCH_SIZE) if s else config.batch_size)
         for k, s in zip(candidates, started))
+    if config.restarts is not None:
+        # Checked against the largest candidate's grid (check_restarts); a
+        # candidate with a smaller grid keeps the count asked, as it always
+        # fitted with it, past its own grid's bound.
+        for each in made:
+            object.__setattr__(each, "restarts", config.restarts)
+    return made
 
 
 def smooth_part(k: Kernel) -> str:

@@ -405,6 +405,7 @@ def fit_config(gp: GPFitOptions) -> FitConfig:
       UsageError: an option FitConfig refuses (e.g. --min_points 0).
     """
     kernel = kernel_settings(gp)  # its own UsageError, naming the kernels
+    check_restarts(gp.restarts, **kernel)  # before FitConfig's, which names its field
     try:
         config = at_search(gp.search, **kernel, restarts=gp.restarts,
                            min_points=gp.min_points, max_points=gp.max_points,
@@ -414,6 +415,5 @@ def fit_config(gp: GPFitOptions) -> FitConfig:
         said = re.sub(r"\b(restarts|min_points|max_points|batch_size)\b", r"--\1", str(err))
         raise UsageError(f"{said}; see gpfit --help") from err
     check_max_rows(gp.max_rows, gp.max_points, config)
-    check_restarts(config)
     return config
 

@@ -49,7 +49,7 @@ from pipeline.fitted_scale import said_in_y
 from pipeline.io import conversion, fingerprint, inputs, scales
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.schema import OUTPUT_SCHEMA
-from pipeline.options import MAX_ROWS, check_max_rows, check_restarts
+from pipeline.options import MAX_ROWS, check_max_rows
 
 
 def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
@@ -123,8 +123,7 @@ def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
     _, time_units = inputs.check_schema("the table", table.schema, columns, option="{}=")
     config = fit_config(kernel, candidates, restarts, min_points, max_points, batch_size,
                         search)
-    check_max_rows(max_rows, max_points, config, option="{}=")
-    check_restarts(config, option="{}=")
+    check_max_rows(max_rows, max_points, config, option="{}=")  # restarts: FitConfig's own
     asked = frame_tables.asked(transform, _whole("holdout", holdout),
                                _number("predict_horizon", predict_horizon),
                                _whole("predict_points", predict_points),

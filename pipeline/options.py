@@ -20,8 +20,7 @@ from gpcore.batching import MAX_SECONDS_PER_CALL, SECONDS_PER_CALL
 from gpcore.config import (AUTO, AUTO_BASIN_RESTARTS, BASIN_RESTARTS, CANDIDATES,
                            DENSE_MAX_POINTS, KERNELS, MARKOV_MAX_POINTS, SEARCHES, SUM_RESTARTS,
                            SYNTAX, THOROUGH, FitConfig, fitted_configs)
-# numpy only, as gpcore.config: the start grid's size.
-from gpcore.starts import grid_shape
+from gpcore.config import check_restarts as config_check_restarts
 from pipeline.io.errors import (UsageError, named_arguments, read_in_another_encoding,
                                 undecodable, with_value)
 from pipeline.io.fingerprint import VERSION
@@ -378,27 +377,21 @@ def names_runner(value: Optional[str], *runners: str) -> bool:
     return name in {runner.lower() for runner in runners}
 
 
-def check_restarts(config: FitConfig, option: str = "--{}") -> None:
-    """Refuses more restarts than the kernel's start grid has points (under
-    auto, the largest candidate's): a start past them repeats one, or never
-    runs (docs/design.md, "Restarts from other basins"), yet each is a batch
-    member held in memory, so --restarts 1000000 ran out of memory on every
-    series after minutes. `option` spells the name as check_max_rows'.
+def check_restarts(restarts: Optional[int], kernel, candidates=CANDIDATES,
+                   option: str = "--{}") -> None:
+    """FitConfig's own bound on restarts (gpcore.config.check_restarts: the
+    points of the kernel's start grid, under auto the largest candidate's;
+    --restarts 1000000 ran out of memory on every series after minutes),
+    checked before the config is built so that the message names the flag.
+    `option` spells the name as check_max_rows'.
 
     Raises:
       UsageError: naming the most the grid takes.
     """
-    if config.restarts is None:  # auto's defaults, each within its candidate's grid
-        return
-    most = max(math.prod(grid_shape(each.kernel)) for each in fitted_configs(config))
-    if config.restarts <= most:
-        return
-    whose = (f"{config.kernel_name}'s start grid has" if config.kernel_name != AUTO
-             else "the largest of the candidates' start grids has")
-    restarts = option.format("restarts")
-    fewer = f"{restarts}{most}" if restarts.endswith("=") else f"{restarts} {most}"
-    raise UsageError(f"{restarts} ({config.restarts}) must be at most {most}: {whose} {most} "
-                     f"points, and a start past them repeats one; give {fewer} or fewer")
+    try:
+        config_check_restarts(restarts, kernel, candidates, option)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def kernel_settings(gp: GPFitOptions) -> dict:

@@ -1,4 +1,5 @@
 """GPFitter: build once, trace once, report in the caller's units."""
+import re
 import threading
 
 import numpy as np
@@ -8,7 +9,7 @@ import tensorflow as tf
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, Series
 from gpcore.batching import padded_length
-from gpcore.config import MARKOV_ABOVE, takes_markov_path
+from gpcore.config import MARKOV_ABOVE, fitted_configs, takes_markov_path
 from gpcore.result import FIELDS
 from gpcore.fitter import JITTERS
 from gpcore.kernels import kernel as kernel_named
@@ -299,6 +300,33 @@ def test_max_iterations_past_int32_is_refused_rather_than_wrapped():
     with pytest.raises(ValueError, match=r"max_iterations must be at most 2147483647 "
                                          r"\(int32\); got 2147483648"):
         FitConfig(max_iterations=2**31)
+
+
+# The command's limits (tests/pipeline/test_options.py): each start is a
+# batch member held in memory, and one past the grid's points repeats one.
+@pytest.mark.parametrize("kernel, most, whose", [
+    ("rbf", 40, "rbf's start grid has"), ("periodic", 24, "periodic's start grid has"),
+    ("rbf+periodic", 96, "rbf+periodic's start grid has"),
+    ("auto", 96, "the largest of the candidates' start grids has")])
+def test_restarts_past_the_start_grid_are_refused_by_the_config(kernel, most, whose):
+    """FitConfig(restarts=2**31) was taken, and build_fitter's first fit of
+    one 20-point series used 16 GB within a minute."""
+    assert FitConfig(kernel=kernel, restarts=most).restarts == most
+    for restarts in (most + 1, 2**31):
+        with pytest.raises(ValueError, match=rf"^restarts= \({restarts}\) must be at most "
+                                             rf"{most}: {re.escape(whose)} {most} points, and a start past "
+                                             rf"them repeats one; give restarts={most} or fewer$"):
+            FitConfig(kernel=kernel, restarts=restarts)
+
+
+def test_auto_candidates_keep_restarts_past_their_own_smaller_grids():
+    """Under auto each candidate is built with the restarts asked, bounded
+    by the largest candidate's grid: linear's 4 points do not refuse 40."""
+    config = FitConfig(kernel="auto", candidates=("linear", "rbf"), restarts=40)
+    assert [(c.kernel_name, c.restarts) for c in fitted_configs(config)] == [
+        ("linear", 40), ("rbf", 40)]
+    with pytest.raises(ValueError, match=r"^restarts= \(41\) must be at most 40: the largest"):
+        FitConfig(kernel="auto", candidates=("linear", "rbf"), restarts=41)
 
 
 def test_config_takes_numpy_whole_numbers():

@@ -8,7 +8,6 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 import gpcore
 from gpcore.batching import MAX_SECONDS_PER_CALL
-from gpcore.config import FitConfig
 from pipeline import options
 from pipeline.builder import fit_config
 from pipeline.io.errors import UsageError
@@ -203,9 +202,9 @@ def test_log_level_is_an_option_with_choices():
 def test_restarts_up_to_the_start_grids_points_are_taken_and_one_more_refused(kernel, most):
     """Each start past the grid's points repeats one (docs/design.md,
     "Restarts from other basins"), yet is a batch member held in memory."""
-    options.check_restarts(FitConfig(kernel=kernel, restarts=most))
+    options.check_restarts(most, kernel)
     with pytest.raises(UsageError, match=rf"--restarts \({most + 1}\) must be at most {most}: "):
-        options.check_restarts(FitConfig(kernel=kernel, restarts=most + 1))
+        options.check_restarts(most + 1, kernel)
 
 
 @pytest.mark.parametrize("argv", [
