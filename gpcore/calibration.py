@@ -194,7 +194,7 @@ def covariance(p: dict, t1: np.ndarray, t2: np.ndarray) -> np.ndarray:
     total = np.zeros((t1.size, t2.size))
     for base, c in zip(components(kernel_named(p["kernel"])), p["components"]):
         values = [tf.constant([c[name]], tf.float64) for name in base.parameters]
-        total += c["amplitude"] ** 2 * base.matrix(base.feature(d, a, b), values)[0].numpy()
+        total += c["amplitude"] ** 2 * base.covariance(base.feature(d, a, b), values)[0].numpy()
     return total
 
 

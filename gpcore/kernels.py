@@ -27,6 +27,9 @@ import math
 import numpy as np
 
 SQRT3, SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
+# A Matern's z past which exp(-z) is 0 in float64 (from z = 745.2; the
+# smallest subnormal is exp(-744.4)), so its kernel is exactly 0.
+Z_ZERO = 1e3
 
 # Sums join base kernels with this; at most MAX_COMPONENTS of them, and
 # `linear` at most once: two lines through one centre are one line, whose
@@ -174,6 +177,11 @@ class Kernel:
         params (list of [C] tensors, in `parameters` order)."""
         return self.matrix_and_derivatives(feature, params, order=0)[0]
 
+    def covariance(self, feature, params):
+        """`matrix` as predictions take it: finite wherever the kernel is,
+        however far the new times lie from the data."""
+        return self.matrix(feature, params)
+
     def matrix_and_derivatives(self, feature, params, order: int = 2):
         """(K, [dK/dlog p_i], {(i, j): d2K/dlog p_i dlog p_j, i <= j}).
 
@@ -249,11 +257,25 @@ class Matern(_Smooth):
     nu: float = 0.0
 
     def matrix_and_derivatives(self, feature, params, order=2):
+        return self._of_z(self._z(feature, params), order)
+
+    def covariance(self, feature, params):
+        # Past d / l of about 1e154 (matern32: 1e308) z^2 (1 + z) overflows,
+        # and inf x exp(-z) = inf x 0 made far predictions NaN; clamped at
+        # Z_ZERO, where exp(-z) is already 0, every value stays bit for bit.
+        # Not in the fitter's matrix: no fit has seen such a z, and the
+        # minimum would be one more pass over every matrix.
+        return self._of_z(_tf().minimum(self._z(feature, params), Z_ZERO), 0)[0]
+
+    def _z(self, feature, params):
+        """z = sqrt(2 nu) d / l [C, N, M] (feature: the distance)."""
+        return _scaled(feature, params[0], {0.5: 1.0, 1.5: SQRT3}.get(self.nu, SQRT5))
+
+    def _of_z(self, z, order):
         tf = _tf()
         if self.nu == 0.5:
-            return self._exponential(feature, params, order)
+            return self._exponential(z, order)
         three_halves = self.nu == 1.5
-        z = _scaled(feature, params[0], SQRT3 if three_halves else SQRT5)  # feature: distance
         e = tf.exp(-z)
         z2e = z * z * e
         if three_halves:
@@ -271,8 +293,7 @@ class Matern(_Smooth):
         return k, [dk], {(0, 0): d2k}
 
     @staticmethod
-    def _exponential(feature, params, order):
-        z = _scaled(feature, params[0], 1.0)  # feature: distance
+    def _exponential(z, order):
         k = _tf().exp(-z)
         if order == 0:
             return k, [], {}

@@ -254,7 +254,7 @@ def _posterior(kernel_name: str):
             """[n1, n2] amplitude_c^2 k_c(t1, t2) per component."""
             a, b = t1[None], t2[None]
             d = distances(a, b)
-            return [tf.square(amplitudes[c]) * base.matrix(base.feature(d, a, b), params[c])[0]
+            return [tf.square(amplitudes[c]) * base.covariance(base.feature(d, a, b), params[c])[0]
                     for c, base in enumerate(bases)]
 
         def prior_variance(times):
@@ -262,8 +262,8 @@ def _posterior(kernel_name: str):
             column = times[:, None]  # [m, 1]
             d = tf.zeros(tf.stack([tf.size(times), 1, 1]), DTYPE)
             return tf.add_n([
-                tf.square(amplitudes[c]) * base.matrix(base.feature(d, column, column),
-                                                       params[c])[:, 0, 0]
+                tf.square(amplitudes[c]) * base.covariance(base.feature(d, column, column),
+                                                           params[c])[:, 0, 0]
                 for c, base in enumerate(bases)])
 
         n = tf.size(t)

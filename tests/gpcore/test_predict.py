@@ -361,3 +361,48 @@ def test_threads_first_predictions_at_once_build_and_trace_one_posterior():
     finally:
         sys.setswitchinterval(interval)
     assert got[0].experimental_get_tracing_count() == 1
+
+
+@pytest.mark.parametrize("kernel", ["matern32", "matern52"])
+@pytest.mark.parametrize("length_scale", [1e-154, 1e-300])
+def test_matern_far_past_its_length_scale_is_uncorrelated_not_nan(kernel, length_scale):
+    """Past z = sqrt(2 nu) d / l of about 1.3e154 matern52's z^2 overflowed
+    (matern32's z itself past 1.8e308), and inf x exp(-z) = inf x 0 made the
+    covariance NaN: predict refused the series as not positive definite.
+    The kernel there is 0 exactly in float64 (exp(-z) is 0 past z = 746).
+
+    numpy reference, exact algebra: at these length scales the observed
+    points (1 apart) are uncorrelated, A = (a^2 + s^2) I, so each observed
+    time has the posterior of its own point alone and every other time the
+    prior; rtol 1e-12, a few roundings of float64 apart."""
+    from gpcore.predict import component_means
+
+    series = Series("s", np.array([0.0, 1.0, 2.0, 3.0]), np.array([0.1, 1.0, -0.5, 0.3]))
+    a2, noise, mean = 1.5 ** 2, 0.1, 0.2
+    p = {"kernel": kernel, "mean": mean, "noise_variance": noise, "amplitude": 1.5,
+         "length_scale": length_scale}
+    t_new = np.array([0.0, 2.0, 0.5, 1e6, 1e10])  # 1e10 / 1e-300: d / l is inf
+    shrink = a2 / (a2 + noise)
+    at = np.array([0.1, -0.5, mean, mean, mean]) - mean
+    expected = mean + np.array([shrink, shrink, 0.0, 0.0, 0.0]) * at
+    expected_sd = np.sqrt(a2 - np.array([a2 * shrink, a2 * shrink, 0.0, 0.0, 0.0]))
+    got, sd = predict(series, p, t_new)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    np.testing.assert_allclose(sd, expected_sd, rtol=1e-12)
+    (part,) = component_means(series, p, t_new)
+    np.testing.assert_allclose(part, expected - mean, rtol=1e-12, atol=1e-300)
+
+
+def test_a_matern52_fitted_at_a_tiny_time_scale_predicts_far_away():
+    """Fitted on t = [0, 1e-300, 2e-300, 3e-300] and predicted at t = 1
+    (d / l about 1e300): NaN before; the prior (mean, amplitude) now, as
+    the kernel is 0 there (exact)."""
+    from gpcore import FitConfig, build_fitter
+
+    series = Series("tiny", np.array([0.0, 1e-300, 2e-300, 3e-300]),
+                    np.array([0.1, 1.0, -0.5, 0.3]))
+    fit = build_fitter(FitConfig(kernel="matern52")).fit([series])[0]
+    assert fit.status == "ok", fit.error
+    mean, sd = predict(series, fit, np.array([1.0, -1.0]))
+    np.testing.assert_allclose(mean, fit.params["mean"], rtol=1e-12)
+    np.testing.assert_allclose(sd, fit.params["amplitude"], rtol=1e-12)
