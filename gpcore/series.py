@@ -7,12 +7,19 @@ from typing import Optional
 
 import numpy as np
 
+from gpcore.kernels import LENGTH_BOUNDS
 from gpcore.result import FitResult
 
 
 # A time span below this fraction of the times' magnitude has fewer than ~1e4
 # distinguishable float64 steps (eps = 2.2e-16): the times are mostly offset.
 TIME_RESOLUTION = 1e-11
+
+# The smallest time span fitted: the fit's length scales reach down to
+# LENGTH_BOUNDS[1] of it, and one below float64's smallest normal number
+# loses precision, and its reciprocal (in every covariance) is inf: at span
+# 1.5e-323 a fit reported length_scale 0.0, at 1e-306 one predict refused.
+SMALLEST_SPAN = float(np.finfo(np.float64).tiny) / LENGTH_BOUNDS[1]  # 2.2e-305
 
 # Standard deviations of y that a fit accepts: their squares stay normal floats.
 SPREAD_RANGE = (1e-150, 1e150)
@@ -129,6 +136,10 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
         return None, n, _equal_times(float(t[0]))
     if span < TIME_RESOLUTION * biggest_t:
         return None, n, _short_span(span, biggest_t)
+    if span < SMALLEST_SPAN:
+        return None, n, (f"the times span {span:.3g}, too little for float64 to hold the "
+                         f"length scales fitted to them (the span must be at least "
+                         f"{SMALLEST_SPAN:.3g}); rescale t (change its units)")
     # Scaled by the largest magnitude so that computing it cannot overflow or
     # underflow; variances (spread^2) are reported, so keep them in range.
     with np.errstate(over="ignore", under="ignore"):

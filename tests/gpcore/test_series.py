@@ -81,3 +81,31 @@ def test_a_pandas_row_of_the_output_is_a_warm_start():
     cleaned, _, reason = clean(Series("s", np.arange(5.0), np.sin(np.arange(5.0)), row),
                                min_points=3, max_points=10)
     assert reason is None and cleaned.warm_start == row.to_dict()
+
+
+@pytest.mark.parametrize("t", [
+    np.array([0.0, 5e-324, 1e-323, 1.5e-323]),   # subnormal: 1 to 2 bits of precision
+    np.linspace(0.0, 1e-306, 6),                  # normal, but a thousandth of it is not
+])
+def test_times_whose_span_float64_cannot_scale_are_skipped_saying_so(t):
+    """On t = [0, 5e-324, 1e-323, 1.5e-323] a matern52 fit was "ok" with
+    length_scale 0.0, which predict refused; at span 1e-306 "ok" with a
+    subnormal length scale (1.6e-308) whose covariances predict could not
+    form (sqrt(5) / l is inf)."""
+    from gpcore import FitConfig, build_fitter
+
+    y = np.array([0.3, -1.0, 0.8, 0.1, 1.2, -0.4])[:t.size]
+    cleaned, n, reason = clean(Series("tiny", t, y), min_points=3, max_points=10)
+    assert cleaned is None and n == t.size
+    assert reason.startswith(f"the times span {np.ptp(t):.3g}, too little for float64")
+    assert "rescale t (change its units)" in reason
+    fit = build_fitter(FitConfig(kernel="matern52")).fit([Series("tiny", t, y)])[0]
+    assert (fit.status, fit.error) == ("skipped", reason)
+
+
+def test_times_at_the_smallest_span_float64_scales_are_fitted():
+    """The bound is the span's: a thousandth of it (the fit's shortest
+    length scale) stays a normal float64; span 1e-300 fits as before."""
+    t = np.linspace(0.0, 1e-300, 6)
+    cleaned, _, reason = clean(Series("s", t, np.sin(t * 1e300)), min_points=3, max_points=10)
+    assert reason is None and cleaned.n_points == 6
