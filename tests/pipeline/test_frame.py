@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import gpfit
@@ -294,6 +295,29 @@ def test_ids_all_missing_from_pandas_give_no_rows_as_null_ids_do(frame):
     assert list(got.columns) == OUTPUT_SCHEMA.names and len(got) == 0
     table = gpfit.fit_frame(pa.Table.from_pandas(frame, preserve_index=False))
     assert table.schema.equals(OUTPUT_SCHEMA) and table.num_rows == 0
+
+
+def test_bool_ids_are_false_and_true_from_pandas_arrow_and_the_command(tmp_path):
+    """Bool ids are Arrow's strings "false" and "true" (not Python's
+    "False"), as the command writes them from a Parquet bool column: one
+    series gets one id however it is fitted, and a later run's warm starts
+    (matched by id) find it. The README's id column says so."""
+    from gpfit_runs import gpfit_here, read_rows
+
+    n = 8
+    frame = pd.DataFrame({"series_id": [False] * n + [True] * n,
+                          "t": np.r_[np.arange(n), np.arange(n)].astype(float),
+                          "y": np.r_[np.sin(np.arange(n)), np.cos(np.arange(n))]})
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    assert table.schema.field("series_id").type == pa.bool_()
+    os.makedirs(in_folder(tmp_path, "in"))
+    pq.write_table(table, os.path.join(in_folder(tmp_path, "in"), "part.parquet"))
+    run = gpfit_here(in_folder(tmp_path, "in"), in_folder(tmp_path, "out"), "--kernel", "rbf")
+    assert run.code == 0, run.stderr
+    command = sorted(row["series_id"] for row in read_rows(in_folder(tmp_path, "out")))
+    assert command == ["false", "true"]
+    assert sorted(gpfit.fit_frame(frame)["series_id"]) == command
+    assert sorted(gpfit.fit_frame(table).column("series_id").to_pylist()) == command
 
 
 @pytest.mark.parametrize("kwargs, words", [
