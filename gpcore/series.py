@@ -15,11 +15,14 @@ from gpcore.result import FitResult
 # distinguishable float64 steps (eps = 2.2e-16): the times are mostly offset.
 TIME_RESOLUTION = 1e-11
 
-# The smallest time span fitted: the fit's length scales reach down to
-# LENGTH_BOUNDS[1] of it, and one below float64's smallest normal number
+# The smallest length scale a fit may report (units of t): float64's
+# smallest normal number. The fit's length scales reach down to
+# LENGTH_BOUNDS[0] of the median spacing or LENGTH_BOUNDS[1] of the span,
+# whichever is shorter (kernels.shortest_length_scale); one below this
 # loses precision, and its reciprocal (in every covariance) is inf: at span
 # 1.5e-323 a fit reported length_scale 0.0, at 1e-306 one predict refused.
-SMALLEST_SPAN = float(np.finfo(np.float64).tiny) / LENGTH_BOUNDS[1]  # 2.2e-305
+SMALLEST_LENGTH = float(np.finfo(np.float64).tiny)  # 2.2e-308
+SMALLEST_SPAN = SMALLEST_LENGTH / LENGTH_BOUNDS[1]  # 2.2e-305
 
 # Standard deviations of y that a fit accepts: their squares stay normal floats.
 SPREAD_RANGE = (1e-150, 1e150)
@@ -140,6 +143,13 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
         return None, n, (f"the times span {span:.3g}, too little for float64 to hold the "
                          f"length scales fitted to them (the span must be at least "
                          f"{SMALLEST_SPAN:.3g}); rescale t (change its units)")
+    gaps = np.diff(np.sort(t))
+    spacing = float(np.median(gaps[gaps > 0]))  # as starts.median_spacing
+    if LENGTH_BOUNDS[0] * spacing < SMALLEST_LENGTH:
+        return None, n, (f"the times' median spacing {spacing:.3g} is too little for "
+                         f"float64 to hold the length scales fitted to them (a quarter "
+                         f"of it must be at least {SMALLEST_LENGTH:.3g}); rescale t "
+                         "(change its units)")
     # Scaled by the largest magnitude so that computing it cannot overflow or
     # underflow; variances (spread^2) are reported, so keep them in range.
     with np.errstate(over="ignore", under="ignore"):

@@ -109,3 +109,19 @@ def test_times_at_the_smallest_span_float64_scales_are_fitted():
     t = np.linspace(0.0, 1e-300, 6)
     cleaned, _, reason = clean(Series("s", t, np.sin(t * 1e300)), min_points=3, max_points=10)
     assert reason is None and cleaned.n_points == 6
+
+
+def test_times_whose_median_spacing_float64_cannot_scale_are_skipped_saying_so():
+    """Span 2e-300, but 8 of the 10 times 1e-312 apart: the fits were "ok"
+    with length scales of 1e-312 (subnormal: matern52 1.7e-312, matern12,
+    rbf), whose covariances predict could not form."""
+    from gpcore import FitConfig, build_fitter
+
+    t = np.r_[np.arange(8) * 1e-312, 1e-300, 2e-300]
+    series = Series("irregular", t, np.r_[np.sin(np.arange(8.0)), 0.5, -0.2])
+    cleaned, n, reason = clean(series, min_points=3, max_points=20)
+    assert cleaned is None and n == 10
+    assert reason.startswith("the times' median spacing 1e-312 is too little for float64")
+    assert "rescale t (change its units)" in reason
+    fit = build_fitter(FitConfig(kernel="matern52")).fit([series])[0]
+    assert (fit.status, fit.error) == ("skipped", reason)
