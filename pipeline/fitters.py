@@ -15,6 +15,7 @@ and C inter-op threads.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import os
@@ -153,38 +154,67 @@ class Cached:
     calls: int = 0
 
 
-_cache: dict[tuple[FitConfig, int], Cached] = {}
+# Fitters kept, the least recently used let go beyond it: each holds its
+# variables and traced graph, 86 MB and 27,000 Python objects for rbf when
+# traced (23 MB loaded from the trace cache), so a notebook that tried one
+# option after another (restarts, max_points, kernels) grew by that much per
+# option set, without end (docs/design.md, "DataFrame API"). A fitter let
+# go and asked for again is built anew: its trace is still held by the
+# trace cache (gpcore/trace_cache.py, MAX_HELD), so it costs no trace.
+MAX_FITTERS = 8
+_cache: "collections.OrderedDict[tuple[FitConfig, int], Cached]" = collections.OrderedDict()
 _built = 0  # fitters this process built into the cache
+_calls_let_go = 0  # calls made with fitters since let go
 
 
 def cached(config: FitConfig, cores: int = 1) -> Cached:
     """This process's fitter for (config, cores): built on the first call,
-    the same one afterwards. The threads are configured on the first call
-    of the process (configure_threads)."""
+    the same one afterwards while it is among the MAX_FITTERS used last.
+    The threads are configured on the first call of the process
+    (configure_threads)."""
     global _built
     copies = configure_threads(cores)
     key = (config, copies)
     with _lock:
-        found = _cache.get(key)
+        found = _used(key)
     if found is not None:
         return found
     with _build_lock:  # two threads asking at once build one fitter
         with _lock:
-            found = _cache.get(key)
+            found = _used(key)
         if found is None:
             found = Cached(build(config, copies), threading.Lock())
             with _lock:
                 _cache[key] = found
                 _built += 1
+                _let_go_beyond(MAX_FITTERS)
         return found
 
+
+def _used(key) -> Optional[Cached]:
+    """The cached fitter for key, marked as used last; under _lock."""
+    found = _cache.get(key)
+    if found is not None:
+        _cache.move_to_end(key)
+    return found
+
+
+def _let_go_beyond(most: int) -> None:
+    """Drops the least recently used fitters beyond `most`; under _lock. A
+    call still fitting with one keeps it until it returns."""
+    global _calls_let_go
+    while len(_cache) > most:
+        _, gone = _cache.popitem(last=False)
+        _calls_let_go += gone.calls
 
 
 def counts() -> dict:
     """{"built": fitters built into this process's cache, "calls": fit
-    calls made with them}: how a test (Dask's client.run) sees reuse."""
+    calls made with them, "kept": fitters in it now}: how a test (Dask's
+    client.run) sees reuse."""
     with _lock:
-        return {"built": _built, "calls": sum(c.calls for c in _cache.values())}
+        return {"built": _built, "kept": len(_cache),
+                "calls": _calls_let_go + sum(c.calls for c in _cache.values())}
 
 
 def warm_up_in_background(config: FitConfig) -> threading.Thread:
