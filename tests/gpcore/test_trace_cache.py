@@ -243,3 +243,22 @@ def test_warm_up_keeps_the_counts_of_a_fit_another_thread_makes_meanwhile(folder
     assert not fitting.is_alive()
     assert fitter.work["series"] == len(series)
     assert fitter.work["batches"] == 2  # batch_size 4: the warm-up's one not counted
+
+
+def test_an_entry_read_again_and_again_registers_no_more_functions_than_once(folder, rng, monkeypatch):
+    """A process that lets a held entry go (beyond MAX_HELD, or rewritten on
+    disk) and reads it again registers its functions again; those of a
+    function let go are removed from TensorFlow's runtime with it, so a
+    notebook cycling through more option sets than MAX_HELD does not grow
+    by 17 functions (3 MB) a read without end."""
+    from tensorflow.python.eager import context
+
+    GPFitter(CONFIG).fit(_series(rng)[:1])
+    (name,) = _entries(folder)
+    registered = []
+    monkeypatch.setattr(trace_cache, "_HELD", collections.OrderedDict())
+    for _ in range(4):
+        trace_cache._HELD.clear()  # let go, as beyond MAX_HELD
+        trace_cache.load(name)
+        registered.append(len(context.context().list_function_names()))
+    assert registered[1:] == registered[:1] * 3
