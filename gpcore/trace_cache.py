@@ -68,7 +68,7 @@ _WARNED: set[str] = set()
 # function as a twin does, with no disk read (0.5-1.5 CPU s a fitter;
 # docs/design.md, "Traces kept between processes"). An entry removed or
 # rewritten on disk is read again. The least recently used beyond MAX_HELD
-# are let go (each holds a graph of a few MB).
+# are let go (each holds its FunctionDefs registered, 17 functions for rbf).
 MAX_HELD = 32
 _HELD: "collections.OrderedDict[str, tuple]" = collections.OrderedDict()
 _HELD_LOCK = threading.Lock()
@@ -267,16 +267,18 @@ def load(name: str):
     return found
 
 
-def save(name: str, concrete: Callable) -> None:
+def save(name: str, concrete: Callable) -> Optional[LoadedFunction]:
     """Keeps `concrete` (the traced ConcreteFunction) as `name`: its
-    FunctionDef library and signature; a folder that cannot be written is
-    reported once a process and skipped (the fit goes on)."""
+    FunctionDef library and signature; returns the function as kept, held
+    for this process, for the tracing fitter to call in place of
+    `concrete`, or None where nothing was kept. A folder that cannot be
+    written is reported once a process and skipped (the fit goes on)."""
     where = folder()
     if where is None:
-        return
+        return None
     path = os.path.join(where, name)
     if os.path.exists(path):
-        return  # another process saved it first
+        return None  # another process saved it first
     partial = None
     try:
         os.makedirs(where, exist_ok=True)
@@ -284,16 +286,25 @@ def save(name: str, concrete: Callable) -> None:
         library = function_pb2.FunctionDefLibrary()
         library.function.extend(concrete.graph.as_graph_def().library.function)
         library.function.append(concrete.function_def)
+        library = library.SerializeToString()
+        signature = {"function": concrete.function_def.signature.name,
+                     "inputs": [t.dtype.name for t in concrete.inputs],
+                     "outputs": _structure(concrete.structured_outputs)}
         with open(os.path.join(partial, LIBRARY), "wb") as f:
-            f.write(library.SerializeToString())
+            f.write(library)
         with open(os.path.join(partial, SIGNATURE), "w") as f:
-            json.dump({"function": concrete.function_def.signature.name,
-                       "inputs": [t.dtype.name for t in concrete.inputs],
-                       "outputs": _structure(concrete.structured_outputs)}, f)
+            json.dump(signature, f)
         os.rename(partial, path)  # OSError if another process saved it meanwhile
         partial = None
-        _hold(path, _stamp(path), concrete)
+        # Held as it is read, not as traced, and called by the tracing
+        # fitter too: the traced function's Python graph (86 MB, 27,000
+        # objects for rbf) is let go at once instead of staying while
+        # held, and TF instantiates one function for every fitter of the
+        # entry (docs/design.md, "Traces kept between processes").
+        kept = LoadedFunction(library, signature)
+        _hold(path, _stamp(path), kept)
         _prune(where)
+        return kept
     except Exception as err:  # pylint: disable=broad-except  (a cache never fails a fit)
         if not os.path.exists(path) and where not in _WARNED:
             _WARNED.add(where)  # once a process: a read-only home is not news each fit
@@ -302,6 +313,7 @@ def save(name: str, concrete: Callable) -> None:
     finally:
         if partial is not None:
             shutil.rmtree(partial, ignore_errors=True)
+    return None
 
 
 def _structure(outputs):

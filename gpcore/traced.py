@@ -81,9 +81,10 @@ class Traced:
             return kept
         with _TRACING:
             concrete = self._function.get_concrete_function(variables, *self._tensors)
-        if name:
-            trace_cache.save(name, concrete)
-        return concrete
+        # Kept: the function as kept, one TF instantiates once for every
+        # fitter of the entry, and the traced graph is let go (gpcore/trace_cache.py).
+        kept = trace_cache.save(name, concrete) if name else None
+        return concrete if kept is None else kept
 
     def load_kept(self) -> bool:
         """Whether the function comes from the trace cache: loads it there
