@@ -8,6 +8,7 @@ from typing import Optional
 import numpy as np
 
 from gpcore.kernels import LENGTH_BOUNDS
+from gpcore.starts import median_spacing
 from gpcore.result import FitResult
 
 
@@ -143,8 +144,10 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
         return None, n, (f"the times span {span:.3g}, too little for float64 to hold the "
                          f"length scales fitted to them (the span must be at least "
                          f"{SMALLEST_SPAN:.3g}); rescale t (change its units)")
-    gaps = np.diff(np.sort(t))
-    spacing = float(np.median(gaps[gaps > 0]))  # as starts.median_spacing
+    # Stable sort keeps repeated timestamps in input order (deterministic).
+    order = np.argsort(t, kind="stable")
+    t_sorted = t[order]
+    spacing = median_spacing(t_sorted)  # the fit's bounds' (starts.bounds)
     if LENGTH_BOUNDS[0] * spacing < SMALLEST_LENGTH:
         return None, n, (f"the times' median spacing {spacing:.3g} is too little for "
                          f"float64 to hold the length scales fitted to them (a quarter "
@@ -170,9 +173,7 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
         return None, n, (f"{n} {OVER_MAX_POINTS}={max_points}; "
                          f"raise max_points (cost grows as {growth}) or aggregate/"
                          "split the series")
-    # Stable sort keeps repeated timestamps in input order (deterministic).
-    order = np.argsort(t, kind="stable")
-    return CleanSeries(series.series_id, t[order], y[order], warm_start), n, None
+    return CleanSeries(series.series_id, t_sorted, y[order], warm_start), n, None
 
 
 def equal_values(n: int, value: float) -> str:
