@@ -101,17 +101,11 @@ def thread_counts_given() -> tuple[int, Optional[int]]:
         cores: 1000000000 sized TensorFlow's pools so that the process
         died (SIGSEGV, exit 139, no word said, its lock left behind).
     """
-    from pipeline.io.errors import UsageError
-
-    counts, cores = [], machine_cores()
-    for name in (INTRA_OP_ENV, INTER_OP_ENV):
-        value = os.environ.get(name) or ""
-        if value and not (value.strip().isdigit() and 1 <= int(value) <= cores):
-            raise UsageError(f"{name}={value!r} in the environment must be a whole number from "
-                             f"1 to this machine's {cores} cores (TensorFlow threads per "
-                             "fitter); set it so, or unset it")
-        counts.append(int(value) if value else None)
-    return counts[0] or 1, counts[1]
+    cores = machine_cores()
+    intra, inter = (_count_in_environment(
+        name, cores, f" to this machine's {cores} cores (TensorFlow threads per fitter)")
+        for name in (INTRA_OP_ENV, INTER_OP_ENV))
+    return intra or 1, inter
 
 
 def check_blas_threads() -> None:
@@ -124,13 +118,25 @@ def check_blas_threads() -> None:
     Raises:
       UsageError: naming the variable, its value and what to set.
     """
+    _count_in_environment(BLAS_ENV, float("inf"), " (BLAS threads per process; gpfit's "
+                          "default is 1): OpenBLAS reads this value as one thread per core")
+
+
+def _count_in_environment(name: str, most: float, said: str) -> Optional[int]:
+    """The whole number from 1 to `most` in environment variable `name`;
+    None where it is unset or empty.
+
+    Raises:
+      UsageError: "NAME='value' in the environment must be a whole number
+        from 1" + said + "; set it so, or unset it".
+    """
     from pipeline.io.errors import UsageError
 
-    value = os.environ.get(BLAS_ENV) or ""
-    if value and not (value.strip().isdigit() and int(value) >= 1):
-        raise UsageError(f"{BLAS_ENV}={value!r} in the environment must be a whole number from "
-                         "1 (BLAS threads per process; gpfit's default is 1): OpenBLAS reads "
-                         "this value as one thread per core; set it so, or unset it")
+    value = os.environ.get(name) or ""
+    if value and not (value.strip().isdigit() and 1 <= int(value) <= most):
+        raise UsageError(f"{name}={value!r} in the environment must be a whole number from "
+                         f"1{said}; set it so, or unset it")
+    return int(value) if value else None
 
 
 def build(config: FitConfig, copies: int):
