@@ -384,9 +384,9 @@ def check_open_files(options: PipelineOptions) -> None:
     Raises:
       UsageError: the soft limit below open_files_needed.
     """
-    if not is_local(options) or processes_per_machine(options) == 1:
-        return
     workers = processes_per_machine(options)
+    if not is_local(options) or workers == 1:
+        return
     needed = open_files_needed(workers)
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if limit != resource.RLIM_INFINITY and limit < needed:
