@@ -34,7 +34,7 @@ from gpcore.config import takes_markov_path
 from gpcore.kernels import components, distances, kernel as kernel_named
 from gpcore.result import COMPONENT_FIELDS, OK, FitResult
 from gpcore.series import TIME_ADVICE, VALUE_ADVICE, Series, numbers
-from gpcore.traced import _TRACING
+from gpcore.traced import TRACING
 
 DTYPE = tf.float64
 
@@ -283,7 +283,7 @@ def _posterior(kernel_name: str):
         v = tf.linalg.triangular_solve(chol, tf.transpose(tf.add_n(cross)))  # [n (+ extra), m] = L^-1 Kx*
         return parts, prior_variance(t_new) - tf.reduce_sum(v * v, axis=0), ok
 
-    with _TRACING:  # as every trace of the process: one at a time (gpcore/traced.py)
+    with TRACING:  # as every trace of the process: one at a time (gpcore/traced.py)
         solve.get_concrete_function()
     return solve
 

@@ -11,7 +11,7 @@ argument instead: the graph is traced once, for the first fitter, and a
 twin's call passes its own variables to the same concrete function, so its
 `.assign`s land in its own variables and never in another's. Calls from
 several threads at once are safe: each runs the graph with its own
-arguments. Traces are not: a process makes them one at a time (_TRACING).
+arguments. Traces are not: a process makes them one at a time (TRACING).
 
 tf.function's input_signature cannot describe variables, so the function
 is traced once by get_concrete_function, with the variables' own specs
@@ -36,7 +36,7 @@ from gpcore import trace_cache
 # traced at once (two threads' fitters, not twins) failed one's series
 # with "'NoneType' object is not iterable" (docs/design.md, "Threads
 # sharing a process"). A trace holds the GIL most of its time anyway.
-_TRACING = threading.Lock()
+TRACING = threading.Lock()
 
 
 class Traced:
@@ -79,7 +79,7 @@ class Traced:
         kept = self._kept(name)
         if kept is not None:
             return kept
-        with _TRACING:
+        with TRACING:
             concrete = self._function.get_concrete_function(variables, *self._tensors)
         # Kept: the function as kept, one TF instantiates once for every
         # fitter of the entry, and the traced graph is let go (gpcore/trace_cache.py).
