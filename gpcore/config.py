@@ -405,7 +405,8 @@ def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
     if config.restarts is not None:
         # Checked against the largest candidate's grid (check_restarts); a
         # candidate with a smaller grid keeps the count asked, as it always
-        # fitted with it, past its own grid's bound.
+        # fitted with it, past its own grid's bound. Each is built above at
+        # most its own grid's count only so that its own check passes.
         for each in made:
             object.__setattr__(each, "restarts", config.restarts)
     return made
