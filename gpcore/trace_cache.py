@@ -19,6 +19,12 @@ whole, then renamed into place, so processes that share the folder never read
 half an entry; any entry may be deleted at any time. A process holds the
 entries it read or wrote in memory while they are unchanged on disk, so its
 later fitters of a configuration read nothing.
+
+An entry is a graph this process runs, so only a folder and entries no one
+else could have written are used: the folder is made private (0700), and a
+folder, entry or file owned by another user (root aside) or writable by
+group or others, or an entry or file reached through a symbolic link, is
+never read (docs/design.md, "Traces kept between processes").
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ import logging
 import os
 import platform
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -60,7 +67,7 @@ SIGNATURE = "signature.json"
 # Entries kept, the least recently used pruned beyond it: each is 0.3-1 MB,
 # one per configuration and gpfit version used.
 MAX_ENTRIES = 200
-# Folders this process could not write to, already reported.
+# Folders this process could not write to, or will not use, already reported.
 _WARNED: set[str] = set()
 # Entries this process has read or written, held in memory by path with the
 # stamp of their LIBRARY file (inode, size, mtime): a later fitter built
@@ -239,16 +246,73 @@ def _held(path: str) -> Optional[Callable]:
         return held[1]
 
 
+def _unsafe(st: os.stat_result) -> Optional[str]:
+    """Why a file or folder with this stat could hold what another user
+    wrote, or None: owned by someone other than this user and root, or
+    writable by group or others."""
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"owned by another user (uid {st.st_uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _refused(where: str, why: str) -> None:
+    """Reports once a process that the folder `where` is not used."""
+    if where not in _WARNED:
+        _WARNED.add(where)
+        _LOG.warning("gpfit: not using the trace cache %s: %s, so another user could plant a "
+                     "graph this process would run; traces are neither read nor kept there. "
+                     "Make it a folder of your own that only you can write to (chmod 700), or "
+                     "set %s to one, or to %s", where, why, ENV, OFF)
+
+
+def _trusted_folder(where: str) -> bool:
+    """Whether the cache folder `where` may be used: it, and
+    a symbolic link naming it, are this user's (or root's) and writable by
+    no one else (docs/design.md, "Traces kept between processes")."""
+    try:
+        link = os.lstat(where)
+        st = os.stat(where)
+    except OSError:
+        return False
+    why = _unsafe(link) if stat.S_ISLNK(link.st_mode) else None
+    if why is not None:
+        why = "a symbolic link " + why
+    elif not stat.S_ISDIR(st.st_mode):
+        return False  # a file: save reports it cannot write there
+    else:
+        why = _unsafe(st)
+    if why is not None:
+        _refused(where, why)
+        return False
+    return True
+
+
 def load(name: str):
     """The traced function kept as `name` (callable as the traced one:
     (variables, *tensors)), or None."""
     where = folder()
-    if where is None:
+    if where is None or not os.path.isdir(where) or not _trusted_folder(where):
         return None
     path = os.path.join(where, name)
     found = _held(path)
     if found is None:
-        if not os.path.isdir(path):
+        try:
+            entry = os.lstat(path)
+        except OSError:
+            return None
+        if stat.S_ISLNK(entry.st_mode):
+            why = "a symbolic link"
+        elif not stat.S_ISDIR(entry.st_mode):
+            return None
+        else:
+            why = _unsafe(entry)
+        if why is not None:
+            if path not in _WARNED:  # once a process, not once a fitter
+                _WARNED.add(path)
+                _LOG.warning("gpfit: trace cache entry %s is %s; not read, tracing instead. "
+                             "Remove it (the folder's other entries are used)", path, why)
             return None
         stamp = _stamp(path)
         try:
@@ -277,11 +341,14 @@ def save(name: str, concrete: Callable) -> Optional[LoadedFunction]:
     if where is None:
         return None
     path = os.path.join(where, name)
-    if os.path.exists(path):
+    if os.path.lexists(path):
         return None  # another process saved it first
     partial = None
     try:
-        os.makedirs(where, exist_ok=True)
+        # Private: an entry is a graph the next process runs.
+        os.makedirs(where, mode=0o700, exist_ok=True)
+        if not _trusted_folder(where):
+            return None
         partial = tempfile.mkdtemp(prefix=f".{name}-", dir=where)
         library = function_pb2.FunctionDefLibrary()
         library.function.extend(concrete.graph.as_graph_def().library.function)
@@ -290,9 +357,9 @@ def save(name: str, concrete: Callable) -> Optional[LoadedFunction]:
         signature = {"function": concrete.function_def.signature.name,
                      "inputs": [t.dtype.name for t in concrete.inputs],
                      "outputs": _structure(concrete.structured_outputs)}
-        with open(os.path.join(partial, LIBRARY), "wb") as f:
+        with _private(os.path.join(partial, LIBRARY), "wb") as f:
             f.write(library)
-        with open(os.path.join(partial, SIGNATURE), "w") as f:
+        with _private(os.path.join(partial, SIGNATURE), "w") as f:
             json.dump(signature, f)
         os.rename(partial, path)  # OSError if another process saved it meanwhile
         partial = None
@@ -314,6 +381,25 @@ def save(name: str, concrete: Callable) -> Optional[LoadedFunction]:
         if partial is not None:
             shutil.rmtree(partial, ignore_errors=True)
     return None
+
+
+def _private(path: str, mode: str):
+    """A new file at `path` only this user can write, whatever the umask
+    (a group-writable file is never read back)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600),
+                     mode)
+
+
+def _entry_file(path: str, mode: str):
+    """An entry's file opened for reading, not through a symbolic link;
+    ValueError if another user could have written it."""
+    f = os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), mode)
+    st = os.fstat(f.fileno())
+    why = "not a plain file" if not stat.S_ISREG(st.st_mode) else _unsafe(st)
+    if why is not None:
+        f.close()
+        raise ValueError(f"{os.path.basename(path)} is {why}")
+    return f
 
 
 def _structure(outputs):
@@ -412,9 +498,9 @@ def _rename_calls(node, renamed: dict) -> None:
 
 def _read(path: str) -> LoadedFunction:
     """The function kept in the entry at `path`; raises if it is damaged."""
-    with open(os.path.join(path, LIBRARY), "rb") as f:
+    with _entry_file(os.path.join(path, LIBRARY), "rb") as f:
         library = f.read()
-    with open(os.path.join(path, SIGNATURE)) as f:
+    with _entry_file(os.path.join(path, SIGNATURE), "r") as f:
         signature = json.load(f)
     return LoadedFunction(library, signature)
 

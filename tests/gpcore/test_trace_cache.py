@@ -304,3 +304,85 @@ def test_a_fitter_let_go_leaves_its_traced_graph_to_no_one(folder, rng, monkeypa
     assert [dataclasses.asdict(r) for r in second.fit(series)] == [dataclasses.asdict(r) for r in traced]
     assert (second._traced.loaded, reads) == (True, [])
     assert second._traced._concrete is trace_cache.load(_key())
+
+
+def _fresh(monkeypatch):
+    """This process as a new one: nothing held, nothing reported yet."""
+    monkeypatch.setattr(trace_cache, "_HELD", collections.OrderedDict())
+    monkeypatch.setattr(trace_cache, "_WARNED", set())
+
+
+def test_the_folder_and_entries_are_private_whatever_the_umask(tmp_path, monkeypatch, rng):
+    where = tmp_path / "shared-parent" / "traces"
+    monkeypatch.setenv(trace_cache.ENV, str(where))
+    old = os.umask(0o002)  # a user-private-group host's umask
+    try:
+        GPFitter(CONFIG).fit(_series(rng)[:1])
+    finally:
+        os.umask(old)
+    (name,) = _entries(where)
+    assert oct(where.stat().st_mode & 0o777) == oct(0o700)
+    assert oct((where / name).stat().st_mode & 0o777) == oct(0o700)
+    for file in (trace_cache.LIBRARY, trace_cache.SIGNATURE):
+        assert oct((where / name / file).stat().st_mode & 0o777) == oct(0o600)
+    _fresh(monkeypatch)
+    assert trace_cache.load(name) is not None  # its own entries still read
+
+
+def test_a_folder_others_can_write_to_is_neither_read_nor_written(folder, rng, monkeypatch, caplog):
+    series = _series(rng)[:1]
+    GPFitter(CONFIG).fit(series)
+    (name,) = _entries(folder)
+    os.chmod(folder, 0o777)  # e.g. GPFIT_TRACE_CACHE=/tmp/gpfit, or a group's share
+    _fresh(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        fitter = GPFitter(CONFIG)
+        results = fitter.fit(series)
+        other = dataclasses.replace(CONFIG, batch_size=2)
+        GPFitter(other).fit(series)
+    assert not fitter._traced.loaded and all(r.status == "ok" for r in results)
+    assert _entries(folder) == [name]  # nothing written there either
+    said = [m for m in caplog.messages if "not using the trace cache" in m]
+    assert len(said) == 1 and str(folder) in said[0] and "mode 777" in said[0]
+    assert "chmod 700" in said[0] and f"{trace_cache.ENV}" in said[0]
+    os.chmod(folder, 0o700)
+    assert trace_cache.load(name) is not None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's files takes root")
+def test_entries_another_user_owns_or_links_to_are_not_read(folder, rng, monkeypatch, caplog):
+    series = _series(rng)[:1]
+    GPFitter(CONFIG).fit(series)
+    (name,) = _entries(folder)
+    entry = folder / name
+    _fresh(monkeypatch)
+    os.chown(entry, 65534, 65534)  # planted by another user
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        assert trace_cache.load(name) is None
+    assert any(str(entry) in m and "uid 65534" in m for m in caplog.messages)
+    os.chown(entry, 0, 0)
+    os.chown(entry / trace_cache.LIBRARY, 65534, 65534)
+    assert trace_cache.load(name) is None and not entry.exists()  # unreadable: replaced
+    GPFitter(CONFIG).fit(series)
+    # An entry that is a link to a folder elsewhere.
+    os.rename(entry, folder.parent / "elsewhere")
+    os.symlink(folder.parent / "elsewhere", entry)
+    _fresh(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        assert trace_cache.load(name) is None
+    assert any(str(entry) in m and "symbolic link" in m for m in caplog.messages)
+    os.unlink(entry)
+    os.rename(folder.parent / "elsewhere", entry)
+    # The folder itself another user's, or named by another user's link.
+    os.chown(folder, 65534, 65534)
+    assert trace_cache.load(name) is None
+    os.chown(folder, 0, 0)
+    assert trace_cache.load(name) is not None
+    link = folder.parent / "link"
+    os.symlink(folder, link)
+    os.lchown(link, 65534, 65534)
+    monkeypatch.setenv(trace_cache.ENV, str(link))
+    _fresh(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        assert trace_cache.load(name) is None
+    assert any(str(link) in m and "symbolic link owned by another user" in m for m in caplog.messages)
