@@ -28,6 +28,38 @@ def open_file(path: str):
     return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
+def write_whole(path: str, temporary: str, data: bytes, mime_type: str) -> None:
+    """Writes `data` to `temporary`, then renames it to `path`: a reader
+    never sees half of it. Locally `temporary` is created exclusively and
+    never through a symbolic link (a leftover of a killed write, or a link
+    another user planted in a shared output folder, is removed, not
+    followed): Beam's create opened it as it was, so a link at
+    _SUCCESS.json.tmp had the manifest overwrite the file it named, anywhere
+    the user could write (docs/design.md, "Output folder")."""
+    if FileSystems.get_scheme(path) is not None:
+        with FileSystems.create(temporary, mime_type=mime_type) as f:
+            f.write(data)
+        FileSystems.rename([temporary], [path])
+        return
+    os.makedirs(os.path.dirname(temporary) or ".", exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(temporary, flags, 0o666)
+    except FileExistsError:
+        os.unlink(temporary)  # the name itself, link or file; what a link names is left alone
+        fd = os.open(temporary, flags, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
 def missing_extra(path: str) -> Optional[str]:
     """Where path is on a file system gpfit supports that this installation
     cannot reach (gs:// without the gcp extra), what to install, in words;

@@ -42,8 +42,8 @@ from typing import Callable, Optional
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io.errors import FolderBusy, StorageError, storage_error
-from pipeline.io.files import open_file
-from pipeline.io.outputs import LOCK_NAME
+from pipeline.io.files import open_file, write_whole
+from pipeline.io.outputs import LOCK_NAME, TEMPORARY_SUFFIX
 
 _LOG = logging.getLogger("gpfit")
 
@@ -387,10 +387,9 @@ def process_stat(pid) -> Optional[list[str]]:
 
 def _write(output: str, content: dict) -> None:
     # Under a temporary name, then renamed: a reader never sees half a lock.
-    temporary = path_of(output) + ".tmp"
-    with FileSystems.create(temporary, mime_type="application/json") as f:
-        f.write(json.dumps(content).encode("utf-8"))
-    FileSystems.rename([temporary], [path_of(output)])
+    # Never through a link planted at the temporary name (write_whole).
+    write_whole(path_of(output), path_of(output) + TEMPORARY_SUFFIX,
+                json.dumps(content).encode("utf-8"), "application/json")
 
 
 def _iso(seconds: float) -> str:

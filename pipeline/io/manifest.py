@@ -47,10 +47,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from gpcore.result import FAILED, OK, SKIPPED
 from pipeline.io.errors import with_value
-from pipeline.io.files import open_file
+from pipeline.io.files import open_file, write_whole
 from pipeline.io.fingerprint import VERSION
 from pipeline.io.inputs import InputSpec
-from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER, is_local
+from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER, TEMPORARY_SUFFIX, is_local
 from pipeline.io.redaction import redacted
 
 # Counts beside the statuses: distinct series ids read, and input rows whose
@@ -210,10 +210,8 @@ def write(output: str, manifest: dict) -> str:
     a half-written manifest.
     """
     path = FileSystems.join(output, file_name(manifest))
-    temporary = path + ".tmp"
-    with FileSystems.create(temporary, mime_type="application/json") as f:
-        f.write(json.dumps(manifest, indent=2, sort_keys=False).encode("utf-8") + b"\n")
-    FileSystems.rename([temporary], [path])
+    write_whole(path, path + TEMPORARY_SUFFIX, json.dumps(
+        manifest, indent=2, sort_keys=False).encode("utf-8") + b"\n", "application/json")
     return path
 
 

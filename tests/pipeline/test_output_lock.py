@@ -386,3 +386,14 @@ def test_a_lock_that_cannot_be_written_in_full_is_not_left(tmp_path):
     assert done.returncode == 1 and done.stderr.startswith("refused: "), done.stderr
     assert "File too large" in done.stderr
     assert os.listdir(output) == []
+
+
+def test_the_heartbeat_never_writes_through_a_link_planted_at_its_temporary_name(tmp_path):
+    output, victim = tmp_path / "out", tmp_path / "elsewhere.txt"
+    victim.write_text("the user's file\n")
+    lock.acquire(str(output), "mine", False, local=True, now=lambda: 100.0)
+    os.symlink(victim, output / (lock.LOCK_NAME + ".tmp"))
+    assert lock.refresh(str(output), "mine", now=lambda: 250.0)
+    assert victim.read_text() == "the user's file\n"
+    assert lock.read(str(output))["heartbeat_at"] == 250.0
+    assert os.listdir(output) == [lock.LOCK_NAME] and not (output / lock.LOCK_NAME).is_symlink()

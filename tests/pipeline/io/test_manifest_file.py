@@ -92,3 +92,21 @@ def test_the_jobs_read_counts_stand_and_no_path_holds_a_secret():
                               "files": 3, "layout": "long", "rows": 99}
     assert found["previous_output"] == "https://reader:<redacted>@data.example/night1"
     assert "hunter2pass" not in json.dumps(found)
+
+
+def test_a_link_planted_at_the_temporary_name_is_not_written_through(tmp_path):
+    """Another user who can write in a shared output folder plants
+    _SUCCESS.json.tmp as a link to a file of the user's: the manifest
+    replaces the link, and the file it names is left as it was."""
+    output, victim = tmp_path / "out", tmp_path / "elsewhere.txt"
+    output.mkdir()
+    victim.write_text("the user's file\n")
+    os.symlink(victim, output / "_SUCCESS.json.tmp")
+    os.symlink(tmp_path / "not-yet", output / "_FAILED.json.tmp")  # a dangling one: not created
+    record = manifest.RunRecord(str(output), "rbf", 0.0, "days", {}, {}, 0.0)
+    for counts in ({"ok": 2}, {"ok": 1, "failed": 1}):
+        manifest.write(str(output), manifest.compose(record, counts, 0, FITS, [], finished_at=1.0))
+    assert victim.read_text() == "the user's file\n" and not (tmp_path / "not-yet").exists()
+    assert sorted(p.name for p in output.iterdir()) == ["_FAILED.json", "_SUCCESS.json"]
+    assert not any(p.is_symlink() for p in output.iterdir())
+    assert manifest.read(str(output))[1]["counts"]["ok"] == 2
