@@ -292,11 +292,25 @@ def _write(out: str, text: str) -> int:
         folder = os.path.dirname(os.path.abspath(out))
         os.makedirs(folder, exist_ok=True)
         # A short name of its own: out + ".tmp" failed where out's name is
-        # within 4 bytes of the file system's longest.
-        temporary = os.path.join(folder, f".gpfit-report-{os.getpid()}.tmp")
-        with open(temporary, "wb") as f:
-            f.write(data)
-        os.replace(temporary, out)
+        # within 4 bytes of the file system's longest. Unguessable, created
+        # exclusively and never through a link: named by the process id and
+        # opened as it was, a link another user planted at the name in a
+        # shared folder (/tmp, a team's) had the page overwrite the file it
+        # named, and then put the link itself in --out's place.
+        import secrets
+        temporary = os.path.join(folder, f".gpfit-report-{secrets.token_hex(8)}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o666)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(temporary, out)
+        except BaseException:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise
     else:
         with FileSystems.create(out, mime_type="text/html") as f:
             f.write(data)

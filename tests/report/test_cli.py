@@ -585,3 +585,27 @@ def test_the_page_is_written_whatever_the_commands_streams(fitted_run, tmp_path,
         os.close(gone)
     assert done.returncode == 0
     assert len(parse_page(out).images) == 1  # the histograms
+
+
+def test_the_page_is_never_written_through_a_link_planted_beside_it(fitted_run, tmp_path, capsys):
+    """In a folder others can write (/tmp, a team's), a link planted at the
+    page's temporary name, which was named by the process id, had the page
+    overwrite the file it named and then stand in --out's place."""
+    shared, victim = tmp_path / "shared", tmp_path / "elsewhere.txt"
+    shared.mkdir()
+    victim.write_text("the user's file\n")
+    os.symlink(victim, shared / f".gpfit-report-{os.getpid()}.tmp")
+    out = shared / "report.html"
+    assert run(["--input", fitted_run.data, "--params", fitted_run.params, "--out", str(out),
+                "--random", "0", "--worst", "0"]) == 0, capsys.readouterr().err
+    assert victim.read_text() == "the user's file\n"
+    assert not out.is_symlink() and parse_page(out).doctype
+    assert oct(out.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+    assert sorted(p.name for p in shared.iterdir()) == [f".gpfit-report-{os.getpid()}.tmp",
+                                                         "report.html"]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
