@@ -85,12 +85,30 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def folder() -> Optional[str]:
-    """The cache folder, or None when turned off."""
+    """The cache folder, or None when turned off, or when there is no
+    user's cache folder to default to: HOME empty or relative (said once a
+    process). A relative XDG_CACHE_HOME is ignored, as the XDG spec says."""
     chosen = os.environ.get(ENV)
     if chosen is not None:
         return None if chosen.strip().lower() in (OFF, "") else os.path.expanduser(chosen)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "gpfit", "traces")
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        return os.path.join(xdg, "gpfit", "traces")
+    home = os.environ.get("HOME")
+    # HOME="" made the folder /.cache (expanduser gives "/"), and a
+    # relative HOME one under whatever folder the process ran in: neither
+    # is the user's own (docs/design.md, "Traces kept between processes").
+    base = os.path.expanduser("~") if home is None or os.path.isabs(home) else None
+    if base is None or not os.path.isabs(base):
+        if "HOME" not in _WARNED:
+            _WARNED.add("HOME")
+            said = ("empty" if home == "" else "not set and this user has no home folder"
+                    if home is None else f"{home!r}, not an absolute path")
+            _LOG.warning("gpfit: no trace cache: HOME is %s and XDG_CACHE_HOME is not set, so "
+                         "there is no user cache folder and traces are not kept; set %s to a "
+                         "folder of your own to keep them", said, ENV)
+        return None
+    return os.path.join(base, ".cache", "gpfit", "traces")
 
 
 @functools.lru_cache(maxsize=1)

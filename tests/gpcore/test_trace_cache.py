@@ -386,3 +386,29 @@ def test_entries_another_user_owns_or_links_to_are_not_read(folder, rng, monkeyp
     with caplog.at_level(logging.WARNING, logger="gpfit"):
         assert trace_cache.load(name) is None
     assert any(str(link) in m and "symbolic link owned by another user" in m for m in caplog.messages)
+
+
+@pytest.mark.parametrize("home", ["", "relative/home"])
+def test_an_empty_or_relative_home_keeps_no_traces_and_says_so_once(home, monkeypatch, tmp_path, rng,
+                                                                   caplog):
+    """HOME="" made the folder /.cache/gpfit/traces (a root process made
+    it there), a relative HOME one under the working folder."""
+    monkeypatch.delenv(trace_cache.ENV)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.chdir(tmp_path)
+    _fresh(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        assert trace_cache.folder() is None
+        results = GPFitter(CONFIG).fit(_series(rng)[:1])
+    assert all(r.status == "ok" for r in results) and os.listdir(tmp_path) == []
+    said = [m for m in caplog.messages if "no trace cache" in m]
+    assert len(said) == 1 and trace_cache.ENV in said[0]
+    assert ("HOME is empty" if not home else repr(home)) in said[0]
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # ignored, as the XDG spec says
+    assert trace_cache.folder() is None
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert trace_cache.folder() == str(tmp_path / "cache" / "gpfit" / "traces")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert trace_cache.folder() == str(tmp_path / ".cache" / "gpfit" / "traces")
