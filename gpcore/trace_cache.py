@@ -79,6 +79,33 @@ _WARNED: set[str] = set()
 MAX_HELD = 32
 _HELD: "collections.OrderedDict[str, tuple]" = collections.OrderedDict()
 _HELD_LOCK = threading.Lock()
+# The op types gpcore's traced graphs use, every kernel family's and
+# option's (test_every_kernel_familys_graph_runs_only_the_ops_kept): an
+# entry whose graph runs any other op (ReadFile, WriteFile, Save, PyFunc,
+# VarHandleOp...), or calls a function it does not hold, is neither read
+# nor kept. Pure arithmetic, control flow, and reads and assignments of the
+# variables' handles the fitter passes in (docs/design.md, "Traces kept
+# between processes").
+OPS = frozenset({
+    "Abs", "AddN", "AddV2", "All", "Any", "ArgMin", "AssignVariableOp", "BatchMatMulV2",
+    "BroadcastArgs", "BroadcastGradientArgs", "BroadcastTo", "Cast", "Cholesky", "ConcatOffset",
+    "ConcatV2", "Const", "Cos", "DynamicStitch", "Einsum", "Equal", "Exp", "ExpandDims", "Fill",
+    "FloorDiv", "FloorMod", "GatherV2", "Greater", "GreaterEqual", "Identity", "IdentityN", "If",
+    "InvertPermutation", "IsFinite", "Less", "LessEqual", "Log", "LogicalAnd", "LogicalNot",
+    "LogicalOr", "MatrixDiagPartV3", "MatrixDiagV3", "MatrixInverse", "MatrixSetDiagV3",
+    "MatrixSolve", "MatrixTriangularSolve", "Max", "MaxPool", "Maximum", "Min", "Minimum", "Mul",
+    "Neg", "NoOp", "OnesLike", "Pack", "Pad", "PadV2", "PartitionedCall", "Pow", "Range",
+    "ReadVariableOp", "RealDiv", "Reciprocal", "Reshape", "Round", "SelectV2", "SelfAdjointEigV2",
+    "Shape", "ShapeN", "Sin", "Size", "Slice", "SplitV", "Sqrt", "Square", "Squeeze",
+    "StatelessIf", "StatelessWhile", "StridedSlice", "StridedSliceGrad", "Sub", "Sum",
+    "TensorListFromTensor", "TensorListGetItem", "TensorListReserve", "TensorListSetItem",
+    "TensorListStack", "TensorScatterUpdate", "Tile", "TopKV2", "Transpose", "Unpack",
+    "UnsortedSegmentMin", "Where", "While", "ZerosLike",
+})
+# The ops of OPS whose op definitions declare function attributes
+# (branches, loop bodies, a call): no other op's kernel calls a function,
+# whatever attributes its node carries, so only theirs are looked at.
+_CALLING = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "PartitionedCall"})
 # A half-written entry this old was left by a process that died.
 STALE_PARTIAL_S = 3600.0
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -371,6 +398,7 @@ def save(name: str, concrete: Callable) -> Optional[LoadedFunction]:
         library = function_pb2.FunctionDefLibrary()
         library.function.extend(concrete.graph.as_graph_def().library.function)
         library.function.append(concrete.function_def)
+        check_ops(library.function)  # what no later process would read: not kept
         library = library.SerializeToString()
         signature = {"function": concrete.function_def.signature.name,
                      "inputs": [t.dtype.name for t in concrete.inputs],
@@ -420,6 +448,29 @@ def _entry_file(path: str, mode: str):
     return f
 
 
+def check_ops(functions) -> None:
+    """Raises ValueError unless every node of these FunctionDefs runs an op
+    of OPS or calls one of these functions (as its op, or in a func or
+    list-of-func attribute): an entry holds graphs this process runs."""
+    own = {f.signature.name for f in functions}
+    for fdef in functions:
+        for node in fdef.node_def:
+            op = node.op
+            if op not in OPS and op not in own:
+                raise ValueError(f"its graph runs op {op!r}, which no graph gpcore traces "
+                                 "uses (trace_cache.OPS)")
+            if op not in _CALLING:
+                continue  # its kernel calls no function (_CALLING)
+            for attr in node.attr.values():
+                kind = attr.WhichOneof("value")
+                called = ([attr.func.name] if kind == "func"
+                          else [f.name for f in attr.list.func] if kind == "list" else [])
+                for name in called:
+                    if name not in own:
+                        raise ValueError(f"its graph calls function {name!r}, which it does not "
+                                         "hold")
+
+
 def _structure(outputs):
     """The nesting of a function's outputs as JSON, a tensor as null."""
     if isinstance(outputs, dict):
@@ -458,6 +509,7 @@ class LoadedFunction:
 
     def __init__(self, library: bytes, signature: dict):
         functions = function_pb2.FunctionDefLibrary.FromString(library).function
+        check_ops(functions)
         suffix = f"_gpfit_kept_{next(_LOADS)}"
         renamed = {f.signature.name: f.signature.name + suffix for f in functions}
         if signature["function"] not in renamed:

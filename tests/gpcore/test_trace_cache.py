@@ -412,3 +412,103 @@ def test_an_empty_or_relative_home_keeps_no_traces_and_says_so_once(home, monkey
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert trace_cache.folder() == str(tmp_path / ".cache" / "gpfit" / "traces")
+
+
+# Every kernel family and every option that changes the graph (auto's
+# candidates run with jumps off, stop_behind and no far probes); the Markov
+# kernels' long-series graphs too.
+FAMILIES = [dict(kernel=k) for k in ("rbf", "matern12", "matern32", "matern52", "periodic", "linear",
+                                     "rbf+periodic", "linear+rbf", "matern32+periodic",
+                                     "linear+periodic", "matern12+matern52",
+                                     "linear+rbf+periodic")] + [
+    dict(kernel="rbf+periodic", jumps=False, stop_behind=3.0, far_probes=False),
+    dict(kernel="rbf", far_probes=False), dict(kernel="rbf", probe_check=True),
+    dict(kernel="periodic", far_probes=False)]
+
+
+def test_every_kernel_familys_graph_runs_only_the_ops_kept():
+    """OPS is what gpcore's graphs run: a graph with another op would never
+    be kept (save checks it), so a change that brings one in fails here,
+    not silently in every user's start-up. The suite's own trace cache:
+    entries kept by earlier tests or runs are checked as read. Each graph
+    is traced (or loaded) as a fitter's first call does, without a fit."""
+    from tensorflow.core.framework import function_pb2
+
+    where = trace_cache.folder()
+    seen = set()
+    for options in FAMILIES:
+        fitter = GPFitter(FitConfig(batch_size=2, **options))
+        fitter._traced._compiled(fitter.log_parameters + [fitter.jitter])
+        traced = [fitter._traced]
+        if fitter.long_fitter is not None:
+            fitter.long_fitter._traced._compiled(fitter.long_fitter.log_parameters)
+            traced.append(fitter.long_fitter._traced)
+        for one in traced:
+            path = os.path.join(where, one._name())
+            assert os.path.isdir(path), f"{options}: its trace was not kept"
+            with open(os.path.join(path, trace_cache.LIBRARY), "rb") as f:
+                functions = function_pb2.FunctionDefLibrary.FromString(f.read()).function
+            trace_cache.check_ops(functions)
+            seen |= {n.op for fn in functions for n in fn.node_def}
+    assert trace_cache.OPS <= seen  # none kept that no graph uses
+    # The ops whose calls are checked are all of OPS that can call.
+    from tensorflow.python.framework import op_def_registry
+
+    calling = {op for op in trace_cache.OPS
+               if any(a.type in ("func", "list(func)") for a in op_def_registry.get(op).attr)}
+    assert calling == trace_cache._CALLING
+
+
+def _plant(where, name: str, concrete) -> None:
+    """An entry as another user who could write the folder would leave it:
+    a FunctionDef library that does more than fit."""
+    from tensorflow.core.framework import function_pb2
+
+    library = function_pb2.FunctionDefLibrary()
+    library.function.extend(concrete.graph.as_graph_def().library.function)
+    library.function.append(concrete.function_def)
+    os.makedirs(where / name, mode=0o700)
+    (where / name / trace_cache.LIBRARY).write_bytes(library.SerializeToString())
+    (where / name / trace_cache.SIGNATURE).write_text(json.dumps(
+        {"function": concrete.function_def.signature.name, "inputs": ["float64"],
+         "outputs": None}))
+
+
+def test_an_entry_whose_graph_does_more_than_fit_is_not_run(folder, tmp_path, monkeypatch, caplog):
+    import tensorflow as tf
+
+    marker = tmp_path / "planted-graph-ran"
+
+    @tf.function(autograph=False)
+    def planted(x):
+        tf.io.write_file(str(marker), "the planted graph wrote this")
+        return x * 2.0
+
+    concrete = planted.get_concrete_function(tf.TensorSpec([None], tf.float64))
+    name = _key()
+    _plant(folder, name, concrete)
+    _fresh(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        kept = trace_cache.load(name)
+        if kept is not None:  # what happened before: the fitter would call it
+            kept([], np.ones(2))
+    assert kept is None and not marker.exists()
+    assert any(str(folder / name) in m and "'WriteFile'" in m for m in caplog.messages)
+    assert not (folder / name).exists()  # removed, as a damaged entry is: traced again
+    # A call of a function the entry does not hold, as an op or as a branch.
+    real = GPFitter(CONFIG)
+    real.fit(_series(np.random.default_rng(1))[:1])
+    from tensorflow.core.framework import function_pb2
+
+    with open(folder / name / trace_cache.LIBRARY, "rb") as f:
+        functions = function_pb2.FunctionDefLibrary.FromString(f.read()).function
+    trace_cache.check_ops(functions)
+    branching = next(n for fn in functions for n in fn.node_def if n.op in ("If", "StatelessIf",
+                                                                           "While", "StatelessWhile"))
+    func = next(a for a in branching.attr.values() if a.WhichOneof("value") == "func")
+    func.func.name = "a_function_registered_elsewhere"
+    with pytest.raises(ValueError, match="a_function_registered_elsewhere"):
+        trace_cache.check_ops(functions)
+    functions[0].node_def[0].op = "SomeoneElsesFunction"
+    with pytest.raises(ValueError, match="SomeoneElsesFunction"):
+        trace_cache.check_ops(functions)
