@@ -354,10 +354,12 @@ def load(name: str):
         else:
             why = _unsafe(entry)
         if why is not None:
-            if path not in _WARNED:  # once a process, not once a fitter
-                _WARNED.add(path)
-                _LOG.warning("gpfit: trace cache entry %s is %s; not read, tracing instead. "
-                             "Remove it (the folder's other entries are used)", path, why)
+            # The folder is this user's and private, so the entry is
+            # removed and traced again, as a damaged one is: a cache that an
+            # older gpfit made under umask 002 mends itself once chmod 700.
+            _LOG.warning("gpfit: trace cache entry %s is %s; not read, tracing instead, "
+                         "and replacing it", path, why)
+            _remove(path)
             return None
         stamp = _stamp(path)
         try:
@@ -365,7 +367,7 @@ def load(name: str):
         except Exception as err:  # pylint: disable=broad-except  (a damaged entry: trace instead)
             _LOG.warning("gpfit: trace cache entry %s unreadable (%s: %s); tracing instead, "
                          "and replacing it", path, type(err).__name__, first_line(err))
-            shutil.rmtree(path, ignore_errors=True)
+            _remove(path)
             return None
         _hold(path, stamp, found)
         _LOG.info("gpfit: traced fit loaded from %s", path)
@@ -374,6 +376,18 @@ def load(name: str):
     except OSError:
         pass  # a read-only folder still serves
     return found
+
+
+def _remove(path: str) -> None:
+    """Removes the entry at `path`, a symbolic link itself (never what it
+    names); an entry that cannot be removed stays unread."""
+    try:
+        if os.path.islink(path):
+            os.unlink(path)
+        else:
+            shutil.rmtree(path)
+    except OSError:
+        pass
 
 
 def save(name: str, concrete: Callable) -> Optional[LoadedFunction]:

@@ -349,6 +349,29 @@ def test_a_folder_others_can_write_to_is_neither_read_nor_written(folder, rng, m
     assert trace_cache.load(name) is not None
 
 
+def test_a_cache_made_under_umask_002_mends_itself_once_private(folder, rng, monkeypatch, caplog):
+    """An older gpfit made entries with the umask's modes (0775 folders,
+    0664 files): once the folder is chmod 700, each such entry is replaced
+    by its next trace, not refused at every run."""
+    series = _series(rng)[:1]
+    GPFitter(CONFIG).fit(series)
+    (name,) = _entries(folder)
+    os.chmod(folder / name, 0o775)
+    for file in (trace_cache.LIBRARY, trace_cache.SIGNATURE):
+        os.chmod(folder / name / file, 0o664)
+    _fresh(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        first = GPFitter(CONFIG)
+        first.fit(series)
+    assert not first._traced.loaded
+    assert any(name in m and "mode 775" in m and "replacing it" in m for m in caplog.messages)
+    assert oct((folder / name).stat().st_mode & 0o777) == oct(0o700)
+    _fresh(monkeypatch)
+    again = GPFitter(CONFIG)
+    again.fit(series)
+    assert again._traced.loaded
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's files takes root")
 def test_entries_another_user_owns_or_links_to_are_not_read(folder, rng, monkeypatch, caplog):
     series = _series(rng)[:1]
@@ -360,18 +383,21 @@ def test_entries_another_user_owns_or_links_to_are_not_read(folder, rng, monkeyp
     with caplog.at_level(logging.WARNING, logger="gpfit"):
         assert trace_cache.load(name) is None
     assert any(str(entry) in m and "uid 65534" in m for m in caplog.messages)
-    os.chown(entry, 0, 0)
+    assert not entry.exists()  # removed from this user's folder: traced again
+    GPFitter(CONFIG).fit(series)
     os.chown(entry / trace_cache.LIBRARY, 65534, 65534)
+    _fresh(monkeypatch)
     assert trace_cache.load(name) is None and not entry.exists()  # unreadable: replaced
     GPFitter(CONFIG).fit(series)
-    # An entry that is a link to a folder elsewhere.
+    # An entry that is a link to a folder elsewhere: the link goes, not
+    # what it names.
     os.rename(entry, folder.parent / "elsewhere")
     os.symlink(folder.parent / "elsewhere", entry)
     _fresh(monkeypatch)
     with caplog.at_level(logging.WARNING, logger="gpfit"):
         assert trace_cache.load(name) is None
     assert any(str(entry) in m and "symbolic link" in m for m in caplog.messages)
-    os.unlink(entry)
+    assert not os.path.lexists(entry) and (folder.parent / "elsewhere" / trace_cache.LIBRARY).exists()
     os.rename(folder.parent / "elsewhere", entry)
     # The folder itself another user's, or named by another user's link.
     os.chown(folder, 65534, 65534)
