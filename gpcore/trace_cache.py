@@ -328,9 +328,26 @@ def _trusted_folder(where: str) -> bool:
         return False  # a file: save reports it cannot write there
     else:
         why = _unsafe(st)
+        if (why is not None and st.st_uid == os.geteuid() and os.environ.get(ENV) is None
+                and _tightened(where)):
+            why = None
     if why is not None:
         _refused(where, why)
         return False
+    return True
+
+
+def _tightened(where: str) -> bool:
+    """Makes the default folder, this user's own, private (0700): an older
+    gpfit made it with the umask's mode (0775 under umask 002). Its entries
+    are still checked one by one, so what another user could have put there
+    meanwhile is never read. A folder named by GPFIT_TRACE_CACHE is the
+    user's choice and is left as it is."""
+    try:
+        os.chmod(where, 0o700)
+    except OSError:
+        return False
+    _LOG.info("gpfit: trace cache %s made private (mode 700)", where)
     return True
 
 

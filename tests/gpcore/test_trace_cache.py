@@ -349,27 +349,40 @@ def test_a_folder_others_can_write_to_is_neither_read_nor_written(folder, rng, m
     assert trace_cache.load(name) is not None
 
 
-def test_a_cache_made_under_umask_002_mends_itself_once_private(folder, rng, monkeypatch, caplog):
-    """An older gpfit made entries with the umask's modes (0775 folders,
-    0664 files): once the folder is chmod 700, each such entry is replaced
-    by its next trace, not refused at every run."""
+def test_a_cache_made_under_umask_002_mends_itself(tmp_path, rng, monkeypatch, caplog):
+    """An older gpfit made its default folder and entries with the umask's
+    modes (0775 folders, 0664 files): the default folder, this user's, is
+    made private, and each such entry is replaced by its next trace, not
+    refused at every run. A folder the user names is left as it is."""
+    monkeypatch.delenv(trace_cache.ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "gpfit" / "traces"
     series = _series(rng)[:1]
     GPFitter(CONFIG).fit(series)
     (name,) = _entries(folder)
+    os.chmod(folder, 0o775)
     os.chmod(folder / name, 0o775)
     for file in (trace_cache.LIBRARY, trace_cache.SIGNATURE):
         os.chmod(folder / name / file, 0o664)
     _fresh(monkeypatch)
-    with caplog.at_level(logging.WARNING, logger="gpfit"):
+    with caplog.at_level(logging.INFO, logger="gpfit"):
         first = GPFitter(CONFIG)
         first.fit(series)
     assert not first._traced.loaded
+    assert oct(folder.stat().st_mode & 0o777) == oct(0o700)
+    assert not [m for m in caplog.messages if "not using the trace cache" in m]
     assert any(name in m and "mode 775" in m and "replacing it" in m for m in caplog.messages)
     assert oct((folder / name).stat().st_mode & 0o777) == oct(0o700)
     _fresh(monkeypatch)
     again = GPFitter(CONFIG)
     again.fit(series)
     assert again._traced.loaded
+    # Named by GPFIT_TRACE_CACHE, the same folder's mode is the user's choice.
+    os.chmod(folder, 0o775)
+    monkeypatch.setenv(trace_cache.ENV, str(folder))
+    _fresh(monkeypatch)
+    assert trace_cache.load(name) is None
+    assert oct(folder.stat().st_mode & 0o777) == oct(0o775)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's files takes root")
