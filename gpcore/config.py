@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 
 from typing import Optional, Union
 
@@ -111,6 +112,16 @@ DENSE_MAX_POINTS = 4096
 MARKOV_ABOVE = 4096
 MARKOV_MAX_POINTS = 1_000_000
 MARKOV_KERNELS = ("matern12", "matern32", "matern52")
+# A dense fit holds, per batch member (a start of a series), about this
+# many N x N float64 matrices at its peak (grid, Newton's value, gradient
+# and Hessian): peak RSS less the warmed fitter's, over starts x N^2 x 8,
+# was 9.1-10.5 for rbf at 1,000-2,000 points, 19.9 for rbf+periodic at
+# 1,500 (docs/design.md, "The fitter", Memory per series). A max_points
+# given whose one series would need more than this machine's memory is
+# refused (`check_dense_memory`): the fit aborted (std::bad_alloc) or was
+# killed by the OOM killer, with no word of why.
+DENSE_MATRICES = 10
+SUM_DENSE_MATRICES = 20
 # The most FitConfig.max_iterations: the graph's step counts are int32.
 INT32_MAX = 2**31 - 1
 
@@ -272,6 +283,11 @@ class FitConfig:
         if self.min_points < 2:
             raise ValueError(f"min_points must be >= 2; got {self.min_points}")
         self._check_points(defaulted)
+        if not defaulted:
+            if self.kernel == AUTO:
+                fitted_configs(self)  # each candidate checks its own need
+            else:
+                check_dense_memory(self.max_points, self.kernel, self.restarts)
         if self.stop_behind is not None and not (_is_number(self.stop_behind)
                                                  and self.stop_behind >= 0):
             raise ValueError(f"stop_behind must be a number >= 0; got {self.stop_behind!r}")
@@ -372,6 +388,55 @@ def takes_markov_path(k: Kernel, n_points: int) -> bool:
     and predicted in O(n): longer than MARKOV_ABOVE and a Markov kernel
     (docs/design.md, "Long series")."""
     return n_points > MARKOV_ABOVE and is_markov(k)
+
+
+def dense_bytes(k: Kernel, restarts: int, n_points: int) -> int:
+    """About the most bytes the dense fit of one series of n_points under
+    kernel k (not auto) holds with `restarts` starts (batch members, each
+    DENSE_MATRICES N x N float64 matrices, a sum's SUM_DENSE_MATRICES, at
+    the padded length); a Markov kernel fits past MARKOV_ABOVE in O(n), so
+    at most MARKOV_ABOVE points count."""
+    from gpcore.batching import padded_length  # it imports this module
+
+    n = min(n_points, MARKOV_ABOVE) if is_markov(k) else n_points
+    matrices = SUM_DENSE_MATRICES if len(components(k)) > 1 else DENSE_MATRICES
+    return restarts * matrices * padded_length(n) ** 2 * 8
+
+
+def machine_memory() -> int:
+    """This machine's memory in bytes (os.sysconf), or its cgroup's limit
+    (/sys/fs/cgroup/memory.max) where that is lower."""
+    most = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        with open("/sys/fs/cgroup/memory.max") as limit:
+            return min(most, int(limit.read().strip()))
+    except (OSError, ValueError):  # none, or "max"
+        return most
+
+
+def check_dense_memory(max_points: int, k: Kernel, restarts: int,
+                       memory: Optional[int] = None) -> None:
+    """Refuses a max_points at which one series' dense fit under kernel k
+    (`dense_bytes`) would need more than `memory` (None: `machine_memory`).
+
+    Raises:
+      ValueError: naming max_points, the memory it needs and the most
+        points that fit.
+    """
+    memory = machine_memory() if memory is None else memory
+    need = dense_bytes(k, restarts, max_points)
+    if need <= memory:
+        return
+    matrices = SUM_DENSE_MATRICES if len(components(k)) > 1 else DENSE_MATRICES
+    fits = math.isqrt(memory // (restarts * matrices * 8))
+    while fits > 1 and dense_bytes(k, restarts, fits) > memory:
+        fits -= 1
+    raise ValueError(
+        f"max_points ({max_points}) would let one series' {k.name} fit need about "
+        f"{need / 2**30:,.0f} GiB ({restarts} start(s) x ~{matrices} {max_points} x "
+        f"{max_points} float64 matrices), more than this machine's {memory / 2**30:.1f} GiB; "
+        f"give max_points {fits} or less, fewer restarts, a kernel that fits long series "
+        f"in O(n) ({', '.join(MARKOV_KERNELS)}), or aggregate the series to fewer points")
 
 
 def default_max_points(k: Kernel) -> int:

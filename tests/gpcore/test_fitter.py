@@ -9,7 +9,8 @@ import tensorflow as tf
 import gp_reference as ref
 from gpcore import FitConfig, GPFitter, Series
 from gpcore.batching import padded_length
-from gpcore.config import MARKOV_ABOVE, fitted_configs, takes_markov_path
+from gpcore.config import (MARKOV_ABOVE, check_dense_memory, dense_bytes, fitted_configs,
+                           takes_markov_path)
 from gpcore.result import FIELDS
 from gpcore.fitter import JITTERS
 from gpcore.kernels import kernel as kernel_named
@@ -317,6 +318,38 @@ def test_restarts_past_the_start_grid_are_refused_by_the_config(kernel, most, wh
                                              rf"{most}: {re.escape(whose)} {most} points, and a start past "
                                              rf"them repeats one; give restarts={most} or fewer$"):
             FitConfig(kernel=kernel, restarts=restarts)
+
+
+@pytest.mark.parametrize("kernel, named", [("rbf", "rbf"), ("rbf+periodic", "rbf+periodic"),
+                                           ("auto", "matern52+periodic")])
+def test_a_max_points_whose_dense_fit_outgrows_the_machine_is_refused(kernel, named):
+    """max_points=100000 on a dense kernel let one series' fit ask for
+    terabytes (each start ~10 N x N float64 matrices): the process aborted
+    with std::bad_alloc under a memory limit, or the OOM killer took it."""
+    need = dense_bytes(kernel_named(named), 3, 100_000) / 2**30
+    with pytest.raises(ValueError, match=rf"^max_points \(100000\) would let one series' "
+                                         rf"{re.escape(named)} fit need about {need:,.0f} GiB "
+                                         r"\(3 start\(s\) x ~\d+ 100000 x 100000 float64 "
+                                         r"matrices\), more than this machine's [\d.]+ GiB; "
+                                         r"give max_points \d+ or less"):
+        FitConfig(kernel=kernel, max_points=100_000)
+
+
+def test_the_dense_memory_bound_names_the_most_points_that_fit():
+    """The points it advises fit in the memory; one more does not. A
+    Markov kernel's fit past MARKOV_ABOVE points is O(n): any max_points."""
+    rbf = kernel_named("rbf")
+    memory = 8 * 2**30
+    with pytest.raises(ValueError, match=r"give max_points (\d+) or less") as refused:
+        check_dense_memory(100_000, rbf, 3, memory)
+    fits = int(re.search(r"give max_points (\d+)", str(refused.value)).group(1))
+    assert dense_bytes(rbf, 3, fits) <= memory < dense_bytes(rbf, 3, fits + 1)
+    check_dense_memory(fits, rbf, 3, memory)
+    assert 3000 < fits < 6000  # ~10 N x N float64 matrices for each of 3 starts
+    check_dense_memory(1_000_000, kernel_named("matern32"), 3, memory)
+    # The defaults are not refused, nor asked to fit this machine.
+    assert FitConfig(kernel="rbf+periodic").max_points == 4096
+    assert FitConfig(kernel="rbf", max_points=4096).max_points == 4096
 
 
 def test_auto_candidates_keep_restarts_past_their_own_smaller_grids():

@@ -278,6 +278,12 @@ def test_unusable_input_exits_2(tmp_path, make_input):
                                                        "rbf+periodic's start grid has 96"),
     (["--restarts", "97", "--kernel", "auto"],
      "--restarts (97) must be at most 96: the largest of the candidates' start grids has 96"),
+    # One series' dense fit would need terabytes: the run aborted
+    # (std::bad_alloc, exit 134) or was killed by the OOM killer, silently.
+    (["--max_points", "100000", "--max_rows", "100000"],
+     "--max_points (100000) would let one series' rbf fit need about 2,"),
+    (["--kernel", "auto", "--max_points", "100000", "--max_rows", "100000"],
+     "one series' matern52+periodic fit need about"),
     (["--max_failure_fraction", "1.5"], "--max_failure_fraction must be between 0 and 1"),
     # inf passed "> 0": every bundle's series in one fit call, which Dataflow cannot split.
     (["--seconds_per_fit_call", "inf"],
