@@ -242,12 +242,49 @@ def _changed(params: str, err: OSError) -> UsageError:
 
 
 def _check_matplotlib() -> None:
-    """matplotlib is an extra (gpfit[report]): say how to get it."""
+    """matplotlib is an extra (gpfit[report]): say how to get it. Its
+    folders are readied first (`_writable_matplotlib_folder`)."""
+    _writable_matplotlib_folder()
     try:
         import matplotlib  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     except ImportError as err:
         raise UsageError("gpfit-report needs matplotlib, which is not installed; "
                          "pip install 'gpfit[report]'") from err
+
+
+def _writable_matplotlib_folder() -> None:
+    """Gives matplotlib a temporary MPLCONFIGDIR, removed at exit, where its
+    default config or cache folder cannot be made or written (a read-only
+    HOME): it printed "mkdir -p failed for path ..." and "Matplotlib created
+    a temporary cache directory ..." among the report's lines, and made the
+    same folder itself. A user's own MPLCONFIGDIR is kept, as matplotlib
+    keeps it (docs/design.md, "The fitter", A report under a read-only HOME)."""
+    if os.environ.get("MPLCONFIGDIR"):
+        return
+    home = os.path.expanduser("~")
+    if sys.platform.startswith(("linux", "freebsd")):  # as matplotlib finds them
+        folders = [os.path.join(os.environ.get(xdg) or os.path.join(home, default), "matplotlib")
+                   for xdg, default in (("XDG_CONFIG_HOME", ".config"),
+                                        ("XDG_CACHE_HOME", ".cache"))]
+    else:
+        folders = [os.path.join(home, ".matplotlib")]
+    if all(_writable_folder(folder) for folder in folders):
+        return
+    import atexit
+    import shutil
+    import tempfile
+    temporary = tempfile.mkdtemp(prefix="gpfit-report-matplotlib-")
+    atexit.register(shutil.rmtree, temporary, ignore_errors=True)
+    os.environ["MPLCONFIGDIR"] = temporary
+
+
+def _writable_folder(folder: str) -> bool:
+    """Whether folder exists, or could be made, and can be written."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
 
 
 def _check_out(out: str) -> None:

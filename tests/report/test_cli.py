@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from gpfit_runs import command_in, without_gcs
+from gpfit_runs import as_a_user_without_access, command_in, without_gcs
 from report_helpers import ODD_ID, params_row, write_params
 from table_folders import delta_table
 from pipeline.report.cli import run
@@ -609,3 +609,36 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_a_read_only_home_gives_a_quiet_report_and_a_users_mplconfigdir_is_kept(
+        fitted_run, tmp_path, monkeypatch):
+    """matplotlib could not make ~/.config/matplotlib: it printed "mkdir -p
+    failed ..." and "Matplotlib created a temporary cache directory ...",
+    two lines among the report's own. The report gives it a temporary
+    folder, removed at exit; an MPLCONFIGDIR of the user's is theirs."""
+    home, temp = tmp_path / "home", tmp_path / "temp"
+    home.mkdir()
+    temp.mkdir()
+    home.chmod(0o555)
+    for name in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(temp))
+    args = ["-m", "pipeline.report", "--input", fitted_run.data, "--params", fitted_run.params,
+            "--random", "1", "--worst", "0"]
+    done = as_a_user_without_access(*args, "--out", str(tmp_path / "r.html"))
+    assert done.returncode == 0, done.stderr
+    assert [line.split(":")[0] for line in done.stderr.splitlines()] == ["gpfit-report"] * 3, \
+        done.stderr
+    assert len(parse_page(tmp_path / "r.html").images) == 2
+    # TensorFlow's autograph leaves its own files in TMPDIR.
+    assert [p.name for p in temp.iterdir() if "matplotlib" in p.name] == []
+    assert list(home.iterdir()) == []
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    monkeypatch.setenv("MPLCONFIGDIR", str(mine))
+    done = as_a_user_without_access(*args, "--out", str(tmp_path / "r2.html"))
+    assert done.returncode == 0, done.stderr
+    assert any(p.name.startswith("fontlist") for p in mine.iterdir())
