@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import errno
 import json
 import logging
 import os
@@ -230,6 +231,7 @@ def acquire(output: str, run_id: str, break_lock: bool, local: bool,
             _create_local(output, content, now)
         else:
             _write(output, content)
+        _keep_spare()
     except (FolderBusy, StorageError):
         raise
     except OSError as err:  # BeamIOError is one too
@@ -240,11 +242,16 @@ def _take_over(output: str, now: Callable[[], float]) -> None:
     """Removes the lock check() let through: a stopped run's, or an unreadable one."""
     if not FileSystems.exists(path_of(output)):
         return
-    if read(output) is None:
+    held = read(output)
+    if held is None:
         age = _age(output, now)
         _LOG.warning("gpfit: the lock %s in %s cannot be read (empty or cut short, as a full "
                      "disk or a killed run leaves it; %s old): taken over", LOCK_NAME, output,
                      "unknown" if age is None else f"{age:.0f} s")
+    elif _ended_here(held):
+        _LOG.warning("gpfit: the lock %s in %s was left by %s, whose process is gone without "
+                     "removing it (killed, out of memory, or out of file descriptors: ulimit "
+                     "-n); taken over", LOCK_NAME, output, _who(held))
     FileSystems.delete([path_of(output)])
 
 
@@ -281,14 +288,69 @@ def refresh(output: str, run_id: str, now: Callable[[], float] = time.time) -> b
     return True
 
 
+# A descriptor this process keeps from taking its lock to releasing it, and
+# closes to release it where the run has used up its descriptors (EMFILE:
+# ulimit -n): release opens the lock to see that it is its own, and one
+# such run, failed at exit 3, left its _RUNNING.json behind
+# (docs/design.md, "The fitter", A lock released without descriptors).
+_spare: Optional[int] = None
+_spare_lock = threading.Lock()
+_OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
+
+
+def _keep_spare() -> None:
+    global _spare
+    with _spare_lock:
+        if _spare is None:
+            try:
+                _spare = os.open(os.devnull, os.O_RDONLY)
+            except OSError:
+                pass  # none to spare now: release tries as it would have
+
+
+def _close_spare() -> bool:
+    """Closes the spare descriptor; whether there was one."""
+    global _spare
+    with _spare_lock:
+        spare, _spare = _spare, None
+    if spare is None:
+        return False
+    os.close(spare)
+    return True
+
+
 def release(output: str, run_id: str) -> None:
-    """Removes the lock if run_id holds it."""
-    held = read(output)
-    if held is not None and held.get("run_id") == run_id:
+    """Removes the lock if run_id holds it; where this process is out of
+    descriptors, with the one it kept spare since taking it."""
+    try:
+        if _release(output, run_id):
+            return
+        if _close_spare():
+            _release(output, run_id)
+    finally:
+        _close_spare()
+
+
+def _release(output: str, run_id: str) -> bool:
+    """release once; False where the lock could not be opened for want of
+    descriptors (EMFILE, ENFILE), True otherwise."""
+    path = path_of(output)
+    try:
+        if not FileSystems.exists(path):
+            return True
+        with open_file(path) as f:
+            held = json.loads(f.read().decode("utf-8"))
+    except ValueError:
+        return True  # half written: not this run's, which writes it whole
+    except OSError as err:  # BeamIOError is one too, its cause the open's
+        cause = err.__cause__ if isinstance(err.__cause__, OSError) else err
+        return (err.errno or cause.errno) not in _OUT_OF_DESCRIPTORS
+    if isinstance(held, dict) and held.get("run_id") == run_id:
         try:
-            FileSystems.delete([path_of(output)])
+            FileSystems.delete([path])
         except Exception:  # pylint: disable=broad-except  (removed meanwhile)
             pass
+    return True
 
 
 class Heartbeat:

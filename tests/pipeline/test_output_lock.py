@@ -397,3 +397,53 @@ def test_the_heartbeat_never_writes_through_a_link_planted_at_its_temporary_name
     assert victim.read_text() == "the user's file\n"
     assert lock.read(str(output))["heartbeat_at"] == 250.0
     assert os.listdir(output) == [lock.LOCK_NAME] and not (output / lock.LOCK_NAME).is_symlink()
+
+
+_RELEASE_WITHOUT_DESCRIPTORS = """
+import os, resource, sys
+from pipeline.io import lock
+output = sys.argv[1]
+lock.acquire(output, "mine", False, local=True)
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError as err:
+    print("out of descriptors:", err.strerror)
+lock.release(output, "mine")
+print("released" if not os.path.exists(lock.path_of(output)) else "left")
+"""
+
+
+def test_a_run_whose_descriptors_ran_out_still_releases_its_lock(tmp_path):
+    """A run that met EMFILE mid-job (ulimit -n 10, 400 input files,
+    --direct_num_workers 2 multi_threading: "the pipeline failed: [Errno
+    24] Too many open files", exit 3) left _RUNNING.json: release could not
+    open the lock to see it was its own, and said nothing."""
+    output = str(tmp_path / "out")
+    done = subprocess.run([sys.executable, "-c", _RELEASE_WITHOUT_DESCRIPTORS, output],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["out of descriptors: Too many open files",
+                                           "released"], done.stdout
+    assert not os.path.exists(os.path.join(output, "_RUNNING.json"))
+
+
+def test_a_lock_left_by_a_local_run_whose_process_is_gone_is_said_when_taken_over(
+        tmp_path, caplog):
+    """It was taken over without a word: the leftover went unexplained."""
+    output = str(tmp_path / "out")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    held = {**_stale_lock(output, age_s=1.0), "local": True, "host": lock.socket.gethostname(),
+            "pid": int(gone.stdout), "run_id": "gone"}
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        json.dump(held, f)
+    with caplog.at_level("WARNING", logger="gpfit"):
+        lock.acquire(output, "mine", False, local=True)
+    assert lock.read(output)["run_id"] == "mine"
+    said = [r.getMessage() for r in caplog.records if "_RUNNING.json" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith(
+        f"gpfit: the lock _RUNNING.json in {output} was left by run gone on host "), said
+    assert "whose process is gone" in said[0] and "out of file descriptors" in said[0]
