@@ -146,7 +146,8 @@ class FitConfig:
         another basin of the grid, run only where the grid shows one; for
         the others from the next-best grid points (gpcore/starts.py). At most
         the start grid's points (`most_restarts`; under "auto" the largest
-        candidate's): each start is a batch member held in memory.
+        candidate's, each candidate fitting with at most its own grid's):
+        each start is a batch member held in memory.
       min_points: fewer finite points than this -> status "skipped".
       max_points: more finite points than this -> status "skipped"; None
         (the default): MARKOV_MAX_POINTS for a Markov kernel (`is_markov`),
@@ -347,9 +348,9 @@ def default_restarts(k: Kernel) -> int:
 def most_restarts(k: Union[Kernel, str], candidates=CANDIDATES) -> tuple[int, str]:
     """The most restarts a FitConfig of kernel k (a Kernel, a name or AUTO) takes, and whose start grid
     that is (for messages): the points of k's start grid (starts.grid_shape),
-    under AUTO the largest of the candidates' (each candidate is built with
-    the restarts asked: fitted_configs). A start past them repeats one, or
-    never runs (docs/design.md, "Restarts from other basins")."""
+    under AUTO the largest of the candidates' (each candidate then keeps at
+    most its own: fitted_configs). A start past them repeats one, or never
+    runs (docs/design.md, "Restarts from other basins")."""
     from gpcore.starts import grid_shape
 
     if k != AUTO:
@@ -447,7 +448,8 @@ def default_max_points(k: Kernel) -> int:
 def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
     """The configs of the GPFitters a fitter for config runs: one per
     candidate under auto (each with its own default restarts, AUTO_BASIN_RESTARTS
-    for a single kernel with a length-scale grid, far_probes AUTO_FAR_PROBES,
+    for a single kernel with a length-scale grid, or the restarts asked up to
+    its own start grid's points, far_probes AUTO_FAR_PROBES,
     and jumps off, stop_behind STARTED_STOP_BEHIND and at most
     STARTED_BATCH_SIZE series a call where it `is_started`), else itself."""
     if config.kernel != AUTO:
@@ -467,13 +469,13 @@ def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
         else config.tolerance,
         batch_size=min(config.batch_size, STARTED_BATCH_SIZE) if s else config.batch_size)
         for k, s in zip(candidates, started))
-    if config.restarts is not None:
-        # Checked against the largest candidate's grid (check_restarts); a
-        # candidate with a smaller grid keeps the count asked, as it always
-        # fitted with it, past its own grid's bound. Each is built above at
-        # most its own grid's count only so that its own check passes.
-        for each in made:
-            object.__setattr__(each, "restarts", config.restarts)
+    # The restarts asked are checked against the largest candidate's grid
+    # (check_restarts); a candidate with a smaller grid keeps at most its
+    # own grid's points: a start past them is never active, yet was a batch
+    # member of every series (linear under restarts=40: 10 times the
+    # members, smaller compiled batches, Batching charging 40 starts), the
+    # fits the same (docs/design.md, "The fitter", Restarts past a
+    # candidate's grid).
     return made
 
 

@@ -1,4 +1,5 @@
 """GPFitter: build once, trace once, report in the caller's units."""
+import dataclasses
 import re
 import threading
 
@@ -7,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import gp_reference as ref
-from gpcore import FitConfig, GPFitter, Series
+from gpcore import Batching, FitConfig, GPFitter, Series
 from gpcore.batching import padded_length
 from gpcore.config import (MARKOV_ABOVE, check_dense_memory, dense_bytes, fitted_configs,
                            takes_markov_path)
@@ -352,14 +353,29 @@ def test_the_dense_memory_bound_names_the_most_points_that_fit():
     assert FitConfig(kernel="rbf", max_points=4096).max_points == 4096
 
 
-def test_auto_candidates_keep_restarts_past_their_own_smaller_grids():
-    """Under auto each candidate is built with the restarts asked, bounded
-    by the largest candidate's grid: linear's 4 points do not refuse 40."""
+def test_auto_candidates_keep_the_restarts_asked_within_their_own_grids(fitter_for):
+    """Under auto the restarts asked are bounded by the largest candidate's
+    grid, and each candidate keeps at most its own grid's: linear held 40
+    for its 4 points, 36 batch members a series that never ran (a start
+    past the grid is never active), 10 times the members and 8 compiled
+    calls for 3 on 32 series, and Batching charged it 40 starts. Its fits
+    are the same, to the bit."""
     config = FitConfig(kernel="auto", candidates=("linear", "rbf"), restarts=40)
     assert [(c.kernel_name, c.restarts) for c in fitted_configs(config)] == [
-        ("linear", 40), ("rbf", 40)]
+        ("linear", 4), ("rbf", 40)]
     with pytest.raises(ValueError, match=r"^restarts= \(41\) must be at most 40: the largest"):
         FitConfig(kernel="auto", candidates=("linear", "rbf"), restarts=41)
+
+    linear = fitted_configs(config)[0]
+    before = dataclasses.replace(linear, restarts=4)
+    object.__setattr__(before, "restarts", 40)  # as fitted_configs built it
+    rng = np.random.default_rng(3)
+    series = [Series(f"s{i}", t, 0.3 * t + np.sin(t * (1 + i / 10)) + 0.2 * rng.normal(size=60))
+              for i, t in enumerate(np.sort(rng.uniform(0, 10, (20, 60)), axis=1))]
+    now, then = fitter_for(linear), GPFitter(before)
+    assert now.fit(series) == then.fit(series)
+    assert now.work["members"] * 10 == then.work["members"]
+    assert Batching(linear).cost(60) < Batching(before).cost(60)
 
 
 def test_config_takes_numpy_whole_numbers():
