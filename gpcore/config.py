@@ -284,11 +284,13 @@ class FitConfig:
         if self.min_points < 2:
             raise ValueError(f"min_points must be >= 2; got {self.min_points}")
         self._check_points(defaulted)
-        if not defaulted:
-            if self.kernel == AUTO:
-                fitted_configs(self)  # each candidate checks its own need
-            else:
-                check_dense_memory(self.max_points, self.kernel, self.restarts)
+        # A max_points given, not a default (nor one copied by
+        # dataclasses.replace: it equals the default), is checked against
+        # this machine's memory; under auto each candidate checks its own.
+        if self.kernel == AUTO and not defaulted:
+            fitted_configs(self)
+        elif self.kernel != AUTO and self.max_points != default_max_points(self.kernel):
+            check_dense_memory(self.max_points, self.kernel, self.restarts)
         if self.stop_behind is not None and not (_is_number(self.stop_behind)
                                                  and self.stop_behind >= 0):
             raise ValueError(f"stop_behind must be a number >= 0; got {self.stop_behind!r}")

@@ -336,6 +336,17 @@ def test_a_max_points_whose_dense_fit_outgrows_the_machine_is_refused(kernel, na
         FitConfig(kernel=kernel, max_points=100_000)
 
 
+def test_a_config_copied_with_its_default_max_points_is_not_held_to_the_memory_bound():
+    """dataclasses.replace passes the default max_points (4096) on as if
+    given: FitConfig(kernel="rbf+periodic", restarts=96) copied with
+    far_probes=False (fit_frame's search=) was refused at ~241 GiB."""
+    config = FitConfig(kernel="rbf+periodic", restarts=96)
+    assert dataclasses.replace(config, far_probes=False).max_points == 4096
+    assert FitConfig(kernel="rbf+periodic", restarts=96, max_points=4096).restarts == 96
+    with pytest.raises(ValueError, match=r"^max_points \(4097\) would let"):
+        dataclasses.replace(config, max_points=4097)
+
+
 def test_the_dense_memory_bound_names_the_most_points_that_fit():
     """The points it advises fit in the memory; one more does not. A
     Markov kernel's fit past MARKOV_ABOVE points is O(n): any max_points."""
