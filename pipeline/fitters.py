@@ -167,6 +167,9 @@ class Cached:
 # option set, without end (docs/design.md, "DataFrame API"). A fitter let
 # go and asked for again is built anew: its trace is still held by the
 # trace cache (gpcore/trace_cache.py, MAX_HELD), so it costs no trace.
+# Counted, not weighed by candidates: an auto fitter, one GPFitter per
+# candidate, held 120 MB traced against rbf's 86 (mostly what any fitter
+# holds), so 8 of them about 1 GB (the same section, *Counted, not weighed*).
 MAX_FITTERS = 8
 _cache: "collections.OrderedDict[tuple[FitConfig, int], Cached]" = collections.OrderedDict()
 _built = 0  # fitters this process built into the cache
