@@ -11,6 +11,8 @@ import functools
 import os
 import posixpath
 import re
+import socket
+import time
 import warnings
 from typing import Optional
 
@@ -198,7 +200,8 @@ def _bracket_hint(pattern: str) -> str:
 def _check_filesystem(pattern: str) -> None:
     """Raises InputError where Beam has no file system for the pattern's
     scheme (unknown, or its extra not installed): Beam raises it from any
-    call, not only from a listing."""
+    call, not only from a listing; or where a gs:// one's host cannot be
+    reached (check_gcs_reached)."""
     missing = missing_extra(pattern)
     if missing:
         raise InputError(f"cannot read --input {pattern!r}: {missing}")
@@ -207,6 +210,44 @@ def _check_filesystem(pattern: str) -> None:
     except Exception as err:  # Beam raises ValueError or BeamIOError
         raise InputError(f"cannot read --input {pattern!r}: {first_line(err)}; give a local "
                          "path or a gs:// one") from err
+    check_gcs_reached(pattern)
+
+
+# Offline, a gs:// --input was said after Beam's 21 s search for
+# credentials and Google's storage client's 120 s of retries (104-141 s in
+# all; docs/design.md, "The fitter", An offline gs:// input). Its host is
+# first asked for at the socket level, tries REACH_TRIES seconds apart:
+# where it is never resolved or connected to, the run stops then. Anything
+# the host answers, however slowly, goes on to the client and its retries
+# (an HTTP error, 429 or 503, is answered over a connection); a proxy or
+# another endpoint in the environment is the client's to reach.
+GCS_HOST = ("storage.googleapis.com", 443)
+REACH_TRIES = (0.0, 2.0, 4.0)  # pauses before each try: 6 s and 3 connection timeouts at most
+CONNECT_TIMEOUT_S = 10.0
+_CLIENT_ROUTES = ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+                  "STORAGE_EMULATOR_HOST", "API_ENDPOINT_OVERRIDE")
+
+
+def check_gcs_reached(pattern: str) -> None:
+    """Raises InputError where pattern is on gs:// and Cloud Storage's host
+    (GCS_HOST) can neither be resolved nor connected to in len(REACH_TRIES)
+    tries; nothing where the environment routes the client elsewhere
+    (_CLIENT_ROUTES)."""
+    if FileSystems.get_scheme(pattern) != "gs" or any(os.environ.get(name)
+                                                      for name in _CLIENT_ROUTES):
+        return
+    for pause in REACH_TRIES:
+        time.sleep(pause)
+        try:
+            socket.create_connection(GCS_HOST, timeout=CONNECT_TIMEOUT_S).close()
+            return
+        except OSError as err:
+            failed = err
+    host, port = GCS_HOST
+    raise InputError(f"cannot read --input {pattern!r}: Cloud Storage's {host}:{port} cannot be "
+                     f"reached ({type(failed).__name__}: {failed}; {len(REACH_TRIES)} tries over "
+                     f"{sum(REACH_TRIES):.0f} s): check this machine's network, DNS or proxy "
+                     "(HTTPS_PROXY), then run again")
 
 
 def _folder(path: str) -> list[tuple[str, int]]:
