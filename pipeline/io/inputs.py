@@ -11,9 +11,11 @@ read it (check_footer), and report a file that fails as unreadable.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import posixpath
 import re
+import resource
 from typing import Optional
 
 import pyarrow as pa
@@ -217,6 +219,14 @@ def read_ranges(group_rows: list[int]) -> tuple[tuple[int, int], ...]:
     return tuple(ranges)
 
 
+def _not_parquet(path: str, err: Exception) -> InputError:
+    advice = "remove it from the input or convert it to Parquet"
+    if not path.endswith(".parquet"):  # a README.txt beside the data: name the data alone
+        advice += (", or give --input a glob of the Parquet files alone, e.g. "
+                   f"'{posixpath.dirname(path)}/*.parquet'")
+    return InputError(f"{path} is not a Parquet file ({first_line(err)}); {advice}")
+
+
 def check_footer(path: str, size: int, columns: Columns) -> Footer:
     """Reads and checks one footer.
 
@@ -234,12 +244,17 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
     except PermissionError as err:
         raise InputError(f"{path} cannot be read: {err.strerror}; make it readable by this user, "
                          "or leave it out of --input") from err
-    except (pa.ArrowException, OSError, ValueError) as err:
-        advice = "remove it from the input or convert it to Parquet"
-        if not path.endswith(".parquet"):  # a README.txt beside the data: name the data alone
-            advice += (", or give --input a glob of the Parquet files alone, e.g. "
-                       f"'{posixpath.dirname(path)}/*.parquet'")
-        raise InputError(f"{path} is not a Parquet file ({first_line(err)}); {advice}") from err
+    except OSError as err:
+        if err.errno not in (errno.EMFILE, errno.ENFILE):
+            raise _not_parquet(path, err) from err
+        # Under `ulimit -n 9` a good file was called "not a Parquet file"
+        # (docs/design.md, "The fitter", A lock released without descriptors).
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        raise InputError(f"{path} cannot be opened: this process has no file descriptor left "
+                         f"({err.strerror}; ulimit -n is {limit}): raise the limit, e.g. ulimit "
+                         "-n 4096 in the shell that runs gpfit, and run again") from err
+    except (pa.ArrowException, ValueError) as err:
+        raise _not_parquet(path, err) from err
     if metadata.num_row_groups and metadata.num_columns and \
             metadata.row_group(0).column(0).file_path not in ("", posixpath.basename(path)):
         # Its row groups are in the files it names: each read failed (exit 3).

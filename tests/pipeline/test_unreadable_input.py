@@ -272,3 +272,41 @@ def test_row_groups_are_read_in_ranges_of_bounded_rows_and_groups(monkeypatch):
     # A group larger than a read is a read of its own; no range is empty.
     assert inputs.read_ranges([4, 4, 4, 25, 1, 1, 1, 1, 0]) == ((0, 2), (2, 3), (3, 4), (4, 7),
                                                               (7, 9))
+
+
+_FOOTER_WITHOUT_DESCRIPTORS = """
+import os, resource, sys
+from pipeline.io import inputs
+from pipeline.io.errors import InputError
+path = sys.argv[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+try:
+    inputs.check_footer(path, os.path.getsize(path), inputs.Columns("series_id", "t", "y"))
+except InputError as err:
+    print(err)
+"""
+
+
+def test_a_footer_unread_for_want_of_descriptors_is_not_called_not_parquet(tmp_path):
+    """Under `ulimit -n 9`, 400 input files: "part-0089.parquet is not a
+    Parquet file ([Errno 24] Too many open files ...); remove it from the
+    input or convert it to Parquet", a good file. It says the limit."""
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "part-0000.parquet")
+    pq.write_table(pa.table({"series_id": ["a"] * 3, "t": [0.0, 1.0, 2.0], "y": [1.0, 2.0, 3.0]}),
+                   path)
+    done = subprocess.run([sys.executable, "-c", _FOOTER_WITHOUT_DESCRIPTORS, path],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        f"{path} cannot be opened: this process has no file descriptor left (Too many open "
+        "files; ulimit -n is 64): raise the limit, e.g. ulimit -n 4096 in the shell that runs "
+        "gpfit, and run again"), done.stdout
