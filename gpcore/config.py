@@ -284,13 +284,6 @@ class FitConfig:
         if self.min_points < 2:
             raise ValueError(f"min_points must be >= 2; got {self.min_points}")
         self._check_points(defaulted)
-        # A max_points given, not a default (nor one copied by
-        # dataclasses.replace: it equals the default), is checked against
-        # this machine's memory; under auto each candidate checks its own.
-        if self.kernel == AUTO and not defaulted:
-            fitted_configs(self)
-        elif self.kernel != AUTO and self.max_points != default_max_points(self.kernel):
-            check_dense_memory(self.max_points, self.kernel, self.restarts)
         if self.stop_behind is not None and not (_is_number(self.stop_behind)
                                                  and self.stop_behind >= 0):
             raise ValueError(f"stop_behind must be a number >= 0; got {self.stop_behind!r}")
@@ -415,6 +408,18 @@ def machine_memory() -> int:
             return min(most, int(limit.read().strip()))
     except (OSError, ValueError):  # none, or "max"
         return most
+
+
+def check_memory(config: FitConfig, memory: Optional[int] = None) -> None:
+    """Refuses a config whose max_points, given (not the kernel's default,
+    nor one copied by dataclasses.replace: it equals the default), would let
+    one series' dense fit need more than `memory` (None: this machine's),
+    under auto each candidate's (`check_dense_memory`). Asked where the fit
+    runs (a GPFitter's build, a local run's launch), not by FitConfig: a
+    Dataflow launcher's memory says nothing of its workers'."""
+    for each in fitted_configs(config):
+        if each.max_points != default_max_points(each.kernel):
+            check_dense_memory(each.max_points, each.kernel, each.restarts, memory)
 
 
 def check_dense_memory(max_points: int, k: Kernel, restarts: int,

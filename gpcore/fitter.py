@@ -23,7 +23,8 @@ import tensorflow_probability as tfp
 from gpcore import newton, parameters, starts, trace_cache
 from gpcore.batching import (compiled_batches, flops_per_grid, flops_per_newton_evaluation,
                              padded_length)
-from gpcore.config import AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, checked, is_markov
+from gpcore.config import (AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, check_memory, checked,
+                           is_markov)
 from gpcore.likelihood import bic
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line
 from gpcore.search import Search
@@ -73,6 +74,7 @@ class GPFitter(tf.Module):
         if self.config.kernel == AUTO:
             raise ValueError(f"GPFitter fits one kernel; kernel {AUTO!r} is "
                              "gpcore.build_fitter's (a KernelChoice)")
+        check_memory(self.config)  # this machine's, where the fit runs
         if twin is not None and (twin.config != self.config
                                  or twin.search_type is not self.search_type):
             raise ValueError("a twin shares the trace of a fitter built alike: same FitConfig "

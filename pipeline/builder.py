@@ -21,7 +21,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
 
 from gpcore.batching import SECONDS_PER_CALL
-from gpcore.config import FitConfig, at_search
+from gpcore.config import FitConfig, at_search, check_memory
 from pipeline import dataflow, portable, runtime
 from pipeline.io import files, inputs, lock, manifest, outputs, previous
 from pipeline.io.errors import (NO_ANSWER, InputError, UsageError, first_line, listing_failure,
@@ -84,6 +84,8 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     runtime.check_open_files(options)
     check_type_options(options)
     config = fit_config(gp)
+    if runtime.is_local(options):
+        check_fit_memory(config)  # Dataflow's workers check their own
     runner = runtime.runner(options)
     if not runtime.is_local(options):
         portable.check_job_endpoint(options, runner)  # Beam too checks it late
@@ -396,6 +398,21 @@ def import_tensorflow() -> None:
     finally:
         if blocked and sys.modules.get("jax", 0) is None:
             del sys.modules["jax"]
+
+
+def check_fit_memory(config: FitConfig) -> None:
+    """Refuses, up front, a --max_points whose one series' dense fit would
+    outgrow this machine (gpcore.config.check_memory), for a run that fits
+    here; each fitter checks again where it is built.
+
+    Raises:
+      UsageError: naming --max_points, the memory and the most points that fit.
+    """
+    try:
+        check_memory(config)
+    except ValueError as err:
+        said = re.sub(r"\bmax_points\b", "--max_points", str(err))
+        raise UsageError(f"{said}; see gpfit --help") from err
 
 
 def fit_config(gp: GPFitOptions) -> FitConfig:

@@ -95,6 +95,21 @@ def test_dry_run_job_carries_the_options_to_the_workers(dry_job):
     assert "use_runner_v2" in options["experiments"]
 
 
+def test_a_max_points_past_the_launchers_memory_is_left_to_the_workers(dry_run_module):
+    """The bound on one series' dense fit is the fitting machine's: a
+    launcher (a scheduler's small VM) refused a --max_points that the job's
+    workers, of their own machine type, may hold. Each worker's fitter
+    checks it against its own memory when built."""
+    job = dry_run_module.dry_run([
+        f"--input={INPUT}", f"--output={OUTPUT}", "--runner=DataflowRunner",
+        f"--project={PROJECT}", f"--region={REGION}",
+        f"--temp_location=gs://{BUCKET}/dataflow/temp", f"--setup_file={REPO / 'setup.py'}",
+        f"--sdk_container_image={IMAGE}", "--max_points=100000", "--max_rows=100000",
+        "--machine_type=m1-ultramem-160"])
+    fit = pardo_fns(job.proto_pipeline)["FitSeries/FitBatches/ParDo(FitDoFn)"][0]
+    assert fit._handler.config.max_points == 100_000
+
+
 def test_dry_run_stages_the_setup_package(dry_job, dry_run_module, setup_info):
     staged = dry_run_module.staged_artifacts(dry_job)
     assert "workflow.tar.gz" in staged  # the name Beam's workers pip-install

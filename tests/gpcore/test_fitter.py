@@ -8,10 +8,10 @@ import pytest
 import tensorflow as tf
 
 import gp_reference as ref
-from gpcore import Batching, FitConfig, GPFitter, Series
+from gpcore import Batching, FitConfig, GPFitter, Series, build_fitter
 from gpcore.batching import padded_length
-from gpcore.config import (MARKOV_ABOVE, check_dense_memory, dense_bytes, fitted_configs,
-                           takes_markov_path)
+from gpcore.config import (MARKOV_ABOVE, check_dense_memory, check_memory, dense_bytes,
+                           fitted_configs, takes_markov_path)
 from gpcore.result import FIELDS
 from gpcore.fitter import JITTERS
 from gpcore.kernels import kernel as kernel_named
@@ -333,7 +333,10 @@ def test_a_max_points_whose_dense_fit_outgrows_the_machine_is_refused(kernel, na
                                          r"\(3 start\(s\) x ~\d+ 100000 x 100000 float64 "
                                          r"matrices\), more than this machine's [\d.]+ GiB; "
                                          r"give max_points \d+ or less"):
-        FitConfig(kernel=kernel, max_points=100_000)
+        build_fitter(FitConfig(kernel=kernel, max_points=100_000))
+    # Asked where the fit runs, not by the config: a Dataflow launcher's
+    # memory says nothing of its workers'.
+    assert FitConfig(kernel=kernel, max_points=100_000).max_points == 100_000
 
 
 def test_a_config_copied_with_its_default_max_points_is_not_held_to_the_memory_bound():
@@ -343,8 +346,10 @@ def test_a_config_copied_with_its_default_max_points_is_not_held_to_the_memory_b
     config = FitConfig(kernel="rbf+periodic", restarts=96)
     assert dataclasses.replace(config, far_probes=False).max_points == 4096
     assert FitConfig(kernel="rbf+periodic", restarts=96, max_points=4096).restarts == 96
+    check_memory(dataclasses.replace(config, far_probes=False))
+    check_memory(FitConfig(kernel="rbf+periodic", restarts=96, max_points=4096))
     with pytest.raises(ValueError, match=r"^max_points \(4097\) would let"):
-        dataclasses.replace(config, max_points=4097)
+        check_memory(dataclasses.replace(config, max_points=4097))
 
 
 def test_the_dense_memory_bound_names_the_most_points_that_fit():
@@ -360,8 +365,8 @@ def test_the_dense_memory_bound_names_the_most_points_that_fit():
     assert 3000 < fits < 6000  # ~10 N x N float64 matrices for each of 3 starts
     check_dense_memory(1_000_000, kernel_named("matern32"), 3, memory)
     # The defaults are not refused, nor asked to fit this machine.
-    assert FitConfig(kernel="rbf+periodic").max_points == 4096
-    assert FitConfig(kernel="rbf", max_points=4096).max_points == 4096
+    check_memory(FitConfig(kernel="rbf+periodic"), memory)
+    check_memory(FitConfig(kernel="rbf", max_points=4096), memory)
 
 
 def test_auto_candidates_keep_the_restarts_asked_within_their_own_grids(fitter_for):
