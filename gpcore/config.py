@@ -117,8 +117,8 @@ MARKOV_KERNELS = ("matern12", "matern32", "matern52")
 # and Hessian): peak RSS less the warmed fitter's, over starts x N^2 x 8,
 # was 9.1-10.5 for rbf at 1,000-2,000 points, 19.9 for rbf+periodic at
 # 1,500 (docs/design.md, "The fitter", Memory per series). A max_points
-# given whose one series would need more than this machine's memory is
-# refused (`check_dense_memory`): the fit aborted (std::bad_alloc) or was
+# given whose one series would need more than the fitting machine's memory
+# is refused where the fit runs (`check_memory`): the fit aborted (std::bad_alloc) or was
 # killed by the OOM killer, with no word of why.
 DENSE_MATRICES = 10
 SUM_DENSE_MATRICES = 20
@@ -152,6 +152,8 @@ class FitConfig:
       max_points: more finite points than this -> status "skipped"; None
         (the default): MARKOV_MAX_POINTS for a Markov kernel (`is_markov`),
         DENSE_MAX_POINTS for the others; under "auto", each candidate's own.
+        One given whose one series' dense fit would outgrow the machine is
+        refused by the fitter built there (`check_memory`).
       batch_size: series fitted together in one compiled call (16 fitted
         faster than 32 or 64 on 64-256-point series: the batch's matrices
         stay in cache; docs/design.md, "The fitter"); under "auto" at most
