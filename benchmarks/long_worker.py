@@ -19,12 +19,18 @@ over many fit calls (docs/design.md, "Measured facts", *Long-running workers*).
            (mallinfo2's uordblks), pyarrow's pool (total_allocated_bytes)
            and Python's small-object blocks (sys.getallocatedblocks), which
            tell native memory held from Python objects and arrow's tables
-           (docs/design.md, "Measured facts", *Long-running workers*).
+           (docs/design.md, "Measured facts", *Long-running workers*);
+           and the series each process fitted, to print each worker's
+           memory at every tenth of the series it fitted (does it level
+           off?). --workers 1 runs gpfit in one process (Beam's in-memory
+           runner); `--workers 1 -- --direct_num_workers 1
+           --direct_running_mode multi_processing` one worker process fed
+           over gRPC, as a Dataflow worker's SDK harness is.
 
 Usage:
   python benchmarks/long_worker.py fitter [--kernel rbf] [--calls 6000] [--copies 1]
   python benchmarks/long_worker.py command [--series 30000] [--workers 2]
-      [--seconds_per_fit_call 0.1] [--inside] [-- gpfit options]
+      [--seconds_per_fit_call 0.1] [--inside [--every 2]] [-- gpfit options]
 A defect is growth that does not level off: RSS rising with the calls
 beyond the allocator's few MB, fds or threads rising, tracing_count above 1
 (a candidate each under auto).
@@ -50,25 +56,38 @@ PROGRESS = re.compile(r"^(\S+ \S+) .*gpfit progress: (\d+)/(\d+) series fitted i
 
 
 # Written as sitecustomize.py for --inside: a daemon thread in every process
-# of the job appends [time, glibc bytes in use, arrow bytes, Python blocks]
-# to <LONG_WORKER_INSIDE>/<pid>.jsonl every 2 s. It reads counters only:
-# gc.get_objects() from such a thread broke the job (it hands out tuples
-# still being built: "SystemError: Objects/tupleobject.c").
+# of the job appends [time, glibc bytes in use, arrow bytes, Python blocks,
+# series fitted] to <LONG_WORKER_INSIDE>/<pid>.jsonl every
+# LONG_WORKER_EVERY s. It reads counters only: gc.get_objects() from such a
+# thread broke the job (it hands out tuples still being built:
+# "SystemError: Objects/tupleobject.c"). The series this process fitted are
+# counted by wrapping pipeline.progress.Progress.add once that module is
+# loaded (before the fitter is built, seconds before the first fit call).
 INSIDE = """import ctypes, json, os, sys, threading, time
 class _Info(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
                                                "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+_FITTED = [0]
+def _count_fitted():
+    progress = sys.modules.get("pipeline.progress")
+    if progress is None or getattr(progress.Progress, "_long_worker", False):
+        return
+    def add(self, n, _add=progress.Progress.add):
+        _FITTED[0] += n
+        return _add(self, n)
+    progress.Progress.add, progress.Progress._long_worker = add, True
 def _sample(path):
     mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
     mallinfo2.restype = _Info
     with open(path, "w") as out:
         while True:
+            _count_fitted()
             arrow = sys.modules.get("pyarrow")
             out.write(json.dumps([time.time(), mallinfo2().uordblks,
                                   arrow.total_allocated_bytes() if arrow else 0,
-                                  sys.getallocatedblocks()]) + "\\n")
+                                  sys.getallocatedblocks(), _FITTED[0]]) + "\\n")
             out.flush()
-            time.sleep(2.0)
+            time.sleep(float(os.environ["LONG_WORKER_EVERY"]))
 threading.Thread(target=_sample, daemon=True, args=(os.path.join(
     os.environ["LONG_WORKER_INSIDE"], f"{os.getpid()}.jsonl"),)).start()
 """
@@ -154,7 +173,7 @@ def _inside(folder: str) -> dict[int, list]:
 
 
 def command(series: int, workers: int, seconds: float, extra: list[str],
-            inside: bool = False) -> None:
+            inside: bool = False, every: float = 2.0) -> None:
     with tempfile.TemporaryDirectory(prefix="long_worker-") as work:
         data, out = os.path.join(work, "in"), os.path.join(work, "out")
         os.makedirs(data)
@@ -172,7 +191,7 @@ def command(series: int, workers: int, seconds: float, extra: list[str],
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             filter(None, [probe if inside else None, ROOT, os.environ.get("PYTHONPATH")])))
         if inside:
-            env["LONG_WORKER_INSIDE"] = probe
+            env["LONG_WORKER_INSIDE"], env["LONG_WORKER_EVERY"] = probe, str(every)
         samples = []  # (time, pid, rss MB, fds, threads)
         with open(os.path.join(work, "stderr"), "w+") as err:
             job = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, env=env)
@@ -222,6 +241,24 @@ def command(series: int, workers: int, seconds: float, extra: list[str],
                 if at else ["-", f"{mine[-1][1] / 2 ** 20:.1f}", "-", f"{mine[-1][2] / 2 ** 20:.1f}"]
             blocks = [f"{at[3] / 1000:.0f}" if at else "-", f"{mine[-1][3] / 1000:.0f}"]
             print(f"| {role} {pid} | {' | '.join(cells + blocks)} |")
+        print("\n| process | series it fitted | RSS MB | malloc in use MB | arrow MB "
+              "| Python blocks (k) |\n|--|--:|--:|--:|--:|--:|")
+        for pid in sorted(sampled):
+            mine = sampled[pid]
+            fitted = mine[-1][4] if mine else 0
+            if not fitted:
+                continue
+            # The first sample past each tenth of the series it fitted, and its last.
+            rows = [next(i for i, s in enumerate(mine) if s[4] >= k * fitted / 10)
+                    for k in range(1, 11)] + [len(mine) - 1]
+            theirs = [r for r in samples if r[1] == pid]
+            for i in sorted(set(rows)):
+                s = mine[i]
+                rss = next((r[2] for r in theirs if r[0] >= s[0]),
+                           theirs[-1][2] if theirs else float("nan"))
+                print(f"| {pid}{' (its end)' if i == len(mine) - 1 else ''} | {s[4]} | "
+                      f"{rss:.0f} | {s[1] / 2 ** 20:.1f} | {s[2] / 2 ** 20:.1f} | "
+                      f"{s[3] / 1000:.0f} |")
 
 
 def main(argv=None) -> int:
@@ -237,13 +274,17 @@ def main(argv=None) -> int:
     job.add_argument("--workers", type=int, default=2)
     job.add_argument("--seconds_per_fit_call", type=float, default=0.1)
     job.add_argument("--inside", action="store_true",
-                     help="each process samples its glibc, arrow and Python memory")
+                     help="each process samples its glibc, arrow and Python memory and the "
+                     "series it fitted")
+    job.add_argument("--every", type=float, default=2.0,
+                     help="with --inside: seconds between a process's samples")
     job.add_argument("gpfit", nargs="*", help="after --: options for gpfit")
     args = parser.parse_args(argv)
     if args.mode == "fitter":
         fitter(args.kernel, args.calls, args.copies)
     else:
-        command(args.series, args.workers, args.seconds_per_fit_call, args.gpfit, args.inside)
+        command(args.series, args.workers, args.seconds_per_fit_call, args.gpfit, args.inside,
+                args.every)
     return 0
 
 

@@ -40,13 +40,16 @@ def test_inside_each_process_samples_its_own_memory():
     """--inside: the job's process reads its glibc bytes in use, arrow's
     pool and Python's blocks itself (a sitecustomize on its path), and the
     table gives them at the job's end."""
-    out = _run("command", "--series", "24", "--workers", "1", "--inside", "--",
+    out = _run("command", "--series", "24", "--workers", "1", "--inside", "--every", "0.5", "--",
                "--predict_horizon", "2", "--predict_points", "3")
     rows = out.split("| malloc in use MB at 10 %")[1]
     found = re.search(r"^\| launcher \d+ \| - \| ([\d.]+) \| - \| ([\d.]+) \| - \| (\d+) \|$",
                       rows, re.M)
     assert found, out
     assert float(found[1]) > 10 and int(found[3]) > 100  # TensorFlow and Beam loaded
+    # The series it fitted, counted inside it: its memory by them, and at its end.
+    trajectory = out.split("| process | series it fitted |")[1]
+    assert re.search(r"^\| \d+ \(its end\) \| 24 \| \d+ \| [\d.]+ \|", trajectory, re.M), out
 
 def test_the_command_modes_processes_are_the_children_of_every_thread():
     """Beam's local runner starts its worker processes from a thread, not
