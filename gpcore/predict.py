@@ -207,9 +207,16 @@ def _solved(p: dict, t: np.ndarray, y: np.ndarray,
                      dtype=np.float64)
     solve = compiled_posterior(p["kernel"])
 
+    # The scalars go in as 0-d arrays: TensorFlow keeps a tensor for every
+    # distinct Python (or NumPy) scalar a function is called with, never
+    # freed, and each series has its own noise variance (docs/design.md,
+    # "Measured facts", *Long-running workers*).
+    noise_variance = np.asarray(p["noise_variance"], dtype=np.float64)
+    extra = np.asarray(past_slow_side(t.size), dtype=np.int32)
+
     def attempt(jitter: float):
         parts, var, ok = solve(t, y - p["mean"], t_new, amplitudes, shape,
-                               p["noise_variance"], jitter, past_slow_side(t.size))
+                               noise_variance, np.asarray(jitter, dtype=np.float64), extra)
         return (parts.numpy(), var.numpy()) if ok else None
     return _jittered(attempt, f"the covariance of the {t.size} observed points is not "
                               "positive definite")

@@ -406,3 +406,25 @@ def test_a_matern52_fitted_at_a_tiny_time_scale_predicts_far_away():
     mean, sd = predict(series, fit, np.array([1.0, -1.0]))
     np.testing.assert_allclose(mean, fit.params["mean"], rtol=1e-12)
     np.testing.assert_allclose(sd, fit.params["amplitude"], rtol=1e-12)
+
+
+def test_predicting_many_series_keeps_no_memory_for_each_noise_variance(rng):
+    """TensorFlow keeps a tensor for every distinct Python scalar a
+    function is called with (~560 bytes and a Python block each, never
+    freed): a worker forecasting a million series, each with its own fitted
+    noise variance, held about 0.6 GB for them (docs/design.md, "Measured
+    facts", *Long-running workers*). Python's small-object blocks count
+    them on every allocator: 3,000 distinct noise variances held 3,000+."""
+    import gc
+    import sys
+
+    series, t_new = make_series(rng, n=20, missing=False), np.linspace(20.0, 22.0, 10)
+    p = make_params("rbf")
+    predict(series, p, t_new)  # the posterior built and traced first
+    gc.collect()
+    before = sys.getallocatedblocks()
+    for k in range(3000):
+        predict(series, dict(p, noise_variance=0.09 * (1.0 + 1e-6 * k), mean=3.0 + 1e-6 * k),
+                t_new)
+    gc.collect()
+    assert sys.getallocatedblocks() - before < 500
