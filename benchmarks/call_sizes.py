@@ -10,8 +10,13 @@ compiled nothing) and the largest call over --seconds_per_fit_call, the
 ratio that should stay at most 4 (docs/design.md, "Cost per kernel",
 *Short series*).
 
+`--set counts` draws Poisson counts of mean 2 on 100-200 points instead
+(benchmarks/shapes.py's "counts": rough series, whose neighbouring values
+are nearly uncorrelated; docs/design.md, "Cost per kernel", *Rough
+series*).
+
   python benchmarks/call_sizes.py [--series 4000] [--kernels rbf,auto]
-      [--seconds_per_fit_call 2] [--seed 1]
+      [--seconds_per_fit_call 2] [--seed 1] [--set short|counts]
 """
 from __future__ import annotations
 
@@ -69,16 +74,22 @@ def main(argv=None) -> int:
     parser.add_argument("--kernels", default="rbf,auto")
     parser.add_argument("--seconds_per_fit_call", type=float, default=2.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--set", default="short", choices=("short", "counts"),
+                        help="short: cost.py's generated_short; counts: shapes.py's Poisson counts")
     args = parser.parse_args(argv)
     from cost import generated_short
-    print(f"{args.series} generated short series (seed {args.seed}), "
+    from shapes import rough
+    draw = {"short": lambda: generated_short(args.series, args.seed),
+            "counts": lambda: rough(args.series, 100, 200, "counts", np.random.default_rng(
+                args.seed), "counts")}[args.set]
+    print(f"{args.series} generated {args.set} series (seed {args.seed}), "
           f"--seconds_per_fit_call {args.seconds_per_fit_call:g}, load {os.getloadavg()[0]:.1f}")
     print("| kernel | calls | median s | max s | max / --seconds_per_fit_call "
           "| max_over_estimate | fitters built | wall s | CPU s |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|")
     with tempfile.TemporaryDirectory(prefix="call_sizes-") as work:
         data = os.path.join(work, "in")
         os.makedirs(data)
-        write_input(data, generated_short(args.series, args.seed))
+        write_input(data, draw())
         for kernel in args.kernels.split(","):
             manifest = run(data, os.path.join(work, kernel.replace("+", "_")), kernel,
                            args.seconds_per_fit_call)
