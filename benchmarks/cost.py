@@ -29,7 +29,9 @@ checkout's figures and as recorded when measured; the largest call).
 `--model FILE` refits nothing: it re-estimates the recorded calls with this
 checkout's gpcore.batching (after a recalibration) and prints the table;
 under auto with each series' recorded screen answer (`periodic`, what
-Batching.cost_of charged), where the record has one.
+Batching.cost_of charged), where the record has one, and each series'
+recorded roughness (`rough`, gpcore.batching.is_rough; none where the
+record has no answer).
 """
 from __future__ import annotations
 
@@ -105,11 +107,14 @@ def _fits(kernel: str, config, series) -> bool:
     return not kernel_named(kernel).has_period or fits_periodic(config, series)
 
 
-def _estimate(batching, lengths: list, periodic: list | None) -> float:
+def _estimate(batching, lengths: list, periodic: list | None, rough: list | None = None) -> float:
     """A recorded call's estimate: its series' lengths and, under auto,
     whether auto fitted its periodic candidates on each (None: a record
-    from before they were kept, charged as that checkout did)."""
-    return sum(batching.cost(n, p) for n, p in zip(lengths, periodic or [None] * len(lengths)))
+    from before they were kept, charged as that checkout did), and whether
+    each is rough (gpcore.batching.is_rough; None: a record from before,
+    none)."""
+    return sum(batching.cost(n, p, bool(q)) for n, p, q in zip(
+        lengths, periodic or [None] * len(lengths), rough or [False] * len(lengths)))
 
 
 def measure(kernel: str, sets: dict, seconds_per_call: float) -> list[dict] | None:
@@ -117,6 +122,7 @@ def measure(kernel: str, sets: dict, seconds_per_call: float) -> list[dict] | No
     does not know the kernel."""
     import numpy as np
     from gpcore import Batching, FitConfig, build_fitter
+    from gpcore.batching import is_rough
     from gpcore.choice import fits_periodic, work_by_kernel
     from gpcore.config import fitted_configs
     try:
@@ -147,6 +153,7 @@ def measure(kernel: str, sets: dict, seconds_per_call: float) -> list[dict] | No
                 "estimated_s": sum(batching.cost_of(s) for s in call),
                 **({"periodic": [fits_periodic(config, s) for s in call]}
                    if config.kernel == "auto" else {}),
+                "rough": [is_rough(s) for s in call],
                 "cpu_s": round(cpu, 4), "wall_s": round(wall, 4),
                 "at_max_iterations": sum(r.iterations >= min(limits) and r.stop_reason
                                          == "max_iterations" for r in results),
@@ -180,7 +187,8 @@ def table(records: list[dict]) -> str:
         evaluations = sum(r["member_evaluations"] for r in rows)
         model_s = sum(r["flops"] for r in rows) / FLOPS_PER_SECOND
         cpu = sum(r["cpu_s"] for r in rows)
-        ratios = [r["cpu_s"] / _estimate(batching, r["lengths"], r.get("periodic")) for r in rows]
+        ratios = [r["cpu_s"] / _estimate(batching, r["lengths"], r.get("periodic"), r.get("rough"))
+                  for r in rows]
         recorded = [r["cpu_s"] / r["estimated_s"] for r in rows]  # the measuring checkout's
         per_model = len(fitted_configs(config))
         lines.append(

@@ -111,6 +111,22 @@ FLOOR_SECONDS = {
 # shows one: on about a quarter of real series, rarely on series drawn from
 # the model (docs/design.md, "Restarts from other basins"; docs/scale.md).
 BASIN_RESTART_SHARE = 0.25
+# ... but on rough series, whose neighbouring values are nearly
+# uncorrelated (white noise, small counts: lag-one correlation of the
+# values in time order under ROUGH_BELOW), the grid shows other basins on
+# every one, and each start takes about twice the Newton evaluations of
+# COST_FIGURES' (1, no period): a call of them ran 2.1-2.5x its estimate
+# (rbf, matern52, matern12 at 100-200 points; 5x the smooth draws' ratio at
+# 400-800). There a kernel of that structure with a length-scale grid is
+# charged ROUGH_EVALUATIONS per start on every one of its restarts.
+# Chosen on AR(1) draws (phi 0-0.99) by
+#   python benchmarks/shapes.py --shapes rough_rbf,rough_matern52,rough_matern12,rough_matern32,rough_auto,ar_rbf --count 160 --seed 0
+# (the threshold: where a series' evaluations step from 5-12 to 25-28; the
+# figure: the largest rough set's, rbf's 9.0 a start, rounded up), checked
+# once on Poisson counts (seed 1), which no figure used (docs/design.md,
+# "Cost per kernel", *Rough series*).
+ROUGH_BELOW = 0.3
+ROUGH_EVALUATIONS = 9.5
 
 
 # The O(n) path (gpcore/markov_fitter.py) on series over MARKOV_ABOVE
@@ -251,11 +267,45 @@ def flops_per_newton_evaluation(n: int, n_params: int) -> float:
     return n ** 3 / 3.0 + 2.0 * n ** 3 + 2.0 * (n_params - 1) * n ** 3 + 40.0 * n ** 2
 
 
-def expected_starts(kernel, restarts: int) -> float:
-    """Newton starts a series of `kernel` runs on average with `restarts`."""
-    if kernel.has_length_axis:
+def expected_starts(kernel, restarts: int, rough: bool = False) -> float:
+    """Newton starts a series of `kernel` runs on average with `restarts`
+    (all of them on a rough series: `is_rough`)."""
+    if kernel.has_length_axis and not rough:
         return 1.0 + BASIN_RESTART_SHARE * (restarts - 1)
     return float(restarts)
+
+
+def takes_rough_figures(kernel) -> bool:
+    """Whether a dense fit of kernel costs more on a rough series
+    (ROUGH_EVALUATIONS): one component, no period, a length-scale grid."""
+    return structure(kernel) == (1, False) and bool(kernel.has_length_axis)
+
+
+def lag_one_correlation(series) -> float:
+    """The lag-one autocorrelation of a Series' finite values in time
+    order; 1.0 where there is nothing to correlate (under 3 finite points,
+    equal values, not numbers)."""
+    try:
+        t = np.asarray(series.t, dtype=np.float64).reshape(-1)
+        y = np.asarray(series.y, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        return 1.0
+    if t.shape != y.shape:
+        return 1.0
+    finite = np.isfinite(t) & np.isfinite(y)
+    t, y = t[finite], y[finite]
+    if y.size < 3:
+        return 1.0
+    y = y[np.argsort(t, kind="stable")]
+    y = y - y.mean()
+    energy = float(np.dot(y, y))
+    return float(np.dot(y[1:], y[:-1]) / energy) if energy > 0 else 1.0
+
+
+def is_rough(series) -> bool:
+    """Whether a Series is rough for the cost model: lag-one correlation
+    under ROUGH_BELOW."""
+    return lag_one_correlation(series) < ROUGH_BELOW
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,11 +324,14 @@ class Batching:
         if not self.seconds_per_call > 0:
             raise ValueError(f"seconds_per_call must be > 0; got {self.seconds_per_call!r}")
 
-    def cost(self, n_points: int, periodic: Optional[bool] = None) -> float:
+    def cost(self, n_points: int, periodic: Optional[bool] = None,
+             rough: bool = False) -> float:
         """Estimated core-seconds to fit one series of n_points points. Under
         kernel "auto", with every candidate, but the periodic ones only where
         `periodic` (gpcore.choice.fits_periodic: whether auto fits them on
-        the series) is not False; None charges them, the safe side."""
+        the series) is not False; None charges them, the safe side. `rough`
+        (`is_rough`): a single kernel with a length-scale grid runs every
+        restart at ROUGH_EVALUATIONS."""
         # The path and the skip as the fitters decide them; the dense flops
         # at the length a dense batch pads to.
         n = quantised_length(max(int(n_points), 1))
@@ -295,8 +348,11 @@ class Batching:
             if n > config.max_points:
                 continue  # skipped: no fit
             evaluations, factor = cost_figures(kernel, config.jumps)
+            rough_fit = rough and takes_rough_figures(kernel)
+            if rough_fit:
+                evaluations = max(evaluations, ROUGH_EVALUATIONS)
             flops = factor * (flops_per_grid(kernel, dense, config.far_probes)
-                              + expected_starts(kernel, config.restarts) * evaluations
+                              + expected_starts(kernel, config.restarts, rough_fit) * evaluations
                               * flops_per_newton_evaluation(dense, len(kernel.parameters) + 1))
             seconds += max(flops / FLOPS_PER_SECOND, floor_seconds(kernel))
         return seconds
@@ -309,12 +365,17 @@ class Batching:
         as the fitters count them: they choose the path (dense or O(n)) and
         the skip by them, and at MARKOV_ABOVE the two differ 13x."""
         n = finite_points(series) if n is None else n
+        # Rough only where it changes the estimate: a dense fit of a kernel
+        # that takes the rough figures.
+        rough = any(takes_rough_figures(c.kernel) and not takes_markov_path(c.kernel, n)
+                    and n <= c.max_points for c in fitted_configs(self.config)) and is_rough(series)
         if self.config.kernel != AUTO:
-            return self.cost(n)
+            # Asked as before where not rough: cost(n) alone.
+            return self.cost(n, rough=True) if rough else self.cost(n)
         # Here, not at the top: gpcore.choice imports this module (and
         # TensorFlow, which an auto fit call loads anyway).
         from gpcore.choice import fits_periodic
-        return self.cost(n, fits_periodic(self.config, series))
+        return self.cost(n, fits_periodic(self.config, series), rough)
 
     def bucket(self, n_points: int) -> int:
         """Series in one bucket may share a fit call."""

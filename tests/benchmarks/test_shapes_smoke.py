@@ -24,7 +24,8 @@ def test_a_shape_is_fitted_in_calls_and_its_records_re_estimated(tmp_path):
     calls = json.loads(out.read_text())["calls"]
     assert int(row[3]) == len(calls) >= 1
     assert sum(len(c["lengths"]) for c in calls) == 4
-    assert int(row[1]) == sum(sum(c["rough"]) for c in calls)
+    # AR(1) draws of phi 0 and 0.2: white noise and nearly so, rough.
+    assert int(row[1]) == sum(sum(c["rough"]) for c in calls) >= 2
     assert float(row[2]) > 0  # Newton evaluations per series
     again = subprocess.run([sys.executable, SCRIPT, "--model", str(out)],
                            capture_output=True, text=True, timeout=300, env=env)

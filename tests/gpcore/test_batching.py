@@ -213,9 +213,10 @@ def test_a_series_is_costed_by_its_finite_points_as_the_fitter_counts_them():
     t_missing[:10] = np.nan  # a missing time drops its point too
     for name in ("matern32", "rbf"):
         batching = Batching(FitConfig(kernel=name))
-        assert batching.cost_of(Series("s", t, y)) == batching.cost(4000), name
+        # White noise: rough (is_rough), at the dense path's rough figures.
+        assert batching.cost_of(Series("s", t, y)) == batching.cost(4000, rough=True), name
         assert batching.cost_of(Series("s", t_missing, y)) == batching.cost(
-            int((np.isfinite(t_missing) & np.isfinite(y)).sum())), name
+            int((np.isfinite(t_missing) & np.isfinite(y)).sum()), rough=True), name
         assert batching.cost(4000) > 5 * batching.cost(5000), name
 
 
@@ -298,3 +299,74 @@ def test_compiled_batches_cut_by_size_padding_and_room():
     # Padded to exactly MAX_PADDING_RATIO times the first's (8 and 16): kept.
     pair = [(0, SimpleNamespace(n_points=8)), (1, SimpleNamespace(n_points=16))]
     assert [len(b) for b in compiled_batches(pair, 4, padded_length, room)] == [2]
+
+
+def test_a_series_is_rough_where_its_neighbouring_values_are_nearly_uncorrelated():
+    """is_rough: the lag-one correlation of the finite values in time
+    order under ROUGH_BELOW; white noise and small counts are, smooth
+    draws, walks and cycles are not, whatever the order of the rows."""
+    from gpcore.batching import ROUGH_BELOW, is_rough, lag_one_correlation
+    rng = np.random.default_rng(0)
+    t = np.arange(200.0)
+    noise, counts = rng.standard_normal(200), rng.poisson(2.0, 200).astype(float)
+    walk, cycle = np.cumsum(rng.standard_normal(200)), np.sin(t / 5.0)
+    assert [is_rough(Series("s", t, y)) for y in (noise, counts, walk, cycle)] == [
+        True, True, False, False]
+    assert lag_one_correlation(Series("s", t, cycle)) > 0.9 > ROUGH_BELOW
+    # Rows in any order: sorted by time first; missing points left out.
+    order = rng.permutation(200)
+    assert not is_rough(Series("s", t[order], cycle[order]))
+    gappy = cycle.copy()
+    gappy[::3] = np.nan
+    assert not is_rough(Series("s", t, gappy))
+    # Nothing to correlate: not rough (the estimate as before).
+    for y in (np.ones(200), np.array([1.0, 2.0])):
+        assert lag_one_correlation(Series("s", np.arange(float(y.size)), y)) == 1.0
+
+
+def test_a_rough_series_runs_every_restart_at_the_rough_figures():
+    """A single kernel with a length-scale grid on a rough series is charged
+    ROUGH_EVALUATIONS per start on every restart (its grid shows other
+    basins on each); other structures, the O(n) path and a skip are
+    charged as before, and under auto only its single candidates change."""
+    from gpcore.batching import ROUGH_EVALUATIONS
+    from gpcore.config import MARKOV_ABOVE, fitted_configs
+    for name in ("rbf", "matern12", "matern32", "matern52"):
+        config = FitConfig(kernel=name)
+        kernel = kernel_named(name)
+        batching = Batching(config)
+        evaluations, factor = COST_FIGURES[(1, False)]
+        assert ROUGH_EVALUATIONS > evaluations
+        for n in (100, 200, 1000):
+            dense = padded_length(n)
+            by_hand = factor * (flops_per_grid(kernel, dense) + config.restarts * ROUGH_EVALUATIONS
+                                * flops_per_newton_evaluation(dense, len(kernel.parameters) + 1))
+            assert batching.cost(n, rough=True) == pytest.approx(
+                max(by_hand / FLOPS_PER_SECOND, FLOOR_SECONDS[(1, False)]) + SECONDS_PER_SERIES)
+            assert batching.cost(n, rough=True) > 2.5 * batching.cost(n)
+        assert batching.cost(n) == batching.cost(n, rough=False)
+    # The O(n) path and a skip: as before.
+    for name, n in (("matern32", MARKOV_ABOVE + 1), ("rbf", MARKOV_ABOVE + 1)):
+        batching = Batching(FitConfig(kernel=name))
+        assert batching.cost(n, rough=True) == batching.cost(n)
+    for name in ("periodic", "rbf+periodic", "linear+rbf", "linear+rbf+periodic"):
+        batching = Batching(FitConfig(kernel=name))
+        assert batching.cost(150, rough=True) == batching.cost(150), name
+    auto = FitConfig(kernel="auto")
+    batching = Batching(auto)
+    rise = sum(Batching(c).cost(150, rough=True) - Batching(c).cost(150)
+               for c in fitted_configs(auto))
+    assert rise > 0
+    assert batching.cost(150, False, True) - batching.cost(150, False) == pytest.approx(rise)
+
+
+def test_cost_of_charges_a_rough_series_where_it_is_fitted_dense():
+    """cost_of asks is_rough of the series itself: white noise at the rough
+    figures, a smooth series of the same length as before."""
+    rng = np.random.default_rng(1)
+    t = np.arange(150.0)
+    noise, smooth = Series("noise", t, rng.standard_normal(150)), Series("smooth", t, np.sin(t / 9))
+    for name in ("rbf", "matern52", "periodic"):
+        batching = Batching(FitConfig(kernel=name))
+        assert batching.cost_of(noise) == batching.cost(150, rough=True), name
+        assert batching.cost_of(smooth) == batching.cost(150), name
