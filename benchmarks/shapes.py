@@ -13,6 +13,11 @@ call's CPU seconds and the fits stopped at max_iterations
 
   python benchmarks/shapes.py --shapes dense1000,bursts --seed 0
   python benchmarks/shapes.py --shapes sum_trend --seed 1 --out shapes.json
+  python benchmarks/shapes.py --shapes dense1000,markov --predict 10
+
+--predict POINTS also times each call's forecasts (gpcore.predict's
+prediction of POINTS times past each series, as the Forecast step of
+--predict_horizon does after the fit call, outside its estimate).
 """
 from __future__ import annotations
 
@@ -223,7 +228,19 @@ def config_of(settings: dict):
     return at_search(settings.pop("search", "thorough"), **settings)
 
 
-def measure(shape: str, count: int, seed: int, seconds: float) -> list[dict]:
+def _forecast_cpu(call, results, points: int) -> float:
+    """CPU seconds of gpcore.predict.prediction of `points` times over the
+    next fifth of each fitted series' span (the Forecast step's work)."""
+    from gpcore.predict import prediction
+    cpu = time.process_time()
+    for s, r in zip(call, results):
+        if r.status == "ok":
+            t = np.asarray(s.t, float)
+            prediction(s, r, np.linspace(t.max(), t.max() + 0.2 * np.ptp(t), points))
+    return time.process_time() - cpu
+
+
+def measure(shape: str, count: int, seed: int, seconds: float, predict: int = 0) -> list[dict]:
     import gpcore.batching
     from cost import _calls
     from gpcore import Batching, build_fitter
@@ -236,7 +253,11 @@ def measure(shape: str, count: int, seed: int, seconds: float) -> list[dict]:
     fitter = build_fitter(config)
     # Traced apart from the measurement, on a series of the shape's own
     # (a long one's path: the O(n) fitter's functions) drawn apart.
-    fitter.fit(draw(1, np.random.default_rng(10_000 + seed)))
+    warm = draw(1, np.random.default_rng(10_000 + seed))
+    if predict:
+        _forecast_cpu(warm, fitter.fit(warm), predict)
+    else:
+        fitter.fit(warm)
     batching = Batching(config, seconds)
     limits = min(c.max_iterations for c in fitted_configs(config))
     records = []
@@ -255,7 +276,9 @@ def measure(shape: str, count: int, seed: int, seconds: float) -> list[dict]:
                         "estimated_s": round(estimated, 4), "cpu_s": round(cpu, 3),
                         "at_max_iterations": sum(r.stop_reason == "max_iterations"
                                                  and r.iterations >= limits for r in results),
-                        "statuses": sorted({r.status for r in results})})
+                        "statuses": sorted({r.status for r in results}),
+                        **({"predict_cpu_s": round(_forecast_cpu(call, results, predict), 4)}
+                           if predict else {})})
         print(f"  {shape}: {len(call)} series, estimated {estimated:.2f} s, CPU {cpu:.2f} s",
               flush=True)
     return records
@@ -297,6 +320,12 @@ def table(records: list[dict]) -> str:
                      f"| {np.median(before):.2f}, {max(before):.2f} "
                      f"| {np.median(after):.2f}, {max(after):.2f} | {rows[big]['cpu_s']:.1f} "
                      f"({estimates[big]:.1f}) | {sum(r['at_max_iterations'] for r in rows)} |")
+    forecasts = [r for r in records if "predict_cpu_s" in r]
+    for shape in sorted({r["shape"] for r in forecasts}):
+        rows = [r for r in forecasts if r["shape"] == shape]
+        n = sum(len(r["lengths"]) for r in rows)
+        lines.append(f"forecasts, {shape}: {1000 * sum(r['predict_cpu_s'] for r in rows) / n:.1f} "
+                     f"CPU ms a series, {100 * sum(r['predict_cpu_s'] for r in rows) / sum(r['cpu_s'] for r in rows):.1f} % of the fit calls' CPU")
     return "\n".join(lines)
 
 
@@ -308,6 +337,9 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds_per_fit_call", type=float, default=15.0)
     parser.add_argument("--out", default=None, help="JSON file for the call records")
     parser.add_argument("--model", default=None, help="re-estimate recorded calls; fit nothing")
+    parser.add_argument("--predict", type=int, default=0, metavar="POINTS",
+                        help="also time forecasts of POINTS times after each call (the Forecast "
+                        "step of --predict_horizon, outside the fit call)")
     args = parser.parse_args(argv)
     if args.model:
         with open(args.model) as f:
@@ -318,7 +350,7 @@ def main(argv=None) -> int:
     skip_graph_rewrites()
     records: list[dict] = []
     for shape in args.shapes.split(","):
-        records += measure(shape, args.count, args.seed, args.seconds_per_fit_call)
+        records += measure(shape, args.count, args.seed, args.seconds_per_fit_call, args.predict)
         if args.out:
             with open(args.out, "w") as f:
                 json.dump({"command": " ".join(sys.argv), "calls": records}, f)

@@ -16,7 +16,8 @@ def test_a_shape_is_fitted_in_calls_and_its_records_re_estimated(tmp_path):
     out = tmp_path / "shapes.json"
     env = dict(os.environ, PYTHONPATH=ROOT)
     done = subprocess.run([sys.executable, SCRIPT, "--shapes", "rough_rbf", "--count", "4",
-                           "--seed", "3", "--seconds_per_fit_call", "0.05", "--out", str(out)],
+                           "--seed", "3", "--seconds_per_fit_call", "0.05", "--predict", "3",
+                           "--out", str(out)],
                           capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     row = re.search(ROW, done.stdout, re.M)
@@ -27,6 +28,10 @@ def test_a_shape_is_fitted_in_calls_and_its_records_re_estimated(tmp_path):
     # AR(1) draws of phi 0 and 0.2: white noise and nearly so, rough.
     assert int(row[1]) == sum(sum(c["rough"]) for c in calls) >= 2
     assert float(row[2]) > 0  # Newton evaluations per series
+    # The forecasts after each call, timed apart from it.
+    assert re.search(r"^forecasts, rough_rbf: [\d.]+ CPU ms a series, [\d.]+ % of the fit",
+                     done.stdout, re.M), done.stdout
+    assert all(c["predict_cpu_s"] >= 0 for c in calls)
     again = subprocess.run([sys.executable, SCRIPT, "--model", str(out)],
                            capture_output=True, text=True, timeout=300, env=env)
     assert again.returncode == 0, again.stderr[-3000:]
