@@ -12,6 +12,7 @@ and a retried bundle redoes all of its work.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Optional
 
 import numpy as np
@@ -366,9 +367,9 @@ class Batching:
         the skip by them, and at MARKOV_ABOVE the two differ 13x."""
         n = finite_points(series) if n is None else n
         # Rough only where it changes the estimate: a dense fit of a kernel
-        # that takes the rough figures.
-        rough = any(takes_rough_figures(c.kernel) and not takes_markov_path(c.kernel, n)
-                    and n <= c.max_points for c in fitted_configs(self.config)) and is_rough(series)
+        # that takes the rough figures (of 3 points or more: is_rough).
+        rough = n >= 3 and any(not takes_markov_path(k, n) and n <= most
+                               for k, most in self._rough_fits) and is_rough(series)
         if self.config.kernel != AUTO:
             # Asked as before where not rough: cost(n) alone.
             return self.cost(n, rough=True) if rough else self.cost(n)
@@ -376,6 +377,13 @@ class Batching:
         # TensorFlow, which an auto fit call loads anyway).
         from gpcore.choice import fits_periodic
         return self.cost(n, fits_periodic(self.config, series), rough)
+
+    @functools.cached_property
+    def _rough_fits(self) -> tuple:
+        """(kernel, max_points) of the fitted configs that take the rough
+        figures (takes_rough_figures): asked once, not per series."""
+        return tuple((c.kernel, c.max_points) for c in fitted_configs(self.config)
+                     if takes_rough_figures(c.kernel))
 
     def bucket(self, n_points: int) -> int:
         """Series in one bucket may share a fit call."""
