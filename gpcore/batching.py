@@ -364,7 +364,9 @@ class Batching:
         periodic screen, a periodogram; docs/design.md, "Cost per kernel").
         n is its finite points (finite_points, counted here unless given),
         as the fitters count them: they choose the path (dense or O(n)) and
-        the skip by them, and at MARKOV_ABOVE the two differ 13x."""
+        the skip by them, and at MARKOV_ABOVE the two differ 13x. A rough
+        series (`is_rough`) is charged as such where a dense fit of a
+        kernel with the rough figures follows."""
         n = finite_points(series) if n is None else n
         # Rough only where it changes the estimate: a dense fit of a kernel
         # that takes the rough figures (of 3 points or more: is_rough).
