@@ -216,15 +216,18 @@ def runner(options: PipelineOptions) -> PipelineRunner:
 # end. One that is connected ends as its control stream closes, at once; one
 # still starting (importing Beam) never connects and never ends, and the
 # launcher hung, its lock's heartbeat going, until killed. So a stop ends
-# the worker processes still there after WORKERS_GRACE_S.
+# the worker processes still there after WORKERS_GRACE_S. A stopped worker
+# (SIGSTOP: frozen, the job waiting on it) holds a SIGTERM pending until it
+# is continued, so each also gets SIGCONT: it then takes the SIGTERM and
+# ends (docs/design.md, "Runners and quiet runs").
 WORKERS_GRACE_S = 5.0
 STOPPING = threading.Event()  # set by a stop; cleared as a run starts (pipeline/cli.py)
 
 
 def end_workers_after(grace_s: float = WORKERS_GRACE_S) -> None:
-    """The run is stopping: after grace_s, SIGTERM to this process's Beam
-    worker processes still running (from a daemon thread; a signal handler
-    may call it)."""
+    """The run is stopping: after grace_s, SIGTERM (and SIGCONT, for a
+    stopped one) to this process's Beam worker processes still running
+    (from a daemon thread; a signal handler may call it)."""
     STOPPING.set()
     threading.Thread(target=_end_workers, args=(grace_s,), name="gpfit-stop",
                      daemon=True).start()
@@ -235,6 +238,7 @@ def _end_workers(grace_s: float) -> None:
     for pid in _worker_children():
         try:
             os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGCONT)  # a stopped one takes its SIGTERM only once continued
         except OSError:
             pass  # ended meanwhile
 

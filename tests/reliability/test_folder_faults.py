@@ -366,6 +366,38 @@ def test_a_stop_while_worker_processes_start_ends_them(hostile_input, clean, tmp
     rerun_is_clean(hostile_input, output, clean)
 
 
+def _state(pid: int) -> str:
+    """A process's state letter in /proc ("T": stopped), "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def test_a_stop_ends_a_frozen_worker_process(hostile_input, clean, tmp_path):
+    """A worker process stopped (SIGSTOP: frozen, not dead) holds the job for
+    ever; the scheduler's timeout then sends SIGTERM to the launcher. A
+    stopped process keeps a SIGTERM pending until it is continued, so the
+    launcher's SIGTERM to its workers never reached it and the unwinding
+    waited on it for ever, the folder locked; a SIGKILL to the launcher then
+    left the worker stopped for good."""
+    output = str(tmp_path / "out")
+    running = _fitting_on_two_workers(hostile_input, output)
+    frozen = running.workers()[0]
+    try:
+        os.kill(frozen, signal.SIGSTOP)
+        assert wait_for(lambda: _state(frozen) == "T", timeout=30)
+        running.signal(signal.SIGTERM)
+        stopped = running.finish(timeout=90)
+        one_line(stopped, 143, "stopped by SIGTERM", "run again into")
+        assert wait_for(lambda: not running.left(), timeout=10), running.left()
+        assert "_RUNNING.json" not in files_in(output)
+    finally:
+        kill_all([frozen])  # never left stopped, whatever failed
+    rerun_is_clean(hostile_input, output, clean)
+
+
 def test_ctrl_c_twice_under_multi_processing_leaves_no_worker_tracebacks(hostile_input, clean,
                                                                        tmp_path):
     """A second Ctrl-C kills the unwinding launcher (by design); its worker
