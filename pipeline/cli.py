@@ -72,6 +72,8 @@ _CLEARING, _CLEARED = "clearing", "cleared"  # how far a run got with its output
 _SIGNALLED: list[int] = []  # the stop signal received, for a Stopped that Beam wrapped
 # How Beam's local runner says a worker process ended (runtime.WorkerExited).
 _EXIT_CODE = re.compile(r"Worker subprocess exited with return code (-?\d+)")
+# How runtime.watch_frozen says a worker process was stopped too long.
+_FROZEN = re.compile(r"worker process (\d+) " + re.escape(runtime.FROZEN) + r" for (\d+) s")
 
 
 class Stopped(BaseException):
@@ -186,7 +188,11 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
     try:
         # A worker process that exits would be waited for for ever; watched
         # where the command's signal handlers are set.
-        with (runtime.worker_exits_watched(threading.current_thread() is threading.main_thread()),
+        # So would one that is stopped (frozen), under multi_processing.
+        frozen_after_s = (runtime.FROZEN_AFTER_S if runtime.is_local(options)
+                          and runtime.processes_per_machine(options) != 1 else None)
+        with (runtime.worker_exits_watched(threading.current_thread() is threading.main_thread(),
+                                           frozen_after_s),
               sdist_build.quiet(_LOG.isEnabledFor(logging.DEBUG))):
             result = built.pipeline.run()
         # A dry run or a template (a Flex launch, --template_location): Beam
@@ -243,6 +249,13 @@ def _failed(err: Exception, output: str) -> int:
     if storage is not None:
         _say(f"gpfit: error: the job failed: {storage}")
         return EXIT_STORAGE
+    frozen = _FROZEN.search(text)
+    if frozen:
+        _say(f"gpfit: error: a worker process (pid {frozen.group(1)}) was stopped (SIGSTOP: "
+             f"frozen) for {frozen.group(2)} s, and the job waited on it; it was ended and the "
+             f"job stopped; no {outputs.SUCCESS_MARKER} was written; run again into {output} "
+             "(its files are replaced)")
+        return EXIT_PIPELINE_FAILED
     if lost_worker(text):
         code = _EXIT_CODE.search(text)
         how = ("killed, or out of memory: see the system log" if code is None else

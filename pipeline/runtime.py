@@ -246,7 +246,13 @@ def _end_workers(grace_s: float) -> None:
 def _worker_children() -> list[int]:
     """Pids of this process's children that run Beam's SDK worker (Linux's
     /proc; none elsewhere)."""
-    found = []
+    return list(_worker_states())
+
+
+def _worker_states() -> dict[int, str]:
+    """{pid: state letter of /proc/<pid>/stat} of this process's children
+    that run Beam's SDK worker ("T": stopped)."""
+    found = {}
     for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
         stat = process_stat(name)
         if stat is None or stat[1] != str(os.getpid()):
@@ -254,7 +260,7 @@ def _worker_children() -> list[int]:
         try:
             with open(f"/proc/{name}/cmdline", "rb") as f:
                 if b"sdk_worker_main" in f.read():
-                    found.append(int(name))
+                    found[int(name)] = stat[0]
         except OSError:
             continue  # ended meanwhile
     return found
@@ -292,18 +298,63 @@ def worker_exit_pending() -> Optional[WorkerExited]:
 
 
 @contextlib.contextmanager
-def worker_exits_watched(watch: bool = True):
+def worker_exits_watched(watch: bool = True, frozen_after_s: Optional[float] = None):
     """While the block runs (the command's job), a local worker process's
-    exit stops it (worker_exited); not where `watch` is False (a run
-    outside the main thread, where the command's SIGTERM handler is not
-    set)."""
+    exit stops it (worker_exited), and so does one stopped (frozen) for
+    frozen_after_s (None: not watched; see watch_frozen); not where `watch`
+    is False (a run outside the main thread, where the command's SIGTERM
+    handler is not set)."""
+    done = threading.Event()
     if watch:
         _WORKER_EXITS.clear()
         _WATCHING.set()
+        if frozen_after_s is not None:
+            threading.Thread(target=watch_frozen, args=(done, frozen_after_s),
+                             name="gpfit-frozen", daemon=True).start()
     try:
         yield
     finally:
+        done.set()
         _WATCHING.clear()
+
+
+def _stop_job(why: str) -> None:
+    """Stops the watched job for `why` (the first reason only): SIGTERM to
+    the main thread, which cli's handler turns into WorkerExited(why)."""
+    _WORKER_EXITS.append(why)
+    # Only to a handler of the command's: SIGTERM's default would kill the process.
+    if len(_WORKER_EXITS) == 1 and callable(signal.getsignal(signal.SIGTERM)):
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+
+
+# ---- a local worker process that is stopped ------------------------------------------
+# A worker process stopped (SIGSTOP by an operator or a tool: /proc state
+# "T"; a debugger's stop, "t", is left alone) holds the job: the runner
+# waits on its bundle, with no time limit, and gpfit hung, its lock's
+# heartbeat going, until the scheduler's timeout. So while the job runs, a
+# worker seen stopped at every look for FROZEN_AFTER_S stops the job as a
+# worker's exit does: exit 3, and the stop's SIGCONT lets it take its
+# SIGTERM. Looks are counted, not seconds: a launcher that is stopped too
+# (Ctrl-Z stops the whole process group) looks at nothing meanwhile, and a
+# `fg` continues the group at once.
+FROZEN_AFTER_S, FROZEN_EVERY_S = 60.0, 1.0
+FROZEN = "was stopped (frozen)"  # in the reason, which pipeline/cli.py reads
+
+
+def watch_frozen(done: threading.Event, after_s: float = FROZEN_AFTER_S,
+                 every_s: float = FROZEN_EVERY_S) -> None:
+    """Until `done`, looks at the worker processes every every_s; one
+    stopped at every look for after_s stops the job (_stop_job)."""
+    needed, seen = max(1, round(after_s / every_s)), {}
+    while not done.wait(every_s):
+        if STOPPING.is_set():
+            return
+        stopped = [pid for pid, state in _worker_states().items() if state == "T"]
+        seen = {pid: seen.get(pid, 0) + 1 for pid in stopped}
+        frozen = [pid for pid, looks in seen.items() if looks >= needed]
+        if frozen and _WATCHING.is_set():
+            _stop_job(f"worker process {frozen[0]} {FROZEN} for {after_s:.0f} s")
+            return
 
 
 def worker_exited(args) -> None:
@@ -312,10 +363,7 @@ def worker_exited(args) -> None:
     if (args.thread is None or args.thread.name != WORKER_THREAD
             or not _WATCHING.is_set() or STOPPING.is_set()):
         return
-    _WORKER_EXITS.append(first_line(args.exc_value))
-    # Only to a handler of the command's: SIGTERM's default would kill the process.
-    if len(_WORKER_EXITS) == 1 and callable(signal.getsignal(signal.SIGTERM)):
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+    _stop_job(first_line(args.exc_value))
 
 
 # ---- worker processes and their threads ----------------------------------------

@@ -398,6 +398,29 @@ def test_a_stop_ends_a_frozen_worker_process(hostile_input, clean, tmp_path):
     rerun_is_clean(hostile_input, output, clean)
 
 
+def test_a_worker_process_frozen_for_a_minute_stops_the_job(hostile_input, clean, tmp_path):
+    """A worker process stopped (SIGSTOP) and left so: the runner waited on it
+    with no limit, and gpfit hung, its folder locked, until killed. After
+    runtime.FROZEN_AFTER_S it is ended and the job fails: exit 3, one line
+    naming it, no process left, the folder free."""
+    output = str(tmp_path / "out")
+    running = _fitting_on_two_workers(hostile_input, output)
+    frozen = running.workers()[0]
+    try:
+        os.kill(frozen, signal.SIGSTOP)
+        started = time.monotonic()
+        failed = running.finish(timeout=240)
+        took = time.monotonic() - started
+        one_line(failed, 3, f"worker process (pid {frozen}) was stopped (SIGSTOP: frozen) for "
+                 "60 s", "run again into")
+        assert took >= 59, took
+        assert wait_for(lambda: not running.left(), timeout=10), running.left()
+        assert "_RUNNING.json" not in files_in(output)
+    finally:
+        kill_all([frozen])  # never left stopped, whatever failed
+    rerun_is_clean(hostile_input, output, clean)
+
+
 def test_ctrl_c_twice_under_multi_processing_leaves_no_worker_tracebacks(hostile_input, clean,
                                                                        tmp_path):
     """A second Ctrl-C kills the unwinding launcher (by design); its worker
