@@ -249,9 +249,12 @@ def _take_over(output: str, now: Callable[[], float]) -> None:
                      "disk or a killed run leaves it; %s old): taken over", LOCK_NAME, output,
                      "unknown" if age is None else f"{age:.0f} s")
     elif _ended_here(held):
-        _LOG.warning("gpfit: the lock %s in %s was left by %s, whose process is gone without "
-                     "removing it (killed, out of memory, or out of file descriptors: ulimit "
-                     "-n); taken over", LOCK_NAME, output, _who(held))
+        # Taken over without --break_lock: said, as that run was lost and
+        # nothing else tells the operator.
+        _LOG.warning("gpfit: the lock %s in %s was left by %s, whose process is gone (killed, "
+                     "or crashed): taken over; that run wrote no manifest, and its files are "
+                     "replaced (a run ends so when killed, out of memory, or out of file "
+                     "descriptors: ulimit -n)", LOCK_NAME, output, _who(held))
     FileSystems.delete([path_of(output)])
 
 

@@ -128,6 +128,34 @@ def test_a_killed_local_runs_lock_is_taken_over_at_once(tmp_path):
         lock.acquire(output, "mine", False, local=True)
 
 
+def test_a_killed_local_runs_lock_is_taken_over_with_a_warning(tmp_path, caplog):
+    """The run after one that was killed (-9, the OOM killer) took its lock
+    over without a word: the operator learnt nothing of a night lost. It now
+    says whose lock it took and why; a stale lock broken on request
+    (--break_lock) is the operator's own act and says nothing more."""
+    output = str(tmp_path / "out")
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    killed.kill()
+    killed.wait()
+    held = {**_stale_lock(output, age_s=1.0), "local": True, "host": lock.socket.gethostname(),
+            "pid": killed.pid}
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        json.dump(held, f)
+    with caplog.at_level("WARNING", logger="gpfit"):
+        lock.acquire(output, "mine", False, local=True)
+    assert lock.read(output)["run_id"] == "mine"
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(said) == 1, said
+    assert "run deadbeef0000" in said[0] and f"pid {killed.pid}" in said[0], said
+    assert "is gone (killed, or crashed)" in said[0] and "taken over" in said[0], said
+    caplog.clear()
+    lock.release(output, "mine")
+    _stale_lock(output, age_s=2 * lock.STALE_AFTER_S)
+    with caplog.at_level("WARNING", logger="gpfit"):
+        lock.acquire(output, "mine", True, local=True)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
 def test_a_killed_runs_lock_is_taken_over_when_its_pid_is_reused(tmp_path):
     """A container restarted after a SIGKILL (out of memory) keeps its host
     name and gives the new gpfit the pid of the one killed: that pid is

@@ -30,7 +30,7 @@ from gpcore import FitConfig
 from pipeline import builder, transforms
 from pipeline.io import inputs
 from reliability_corpus import write_corpus
-from reliability_runs import Running, files_in, gpfit_here, listing, read_rows
+from reliability_runs import Running, files_in, gpfit_here, gpfit_subprocess, listing, read_rows
 
 PARAMS = ("mean", "amplitude", "length_scale", "noise_variance", "nll")
 
@@ -172,7 +172,8 @@ def killed_and_rerun(tmp_path_factory):
     before_kill, clean_rows = listing(output), first.rows()
     code, stderr = _kill_while_fitting(input_, output)
     after_kill = listing(output)
-    rerun = gpfit_here(input_, output, "--batch_size", "16")
+    # A fresh process, as the next night's is: its log lines on its stderr.
+    rerun = gpfit_subprocess(input_, output, "--batch_size", "16")
     return ids, before_kill, code, stderr, after_kill, rerun, clean_rows
 
 
@@ -193,6 +194,8 @@ def test_rerun_after_kill_leaves_exactly_one_complete_result_set(killed_and_reru
     # The killed run's leftovers (Beam's temporary folder) are gpfit's own:
     # the re-run accepts and clears them.
     assert rerun.code == 0, (after_kill, rerun.stderr)
+    # It says it took over the killed run's lock (no --break_lock needed).
+    assert "whose process is gone (killed, or crashed): taken over" in rerun.stderr, rerun.stderr
     manifest = rerun.manifest
     assert manifest is not None and manifest["counts"]["series_read"] == len(ids)
     shards = rerun.shards()
