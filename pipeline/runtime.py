@@ -253,7 +253,7 @@ def _worker_states() -> dict[int, str]:
     """{pid: state letter of /proc/<pid>/stat} of this process's children
     that run Beam's SDK worker ("T": stopped)."""
     found = {}
-    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+    for name in _child_pids():
         stat = process_stat(name)
         if stat is None or stat[1] != str(os.getpid()):
             continue
@@ -263,6 +263,30 @@ def _worker_states() -> dict[int, str]:
                     found[int(name)] = stat[0]
         except OSError:
             continue  # ended meanwhile
+    return found
+
+
+def _child_pids() -> list[str]:
+    """This process's children's pids as /proc names: from each thread's
+    /proc/self/task/<tid>/children (a child is listed under the thread that
+    started it), else, on a kernel without those files, every process in
+    /proc (its parent checked by the caller): a look each second scanned
+    every process of the host, 1.5 ms of CPU at 76 processes."""
+    if not os.path.isdir("/proc"):
+        return []
+    try:
+        tasks = os.listdir("/proc/self/task")
+        if not os.path.exists(f"/proc/self/task/{tasks[0]}/children"):
+            raise FileNotFoundError
+    except (OSError, IndexError):
+        return os.listdir("/proc")
+    found = []
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children", encoding="ascii") as f:
+                found.extend(f.read().split())
+        except OSError:
+            continue  # the thread ended meanwhile
     return found
 
 
