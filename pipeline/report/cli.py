@@ -335,19 +335,9 @@ def _write(out: str, text: str) -> int:
         # shared folder (/tmp, a team's) had the page overwrite the file it
         # named, and then put the link itself in --out's place.
         import secrets
-        temporary = os.path.join(folder, f".gpfit-report-{secrets.token_hex(8)}.tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                     | os.O_CLOEXEC, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(temporary, out)
-        except BaseException:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
-            raise
+        from pipeline.io.files import write_whole
+        write_whole(out, os.path.join(folder, f".gpfit-report-{secrets.token_hex(8)}.tmp"),
+                    data, "text/html")
     else:
         with FileSystems.create(out, mime_type="text/html") as f:
             f.write(data)
