@@ -63,15 +63,20 @@ def path_of(output: str) -> str:
     return FileSystems.join(output.rstrip("/"), LOCK_NAME)
 
 
+def _parsed(path: str):
+    """The JSON at path, or None where there is no file; raises OSError
+    (BeamIOError) or ValueError (not JSON, half written)."""
+    if not FileSystems.exists(path):
+        return None
+    with open_file(path) as f:
+        return json.loads(f.read().decode("utf-8"))
+
+
 def read(output: str) -> Optional[dict]:
     """The lock's content; None when there is none (or it vanished), or it
     cannot be read (empty, cut short, not gpfit's JSON)."""
-    path = path_of(output)
     try:
-        if not FileSystems.exists(path):
-            return None
-        with open_file(path) as f:
-            found = json.loads(f.read().decode("utf-8"))
+        found = _parsed(path_of(output))
     except (OSError, ValueError):
         return None  # removed while read, or half written: treated as absent
     if not isinstance(found, dict) or not isinstance(found.get("heartbeat_at"), (int, float)):
@@ -339,10 +344,7 @@ def _release(output: str, run_id: str) -> bool:
     descriptors (EMFILE, ENFILE), True otherwise."""
     path = path_of(output)
     try:
-        if not FileSystems.exists(path):
-            return True
-        with open_file(path) as f:
-            held = json.loads(f.read().decode("utf-8"))
+        held = _parsed(path)
     except ValueError:
         return True  # half written: not this run's, which writes it whole
     except OSError as err:  # BeamIOError is one too, its cause the open's
