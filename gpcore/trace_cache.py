@@ -321,12 +321,13 @@ def _trusted_folder(where: str) -> bool:
         st = os.stat(where)
     except OSError:
         return False
-    why = _unsafe(link) if stat.S_ISLNK(link.st_mode) else None
-    if why is not None:
-        why = "a symbolic link " + why
-    elif not stat.S_ISDIR(st.st_mode):
-        return False  # a file: save reports it cannot write there
-    else:
+    # A link's own mode is 0777 on Linux, whatever the umask, and no one
+    # writes through it: only its owner says who chose where it points.
+    why = (f"a symbolic link owned by another user (uid {link.st_uid})"
+           if stat.S_ISLNK(link.st_mode) and link.st_uid not in (os.geteuid(), 0) else None)
+    if why is None:
+        if not stat.S_ISDIR(st.st_mode):
+            return False  # a file: save reports it cannot write there
         why = _unsafe(st)
         if (why is not None and st.st_uid == os.geteuid() and os.environ.get(ENV) is None
                 and _tightened(where)):

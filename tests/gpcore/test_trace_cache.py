@@ -427,6 +427,33 @@ def test_entries_another_user_owns_or_links_to_are_not_read(folder, rng, monkeyp
     assert any(str(link) in m and "symbolic link owned by another user" in m for m in caplog.messages)
 
 
+def test_a_folder_named_by_this_users_own_symbolic_link_is_used(tmp_path, monkeypatch, caplog):
+    """A symbolic link's own mode is 0777 on Linux whatever the umask, and
+    no one can write through it: only who owns the link matters (another
+    user's is refused above), not its mode."""
+    import tensorflow as tf
+
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    os.symlink(real, link)
+    monkeypatch.setenv(trace_cache.ENV, str(link))
+    _fresh(monkeypatch)
+
+    @tf.function(autograph=False)
+    def doubled(x):
+        return x * 2.0
+
+    concrete = doubled.get_concrete_function(tf.TensorSpec([None], tf.float64))
+    name = _key(dataclasses.replace(CONFIG, batch_size=CONFIG.batch_size + 1))
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        assert trace_cache.save(name, concrete) is not None
+        _fresh(monkeypatch)
+        assert trace_cache.load(name) is not None
+    assert (real / name / trace_cache.LIBRARY).exists()
+    assert not [m for m in caplog.messages if "trace cache" in m]
+
+
 @pytest.mark.parametrize("home", ["", "relative/home"])
 def test_an_empty_or_relative_home_keeps_no_traces_and_says_so_once(home, monkeypatch, tmp_path, rng,
                                                                    caplog):
