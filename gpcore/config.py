@@ -401,15 +401,53 @@ def dense_bytes(k: Kernel, restarts: int, n_points: int) -> int:
     return restarts * matrices * padded_length(n) ** 2 * 8
 
 
+# Where machine_memory finds this process's cgroups and their limits.
+PROC_ROOT, CGROUP_ROOT = "/proc", "/sys/fs/cgroup"
+
+
 def machine_memory() -> int:
-    """This machine's memory in bytes (os.sysconf), or its cgroup's limit
-    (/sys/fs/cgroup/memory.max) where that is lower."""
+    """This machine's memory in bytes (os.sysconf), or the lowest memory
+    limit of this process's cgroup or a parent of it where that is lower:
+    cgroup v2's memory.max, v1's memory/memory.limit_in_bytes (a container
+    under Docker or Kubernetes on either; a systemd unit's MemoryMax)."""
     most = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit in _cgroup_limits():
+        try:
+            with open(limit) as f:
+                most = min(most, int(f.read().strip()))
+        except (OSError, ValueError):  # none, or "max"
+            continue
+    return most
+
+
+def _cgroup_limits() -> list[str]:
+    """The memory limit files of this process's cgroups (/proc/self/cgroup)
+    and of each of their parents up to the root of the tree mounted here:
+    a container sees its own cgroup at the root, where the path listed may
+    not exist; no /proc (macOS): none."""
     try:
-        with open("/sys/fs/cgroup/memory.max") as limit:
-            return min(most, int(limit.read().strip()))
-    except (OSError, ValueError):  # none, or "max"
-        return most
+        with open(os.path.join(PROC_ROOT, "self", "cgroup")) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            top, name = CGROUP_ROOT, "memory.max"  # v2
+        elif "memory" in parts[1].split(","):
+            top, name = os.path.join(CGROUP_ROOT, "memory"), "memory.limit_in_bytes"  # v1
+        else:
+            continue
+        path = parts[2].strip("/")
+        while True:
+            found.append(os.path.join(top, path, name) if path else os.path.join(top, name))
+            if not path:
+                break
+            path = os.path.dirname(path)
+    return found
 
 
 def check_memory(config: FitConfig, memory: Optional[int] = None) -> None:

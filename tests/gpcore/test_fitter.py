@@ -1,5 +1,6 @@
 """GPFitter: build once, trace once, report in the caller's units."""
 import dataclasses
+import os
 import re
 import threading
 
@@ -367,6 +368,61 @@ def test_the_dense_memory_bound_names_the_most_points_that_fit():
     # The defaults are not refused, nor asked to fit this machine.
     check_memory(FitConfig(kernel="rbf+periodic"), memory)
     check_memory(FitConfig(kernel="rbf", max_points=4096), memory)
+
+
+def _cgroups(root, own: str, limits: dict) -> None:
+    """A /proc/self/cgroup and cgroup tree under root: limits maps a
+    file under sys/fs/cgroup to its contents."""
+    (root / "proc" / "self").mkdir(parents=True)
+    (root / "proc" / "self" / "cgroup").write_text(own)
+    for name, value in limits.items():
+        (root / "sys" / "fs" / "cgroup" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "sys" / "fs" / "cgroup" / name).write_text(value + "\n")
+
+
+@pytest.mark.parametrize("own, limits", [
+    # cgroup v1 (Docker, Kubernetes, Amazon Linux 2, CentOS 7 hosts): the
+    # container's limit in memory/memory.limit_in_bytes, its path in
+    # /proc/self/cgroup not mounted as such in the container.
+    ("5:cpu:/\n4:memory:/docker/abc\n0::/\n",
+     {"memory/memory.limit_in_bytes": str(2 * 2**30)}),
+    ("4:memory:/job\n", {"memory/memory.limit_in_bytes": str(2**63 - 4096),
+                          "memory/job/memory.limit_in_bytes": str(2 * 2**30)}),
+    # cgroup v2 without a namespace (systemd-run -p MemoryMax=2G, a
+    # service's MemoryMax): the limit at its own cgroup, or a parent's.
+    ("0::/user.slice/run-1.scope\n", {"user.slice/run-1.scope/memory.max": "max",
+                                       "user.slice/memory.max": str(2 * 2**30)}),
+    # cgroup v2 in a container's namespace: at the root, as before.
+    ("0::/\n", {"memory.max": str(2 * 2**30)}),
+])
+def test_the_machines_memory_is_its_cgroups_limit_v1_or_v2(own, limits, tmp_path, monkeypatch):
+    """A container's memory limit bounds max_points, as the fit is killed
+    there: under cgroup v1, or a v2 cgroup below the root, the machine's
+    whole memory was taken (25 GiB for a 2 GiB container)."""
+    import gpcore.config as config_module
+
+    _cgroups(tmp_path, own, limits)
+    monkeypatch.setattr(config_module, "PROC_ROOT", str(tmp_path / "proc"), raising=False)
+    monkeypatch.setattr(config_module, "CGROUP_ROOT", str(tmp_path / "sys" / "fs" / "cgroup"),
+                        raising=False)
+    assert config_module.machine_memory() == 2 * 2**30
+    with pytest.raises(ValueError, match=r"more than this machine's 2\.0 GiB"):
+        check_memory(FitConfig(kernel="rbf", max_points=6000))
+
+
+def test_the_machines_memory_without_cgroups_is_all_of_it(tmp_path, monkeypatch):
+    """No /proc (macOS), no limit ("max", unlimited v1): the machine's."""
+    import gpcore.config as config_module
+
+    whole = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    monkeypatch.setattr(config_module, "PROC_ROOT", str(tmp_path / "no-proc"), raising=False)
+    assert config_module.machine_memory() == whole
+    _cgroups(tmp_path, "4:memory:/a\n0::/\n", {"memory/a/memory.limit_in_bytes": str(2**63 - 4096),
+                                               "memory.max": "max"})
+    monkeypatch.setattr(config_module, "PROC_ROOT", str(tmp_path / "proc"), raising=False)
+    monkeypatch.setattr(config_module, "CGROUP_ROOT", str(tmp_path / "sys" / "fs" / "cgroup"),
+                        raising=False)
+    assert config_module.machine_memory() == whole
 
 
 def test_auto_candidates_keep_the_restarts_asked_within_their_own_grids(fitter_for):
