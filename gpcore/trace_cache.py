@@ -131,9 +131,11 @@ def folder() -> Optional[str]:
             _WARNED.add("HOME")
             said = ("empty" if home == "" else "not set and this user has no home folder"
                     if home is None else f"{home!r}, not an absolute path")
-            _LOG.warning("gpfit: no trace cache: HOME is %s and XDG_CACHE_HOME is not set, so "
+            xdg_said = ("not set" if not xdg
+                        else f"{xdg!r}, not an absolute path (ignored, as the XDG spec says)")
+            _LOG.warning("gpfit: no trace cache: HOME is %s and XDG_CACHE_HOME is %s, so "
                          "there is no user cache folder and traces are not kept; set %s to a "
-                         "folder of your own to keep them", said, ENV)
+                         "folder of your own to keep them", said, xdg_said, ENV)
         return None
     return os.path.join(base, ".cache", "gpfit", "traces")
 

@@ -480,6 +480,22 @@ def test_an_empty_or_relative_home_keeps_no_traces_and_says_so_once(home, monkey
     assert trace_cache.folder() == str(tmp_path / ".cache" / "gpfit" / "traces")
 
 
+def test_no_trace_cache_says_a_relative_xdg_cache_home_was_ignored_not_that_it_is_unset(
+        monkeypatch, caplog):
+    """With HOME empty and XDG_CACHE_HOME=relative/cache, the warning said
+    "XDG_CACHE_HOME is not set": the user, who set it, was sent looking
+    for the wrong thing."""
+    monkeypatch.delenv(trace_cache.ENV)
+    monkeypatch.setenv("HOME", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    _fresh(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        assert trace_cache.folder() is None
+    said = [m for m in caplog.messages if "no trace cache" in m]
+    assert len(said) == 1 and "XDG_CACHE_HOME is not set" not in said[0], said
+    assert "XDG_CACHE_HOME is 'relative/cache', not an absolute path" in said[0], said
+
+
 # Every kernel family and every option that changes the graph (auto's
 # candidates run with jumps off, stop_behind and no far probes); the Markov
 # kernels' long-series graphs too.
