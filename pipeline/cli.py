@@ -189,8 +189,8 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
         # A worker process that exits would be waited for for ever; watched
         # where the command's signal handlers are set.
         # So would one that is stopped (frozen), under multi_processing.
-        frozen_after_s = (runtime.FROZEN_AFTER_S if runtime.is_local(options)
-                          and runtime.processes_per_machine(options) != 1 else None)
+        frozen_after_s = (runtime.FROZEN_AFTER_S if runtime.runs_worker_processes(options)
+                          else None)
         with (runtime.worker_exits_watched(threading.current_thread() is threading.main_thread(),
                                            frozen_after_s),
               sdist_build.quiet(_LOG.isEnabledFor(logging.DEBUG))):

@@ -392,6 +392,14 @@ def worker_exited(args) -> None:
 
 # ---- worker processes and their threads ----------------------------------------
 
+def runs_worker_processes(options: PipelineOptions) -> bool:
+    """Whether the local runner runs the job in worker processes
+    (multi_processing), however many: --direct_num_workers 1, or 0 on a
+    one-core machine, starts one, as open to a stop (watch_frozen) as two."""
+    return (is_local(options)
+            and options.view_as(DirectOptions).direct_running_mode == "multi_processing")
+
+
 def processes_per_machine(options: PipelineOptions) -> Optional[int]:
     """How many SDK worker processes share one machine's cores.
 

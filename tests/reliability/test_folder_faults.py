@@ -421,6 +421,29 @@ def test_a_worker_process_frozen_for_a_minute_stops_the_job(hostile_input, clean
     rerun_is_clean(hostile_input, output, clean)
 
 
+def test_the_one_worker_process_frozen_for_a_minute_stops_the_job(hostile_input, clean, tmp_path):
+    """--direct_num_workers 1 under multi_processing (or 0 on a one-core
+    machine or container) runs one worker process, as open to a SIGSTOP as
+    two: it was not watched (the watch asked for more than one process per
+    machine), and gpfit hung, its folder locked, until killed."""
+    output = str(tmp_path / "out")
+    running = Running(hostile_input, output, *OPTIONS, "--direct_num_workers", "1",
+                      "--direct_running_mode", "multi_processing")
+    running.wait_fitting()
+    assert wait_for(lambda: len(running.workers()) == 1, timeout=30)
+    frozen = running.workers()[0]
+    try:
+        os.kill(frozen, signal.SIGSTOP)
+        failed = running.finish(timeout=150)
+        one_line(failed, 3, f"worker process (pid {frozen}) was stopped (SIGSTOP: frozen) for "
+                 "60 s", "run again into")
+        assert wait_for(lambda: not running.left(), timeout=10), running.left()
+        assert "_RUNNING.json" not in files_in(output)
+    finally:
+        kill_all([frozen])  # never left stopped, whatever failed
+    rerun_is_clean(hostile_input, output, clean)
+
+
 def test_ctrl_c_twice_under_multi_processing_leaves_no_worker_tracebacks(hostile_input, clean,
                                                                        tmp_path):
     """A second Ctrl-C kills the unwinding launcher (by design); its worker
