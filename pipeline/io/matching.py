@@ -13,6 +13,7 @@ import posixpath
 import re
 import socket
 import time
+import urllib.request
 import warnings
 from typing import Optional
 
@@ -219,22 +220,21 @@ def _check_filesystem(pattern: str) -> None:
 # first asked for at the socket level, tries REACH_TRIES seconds apart:
 # where it is never resolved or connected to, the run stops then. Anything
 # the host answers, however slowly, goes on to the client and its retries
-# (an HTTP error, 429 or 503, is answered over a connection); a proxy or
-# another endpoint in the environment is the client's to reach.
+# (an HTTP error, 429 or 503, is answered over a connection); a proxy the
+# client would use (the environment's or, on macOS, the system's, unless
+# NO_PROXY exempts the host) or another endpoint is the client's to reach.
 GCS_HOST = ("storage.googleapis.com", 443)
 REACH_TRIES = (0.0, 2.0, 4.0)  # pauses before each try: 6 s and 3 connection timeouts at most
 CONNECT_TIMEOUT_S = 10.0
-_CLIENT_ROUTES = ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
-                  "STORAGE_EMULATOR_HOST", "API_ENDPOINT_OVERRIDE")
+# Another endpoint in the environment (an emulator, a private one).
+_CLIENT_ENDPOINTS = ("STORAGE_EMULATOR_HOST", "API_ENDPOINT_OVERRIDE")
 
 
 def check_gcs_reached(pattern: str) -> None:
     """Raises InputError where pattern is on gs:// and Cloud Storage's host
     (GCS_HOST) can neither be resolved nor connected to in len(REACH_TRIES)
-    tries; nothing where the environment routes the client elsewhere
-    (_CLIENT_ROUTES)."""
-    if FileSystems.get_scheme(pattern) != "gs" or any(os.environ.get(name)
-                                                      for name in _CLIENT_ROUTES):
+    tries; nothing where the client would go elsewhere (`_client_routed`)."""
+    if FileSystems.get_scheme(pattern) != "gs" or _client_routed():
         return
     for pause in REACH_TRIES:
         time.sleep(pause)
@@ -248,6 +248,20 @@ def check_gcs_reached(pattern: str) -> None:
                      f"reached ({type(failed).__name__}: {failed}; {len(REACH_TRIES)} tries over "
                      f"{sum(REACH_TRIES):.0f} s): check this machine's network, DNS or proxy "
                      "(HTTPS_PROXY), then run again")
+
+
+def _client_routed() -> bool:
+    """Whether Google's client would not connect to GCS_HOST itself: an
+    endpoint set in the environment (_CLIENT_ENDPOINTS), or an HTTPS proxy
+    the host is not exempt from, found as requests finds them
+    (urllib.request.getproxies and proxy_bypass: HTTPS_PROXY, ALL_PROXY and
+    NO_PROXY in any case, and on macOS the System Settings' proxies)."""
+    if any(os.environ.get(name) for name in _CLIENT_ENDPOINTS):
+        return True
+    proxies = urllib.request.getproxies()
+    if not (proxies.get("https") or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass(GCS_HOST[0])
 
 
 def _folder(path: str) -> list[tuple[str, int]]:

@@ -736,6 +736,40 @@ def test_only_a_gs_host_that_never_answers_stops_the_run(monkeypatch):
         matching.check_gcs_reached("gs://b/x/")
 
 
+def test_the_gs_host_is_asked_as_the_client_would_reach_it_proxy_and_no_proxy(monkeypatch):
+    """The precheck stood aside for any HTTPS_PROXY/ALL_PROXY in the
+    environment and for nothing else, where Google's client (requests)
+    takes its proxies from urllib.request.getproxies and proxy_bypass: a
+    NO_PROXY naming the host (the client goes direct) skipped the check,
+    and a proxy set outside the environment (macOS's System Settings,
+    which getproxies reads there) was not seen: a reachable input refused
+    (exit 2) on a Mac behind a proxy."""
+    import urllib.request
+
+    from pipeline.io import matching
+    from pipeline.io.errors import InputError
+
+    for name in ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+                 "STORAGE_EMULATOR_HOST", "API_ENDPOINT_OVERRIDE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(matching, "REACH_TRIES", (0.0,))
+    monkeypatch.setattr(matching, "GCS_HOST", ("gpfit-test.invalid", 443))
+    # A proxy the host is exempt from: the client connects directly.
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost,.invalid")
+    with pytest.raises(InputError, match="gpfit-test.invalid:443 cannot be reached"):
+        matching.check_gcs_reached("gs://b/x/")
+    monkeypatch.setenv("NO_PROXY", "localhost")
+    matching.check_gcs_reached("gs://b/x/")  # through the proxy: the client's to reach
+    # A proxy from the system's settings, not the environment (macOS's
+    # _scproxy: no real one on this Linux machine, so stood in for).
+    monkeypatch.delenv("HTTPS_PROXY")
+    monkeypatch.delenv("NO_PROXY")
+    monkeypatch.setattr(urllib.request, "getproxies",
+                        lambda: {"https": "http://proxy.example:3128"})
+    matching.check_gcs_reached("gs://b/x/")
+
+
 def test_a_gs_previous_output_without_an_answer_is_unusable(monkeypatch):
     """Offline, reading a gs:// --previous_output's _SUCCESS.json raised
     Google's RetryError after 120 s, no OSError: gpfit "failed unexpectedly"
