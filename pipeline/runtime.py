@@ -342,12 +342,19 @@ def worker_exits_watched(watch: bool = True, frozen_after_s: Optional[float] = N
         _WATCHING.clear()
 
 
+_STOP_LOCK = threading.Lock()
+
+
 def _stop_job(why: str) -> None:
     """Stops the watched job for `why` (the first reason only): SIGTERM to
     the main thread, which cli's handler turns into WorkerExited(why)."""
-    _WORKER_EXITS.append(why)
+    # Under a lock: a worker's exit and the frozen watch at once each saw
+    # two reasons, and neither signalled, the job hung.
+    with _STOP_LOCK:
+        _WORKER_EXITS.append(why)
+        first = len(_WORKER_EXITS) == 1
     # Only to a handler of the command's: SIGTERM's default would kill the process.
-    if len(_WORKER_EXITS) == 1 and callable(signal.getsignal(signal.SIGTERM)):
+    if first and callable(signal.getsignal(signal.SIGTERM)):
         signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
 
 
