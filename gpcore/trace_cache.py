@@ -331,8 +331,9 @@ def _trusted_folder(where: str) -> bool:
         if not stat.S_ISDIR(st.st_mode):
             return False  # a file: save reports it cannot write there
         why = _unsafe(st)
+        # Not through a link: where it points may be a folder shared on purpose.
         if (why is not None and st.st_uid == os.geteuid() and os.environ.get(ENV) is None
-                and _tightened(where)):
+                and not stat.S_ISLNK(link.st_mode) and _tightened(where)):
             why = None
     if why is not None:
         _refused(where, why)
@@ -614,11 +615,17 @@ def _prune(where: str) -> None:
     half-written ones left by dead processes."""
     try:
         names = os.listdir(where)
-        ages = {n: os.path.getmtime(os.path.join(where, n)) for n in names}
     except OSError:
         return  # another process pruned meanwhile
+    ages = {}
+    for n in names:
+        try:  # the entry itself, not what a link names: a dangling one stopped pruning
+            ages[n] = os.lstat(os.path.join(where, n)).st_mtime
+        except OSError:
+            continue  # removed meanwhile
+    names = list(ages)
     now = time.time()
     dead = [n for n in names if n.startswith(".") and now - ages[n] > STALE_PARTIAL_S]
     kept = sorted((n for n in names if not n.startswith(".")), key=ages.get, reverse=True)
     for name in dead + kept[MAX_ENTRIES:]:
-        shutil.rmtree(os.path.join(where, name), ignore_errors=True)
+        _remove(os.path.join(where, name))

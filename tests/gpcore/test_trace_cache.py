@@ -209,6 +209,20 @@ def test_the_least_recently_used_entries_beyond_the_bound_and_dead_partials_are_
     assert sorted(os.listdir(tmp_path)) == [".live-2", "newest", "recent"]
 
 
+def test_a_dangling_link_among_the_entries_leaves_pruning_going(tmp_path, monkeypatch):
+    """Its getmtime raised, and the folder was never pruned again; a link
+    beyond the bound goes itself, not what it names."""
+    monkeypatch.setattr(trace_cache, "MAX_ENTRIES", 1)
+    now = time.time()
+    for name, age in (("old", 300), ("newest", 0)):
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (now - age, now - age))
+    os.symlink(tmp_path / "gone", tmp_path / "dangling")
+    os.utime(tmp_path / "dangling", (now - 200, now - 200), follow_symlinks=False)
+    trace_cache._prune(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == ["newest"]
+
+
 def test_warm_up_runs_only_a_kept_trace_and_leaves_the_counters(folder, rng, monkeypatch):
     series = _series(rng)
     cold = GPFitter(CONFIG)
@@ -452,6 +466,24 @@ def test_a_folder_named_by_this_users_own_symbolic_link_is_used(tmp_path, monkey
         assert trace_cache.load(name) is not None
     assert (real / name / trace_cache.LIBRARY).exists()
     assert not [m for m in caplog.messages if "trace cache" in m]
+
+
+def test_a_default_folder_named_by_a_link_is_refused_not_made_private(tmp_path, monkeypatch,
+                                                                      caplog):
+    """The default folder, this user's and group-writable, is made 0700 in
+    place; not where it is a link: what it names may be shared on purpose."""
+    shared = tmp_path / "team"
+    shared.mkdir()
+    os.chmod(shared, 0o775)
+    monkeypatch.delenv(trace_cache.ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "gpfit").mkdir(parents=True)
+    os.symlink(shared, tmp_path / "cache" / "gpfit" / "traces")
+    _fresh(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        assert trace_cache.load("anything") is None
+    assert oct(shared.stat().st_mode & 0o777) == oct(0o775)
+    assert any("not using the trace cache" in m and "mode 775" in m for m in caplog.messages)
 
 
 @pytest.mark.parametrize("home", ["", "relative/home"])
