@@ -216,38 +216,58 @@ def _check_filesystem(pattern: str) -> None:
 
 # Offline, a gs:// --input was said after Beam's 21 s search for
 # credentials and Google's storage client's 120 s of retries (104-141 s in
-# all; docs/design.md, "The fitter", An offline gs:// input). Its host is
-# first asked for at the socket level, tries REACH_TRIES seconds apart:
-# where it is never resolved or connected to, the run stops then. Anything
-# the host answers, however slowly, goes on to the client and its retries
-# (an HTTP error, 429 or 503, is answered over a connection); a proxy the
-# client would use (the environment's or, on macOS, the system's, unless
-# NO_PROXY exempts the host) or another endpoint is the client's to reach.
+# all; docs/design.md, "The fitter", An offline gs:// input), and so were
+# a gs:// --output and --previous_output. Their host is first asked for at
+# the socket level, tries REACH_TRIES seconds apart: where it is never
+# resolved or connected to, the run stops then. Anything the host answers,
+# however slowly, goes on to the client and its retries (an HTTP error, 429
+# or 503, is answered over a connection); a proxy the client would use
+# (the environment's or, on macOS, the system's, unless NO_PROXY exempts
+# the host) or another endpoint is the client's to reach. A host that answered is not
+# asked again for REACHED_FOR_S: the three options of a run share it, and
+# offline each would take the 6 s (one that did not answer is asked again,
+# so an optional --previous_output is not dropped on another's word).
 GCS_HOST = ("storage.googleapis.com", 443)
 REACH_TRIES = (0.0, 2.0, 4.0)  # pauses before each try: 6 s and 3 connection timeouts at most
 CONNECT_TIMEOUT_S = 10.0
+REACHED_FOR_S = 600.0
 # Another endpoint in the environment (an emulator, a private one).
 _CLIENT_ENDPOINTS = ("STORAGE_EMULATOR_HOST", "API_ENDPOINT_OVERRIDE")
+_REACHED: dict[tuple[str, int], float] = {}  # host -> when it last answered (time.monotonic)
 
 
-def check_gcs_reached(pattern: str) -> None:
-    """Raises InputError where pattern is on gs:// and Cloud Storage's host
-    (GCS_HOST) can neither be resolved nor connected to in len(REACH_TRIES)
-    tries; nothing where the client would go elsewhere (`_client_routed`)."""
-    if FileSystems.get_scheme(pattern) != "gs" or _client_routed():
-        return
+def gcs_unreached(path: str) -> Optional[str]:
+    """Where path is on gs:// and Cloud Storage's host (GCS_HOST) can
+    neither be resolved nor connected to in len(REACH_TRIES) tries, that in
+    words, with what to do; else None: not gs://, the client would go
+    elsewhere (`_client_routed`), or the host answered (now, or in the last
+    REACHED_FOR_S)."""
+    if FileSystems.get_scheme(path) != "gs" or _client_routed():
+        return None
+    host = tuple(GCS_HOST)
+    answered = _REACHED.get(host)
+    if answered is not None and time.monotonic() - answered < REACHED_FOR_S:
+        return None
     for pause in REACH_TRIES:
         time.sleep(pause)
         try:
-            socket.create_connection(GCS_HOST, timeout=CONNECT_TIMEOUT_S).close()
-            return
+            socket.create_connection(host, timeout=CONNECT_TIMEOUT_S).close()
+            _REACHED[host] = time.monotonic()
+            return None
         except OSError as err:
             failed = err
-    host, port = GCS_HOST
-    raise InputError(f"cannot read --input {pattern!r}: Cloud Storage's {host}:{port} cannot be "
-                     f"reached ({type(failed).__name__}: {failed}; {len(REACH_TRIES)} tries over "
-                     f"{sum(REACH_TRIES):.0f} s): check this machine's network, DNS or proxy "
-                     "(HTTPS_PROXY), then run again")
+    name, port = host
+    return (f"Cloud Storage's {name}:{port} cannot be reached ({type(failed).__name__}: "
+            f"{failed}; {len(REACH_TRIES)} tries over {sum(REACH_TRIES):.0f} s): check this "
+            "machine's network, DNS or proxy (HTTPS_PROXY), then run again")
+
+
+def check_gcs_reached(pattern: str) -> None:
+    """Raises InputError where the --input pattern is on gs:// and Cloud
+    Storage cannot be reached (gcs_unreached)."""
+    unreached = gcs_unreached(pattern)
+    if unreached:
+        raise InputError(f"cannot read --input {pattern!r}: {unreached}")
 
 
 def _client_routed() -> bool:

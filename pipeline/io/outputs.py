@@ -29,7 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.io.errors import UsageError, listing_failure
 from pipeline.io.files import too_long
-from pipeline.io.matching import GLOB_CHARACTERS, escaped, glob_regex, is_glob
+from pipeline.io.matching import GLOB_CHARACTERS, escaped, gcs_unreached, glob_regex, is_glob
 
 PARAMS_PREFIX = "params"            # the parameters' folder
 PREDICTIONS_PREFIX = "predictions"  # the predictions' folder
@@ -152,7 +152,8 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
     Raises:
       UsageError: no output given; it or a folder above it is a file; it
         holds input, foreign files or symbolic links; it lies where the
-        input pattern would read this run's shards on the next run.
+        input pattern would read this run's shards on the next run; on
+        gs://, Cloud Storage's host cannot be reached (check_gcs_reached).
     """
     if not output:
         raise UsageError("no output given; pass --output FOLDER")
@@ -169,6 +170,8 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
     if local:
         _refuse_links(output)
         _refuse_mounted_tables(output)
+    else:
+        check_gcs_reached(output)
     files = [path for path in existing_files(output)
              if posixpath.basename(path) not in BROWSER_FILES]
     for path in files:
@@ -178,6 +181,15 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
                 f"output folder {output} holds {name!r}, which gpfit did not write; "
                 "give an empty folder or a previous gpfit output folder")
     return [path for path in files if posixpath.basename(path) != LOCK_NAME]
+
+
+def check_gcs_reached(output: str) -> None:
+    """Raises UsageError where the --output folder is on gs:// and Cloud
+    Storage's host cannot be reached (matching.gcs_unreached): listing it
+    waited for the storage client's 120 s of retries."""
+    unreached = gcs_unreached(output)
+    if unreached:
+        raise UsageError(f"cannot write --output {output!r}: {unreached}")
 
 
 def check_not_read_by(input_pattern: str, output: str, probe: bool = True) -> None:

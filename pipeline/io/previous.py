@@ -20,7 +20,7 @@ from gpcore.result import OK
 from pipeline.io import lock, manifest, rows, shards
 from pipeline.io.errors import NO_ANSWER, UsageError, first_line, listing_failure
 from pipeline.io.files import map_files
-from pipeline.io.matching import is_glob
+from pipeline.io.matching import gcs_unreached, is_glob
 from pipeline.io.outputs import FAILED_MARKER, LOCK_NAME, SUCCESS_MARKER, lies_inside, same_folder
 from pipeline.io.schema import PARAMETERS
 
@@ -66,11 +66,13 @@ def check(folder: str, output: str) -> PreviousRun:
     Raises:
       UsageError: it is the output folder.
       Unusable: it has no _SUCCESS.json (missing, unfinished, failed) or one
-        that does not read, or Google Cloud does not answer for it; another
+        that does not read, or Google Cloud does not answer for it (or its
+        host cannot be reached: matching.gcs_unreached); another
         run holds its lock; it has no shards, or one that is not Parquet or
         lacks a needed column; its shards are not those its manifest lists.
     """
     check_not_output(folder, output)
+    check_gcs_reached(folder)
     try:
         held = lock.holder(folder)
     except Exception as err:  # pylint: disable=broad-except
@@ -97,6 +99,15 @@ def check(folder: str, output: str) -> PreviousRun:
                        ) from err
     _check_listed(folder, paths, found.get("output_files"))
     return PreviousRun(folder, str(found.get("kernel")), tuple(paths), sum(rows))
+
+
+def check_gcs_reached(folder: str) -> None:
+    """Raises Unusable where the folder is on gs:// and Cloud Storage's
+    host cannot be reached (matching.gcs_unreached): reading its lock and
+    manifest waited for the storage client's 120 s of retries."""
+    unreached = gcs_unreached(folder)
+    if unreached:
+        raise Unusable(f"--previous_output {folder} cannot be read: {unreached}", _ADVICE)
 
 
 def _unanswered(folder: str, err: Exception) -> "Unusable":

@@ -707,6 +707,94 @@ def test_an_offline_gs_input_is_said_in_seconds_not_minutes(tmp_path, monkeypatc
         assert "3 tries over 6 s): check this machine's network, DNS or proxy" in run.stderr
 
 
+_CLIENT_ROUTES = ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "STORAGE_EMULATOR_HOST",
+                  "API_ENDPOINT_OVERRIDE")
+
+
+def test_an_offline_gs_output_or_previous_output_is_said_in_seconds(tmp_path, monkeypatch,
+                                                                    caplog):
+    """With a local input, `--output gs://...` and `--previous_output
+    gs://...` offline were said only after the storage client's 120 s of
+    retries (and Beam's search for credentials) as the --input was: their
+    host is now tried first too. An optional previous output that cannot be
+    reached is fitted cold, in seconds. (Run for real where
+    storage.googleapis.com cannot be reached; skipped where it can.)"""
+    import time
+
+    if _gcs_reached():
+        pytest.skip("this machine reaches storage.googleapis.com")
+    for name in _CLIENT_ROUTES:
+        monkeypatch.delenv(name, raising=False)
+    input_ = _write(tmp_path / "x.parquet", _good_table(8))
+    unreached = ("Cloud Storage's storage.googleapis.com:443 cannot be reached (", "3 tries over "
+                 "6 s): check this machine's network, DNS or proxy (HTTPS_PROXY), then run again")
+    output = "gs://gpfit-offline-test-bucket/out/"
+    started = time.monotonic()
+    run = gpfit(input_, output)
+    assert time.monotonic() - started < 60
+    assert_usage_error(run, f"cannot write --output {output!r}: {unreached[0]}")
+    assert unreached[1] in run.stderr
+
+    last = "gs://gpfit-offline-test-bucket/night1/"
+    started = time.monotonic()
+    run = gpfit(input_, str(tmp_path / "out"), "--previous_output", last)
+    assert time.monotonic() - started < 60
+    assert_usage_error(run, f"--previous_output {last} cannot be read: {unreached[0]}")
+    assert unreached[1] in run.stderr
+    assert run.stderr.rstrip().endswith("or add --previous_output_optional to fit every series "
+                                        "cold"), run.stderr
+
+    started = time.monotonic()
+    with caplog.at_level("WARNING", logger="gpfit"):
+        run = gpfit(input_, str(tmp_path / "out"), "--previous_output", last,
+                    "--previous_output_optional")
+    assert time.monotonic() - started < 90
+    assert run.code == 0, run.stderr
+    (said,) = [r.getMessage() for r in caplog.records if "fitted cold" in r.getMessage()]
+    assert said.startswith(f"gpfit: every series fitted cold: --previous_output {last} cannot "
+                           f"be read: {unreached[0]}"), said
+
+
+def test_cloud_storage_is_tried_once_a_run(monkeypatch):
+    """The --input, --output and --previous_output on gs:// share one host:
+    it is tried once, not three times (6 s each offline)."""
+    import socket
+
+    from pipeline.io import matching, outputs, previous
+    from pipeline.io.errors import InputError, UsageError
+
+    for name in _CLIENT_ROUTES:
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(8)
+        monkeypatch.setattr(matching, "GCS_HOST", listening.getsockname())
+        monkeypatch.setattr(matching, "_REACHED", {})
+        matching.check_gcs_reached("gs://b/in/")
+        matching.check_gcs_reached("gs://b/in/*.parquet")
+        outputs.check_gcs_reached("gs://b/out/")
+        previous.check_gcs_reached("gs://b/night1/")
+        listening.setblocking(False)
+        accepted = 0
+        while True:
+            try:
+                listening.accept()[0].close()
+            except BlockingIOError:
+                break
+            accepted += 1
+        assert accepted == 1
+    # A host not reached is not remembered: each option is refused as its own.
+    monkeypatch.setattr(matching, "REACH_TRIES", (0.0,))
+    monkeypatch.setattr(matching, "GCS_HOST", ("gpfit-test.invalid", 443))
+    with pytest.raises(InputError, match="^cannot read --input 'gs://b/in/': Cloud Storage's "):
+        matching.check_gcs_reached("gs://b/in/")
+    with pytest.raises(UsageError, match="^cannot write --output 'gs://b/out/': Cloud Storage's "):
+        outputs.check_gcs_reached("gs://b/out/")
+    with pytest.raises(previous.Unusable, match="^--previous_output gs://b/night1/ cannot be "
+                                                "read: Cloud Storage's gpfit-test"):
+        previous.check_gcs_reached("gs://b/night1/")
+
+
 def test_only_a_gs_host_that_never_answers_stops_the_run(monkeypatch):
     """A host that cannot be resolved (.invalid never is) stops it after
     the tries; one that accepts a connection goes on to the client and its
@@ -786,6 +874,8 @@ def test_a_gs_previous_output_without_an_answer_is_unusable(monkeypatch):
                          "host='storage.googleapis.com', port=443)", ConnectionError())
 
     monkeypatch.setattr(manifest, "load", no_answer)
+    # A host that accepts the connection, then never answers a request.
+    monkeypatch.setattr(previous, "check_gcs_reached", lambda folder: None)
     with pytest.raises(previous.Unusable) as refused:
         previous.check("gs://gpfit-offline-test-bucket/gp-params/run_date=2026-11-28/", "out")
     assert refused.value.reason.startswith(
