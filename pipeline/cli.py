@@ -259,9 +259,7 @@ def _failed(err: Exception, output: str) -> int:
     if lost_worker(text):
         code = _EXIT_CODE.search(text)
         how = ("killed, or out of memory: see the system log" if code is None else
-               f"exit code {code.group(1)}: killed, out of memory, or unable to start or to "
-               "reach the runner on localhost; see the system log, or --log_level debug for "
-               "its errors")
+               _worker_end(int(code.group(1))))
         _say(f"gpfit: error: a worker process died mid-run ({how}) and the job stopped; no "
              f"{outputs.SUCCESS_MARKER} was written; run again into {output} (its files are "
              "replaced), with fewer or smaller worker processes if memory ran out")
@@ -270,6 +268,22 @@ def _failed(err: Exception, output: str) -> int:
          f"{outputs.SUCCESS_MARKER} was written; run again with --log_level debug for the "
          "traceback")
     return EXIT_PIPELINE_FAILED
+
+
+def _worker_end(code: int) -> str:
+    """How a worker process ended, from its exit code as Python's subprocess
+    gives it (-N: killed by signal N), in words: "exit code -11" named no
+    signal (a crash, SIGSEGV) and "-9" not the OOM killer."""
+    if code >= 0:
+        return (f"exit code {code}: out of memory, or unable to start or to reach the runner "
+                "on localhost; see the system log, or --log_level debug for its errors")
+    if -code == signal.SIGKILL:
+        return "killed (SIGKILL: the OOM killer or kill -9); see the system log"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = "a signal"
+    return f"killed by {name} (signal {-code}); see the system log"
 
 
 # Beam runs pip (and the setup file's build) as it stages a job; its error
@@ -320,7 +334,8 @@ def _stop_on_signals() -> dict:
     def stop(signum, _frame):
         exited = runtime.worker_exit_pending() if signum == signal.SIGTERM else None
         if exited is not None:  # runtime.worker_exited's: the job fails, it was not stopped
-            runtime.end_workers_after()  # the others, one still starting among them
+            runtime.end_workers_now()  # before the unwinding closes their channels
+            runtime.end_workers_after()  # one still starting among them
             raise exited
         _SIGNALLED.append(signum)
         for each in _STOP_SIGNALS:  # a second signal while unwinding: default action

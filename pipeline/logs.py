@@ -156,6 +156,29 @@ class _QuietStop(logging.Filter):
         return not (STOPPING.is_set() and record.name.startswith("apache_beam"))
 
 
+def _is_rpc_error(kind) -> bool:
+    """Whether an exception type is gRPC's RpcError (grpc is not imported here)."""
+    return isinstance(kind, type) and any(
+        c.__name__ == "RpcError" and c.__module__.split(".")[0] == "grpc" for c in kind.__mro__)
+
+
+# Beam's logger of the runner's side of a worker's data channel.
+_DATA_PLANE = "apache_beam.runners.worker.data_plane"
+
+
+class _LostChannel(logging.Filter):
+    """Below debug, drops Beam's "Failed to read inputs in the data plane"
+    with gRPC's RpcError: the runner's side of a channel to a worker
+    process that went away (killed, crashed), logged before the runner
+    learns the worker is gone. The job then fails, and gpfit's last line
+    says a worker process died, and how (pipeline/cli.py); --log_level
+    debug shows it with its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == _DATA_PLANE and record.exc_info
+                    and _is_rpc_error(record.exc_info[0]))
+
+
 def configure_logs(level: str = "info") -> None:
     """gpfit's lines at `level` (--log_level), Beam's Dataflow runner at INFO,
     the rest of Beam at WARNING; worker lines filtered (see above); tracebacks
@@ -185,8 +208,9 @@ def configure_logs(level: str = "info") -> None:
         logging.WARNING if numeric <= logging.DEBUG else logging.CRITICAL + 1)
     for handler in root.handlers:
         handler.filters = [f for f in handler.filters if not isinstance(
-            f, (_NoTracebacks, _QuietStop, _DataflowAdvice, _OneLine))]
+            f, (_LostChannel, _NoTracebacks, _QuietStop, _DataflowAdvice, _OneLine))]
         if numeric > logging.DEBUG:
+            handler.addFilter(_LostChannel())  # before _NoTracebacks takes the exception off
             handler.addFilter(_NoTracebacks())
             handler.addFilter(_QuietStop())
             handler.addFilter(_DataflowAdvice())
@@ -204,11 +228,16 @@ _THREAD_TRACEBACKS = False  # a thread's error is printed whole (--log_level deb
 
 
 def _thread_ended(args) -> None:
-    worker_exited(args)
+    stopped = worker_exited(args)
     if _THREAD_TRACEBACKS:
         threading.__excepthook__(args)
         return
     if args.exc_type is SystemExit or STOPPING.is_set():  # a stop's workers, ended
+        return
+    if stopped or _is_rpc_error(args.exc_type):
+        # A worker process's exit, which the run's last line says, and the
+        # runner's gRPC threads whose channel to it broke (_LostChannel):
+        # whole at --log_level debug, above.
         return
     name = args.thread.name if args.thread is not None else "?"
     _LOG.warning("thread %s ended: %s: %s (traceback: --log_level debug)", name,

@@ -243,6 +243,45 @@ def _end_workers(grace_s: float) -> None:
             pass  # ended meanwhile
 
 
+# A job that fails as one worker process exits (killed, crashed) unwinds
+# through Beam's runner, which closes the other workers' channels: each then
+# ended through Python's own shutdown, where its gRPC threads, still in C++,
+# were unwound by force, and the C++ runtime aborted the process, printing
+# "terminate called after throwing an instance of ''" and "FATAL: exception
+# not rethrown" on gpfit's stderr beside its one line. So before the
+# unwinding the others get SIGTERM (and SIGCONT), whose default action ends
+# a worker at once, without that shutdown (Beam's worker sets no handler for
+# it); one still there after WORKERS_GONE_S gets SIGKILL. They end in a few
+# milliseconds (docs/design.md, "Runners and quiet runs").
+WORKERS_GONE_S = 1.0
+
+
+def end_workers_now(gone_s: float = WORKERS_GONE_S, every_s: float = 0.005) -> None:
+    """The job failed (a worker process exited, or was frozen): SIGTERM and
+    SIGCONT to this process's other Beam worker processes now, waiting up to
+    gone_s for them to end, then SIGKILL to any left; also marks the run as
+    stopping (STOPPING), so that their ends are not reported."""
+    STOPPING.set()
+    pids = set(_worker_children())
+    for pid in pids:
+        _send(pid, signal.SIGTERM, signal.SIGCONT)
+    deadline = time.monotonic() + gone_s
+    while pids and time.monotonic() < deadline:
+        time.sleep(every_s)
+        # An ended one is a zombie until Beam reaps it: "Z", or no cmdline.
+        pids &= {pid for pid, state in _worker_states().items() if state != "Z"}
+    for pid in pids:
+        _send(pid, signal.SIGKILL)
+
+
+def _send(pid: int, *signums: int) -> None:
+    for signum in signums:
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            return  # ended meanwhile
+
+
 def _worker_children() -> list[int]:
     """Pids of this process's children that run Beam's SDK worker (Linux's
     /proc; none elsewhere)."""
@@ -388,13 +427,15 @@ def watch_frozen(done: threading.Event, after_s: float = FROZEN_AFTER_S,
             return
 
 
-def worker_exited(args) -> None:
+def worker_exited(args) -> bool:
     """Stops the command's job when `args` (threading.excepthook's) is a
-    local worker process's exit, while the job runs."""
+    local worker process's exit, while the job runs; whether it did (the
+    command's last line then says it)."""
     if (args.thread is None or args.thread.name != WORKER_THREAD
             or not _WATCHING.is_set() or STOPPING.is_set()):
-        return
+        return False
     _stop_job(first_line(args.exc_value))
+    return True
 
 
 # ---- worker processes and their threads ----------------------------------------

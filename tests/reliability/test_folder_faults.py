@@ -473,6 +473,43 @@ def test_a_lost_worker_process_is_named_with_exit_3(hostile_input, clean, tmp_pa
     rerun_is_clean(hostile_input, output, clean)
 
 
+def _not_gpfits(stderr: str) -> list[str]:
+    """The lines of a stderr that are not gpfit's own (its error and warning
+    lines, and the log lines it writes: "... INFO gpfit: ...")."""
+    return [line for line in stderr.splitlines()
+            if not line.startswith("gpfit: ") and " gpfit: " not in line
+            and " worker: gpfit" not in line]
+
+
+@pytest.mark.parametrize("signum,said", [
+    (signal.SIGKILL, "killed (SIGKILL: the OOM killer or kill -9)"),
+    (signal.SIGSEGV, "killed by SIGSEGV (signal 11)"),
+])
+def test_one_worker_process_killed_by_a_signal_is_one_line(hostile_input, tmp_path, signum,
+                                                           said):
+    """One of two worker processes killed (the OOM killer's SIGKILL) or
+    crashed (SIGSEGV): the line said "exit code -11", and Beam's and gRPC's
+    lines came with it at the default level ("Failed to read inputs in the
+    data plane", "thread ... ended: RpcError"), and the other worker's C++
+    runtime aborting as it was ended ("terminate called after throwing an
+    instance of ''", "FATAL: exception not rethrown"). Now the line names
+    the signal and is the only one; the rest shows at --log_level debug."""
+    output = str(tmp_path / "out")
+    running = _fitting_on_two_workers(hostile_input, output)
+    survivor = running.workers()[1]
+    started = time.monotonic()
+    kill_all(running.workers()[:1], signum)
+    lost = running.finish()
+    took = time.monotonic() - started
+    line = one_line(lost, 3, "a worker process died mid-run", said, "run again into")
+    assert "exit code" not in line, line
+    assert _not_gpfits(lost.stderr) == [], lost.stderr
+    assert wait_for(lambda: not running.left(), timeout=10), running.left()
+    assert not os.path.exists(f"/proc/{survivor}") or _state(survivor) in ("", "Z")
+    assert "_RUNNING.json" not in files_in(output)
+    assert took < 30, took
+
+
 def test_a_worker_that_raises_is_named_by_its_error(hostile_input, clean, tmp_path):
     """A worker process's error reaches the launcher as its traceback's text:
     the line names the error raised (here a disk that fills while the
