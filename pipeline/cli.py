@@ -42,6 +42,11 @@ import time  # noqa: E402
 from pipeline.io import beam_import, streams  # noqa: E402
 from pipeline.io.errors import EXIT_USAGE  # noqa: E402
 
+# gRPC's C++ lines off below --log_level debug, before Beam imports grpc
+# (beam_import.quiet_grpc: it reads its setting at import), from the
+# command line this process was started with.
+beam_import.quiet_grpc(sys.argv[1:])
+
 if beam_import.refusal() is not None:
     # At import: the console script imports this module before main runs,
     # and Beam's import below would fail with a traceback and exit 1
@@ -256,6 +261,13 @@ def _failed(err: Exception, output: str) -> int:
              f"job stopped; no {outputs.SUCCESS_MARKER} was written; run again into {output} "
              "(its files are replaced)")
         return EXIT_PIPELINE_FAILED
+    if _GRPC_BIND in text:
+        _say(f"gpfit: error: the pipeline failed: the local runner could not open a port on "
+             f"localhost for its workers (gRPC: {_GRPC_BIND} [::]:0): this process may have "
+             f"no file descriptor left ({_descriptor_limit()}) or no loopback; raise the "
+             "limit, e.g. ulimit -n 4096 in the shell that runs gpfit, and run again "
+             f"(--log_level debug shows gRPC's error); no {outputs.SUCCESS_MARKER} was written")
+        return EXIT_PIPELINE_FAILED
     if lost_worker(text):
         code = _EXIT_CODE.search(text)
         how = ("killed, or out of memory: see the system log" if code is None else
@@ -268,6 +280,20 @@ def _failed(err: Exception, output: str) -> int:
          f"{outputs.SUCCESS_MARKER} was written; run again with --log_level debug for the "
          "traceback")
     return EXIT_PIPELINE_FAILED
+
+
+# gRPC's error where the local runner's server could not take a port: out
+# of descriptors (ulimit -n) mid-run, or no loopback. Below debug gRPC's own
+# lines, which said why, are off (beam_import.quiet_grpc).
+_GRPC_BIND = "Failed to bind to address"
+
+
+def _descriptor_limit() -> str:
+    """This process's open-files limit, in words."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return "ulimit -n is unlimited" if soft == resource.RLIM_INFINITY else f"ulimit -n is {soft}"
 
 
 def _worker_end(code: int) -> str:

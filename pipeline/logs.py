@@ -8,6 +8,7 @@ import re
 import sys
 import threading
 
+from pipeline.io.beam_import import log_level_in  # noqa: F401  (re-exported)
 from pipeline.io.errors import one_line
 from pipeline.runtime import STOPPING, worker_exited
 from pipeline.worker_stderr import HARMLESS
@@ -84,20 +85,6 @@ class _DataflowAdvice(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return not (record.name.startswith(DATAFLOW_LOGGER)
                     and str(record.msg).startswith(_DATAFLOW_ADVICE))
-
-
-def log_level_in(argv: list[str]) -> str:
-    """--log_level's value in argv, before the options are parsed (so that a
-    refusal of them is logged at the level asked for); "info" by default.
-    The last one given, as the parser takes it (a wrapper's default followed
-    by the user's own)."""
-    found = "info"
-    for i, arg in enumerate(argv):
-        if arg.startswith("--log_level="):
-            found = arg.split("=", 1)[1]
-        elif arg == "--log_level" and i + 1 < len(argv):
-            found = argv[i + 1]
-    return found
 
 
 # A traceback's text: Python's header, or Beam's retries' ("Traceback for

@@ -18,8 +18,46 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 from typing import Iterator, Optional
+
+
+# gRPC's C++ core (Beam's channels to the local runner's workers) writes its
+# errors to file descriptor 2 itself, outside Python's logging: out of
+# descriptors mid-run (ulimit -n), 3 lines ("E1207 ... posix_interface_
+# posix.cc:168] socket(10, 1, 0) returned -1 with error: |Too many open
+# files| ...", with NUL bytes in them) before gpfit's own. It reads
+# GRPC_VERBOSITY once, as grpc is imported (setting it later does nothing),
+# so each entry point sets it first, below --log_level debug: NONE, where
+# the environment does not set it (a user's value wins). Worker processes
+# inherit it. The error still reaches gpfit's last line as the exception
+# gRPC raises in Python (docs/design.md, "Quiet by default").
+GRPC_VERBOSITY = "GRPC_VERBOSITY"
+
+
+def quiet_grpc(argv: list[str], environ=None) -> None:
+    """Sets GRPC_VERBOSITY=NONE in `environ` (default: this process's) for
+    a command line `argv` below --log_level debug, unless it is set; call
+    it before grpc (Beam) is imported."""
+    environ = os.environ if environ is None else environ
+    if environ.get(GRPC_VERBOSITY) or log_level_in(argv) == "debug":
+        return
+    environ[GRPC_VERBOSITY] = "NONE"
+
+
+def log_level_in(argv: list[str]) -> str:
+    """--log_level's value in argv, before the options are parsed (so that a
+    refusal of them is logged at the level asked for); "info" by default.
+    The last one given, as the parser takes it (a wrapper's default followed
+    by the user's own)."""
+    found = "info"
+    for i, arg in enumerate(argv):
+        if arg.startswith("--log_level="):
+            found = arg.split("=", 1)[1]
+        elif arg == "--log_level" and i + 1 < len(argv):
+            found = argv[i + 1]
+    return found
 
 
 @contextlib.contextmanager

@@ -458,6 +458,57 @@ def test_a_run_whose_descriptors_ran_out_still_releases_its_lock(tmp_path):
     assert not os.path.exists(os.path.join(output, "_RUNNING.json"))
 
 
+def test_a_run_out_of_descriptors_in_grpc_prints_only_gpfits_lines(tmp_path):
+    """Out of descriptors mid-run (ulimit -n 10, two workers of the local
+    runner in one process: multi_processing is refused under 44), gRPC's C++ core wrote its own lines on
+    stderr ("E1207 ... posix_interface_posix.cc:168] socket(10, 1, 0)
+    returned -1 with error: |Too many open files| ...", 3 lines), and
+    gpfit's line said only "Failed to bind to address [::]:0; set
+    GRPC_VERBOSITY=debug ...". Now stderr holds gpfit's lines alone, and
+    the last one names the descriptor limit."""
+    import resource
+
+    # One file: 400 of them ran out in the input's check as often (exit 2, said).
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(pa.table({"series_id": [f"s{i}" for i in range(40) for _ in range(6)],
+                             "t": np.tile(np.arange(6.0), 40), "y": np.sin(np.arange(240.0))}),
+                   folder / "a.parquet")
+    output = str(tmp_path / "out")
+    env = {**os.environ, "PYTHONPATH": REPO, "OPENBLAS_NUM_THREADS": "1"}
+    env.pop("GRPC_VERBOSITY", None)
+
+    def at_most_10_files():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (10, resource.getrlimit(
+            resource.RLIMIT_NOFILE)[1]))
+
+    done = subprocess.run([sys.executable, "-m", "pipeline", "--input", str(folder), "--output",
+                           output, "--direct_num_workers", "2", "--direct_running_mode",
+                           "multi_threading"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300, preexec_fn=at_most_10_files, check=False)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 3, done.stderr
+    assert [line for line in lines if not line.startswith("gpfit: ")
+            and " gpfit: " not in line] == [], done.stderr
+    assert lines[-1].startswith("gpfit: error: ") and "ulimit -n" in lines[-1], done.stderr
+    assert not os.path.exists(os.path.join(output, "_RUNNING.json"))
+
+
+def test_grpcs_own_lines_are_off_below_debug_unless_set():
+    """GRPC_VERBOSITY=NONE below --log_level debug; debug, or a value the
+    environment gives, leaves gRPC's setting alone."""
+    from pipeline.io.beam_import import quiet_grpc
+
+    for argv, environ, expected in [
+            (["--input", "x"], {}, "NONE"),
+            (["--log_level", "warning"], {}, "NONE"),
+            (["--log_level", "debug"], {}, None),
+            (["--log_level=debug"], {}, None),
+            (["--input", "x"], {"GRPC_VERBOSITY": "DEBUG"}, "DEBUG")]:
+        quiet_grpc(argv, environ)
+        assert environ.get("GRPC_VERBOSITY") == expected, argv
+
+
 def test_a_lock_left_by_a_local_run_whose_process_is_gone_is_said_when_taken_over(
         tmp_path, caplog):
     """It was taken over without a word: the leftover went unexplained."""
