@@ -298,6 +298,10 @@ def lag_one_correlation(series) -> float:
     if y.size < 3:
         return 1.0
     y = y[np.argsort(t, kind="stable")]
+    # Scaled to at most 1 first: values near float64's limits overflowed
+    # the mean and the sums, a numpy warning that PYTHONWARNINGS=error
+    # turns into a failed cost estimate.
+    y = y / np.max(np.abs(y)) if np.max(np.abs(y)) > 0 else y
     y = y - y.mean()
     energy = float(np.dot(y, y))
     return float(np.dot(y[1:], y[:-1]) / energy) if energy > 0 else 1.0

@@ -324,6 +324,21 @@ def test_a_series_is_rough_where_its_neighbouring_values_are_nearly_uncorrelated
         assert lag_one_correlation(Series("s", np.arange(float(y.size)), y)) == 1.0
 
 
+def test_the_lag_one_correlation_of_values_near_float64s_limits_warns_nothing():
+    """Values of 1e308 overflowed its mean and sums: numpy's warnings, an
+    error under PYTHONWARNINGS=error, in the cost estimate of every run."""
+    import warnings
+
+    from gpcore.batching import lag_one_correlation
+    t = np.arange(200.0)
+    cycle = np.sin(t / 5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for scale in (1.5e308, 1e-310):
+            assert lag_one_correlation(Series("s", t, scale * cycle)) == pytest.approx(
+                lag_one_correlation(Series("s", t, cycle)), rel=1e-9)
+
+
 def test_a_rough_series_runs_every_restart_at_the_rough_figures():
     """A single kernel with a length-scale grid on a rough series is charged
     ROUGH_EVALUATIONS per start on every restart (its grid shows other
