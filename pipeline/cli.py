@@ -40,7 +40,7 @@ import threading  # noqa: E402
 import time  # noqa: E402
 
 from pipeline.io import beam_import, streams  # noqa: E402
-from pipeline.io.errors import EXIT_USAGE  # noqa: E402
+from pipeline.io.errors import EXIT_USAGE, descriptor_limit  # noqa: E402
 
 # gRPC's C++ lines off below --log_level debug, before Beam imports grpc
 # (beam_import.quiet_grpc: it reads its setting at import), from the
@@ -264,7 +264,7 @@ def _failed(err: Exception, output: str) -> int:
     if _GRPC_BIND in text:
         _say(f"gpfit: error: the pipeline failed: the local runner could not open a port on "
              f"localhost for its workers (gRPC: {_GRPC_BIND} [::]:0): this process may have "
-             f"no file descriptor left ({_descriptor_limit()}) or no loopback; raise the "
+             f"no file descriptor left ({descriptor_limit()}) or no loopback; raise the "
              "limit, e.g. ulimit -n 4096 in the shell that runs gpfit, and run again "
              f"(--log_level debug shows gRPC's error); no {outputs.SUCCESS_MARKER} was written")
         return EXIT_PIPELINE_FAILED
@@ -286,14 +286,6 @@ def _failed(err: Exception, output: str) -> int:
 # of descriptors (ulimit -n) mid-run, or no loopback. Below debug gRPC's own
 # lines, which said why, are off (beam_import.quiet_grpc).
 _GRPC_BIND = "Failed to bind to address"
-
-
-def _descriptor_limit() -> str:
-    """This process's open-files limit, in words."""
-    import resource
-
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    return "ulimit -n is unlimited" if soft == resource.RLIM_INFINITY else f"ulimit -n is {soft}"
 
 
 def _worker_end(code: int) -> str:

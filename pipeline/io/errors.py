@@ -71,6 +71,15 @@ def with_value(option: str, flag: str, value) -> str:
     return f"{name}{value}" if name.endswith("=") else f"{name} {value}"
 
 
+def descriptor_limit() -> str:
+    """This process's open-files limit in words, for messages that say to
+    raise it: "ulimit -n is N", or "ulimit -n is unlimited"."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return "ulimit -n is unlimited" if soft == resource.RLIM_INFINITY else f"ulimit -n is {soft}"
+
+
 def one_line(text: str) -> str:
     """text with what does not print (a newline or a tab in a file name, a
     right-to-left mark) as Python escapes it: a message naming such a path

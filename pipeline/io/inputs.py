@@ -15,7 +15,6 @@ import errno
 import os
 import posixpath
 import re
-import resource
 from typing import Optional
 
 import pyarrow as pa
@@ -23,7 +22,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.io import columns as col
-from pipeline.io.errors import InputError, first_line, read_in_another_encoding, undecodable
+from pipeline.io.errors import (InputError, descriptor_limit, first_line, read_in_another_encoding,
+                                undecodable)
 from pipeline.io.files import map_files, open_file
 from pipeline.io.matching import (GLOB_CHARACTERS, has_wildcard, is_local, job_glob, resolve,
                                    sample)
@@ -249,9 +249,8 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
             raise _not_parquet(path, err) from err
         # Under `ulimit -n 9` a good file was called "not a Parquet file"
         # (docs/design.md, "The fitter", A lock released without descriptors).
-        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         raise InputError(f"{path} cannot be opened: this process has no file descriptor left "
-                         f"({err.strerror}; ulimit -n is {limit}): raise the limit, e.g. ulimit "
+                         f"({err.strerror}; {descriptor_limit()}): raise the limit, e.g. ulimit "
                          "-n 4096 in the shell that runs gpfit, and run again") from err
     except (pa.ArrowException, ValueError) as err:
         raise _not_parquet(path, err) from err
