@@ -236,11 +236,8 @@ def end_workers_after(grace_s: float = WORKERS_GRACE_S) -> None:
 def _end_workers(grace_s: float) -> None:
     time.sleep(grace_s)
     for pid in _worker_children():
-        try:
-            os.kill(pid, signal.SIGTERM)
-            os.kill(pid, signal.SIGCONT)  # a stopped one takes its SIGTERM only once continued
-        except OSError:
-            pass  # ended meanwhile
+        # A stopped one takes its SIGTERM only once continued.
+        _send(pid, signal.SIGTERM, signal.SIGCONT)
 
 
 # A job that fails as one worker process exits (killed, crashed) unwinds
