@@ -397,8 +397,12 @@ def dense_bytes(k: Kernel, restarts: int, n_points: int) -> int:
     from gpcore.batching import padded_length  # it imports this module
 
     n = min(n_points, MARKOV_ABOVE) if is_markov(k) else n_points
-    matrices = SUM_DENSE_MATRICES if len(components(k)) > 1 else DENSE_MATRICES
-    return restarts * matrices * padded_length(n) ** 2 * 8
+    return restarts * _dense_matrices(k) * padded_length(n) ** 2 * 8
+
+
+def _dense_matrices(k: Kernel) -> int:
+    """N x N matrices a start of a dense fit of kernel k holds at its peak."""
+    return SUM_DENSE_MATRICES if len(components(k)) > 1 else DENSE_MATRICES
 
 
 # Where machine_memory finds this process's cgroups and their limits.
@@ -475,7 +479,7 @@ def check_dense_memory(max_points: int, k: Kernel, restarts: int,
     need = dense_bytes(k, restarts, max_points)
     if need <= memory:
         return
-    matrices = SUM_DENSE_MATRICES if len(components(k)) > 1 else DENSE_MATRICES
+    matrices = _dense_matrices(k)
     fits = math.isqrt(memory // (restarts * matrices * 8))
     while fits > 1 and dense_bytes(k, restarts, fits) > memory:
         fits -= 1
@@ -503,7 +507,14 @@ def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
         return (config,)
     candidates = [kernel(name) for name in config.candidates]
     started = [is_started(k, config.candidates) for k in candidates]
-    made = tuple(dataclasses.replace(
+    # The restarts asked are checked against the largest candidate's grid
+    # (check_restarts); a candidate with a smaller grid keeps at most its
+    # own grid's points: a start past them is never active, yet was a batch
+    # member of every series (linear under restarts=40: 10 times the
+    # members, smaller compiled batches, Batching charging 40 starts), the
+    # fits the same (docs/design.md, "The fitter", Restarts past a
+    # candidate's grid).
+    return tuple(dataclasses.replace(
         config, kernel=k,
         restarts=AUTO_BASIN_RESTARTS if config.restarts is None and k.has_length_axis
         and len(components(k)) == 1 else config.restarts and min(config.restarts,
@@ -516,14 +527,6 @@ def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
         else config.tolerance,
         batch_size=min(config.batch_size, STARTED_BATCH_SIZE) if s else config.batch_size)
         for k, s in zip(candidates, started))
-    # The restarts asked are checked against the largest candidate's grid
-    # (check_restarts); a candidate with a smaller grid keeps at most its
-    # own grid's points: a start past them is never active, yet was a batch
-    # member of every series (linear under restarts=40: 10 times the
-    # members, smaller compiled batches, Batching charging 40 starts), the
-    # fits the same (docs/design.md, "The fitter", Restarts past a
-    # candidate's grid).
-    return made
 
 
 def smooth_part(k: Kernel) -> str:
