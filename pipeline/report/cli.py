@@ -326,8 +326,7 @@ def _write(out: str, text: str) -> int:
     from apache_beam.io.filesystems import FileSystems
     data = text.encode("utf-8")
     if FileSystems.get_scheme(out) is None:
-        folder = os.path.dirname(os.path.abspath(out))
-        os.makedirs(folder, exist_ok=True)
+        folder = os.path.dirname(os.path.abspath(out))  # made by write_whole
         # A short name of its own: out + ".tmp" failed where out's name is
         # within 4 bytes of the file system's longest. Unguessable, created
         # exclusively and never through a link: named by the process id and
