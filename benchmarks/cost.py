@@ -225,6 +225,13 @@ def _candidate_rows(config, name: str, rows: list[dict]) -> list[str]:
     return out
 
 
+def keep_records(path: str, records: list[dict]) -> None:
+    """Writes the calls recorded so far, with the command, as JSON to path
+    (what `--model FILE` re-estimates)."""
+    with open(path, "w") as f:
+        json.dump({"command": " ".join(sys.argv), "calls": records}, f)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/cost.py", description=__doc__.split("\n")[0])
     parser.add_argument("--kernels", default=",".join(KERNELS),
@@ -254,8 +261,7 @@ def main(argv=None) -> int:
             continue
         records += measured
         if args.out:  # after every kernel: a long run's finished part is kept
-            with open(args.out, "w") as f:
-                json.dump({"command": " ".join(sys.argv), "calls": records}, f)
+            keep_records(args.out, records)
     print(table(records))
     return 0
 

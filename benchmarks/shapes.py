@@ -352,8 +352,8 @@ def main(argv=None) -> int:
     for shape in args.shapes.split(","):
         records += measure(shape, args.count, args.seed, args.seconds_per_fit_call, args.predict)
         if args.out:
-            with open(args.out, "w") as f:
-                json.dump({"command": " ".join(sys.argv), "calls": records}, f)
+            from cost import keep_records
+            keep_records(args.out, records)
     print(table(records))
     return 0
 
