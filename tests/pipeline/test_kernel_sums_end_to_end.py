@@ -243,7 +243,8 @@ def test_duckdb_unnests_components(run):
     duckdb = pytest.importorskip("duckdb")  # a test extra (setup.py)
     found = duckdb.sql(
         "SELECT series_id, c.kernel, c.amplitude, c.length_scale, c.period "
-        f"FROM read_parquet('{run.output}/params/*.parquet'), UNNEST(components) AS t(c) "
+        f"FROM read_parquet('{run.output}/params/*.parquet', hive_partitioning = false), "
+        "UNNEST(components) AS t(c) "
         "ORDER BY series_id").fetchall()
     expected = [(r["series_id"], c["kernel"], c["amplitude"], c["length_scale"], c["period"])
                 for r in run.rows() if r["status"] == "ok" for c in r["components"]]
