@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import re
 import sys
 from typing import Any, NamedTuple, Optional, Sequence, Union
 
@@ -50,6 +51,10 @@ from pipeline.io import conversion, fingerprint, inputs, scales
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.schema import OUTPUT_SCHEMA
 from pipeline.options import MAX_ROWS, check_max_rows
+
+# A column name Spark's DDL takes bare (its SQL lexer's IDENTIFIER, not
+# starting with a digit, which would read as a number); others are backquoted.
+_SPARK_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def fit_frame(data, *, id_column: str = "series_id", time_column: str = "t",
@@ -329,14 +334,19 @@ def predictions_schema(dates: bool = False,
 def spark_schema(schema: Optional[pa.Schema] = None) -> str:
     """A schema (default: the output schema; or predictions_schema()'s) as
     a Spark DDL string, for applyInPandas' schema argument (no pyspark
-    needed to build it)."""
+    needed to build it). A name Spark's parser takes bare only as letters,
+    digits and "_" is backquoted otherwise (a fractional level's
+    lower_99.5: the "." would end it)."""
+    def name(text: str) -> str:
+        return text if _SPARK_BARE.fullmatch(text) else "`" + text.replace("`", "``") + "`"
+
     def ddl(type_: pa.DataType) -> str:
         if pa.types.is_list(type_):
             return f"array<{ddl(type_.value_type)}>"
         if pa.types.is_struct(type_):
-            return "struct<" + ",".join(f"{f.name}:{ddl(f.type)}" for f in type_) + ">"
+            return "struct<" + ",".join(f"{name(f.name)}:{ddl(f.type)}" for f in type_) + ">"
         if pa.types.is_timestamp(type_):  # predictions' t of dates: UTC, as Spark keeps it
             return "timestamp"
         return {pa.string(): "string", pa.int64(): "bigint", pa.float64(): "double",
                 pa.bool_(): "boolean"}[type_]
-    return ", ".join(f"{field.name} {ddl(field.type)}" for field in schema or OUTPUT_SCHEMA)
+    return ", ".join(f"{name(field.name)} {ddl(field.type)}" for field in schema or OUTPUT_SCHEMA)

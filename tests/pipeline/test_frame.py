@@ -434,6 +434,28 @@ def test_the_spark_schema_lists_every_output_column_in_order():
     assert names == OUTPUT_SCHEMA.names
 
 
+# A column name in Spark's DDL, by Spark's SQL lexer (SqlBaseLexer.g4): bare,
+# an IDENTIFIER of letters, digits and "_" (here ASCII, not starting with a
+# digit, which would lex as a number); or BACKQUOTED_IDENTIFIER, `...` with
+# each ` doubled. A "." is the DOT token: `lower_99.5 double` ended the name.
+_SPARK_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|`((?:[^`]|``)*)`")
+
+
+def test_the_spark_schema_quotes_the_names_spark_reads_no_other_way():
+    """--predict_levels 99.5 names the columns lower_99.5 and upper_99.5:
+    written bare, the DDL was one Spark's parser refuses. Each name reads
+    back as the table's own, in order."""
+    schema = gpfit.predictions_schema(dates=True, predict_levels=[80, 99.5])
+    assert "lower_99.5" in schema.names
+    names = []
+    for part in gpfit.spark_schema(schema).split(", "):
+        name, _, type_ = part.rpartition(" ")
+        spelled = _SPARK_NAME.fullmatch(name)
+        assert spelled and type_ in {"string", "timestamp", "double"}, part
+        names.append(spelled[1] or spelled[2].replace("``", "`"))
+    assert names == schema.names
+
+
 def test_the_version_is_the_packages():
     from pipeline.io.fingerprint import VERSION
     assert gpfit.__version__ == VERSION
