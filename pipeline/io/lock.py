@@ -406,6 +406,11 @@ def _ended_here(held: dict) -> bool:
     # A container restarted after a SIGKILL keeps its host name and gives
     # the new gpfit the killed one's pid: alive, yet a later process (its
     # start since boot differs; ticks, not the wall clock, which may step).
+    if "pid_start" not in held and pid == os.getpid():
+        # gpfit 0.16.0 and earlier recorded no start: a lock naming this
+        # process that it did not write (every lock this release writes has
+        # pid_start) is certainly the killed one's.
+        return True
     recorded, now = held.get("pid_start"), process_start(pid)
     return recorded is not None and now is not None and recorded != now
 

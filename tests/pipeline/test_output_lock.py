@@ -178,6 +178,39 @@ def test_a_killed_runs_lock_is_taken_over_when_its_pid_is_reused(tmp_path):
         lock.acquire(output, "mine", False, local=True)
 
 
+def test_a_killed_older_releases_lock_naming_this_process_is_taken_over(tmp_path, caplog):
+    """gpfit 0.16.0 and earlier wrote no pid_start. A container killed (out
+    of memory) under such a release and restarted on an upgraded image
+    keeps its host name, and the new gpfit gets the killed one's pid (pid
+    1 as the entry point): its lock named this very process, which did not
+    write it, and was refused as another run's for 10 minutes (exit 4,
+    "wait for it to finish"), then needed --break_lock."""
+    output = str(tmp_path / "out")
+    older = {"run_id": "e0694d6c5fbc", "host": lock.socket.gethostname(), "pid": os.getpid(),
+             "local": True, "started_at": time.time() - 30, "heartbeat_at": time.time() - 30,
+             "stale_after_s": 600.0}  # 0.16.0's lock, field for field
+    for age_s in (30.0, 2 * lock.STALE_AFTER_S):
+        held = {**older, "heartbeat_at": time.time() - age_s}
+        os.makedirs(output, exist_ok=True)
+        with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+            json.dump(held, f)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="gpfit"):
+            lock.acquire(output, "mine", False, local=True)
+        assert lock.read(output)["run_id"] == "mine"
+        said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert len(said) == 1 and "run e0694d6c5fbc" in said[0], said
+        assert "whose process is gone" in said[0], said
+        lock.release(output, "mine")
+    # This release's own lock naming this process, started when it says, is
+    # a live run's (the pid's start is what tells), as before.
+    with open(os.path.join(output, "_RUNNING.json"), "w") as f:
+        json.dump({**older, "heartbeat_at": time.time(),
+                   "pid_start": lock.process_start(os.getpid())}, f)
+    with pytest.raises(FolderBusy, match="is being written by another gpfit run"):
+        lock.acquire(output, "mine", False, local=True)
+
+
 @pytest.mark.parametrize("content", [b"", b'{"run_id": "ab', b"[]", b'{"run_id": "x"}'])
 def test_an_unreadable_lock_does_not_wedge_the_folder(tmp_path, content):
     """What a full disk or a kill between creating and writing the lock
