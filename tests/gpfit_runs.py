@@ -85,7 +85,7 @@ def read_rows(folder: str, prefix: str = "params") -> list[dict]:
 def as_legacy_layout(folder: str, into: str) -> str:
     """A copy of an output folder as gpfit 0.1.0 to 0.4.0 wrote it: the
     shards beside the manifest (params-SSSSS-of-NNNNN.parquet, predictions-
-    likewise), a manifest without gpfit_version (recorded since 0.5.0)."""
+    likewise), a manifest without gpfit_version (recorded since 0.16.1)."""
     os.makedirs(into)
     with open(os.path.join(folder, "_SUCCESS.json")) as f:
         found = json.load(f)
