@@ -227,12 +227,23 @@ def _not_parquet(path: str, err: Exception) -> InputError:
     return InputError(f"{path} is not a Parquet file ({first_line(err)}); {advice}")
 
 
+def _unreadable_schema(path: str, err: Exception) -> InputError:
+    """A Parquet file whose schema Arrow has no type for: the footer is read
+    whole, so one such column, even one gpfit does not read, makes the file
+    unreadable (it was called "not a Parquet file")."""
+    return InputError(
+        f"{path} is a Parquet file whose schema Arrow cannot read ({first_line(err)}): a column "
+        "of a type Arrow has none for, such as polars' Int128; write that column as another "
+        "type (Int64, Float64, a Decimal) or leave it out, or leave the file out of --input")
+
+
 def check_footer(path: str, size: int, columns: Columns) -> Footer:
     """Reads and checks one footer.
 
     Raises:
-      InputError: the file is empty, not Parquet, a summary of other files'
-        footers (_metadata), or its columns do not fit.
+      InputError: the file is empty, not Parquet, of a schema Arrow cannot
+        read, a summary of other files' footers (_metadata), or its columns
+        do not fit.
     """
     if size == 0:
         raise InputError(f"{path} is empty (0 bytes); expected a Parquet file: remove it "
@@ -252,6 +263,8 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
         raise InputError(f"{path} cannot be opened: this process has no file descriptor left "
                          f"({err.strerror}; {descriptor_limit()}): raise the limit, e.g. ulimit "
                          "-n 4096 in the shell that runs gpfit, and run again") from err
+    except pa.ArrowNotImplementedError as err:
+        raise _unreadable_schema(path, err) from err
     except (pa.ArrowException, ValueError) as err:
         raise _not_parquet(path, err) from err
     if metadata.num_row_groups and metadata.num_columns and \

@@ -227,6 +227,21 @@ def a_file_named_with_a_newline(tmp):
     return str(tmp / "names"), f"{tmp / 'names'}/bad\\nname\\u202e.parquet is not a Parquet file"
 
 
+def a_column_arrow_cannot_read(tmp):
+    # polars writes its Int128 as Parquet's INTEGER(128), which Arrow has no
+    # type for: even beside good id, time and value columns the file's schema
+    # cannot be read, and it was called "not a Parquet file": "convert it to
+    # Parquet".
+    import polars as pl
+    frame = pl.from_arrow(_good_table()).with_columns(pl.lit(7, pl.Int128).alias("count"))
+    frame.write_parquet(tmp / "wide.parquet")
+    return str(tmp / "wide.parquet"), (
+        f"{tmp / 'wide.parquet'} is a Parquet file whose schema Arrow cannot read (Integers "
+        "with more than 64 bits not implemented): a column of a type Arrow has none for, such "
+        "as polars' Int128; write that column as another type (Int64, Float64, a Decimal) or "
+        "leave it out, or leave the file out of --input")
+
+
 def a_glob_in_a_folder_named_with_brackets(tmp):
     # "no file matches ...; check the --input pattern", of a folder that is there.
     os.makedirs(tmp / "runs [v2]")
@@ -242,7 +257,7 @@ def a_glob_in_a_folder_named_with_brackets(tmp):
     mixed_time_kinds, half_float_ids, uuid_ids, unknown_scheme, unavailable_scheme,
     a_link_beside_its_file, a_hard_link_beside_its_file, a_dask_metadata_summary,
     an_id_in_hive_folder_names, column_names_with_spaces, column_names_in_another_case,
-    no_columns, mixed_layouts, a_column_twice,
+    no_columns, mixed_layouts, a_column_twice, a_column_arrow_cannot_read,
 ])
 def test_unusable_input_exits_2(tmp_path, make_input):
     input_, expected = make_input(tmp_path)
