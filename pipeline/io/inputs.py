@@ -424,8 +424,10 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
     # categories) holds rows with a null id: dropped and counted
     # (docs/design.md, "Contracts").
     if not (pa.types.is_null(col.decoded(id_type)) or col.is_id(id_type)):
-        raise InputError(f"id column {columns.id!r} in {path} has type {id_type}; "
-                         "expected strings or integers")
+        raise InputError(f"id column {columns.id!r} in {path} has type {id_type}; expected "
+                         "strings or integers: write it as one of those (a UUID or JSON id as "
+                         f"its text, e.g. CAST(\"{columns.id}\" AS VARCHAR) in DuckDB), or name "
+                         f"another with {option.format('id_column')}")
     if col.is_list(time_type) != col.is_list(value_type):
         listed, scalar = ((columns.time, columns.value) if col.is_list(time_type)
                           else (columns.value, columns.time))
