@@ -15,6 +15,7 @@ import errno
 import os
 import posixpath
 import re
+import unicodedata
 from typing import Optional
 
 import pyarrow as pa
@@ -392,8 +393,14 @@ def check_names(path: str, names: list[str], columns: Columns, option: str = "--
 def _missing(path: str, name: str, names: list[str], option: str) -> str:
     """What to do about a column `name` that the file at `path`, of columns
     `names`, lacks."""
-    # A name with spaces around it reads as the name in the list of columns.
-    near = [other for other in names if other.strip().casefold() == name.strip().casefold()]
+    # A name with spaces around it, or in another Unicode normalisation (a
+    # header written on macOS: accents decomposed), reads as the name in the
+    # list of columns.
+    near = [other for other in names if _loosely(other) == _loosely(name)]
+    if near and _nfc(near[0]) == _nfc(name):
+        return (f"its column {ascii(near[0])} differs from {ascii(name)} only in Unicode "
+                f"normalisation (accents composed or not): give {option} the name as the file "
+                "spells it, or rename the column")
     if near:
         return (f"its column {near[0]!r} differs only in case or in spaces around the name: "
                 f"give that name to {option}")
@@ -406,6 +413,16 @@ def _missing(path: str, name: str, names: list[str], option: str) -> str:
                 f"(pyarrow.dataset.dataset({partition.group(1)!r}, partitioning='hive') reads "
                 "them with it)")
     return f"name the right one with {option}"
+
+
+def _nfc(name: str) -> str:
+    return unicodedata.normalize("NFC", name)
+
+
+def _loosely(name: str) -> str:
+    """A column name as a reader takes it in: case, spaces around it and
+    Unicode normalisation left out."""
+    return _nfc(name.strip().casefold())
 
 
 def check_schema(path: str, schema: pa.Schema, columns: Columns,

@@ -281,6 +281,22 @@ def test_unusable_input_exits_2(tmp_path, make_input):
     assert_usage_error(run, expected)
 
 
+def test_a_column_name_in_another_unicode_form_is_said_so(tmp_path):
+    """A header written on macOS (accents decomposed, NFD) and the name
+    typed composed (NFC) read as "has no column 'ventes_été' (its columns:
+    series_id, t, ventes_été)": the name seemingly there."""
+    import unicodedata
+    table = _good_table().rename_columns(["series_id", "t",
+                                          unicodedata.normalize("NFD", "ventes_été")])
+    input_ = _write(tmp_path / "s.parquet", table)
+    run = gpfit(input_, str(tmp_path / "out"), "--value_column",
+                unicodedata.normalize("NFC", "ventes_été"))
+    assert_usage_error(run, (
+        "its column 'ventes_e\\u0301te\\u0301' differs from 'ventes_\\xe9t\\xe9' only in "
+        "Unicode normalisation (accents composed or not): give --value_column the name as the "
+        "file spells it, or rename the column"))
+
+
 @pytest.mark.parametrize("extra, expected", [
     (["--kernal", "rbf"], "unrecognised arguments: --kernal rbf"),
     (["--kernel", "cubic"], "--kernel must be one of rbf, matern12, matern32, matern52, periodic, "
