@@ -238,12 +238,38 @@ def _unreadable_schema(path: str, err: Exception) -> InputError:
         "type (Int64, Float64, a Decimal) or leave it out, or leave the file out of --input")
 
 
+# The magic that ends a file of Parquet modular encryption's default,
+# encrypted footer mode (plain Parquet ends with PAR1).
+ENCRYPTED_MAGIC = b"PARE"
+
+
+def _has_encrypted_footer(path: str, size: int) -> bool:
+    """Whether the file of `size` bytes ends with ENCRYPTED_MAGIC; False
+    where it cannot be read (the caller's error says what happened)."""
+    if size < len(ENCRYPTED_MAGIC):
+        return False
+    try:
+        with open_file(path) as f:
+            f.seek(size - len(ENCRYPTED_MAGIC))
+            return f.read(len(ENCRYPTED_MAGIC)) == ENCRYPTED_MAGIC
+    except OSError:
+        return False
+
+
+def _encrypted(path: str) -> InputError:
+    """Arrow reads no encrypted footer without the keys: it was called "not
+    a Parquet file", to be converted to Parquet."""
+    return InputError(f"{path} is an encrypted Parquet file (Parquet modular encryption), which "
+                      "gpfit cannot decrypt: write it without encryption, or leave it out of "
+                      "--input")
+
+
 def check_footer(path: str, size: int, columns: Columns) -> Footer:
     """Reads and checks one footer.
 
     Raises:
-      InputError: the file is empty, not Parquet, of a schema Arrow cannot
-        read, a summary of other files' footers (_metadata), or its columns
+      InputError: the file is empty, not Parquet, encrypted, of a schema
+        Arrow cannot read, a summary of other files' footers (_metadata), or its columns
         do not fit.
     """
     if size == 0:
@@ -258,7 +284,8 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
                          "or leave it out of --input") from err
     except OSError as err:
         if err.errno not in (errno.EMFILE, errno.ENFILE):
-            raise _not_parquet(path, err) from err
+            raise (_encrypted(path) if _has_encrypted_footer(path, size)
+                   else _not_parquet(path, err)) from err
         # Under `ulimit -n 9` a good file was called "not a Parquet file"
         # (docs/design.md, "The fitter", A lock released without descriptors).
         raise InputError(f"{path} cannot be opened: this process has no file descriptor left "

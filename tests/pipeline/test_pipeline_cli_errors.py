@@ -215,6 +215,33 @@ def column_names_in_another_case(tmp):
         "--time_column")
 
 
+def an_encrypted_file(tmp):
+    # Parquet modular encryption (Spark's parquet.encryption.* settings)
+    # encrypts the footer by default: the file was "not a Parquet file",
+    # to be converted to Parquet.
+    import base64
+
+    import pyarrow.parquet.encryption as pe
+
+    class KeysAsGiven(pe.KmsClient):  # a KMS that wraps no key: the file is encrypted all the same
+        def wrap_key(self, key_bytes, master_key_identifier):
+            return base64.b64encode(key_bytes)
+
+        def unwrap_key(self, wrapped_key, master_key_identifier):
+            return base64.b64decode(wrapped_key)
+
+    factory = pe.CryptoFactory(lambda config: KeysAsGiven())
+    sealing = pe.EncryptionConfiguration(footer_key="footer", column_keys={"values": ["y"]},
+                                         double_wrapping=False)
+    properties = factory.file_encryption_properties(pe.KmsConnectionConfig(), sealing)
+    path = tmp / "sealed.parquet"
+    with pq.ParquetWriter(path, _good_table().schema, encryption_properties=properties) as writer:
+        writer.write_table(_good_table())
+    return str(path), (f"{path} is an encrypted Parquet file (Parquet modular encryption), "
+                       "which gpfit cannot decrypt: write it without encryption, or leave it "
+                       "out of --input")
+
+
 def no_columns(tmp):
     # pandas' DataFrame().to_parquet(): "(its columns: ); name the right one".
     return _write(tmp / "empty.parquet", pa.table({})), (
@@ -273,7 +300,7 @@ def a_glob_in_a_folder_named_with_brackets(tmp):
     unavailable_scheme,
     a_link_beside_its_file, a_hard_link_beside_its_file, a_dask_metadata_summary,
     an_id_in_hive_folder_names, column_names_with_spaces, column_names_in_another_case,
-    no_columns, mixed_layouts, a_column_twice, a_column_arrow_cannot_read,
+    no_columns, mixed_layouts, a_column_twice, a_column_arrow_cannot_read, an_encrypted_file,
 ])
 def test_unusable_input_exits_2(tmp_path, make_input):
     input_, expected = make_input(tmp_path)
