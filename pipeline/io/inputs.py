@@ -264,6 +264,20 @@ def _encrypted(path: str) -> InputError:
                       "--input")
 
 
+# A file's bytes around its footer: the magic before the data and after the
+# footer (PAR1, 4 bytes each) and the footer's length (4).
+FOOTER_FRAME = 12
+
+
+def _footer_alone(size: int, metadata: pq.FileMetaData) -> bool:
+    """Whether the file of `size` bytes holds its footer alone, as a
+    _metadata summary does (its row groups are in the files it names).
+    Only then is a column chunk's file path asked: Arrow aborts the process
+    (SIGABRT) when asked for the chunk of a column under Parquet modular
+    encryption with a plaintext footer, whose reads fail as they should."""
+    return size <= metadata.serialized_size + FOOTER_FRAME
+
+
 def check_footer(path: str, size: int, columns: Columns) -> Footer:
     """Reads and checks one footer.
 
@@ -295,7 +309,7 @@ def check_footer(path: str, size: int, columns: Columns) -> Footer:
         raise _unreadable_schema(path, err) from err
     except (pa.ArrowException, ValueError) as err:
         raise _not_parquet(path, err) from err
-    if metadata.num_row_groups and metadata.num_columns and \
+    if metadata.num_row_groups and metadata.num_columns and _footer_alone(size, metadata) and \
             metadata.row_group(0).column(0).file_path not in ("", posixpath.basename(path)):
         # Its row groups are in the files it names: each read failed (exit 3).
         raise InputError(

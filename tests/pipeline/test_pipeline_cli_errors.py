@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from gpfit_runs import Run, as_a_user_without_access, command_in, without_gcs
-from pipeline_data import gpfit
+from pipeline_data import gpfit, write_encrypted
 
 
 def _good_table(n: int = 5) -> pa.Table:
@@ -219,24 +219,8 @@ def an_encrypted_file(tmp):
     # Parquet modular encryption (Spark's parquet.encryption.* settings)
     # encrypts the footer by default: the file was "not a Parquet file",
     # to be converted to Parquet.
-    import base64
-
-    import pyarrow.parquet.encryption as pe
-
-    class KeysAsGiven(pe.KmsClient):  # a KMS that wraps no key: the file is encrypted all the same
-        def wrap_key(self, key_bytes, master_key_identifier):
-            return base64.b64encode(key_bytes)
-
-        def unwrap_key(self, wrapped_key, master_key_identifier):
-            return base64.b64decode(wrapped_key)
-
-    factory = pe.CryptoFactory(lambda config: KeysAsGiven())
-    sealing = pe.EncryptionConfiguration(footer_key="footer", column_keys={"values": ["y"]},
-                                         double_wrapping=False)
-    properties = factory.file_encryption_properties(pe.KmsConnectionConfig(), sealing)
     path = tmp / "sealed.parquet"
-    with pq.ParquetWriter(path, _good_table().schema, encryption_properties=properties) as writer:
-        writer.write_table(_good_table())
+    write_encrypted(path, _good_table(), ["y"], plaintext_footer=False)
     return str(path), (f"{path} is an encrypted Parquet file (Parquet modular encryption), "
                        "which gpfit cannot decrypt: write it without encryption, or leave it "
                        "out of --input")

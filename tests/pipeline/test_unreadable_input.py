@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.io import inputs, matching
-from pipeline_data import RUN_OPTIONS, gpfit
+from pipeline_data import RUN_OPTIONS, gpfit, write_encrypted
 
 
 def _series_table(ids: list[str], n: int = 24) -> pa.Table:
@@ -56,6 +56,30 @@ def test_a_corrupt_data_page_is_named_and_the_run_exits_3(tmp_path):
     # Everything else was read and fitted.
     assert sorted(r["series_id"] for r in run.rows()) == ["a", "b", "c"]
     assert not os.path.exists(os.path.join(run.output, "_RUNNING.json"))
+
+
+def test_a_file_whose_id_column_is_encrypted_is_named_and_the_run_exits_3(tmp_path):
+    """Parquet modular encryption with a plaintext footer: the footer reads,
+    the encrypted columns do not. Asking the id column's chunk for a
+    _metadata summary's file path aborted gpfit (SIGABRT, exit 134, no
+    message: Arrow's exception crossed a noexcept accessor); the file is now
+    unreadable as a corrupt page is, and a file whose encrypted column gpfit
+    does not read is read."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(_series_table(["a"]), folder / "good.parquet")
+    sealed = str(folder / "sealed.parquet")
+    write_encrypted(sealed, _series_table(["b"]), ["series_id"], plaintext_footer=True)
+    other = _series_table(["c"]).append_column("customer", pa.array(["x"] * 24))
+    write_encrypted(folder / "other.parquet", other, ["customer"], plaintext_footer=True)
+
+    run = gpfit(str(folder), str(tmp_path / "out"), *RUN_OPTIONS)
+    assert run.code == 3, run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last == (f"gpfit: unreadable: {sealed}: row group 0 cannot be read: Cannot decrypt "
+                    "ColumnMetadata. FileDecryption is not setup correctly"), last
+    assert _failed_manifest(run.output)["unreadable_files"]["files"][0]["path"] == sealed
+    assert sorted(r["series_id"] for r in run.rows()) == ["a", "c"]
 
 
 def test_a_file_with_two_corrupt_row_groups_is_one_unreadable_file(tmp_path):
