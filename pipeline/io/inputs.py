@@ -413,9 +413,11 @@ def listed(names: list[str]) -> str:
     return f"{shown}, and {left:,} more" if left > 0 else shown
 
 
-def check_names(path: str, names: list[str], columns: Columns, option: str = "--{}") -> None:
+def check_names(path: str, names: list[str], columns: Columns, option: str = "--{}",
+                schema: Optional[pa.Schema] = None) -> None:
     """InputError unless each of the columns is among `names` exactly once
-    (the column names of a file, or table: `path` names it)."""
+    (the column names of a file, or table: `path` names it; its `schema`,
+    where known, says which are structs)."""
     if not names:  # pandas' DataFrame().to_parquet()
         raise InputError(f"{path} has no columns (a table written without any); write it "
                          f"with the columns {columns.id!r}, {columns.time!r} and "
@@ -424,16 +426,17 @@ def check_names(path: str, names: list[str], columns: Columns, option: str = "--
                          (columns.value, "value_column")):
         if name not in names:
             raise InputError(f"{path} has no column {name!r} (its columns: {listed(names)}); "
-                             f"{_missing(path, name, names, option.format(column))}")
+                             f"{_missing(path, name, names, option.format(column), schema)}")
         if names.count(name) > 1:
             raise InputError(
                 f"{path} has {names.count(name)} columns named {name!r}; give its "
                 f"columns unique names, or name another with {option.format(column)}")
 
 
-def _missing(path: str, name: str, names: list[str], option: str) -> str:
+def _missing(path: str, name: str, names: list[str], option: str,
+             schema: Optional[pa.Schema]) -> str:
     """What to do about a column `name` that the file at `path`, of columns
-    `names`, lacks."""
+    `names` (and `schema`, where known), lacks."""
     # A name with spaces around it, or in another Unicode normalisation (a
     # header written on macOS: accents decomposed), reads as the name in the
     # list of columns.
@@ -445,6 +448,13 @@ def _missing(path: str, name: str, names: list[str], option: str) -> str:
     if near:
         return (f"its column {near[0]!r} differs only in case or in spaces around the name: "
                 f"give that name to {option}")
+    found = _struct_field(name, schema)
+    if found:
+        # Spark's groupBy(window(...)) puts the time in window.start.
+        struct, field = found
+        return (f"it is the field {field!r} of the struct column {struct!r}, and gpfit reads "
+                f"columns, not their fields: write it as a column of its own "
+                f"{_as_a_column(struct, field)} and give that name to {option}")
     partition = re.search(rf"^(.*)/({re.escape(name)}=[^/]*)/", path)
     if partition:
         # Hive partitioning (pyarrow's partition_cols, Spark's partitionBy)
@@ -454,6 +464,21 @@ def _missing(path: str, name: str, names: list[str], option: str) -> str:
                 f"(pyarrow.dataset.dataset({partition.group(1)!r}, partitioning='hive') reads "
                 "them with it)")
     return f"name the right one with {option}"
+
+
+def _struct_field(name: str, schema: Optional[pa.Schema]) -> Optional[tuple[str, str]]:
+    """(struct column, field) where `name` is "column.field" or a field's
+    own name, of a top-level struct column of `schema`; else None."""
+    for field in schema or ():
+        if pa.types.is_struct(field.type):
+            for inner in field.type:
+                if name in (inner.name, f"{field.name}.{inner.name}"):
+                    return field.name, inner.name
+    return None
+
+
+def _as_a_column(struct: str, field: str) -> str:
+    return f"(Spark: .withColumn({field!r}, col('{struct}.{field}')))"
 
 
 def _nfc(name: str) -> str:
@@ -473,7 +498,7 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
     advice ("--{}" for the command, "{}=" for pipeline.frame's keywords).
     Time units are None where t is of Arrow's null type: all null, it holds
     no kind of time."""
-    check_names(path, schema.names, columns, option)
+    check_names(path, schema.names, columns, option, schema)
     id_type = schema.field(columns.id).type
     time_type = schema.field(columns.time).type
     value_type = schema.field(columns.value).type
@@ -500,9 +525,9 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
     time_type, value_type = col.decoded(time_type), col.decoded(value_type)
     if not (col.is_number(time_type) or col.is_calendar(time_type)):
         raise InputError(
-            f"time column {columns.time!r} in {path} has type {time_type}; expected "
-            f"numbers, dates or timestamps{_time_advice(time_type)} (or name another with "
-            f"{option.format('time_column')})")
+            f"time column {columns.time!r} in {path} has type {time_type}; expected numbers, "
+            f"dates or timestamps{_time_advice(time_type, columns.time)} (or name another "
+            f"with {option.format('time_column')})")
     if not col.is_number(value_type):
         raise InputError(
             f"value column {columns.value!r} in {path} has type {value_type}; expected "
@@ -512,10 +537,11 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
     return layout, DAYS if col.is_calendar(time_type) else AS_GIVEN
 
 
-def _time_advice(type_: pa.DataType) -> str:
-    """How to make times of a refused type into ones gpfit takes: text
-    (pandas' object strings arrive as large_string), durations (pandas'
-    Timedelta), pandas' Period (an extension type) and times of day."""
+def _time_advice(type_: pa.DataType, name: str) -> str:
+    """How to make times of a refused type, of the column `name`, into ones
+    gpfit takes: text (pandas' object strings arrive as large_string),
+    durations (pandas' Timedelta), pandas' Period (an extension type), times
+    of day, and a struct holding a date or timestamp (Spark's window)."""
     if pa.types.is_string(type_) or pa.types.is_large_string(type_):
         return ": parse the text into timestamps first (e.g. pandas.to_datetime)"
     if pa.types.is_duration(type_):
@@ -525,6 +551,11 @@ def _time_advice(type_: pa.DataType) -> str:
         return ": give periods as timestamps (e.g. .dt.to_timestamp())"
     if pa.types.is_time(type_):
         return ": a time of day needs its date; give them as timestamps"
+    times = [inner.name for inner in type_ if col.is_calendar(inner.type)] \
+        if pa.types.is_struct(type_) else []
+    if times:
+        return (": gpfit reads columns, not their fields: write the field that holds the time "
+                f"as a column of its own {_as_a_column(name, times[0])}")
     return ""
 
 

@@ -308,6 +308,40 @@ def test_a_column_name_in_another_unicode_form_is_said_so(tmp_path):
         "file spells it, or rename the column"))
 
 
+def _spark_windows(path) -> str:
+    """Spark's groupBy(window(...)).agg(...): the time in the struct column
+    `window` (start, end), the value in `avg(y)`."""
+    hours = [pa.array(np.arange(k, k + 5) * 3_600_000_000).cast(pa.timestamp("us"))
+             for k in (0, 1)]
+    window = pa.StructArray.from_arrays(hours, names=["start", "end"])
+    return _write(path, pa.table({"series_id": ["a"] * 5, "window": window,
+                                  "avg(y)": np.arange(5.0)}))
+
+
+@pytest.mark.parametrize("time_column, expected", [
+    # "has no column 'window.start' (its columns: series_id, window, avg(y));
+    # name the right one with --time_column": none could be named.
+    ("window.start", "has no column 'window.start' (its columns: series_id, window, avg(y)); "
+                     "it is the field 'start' of the struct column 'window', and gpfit reads "
+                     "columns, not their fields: write it as a column of its own (Spark: "
+                     ".withColumn('start', col('window.start'))) and give that name to "
+                     "--time_column"),
+    ("start", "it is the field 'start' of the struct column 'window', and gpfit reads"),
+    # "...has type struct<start: timestamp[us], end: timestamp[us]>; expected
+    # numbers, dates or timestamps (or name another with --time_column)".
+    ("window", "time column 'window' in {path} has type struct<start: timestamp[us], end: "
+               "timestamp[us]>; expected numbers, dates or timestamps: gpfit reads columns, "
+               "not their fields: write the field that holds the time as a column of its own "
+               "(Spark: .withColumn('start', col('window.start')))"),
+])
+def test_a_time_in_a_struct_column_says_to_write_it_as_a_column(tmp_path, time_column,
+                                                                 expected):
+    input_ = _spark_windows(tmp_path / "windows.parquet")
+    run = gpfit(input_, str(tmp_path / "out"), "--time_column", time_column,
+                "--value_column", "avg(y)")
+    assert_usage_error(run, expected.format(path=input_))
+
+
 @pytest.mark.parametrize("extra, expected", [
     (["--kernal", "rbf"], "unrecognised arguments: --kernal rbf"),
     (["--kernel", "cubic"], "--kernel must be one of rbf, matern12, matern32, matern52, periodic, "
