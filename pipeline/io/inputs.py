@@ -14,8 +14,6 @@ import dataclasses
 import errno
 import os
 import posixpath
-import re
-import unicodedata
 from typing import Optional
 
 import pyarrow as pa
@@ -23,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.io import columns as col
+from pipeline.io.column_names import as_a_column, check_names, listed  # noqa: F401 (frame)
 from pipeline.io.errors import (InputError, descriptor_limit, first_line, read_in_another_encoding,
                                 undecodable)
 from pipeline.io.files import map_files, open_file
@@ -399,98 +398,6 @@ def check_agrees(path: str, footer: Footer, reference_path: str, reference: Foot
             "time")
 
 
-# A refusal lists at most this many of a table's columns (docs/design.md,
-# "Contracts"): a wide table (a column per series, 20,000 of them) made a
-# refusal line of 380 KB.
-COLUMNS_LISTED = 20
-
-
-def listed(names: list[str]) -> str:
-    """The column names for a refusal: the first COLUMNS_LISTED, and how
-    many there are past them."""
-    shown = ", ".join(names[:COLUMNS_LISTED])
-    left = len(names) - COLUMNS_LISTED
-    return f"{shown}, and {left:,} more" if left > 0 else shown
-
-
-def check_names(path: str, names: list[str], columns: Columns, option: str = "--{}",
-                schema: Optional[pa.Schema] = None) -> None:
-    """InputError unless each of the columns is among `names` exactly once
-    (the column names of a file, or table: `path` names it; its `schema`,
-    where known, says which are structs)."""
-    if not names:  # pandas' DataFrame().to_parquet()
-        raise InputError(f"{path} has no columns (a table written without any); write it "
-                         f"with the columns {columns.id!r}, {columns.time!r} and "
-                         f"{columns.value!r}, or remove it")
-    for name, column in ((columns.id, "id_column"), (columns.time, "time_column"),
-                         (columns.value, "value_column")):
-        if name not in names:
-            raise InputError(f"{path} has no column {name!r} (its columns: {listed(names)}); "
-                             f"{_missing(path, name, names, option.format(column), schema)}")
-        if names.count(name) > 1:
-            raise InputError(
-                f"{path} has {names.count(name)} columns named {name!r}; give its "
-                f"columns unique names, or name another with {option.format(column)}")
-
-
-def _missing(path: str, name: str, names: list[str], option: str,
-             schema: Optional[pa.Schema]) -> str:
-    """What to do about a column `name` that the file at `path`, of columns
-    `names` (and `schema`, where known), lacks."""
-    # A name with spaces around it, or in another Unicode normalisation (a
-    # header written on macOS: accents decomposed), reads as the name in the
-    # list of columns.
-    near = [other for other in names if _loosely(other) == _loosely(name)]
-    if near and _nfc(near[0]) == _nfc(name):
-        return (f"its column {ascii(near[0])} differs from {ascii(name)} only in Unicode "
-                f"normalisation (accents composed or not): give {option} the name as the file "
-                "spells it, or rename the column")
-    if near:
-        return (f"its column {near[0]!r} differs only in case or in spaces around the name: "
-                f"give that name to {option}")
-    found = _struct_field(name, schema)
-    if found:
-        # Spark's groupBy(window(...)) puts the time in window.start.
-        struct, field = found
-        return (f"it is the field {field!r} of the struct column {struct!r}, and gpfit reads "
-                f"columns, not their fields: write it as a column of its own "
-                f"{_as_a_column(struct, field)} and give that name to {option}")
-    partition = re.search(rf"^(.*)/({re.escape(name)}=[^/]*)/", path)
-    if partition:
-        # Hive partitioning (pyarrow's partition_cols, Spark's partitionBy)
-        # leaves the column in the folder names alone.
-        return (f"it is in the folder names ({partition.group(2)}/: Hive partitioning), which "
-                "gpfit does not read: write the files with the column in them "
-                f"(pyarrow.dataset.dataset({partition.group(1)!r}, partitioning='hive') reads "
-                "them with it)")
-    return f"name the right one with {option}"
-
-
-def _struct_field(name: str, schema: Optional[pa.Schema]) -> Optional[tuple[str, str]]:
-    """(struct column, field) where `name` is "column.field" or a field's
-    own name, of a top-level struct column of `schema`; else None."""
-    for field in schema or ():
-        if pa.types.is_struct(field.type):
-            for inner in field.type:
-                if name in (inner.name, f"{field.name}.{inner.name}"):
-                    return field.name, inner.name
-    return None
-
-
-def _as_a_column(struct: str, field: str) -> str:
-    return f"(Spark: .withColumn({field!r}, col('{struct}.{field}')))"
-
-
-def _nfc(name: str) -> str:
-    return unicodedata.normalize("NFC", name)
-
-
-def _loosely(name: str) -> str:
-    """A column name as a reader takes it in: case, spaces around it and
-    Unicode normalisation left out."""
-    return _nfc(name.strip().casefold())
-
-
 def check_schema(path: str, schema: pa.Schema, columns: Columns,
                  option: str = "--{}") -> tuple[str, Optional[str]]:
     """-> (layout, time units) of one file (or table: `path` names it), or
@@ -555,7 +462,7 @@ def _time_advice(type_: pa.DataType, name: str) -> str:
         if pa.types.is_struct(type_) else []
     if times:
         return (": gpfit reads columns, not their fields: write the field that holds the time "
-                f"as a column of its own {_as_a_column(name, times[0])}")
+                f"as a column of its own {as_a_column(name, times[0])}")
     return ""
 
 
