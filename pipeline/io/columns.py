@@ -115,6 +115,18 @@ def is_bytes(type_: pa.DataType) -> bool:
             or pa.types.is_fixed_size_binary(type_) or pa.types.is_binary_view(type_))
 
 
+def without_views(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """string_view and binary_view as large_string and large_binary, the
+    same values: Arrow keeps views through Parquet (polars' to_arrow()
+    gives them) but has no kernel to filter or take them, and a null id
+    failed the whole job. Other arrays as they are."""
+    if pa.types.is_string_view(array.type):
+        return pc.cast(array, pa.large_string())
+    if pa.types.is_binary_view(array.type):
+        return pc.cast(array, pa.large_binary())
+    return array
+
+
 def list_lengths(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """[rows] int64 length of each list; a null list has length 0."""
     lengths = pc.fill_null(pc.list_value_length(array), 0)

@@ -42,10 +42,11 @@ def split(table: pa.Table, columns: Columns) -> tuple[int, Iterator[tuple[str, C
     chunk per row; a row whose t and y lists differ in length carries the
     problem. Rows with a null id are dropped.
     """
-    ids = table.column(columns.id)
+    ids = col.without_views(table.column(columns.id))
     null_ids = ids.null_count
     if null_ids:
-        table = table.filter(pc.is_valid(ids))
+        at = table.schema.get_field_index(columns.id)
+        table = table.set_column(at, columns.id, ids).filter(pc.is_valid(ids))
     if table.num_rows == 0:
         return null_ids, iter(())
     ids = table.column(columns.id)
