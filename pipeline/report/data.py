@@ -60,6 +60,9 @@ def _read_file(path: str, spec: InputSpec, ids: list[str]
         table = pq.read_table(f, columns=[names.id, names.time, names.value],
                               filters=id_filter(names.id, id_type, ids),
                               coerce_int96_timestamp_unit="us")
+    # Views (string_view, binary_view) as plain strings and bytes: Arrow
+    # cannot filter them (columns.without_views).
+    table = table.set_column(0, names.id, col.without_views(table.column(names.id)))
     table = table.filter(pc.is_valid(table.column(names.id)))
     keys, t, y = table.column(names.id), table.column(names.time), table.column(names.value)
     if spec.layout == NESTED:
@@ -84,15 +87,16 @@ def id_filter(name: str, id_type: pa.DataType, ids: list[str]) -> Optional[ds.Ex
     bytes), so that Parquet statistics can skip row groups; otherwise (other
     types) by casting the column to string, as gpfit names series. Bytes
     that are not UTF-8 fail that cast, so other bytes types (fixed size,
-    dictionary) are read unfiltered (None).
+    dictionary, views) are read unfiltered (None), and so is string_view,
+    which Arrow cannot filter.
     """
     field = ds.field(name)
     if pa.types.is_string(id_type) or pa.types.is_large_string(id_type):
         return field.isin(pa.array(ids, id_type))
     if pa.types.is_binary(id_type) or pa.types.is_large_binary(id_type):
         return field.isin(pa.array([b for text in ids for b in id_bytes(text)], id_type))
-    if col.is_bytes(id_type) or (pa.types.is_dictionary(id_type)
-                                 and col.is_bytes(id_type.value_type)):
+    if col.is_bytes(id_type) or pa.types.is_string_view(id_type) or (
+            pa.types.is_dictionary(id_type) and col.is_bytes(id_type.value_type)):
         return None
     if pa.types.is_integer(id_type):
         values = []

@@ -90,3 +90,21 @@ def test_bytes_ids_that_are_not_utf8_are_read_as_gpfit_names_them(tmp_path):
                        tmp_path / "b.parquet")
         assert list(read_series(inspect(str(tmp_path), Columns()), ["ab\\xffcd"])) == \
             ["ab\\xffcd"], ids.type
+
+
+def test_view_ids_are_read_as_plain_ids(tmp_path):
+    """Arrow keeps string_view and binary_view through Parquet (polars'
+    to_arrow(compat_level=newest), written with pyarrow), which gpfit fits;
+    the report died on a traceback ("Function 'array_filter' has no kernel
+    matching input types (string_view, bool)") for any series of such a
+    file."""
+    t, y = [0.0, 1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 4.0]
+    for ids in (pa.array(["a", "b", None, "a"], pa.string_view()),
+                pa.array([b"a", b"b\xff", None, b"a"], pa.binary_view())):
+        pq.write_table(pa.table({"series_id": ids, "t": t, "y": y}), tmp_path / "v.parquet")
+        assert pq.read_schema(tmp_path / "v.parquet").field("series_id").type == ids.type
+        found = read_series(inspect(str(tmp_path), Columns()), ["a", "b", "b\\xff"])
+        assert sorted(found) == sorted({"a", "b"} if ids.type == pa.string_view()
+                                       else {"a", "b\\xff"}), ids.type
+        np.testing.assert_array_equal(found["a"].t, [0.0, 3.0])
+        np.testing.assert_array_equal(found["a"].y, [1.0, 4.0])
