@@ -55,10 +55,12 @@ def locate(folder: str, manifest_of: Optional[Callable[[], Manifest]] = None) ->
         raise InputError("no params folder given; pass --params, the --output folder of gpfit")
     files = shards.list_shards(folder)
     if not files:
+        stopped = stopped_run(folder)
         raise InputError(f"no {PARAMS_PREFIX}/part-*{PARAMS_SUFFIX} files (nor "
                          f"{PARAMS_PREFIX}-*{PARAMS_SUFFIX} beside the manifest, as gpfit "
-                         f"0.4.0 and earlier wrote them) in {folder!r}; pass the folder that "
-                         "gpfit --output wrote")
+                         f"0.4.0 and earlier wrote them) in {folder!r}; "
+                         + (f"it holds {stopped}: run gpfit again" if stopped else
+                            "pass the folder that gpfit --output wrote"))
     rows = map_files(shards.checked_rows, files)
     name, content = manifest_of() if manifest_of else read_manifest(folder)
     return ParamsRun(folder, tuple(files), sum(rows), name, content)
@@ -70,6 +72,19 @@ def iter_batches(run: ParamsRun, columns: Sequence[str] = COLUMNS,
     only the given columns (series_id always as string)."""
     for path in run.files:
         yield from shards.iter_batches(path, columns, batch_rows)
+
+
+def stopped_run(folder: str) -> str:
+    """'the lock ... of a gpfit run that stopped before it finished (who)'
+    where folder holds the lock of a run no longer live (killed, or its
+    machine gone), else "": such a folder has no manifest and only the
+    shards, if any, the run wrote before it stopped."""
+    from pipeline.io import lock
+    held = lock.holder(folder)
+    if held is None or held.live:
+        return ""
+    return (f"the lock {lock.LOCK_NAME} of a gpfit run that stopped before it finished "
+            f"({held.said})")
 
 
 def read_manifest(folder: str) -> Manifest:

@@ -113,3 +113,31 @@ def test_the_manifest_is_read_once(finished, tmp_path, capsys):
         _MANIFEST_OPENS.clear()
     assert code == 0, capsys.readouterr().err
     assert opened == [os.path.join(output, outputs.SUCCESS_MARKER)]
+
+
+def test_a_stopped_runs_folder_says_its_run_stopped(finished, tmp_path, capsys):
+    """A run killed before it wrote its tables leaves its lock and nothing
+    else: the report said "--input is needed: <folder> it holds no readable
+    manifest" and, given --input, "pass the folder that gpfit --output
+    wrote" (the folder it was given), naming neither the lock nor the run."""
+    input_, _ = finished
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    with open(stopped / outputs.LOCK_NAME, "w") as f:  # killed with its machine, an hour ago
+        json.dump({"run_id": "beef00000004", "host": "elsewhere", "pid": 1, "local": False,
+                   "started_at": time.time() - 7200, "heartbeat_at": time.time() - 3600,
+                   "stale_after_s": lock.STALE_AFTER_S}, f)
+    out = str(tmp_path / "r.html")
+    assert run(["--params", str(stopped), "--out", out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"gpfit-report: error: --input is needed: {stopped}: it holds no "
+                          "readable manifest (_SUCCESS.json or _FAILED.json), only the lock "
+                          "_RUNNING.json of a gpfit run that stopped before it finished (run "
+                          "beef00000004 on host elsewhere"), err
+    assert err.endswith("run gpfit again for a whole run's page, or give the run's --input "
+                        "pattern"), err
+    assert run(["--input", input_, "--params", str(stopped), "--out", out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"in '{stopped}'; it holds the lock _RUNNING.json of a gpfit run that stopped" in err
+    assert err.endswith("run gpfit again"), err
+    assert not os.path.exists(out)
