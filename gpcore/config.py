@@ -384,7 +384,7 @@ def is_markov(k: Kernel) -> bool:
 def takes_markov_path(k: Kernel, n_points: int) -> bool:
     """Whether a series of n_points under kernel k (not auto) is fitted
     and predicted in O(n): longer than MARKOV_ABOVE and a Markov kernel
-    (docs/design.md, "Long series")."""
+    (docs/design.md, "Long series: Markov kernels")."""
     return n_points > MARKOV_ABOVE and is_markov(k)
 
 

@@ -83,7 +83,8 @@ class GPFitter(tf.Module):
         self.kernel = self.config.kernel
         self._lock = threading.Lock()
         # Series longer than MARKOV_ABOVE go to the O(n) fitter where the
-        # kernel has a state-space form (docs/design.md, "Long series").
+        # kernel has a state-space form (docs/design.md, "Long series:
+        # Markov kernels").
         self.long_fitter = None
         if is_markov(self.config.kernel):
             from gpcore.markov_fitter import MarkovFitter

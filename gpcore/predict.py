@@ -89,7 +89,8 @@ def prediction(series: Series, params: Union[Mapping, FitResult], t_new) -> Pred
     Raises: as predict)."""
     p = checked_params(params)
     t, y, t_new = _observed(series, t_new)
-    if takes_markov_path(kernel_named(p["kernel"]), t.size):  # O(n): docs/design.md, "Long series"
+    # O(n): docs/design.md, "Long series: Markov kernels"
+    if takes_markov_path(kernel_named(p["kernel"]), t.size):
         mean, var = _markov(p, t, y, t_new)
     elif t.size == 0:
         amp2 = sum(c["amplitude"] ** 2 for base, c in _parts(p) if not base.amplitude_per_time)
@@ -119,7 +120,8 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
     t, y, t_new = _observed(series, t_new)
     if t.size == 0:
         return [np.zeros_like(t_new) for _ in p["components"]]
-    if takes_markov_path(kernel_named(p["kernel"]), t.size):  # O(n): docs/design.md, "Long series"
+    # O(n): docs/design.md, "Long series: Markov kernels"
+    if takes_markov_path(kernel_named(p["kernel"]), t.size):
         return _markov(p, t, y, t_new, parts=True)
     return list(_solved(p, t, y, t_new)[0])
 

@@ -1,8 +1,8 @@
 """gpfit on Beam's PortableRunner: the embedded job server and an external
 worker pool on loopback, the job-service and worker protocol that Flink,
-Spark and Dataflow Runner v2 use (docs/design.md, "Runners"). Its rows equal
-the DirectRunner's; a pool that cannot start workers ends the run in
-bounded time with one line, and the lock is released."""
+Spark and Dataflow Runner v2 use (docs/design.md, "Runners and quiet
+runs"). Its rows equal the DirectRunner's; a pool that cannot start workers
+ends the run in bounded time with one line, and the lock is released."""
 from __future__ import annotations
 
 import os
