@@ -64,9 +64,11 @@ def test_the_beam_job_does_not_import_the_report():
             assert not [n for n in names if inside(n, "pipeline.report")], path
 
 
-def test_every_pipeline_module_is_in_the_layout_drawn_in_the_design():
+def drawn_modules(heading: str) -> set[str]:
+    """The .py files of the first tree drawn under docs/design.md's `heading`
+    (a `## ` heading), as paths from the repository's root."""
     design = (REPO / "docs" / "design.md").read_text()
-    layout = design[design.index("\n## Layout\n"):]
+    layout = design[design.index(f"\n## {heading}\n"):]
     layout = layout[:layout.index("```", layout.index("```") + 3)]
     drawn, folder = set(), []
     for line in layout.splitlines():
@@ -79,8 +81,20 @@ def test_every_pipeline_module_is_in_the_layout_drawn_in_the_design():
         folder[depth:] = [name] if name.endswith("/") else []
         if name.endswith(".py"):
             drawn.add("".join(folder[:depth]) + name)
+    return drawn
+
+
+def test_every_pipeline_module_is_in_the_layout_drawn_in_the_design():
     actual = {p.relative_to(REPO).as_posix() for p in (REPO / "pipeline").rglob("*.py")}
-    assert actual == {d for d in drawn if d.startswith("pipeline/")}
+    assert actual == {d for d in drawn_modules("Layout") if d.startswith("pipeline/")}
+
+
+def test_every_gpcore_module_is_in_the_tree_drawn_under_the_fitter():
+    """"The fitter" draws gpcore/ as "its modules, one idea each"."""
+    actual = {p.relative_to(REPO).as_posix() for p in (REPO / "gpcore").glob("*.py")}
+    drawn = drawn_modules("The fitter")
+    assert actual == drawn, (f"in gpcore/, not drawn: {sorted(actual - drawn)}; "
+                             f"drawn, not in gpcore/: {sorted(drawn - actual)}")
 
 
 def test_gpcore_imports_neither_beam_nor_pyarrow_nor_pandas():
