@@ -1,7 +1,8 @@
 """`gpfit-report`: an HTML page showing the fits of a gpfit run.
 
-Exit codes: 0 written; 2 bad invocation or unusable input/params, said in
-one line on stderr before anything is written.
+Exit codes: 0 written; 2 bad invocation, unusable input, params or
+predictions, an --out that cannot be written or a --params folder a gpfit
+run is writing, said in one line on stderr before anything is written.
 """
 from __future__ import annotations
 
@@ -32,7 +33,9 @@ def parser() -> argparse.ArgumentParser:
         description="Write one self-contained HTML page about a gpfit run: counts by "
                     "status, common failure reasons, histograms of the fitted parameters, "
                     "and plots of sampled series with their posterior mean and ±2σ bands.",
-        epilog="Exit codes: 0 written; 2 bad invocation or unusable input.",
+        epilog="Exit codes: 0 written; 2 bad invocation, unusable input, params or "
+               "predictions, an --out that cannot be written, or a --params folder a gpfit "
+               "run is writing; said in one line before anything is written.",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30,
                                                             width=100))
 
