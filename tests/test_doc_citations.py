@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Optional
 
 REPO = Path(__file__).resolve().parents[1]
 SCANNED = ("gpcore", "pipeline", "benchmarks", "deploy", "tests", "docs")
 SUFFIXES = (".py", ".md", ".json", ".yaml", ".yml", ".sh")
 TOP_FILES = ("Makefile", "Dockerfile", "README.md", "setup.py", "pyproject.toml")
-# A quoted heading and those chained to it: "A", "B" and "C".
+# A quoted heading and those chained to it ("A", "B" and "C"), then
+# paragraph leads in italics (, *D*); either part may be missing.
 QUOTED = r'"[^"\n]{1,120}"'
-CHAIN = rf'({QUOTED}(?:,?\s+(?:and\s+)?{QUOTED})*)((?:,\s+\*[^*]{{2,120}}\*)*)'
+CHAIN = rf'((?:{QUOTED}(?:,?\s+(?:and\s+)?{QUOTED})*)?)((?:,?\s*\*[^*]{{2,120}}\*)*)'
 
 
 def headings(text: str) -> set[str]:
@@ -45,13 +47,17 @@ def scanned_files() -> list[Path]:
     return files
 
 
-def cited_in(text: str, document: str) -> list[tuple[str, list[str]]]:
+def cited_in(text: str, document: str) -> list[tuple[Optional[str], list[str]]]:
     """(heading, [paragraph leads]) of each citation of `document` (a file
-    name such as "design.md") in flattened text."""
+    name such as "design.md") in flattened text; heading None where a
+    citation names paragraphs alone (`design.md, *Paragraph*`)."""
     pattern = re.compile(rf'\b{re.escape(document)}\)?(?:,\s+|\s+\(|\s+){CHAIN}')
-    return [(heading, re.findall(r"\*([^*]+)\*", match.group(2)))
-            for match in pattern.finditer(text)
-            for heading in re.findall(r'"([^"]+)"', match.group(1))]
+    found = []
+    for match in pattern.finditer(text):
+        leads = re.findall(r"\*([^*]+)\*", match.group(2))
+        named = re.findall(r'"([^"]+)"', match.group(1))
+        found += [(heading, leads) for heading in named] or ([(None, leads)] if leads else [])
+    return found
 
 
 def citations(document: str) -> list[tuple[str, str, list[str]]]:
@@ -65,7 +71,8 @@ def test_each_cited_design_heading_exists():
     known = headings(design)
     cited = citations("design.md")
     assert len(cited) > 200, "the pattern no longer finds the citations"
-    missing = sorted({(path, heading) for path, heading, _ in cited if heading not in known})
+    missing = sorted({(path, heading) for path, heading, _ in cited
+                      if heading is not None and heading not in known})
     assert not missing, f"docs/design.md has no such heading: {missing}"
     leads = sorted({(path, lead) for path, _, found in cited for lead in found
                     if lead.rstrip(".") not in known})
@@ -77,8 +84,8 @@ def test_each_cited_readme_heading_exists():
     known = headings(readme)
     cited = citations("README")
     assert len(cited) > 5, "the pattern no longer finds the citations"
-    missing = sorted({(path, heading) for path, heading, _ in cited
-                      if not any(h.startswith(heading) for h in known)})
+    missing = sorted({(path, heading) for path, heading, _ in cited if heading is not None
+                      and not any(h.startswith(heading) for h in known)})
     assert not missing, f"README.md has no heading that starts so: {missing}"
 
 
@@ -86,8 +93,10 @@ def test_a_missing_heading_is_found_however_the_citation_is_written(tmp_path):
     """The three forms, broken over comment lines as the code writes them."""
     text = ('# see docs/design.md, "The fitter"\n'
             '# (docs/design.md ("Nowhere at\n#  all"), and docs/design.md "Build" and "Gone")\n'
-            'x = 1  # design.md, "Contracts", *No such paragraph*\n')
+            'x = 1  # design.md, "Contracts", *No such paragraph*\n'
+            '# (docs/design.md, *A paragraph alone*)\n')
     path = tmp_path / "cites.py"
     path.write_text(text)
-    assert cited_in(flattened(path), "design.md") == [("The fitter", []), ("Nowhere at all", []), ("Build", []), ("Gone", []),
-                     ("Contracts", ["No such paragraph"])]
+    assert cited_in(flattened(path), "design.md") == [
+        ("The fitter", []), ("Nowhere at all", []), ("Build", []), ("Gone", []),
+        ("Contracts", ["No such paragraph"]), (None, ["A paragraph alone"])]
