@@ -76,14 +76,16 @@ class Forecast:
 
 
 def forecast(series: Series, params: Union[Mapping, FitResult], t_new,
-             horizon: int | None = None, posterior=None) -> Forecast:
+             horizon: int | None = None, posterior=None,
+             centre: float | None = None) -> Forecast:
     """The calibrated predictive of new observations at t_new (module
     docstring). horizon: points ahead of each rolling origin (default: the
     t_new beyond the last observation, at least 1). posterior: predict's
     (mean [m], sd of a new observation [m]) at t_new when the caller has
-    them (the pipeline), else computed here. Raises as predict."""
+    them (the pipeline), else computed here. centre: `linear`'s, as
+    predict's. Raises as predict."""
     p = checked_params(params)
-    mean, sd = (predict(series, p, t_new, include_noise=True) if posterior is None
+    mean, sd = (predict(series, p, t_new, include_noise=True, centre=centre) if posterior is None
                 else (np.asarray(posterior[0], np.float64), np.asarray(posterior[1], np.float64)))
     t, y = _observed(series)
     t_new = np.asarray(t_new, dtype=np.float64).reshape(-1)
@@ -92,7 +94,8 @@ def forecast(series: Series, params: Union[Mapping, FitResult], t_new,
         return Forecast(mean, sd, dof, 1.0)
     if horizon is None:
         horizon = max(1, int(np.sum(t_new > t[-1])))
-    centre = 0.5 * (t[0] + t[-1])  # of all the points: linear's centre, as the fit's
+    if centre is None:  # of all the points: linear's centre, as the fit's
+        centre = 0.5 * (t[0] + t[-1])
     t, y = t[-WINDOW:], y[-WINDOW:]
     # One covariance call for both blocks: each call is a few eager ops.
     kff, kfx = np.hsplit(covariance(p, t - centre, np.r_[t, t_new] - centre), [t.size])

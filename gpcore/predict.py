@@ -12,7 +12,8 @@ Gaussian with
 where A = Kxx + noise_variance I is factored once by Cholesky, and
 k(t*, t*) is sum_c amplitude_c^2 for stationary kernels (each unit kernel
 is 1 at distance 0). Times are centred on the midpoint of the observed
-span, which is also the centre c of `linear`'s (t - c)(t' - c), and
+span, which is also the centre c of `linear`'s (t - c)(t' - c) (or on the
+fit's c where the caller gives it: --holdout's fit saw fewer points), and
 stationary kernels are built from |t_i - t_j| directly
 (gpcore/kernels.py): with raw times such as Unix seconds, x^2 + y^2 - 2xy
 loses the precision the covariance needs.
@@ -24,7 +25,7 @@ import math
 import sys
 import threading
 import types
-from typing import Callable, Mapping, NamedTuple, Union
+from typing import Callable, Mapping, NamedTuple, Optional, Union
 
 import numpy as np
 import tensorflow as tf
@@ -55,7 +56,8 @@ class Prediction(NamedTuple):
 
 
 def predict(series: Series, params: Union[Mapping, FitResult], t_new,
-            include_noise: bool = False) -> tuple[np.ndarray, np.ndarray]:
+            include_noise: bool = False, centre: Optional[float] = None
+            ) -> tuple[np.ndarray, np.ndarray]:
     """Posterior mean and standard deviation at t_new given a series' data.
 
     Args:
@@ -71,6 +73,10 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
       t_new: [m] times at which to predict, in the units of series.t.
       include_noise: if True, the standard deviation is that of a new
         observation (f plus noise); by default that of the latent f.
+      centre: `linear`'s centre c (units of t), the midpoint of the points
+        the parameters were fitted on (fitted_centre), where those are not
+        all of series' (--holdout's fit); by default series' own. Only
+        `linear` depends on it.
     Returns:
       (mean [m], std [m]), float64 numpy arrays in the units of y. With no
       finite observations this is the prior: (mean, its sd: the total
@@ -80,11 +86,12 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
       ValueError: params are missing, not finite or out of range, or the
         series' t and y differ in length.
     """
-    found = prediction(series, params, t_new)
+    found = prediction(series, params, t_new, centre)
     return found.mean, found.sd_observation if include_noise else found.sd
 
 
-def prediction(series: Series, params: Union[Mapping, FitResult], t_new) -> Prediction:
+def prediction(series: Series, params: Union[Mapping, FitResult], t_new,
+               centre: Optional[float] = None) -> Prediction:
     """predict's posterior with both standard deviations at once (Args,
     Raises: as predict)."""
     p = checked_params(params)
@@ -96,7 +103,7 @@ def prediction(series: Series, params: Union[Mapping, FitResult], t_new) -> Pred
         amp2 = sum(c["amplitude"] ** 2 for base, c in _parts(p) if not base.amplitude_per_time)
         mean, var = np.full_like(t_new, p["mean"]), np.full_like(t_new, amp2)
     else:
-        parts, var = _solved(p, t, y, t_new)
+        parts, var = _solved(p, t, y, t_new, centre)
         mean = p["mean"] + parts.sum(axis=0)
         # Round-off can make the difference slightly negative far inside the data.
         var = np.maximum(var, 0.0)
@@ -104,7 +111,7 @@ def prediction(series: Series, params: Union[Mapping, FitResult], t_new) -> Pred
 
 
 def component_means(series: Series, params: Union[Mapping, FitResult],
-                    t_new) -> list[np.ndarray]:
+                    t_new, centre: Optional[float] = None) -> list[np.ndarray]:
     """The posterior mean of each component of a (summed) kernel at t_new.
 
     With f = f_1 + ... + f_m independent, f_c ~ GP(0, amplitude_c^2 k_c),
@@ -123,7 +130,7 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
     # O(n): docs/design.md, "Long series: Markov kernels"
     if takes_markov_path(kernel_named(p["kernel"]), t.size):
         return _markov(p, t, y, t_new, parts=True)
-    return list(_solved(p, t, y, t_new)[0])
+    return list(_solved(p, t, y, t_new, centre)[0])
 
 
 def _markov(p: dict, t: np.ndarray, y: np.ndarray, t_new: np.ndarray, parts: bool = False):
@@ -185,11 +192,22 @@ def _numbers(values, name: str, advice: str, where: str = "") -> np.ndarray:
     return array
 
 
-def _centred(t: np.ndarray, t_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Both shifted by the data's midpoint: stationary kernels see only
-    differences, and small times keep them precise; `linear` measures
-    times from this centre."""
-    centre = 0.5 * (t.min() + t.max())
+def fitted_centre(series: Series) -> Optional[float]:
+    """`linear`'s centre c of parameters fitted on series: the midpoint of
+    its finite points (units of t); None where it has none."""
+    t = np.asarray(series.t, dtype=np.float64).reshape(-1)
+    t = t[np.isfinite(t) & np.isfinite(np.asarray(series.y, dtype=np.float64).reshape(-1))]
+    return 0.5 * (float(t.min()) + float(t.max())) if t.size else None
+
+
+def _centred(t: np.ndarray, t_new: np.ndarray,
+             centre: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+    """Both shifted by `centre`, by default the data's midpoint: stationary
+    kernels see only differences, and small times keep them precise;
+    `linear` measures times from this centre, the fit's (its f(c) = 0
+    pins the line to the fitted mean there)."""
+    if centre is None:
+        centre = 0.5 * (t.min() + t.max())
     return t - centre, t_new - centre
 
 
@@ -198,12 +216,13 @@ def _parts(p: dict):
     return zip(components(kernel_named(p["kernel"])), p["components"])
 
 
-def _solved(p: dict, t: np.ndarray, y: np.ndarray,
-            t_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _solved(p: dict, t: np.ndarray, y: np.ndarray, t_new: np.ndarray,
+            centre: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
     """(component means less the mean [C, m], latent variance [m]) at t_new
     from the n >= 1 finite points (t, y), by the kernel's compiled
-    posterior; jitter is added only where A's Cholesky fails."""
-    t, t_new = _centred(t, t_new)
+    posterior, `linear` centred at `centre` (predict's); jitter is added
+    only where A's Cholesky fails."""
+    t, t_new = _centred(t, t_new, centre)
     amplitudes = np.array([c["amplitude"] for c in p["components"]])
     shape = np.array([c[name] for base, c in _parts(p) for name in base.parameters],
                      dtype=np.float64)

@@ -41,7 +41,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from gpcore import Series, calibration
 from gpcore.calibration import student_t_quantile
-from gpcore.predict import predict
+from gpcore.predict import fitted_centre, predict
 from pipeline import backtest, grid, metrics
 from pipeline.io import rows, scales
 from pipeline.io.errors import first_line, shown_id
@@ -110,15 +110,22 @@ def posterior_table(series: Series, row: dict, plan: Plan) -> Posterior:
     t_obs, y_obs = (t[finite], y[finite]) if plan.observed else (t[:0], y[:0])
     t_new, spacing, no_step = _forecast_grid(t[finite], plan)
     params = rows.parameters(row)  # the row read back into a model, once
+    cut = backtest.split(series, plan.holdout) if plan.holdout else None
+    # The model is the one fitted, on the points before the held-out ones
+    # under --holdout: `linear`'s centre is their midpoint, also where the
+    # posterior conditions on all the points (docs/design.md, "The centre
+    # c of `linear`").
+    centre = fitted_centre(cut.fitted) if cut else None
     t_first = np.concatenate([t_new, t_obs])
-    mean, sd = predict(series, params, t_first) if t_first.size else (t_first, t_first)
+    mean, sd = (predict(series, params, t_first, centre=centre) if t_first.size
+                else (t_first, t_first))
     noise = params["noise_variance"]
-    spreads = [_calibrated(series, params, t_new, mean[:t_new.size], sd[:t_new.size], noise),
+    spreads = [_calibrated(series, params, t_new, mean[:t_new.size], sd[:t_new.size], noise,
+                           centre),
                Spread(np.sqrt(sd[t_new.size:] ** 2 + noise))]
     kinds = [FORECAST] * t_new.size + [OBSERVED] * t_obs.size
     times, values = [t_new, t_obs], [np.full(t_new.size, np.nan), y_obs]
-    if plan.holdout:
-        cut = backtest.split(series, plan.holdout)
+    if cut:
         held_mean, held_sd = predict(cut.fitted, params, cut.t_held)
         mean, sd = np.concatenate([mean, held_mean]), np.concatenate([sd, held_sd])
         spreads.append(_calibrated(cut.fitted, params, cut.t_held, held_mean, held_sd, noise))
@@ -157,14 +164,15 @@ class Spread:
 
 
 def _calibrated(series: Series, params: dict, t_new: np.ndarray, mean: np.ndarray,
-                sd: np.ndarray, noise: float) -> Spread:
+                sd: np.ndarray, noise: float, centre: Optional[float] = None) -> Spread:
     """The calibrated spread at forecast times t_new [k] past `series`
     (gpcore.calibration, docs/design.md "Forecast intervals"), from
-    predict's mean and latent sd [k] there; params: rows.parameters'."""
+    predict's mean and latent sd [k] there; params: rows.parameters';
+    centre: `linear`'s, as predict's."""
     if not t_new.size:
         return Spread(t_new)
     found = calibration.forecast(series, params, t_new, horizon=t_new.size,
-                                 posterior=(mean, np.sqrt(sd ** 2 + noise)))
+                                 posterior=(mean, np.sqrt(sd ** 2 + noise)), centre=centre)
     return Spread(found.sd, found.dof)
 
 
