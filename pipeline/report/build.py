@@ -15,7 +15,7 @@ import numpy as np
 
 from gpcore.config import FitConfig
 from gpcore.kernels import kernel as kernel_named
-from gpcore.predict import component_means, predict
+from gpcore.predict import component_means, fitted_centre, predict
 from gpcore.result import OK
 from gpcore.series import Series
 from pipeline.io.inputs import DAYS, InputSpec
@@ -109,7 +109,7 @@ def posterior_curve(series: Series, row: dict, transform: str = scales.NONE) -> 
     scale = min(kernel_named(c["kernel"]).time_scale(c) for c in params["components"])
     m = int(np.clip(8.0 * (hi - lo) / scale, GRID_MIN, GRID_MAX))
     grid = np.linspace(lo, hi, m)
-    mean, std_f = predict(series, params, grid)
+    mean, std_f = predict(series, params, grid, centre=_centre(series, row))
     std_y = np.sqrt(std_f ** 2 + params["noise_variance"])
     if transform == scales.NONE:
         return Curve(grid, mean, std_f, std_y)
@@ -130,10 +130,17 @@ def component_parts(series: Series, row: dict, t_new: np.ndarray,
     components = params["components"]
     if len(components) < 2:
         return []
-    means = component_means(series, params, t_new)
+    means = component_means(series, params, t_new, centre=_centre(series, row))
     scale = "" if transform == scales.NONE else f" of {scales.SCALE_NAMES[transform]}"
     return [Part(f"{c['kernel']}{scale}: {_parameters(c)}", t_new, mean)
             for c, mean in zip(components, means)]
+
+
+def _centre(series: Series, row: dict) -> Optional[float]:
+    """`linear`'s centre of the row's fit: under --holdout that of the
+    points before the last holdout_points, as the forecast rows have it
+    (docs/design.md, "The centre c of `linear`")."""
+    return fitted_centre(series, row.get("holdout_points") or 0)
 
 
 def title(row: dict) -> str:
