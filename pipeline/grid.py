@@ -26,7 +26,7 @@ REGULAR_SHARE = 0.5
 # Why a series has no step, or no forecast times (the manifest counts each).
 FEW_TIMES = "fewer than 2 distinct times"
 IRREGULAR = "too irregular to have a step"
-UNRESOLVED = "forecast times not past the last time at float64's resolution"
+UNRESOLVED = "forecast times not past the last time at the resolution they are written in"
 PAST_9999 = "forecast times past 9999-12-31"
 # 9999-12-31 in days since 1970-01-01: the last day Python's datetime,
 # pandas' printing and BigQuery's TIMESTAMP take; later ones (a horizon in
@@ -78,9 +78,13 @@ def coarse(spacing: float, periods) -> bool:
 def unusable(t_last: float, times: np.ndarray, dates: bool) -> Optional[str]:
     """Why forecast times [k] past t_last cannot be written, or None:
     UNRESOLVED where they do not rise past t_last (a horizon or step below
-    float64's resolution at t_last, as 2 units at 1.7e18 ns), PAST_9999
-    where dates (t in days since 1970) go past LATEST_DAY."""
-    if np.any(np.diff(np.concatenate([[t_last], times])) <= 0):
+    float64's resolution at t_last, as 2 units at 1.7e18 ns; for dates,
+    below the whole microseconds they are written in), PAST_9999 where
+    dates (t in days since 1970) go past LATEST_DAY."""
+    written = np.concatenate([[t_last], times])
+    if dates:  # as _table writes them: 1e-11 days put a forecast row at t_last
+        written = np.round(written * MICROSECONDS_PER_DAY)
+    if np.any(np.diff(written) <= 0):
         return UNRESOLVED
     if dates and times.size and times[-1] > LATEST_DAY:
         return PAST_9999

@@ -642,9 +642,11 @@ def test_a_series_without_a_step_or_observed_rows_is_not_counted_as_predicted(tm
 
 def test_forecast_times_that_cannot_be_written_give_no_forecast_rows(tmp_path, data):
     """A horizon in seconds given as days runs dates past 9999-12-31 (past
-    int64 microseconds, garbage), and one below float64's resolution at
-    1.7e18 (ns) lands on t_last: neither series gets forecast rows, the
-    manifest counts why (predictions.no_step), the other rows stay."""
+    int64 microseconds, garbage), one below float64's resolution at 1.7e18
+    (ns) lands on t_last, and so does one below the microsecond dates are
+    written in (1e-11 days: 0.43 and 0.86 us, written t_last + 0 and + 1
+    us): none of these series gets forecast rows, the manifest counts why
+    (predictions.no_step), the other rows stay."""
     import pyarrow as pa
 
     from pipeline_data import EPOCH_DAY0, write_nested_dates
@@ -654,8 +656,9 @@ def test_forecast_times_that_cannot_be_written_give_no_forecast_rows(tmp_path, d
     nanos = {"nanos": (1.7e18 + 3.6e12 * np.arange(40.0), np.sin(np.arange(40.0) / 6))}
     folder = write_long(str(tmp_path / "nanos"), nanos)
     for source, horizon, sid, why in ((path, "3.2e9", "daily", grid.PAST_9999),
-                                      (folder, "2", "nanos", grid.UNRESOLVED)):
-        out = tmp_path / f"out-{sid}"
+                                      (folder, "2", "nanos", grid.UNRESOLVED),
+                                      (path, "1e-11", "daily", grid.UNRESOLVED)):
+        out = tmp_path / f"out-{sid}-{horizon}"
         run = gpfit(source, str(out), "--kernel", "rbf", "--predict_horizon", horizon,
                     "--predict_points", "2", "--predict_observed")
         assert run.code == 0, run.stderr
