@@ -396,8 +396,7 @@ def dense_bytes(k: Kernel, restarts: int, n_points: int) -> int:
     at most MARKOV_ABOVE points count."""
     from gpcore.batching import padded_length  # it imports this module
 
-    n = min(n_points, MARKOV_ABOVE) if is_markov(k) else n_points
-    return restarts * _dense_matrices(k) * padded_length(n) ** 2 * 8
+    return restarts * _dense_matrices(k) * padded_length(dense_points(k, n_points)) ** 2 * 8
 
 
 def _dense_matrices(k: Kernel) -> int:
@@ -455,15 +454,26 @@ def _cgroup_limits() -> list[str]:
 
 
 def check_memory(config: FitConfig, memory: Optional[int] = None) -> None:
-    """Refuses a config whose max_points, given (not the kernel's default,
-    nor one copied by dataclasses.replace: it equals the default), would let
-    one series' dense fit need more than `memory` (None: this machine's),
-    under auto each candidate's (`check_dense_memory`). Asked where the fit
-    runs (a GPFitter's build, a local run's launch), not by FitConfig: a
-    Dataflow launcher's memory says nothing of its workers'."""
+    """Refuses a config whose max_points lets one series fit densely at
+    more points than the kernel's default does (`dense_points`; the
+    default, and one copied by dataclasses.replace, is not checked) and
+    would need more than `memory` (None: this machine's), under auto each
+    candidate's (`check_dense_memory`). Asked where the fit runs (a
+    GPFitter's build, a local run's launch), not by FitConfig: a Dataflow
+    launcher's memory says nothing of its workers'."""
     for each in fitted_configs(config):
-        if each.max_points != default_max_points(each.kernel):
+        # One at or below the default asks no more than the default run,
+        # which goes on unchecked: refusing it refused a run that lowered
+        # its bound (rbf's 4,000, a Markov kernel's 200,000).
+        if (dense_points(each.kernel, each.max_points)
+                > dense_points(each.kernel, default_max_points(each.kernel))):
             check_dense_memory(each.max_points, each.kernel, each.restarts, memory)
+
+
+def dense_points(k: Kernel, max_points: int) -> int:
+    """The most points at which kernel k (not auto) fits a series densely
+    under max_points: a Markov kernel fits past MARKOV_ABOVE in O(n)."""
+    return min(max_points, MARKOV_ABOVE) if is_markov(k) else max_points
 
 
 def check_dense_memory(max_points: int, k: Kernel, restarts: int,

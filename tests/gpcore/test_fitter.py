@@ -353,6 +353,30 @@ def test_a_config_copied_with_its_default_max_points_is_not_held_to_the_memory_b
         check_memory(dataclasses.replace(config, max_points=4097))
 
 
+@pytest.mark.parametrize("kernel, max_points", [
+    ("rbf", 4000), ("rbf+periodic", 3000), ("matern12", 200_000),
+    ("matern32+matern52", 5000), ("matern52", 2_000_000), ("auto", 3000)])
+def test_a_max_points_at_or_below_the_defaults_dense_size_is_not_refused(kernel, max_points,
+                                                                          tmp_path, monkeypatch):
+    """A given max_points that lets no series fit densely at more points
+    than the kernel's default asks no more memory than the default run,
+    which is not checked: under a 2 GiB cgroup limit rbf's 4,000 (below its
+    4,096), a Markov kernel's 200,000 (its dense fit stops at MARKOV_ABOVE
+    either way) and auto's 3,000 were refused, while the same run without
+    --max_points went on."""
+    import gpcore.config as config_module
+
+    _cgroups(tmp_path, "0::/\n", {"memory.max": str(2 * 2**30)})
+    monkeypatch.setattr(config_module, "PROC_ROOT", str(tmp_path / "proc"), raising=False)
+    monkeypatch.setattr(config_module, "CGROUP_ROOT", str(tmp_path / "sys" / "fs" / "cgroup"),
+                        raising=False)
+    assert config_module.machine_memory() == 2 * 2**30
+    check_memory(FitConfig(kernel=kernel, max_points=max_points))
+    # One point past a dense kernel's default is still checked.
+    with pytest.raises(ValueError, match=r"^max_points \(4097\) would let one series' rbf fit"):
+        check_memory(FitConfig(kernel="rbf", max_points=4097))
+
+
 def test_the_dense_memory_bound_names_the_most_points_that_fit():
     """The points it advises fit in the memory; one more does not. A
     Markov kernel's fit past MARKOV_ABOVE points is O(n): any max_points."""
