@@ -30,15 +30,24 @@ _MESSAGE = re.compile(r'message: "((?:[^"\\]|\\.)*)"')
 _PYTHON_WARNING = re.compile(r'log_location: "[^"]*/warnings\.py:')
 
 
+# The trace cache's notes on its folder (gpcore/trace_cache.py), each said
+# once a process: under multi_processing every worker process said the
+# same line, one per --direct_num_workers.
+_ONCE_A_RUN = ("gpfit: no trace cache:", "gpfit: not using the trace cache ",
+               "gpfit: could not keep a traced fit in ")
+
+
 class _WorkerLines(logging.Filter):
     """Keeps gpfit's own worker lines and warnings; drops Beam's chatter on
     the worker lines' logger (held at INFO for them: the portable job
-    service's "Completed job in ... seconds" comes there too), and Python's
-    warnings, unless `debug` (--log_level debug)."""
+    service's "Completed job in ... seconds" comes there too), Python's
+    warnings, unless `debug` (--log_level debug), and a note of
+    _ONCE_A_RUN that another worker process already said this run."""
 
     def __init__(self, debug: bool = False):
         super().__init__()
         self._debug = debug
+        self._said: set[str] = set()  # notes of _ONCE_A_RUN shown
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.msg != "Worker: %s":
@@ -54,6 +63,13 @@ class _WorkerLines(logging.Filter):
             return False
         if record.levelno < logging.WARNING and not message.startswith("gpfit"):
             return False
+        if message.startswith(_ONCE_A_RUN):
+            # Up to the error's words, which may name a temporary folder
+            # of the worker's own (mkdtemp's).
+            note = message.split(" (", 1)[0]
+            if note in self._said:
+                return False
+            self._said.add(note)
         if message.startswith("gpfit"):  # one line, as in the launcher (_OneLine)
             message = one_line(message)
         record.msg, record.args = "worker: %s", (message,)

@@ -245,3 +245,22 @@ def test_a_portable_run_prints_only_gpfits_lines(data, tmp_path):
     assert done.returncode == 0, done.stderr
     foreign = [line for line in done.stderr.splitlines() if not OURS.match(line)]
     assert foreign == [], foreign
+
+
+def test_a_trace_cache_refused_is_said_once_a_run_not_once_a_worker_process(data, tmp_path,
+                                                                           monkeypatch):
+    """A trace cache folder gpfit will not use (here writable by others)
+    is noted once a process (gpcore/trace_cache.py); under multi_processing
+    each worker process said the same line, one per --direct_num_workers.
+    The run goes on, tracing instead, and says it once."""
+    shared = tmp_path / "shared-traces"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("GPFIT_TRACE_CACHE", str(shared))
+    done = gpfit_process("--input", data, "--output", str(tmp_path / "out"),
+                         "--direct_num_workers", "2", "--direct_running_mode", "multi_processing")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("gpfit: 7 series: 6 ok, 1 skipped, 0 failed"), done.stdout
+    said = [line for line in done.stderr.splitlines() if "not using the trace cache" in line]
+    assert len(said) == 1, done.stderr
+    assert "writable by group or others (mode 777)" in said[0], said

@@ -69,6 +69,33 @@ def test_worker_log_lines_keep_gpfit_and_warnings_only():
     assert keep.filter(record(logging.WARNING, "something odd"))
 
 
+def test_a_trace_cache_note_each_worker_process_says_is_shown_once_a_run():
+    """Under multi_processing each worker process notes once that it cannot
+    use the trace cache (gpcore/trace_cache.py): shown once a run, whatever
+    temporary folder each worker's error names; gpfit's other warnings, and
+    another folder's note, each time."""
+    keep = logs._WorkerLines()  # pylint: disable=protected-access
+
+    def record(message):
+        entry = f'severity: WARN message: "{message}" log_location: "trace_cache.py:1"'
+        return logging.LogRecord("w", logging.WARNING, "x", 1, "Worker: %s", (entry,), None)
+
+    kept = ("gpfit: could not keep a traced fit in /ro/traces (PermissionError: [Errno 13] "
+            "Permission denied: '/ro/traces/.ab-{}'); set GPFIT_TRACE_CACHE=off to stop trying")
+    assert keep.filter(record(kept.format("x1")))
+    assert not keep.filter(record(kept.format("y2")))
+    assert keep.filter(record(kept.replace("/ro/", "/other/").format("x1")))
+    refused = ("gpfit: not using the trace cache /shared: writable by group or others "
+               "(mode 777), so another user could plant a graph")
+    home = "gpfit: no trace cache: HOME is empty and XDG_CACHE_HOME is not set"
+    for note in (refused, home):
+        assert keep.filter(record(note)) and not keep.filter(record(note))
+    failed = "gpfit: a fit call of 4 series raised: ResourceExhaustedError"
+    assert keep.filter(record(failed)) and keep.filter(record(failed))
+    # Another run (configure_logs makes a new filter) says it again.
+    assert logs._WorkerLines().filter(record(home))  # pylint: disable=protected-access
+
+
 def test_beams_retry_warnings_lose_their_traceback_below_debug():
     """Beam's retries (credentials for gs://, 4 of them in 22 s offline) log
     a warning holding the caught exception's traceback, worded 'Traceback for
