@@ -433,23 +433,24 @@ def save(name: str, concrete: Callable) -> Optional[LoadedFunction]:
         library = function_pb2.FunctionDefLibrary()
         library.function.extend(concrete.graph.as_graph_def().library.function)
         library.function.append(concrete.function_def)
-        check_ops(library.function)  # what no later process would read: not kept
         library = library.SerializeToString()
         signature = {"function": concrete.function_def.signature.name,
                      "inputs": [t.dtype.name for t in concrete.inputs],
                      "outputs": _structure(concrete.structured_outputs)}
+        # Held as it is read, not as traced, and called by the tracing
+        # fitter too: the traced function's Python graph (86 MB, 27,000
+        # objects for rbf) is let go at once instead of staying while
+        # held, and TF instantiates one function for every fitter of the
+        # entry (docs/design.md, "Traces kept between processes"). Made
+        # before writing: it checks the ops, once (2 ms for rbf's), and
+        # what no later process would read is not kept.
+        kept = LoadedFunction(library, signature)
         with _private(os.path.join(partial, LIBRARY), "wb") as f:
             f.write(library)
         with _private(os.path.join(partial, SIGNATURE), "w") as f:
             json.dump(signature, f)
         os.rename(partial, path)  # OSError if another process saved it meanwhile
         partial = None
-        # Held as it is read, not as traced, and called by the tracing
-        # fitter too: the traced function's Python graph (86 MB, 27,000
-        # objects for rbf) is let go at once instead of staying while
-        # held, and TF instantiates one function for every fitter of the
-        # entry (docs/design.md, "Traces kept between processes").
-        kept = LoadedFunction(library, signature)
         _hold(path, _stamp(path), kept)
         _prune(where)
         return kept
