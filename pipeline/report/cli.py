@@ -92,11 +92,13 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         # gs:// without the gcp extra is said as such (else --params read
         # as a folder without a manifest).
         check_reachable(args, ("params", "out", "input"), show=repr)
+        _check_gcs_reached(args.params, args.input, args.out)
         _check_params(args.params)
         local = FileSystems.get_scheme(args.params) is None
         if local:
             _check_not_written(args.params, manifest_of)
         given = _from_manifest(args, manifest_of)
+        _check_gcs_reached(pattern=given["input"])  # the manifest's; a host that answered: not asked again
         options = ReportOptions(
             input=given["input"], params=args.params,
             columns=Columns(given["id_column"], given["time_column"], given["value_column"]),
@@ -187,6 +189,20 @@ def _unfound_relative(pattern: str) -> bool:
     if not is_local(pattern) or os.path.isabs(pattern):
         return False
     return not (os.path.exists(pattern) or glob.glob(pattern, recursive=True))
+
+
+def _check_gcs_reached(params: Optional[str] = None, pattern: Optional[str] = None,
+                       out: Optional[str] = None) -> None:
+    """Refuses a gs:// --params, --input or --out whose host, Cloud Storage's,
+    never answers (matching.gcs_unreached, as gpfit asks of its paths):
+    offline, Google's storage client retried each for 120 s (--params: 146 s
+    to an exit 1; --out only after the page was built)."""
+    from pipeline.io.matching import gcs_unreached
+    for name, path, verb in (("params", params, "read"), ("input", pattern, "read"),
+                             ("out", out, "write")):
+        unreached = path and gcs_unreached(path)
+        if unreached:
+            raise UsageError(f"cannot {verb} --{name} {path!r}: {unreached}")
 
 
 def _check_params(params: str) -> None:
