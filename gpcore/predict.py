@@ -20,7 +20,7 @@ loses the precision the covariance needs.
 """
 from __future__ import annotations
 
-import functools
+import collections
 import math
 import sys
 import threading
@@ -249,12 +249,21 @@ def _solved(p: dict, t: np.ndarray, y: np.ndarray, t_new: np.ndarray,
 # Held while a kernel's posterior is looked up or built: lru_cache alone
 # let threads that asked for it at once each build and trace their own.
 _BUILDING = threading.Lock()
+# Compiled posteriors kept, by kernel name, least recently used first. A
+# traced one holds 2-6 MiB (5.5 for a sum of three) and sums make 241
+# names: kept without bound, a process trying them all (fit_frame in a
+# notebook) would grow by 1.3 GiB. A run predicts with its kernel or auto's
+# candidates, far fewer; past the bound the least recently used goes and is
+# traced again if asked (1-2.5 s).
+MAX_POSTERIORS = 32
+_POSTERIORS: "collections.OrderedDict[str, Callable]" = collections.OrderedDict()
 
 
 def compiled_posterior(kernel_name: str):
     """The posterior of one kernel (a name gpcore.kernels knows) as a
-    tf.function traced once per process, at its first use: shapes are
-    [None], so every series and grid length runs the same graph.
+    tf.function traced once per process, at its first use, and kept
+    while among the MAX_POSTERIORS most recently used: shapes are [None],
+    so every series and grid length runs the same graph.
 
     It takes (t [n] and t_new [m] centred times, resid [n] = y - mean,
     amplitudes [C], shape [P] (the components' shape parameters in order),
@@ -264,10 +273,13 @@ def compiled_posterior(kernel_name: str):
     clipping at 0, whether A's Cholesky factor is finite).
     """
     with _BUILDING:
-        return _posterior(kernel_name)
+        solve = _POSTERIORS.pop(kernel_name, None) or _posterior(kernel_name)
+        _POSTERIORS[kernel_name] = solve  # the most recently used
+        while len(_POSTERIORS) > MAX_POSTERIORS:
+            _POSTERIORS.popitem(last=False)
+        return solve
 
 
-@functools.lru_cache(maxsize=None)
 def _posterior(kernel_name: str):
     """compiled_posterior's function, built and traced."""
     bases = components(kernel_named(kernel_name))
@@ -319,7 +331,7 @@ def _posterior(kernel_name: str):
     return solve
 
 
-compiled_posterior.cache_clear = _posterior.cache_clear  # a fresh start, for tests
+compiled_posterior.cache_clear = _POSTERIORS.clear  # a fresh start, for tests
 
 
 def _beside_identity(a, extra):

@@ -363,6 +363,35 @@ def test_threads_first_predictions_at_once_build_and_trace_one_posterior():
     assert got[0].experimental_get_tracing_count() == 1
 
 
+def test_compiled_posteriors_kept_are_bounded_least_recently_used_first(monkeypatch):
+    """Every kernel name a process predicted with kept its traced posterior
+    (5.5 MiB for a sum of three) for the process's life, and sums make 241
+    names: a notebook trying them held over a GiB. At most MAX_POSTERIORS are
+    kept; the least recently used goes (and its memory with it), the others
+    are reused untraced."""
+    import gc
+    import weakref
+
+    from gpcore import predict as module
+
+    monkeypatch.setattr(module, "MAX_POSTERIORS", 2)
+    module.compiled_posterior.cache_clear()
+    rbf = module.compiled_posterior("rbf")
+    gone = weakref.ref(rbf)
+    matern = module.compiled_posterior("matern52")
+    assert module.compiled_posterior("rbf") is rbf  # used again: now the most recent
+    module.compiled_posterior("matern32")  # a third: matern52, the least recent, goes
+    assert module.compiled_posterior("rbf") is rbf
+    assert rbf.experimental_get_tracing_count() == 1
+    again = module.compiled_posterior("matern52")
+    assert again is not matern and again.experimental_get_tracing_count() == 1
+    del rbf, matern, again
+    module.compiled_posterior("periodic")  # rbf goes now
+    gc.collect()
+    assert gone() is None
+    module.compiled_posterior.cache_clear()
+
+
 @pytest.mark.parametrize("kernel", ["matern32", "matern52"])
 @pytest.mark.parametrize("length_scale", [1e-154, 1e-300])
 def test_matern_far_past_its_length_scale_is_uncorrelated_not_nan(kernel, length_scale):
