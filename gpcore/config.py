@@ -112,16 +112,20 @@ DENSE_MAX_POINTS = 4096
 MARKOV_ABOVE = 4096
 MARKOV_MAX_POINTS = 1_000_000
 MARKOV_KERNELS = ("matern12", "matern32", "matern52")
-# A dense fit holds, per batch member (a start of a series), about this
-# many N x N float64 matrices at its peak (grid, Newton's value, gradient
-# and Hessian): peak RSS less the warmed fitter's, over starts x N^2 x 8,
-# was 9.1-10.5 for rbf at 1,000-2,000 points, 19.9 for rbf+periodic at
-# 1,500 (docs/design.md, "The fitter", Memory per series). A max_points
-# given whose one series would need more than the fitting machine's memory
-# is refused where the fit runs (`check_memory`): the fit aborted (std::bad_alloc) or was
-# killed by the OOM killer, with no word of why.
-DENSE_MATRICES = 10
-SUM_DENSE_MATRICES = 20
+# A dense fit's compiled batch holds at its peak about DENSE_SERIES_MATRICES
+# N x N float64 matrices per series (its distances and features) and
+# DENSE_START_MATRICES per start running Newton (value, gradient, Hessian),
+# a sum's SUM_DENSE_START_MATRICES: peak RSS less the warmed fitter's over
+# N^2 x 8 bytes, on white noise (rough: every start runs), was 11.0 for rbf
+# and 12.4 for matern52 at 1,000 points with one start, 21.7 for rbf and
+# 26.3 for matern52 (1,500 points) with 3, 63 for rbf+periodic's 3 at 1,000
+# (docs/design.md, "The fitter", Memory per series). A max_points given
+# whose fits would need more than the fitting machine's memory is refused
+# where the fit runs (`check_memory`): the fit aborted (std::bad_alloc) or
+# was killed by the OOM killer, with no word of why.
+DENSE_SERIES_MATRICES = 7
+DENSE_START_MATRICES = 7
+SUM_DENSE_START_MATRICES = 19
 # The most FitConfig.max_iterations: the graph's step counts are int32.
 INT32_MAX = 2**31 - 1
 
@@ -390,18 +394,19 @@ def takes_markov_path(k: Kernel, n_points: int) -> bool:
 
 def dense_bytes(k: Kernel, restarts: int, n_points: int) -> int:
     """About the most bytes the dense fit of one series of n_points under
-    kernel k (not auto) holds with `restarts` starts (batch members, each
-    DENSE_MATRICES N x N float64 matrices, a sum's SUM_DENSE_MATRICES, at
-    the padded length); a Markov kernel fits past MARKOV_ABOVE in O(n), so
-    at most MARKOV_ABOVE points count."""
+    kernel k (not auto) holds with `restarts` starts, all running (at the
+    padded length: `_dense_matrices`); a Markov kernel fits past
+    MARKOV_ABOVE in O(n), so at most MARKOV_ABOVE points count."""
     from gpcore.batching import padded_length  # it imports this module
 
-    return restarts * _dense_matrices(k) * padded_length(dense_points(k, n_points)) ** 2 * 8
+    return _dense_matrices(k, restarts) * padded_length(dense_points(k, n_points)) ** 2 * 8
 
 
-def _dense_matrices(k: Kernel) -> int:
-    """N x N matrices a start of a dense fit of kernel k holds at its peak."""
-    return SUM_DENSE_MATRICES if len(components(k)) > 1 else DENSE_MATRICES
+def _dense_matrices(k: Kernel, restarts: int) -> int:
+    """N x N matrices the dense fit of one series under kernel k holds at
+    its peak with `restarts` starts running."""
+    start = SUM_DENSE_START_MATRICES if len(components(k)) > 1 else DENSE_START_MATRICES
+    return DENSE_SERIES_MATRICES + restarts * start
 
 
 # Where machine_memory finds this process's cgroups and their limits.
@@ -489,13 +494,13 @@ def check_dense_memory(max_points: int, k: Kernel, restarts: int,
     need = dense_bytes(k, restarts, max_points)
     if need <= memory:
         return
-    matrices = _dense_matrices(k)
-    fits = math.isqrt(memory // (restarts * matrices * 8))
+    matrices = _dense_matrices(k, restarts)
+    fits = math.isqrt(memory // (matrices * 8))
     while fits > 1 and dense_bytes(k, restarts, fits) > memory:
         fits -= 1
     raise ValueError(
         f"max_points ({max_points}) would let one series' {k.name} fit need about "
-        f"{need / 2**30:,.0f} GiB ({restarts} start(s) x ~{matrices} {max_points} x "
+        f"{need / 2**30:,.0f} GiB ({restarts} start(s): ~{matrices} {max_points} x "
         f"{max_points} float64 matrices), more than this machine's {memory / 2**30:.1f} GiB; "
         f"give max_points {fits} or less, fewer restarts, a kernel that fits long series "
         f"in O(n) ({', '.join(MARKOV_KERNELS)}), or aggregate the series to fewer points")

@@ -326,12 +326,12 @@ def test_restarts_past_the_start_grid_are_refused_by_the_config(kernel, most, wh
                                            ("auto", "matern52+periodic")])
 def test_a_max_points_whose_dense_fit_outgrows_the_machine_is_refused(kernel, named):
     """max_points=100000 on a dense kernel let one series' fit ask for
-    terabytes (each start ~10 N x N float64 matrices): the process aborted
+    terabytes (~7 N x N float64 matrices a start): the process aborted
     with std::bad_alloc under a memory limit, or the OOM killer took it."""
     need = dense_bytes(kernel_named(named), 3, 100_000) / 2**30
     with pytest.raises(ValueError, match=rf"^max_points \(100000\) would let one series' "
                                          rf"{re.escape(named)} fit need about {need:,.0f} GiB "
-                                         r"\(3 start\(s\) x ~\d+ 100000 x 100000 float64 "
+                                         r"\(3 start\(s\): ~\d+ 100000 x 100000 float64 "
                                          r"matrices\), more than this machine's [\d.]+ GiB; "
                                          r"give max_points \d+ or less"):
         build_fitter(FitConfig(kernel=kernel, max_points=100_000))
@@ -387,11 +387,54 @@ def test_the_dense_memory_bound_names_the_most_points_that_fit():
     fits = int(re.search(r"give max_points (\d+)", str(refused.value)).group(1))
     assert dense_bytes(rbf, 3, fits) <= memory < dense_bytes(rbf, 3, fits + 1)
     check_dense_memory(fits, rbf, 3, memory)
-    assert 3000 < fits < 6000  # ~10 N x N float64 matrices for each of 3 starts
+    assert 5000 < fits < 8000  # ~28 N x N float64 matrices: 7 for the series, 7 a start
     check_dense_memory(1_000_000, kernel_named("matern32"), 3, memory)
     # The defaults are not refused, nor asked to fit this machine.
     check_memory(FitConfig(kernel="rbf+periodic"), memory)
     check_memory(FitConfig(kernel="rbf", max_points=4096), memory)
+
+
+# Measures, in a fresh process, the peak RSS a warmed fitter adds to fit
+# one series of argv[2] white-noise points under kernel argv[1]: every start
+# runs on such a rough series, the most a series holds.
+_PEAK_SCRIPT = """
+import json, resource, sys
+import numpy as np
+from gpcore import FitConfig, GPFitter, Series
+fitter = GPFitter(FitConfig(kernel=sys.argv[1], restarts=int(sys.argv[3]), max_points=4096))
+rng = np.random.default_rng(0)
+fitter.fit([Series("warm", np.arange(40.0), rng.standard_normal(40))])
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+n = int(sys.argv[2])
+result, = fitter.fit([Series("rough", np.arange(float(n)), rng.standard_normal(n))])
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"status": result.status, "bytes": after - before,
+                  "restarts": fitter.config.restarts}))
+"""
+
+
+@pytest.mark.parametrize("kernel, restarts", [("matern52", 1), ("rbf", 3)])
+def test_the_dense_memory_estimate_follows_a_series_measured_peak(kernel, restarts):
+    """dense_bytes counted ten N x N matrices a start: a 1,000-point
+    matern52 fit with one start measured 1.24x that, so that the bound let
+    through a max_points the machine could not hold, and rbf's 3 starts 0.7x.
+    It now counts the matrices measured per series and per start: the peak
+    of a series whose every start runs is 0.7-1.0 of the estimate (above:
+    the machine runs out; far below: fits that would run are refused)."""
+    import json
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    n = 1000
+    done = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, kernel, str(n), str(restarts)],
+                          cwd=root, capture_output=True, text=True, check=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="2"))
+    measured = json.loads(done.stdout.splitlines()[-1])
+    assert measured["status"] == "ok" and measured["restarts"] == restarts
+    # RSS is counted in pages and the allocator rounds: a few % either way.
+    ratio = measured["bytes"] / dense_bytes(kernel_named(kernel), restarts, n)
+    assert 0.7 <= ratio <= 1.0, ratio
 
 
 def _cgroups(root, own: str, limits: dict) -> None:
