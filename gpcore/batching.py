@@ -37,6 +37,11 @@ SLOW_CHOLESKY_SIDE = 256
 # flops of the same fitted apart; docs/design.md, "Batching is gpcore's").
 MAX_PADDING_RATIO = 2
 
+# Largest compiled batch of a dense fit, in covariance elements (batch
+# members x N x N; a series longer than it fills a batch alone): what one
+# fitter's memory bound counts (gpcore.config.batch_bytes).
+MAX_BATCH_ELEMENTS = 1 << 23
+
 # Target estimated work per fit call, seconds of one core.
 SECONDS_PER_CALL = 15.0
 # ... at most: a call is one element, which Dataflow cannot split and a

@@ -402,6 +402,20 @@ def dense_bytes(k: Kernel, restarts: int, n_points: int) -> int:
     return _dense_matrices(k, restarts) * padded_length(dense_points(k, n_points)) ** 2 * 8
 
 
+def batch_bytes(k: Kernel, restarts: int, max_points: int, batch_size: int) -> int:
+    """About the most bytes one fitter's compiled batch holds with series of
+    up to max_points (`dense_bytes` each, all starts running): as many of
+    the longest as a batch takes (batch_size, at most MAX_BATCH_ELEMENTS
+    members x N x N, at least one), or shorter ones filling it."""
+    from gpcore.batching import MAX_BATCH_ELEMENTS, padded_length
+
+    n = padded_length(dense_points(k, max_points))
+    longest = min(batch_size, max(1, MAX_BATCH_ELEMENTS // (restarts * n * n)))
+    # Shorter series: members x N x N up to the cap, as many as batch_size allows.
+    shorter = min(MAX_BATCH_ELEMENTS // restarts, batch_size * n * n)
+    return _dense_matrices(k, restarts) * 8 * max(longest * n * n, shorter)
+
+
 def _dense_matrices(k: Kernel, restarts: int) -> int:
     """N x N matrices the dense fit of one series under kernel k holds at
     its peak with `restarts` starts running."""
@@ -458,21 +472,25 @@ def _cgroup_limits() -> list[str]:
     return found
 
 
-def check_memory(config: FitConfig, memory: Optional[int] = None) -> None:
-    """Refuses a config whose max_points lets one series fit densely at
-    more points than the kernel's default does (`dense_points`; the
-    default, and one copied by dataclasses.replace, is not checked) and
-    would need more than `memory` (None: this machine's), under auto each
-    candidate's (`check_dense_memory`). Asked where the fit runs (a
-    GPFitter's build, a local run's launch), not by FitConfig: a Dataflow
-    launcher's memory says nothing of its workers'."""
+def check_memory(config: FitConfig, memory: Optional[int] = None, fitters: int = 1) -> None:
+    """Refuses a config whose max_points lets a series fit densely at more
+    points than the kernel's default does (`dense_points`; the default, and
+    one copied by dataclasses.replace, is not checked) and would let
+    `fitters` fitting side by side on this machine (each with its compiled
+    batch: `batch_bytes`) need more than `memory` (None: this machine's),
+    under auto each candidate's (`check_dense_memory`). Asked where the fit
+    runs (a GPFitter's build, a local run's launch), not by FitConfig: a
+    Dataflow launcher's memory says nothing of its workers'."""
     for each in fitted_configs(config):
         # One at or below the default asks no more than the default run,
         # which goes on unchecked: refusing it refused a run that lowered
-        # its bound (rbf's 4,000, a Markov kernel's 200,000).
+        # its bound (rbf's 4,000, a Markov kernel's 200,000). A batch of
+        # shorter series is capped at MAX_BATCH_ELEMENTS, below one series
+        # at the default's points.
         if (dense_points(each.kernel, each.max_points)
                 > dense_points(each.kernel, default_max_points(each.kernel))):
-            check_dense_memory(each.max_points, each.kernel, each.restarts, memory)
+            check_dense_memory(each.max_points, each.kernel, each.restarts, memory,
+                               each.batch_size, fitters)
 
 
 def dense_points(k: Kernel, max_points: int) -> int:
@@ -482,28 +500,36 @@ def dense_points(k: Kernel, max_points: int) -> int:
 
 
 def check_dense_memory(max_points: int, k: Kernel, restarts: int,
-                       memory: Optional[int] = None) -> None:
-    """Refuses a max_points at which one series' dense fit under kernel k
-    (`dense_bytes`) would need more than `memory` (None: `machine_memory`).
+                       memory: Optional[int] = None, batch_size: int = 1,
+                       fitters: int = 1) -> None:
+    """Refuses a max_points at which `fitters` side by side, each holding a
+    compiled batch of series of up to max_points under kernel k
+    (`batch_bytes`), would need more than `memory` (None: `machine_memory`).
 
     Raises:
-      ValueError: naming max_points, the memory it needs and the most
-        points that fit.
+      ValueError: naming max_points, the memory it needs, the most points
+        that fit, and what else to lower.
     """
     memory = machine_memory() if memory is None else memory
-    need = dense_bytes(k, restarts, max_points)
+    need = fitters * batch_bytes(k, restarts, max_points, batch_size)
     if need <= memory:
         return
     matrices = _dense_matrices(k, restarts)
-    fits = math.isqrt(memory // (matrices * 8))
-    while fits > 1 and dense_bytes(k, restarts, fits) > memory:
+    fits = min(max_points, math.isqrt(memory // (fitters * matrices * 8)))
+    while fits > 1 and fitters * batch_bytes(k, restarts, fits, batch_size) > memory:
         fits -= 1
+    held = (f"one series' {k.name} fit" if need == fitters * dense_bytes(k, restarts, max_points)
+            else f"a compiled batch of {k.name} fits (up to {batch_size} series)")
+    held += f" in each of {fitters} fitters side by side" if fitters > 1 else ""
+    fewer = (f"give max_points {fits} or less" if fits > 1 else
+             "no max_points fits: give a smaller batch_size")
+    side = ", fewer fitters side by side (fewer worker processes or cores)" if fitters > 1 else ""
     raise ValueError(
-        f"max_points ({max_points}) would let one series' {k.name} fit need about "
-        f"{need / 2**30:,.0f} GiB ({restarts} start(s): ~{matrices} {max_points} x "
-        f"{max_points} float64 matrices), more than this machine's {memory / 2**30:.1f} GiB; "
-        f"give max_points {fits} or less, fewer restarts, a kernel that fits long series "
-        f"in O(n) ({', '.join(MARKOV_KERNELS)}), or aggregate the series to fewer points")
+        f"max_points ({max_points}) would let {held} need about "
+        f"{need / 2**30:,.1f} GiB ({restarts} start(s): ~{matrices} {max_points} x "
+        f"{max_points} float64 matrices a series), more than this machine's "
+        f"{memory / 2**30:.1f} GiB; {fewer}{side}, fewer restarts, a kernel that fits long "
+        f"series in O(n) ({', '.join(MARKOV_KERNELS)}), or aggregate the series to fewer points")
 
 
 def default_max_points(k: Kernel) -> int:

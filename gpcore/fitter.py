@@ -21,8 +21,8 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 from gpcore import newton, parameters, starts, trace_cache
-from gpcore.batching import (compiled_batches, flops_per_grid, flops_per_newton_evaluation,
-                             padded_length)
+from gpcore.batching import (MAX_BATCH_ELEMENTS, compiled_batches, flops_per_grid,
+                             flops_per_newton_evaluation, padded_length)
 from gpcore.config import (AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, check_memory, checked,
                            is_markov)
 from gpcore.likelihood import bic
@@ -40,9 +40,6 @@ DTYPE = tf.float64
 # the reported nll.
 JITTERS = (0.0, 1e-6, 1e-4, 1e-2)
 
-# Largest batch, in covariance elements (batch members x N x N): a Newton
-# evaluation keeps about ten such float64 tensors alive (~64 MB each).
-MAX_BATCH_ELEMENTS = 1 << 23
 # Points of warm_up's made-up series: the function's instantiation costs
 # the same at any length, and a short series little else.
 WARM_UP_POINTS = 16

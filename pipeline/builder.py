@@ -85,7 +85,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
     check_type_options(options)
     config = fit_config(gp)
     if runtime.is_local(options):
-        check_fit_memory(config)  # Dataflow's workers check their own
+        check_fit_memory(config, options)  # Dataflow's workers check their own
     runner = runtime.runner(options)
     if not runtime.is_local(options):
         portable.check_job_endpoint(options, runner)  # Beam too checks it late
@@ -400,18 +400,23 @@ def import_tensorflow() -> None:
             del sys.modules["jax"]
 
 
-def check_fit_memory(config: FitConfig) -> None:
-    """Refuses, up front, a --max_points whose one series' dense fit would
-    outgrow this machine (gpcore.config.check_memory), for a run that fits
-    here; each fitter checks again where it is built.
+def check_fit_memory(config: FitConfig, options: PipelineOptions) -> None:
+    """Refuses, up front, a --max_points whose fits would outgrow this
+    machine (gpcore.config.check_memory), for a run that fits here: every
+    fitter the local runner runs side by side (its worker processes, each
+    with its share of the cores: runtime.fitters_per_machine) holding a
+    compiled batch at once; each fitter checks its own batch again where it
+    is built.
 
     Raises:
-      UsageError: naming --max_points, the memory and the most points that fit.
+      UsageError: naming --max_points, the memory and what to lower.
     """
     try:
-        check_memory(config)
+        check_memory(config, fitters=runtime.fitters_per_machine(options))
     except ValueError as err:
-        said = re.sub(r"\bmax_points\b", "--max_points", str(err))
+        said = re.sub(r"\b(max_points|batch_size)\b", r"--\1", str(err))
+        said = said.replace("fewer worker processes or cores",
+                            "--direct_num_workers, or TF_NUM_INTRAOP_THREADS above 1")
         raise UsageError(f"{said}; see gpfit --help") from err
 
 

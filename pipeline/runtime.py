@@ -550,6 +550,14 @@ def fits_in_this_process(options: PipelineOptions) -> bool:
             and not options.view_as(PortableOptions).environment_type)
 
 
+def fitters_per_machine(options: PipelineOptions) -> int:
+    """How many fitters a local run's workers run side by side on this
+    machine: each process's (configure_tf_threads) times its processes."""
+    processes = processes_per_machine(options) or fitters.machine_cores()
+    intra, _ = fitters.thread_counts_given()
+    return processes * max(1, cores_per_process(fitters.machine_cores(), processes) // intra)
+
+
 def cores_per_process(cores: int, processes: Optional[int]) -> int:
     """Cores each of `processes` processes on `cores` cores has (None: one
     process per core)."""
