@@ -256,12 +256,16 @@ def nightly_plan(gp: GPFitOptions, check_paths: bool, spec: InputSpec
     folder, kernel, note = gp.previous_output or None, None, None
     if folder and check_paths:
         try:
-            kernel = previous.check(folder, gp.output).kernel
+            found = previous.check(folder, gp.output)
         except previous.Unusable as err:
             if not gp.previous_output_optional:
                 raise
             folder, note = None, f"every series fitted cold: {err.reason}"
             _LOG.warning("gpfit: %s", note)
+        else:
+            kernel, upgraded = found.kernel, previous.version_note(found)
+            if upgraded:  # said once, here: the job's counts say only "0 reused"
+                _LOG.info("gpfit: %s", upgraded)
     return Nightly(folder, kernel, gp.predict_horizon, gp.predict_points,
                    bool(gp.predict_observed), spec.time_units == inputs.DAYS,
                    gp.predict_steps, levels(gp), gp.transform, gp.holdout), note

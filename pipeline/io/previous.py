@@ -18,6 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from gpcore.result import OK
 from pipeline.io import lock, manifest, rows, shards
+from pipeline.io.fingerprint import VERSION
 from pipeline.io.errors import NO_ANSWER, UsageError, first_line, listing_failure
 from pipeline.io.files import map_files
 from pipeline.io.matching import gcs_unreached, is_glob
@@ -52,12 +53,15 @@ class PreviousRun:
       kernel: the kernel it fitted (its manifest's).
       shards: its parameter shards' paths, sorted (either layout: outputs.py).
       rows: rows over all shards (one per series it wrote).
+      version: the gpfit release that wrote it (its manifest's
+        gpfit_version), or None: one before 0.16.1 recorded none.
     """
 
     folder: str
     kernel: str
     shards: tuple[str, ...]
     rows: int
+    version: Optional[str] = None
 
 
 def check(folder: str, output: str) -> PreviousRun:
@@ -98,7 +102,24 @@ def check(folder: str, output: str) -> PreviousRun:
         raise Unusable(f"--previous_output: {err}", f"give a gpfit output folder, {_ADVICE}"
                        ) from err
     _check_listed(folder, paths, found.get("output_files"))
-    return PreviousRun(folder, str(found.get("kernel")), tuple(paths), sum(rows))
+    version = found.get("gpfit_version")
+    return PreviousRun(folder, str(found.get("kernel")), tuple(paths), sum(rows),
+                       None if version is None else str(version))
+
+
+def version_note(run: PreviousRun) -> Optional[str]:
+    """Why no series of `run` is reused, where another release wrote it;
+    None where this one did. A fingerprint hashes the version first
+    (fingerprint.options_key), so the night after an upgrade refits every
+    series, which its counts alone ("0 reused") left unexplained."""
+    if run.version == VERSION:
+        return None
+    by = (f"gpfit {run.version}" if run.version is not None
+          else "a gpfit release older than 0.16.1")
+    return (f"--previous_output {run.folder} was written by {by}, and this is gpfit "
+            f"{VERSION}: a series' fingerprint holds the gpfit version, so tonight every "
+            "series is fitted again once (warm-started from its previous parameters where "
+            "they are ok and of this kernel); the next night reuses them")
 
 
 def check_gcs_reached(folder: str) -> None:

@@ -7,6 +7,7 @@ missing or corrupt.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import shutil
@@ -473,3 +474,63 @@ def test_a_path_in_or_around_the_previous_output_says_which_folder_to_give(tmp_p
                 else os.path.join(os.path.dirname(cold.output), "*"))  # None: a glob of nights
     run = gpfit(inputs[1], str(tmp_path / "out"), *RUN_OPTIONS, "--previous_output", previous)
     assert run.code == 2 and said.format(cold=cold.output) in run.stderr, run.stderr
+
+
+def as_written_by(cold_output: str, folder, version) -> str:
+    """A copy of a finished run's folder as gpfit `version` wrote it: its
+    manifest's gpfit_version that one (left out for None, as before 0.16.1),
+    and its rows' fingerprints under that version's key (the version is
+    hashed first: fingerprint.options_key), so none equals tonight's."""
+    shutil.copytree(cold_output, folder)
+    found = json.loads((folder / "_SUCCESS.json").read_text())
+    found.pop("gpfit_version")
+    if version is not None:
+        found["gpfit_version"] = version
+    (folder / "_SUCCESS.json").write_text(json.dumps(found))
+    for shard in folder.glob("params/part-*.parquet"):
+        table = pq.read_table(shard)
+        older = [hashlib.sha256(f"{version}:{fp}".encode()).hexdigest()
+                 for fp in table.column("fingerprint").to_pylist()]
+        index = table.schema.get_field_index("fingerprint")
+        pq.write_table(table.set_column(index, table.schema.field(index), pa.array(older)),
+                       shard)
+    return str(folder)
+
+
+@pytest.mark.parametrize("version,said", [
+    ("0.16.1", "was written by gpfit 0.16.1, and this is gpfit {now}"),
+    (None, "was written by a gpfit release older than 0.16.1, and this is gpfit {now}"),
+])
+def test_a_previous_output_of_another_version_says_why_every_series_is_fitted(
+        tmp_path, inputs, cold, version, said, caplog):
+    # The night after an upgrade reused nothing, and the log said only
+    # "0 reused, 9 warm-started, 10 fitted": a 5 % night cost a full run
+    # without a word of why. The launcher now says it, once.
+    from pipeline.io.fingerprint import VERSION
+
+    previous = as_written_by(cold.output, tmp_path / "previous", version)
+    with caplog.at_level("INFO", logger="gpfit"):
+        run = gpfit(inputs[0], str(tmp_path / "out"), *RUN_OPTIONS, "--previous_output",
+                    previous)
+    assert run.code == 0, run.stderr
+    lines = [r.getMessage() for r in caplog.records if "fitted again" in r.getMessage()]
+    assert lines == [f"gpfit: --previous_output {previous} {said.format(now=VERSION)}: a "
+                     "series' fingerprint holds the gpfit version, so tonight every series is "
+                     "fitted again once (warm-started from its previous parameters where they "
+                     "are ok and of this kernel); the next night reuses them"], lines
+    # Which series are reused is as before: none, every ok one warm-started.
+    ok = sum(r["status"] == "ok" for r in cold.rows())
+    assert run.manifest["reuse"]["reused"] == 0
+    assert run.manifest["reuse"]["warm_starts_offered"] == ok
+    assert run.manifest["reuse"]["fitted"] == len(cold.rows())
+
+
+def test_a_previous_output_of_this_version_says_nothing_of_versions(tmp_path, inputs, cold,
+                                                                    caplog):
+    with caplog.at_level("INFO", logger="gpfit"):
+        run = gpfit(inputs[0], str(tmp_path / "out"), *RUN_OPTIONS, "--previous_output",
+                    cold.output)
+    assert run.code == 0, run.stderr
+    assert any("file(s)" in r.getMessage() for r in caplog.records)  # info lines were caught
+    assert not [r for r in caplog.records if "fitted again" in r.getMessage()]
+    assert run.manifest["reuse"]["reused"] == len(cold.rows())
