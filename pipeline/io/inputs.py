@@ -418,6 +418,13 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
                          "strings or integers: write it as one of those (a UUID or JSON id as "
                          f"its text, e.g. CAST(\"{columns.id}\" AS VARCHAR) in DuckDB), or name "
                          f"another with {option.format('id_column')}")
+    zone = col.unknown_zone(id_type)
+    if zone is not None:
+        raise InputError(f"id column {columns.id!r} in {path} holds timestamps in the time zone "
+                         f"{zone!r}, which the tz database lacks, so its ids cannot be written "
+                         "as text; write the column in UTC or in a zone the tz database has "
+                         "(e.g. pandas' .dt.tz_convert('UTC')), or name another with "
+                         f"{option.format('id_column')}")
     if col.is_list(time_type) != col.is_list(value_type):
         listed, scalar = ((columns.time, columns.value) if col.is_list(time_type)
                           else (columns.value, columns.time))

@@ -297,6 +297,24 @@ def test_ids_all_missing_from_pandas_give_no_rows_as_null_ids_do(frame):
     assert table.schema.equals(OUTPUT_SCHEMA) and table.num_rows == 0
 
 
+def test_ids_in_a_time_zone_the_tz_database_lacks_are_refused_naming_it():
+    """Timestamp ids in a zone tzdata has dropped (US/Pacific-New), in an
+    Arrow table: the fit ended in Arrow's ArrowInvalid "Cannot locate or
+    parse timezone" while writing the ids as text, after the checks."""
+    from pipeline.io.errors import InputError
+
+    ids = pa.array([1_700_000_000_000] * 8 + [1_800_000_000_000] * 8,
+                   pa.timestamp("ms", tz="US/Pacific-New"))
+    frame = _small_frame()
+    table = pa.table({"series_id": ids, "t": frame["t"], "y": frame["y"]})
+    with pytest.raises(InputError, match=re.escape(
+            "id column 'series_id' in the table holds timestamps in the time zone "
+            "'US/Pacific-New', which the tz database lacks, so its ids cannot be written as "
+            "text; write the column in UTC or in a zone the tz database has (e.g. pandas' "
+            ".dt.tz_convert('UTC')), or name another with id_column=")):
+        gpfit.fit_frame(table)
+
+
 def test_bool_ids_are_false_and_true_from_pandas_arrow_and_the_command(tmp_path):
     """Bool ids are Arrow's strings "false" and "true" (not Python's
     "False"), as the command writes them from a Parquet bool column: one

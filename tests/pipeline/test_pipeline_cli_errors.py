@@ -124,6 +124,18 @@ def duckdb_uuid_ids(tmp):
         'CAST("series_id" AS VARCHAR) in DuckDB), or name another with --id_column')
 
 
+def ids_in_a_zone_the_tz_database_lacks(tmp):
+    # US/Pacific-New, removed from tzdata in 2020a, as an older writer left
+    # it: the footer passed, and the job failed on its workers writing the
+    # ids as text (exit 3, "Cannot locate or parse timezone").
+    ids = pa.array([1_700_000_000_000_000] * 5, pa.timestamp("us", tz="US/Pacific-New"))
+    path = _write(tmp / "z.parquet", _good_table().set_column(0, "series_id", ids))
+    return path, (f"id column 'series_id' in {path} holds timestamps in the time zone "
+                  "'US/Pacific-New', which the tz database lacks, so its ids cannot be written "
+                  "as text; write the column in UTC or in a zone the tz database has (e.g. "
+                  "pandas' .dt.tz_convert('UTC')), or name another with --id_column")
+
+
 def no_rows(tmp):
     return _write(tmp / "none.parquet", _good_table().slice(0, 0)), "hold no rows"
 
@@ -282,6 +294,7 @@ def a_glob_in_a_folder_named_with_brackets(tmp):
     a_glob_in_a_folder_named_with_brackets, a_file_named_in_latin1, a_file_named_with_a_newline, no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
     mixed_time_kinds, half_float_ids, uuid_ids, duckdb_uuid_ids, unknown_scheme,
+    ids_in_a_zone_the_tz_database_lacks,
     unavailable_scheme,
     a_link_beside_its_file, a_hard_link_beside_its_file, a_dask_metadata_summary,
     an_id_in_hive_folder_names, column_names_with_spaces, column_names_in_another_case,

@@ -69,3 +69,24 @@ def test_id_codes_name_each_row_as_as_str_does(ids):
     codes, names = columns.as_codes(ids)
     assert names[codes].tolist() == columns.as_str(ids).tolist()
     assert len(set(codes.tolist())) == len(names)
+
+
+@pytest.mark.parametrize("type_,zone", [
+    (pa.timestamp("us", tz="US/Pacific-New"), "US/Pacific-New"),  # dropped from tzdata 2020b
+    (pa.timestamp("ns", tz="Mars/Olympus_Mons"), "Mars/Olympus_Mons"),
+    (pa.timestamp("us", tz="UTC"), None),
+    (pa.timestamp("ms", tz="America/Los_Angeles"), None),
+    (pa.timestamp("s", tz="+05:30"), None),  # a fixed offset needs no database
+    (pa.timestamp("us"), None),
+    (pa.string(), None),
+])
+def test_a_zone_is_unknown_where_arrow_cannot_write_its_times_as_text(type_, zone):
+    assert columns.unknown_zone(type_) == zone
+    if zone is None and pa.types.is_timestamp(type_):  # ids as_str writes in their zone
+        assert columns.as_str(pa.array([0], type_))[0][:4] in ("1969", "1970")
+
+
+def test_times_in_an_unknown_zone_are_days_since_epoch_all_the_same():
+    # Why only ids are refused: a time counts from the epoch in UTC.
+    stamps = pa.array([129_600_000_000], pa.timestamp("us", tz="US/Pacific-New"))
+    assert columns.as_float(stamps).tolist() == [1.5]
