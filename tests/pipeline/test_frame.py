@@ -352,7 +352,7 @@ def test_max_rows_below_max_points_is_refused_as_the_command_refuses_it(kwargs, 
 def test_a_max_points_past_the_machines_memory_is_refused_as_the_command_refuses_it():
     """One series of 100,000 points under rbf would need terabytes."""
     with pytest.raises(ValueError, match=r"^max_points \(100000\) would let one series' rbf "
-                                         r"fit need about [\d,]+ GiB .* give max_points \d+ or less"):
+                                         r"fit need about [\d,.]+ GiB .* give max_points \d+ or less"):
         gpfit.fit_frame(_small_frame(), max_points=100_000, max_rows=100_000)
 
 
