@@ -18,8 +18,12 @@ import pyarrow.parquet as pq
 
 from gpcore.series import Series
 from pipeline.io import columns as col
+from pipeline.io.errors import UsageError, first_line
 from pipeline.io.files import map_files, open_file
 from pipeline.io.inputs import NESTED, InputSpec
+
+# A Parquet file ends with its footer's length (4 bytes, little-endian) and PAR1.
+FOOTER_TAIL = 8
 
 
 def read_series(spec: InputSpec, ids: Sequence[str]) -> dict[str, Series]:
@@ -53,13 +57,24 @@ def _read_file(path: str, spec: InputSpec, ids: list[str]
     """-> (ids [k] str, t [k], y [k]): the wanted observations of one file."""
     names = spec.columns
     with open_file(path) as f:
-        id_type = pq.ParquetFile(f).schema_arrow.field(names.id).type
+        parquet = pq.ParquetFile(f)
+        id_type = parquet.schema_arrow.field(names.id).type
+        # Arrow's filter on a column encrypted behind a plaintext footer
+        # waits forever; unfiltered, its read fails and says why.
+        sealed = _signed_footer(f, parquet.metadata)
         f.seek(0)
-        # INT96 times (Spark's legacy timestamps) as microseconds: as Arrow's
-        # nanoseconds they wrap outside 1677-2262 (pipeline.io.inputs reads them so).
-        table = pq.read_table(f, columns=[names.id, names.time, names.value],
-                              filters=id_filter(names.id, id_type, ids),
-                              coerce_int96_timestamp_unit="us")
+        try:
+            # INT96 times (Spark's legacy timestamps) as microseconds: as Arrow's
+            # nanoseconds they wrap outside 1677-2262 (pipeline.io.inputs reads them so).
+            table = pq.read_table(f, columns=[names.id, names.time, names.value],
+                                  filters=None if sealed else id_filter(names.id, id_type, ids),
+                                  coerce_int96_timestamp_unit="us")
+        except OSError as err:
+            if not sealed:
+                raise
+            raise UsageError(f"{path} holds columns encrypted with Parquet modular encryption "
+                             f"({first_line(err)}), which the report cannot decrypt: write it "
+                             "without encryption, or leave it out of --input") from err
     # Views (string_view, binary_view) as plain strings and bytes: Arrow
     # cannot filter them (columns.without_views).
     table = table.set_column(0, names.id, col.without_views(table.column(names.id)))
@@ -77,6 +92,14 @@ def _read_file(path: str, spec: InputSpec, ids: list[str]
     else:
         keys = col.as_str(keys)
     return keys, col.as_float(t), col.as_float(y)
+
+
+def _signed_footer(f, metadata: pq.FileMetaData) -> bool:
+    """Whether the open file's footer is followed by a signature, as Parquet
+    modular encryption's plaintext footer is (its columns encrypted): the
+    footer's recorded length is then more than the footer's own."""
+    f.seek(-FOOTER_TAIL, 2)
+    return int.from_bytes(f.read(4), "little") > metadata.serialized_size
 
 
 def id_filter(name: str, id_type: pa.DataType, ids: list[str]) -> Optional[ds.Expression]:

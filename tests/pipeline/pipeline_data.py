@@ -54,31 +54,6 @@ def write_long(folder: str, series: dict, time_type: pa.DataType = pa.float64(),
     return folder
 
 
-def write_encrypted(path, table: pa.Table, columns: list[str], plaintext_footer: bool) -> None:
-    """Writes `table` with Parquet modular encryption: `columns` under a
-    column key, the footer encrypted or only signed (`plaintext_footer`).
-    The KMS wraps no key, but the file is encrypted all the same: Arrow
-    reads neither footer nor columns without decryption properties."""
-    import base64
-
-    import pyarrow.parquet.encryption as pe
-
-    class KeysAsGiven(pe.KmsClient):
-        def wrap_key(self, key_bytes, master_key_identifier):
-            return base64.b64encode(key_bytes)
-
-        def unwrap_key(self, wrapped_key, master_key_identifier):
-            return base64.b64decode(wrapped_key)
-
-    sealing = pe.EncryptionConfiguration(footer_key="footer", column_keys={"columns": columns},
-                                         plaintext_footer=plaintext_footer,
-                                         double_wrapping=False)
-    properties = pe.CryptoFactory(lambda config: KeysAsGiven()).file_encryption_properties(
-        pe.KmsConnectionConfig(), sealing)
-    with pq.ParquetWriter(path, table.schema, encryption_properties=properties) as writer:
-        writer.write_table(table)
-
-
 def write_nested_dates(path: str, series: dict) -> str:
     """Nested layout, one row per series, t as list<date32>, plus a null-id row."""
     ids = list(series) + [None]

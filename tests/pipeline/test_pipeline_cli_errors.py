@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gpfit_runs import Run, as_a_user_without_access, command_in, without_gcs
-from pipeline_data import gpfit, write_encrypted
+from gpfit_runs import Run, as_a_user_without_access, command_in, without_gcs, write_encrypted
+from pipeline_data import gpfit
 
 
 def _good_table(n: int = 5) -> pa.Table:

@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.io import inputs, matching
-from pipeline_data import RUN_OPTIONS, gpfit, write_encrypted
+from gpfit_runs import write_encrypted
+from pipeline_data import RUN_OPTIONS, gpfit
 
 
 def _series_table(ids: list[str], n: int = 24) -> pa.Table:

@@ -108,3 +108,48 @@ def test_view_ids_are_read_as_plain_ids(tmp_path):
                                        else {"a", "b\\xff"}), ids.type
         np.testing.assert_array_equal(found["a"].t, [0.0, 3.0])
         np.testing.assert_array_equal(found["a"].y, [1.0, 4.0])
+
+
+def test_a_file_whose_id_column_is_encrypted_is_named_not_waited_on(tmp_path):
+    """Parquet modular encryption with a plaintext footer: the footer reads,
+    the encrypted columns do not. Arrow's filter on an encrypted id column
+    (its statistics) waited forever: the report hung at 0% CPU (10 minutes
+    seen) where gpfit names the file unreadable (exit 3). The file is now
+    read unfiltered, and refused naming it. A child process, so that the
+    old hang fails the test instead of stalling it."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    from gpfit_runs import write_encrypted
+
+    table = pa.table({"series_id": ["a", "a"], "t": [0.0, 1.0], "y": [1.0, 2.0]})
+    pq.write_table(table, tmp_path / "good.parquet")
+    sealed = tmp_path / "sealed.parquet"
+    write_encrypted(sealed, table.set_column(0, "series_id", pa.array(["b", "b"])),
+                    ["series_id"], plaintext_footer=True)
+    write_encrypted(tmp_path / "other.parquet",
+                    table.set_column(0, "series_id", pa.array(["c", "c"])).append_column(
+                        "customer", pa.array(["x", "x"])), ["customer"], plaintext_footer=True)
+    script = textwrap.dedent(f"""
+        from pipeline.io.errors import UsageError
+        from pipeline.io.inputs import Columns, inspect
+        from pipeline.report.data import read_series
+        spec = inspect({str(tmp_path)!r}, Columns())
+        try:
+            read_series(spec, ["a", "b"])
+        except UsageError as err:
+            print(err)
+        print(sorted(read_series(inspect({str(tmp_path / "good.parquet")!r}, Columns()),
+                                 ["a"])))
+        """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    said, found = done.stdout.strip().splitlines()
+    assert said == (f"{sealed} holds columns encrypted with Parquet modular encryption (Cannot "
+                    "decrypt ColumnMetadata. FileDecryption is not setup correctly), which the "
+                    "report cannot decrypt: write it without encryption, or leave it out of "
+                    "--input"), said
+    assert found == "['a']"
