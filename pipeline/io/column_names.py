@@ -62,6 +62,12 @@ def _missing(path: str, name: str, names: list[str], option: str,
         return (f"its column {ascii(near[0])} differs from {ascii(name)} only in Unicode "
                 f"normalisation (accents composed or not): give {option} the name as the file "
                 "spells it, or rename the column")
+    if near and near[0].strip().casefold() != name.strip().casefold():
+        # Also in normalisation: shown as it looks, the name typed again
+        # (composed) was refused again.
+        return (f"its column {ascii(near[0])} differs from {ascii(name)} in case or in spaces "
+                "around the name and in Unicode normalisation (accents composed or not): give "
+                f"{option} the name as the file spells it, or rename the column")
     if near:
         return (f"its column {near[0]!r} differs only in case or in spaces around the name: "
                 f"give that name to {option}")

@@ -356,6 +356,22 @@ def test_a_time_in_a_struct_column_says_to_write_it_as_a_column(tmp_path, time_c
     assert_usage_error(run, expected.format(path=input_))
 
 
+def test_a_column_name_in_another_case_and_unicode_form_is_said_so(tmp_path):
+    """The header NFD (macOS) and in another case: the refusal said the
+    names differ "only in case or in spaces" and showed the file's name as
+    it looks, so the name typed again as shown (NFC) was refused again."""
+    import unicodedata
+    table = _good_table().rename_columns(["series_id", "t",
+                                          unicodedata.normalize("NFD", "Ventes_été")])
+    input_ = _write(tmp_path / "s.parquet", table)
+    run = gpfit(input_, str(tmp_path / "out"), "--value_column",
+                unicodedata.normalize("NFC", "ventes_été"))
+    assert_usage_error(run, (
+        "its column 'Ventes_e\\u0301te\\u0301' differs from 'ventes_\\xe9t\\xe9' in case or "
+        "in spaces around the name and in Unicode normalisation (accents composed or not): "
+        "give --value_column the name as the file spells it, or rename the column"))
+
+
 @pytest.mark.parametrize("extra, expected", [
     (["--kernal", "rbf"], "unrecognised arguments: --kernal rbf"),
     (["--kernel", "cubic"], "--kernel must be one of rbf, matern12, matern32, matern52, periodic, "
