@@ -150,7 +150,7 @@ def _from_manifest(args, manifest_of) -> dict:
       UsageError: no --input and no manifest, or one whose input is redacted.
     """
     from pipeline.io.redaction import REDACTED
-    from pipeline.report.params import stopped_run
+    from pipeline.report.params import RUN_AGAIN, stopped_run
 
     given = {"input": args.input, **{k: getattr(args, k) for k in _DEFAULT_COLUMNS}}
     if all(v is not None for v in given.values()):
@@ -169,7 +169,7 @@ def _from_manifest(args, manifest_of) -> dict:
             stopped = "" if pattern else stopped_run(args.params)
             why = ("its manifest's input is redacted" if pattern else
                    "it holds no readable manifest (_SUCCESS.json or _FAILED.json)"
-                   + (f", only {stopped}: run gpfit again for a whole run's page, or" if stopped
+                   + (f", only {stopped}: {RUN_AGAIN} for a whole run's page, or" if stopped
                       else ";"))
             raise UsageError(f"--input is needed: {args.params}: {why} give the run's "
                              "--input pattern")

@@ -59,7 +59,7 @@ def locate(folder: str, manifest_of: Optional[Callable[[], Manifest]] = None) ->
         raise InputError(f"no {PARAMS_PREFIX}/part-*{PARAMS_SUFFIX} files (nor "
                          f"{PARAMS_PREFIX}-*{PARAMS_SUFFIX} beside the manifest, as gpfit "
                          f"0.4.0 and earlier wrote them) in {folder!r}; "
-                         + (f"it holds {stopped}: run gpfit again" if stopped else
+                         + (f"it holds {stopped}: {RUN_AGAIN}" if stopped else
                             "pass the folder that gpfit --output wrote"))
     rows = map_files(shards.checked_rows, files)
     name, content = manifest_of() if manifest_of else read_manifest(folder)
@@ -74,16 +74,22 @@ def iter_batches(run: ParamsRun, columns: Sequence[str] = COLUMNS,
         yield from shards.iter_batches(path, columns, batch_rows)
 
 
+# What to do about a run that holds its folder's lock and is not live here.
+RUN_AGAIN = ("resume it (fg) or wait for its job if it still runs, else run gpfit again "
+             "into that folder")
+
+
 def stopped_run(folder: str) -> str:
-    """'the lock ... of a gpfit run that stopped before it finished (who)'
-    where folder holds the lock of a run no longer live (killed, or its
-    machine gone), else "": such a folder has no manifest and only the
-    shards, if any, the run wrote before it stopped."""
+    """'the lock ... of a gpfit run that has not finished (who)' where folder
+    holds the lock of a run no longer live here (killed, its machine gone,
+    or suspended: Ctrl-Z; a Dataflow job may outlive its killed launcher),
+    else "": such a folder has no manifest and only the shards, if any,
+    the run wrote so far."""
     from pipeline.io import lock
     held = lock.holder(folder)
     if held is None or held.live:
         return ""
-    return (f"the lock {lock.LOCK_NAME} of a gpfit run that stopped before it finished "
+    return (f"the lock {lock.LOCK_NAME} of a gpfit run that has not finished "
             f"({held.said})")
 
 

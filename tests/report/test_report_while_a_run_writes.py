@@ -132,12 +132,13 @@ def test_a_stopped_runs_folder_says_its_run_stopped(finished, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"gpfit-report: error: --input is needed: {stopped}: it holds no "
                           "readable manifest (_SUCCESS.json or _FAILED.json), only the lock "
-                          "_RUNNING.json of a gpfit run that stopped before it finished (run "
+                          "_RUNNING.json of a gpfit run that has not finished (run "
                           "beef00000004 on host elsewhere"), err
-    assert err.endswith("run gpfit again for a whole run's page, or give the run's --input "
-                        "pattern"), err
+    assert err.endswith("resume it (fg) or wait for its job if it still runs, else run gpfit "
+                        "again into that folder for a whole run's page, or give the run's "
+                        "--input pattern"), err
     assert run(["--input", input_, "--params", str(stopped), "--out", out]) == 2
     err = capsys.readouterr().err.strip()
-    assert f"in '{stopped}'; it holds the lock _RUNNING.json of a gpfit run that stopped" in err
-    assert err.endswith("run gpfit again"), err
+    assert f"in '{stopped}'; it holds the lock _RUNNING.json of a gpfit run that has not" in err
+    assert err.endswith("else run gpfit again into that folder"), err
     assert not os.path.exists(out)
