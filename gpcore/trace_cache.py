@@ -159,6 +159,11 @@ _PLUMBING = ("__init__", "quiet", "threads", "trace_cache", "traced")
 # runs: Beam tags a NamedTuple used as a PCollection's element type with a
 # per-process schema id. No graph reads them.
 _ATTACHED = ("_beam_",)
+# Module globals that hold what a process has done, not what a graph is
+# built from: predict's kept posteriors, one more with each kernel a
+# process forecasts with. Walked as a constant, they made a fitter built
+# after a forecast name another entry than one built before it.
+_RUNTIME_STATE = ("gpcore.predict._POSTERIORS",)
 
 
 @functools.lru_cache(maxsize=1)
@@ -218,7 +223,8 @@ def live_parts() -> dict[str, str]:
     for name in _module_names():
         module = importlib.import_module(name)
         for attr, value in vars(module).items():
-            if attr.startswith("__") or isinstance(value, types.ModuleType):
+            if (attr.startswith("__") or isinstance(value, types.ModuleType)
+                    or f"{name}.{attr}" in _RUNTIME_STATE):
                 continue
             if isinstance(value, (type, types.FunctionType)) and _elsewhere_in_gpcore(value, name):
                 continue

@@ -2,6 +2,7 @@
 fitter of its configuration, in this process or another, with the same fits."""
 import collections
 import dataclasses
+import importlib
 import json
 import logging
 import os
@@ -645,3 +646,23 @@ def test_an_entry_whose_graph_does_more_than_fit_is_not_run(folder, tmp_path, mo
     functions[0].node_def[0].op = "SomeoneElsesFunction"
     with pytest.raises(ValueError, match="SomeoneElsesFunction"):
         trace_cache.check_ops(functions)
+
+
+def test_what_a_process_does_leaves_the_key_as_it_was(rng):
+    """The key hashes gpcore's constants and code, not what a process has
+    done: predict's kept posteriors (a module-level OrderedDict of traced
+    functions, by kernel name) were walked as a constant, so a fitter built
+    after a forecast named another entry than one built before it, traced
+    again and kept a second copy."""
+    from gpcore import predict
+
+    before = trace_cache.live_parts()
+    series = _series(rng)[0]
+    result = GPFitter(CONFIG).fit([series])[0]
+    for kernel in ("matern12", "rbf+periodic"):  # posteriors this process had not kept
+        predict.compiled_posterior(kernel)
+    predict.predict(series, result, np.array([series.t[-1] + 1.0]))
+    assert _differing(trace_cache.live_parts(), before) == []
+    for where in trace_cache._RUNTIME_STATE:  # a renamed global would be walked again
+        module, attr = where.rsplit(".", 1)
+        assert hasattr(importlib.import_module(module), attr), where
