@@ -405,7 +405,7 @@ def test_a_column_name_in_another_case_and_unicode_form_is_said_so(tmp_path):
     (["--max_points", "100000", "--max_rows", "100000"],
      "--max_points (100000) would let one series' rbf fit"),
     (["--kernel", "auto", "--max_points", "100000", "--max_rows", "100000"],
-     "one series' matern52+periodic fit need about"),
+     "would let one series' matern52+periodic fit"),
     (["--max_failure_fraction", "1.5"], "--max_failure_fraction must be between 0 and 1"),
     # inf passed "> 0": every bundle's series in one fit call, which Dataflow cannot split.
     (["--seconds_per_fit_call", "inf"],
