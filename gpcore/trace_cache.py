@@ -189,12 +189,13 @@ def _stable(value) -> str:
         return repr(value)
     if isinstance(value, (tuple, list)):
         return "(" + ",".join(_stable(v) for v in value) + ")"
-    if isinstance(value, dict):
-        return "{" + ",".join(sorted(_stable(k) + ":" + _stable(v) for k, v in value.items())) + "}"
+    if isinstance(value, dict):  # a copy walked, as in live_parts
+        return "{" + ",".join(sorted(_stable(k) + ":" + _stable(v)
+                                     for k, v in value.copy().items())) + "}"
     if isinstance(value, np.ndarray):
         return f"array{value.shape}{value.dtype}:" + hashlib.sha256(value.tobytes()).hexdigest()
     if isinstance(value, (set, frozenset)):
-        return "{" + ",".join(sorted(_stable(v) for v in value)) + "}"
+        return "{" + ",".join(sorted(_stable(v) for v in value.copy())) + "}"
     if isinstance(value, types.FunctionType):
         return _stable(value.__code__) + _stable(value.__defaults__)
     if isinstance(value, property):
@@ -222,7 +223,14 @@ def live_parts() -> dict[str, str]:
     found = {}
     for name in _module_names():
         module = importlib.import_module(name)
-        for attr, value in vars(module).items():
+        # Copies, each made in one step under the GIL (dict.copy runs no
+        # Python code), walked instead of the dicts themselves: other
+        # threads change them as they run (a warning from a module's code
+        # adds __warningregistry__ to its globals; Beam tags classes), and a
+        # walk of the dict itself failed a twin's good series with
+        # "dictionary changed size during iteration" (docs/design.md,
+        # "Threads sharing a process").
+        for attr, value in vars(module).copy().items():
             if (attr.startswith("__") or isinstance(value, types.ModuleType)
                     or f"{name}.{attr}" in _RUNTIME_STATE):
                 continue
@@ -230,7 +238,7 @@ def live_parts() -> dict[str, str]:
                 continue
             if isinstance(value, type):
                 members = {f"{name}.{attr}.{member}": getattr(fn, "__func__", fn)
-                           for member, fn in vars(value).items()
+                           for member, fn in vars(value).copy().items()
                            if (not member.startswith("__") or member in ("__init__", "__call__"))
                            and not member.startswith(_ATTACHED)}
             else:

@@ -8,6 +8,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -666,3 +667,41 @@ def test_what_a_process_does_leaves_the_key_as_it_was(rng):
     for where in trace_cache._RUNTIME_STATE:  # a renamed global would be walked again
         module, attr = where.rsplit(".", 1)
         assert hasattr(importlib.import_module(module), attr), where
+
+
+def test_a_key_is_made_while_another_thread_warns_from_a_gpcore_module(monkeypatch):
+    """A fitter's first call names its entry by hashing gpcore's module
+    dicts (live_parts), and a warning adds __warningregistry__ to the dict
+    of the module whose code warned: a twin standardising a series of times
+    +-1e308 (an overflow in gpcore/fitter.py) while the other named the
+    entry failed the other's good series with "dictionary changed size
+    during iteration" (docs/design.md, "Threads sharing a process"). Here a
+    real thread runs that standardisation at the point where live_parts is
+    walking gpcore.fitter's dict."""
+    from gpcore import fitter
+    from gpcore.series import clean
+
+    t = np.array([-1e308, -6e307, -2e307, 2e307, 6e307, 1e308])
+    extreme, _, reason = clean(Series("extreme", t, np.sin(np.arange(6.0))), 3, 100, None)
+    assert extreme is not None, reason
+    monkeypatch.delitem(vars(fitter), "__warningregistry__", raising=False)
+    walked = trace_cache._elsewhere_in_gpcore
+    warned = []
+
+    def standardise():
+        with np.errstate(over="warn", invalid="warn"):
+            fitter._StandardisedBatch([extreme], np.zeros(1, np.int32))
+
+    def walking(value, name):
+        if name == fitter.__name__ and not warned:
+            other = threading.Thread(target=standardise)
+            other.start()
+            other.join(60)
+            warned.append("__warningregistry__" in vars(fitter))
+        return walked(value, name)
+
+    monkeypatch.setattr(trace_cache, "_elsewhere_in_gpcore", walking)
+    parts = trace_cache.live_parts()
+    assert warned == [True]  # the other thread's warning changed the dict mid-walk
+    monkeypatch.setattr(trace_cache, "_elsewhere_in_gpcore", walked)
+    assert parts == trace_cache.live_parts()
