@@ -100,3 +100,27 @@ def seasonal(rng, n, span=100.0, period=None, noise=0.3):
     y = (0.02 * t + np.sin(phase) + 0.5 * np.sin(2 * phase + 1.0)
          + noise * rng.standard_normal(n))
     return t, y, period
+
+
+def calibration(t, y, row, t_new, centre=None):
+    """(scale, extra) of the calibrated interval at t_new [m] past t [n]
+    (docs/design.md, "Forecast intervals"), numpy: extra [m], the GLS
+    mean's variance; scale, the RMS of the standardised errors up to m
+    points ahead of 16 rolling origins over the second half (each with its
+    own GLS mean, solved afresh), clipped to [1, 4]."""
+    comps, noise, n = row["components"], row["noise_variance"], t.size
+    kff = components_matrix(comps, t, t, centre)
+    a = kff + noise * np.eye(n)
+    a1 = np.linalg.solve(a, np.ones(n))
+    extra = (1 - components_matrix(comps, t_new, t, centre) @ a1) ** 2 / a1.sum()
+    errors = []
+    for o in np.unique(np.linspace(max(n // 2, 2), n - 1, 16).round().astype(int)):
+        ahead = np.arange(o, min(o + t_new.size, n))
+        ao, kx = a[:o, :o], kff[ahead, :o]
+        b1 = np.linalg.solve(ao, np.ones(o))
+        level = b1 @ y[:o] / b1.sum()
+        m = level + kx @ np.linalg.solve(ao, y[:o] - level)
+        var = (kff[ahead, ahead] + noise - np.sum(kx * np.linalg.solve(ao, kx.T).T, axis=1)
+               + (1 - kx @ b1) ** 2 / b1.sum())
+        errors.append((y[ahead] - m) / np.sqrt(var))
+    return np.clip(np.sqrt(np.mean(np.concatenate(errors) ** 2)), 1.0, 4.0), extra

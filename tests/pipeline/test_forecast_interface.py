@@ -15,7 +15,7 @@ import pytest
 from scipy.linalg import cho_solve, solve_triangular
 from scipy.stats import norm, t as student_t
 
-from gp_reference import components_matrix
+from gp_reference import calibration, components_matrix
 from gpcore import Series
 from gpcore.series import clean
 from pipeline import grid
@@ -70,22 +70,7 @@ def calibrated(t, y, row, t_new, level, at, window=504):
     mean, sd_obs = at
     dof = t.size - 1
     t, y = t[-window:], y[-window:]
-    comps, noise, n = row["components"], row["noise_variance"], t.size
-    kff = components_matrix(comps, t, t)
-    a = kff + noise * np.eye(n)
-    a1 = np.linalg.solve(a, np.ones(n))
-    extra = (1 - components_matrix(comps, t_new, t) @ a1) ** 2 / a1.sum()
-    errors = []
-    for o in np.unique(np.linspace(max(n // 2, 2), n - 1, 16).round().astype(int)):
-        ahead = np.arange(o, min(o + t_new.size, n))
-        ao, kx = a[:o, :o], kff[ahead, :o]
-        b1 = np.linalg.solve(ao, np.ones(o))
-        level_o = b1 @ y[:o] / b1.sum()
-        m = level_o + kx @ np.linalg.solve(ao, y[:o] - level_o)
-        var = (kff[ahead, ahead] + noise - np.sum(kx * np.linalg.solve(ao, kx.T).T, axis=1)
-               + (1 - kx @ b1) ** 2 / b1.sum())
-        errors.append((y[ahead] - m) / np.sqrt(var))
-    scale = np.clip(np.sqrt(np.mean(np.concatenate(errors) ** 2)), 1.0, 4.0)
+    scale, extra = calibration(t, y, row, t_new)
     half = student_t.ppf(0.5 + level / 200, dof) * scale * np.sqrt(sd_obs ** 2 + extra)
     return mean - half, mean + half
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import t as student_t
 
-from gp_reference import components_matrix
+from gp_reference import calibration, components_matrix
 from pipeline_data import gpfit, write_long
 
 HOLDOUT = 12
@@ -31,24 +31,9 @@ def calibrated_lower_95(t, y, row, t_new, centre, sd_obs):
     "Forecast intervals"), numpy: the GLS mean's variance added, Student-t
     with n - 1 dof, times the clipped RMS of the standardised errors m
     points ahead of 16 rolling origins, each with its own GLS mean."""
-    comps, noise, n = row["components"], row["noise_variance"], t.size
-    kff = components_matrix(comps, t, t, centre)
-    a = kff + noise * np.eye(n)
-    a1 = np.linalg.solve(a, np.ones(n))
-    extra = (1 - components_matrix(comps, t_new, t, centre) @ a1) ** 2 / a1.sum()
-    errors = []
-    for o in np.unique(np.linspace(n // 2, n - 1, 16).round().astype(int)):
-        ahead = np.arange(o, min(o + t_new.size, n))
-        ao, kx = a[:o, :o], kff[ahead, :o]
-        b1 = np.linalg.solve(ao, np.ones(o))
-        level = b1 @ y[:o] / b1.sum()
-        m = level + kx @ np.linalg.solve(ao, y[:o] - level)
-        var = (kff[ahead, ahead] + noise - np.sum(kx * np.linalg.solve(ao, kx.T).T, axis=1)
-               + (1 - kx @ b1) ** 2 / b1.sum())
-        errors.append((y[ahead] - m) / np.sqrt(var))
-    scale = np.clip(np.sqrt(np.mean(np.concatenate(errors) ** 2)), 1.0, 4.0)
+    scale, extra = calibration(t, y, row, t_new, centre)
     mean, _ = posterior(t, y, row, t_new, centre)
-    return mean - student_t.ppf(0.975, n - 1) * scale * np.sqrt(sd_obs ** 2 + extra)
+    return mean - student_t.ppf(0.975, t.size - 1) * scale * np.sqrt(sd_obs ** 2 + extra)
 
 
 def test_forecast_and_observed_rows_keep_the_fits_linear_centre(tmp_path):

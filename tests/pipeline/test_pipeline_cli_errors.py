@@ -306,20 +306,28 @@ def test_unusable_input_exits_2(tmp_path, make_input):
     assert_usage_error(run, expected)
 
 
-def test_a_column_name_in_another_unicode_form_is_said_so(tmp_path):
-    """A header written on macOS (accents decomposed, NFD) and the name
-    typed composed (NFC) read as "has no column 'ventes_été' (its columns:
-    series_id, t, ventes_été)": the name seemingly there."""
+@pytest.mark.parametrize("in_file, expected", [
+    # A header written on macOS (accents decomposed, NFD) and the name typed
+    # composed (NFC) read as "has no column 'ventes_été' (its columns:
+    # series_id, t, ventes_été)": the name seemingly there.
+    ("ventes_été", "its column 'ventes_e\\u0301te\\u0301' differs from 'ventes_\\xe9t\\xe9' only in "
+                   "Unicode normalisation (accents composed or not): give --value_column the "
+                   "name as the file spells it, or rename the column"),
+    # In another case too: said to differ "only in case or in spaces", with
+    # the file's name as it looks, so the name typed again as shown (NFC)
+    # was refused again.
+    ("Ventes_été", "its column 'Ventes_e\\u0301te\\u0301' differs from 'ventes_\\xe9t\\xe9' in case "
+                   "or in spaces around the name and in Unicode normalisation (accents "
+                   "composed or not): give --value_column the name as the file spells it, or "
+                   "rename the column"),
+])
+def test_a_column_name_in_another_unicode_form_is_said_so(tmp_path, in_file, expected):
     import unicodedata
-    table = _good_table().rename_columns(["series_id", "t",
-                                          unicodedata.normalize("NFD", "ventes_été")])
+    table = _good_table().rename_columns(["series_id", "t", unicodedata.normalize("NFD", in_file)])
     input_ = _write(tmp_path / "s.parquet", table)
     run = gpfit(input_, str(tmp_path / "out"), "--value_column",
                 unicodedata.normalize("NFC", "ventes_été"))
-    assert_usage_error(run, (
-        "its column 'ventes_e\\u0301te\\u0301' differs from 'ventes_\\xe9t\\xe9' only in "
-        "Unicode normalisation (accents composed or not): give --value_column the name as the "
-        "file spells it, or rename the column"))
+    assert_usage_error(run, expected)
 
 
 def _spark_windows(path) -> str:
@@ -354,22 +362,6 @@ def test_a_time_in_a_struct_column_says_to_write_it_as_a_column(tmp_path, time_c
     run = gpfit(input_, str(tmp_path / "out"), "--time_column", time_column,
                 "--value_column", "avg(y)")
     assert_usage_error(run, expected.format(path=input_))
-
-
-def test_a_column_name_in_another_case_and_unicode_form_is_said_so(tmp_path):
-    """The header NFD (macOS) and in another case: the refusal said the
-    names differ "only in case or in spaces" and showed the file's name as
-    it looks, so the name typed again as shown (NFC) was refused again."""
-    import unicodedata
-    table = _good_table().rename_columns(["series_id", "t",
-                                          unicodedata.normalize("NFD", "Ventes_été")])
-    input_ = _write(tmp_path / "s.parquet", table)
-    run = gpfit(input_, str(tmp_path / "out"), "--value_column",
-                unicodedata.normalize("NFC", "ventes_été"))
-    assert_usage_error(run, (
-        "its column 'Ventes_e\\u0301te\\u0301' differs from 'ventes_\\xe9t\\xe9' in case or "
-        "in spaces around the name and in Unicode normalisation (accents composed or not): "
-        "give --value_column the name as the file spells it, or rename the column"))
 
 
 @pytest.mark.parametrize("extra, expected", [
