@@ -26,7 +26,7 @@ from gpcore.batching import (MAX_BATCH_ELEMENTS, compiled_batches, flops_per_gri
 from gpcore.config import (AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, check_memory, checked,
                            is_markov)
 from gpcore.likelihood import bic
-from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line
+from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line, report_own
 from gpcore.search import Search
 from gpcore.series import OVER_MAX_POINTS, CleanSeries, Series, clean, listed
 from gpcore.traced import Traced
@@ -247,6 +247,7 @@ class GPFitter(tf.Module):
                 if not pending:
                     break
         except Exception as err:  # never let one series fail the caller
+            report_own(err)
             error = err
         finally:
             self.jitter.assign(JITTERS[0])

@@ -42,7 +42,7 @@ from gpcore.batching import compiled_batches, quantised_length
 from gpcore.config import MARKOV_ABOVE, FitConfig, is_markov
 from gpcore.kernels import components
 from gpcore.parameters import search_start
-from gpcore.result import FAILED, SKIPPED, FitResult, first_line
+from gpcore.result import FAILED, SKIPPED, FitResult, first_line, report_own
 from gpcore.series import CleanSeries, Series, clean, listed
 from gpcore.traced import Traced
 
@@ -317,6 +317,7 @@ class MarkovFitter(tf.Module):
         try:
             return self._fit_batch(batch)
         except Exception as err:  # never let one series fail the caller
+            report_own(err)
             if len(batch) > 1:
                 return [r for s in batch for r in self._fit_safely([s])]
             return [FitResult(str(batch[0].series_id), FAILED, self.config.kernel_name,

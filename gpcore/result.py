@@ -6,6 +6,8 @@ they hold these fields, and what a run adds (reuse, the fingerprint).
 from __future__ import annotations
 
 import dataclasses
+import logging
+import threading
 from typing import Optional
 
 # FitResult.to_row's keys, in order.
@@ -102,3 +104,29 @@ def last_line(error: BaseException) -> str:
     """The last line of the message (TensorFlow puts the op's error there)."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return lines[-1] if lines else type(error).__name__
+
+
+_LOG = logging.getLogger("gpfit")
+# Exception types report_own has logged in this process (under _REPORTING).
+_REPORTED: set = set()
+_REPORTING = threading.Lock()
+
+
+def report_own(err: BaseException) -> None:
+    """Logs at warning level, with its traceback, the first exception of
+    each type that a fit's Python code raised in this process: not
+    TensorFlow's runtime (a graph that fails on one series' numbers) but
+    gpfit's own (a bug, or a race between threads), which the caller still
+    records as its series' failure, one line long: one such call fails one
+    series, not every series of its fit call. Without this the traceback,
+    all a report of it needs, was lost."""
+    import tensorflow as tf  # loaded already: only fits call this
+    if isinstance(err, tf.errors.OpError):
+        return
+    with _REPORTING:
+        if type(err) in _REPORTED:
+            return
+        _REPORTED.add(type(err))
+    _LOG.warning("gpfit: a fit raised %s: %s, an error in gpfit, not in the series; its series "
+                 "failed alone, with that line; please report this traceback",
+                 type(err).__name__, first_line(err), exc_info=err)

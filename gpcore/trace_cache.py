@@ -161,9 +161,10 @@ _PLUMBING = ("__init__", "quiet", "threads", "trace_cache", "traced")
 _ATTACHED = ("_beam_",)
 # Module globals that hold what a process has done, not what a graph is
 # built from: predict's kept posteriors, one more with each kernel a
-# process forecasts with. Walked as a constant, they made a fitter built
-# after a forecast name another entry than one built before it.
-_RUNTIME_STATE = ("gpcore.predict._POSTERIORS",)
+# process forecasts with, and the errors result.report_own has logged.
+# Walked as constants, they made a fitter built after a forecast name
+# another entry than one built before it.
+_RUNTIME_STATE = ("gpcore.predict._POSTERIORS", "gpcore.result._REPORTED")
 
 
 @functools.lru_cache(maxsize=1)

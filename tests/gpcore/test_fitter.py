@@ -679,3 +679,41 @@ def test_build_fitter_refuses_copies_that_are_no_count(copies):
 
     with pytest.raises(ValueError, match=f"copies must be a whole number >= 1 .*; got {copies!r}"):
         build_fitter(FitConfig(), copies)
+
+
+@pytest.mark.parametrize("path", ["dense", "markov"])
+def test_an_error_in_a_fits_python_is_reported_with_its_traceback_once(rng, monkeypatch, caplog,
+                                                                       path):
+    """A fit's Python raising (a bug or a race in gpfit, such as the trace
+    key's "dictionary changed size during iteration") came back as the
+    series' failure, its last line only: counted with bad data, the
+    traceback lost. It still fails only its series, and the first such
+    error of a process is logged at warning level with its traceback."""
+    import logging
+
+    from gpcore import result
+
+    monkeypatch.setattr(result, "_REPORTED", set(), raising=False)
+    if path == "dense":
+        fitter = GPFitter(FitConfig(kernel="rbf", batch_size=4))
+        inner = fitter
+        t = np.linspace(0.0, 10.0, 30)
+    else:
+        fitter = GPFitter(FitConfig(kernel="matern32", batch_size=4))
+        inner = fitter.long_fitter
+        t = np.linspace(0.0, 10.0, MARKOV_ABOVE + 10)
+
+    def bug(batch):
+        raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(inner, "_fit_batch", bug)
+    series = [Series(f"s{i}", t, np.sin(t + i) + 0.1 * rng.standard_normal(t.size))
+              for i in range(2)]
+    with caplog.at_level(logging.WARNING, logger="gpfit"):
+        results = fitter.fit(series) + fitter.fit(series)
+    assert [r.status for r in results] == ["failed"] * 4
+    assert all("dictionary changed size during iteration" in r.error for r in results)
+    reported = [r for r in caplog.records if "an error in gpfit" in r.getMessage()]
+    assert len(reported) == 1, caplog.messages
+    assert reported[0].exc_info[0] is RuntimeError  # the traceback goes with it
+    assert "RuntimeError: dictionary changed size" in reported[0].getMessage()
