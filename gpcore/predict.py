@@ -192,15 +192,13 @@ def _numbers(values, name: str, advice: str, where: str = "") -> np.ndarray:
     return array
 
 
-def fitted_centre(series: Series, held_out: int = 0) -> Optional[float]:
-    """`linear`'s centre c of parameters fitted on series less its last
-    `held_out` finite points by time (--holdout's fit): the midpoint of the
-    finite points the fit saw (units of t); None where it saw none."""
+def fitted_centre(series: Series) -> Optional[float]:
+    """`linear`'s centre c of parameters fitted on series (under --holdout,
+    the part the fit saw: pipeline.backtest.split's): the midpoint of its
+    finite points (units of t); None where it has none."""
     t = np.asarray(series.t, dtype=np.float64).reshape(-1)
-    t = np.sort(t[np.isfinite(t) & np.isfinite(np.asarray(series.y, dtype=np.float64)
-                                                  .reshape(-1))])
-    t = t[:t.size - max(held_out, 0)]
-    return 0.5 * (float(t[0]) + float(t[-1])) if t.size else None
+    t = t[np.isfinite(t) & np.isfinite(np.asarray(series.y, dtype=np.float64).reshape(-1))]
+    return 0.5 * (float(t.min()) + float(t.max())) if t.size else None
 
 
 def _centred(t: np.ndarray, t_new: np.ndarray,

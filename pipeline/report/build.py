@@ -18,6 +18,7 @@ from gpcore.kernels import kernel as kernel_named
 from gpcore.predict import component_means, fitted_centre, predict
 from gpcore.result import OK
 from gpcore.series import Series
+from pipeline.backtest import split as held_out_split
 from pipeline.io.inputs import DAYS, InputSpec
 from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER
 from pipeline.report import params as params_io
@@ -140,7 +141,8 @@ def _centre(series: Series, row: dict) -> Optional[float]:
     """`linear`'s centre of the row's fit: under --holdout that of the
     points before the last holdout_points, as the forecast rows have it
     (docs/design.md, "The centre c of `linear`")."""
-    return fitted_centre(series, row.get("holdout_points") or 0)
+    held_out = row.get("holdout_points") or 0
+    return fitted_centre(held_out_split(series, held_out).fitted) if held_out else None
 
 
 def title(row: dict) -> str:
