@@ -194,7 +194,7 @@ def _numbers(values, name: str, advice: str, where: str = "") -> np.ndarray:
 
 def fitted_centre(series: Series) -> Optional[float]:
     """`linear`'s centre c of parameters fitted on series (under --holdout,
-    the part the fit saw: pipeline.backtest.split's): the midpoint of its
+    the part the fit saw: gpcore.series.split's): the midpoint of its
     finite points (units of t); None where it has none."""
     t = np.asarray(series.t, dtype=np.float64).reshape(-1)
     t = t[np.isfinite(t) & np.isfinite(np.asarray(series.y, dtype=np.float64).reshape(-1))]

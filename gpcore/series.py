@@ -176,6 +176,29 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
     return CleanSeries(series.series_id, t_sorted, y[order], warm_start), n, None
 
 
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """A series cut for the backtest: `fitted` (all but the last K finite
+    points; missing values before them kept), and the K held out."""
+
+    fitted: Series
+    t_held: np.ndarray  # [K] times
+    y_held: np.ndarray  # [K] values, on the fitted scale
+
+
+def split(series: Series, k: int) -> Split:
+    """Cuts off the last k finite points by time (ties: the order given)."""
+    t = np.asarray(series.t, dtype=np.float64)
+    y = np.asarray(series.y, dtype=np.float64)
+    order = np.argsort(t, kind="stable")
+    t, y = t[order], y[order]
+    finite = np.flatnonzero(np.isfinite(t) & np.isfinite(y))
+    held = finite[max(finite.size - k, 0):] if k > 0 else finite[:0]
+    keep = np.ones(t.size, bool)
+    keep[held] = False
+    return Split(dataclasses.replace(series, t=t[keep], y=y[keep]), t[held], y[held])
+
+
 def equal_values(n: int, value: float) -> str:
     """The reason of a series whose n finite values all equal `value`."""
     return f"all {n} values are equal ({value:g}); nothing to fit"

@@ -22,33 +22,10 @@ import dataclasses
 import numpy as np
 
 from gpcore import Series
+from gpcore.series import split
 from gpcore.calibration import forecast
 from gpcore.result import OK, SKIPPED
 from pipeline.io import rows, scales
-
-
-@dataclasses.dataclass(frozen=True)
-class Split:
-    """A series cut for the backtest: `fitted` (all but the last K finite
-    points; missing values before them kept), and the K held out."""
-
-    fitted: Series
-    t_held: np.ndarray  # [K] times
-    y_held: np.ndarray  # [K] values, on the fitted scale
-
-
-def split(series: Series, k: int) -> Split:
-    """Cuts off the last k finite points by time (ties: the order given,
-    which ReadSeries makes (t, y))."""
-    t = np.asarray(series.t, dtype=np.float64)
-    y = np.asarray(series.y, dtype=np.float64)
-    order = np.argsort(t, kind="stable")
-    t, y = t[order], y[order]
-    finite = np.flatnonzero(np.isfinite(t) & np.isfinite(y))
-    held = finite[max(finite.size - k, 0):] if k > 0 else finite[:0]
-    keep = np.ones(t.size, bool)
-    keep[held] = False
-    return Split(dataclasses.replace(series, t=t[keep], y=y[keep]), t[held], y[held])
 
 
 def naive_scale(y: np.ndarray) -> float:

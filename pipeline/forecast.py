@@ -42,7 +42,8 @@ from apache_beam.transforms.window import GlobalWindows
 from gpcore import Series, calibration
 from gpcore.calibration import student_t_quantile
 from gpcore.predict import fitted_centre, predict
-from pipeline import backtest, grid, metrics
+from gpcore.series import split
+from pipeline import grid, metrics
 from pipeline.io import rows, scales
 from pipeline.io.errors import first_line, shown_id
 from pipeline.io.schema import (DEFAULT_LEVELS, FORECAST, HOLDOUT, MICROSECONDS_PER_DAY,
@@ -110,7 +111,7 @@ def posterior_table(series: Series, row: dict, plan: Plan) -> Posterior:
     t_obs, y_obs = (t[finite], y[finite]) if plan.observed else (t[:0], y[:0])
     t_new, spacing, no_step = _forecast_grid(t[finite], plan)
     params = rows.parameters(row)  # the row read back into a model, once
-    cut = backtest.split(series, plan.holdout) if plan.holdout else None
+    cut = split(series, plan.holdout) if plan.holdout else None
     # The model is the one fitted, on the points before the held-out ones
     # under --holdout: `linear`'s centre is their midpoint, also where the
     # posterior conditions on all the points (docs/design.md, "The centre

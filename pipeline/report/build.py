@@ -17,8 +17,7 @@ from gpcore.config import FitConfig
 from gpcore.kernels import kernel as kernel_named
 from gpcore.predict import component_means, fitted_centre, predict
 from gpcore.result import OK
-from gpcore.series import Series
-from pipeline.backtest import split as held_out_split
+from gpcore.series import Series, split as held_out_split
 from pipeline.io.inputs import DAYS, InputSpec
 from pipeline.io.outputs import FAILED_MARKER, SUCCESS_MARKER
 from pipeline.report import params as params_io

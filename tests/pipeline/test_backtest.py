@@ -3,19 +3,20 @@ import numpy as np
 from scipy.stats import norm
 
 from gpcore import Series
+from gpcore.series import split
 from pipeline import backtest
 
 
 def test_split_holds_out_the_last_finite_points_by_time():
     t = np.array([5.0, 1.0, 3.0, 2.0, 4.0, 6.0])
     y = np.array([50.0, 10.0, np.nan, 20.0, 40.0, np.nan])
-    cut = backtest.split(Series("a", t, y), 2)
+    cut = split(Series("a", t, y), 2)
     np.testing.assert_array_equal(cut.t_held, [4.0, 5.0])
     np.testing.assert_array_equal(cut.y_held, [40.0, 50.0])
     # Missing values stay with the fitted part (the fitter drops them).
     np.testing.assert_array_equal(cut.fitted.t, [1.0, 2.0, 3.0, 6.0])
     np.testing.assert_array_equal(cut.fitted.y, [10.0, 20.0, np.nan, np.nan])
-    assert backtest.split(Series("a", t, y), 9).t_held.size == 4
+    assert split(Series("a", t, y), 9).t_held.size == 4
 
 
 def test_scores_under_log_are_on_the_original_scale_with_log_scale_intervals():
@@ -44,7 +45,7 @@ def test_a_point_without_a_time_is_not_held_out():
     # neither fitted nor scored.
     t = np.array([1.0, 2.0, 3.0, np.nan])
     y = np.array([10.0, 20.0, 30.0, 40.0])
-    cut = backtest.split(Series("a", t, y), 1)
+    cut = split(Series("a", t, y), 1)
     np.testing.assert_array_equal(cut.t_held, [3.0])
     np.testing.assert_array_equal(cut.y_held, [30.0])
 
