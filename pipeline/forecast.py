@@ -44,7 +44,7 @@ from gpcore.calibration import student_t_quantile
 from gpcore.predict import fitted_centre, predict
 from gpcore.series import split
 from pipeline import grid, metrics
-from pipeline.io import rows, scales
+from pipeline.io import columns, rows, scales
 from pipeline.io.errors import first_line, shown_id
 from pipeline.io.schema import (DEFAULT_LEVELS, FORECAST, HOLDOUT, MICROSECONDS_PER_DAY,
                                 OBSERVED, level_name, predictions_schema)
@@ -217,8 +217,10 @@ def _table(series: Series, noise: float, plan: Plan, kinds: list, times: np.ndar
         fitted[f"upper_{level_name(level)}"] = mean + half
     on_y = _mapped_back(plan, fitted)
     if plan.dates:
-        times = pa.array(np.round(times * MICROSECONDS_PER_DAY).astype(np.int64),
-                         pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+        micros = np.round(times * MICROSECONDS_PER_DAY).astype(np.int64)  # as grid.unusable
+        given = np.asarray(kinds) != FORECAST  # the input's own instants
+        micros[given] = columns.as_micros(times[given])
+        times = pa.array(micros, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
     return pa.table({
         "series_id": pa.array([str(series.series_id)] * mean.size, pa.string()),
         "kind": pa.array(kinds, pa.string()),

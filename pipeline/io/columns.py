@@ -2,7 +2,8 @@
 
 Times may be numbers (any units; results use the same units) or dates and
 timestamps, which become days since 1970-01-01 UTC, so that time-like
-parameters (length scale, period) come out in days.
+parameters (length scale, period) come out in days; as_micros gives the
+instants back.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from pipeline.io.schema import MICROSECONDS_PER_DAY
 
 DAYS_PER_UNIT = {"s": 1 / 86_400, "ms": 1 / 86_400_000, "us": 1 / 86_400_000_000,
                  "ns": 1 / 86_400_000_000_000}
@@ -90,6 +93,58 @@ def as_float(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     # Unsafe: rounding big integers (epoch nanoseconds) to float64 is the point.
     values = _to_numpy(pc.cast(array, pa.float64(), safe=False))
     return values * scale if scale is not None else values
+
+
+# (microseconds per unit, as_float's days per unit), coarsest first: a
+# date32's days are as_float's as they are (ns: _rank's own case).
+_UNITS = ((MICROSECONDS_PER_DAY, 1.0), (1_000_000, DAYS_PER_UNIT["s"]),
+          (1_000, DAYS_PER_UNIT["ms"]), (1, DAYS_PER_UNIT["us"]))
+
+
+def as_micros(days: np.ndarray) -> np.ndarray:
+    """Days since 1970 that as_float made of dates or timestamps [n] ->
+    int64 microseconds since 1970: the instants they were read from.
+
+    round(days * 86,400e6) alone can be 1 us off: as_float's scale and
+    product each round, and an ulp of days is 0.3 us from 2011 and 0.6 us
+    from 2059, so times at any microsecond from 2042, and some whole
+    seconds from 2090, came back off the input's. The candidates are the
+    integers within 2 us of that product that as_float makes into `days`
+    in some unit; the coarsest (a whole day, second, ms, us; last, as ns),
+    then the nearest, is taken. In 1880-2059 only the input's own instant
+    is a candidate; in 1790-2149 a us time within 1 us of a whole ms can
+    have that ms as one too (about 1 in 100,000), which is taken; outside
+    them an ulp is 1.3 us and neighbouring microseconds give the same days,
+    of which the roundest is written (whole seconds and ms come back
+    exactly until 2262; ns, which float64 resolves to 256 ns or coarser,
+    the nearest us or one next to it).
+    """
+    days = np.asarray(days, dtype=np.float64)
+    product = np.round(days * MICROSECONDS_PER_DAY)
+    usable = np.isfinite(product) & (np.abs(product) < 2.0**62)
+    nearest = np.where(usable, product, 0.0).astype(np.int64)
+    # [5, n] candidates, nearest first: argmax takes the first of equal ranks.
+    micros = nearest + np.array([0, -1, 1, -2, 2], dtype=np.int64)[:, None]
+    best = np.argmax(_rank(micros, days), axis=0)
+    return np.where(usable, np.take_along_axis(micros, best[None], axis=0)[0], nearest)
+
+
+def _rank(micros: np.ndarray, days: np.ndarray) -> np.ndarray:
+    """[c, n] how likely micros [c, n] int64 is the instant as_float read as
+    `days` [n]: 0 where it reads as other days in every unit; else the
+    coarsest unit it is whole in (a day's length in us, 1e6, 1e3 or 1),
+    plus a half where a unit it is whole in reads it so (ns, which float64
+    rounds to 256 ns or coarser, give days to several microseconds)."""
+    coarsest = np.ones(micros.shape)
+    read = np.zeros(micros.shape, dtype=bool)
+    for length, scale in reversed(_UNITS):
+        whole = micros % length == 0
+        coarsest[whole] = length
+        read |= whole & ((micros // length).astype(np.float64) * scale == days)
+    small = np.abs(micros) < 2**63 // 1000  # as ns, within int64
+    nanos = np.where(small, micros, 0) * 1000
+    as_nanos = small & (nanos.astype(np.float64) * DAYS_PER_UNIT["ns"] == days)
+    return np.where(read, coarsest + 0.5, np.where(as_nanos, coarsest, 0.0))
 
 
 def as_str(array: pa.Array | pa.ChunkedArray) -> np.ndarray:

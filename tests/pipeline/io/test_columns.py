@@ -50,6 +50,28 @@ def test_the_same_instants_in_another_unit_are_days_at_most_one_step_apart():
     assert np.unique(columns.as_float(pa.array(nanoseconds))).size == 2  # steps of 256
 
 
+@pytest.mark.parametrize("unit,start,grain", [
+    ("us", 1900, 1), ("us", 2045, 1), ("ms", 1800, 1), ("s", 1800, 1), ("s", 2130, 1),
+    ("us", 2200, 10**6), ("ms", 2251, 10**3), ("s", 2251, 1), ("ns", 2060, 10**6)])
+def test_as_micros_gives_back_the_instants_as_float_read(unit, start, grain):
+    """as_micros(as_float(t)) is t in microseconds, as Arrow casts it, for
+    20,000 times from `start` on (ten years, at multiples of `grain` units):
+    any time of 1880-2059 in us, of 1790-2149 in s and ms; whole ms and
+    seconds until 2262; dates always. round(days * 86,400e6) was off for
+    up to a third of them (2 % of the us of 2045-2055)."""
+    rng = np.random.default_rng(start)
+    first = (np.datetime64(f"{start}-01-01", unit) - np.datetime64("1970-01-01", unit)).astype(
+        np.int64)
+    span = 3650 * 86_400 * {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[unit] // grain
+    given = pa.array(first + grain * rng.integers(0, span, 20_000)).cast(pa.timestamp(unit, "UTC"))
+    want = given.cast(pa.timestamp("us", "UTC")).cast(pa.int64()).to_numpy()
+    days = columns.as_float(given)
+    assert np.array_equal(columns.as_micros(days), want)
+    dates = pa.array(rng.integers(-700_000, 2_900_000, 1000).astype(np.int32)).cast(pa.date32())
+    assert np.array_equal(columns.as_micros(columns.as_float(dates)),
+                          dates.cast(pa.int32()).to_numpy().astype(np.int64) * 86_400_000_000)
+
+
 def test_ids_become_strings():
     assert columns.as_str(pa.array([7, 8])).tolist() == ["7", "8"]
     assert columns.as_str(pa.array(["a", "b"]).dictionary_encode()).tolist() == ["a", "b"]
