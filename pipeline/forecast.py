@@ -46,7 +46,7 @@ from gpcore.series import split
 from pipeline import grid, metrics
 from pipeline.io import columns, rows, scales
 from pipeline.io.errors import first_line, shown_id
-from pipeline.io.schema import (DEFAULT_LEVELS, FORECAST, HOLDOUT, MICROSECONDS_PER_DAY,
+from pipeline.io.schema import (DEFAULT_LEVELS, FORECAST, HOLDOUT,
                                 OBSERVED, level_name, predictions_schema)
 
 _LOG = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ def posterior_table(series: Series, row: dict, plan: Plan) -> Posterior:
     y = np.asarray(series.y, dtype=np.float64)
     finite = np.isfinite(t) & np.isfinite(y)
     t_obs, y_obs = (t[finite], y[finite]) if plan.observed else (t[:0], y[:0])
-    t_new, spacing, no_step = _forecast_grid(t[finite], plan)
+    t_new, written, spacing, no_step = _forecast_grid(t[finite], plan)
     params = rows.parameters(row)  # the row read back into a model, once
     cut = split(series, plan.holdout) if plan.holdout else None
     # The model is the one fitted, on the points before the held-out ones
@@ -133,8 +133,8 @@ def posterior_table(series: Series, row: dict, plan: Plan) -> Posterior:
         kinds += [HOLDOUT] * cut.t_held.size
         times.append(cut.t_held)
         values.append(cut.y_held)
-    table = _table(series, noise, plan, kinds, np.concatenate(times), np.concatenate(values),
-                   mean, sd, spreads)
+    table = _table(series, noise, plan, kinds, np.concatenate(times), written,
+                   np.concatenate(values), mean, sd, spreads)
     coarse = bool(t_new.size) and grid.coarse(spacing, _periods(params))
     return Posterior(table, no_step, coarse)
 
@@ -177,22 +177,29 @@ def _calibrated(series: Series, params: dict, t_new: np.ndarray, mean: np.ndarra
     return Spread(found.sd, found.dof)
 
 
-def _forecast_grid(t: np.ndarray, plan: Plan) -> tuple[np.ndarray, float, Optional[str]]:
-    """(forecast times [k], their spacing, why there are none or None) past
-    the finite times t."""
+def _forecast_grid(t: np.ndarray, plan: Plan
+                   ) -> tuple[np.ndarray, np.ndarray, float, Optional[str]]:
+    """(forecast times [k], for dates as written [k] int64 us
+    (grid.written_micros; else [0]), their spacing, why there are none or
+    None) past the finite times t."""
+    none = np.zeros(0, dtype=np.int64)
     if plan.steps:
         step, reason = grid.median_step(t)
         if step is None:
-            return t[:0], 0.0, reason
-        step = grid.written_step(step, plan.dates)
-        times, spacing = grid.step_times(float(np.max(t)), step, plan.steps), step
+            return t[:0], none, 0.0, reason
+        spacing = grid.written_step(step, plan.dates)
+        offsets = grid.step_offsets(spacing, plan.steps)
     elif plan.points:
-        times = grid.horizon_times(float(np.max(t)), plan.horizon, plan.points)
+        offsets = grid.horizon_offsets(plan.horizon, plan.points)
         spacing = plan.horizon / plan.points
     else:
-        return t[:0], 0.0, None
-    reason = grid.unusable(float(np.max(t)), times, plan.dates)
-    return (t[:0], 0.0, reason) if reason else (times, spacing, None)
+        return t[:0], none, 0.0, None
+    t_last = float(np.max(t))
+    reason = grid.unusable(t_last, offsets, plan.dates)
+    if reason:
+        return t[:0], none, 0.0, reason
+    written = grid.written_micros(t_last, offsets) if plan.dates else none
+    return t_last + offsets, written, spacing, None
 
 
 def _periods(params: dict) -> list:
@@ -202,8 +209,11 @@ def _periods(params: dict) -> list:
 
 
 def _table(series: Series, noise: float, plan: Plan, kinds: list, times: np.ndarray,
-           values: np.ndarray, mean: np.ndarray, sd: np.ndarray, spreads: list) -> pa.Table:
+           written: np.ndarray, values: np.ndarray, mean: np.ndarray, sd: np.ndarray,
+           spreads: list) -> pa.Table:
     """The rows as predictions_schema(plan.dates, plan.levels); times [m],
+    for dates the forecast rows' (the first ones) as written (int64 us,
+    _forecast_grid's), the others the input's instants (columns.as_micros);
     values [m] (NaN for forecast rows), mean and latent sd [m] on the
     fitted scale, noise the fitted noise variance; spreads: the intervals'
     Spread of each block of rows, in row order."""
@@ -217,9 +227,7 @@ def _table(series: Series, noise: float, plan: Plan, kinds: list, times: np.ndar
         fitted[f"upper_{level_name(level)}"] = mean + half
     on_y = _mapped_back(plan, fitted)
     if plan.dates:
-        micros = np.round(times * MICROSECONDS_PER_DAY).astype(np.int64)  # as grid.unusable
-        given = np.asarray(kinds) != FORECAST  # the input's own instants
-        micros[given] = columns.as_micros(times[given])
+        micros = np.concatenate([written, columns.as_micros(times[written.size:])])
         times = pa.array(micros, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
     return pa.table({
         "series_id": pa.array([str(series.series_id)] * mean.size, pa.string()),

@@ -11,7 +11,8 @@ median: daily data with gaps (most spacings 1 day), monthly data in days
 (28-31 around 31) pass; times drawn at random (exponential spacings: about
 7 % within 10 % of the median) do not (docs/design.md, "Contracts").
 For dates and timestamps the step is whole microseconds, the unit the
-forecast times are written in (written_step).
+forecast times are written in (written_step), and they are written as
+the last time's instant plus whole steps (written_micros).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Optional
 
 import numpy as np
 
+from pipeline.io.columns import as_micros
 from pipeline.io.schema import MICROSECONDS_PER_DAY
 
 STEP_TOLERANCE = 0.1
@@ -59,14 +61,35 @@ def written_step(step: float, dates: bool) -> float:
     return round(step * MICROSECONDS_PER_DAY) / MICROSECONDS_PER_DAY
 
 
+def horizon_offsets(horizon: float, points: int) -> np.ndarray:
+    """[points] offsets evenly spaced in (0, horizon]."""
+    return horizon * np.arange(1, points + 1, dtype=np.float64) / max(points, 1)
+
+
+def step_offsets(step: float, steps: int) -> np.ndarray:
+    """[steps] offsets step, 2 step, ..., steps * step."""
+    return step * np.arange(1, steps + 1, dtype=np.float64)
+
+
 def horizon_times(t_last: float, horizon: float, points: int) -> np.ndarray:
     """[points] times evenly spaced in (t_last, t_last + horizon]."""
-    return t_last + horizon * np.arange(1, points + 1, dtype=np.float64) / max(points, 1)
+    return t_last + horizon_offsets(horizon, points)
 
 
 def step_times(t_last: float, step: float, steps: int) -> np.ndarray:
     """[steps] times t_last + step, ..., t_last + steps * step."""
-    return t_last + step * np.arange(1, steps + 1, dtype=np.float64)
+    return t_last + step_offsets(step, steps)
+
+
+def written_micros(t_last: float, offsets: np.ndarray) -> np.ndarray:
+    """Forecast times t_last + offsets [k] (days since 1970) as the
+    predictions write them for dates: [k] int64 us since 1970, t_last's
+    instant (columns.as_micros) plus each offset in whole us, so that whole
+    steps stay on the data's clock. Rounded from days, t_last + k step was
+    1 us off it for a third of hourly steps before 1790 and after 2149,
+    where an ulp of days (2^16 of them from 1970) is 1.3 us."""
+    return (as_micros(np.array([t_last]))[0]
+            + np.round(offsets * MICROSECONDS_PER_DAY).astype(np.int64))
 
 
 def coarse(spacing: float, periods) -> bool:
@@ -75,15 +98,17 @@ def coarse(spacing: float, periods) -> bool:
     return any(p is not None and spacing > 0.25 * p for p in periods)
 
 
-def unusable(t_last: float, times: np.ndarray, dates: bool) -> Optional[str]:
-    """Why forecast times [k] past t_last cannot be written, or None:
-    UNRESOLVED where they do not rise past t_last (a horizon or step below
+def unusable(t_last: float, offsets: np.ndarray, dates: bool) -> Optional[str]:
+    """Why forecast times t_last + offsets [k] cannot be written, or None:
+    UNRESOLVED where they do not rise past t_last (an offset below
     float64's resolution at t_last, as 2 units at 1.7e18 ns; for dates,
-    below the whole microseconds they are written in), PAST_9999 where
+    below the whole microseconds written_micros adds), PAST_9999 where
     dates (t in days since 1970) go past LATEST_DAY."""
-    written = np.concatenate([[t_last], times])
-    if dates:  # as _table writes them: 1e-11 days put a forecast row at t_last
-        written = np.round(written * MICROSECONDS_PER_DAY)
+    times = t_last + offsets
+    if dates:  # as written_micros adds them: 1e-11 days put a row at t_last
+        written = np.round(np.concatenate([[0.0], offsets]) * MICROSECONDS_PER_DAY)
+    else:
+        written = np.concatenate([[t_last], times])
     if np.any(np.diff(written) <= 0):
         return UNRESOLVED
     if dates and times.size and times[-1] > LATEST_DAY:

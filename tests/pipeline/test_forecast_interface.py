@@ -614,6 +614,35 @@ def test_steps_of_sub_daily_timestamps_land_on_the_data_clock(tmp_path):
         assert list(got) == list(want), sid
 
 
+def test_steps_of_hourly_timestamps_land_on_the_hour_before_1790_and_after_2149(tmp_path):
+    """Hourly times of 1700 and 2200 (s, and us with a zone): forecasts
+    are the last time plus whole hours, exactly, as pandas reads them
+    back. There (2^16 days from 1970) an ulp of float64 days is 1.3 us,
+    and t_last + k step written as round(days * 86,400e6) put 333 of 500
+    forecasts of each 1 us off the hour (grid.written_micros)."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    steps, rng = 500, np.random.default_rng(12)
+    os.makedirs(tmp_path / "in")
+    for sid, start, unit, zone in (("1700", "1700-01-01", "s", None),
+                                   ("2200", "2200-01-01", "us", "Europe/Berlin")):
+        times = pd.date_range(start, periods=48, freq="h", tz=zone).as_unit(unit)
+        y = np.sin(np.arange(48) / 6.0) + 0.1 * rng.standard_normal(48)
+        pq.write_table(pa.table({"series_id": [sid] * 48, "t": pa.array(times), "y": y}),
+                       str(tmp_path / "in" / f"{sid}.parquet"))
+    run = gpfit(str(tmp_path / "in"), str(tmp_path / "out"), "--kernel", "rbf",
+                "--predict_steps", str(steps))
+    assert run.code == 0, run.stderr
+    given = pd.read_parquet(tmp_path / "in")
+    forecast = pd.read_parquet(tmp_path / "out" / "predictions")
+    for sid in ("1700", "2200"):
+        last = pd.Timestamp(given[given.series_id == sid].t.max(), tz="UTC")
+        want = last + pd.Timedelta(hours=1) * np.arange(1, steps + 1)
+        assert list(forecast[forecast.series_id == sid].t) == list(want), sid
+
+
 def test_observed_and_held_out_times_are_written_back_as_the_input_gave_them(tmp_path):
     """Times at any microsecond of 2080 and any second of 2120 (s, us, a
     zone) come back in the observed and holdout rows as the input's
