@@ -581,6 +581,38 @@ def test_steps_of_dates_are_in_days_and_written_as_timestamps(tmp_path, data):
         np.testing.assert_allclose(days, t.max() + step * np.arange(1, 4), rtol=0, atol=1e-6)
 
 
+def test_calendar_series_are_forecast_on_the_days_the_readme_says(tmp_path):
+    """The step is a length of days, not a calendar unit: the README's
+    examples of monthly, quarterly and business-day dates, as the command
+    writes them."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    calendars = {"monthly": pd.date_range("2022-01-01", "2025-01-01", freq="MS"),
+                 "quarterly": pd.date_range("2015-01-01", "2024-10-01", freq="QS"),
+                 "business": pd.bdate_range("2024-01-01", "2024-03-22")}
+    os.makedirs(tmp_path / "in")
+    for sid, days in calendars.items():
+        y = np.sin(np.arange(days.size) / 4.0)
+        pq.write_table(pa.table({"series_id": [sid] * days.size,
+                                 "t": pa.array(days.date, pa.date32()), "y": y}),
+                       str(tmp_path / "in" / f"{sid}.parquet"))
+    run = gpfit(str(tmp_path / "in"), str(tmp_path / "out"), "--kernel", "rbf",
+                "--predict_steps", "12")
+    assert run.code == 0, run.stderr
+    got = pd.read_parquet(tmp_path / "out" / "predictions")
+    assert set(got.t.dt.time) == {pd.Timestamp(0).time()}  # midnight UTC, as the dates
+    want = {"monthly": ["2025-02-01", "2025-03-04", "2025-04-04", "2025-05-05", "2025-06-05",
+                        "2025-07-06", "2025-08-06", "2025-09-06", "2025-10-07", "2025-11-07",
+                        "2025-12-08", "2026-01-08"],
+            "quarterly": ["2024-12-31", "2025-04-01", "2025-07-01", "2025-09-30"],
+            "business": ["2024-03-23", "2024-03-24", "2024-03-25"]}
+    for sid, days in want.items():
+        shown = [str(t.date()) for t in got[got.series_id == sid].t]
+        assert shown[:len(days)] == days, sid
+
+
 def test_steps_of_sub_daily_timestamps_land_on_the_data_clock(tmp_path):
     """Hourly, quarter-hourly and per-second timestamps (us and ns, with a
     time zone, across Berlin's DST change), with gaps: their forecast times
