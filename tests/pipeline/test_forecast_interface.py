@@ -613,6 +613,35 @@ def test_calendar_series_are_forecast_on_the_days_the_readme_says(tmp_path):
         assert shown[:len(days)] == days, sid
 
 
+def test_predictions_t_reads_back_as_the_input_the_way_the_readme_says(tmp_path):
+    """Dates, zoned times and naive wall-clock times (Berlin's, across the
+    October fall-back, whose 02:00 comes twice): the observed rows' t, read
+    back as the README's Output table says (.dt.date, .dt.tz_convert,
+    .dt.tz_localize(None)), are the input's values."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    zoned = pd.date_range("2024-10-26 12:00", periods=30, freq="h", tz="Europe/Berlin")
+    given = {"dates": pa.array(pd.date_range("2024-02-20", periods=30).date, pa.date32()),
+             "zoned": pa.array(zoned),
+             "naive": pa.array(zoned.tz_localize(None))}  # 02:00 twice, as a wall clock
+    os.makedirs(tmp_path / "in")
+    for sid, times in given.items():
+        pq.write_table(pa.table({"series_id": [sid] * 30, "t": times,
+                                 "y": np.sin(np.arange(30) / 4.0)}),
+                       str(tmp_path / "in" / f"{sid}.parquet"))
+    run = gpfit(str(tmp_path / "in"), str(tmp_path / "out"), "--kernel", "rbf",
+                "--predict_observed")
+    assert run.code == 0, run.stderr
+    got = pd.read_parquet(tmp_path / "out" / "predictions").groupby("series_id").t
+    assert str(got.get_group("dates").dtype) == "datetime64[us, UTC]"
+    assert list(got.get_group("dates").dt.date) == given["dates"].to_pylist()
+    assert list(got.get_group("zoned").dt.tz_convert("Europe/Berlin")) == list(zoned)
+    naive = sorted(given["naive"].to_pandas())
+    assert list(got.get_group("naive").dt.tz_localize(None)) == naive
+
+
 def test_steps_of_sub_daily_timestamps_land_on_the_data_clock(tmp_path):
     """Hourly, quarter-hourly and per-second timestamps (us and ns, with a
     time zone, across Berlin's DST change), with gaps: their forecast times
