@@ -190,6 +190,55 @@ def test_patterns_match_what_gpfit_accepts(metadata, name):
             parse_options([f"--{name}=not-a-number"])
 
 
+# Values at and past the bounds gpfit puts on one option's value alone: a
+# pattern that lets one through starts a launch that gpfit refuses (exit 2)
+# minutes later, on the launcher VM, where Dataflow would have refused the
+# launch request itself, naming the parameter. Rules between values (a
+# level's 6-digit column name, --restarts against the kernel's grid) are
+# gpfit's alone.
+BOUNDS = {
+    "seconds_per_fit_call": ["0", "0.0", "0.", ".0", "00", "0.001", ".5", "1", "15", "15.",
+                             "899.99", "900", "900.0", "900.000", "900.5", "901", "1000"],
+    "predict_steps": ["0", "1", "99999", "100000", "100001", "999999"],
+    "holdout": ["0", "1", "99999", "100000", "100001", "999999"],
+    "predict_points": ["1", "99999", "100000", "100001"],  # beside a horizon
+    "predict_levels": ["95", "80,95", "50.5", "99.9", "99.9999", "0.5", ".5", "5.", "1,99",
+                       "0", "0.0", "100", "100.0", "150", "80,100", "0,95", "..", ".",
+                       "1.2.3", "95,", ",95"],
+}
+
+
+def gpfit_accepts(argv: list[str]) -> bool:
+    """Whether gpfit's checks of its options (parse, check, the fitter's
+    configuration: what it refuses before it looks at any file) pass."""
+    from pipeline.builder import fit_config
+    from pipeline.io.errors import UsageError
+    from pipeline.options import GPFitOptions, check, parse_options
+
+    try:
+        gp = parse_options(["--input=gs://b/series/*.parquet", "--output=gs://b/out/", *argv])
+        check(gp.view_as(GPFitOptions))
+        fit_config(gp.view_as(GPFitOptions))
+    except UsageError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDS))
+def test_patterns_refuse_what_gpfit_refuses_at_the_bounds(metadata, name):
+    (parameter,) = [p for p in metadata["parameters"] if p["name"] == name]
+    # predict_points needs a horizon beside it, and nothing else here does.
+    beside = ["--predict_horizon=7"] if name == "predict_points" else []
+    wrong = {}
+    for value in BOUNDS[name]:
+        pattern = all(re.fullmatch(r, value) for r in parameter["regexes"])
+        gpfit = gpfit_accepts([*beside, f"--{name}={value}"])
+        if pattern != gpfit:
+            wrong[value] = f"pattern {'accepts' if pattern else 'refuses'}, gpfit " \
+                           f"{'accepts' if gpfit else 'refuses'}"
+    assert wrong == {}, name
+
+
 def test_metadata_is_where_the_docs_build_it_from():
     doc = (REPO / "docs" / "dataflow.md").read_text()
     assert "--metadata-file deploy/flex-template/metadata.json" in doc
