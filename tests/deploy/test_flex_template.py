@@ -84,6 +84,31 @@ def test_every_parameter_is_documented_and_validated(metadata):
     assert required == {"input", "output"}
 
 
+def test_the_description_names_every_option_that_writes_predictions(metadata):
+    """The form's overview says when <output>/predictions/ is written. It
+    named predict_horizon and predict_points only, though predict_steps,
+    predict_observed and holdout each write it too (gpfit's own plan of the
+    run decides, here for each forecast option alone)."""
+    from pipeline.builder import nightly_plan
+    from pipeline.io.inputs import Columns, uninspected
+    from pipeline.options import GPFitOptions, parse_options
+
+    spec = uninspected("gs://b/series/", Columns("series_id", "t", "y"))
+    writers = set()
+    for argv in (["--predict_horizon=7", "--predict_points=3"], ["--predict_steps=3"],
+                 ["--predict_observed"], ["--holdout=3"], ["--predict_levels=80"],
+                 ["--transform=log"]):
+        gp = parse_options(["--input=gs://b/series/", "--output=gs://b/out/", *argv])
+        nightly, _ = nightly_plan(gp.view_as(GPFitOptions), False, spec)
+        if "predictions" in nightly.tables:
+            writers |= {arg[2:].split("=")[0] for arg in argv}
+    assert writers == {"predict_horizon", "predict_points", "predict_steps", "predict_observed",
+                       "holdout"}  # the plan, as this test reads it
+    said = metadata["description"]
+    assert "/predictions/" in said
+    assert {name for name in writers if name not in said} == set()
+
+
 def test_patterns_accept_gpfits_defaults_and_kernels(metadata):
     from gpcore import KERNELS, FitConfig
     from pipeline import options as gpfit_option_module
