@@ -159,7 +159,9 @@ def dry_run(argv: list[str]):
       pipeline.io.errors.UsageError: a bad option, or a runner other than Dataflow
         (which would run the pipeline for real).
     """
+    from pipeline import sdist_build
     from pipeline.dataflow import names_dataflow
+    from pipeline.io.beam_import import log_level_in
     from pipeline.io.errors import UsageError
 
     runner = parser().parse_known_args(argv)[0].runner
@@ -168,7 +170,9 @@ def dry_run(argv: list[str]):
     argv = with_defaults(argv) + ["--dry_run=True", "--no_auth"]
     with no_network():
         pipeline = build_pipeline(argv)
-        result = pipeline.run()
+        # `python -m build`'s progress lines, below --log_level debug, as gpfit's own run.
+        with sdist_build.quiet(log_level_in(argv) == "debug"):
+            result = pipeline.run()
     return result.job
 
 

@@ -152,7 +152,9 @@ def test_make_dataflow_dry_run_target(dry_run_module, monkeypatch, capfd):
     (read with `make -n`, nothing installed) build the job offline. Beam's
     stager builds the sdist with `python -m build` in a subprocess on this
     process's stderr: without `build` installed it printed "No module named
-    build" before falling back to `setup.py sdist` (capfd sees that write)."""
+    build" before falling back to `setup.py sdist` (capfd sees that write);
+    with it, its progress lines, which gpfit's own dry run keeps for
+    --log_level debug."""
     shown = subprocess.run(["make", "-n", "dataflow-dry-run"], cwd=REPO,
                            capture_output=True, text=True, check=True).stdout
     line = next(l for l in shown.splitlines() if "deploy/dataflow_dry_run.py" in l)
@@ -164,6 +166,7 @@ def test_make_dataflow_dry_run_target(dry_run_module, monkeypatch, capfd):
     assert dry_run_module.main(argv) == 0
     text, err = capfd.readouterr()
     assert "No module named build" not in err, err
+    assert "* Building sdist..." not in err, err
     assert "steps: " + ", ".join(STEPS) in text
     assert "setup package contains: gpcore, gpfit, pipeline" in text
     assert "nothing staged or submitted, no network used" in text
