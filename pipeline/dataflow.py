@@ -11,6 +11,9 @@ Beam checks them late, or not at all:
 - paths on this machine not at all, though Dataflow's workers cannot reach
   them: a local --input failed on the workers, a local --output was written
   on the workers' disks and lost;
+- nor whether the workers get gpfit: with neither a worker image
+  (--sdk_container_image) nor a staged package they run Beam's own SDK
+  image, and every bundle failed to unpickle gpfit's DoFns;
 - a dry run without --temp_location or --staging_location asks Google Cloud
   for a default bucket, dry run or not (the GCE metadata server, then
   storage.googleapis.com: offline 140 s, online a bucket made).
@@ -30,7 +33,7 @@ import os
 from typing import Optional
 
 from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
-                                                  SetupOptions, TestOptions)
+                                                  SetupOptions, TestOptions, WorkerOptions)
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 from apache_beam.runners.portability.stager import SKIP_REQUIREMENTS_CACHE
 from apache_beam.runners.runner import PipelineRunner
@@ -63,8 +66,8 @@ def check(options: PipelineOptions, runner: PipelineRunner) -> None:
     Raises:
       UsageError: a staged file that is missing or misnamed; on the Dataflow
         service, a --temp_location or --staging_location given that is not a
-        gs:// folder, neither given to a dry run, or an --input, --output or
-        --previous_output on this machine.
+        gs:// folder, neither given to a dry run, an --input, --output or
+        --previous_output on this machine, or workers that would have no gpfit.
     """
     _check_staged_files(options.view_as(SetupOptions),
                         bool(options.view_as(TestOptions).dry_run))
@@ -95,6 +98,25 @@ def check(options: PipelineOptions, runner: PipelineRunner) -> None:
             raise UsageError(f"--{name} {path} is a path on this machine, which Dataflow's "
                              "workers cannot reach; copy it to Cloud Storage and give its "
                              "gs:// path")
+    _check_workers_get_gpfit(options)
+
+
+def _check_workers_get_gpfit(options: PipelineOptions) -> None:
+    """Refuses a job whose workers would run Beam's own SDK image (no worker
+    image given) with nothing staged that could install gpfit: every bundle
+    failed to unpickle gpfit's DoFns, once the folder was cleared and the
+    workers had started (exit 3). A requirements file or extra package may
+    carry gpfit, so either passes."""
+    worker = options.view_as(WorkerOptions)
+    setup = options.view_as(SetupOptions)
+    if (worker.sdk_container_image or worker.worker_harness_container_image
+            or worker.sdk_harness_container_image_overrides or setup.setup_file
+            or setup.extra_packages or setup.requirements_file):
+        return
+    raise UsageError("Dataflow's workers would run Beam's own SDK image, which has no gpfit, "
+                     "and nothing is staged to install it: give --sdk_container_image IMAGE "
+                     "(the gpfit image the Dockerfile builds; docs/dataflow.md) or "
+                     "--setup_file ./setup.py")
 
 
 def _check_staged_files(setup: SetupOptions, dry_run: bool) -> None:

@@ -313,7 +313,8 @@ def test_gpfit_refuses_options_beam_refuses(dry_run_module, capsys):
     with dry_run_module.no_network():
         code = cli.run([f"--input={INPUT}", f"--output={OUTPUT}", "--runner=DataflowRunner",
                         "--dry_run=True", "--no_auth", "--project=my project",
-                        f"--region={REGION}", f"--temp_location=gs://{BUCKET}/dataflow/temp"])
+                        f"--region={REGION}", f"--temp_location=gs://{BUCKET}/dataflow/temp",
+                        f"--sdk_container_image={IMAGE}"])
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 2
     assert last.startswith("gpfit: error: ") and "Invalid Project ID (my project)" in last
@@ -432,6 +433,38 @@ def test_paths_on_this_machine_are_refused_for_dataflow(dry_run_module, capsys, 
                                              f"--temp_location=gs://{BUCKET}/dataflow/temp"])
     assert f"--{name} {tmp_path} is a path on this machine" in last
     assert "gs://" in last
+
+
+@pytest.mark.parametrize("given, builds", [
+    ([], False),
+    ([f"--sdk_container_image={IMAGE}"], True),
+    ([f"--worker_harness_container_image={IMAGE}"], True),  # Beam's older name for it
+    ([f"--setup_file={REPO / 'setup.py'}"], True),
+])
+def test_a_job_whose_workers_would_have_no_gpfit_is_refused(dry_run_module, capsys, given,
+                                                            builds):
+    """Without --sdk_container_image (the gpfit image) and with nothing
+    staged (--setup_file, --extra_package, --requirements_file), Dataflow's
+    workers run Beam's own SDK image, which has no gpfit: every bundle failed
+    to unpickle gpfit's DoFns, after gpfit had cleared the output folder and
+    the workers had started (exit 3, minutes later). A Flex launch without
+    sdkContainerImage is such a job. Refused before any work, exit 2."""
+    from pipeline import cli
+
+    with dry_run_module.no_network():
+        code = cli.run([f"--input={INPUT}", f"--output={OUTPUT}", "--runner=DataflowRunner",
+                        "--no_auth", f"--project={PROJECT}", f"--region={REGION}",
+                        f"--temp_location=gs://{BUCKET}/dataflow/temp", "--dry_run=True",
+                        *given])
+    err = capsys.readouterr().err
+    if builds:
+        assert code == 0, err
+        return
+    assert code == 2, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("gpfit: error: ") and "Traceback" not in err
+    assert "--sdk_container_image" in last and "--setup_file ./setup.py" in last, last
+    assert "no gpfit" in last, last
 
 
 @pytest.mark.parametrize("given", [[], [f"--staging_location=gs://{BUCKET}/dataflow/staging"]])
