@@ -222,7 +222,8 @@ def intervals(d: Draw, result) -> dict:
 
 
 def unclipped_scale(series, result, centre: float) -> float:
-    """calibration's rolling-origin RMS before it is held in [1, MAX_SCALE]."""
+    """calibration's rolling-origin RMS before it is held in [1, MAX_SCALE]
+    (the errors over the same sqrt(n / (n - 1)) times their sd)."""
     from gpcore import calibration
     from gpcore.predict import checked_params
 
@@ -234,7 +235,7 @@ def unclipped_scale(series, result, centre: float) -> float:
     chol = np.linalg.cholesky(kff + (p["noise_variance"] + 1e-10 * np.max(np.diag(kff)))
                               * np.eye(t.size))
     z = calibration.rolling_errors(p, t - centre, y, kff, chol, HORIZON)
-    return float(np.sqrt(np.mean(z ** 2))) if z.size else 1.0
+    return float(np.sqrt(np.mean(z ** 2) * (t.size - 1) / t.size)) if z.size else 1.0
 
 
 def _z(level: float) -> float:

@@ -10,14 +10,19 @@ measured levers, all with the fitted hyperparameters (no refit):
    the predictive variance gains (1 - k*' A^-1 1)^2 / (1' A^-1 1),
    universal kriging's term: large where a forecast reverts to the mean;
 2. the profiled scale. With the mean and the amplitude scale profiled,
-   the predictive is Student-t with n - 1 degrees of freedom, not normal;
+   the predictive is Student-t with n - 1 degrees of freedom, not normal,
+   and its scale is Q / (n - 1), Q the GLS residuals' quadratic form: the
+   fitter's s^2 (amplitude and noise) is the maximum-likelihood Q / n, so
+   the variance is multiplied by n / (n - 1) (with Q / n, 3-point series'
+   80 % intervals held 0.738 of draws from the model, its shape known);
 3. rolling-origin errors. At ORIGINS origins o in the series' second
    half, the posterior given the first o points (with 1 and 2) predicts the
-   next horizon points, and each error over its predictive sd is
-   z ~ N(0, 1) when the model is right. The sd is multiplied by the root
-   mean square of these z, kept between 1 and MAX_SCALE: widened where the
-   model was overconfident on its own data, never narrowed (1 under 4
-   points: too few errors; levers 1 and 2 still apply).
+   next horizon points, and each error over its predictive sd (with 1
+   and 2's n / (n - 1)) is z ~ N(0, 1) when the model is right. The sd
+   is multiplied by the root mean square of these z, kept between 1 and
+   MAX_SCALE: widened where the model was overconfident on its own data,
+   never narrowed (1 under 4 points: too few errors; levers 1 and 2
+   still apply).
 
 One Cholesky factor of the observed covariance serves every origin: its
 leading o x o block is the factor of the first o points.
@@ -90,6 +95,9 @@ def forecast(series: Series, params: Union[Mapping, FitResult], t_new,
     t, y = _observed(series)
     t_new = np.asarray(t_new, dtype=np.float64).reshape(-1)
     dof = max(t.size - 1.0, 1.0)
+    # Q / n -> Q / (n - 1): the fitter's s^2 is the maximum-likelihood one
+    # (lever 2 in the module docstring).
+    profiled = t.size / dof if t.size > 1 else 1.0
     if not t.size:
         return Forecast(mean, sd, dof, 1.0)
     if horizon is None:
@@ -106,8 +114,9 @@ def forecast(series: Series, params: Union[Mapping, FitResult], t_new,
     extra = (1.0 - v.T @ w) ** 2 / (w @ w)  # the GLS mean's variance at t_new
     # Under 4 points too few errors to scale by; the mean's variance stays.
     z = rolling_errors(p, t - centre, y, kff, chol, horizon) if t.size >= 4 else np.zeros(0)
+    z = z / np.sqrt(profiled)  # over the same predictive sd as the forecast's
     scale = float(np.clip(np.sqrt(np.mean(z ** 2)), 1.0, MAX_SCALE)) if z.size else 1.0
-    return Forecast(mean, scale * np.sqrt(sd ** 2 + extra), dof, scale)
+    return Forecast(mean, scale * np.sqrt(profiled * (sd ** 2 + extra)), dof, scale)
 
 
 def rolling_errors(p: dict, t: np.ndarray, y: np.ndarray, kff: np.ndarray, chol: np.ndarray,

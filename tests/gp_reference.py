@@ -102,13 +102,20 @@ def seasonal(rng, n, span=100.0, period=None, noise=0.3):
     return t, y, period
 
 
-def calibration(t, y, row, t_new, centre=None):
+def calibration(t, y, row, t_new, centre=None, points=None):
     """(scale, extra) of the calibrated interval at t_new [m] past t [n]
     (docs/design.md, "Forecast intervals"), numpy: extra [m], the GLS
-    mean's variance; scale, the RMS of the standardised errors up to m
-    points ahead of 16 rolling origins over the second half (each with its
-    own GLS mean, solved afresh), clipped to [1, 4]."""
+    mean's variance; scale, sqrt(n / (n - 1)) (the fitted s^2 is Q / n,
+    the flat-prior predictive's Q / (n - 1)) times the RMS of the
+    standardised errors up to m points ahead of 16 rolling origins over
+    the second half (each with its own GLS mean, solved afresh, over the
+    same sqrt(n / (n - 1)) times its sd), clipped to [1, 4]: the
+    interval's half-width is q * scale * sqrt(sd_observed^2 + extra).
+    points: the n whose s^2 the fit profiled, where t [n] is a longer
+    series' last window; by default t.size."""
     comps, noise, n = row["components"], row["noise_variance"], t.size
+    points = n if points is None else points
+    profiled = np.sqrt(points / (points - 1))
     kff = components_matrix(comps, t, t, centre)
     a = kff + noise * np.eye(n)
     a1 = np.linalg.solve(a, np.ones(n))
@@ -122,5 +129,6 @@ def calibration(t, y, row, t_new, centre=None):
         m = level + kx @ np.linalg.solve(ao, y[:o] - level)
         var = (kff[ahead, ahead] + noise - np.sum(kx * np.linalg.solve(ao, kx.T).T, axis=1)
                + (1 - kx @ b1) ** 2 / b1.sum())
-        errors.append((y[ahead] - m) / np.sqrt(var))
-    return np.clip(np.sqrt(np.mean(np.concatenate(errors) ** 2)), 1.0, 4.0), extra
+        errors.append((y[ahead] - m) / (profiled * np.sqrt(var)))
+    rms = np.sqrt(np.mean(np.concatenate(errors) ** 2))
+    return profiled * np.clip(rms, 1.0, 4.0), extra

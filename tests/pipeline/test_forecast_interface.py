@@ -62,7 +62,8 @@ def calibrated(t, y, row, t_new, level, at, window=504):
     """(lower, upper) of the calibrated central `level` % interval of new
     observations at forecast times t_new [m] past t [n], numpy written from
     docs/design.md: the sd of a new observation plus the GLS mean's
-    variance, times the clipped RMS of the standardised errors up to m
+    variance, times sqrt(n / (n - 1)) (the Student-t's Q / (n - 1) for the
+    fit's Q / n) and the clipped RMS of the standardised errors up to m
     points ahead of 16 rolling origins over the second half (each origin
     with its own GLS mean, solved afresh), Student-t with n - 1 dof; the
     last two from the last `window` points of a longer series. at: `posterior`'s
@@ -70,7 +71,7 @@ def calibrated(t, y, row, t_new, level, at, window=504):
     mean, sd_obs = at
     dof = t.size - 1
     t, y = t[-window:], y[-window:]
-    scale, extra = calibration(t, y, row, t_new)
+    scale, extra = calibration(t, y, row, t_new, points=dof + 1)
     half = student_t.ppf(0.5 + level / 200, dof) * scale * np.sqrt(sd_obs ** 2 + extra)
     return mean - half, mean + half
 

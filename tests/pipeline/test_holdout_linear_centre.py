@@ -29,7 +29,8 @@ def posterior(t, y, row, t_new, centre):
 def calibrated_lower_95(t, y, row, t_new, centre, sd_obs):
     """The calibrated 95 % lower bound at t_new [m] past t [n] (docs/design.md,
     "Forecast intervals"), numpy: the GLS mean's variance added, Student-t
-    with n - 1 dof, times the clipped RMS of the standardised errors m
+    with n - 1 dof and scale Q / (n - 1) for the fit's Q / n, times the
+    clipped RMS of the standardised errors m
     points ahead of 16 rolling origins, each with its own GLS mean."""
     scale, extra = calibration(t, y, row, t_new, centre)
     mean, _ = posterior(t, y, row, t_new, centre)
