@@ -5,7 +5,8 @@ The fingerprint is a sha256 (hex) over, in order:
   - the fit options that change a result (FitConfig's fields but batch_size,
     which only groups the work, and candidates unless the kernel is "auto",
     where they are sorted: their order changes no fit; --transform and
-    --holdout unless none and 0), as sorted JSON,
+    --holdout unless none and 0, with the revision of its scores'
+    formula), as sorted JSON,
   - the number of finite points, then their t and y as float64 bytes, sorted
     by (t, y) (a point is finite when both t and y are; -0.0 counts as 0.0).
 Points are hashed after the input's conversion (dates and timestamps to days,
@@ -37,6 +38,11 @@ from gpcore.series import Series
 # gpfit's release; pyproject.toml's version (a test keeps them equal).
 VERSION = "0.16.4"
 
+# The revision of the --holdout scores' formula (backtest.scores over
+# gpcore.calibration's interval): 2 since the interval's scale is the
+# flat-prior Q / (n - 1), not the fitted Q / n.
+HOLDOUT_SCORES = 2
+
 # FitConfig fields that do not change what a fit returns.
 _NOT_FIT_OPTIONS = ("batch_size",)
 
@@ -62,6 +68,11 @@ def options_key(config: FitConfig, transform: str = "none", holdout: int = 0) ->
         options["transform"] = transform
     if holdout:
         options["holdout"] = int(holdout)
+        # The row's scores are computed with the interval of their day: a
+        # reused row keeps its own, so a change of the interval's formula
+        # must refit (and rescore) the rows of --holdout runs once, and only
+        # theirs (docs/design.md, "Contracts").
+        options["holdout_scores"] = HOLDOUT_SCORES
     return json.dumps({"gpfit": VERSION, "options": options}, sort_keys=True).encode()
 
 

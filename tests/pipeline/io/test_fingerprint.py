@@ -143,3 +143,11 @@ def test_t_retyped_keeps_the_fingerprint_where_design_md_says_and_a_unit_does_no
         pa.timestamp("us"))
     assert (fingerprint.of_points(KEY, as_float(hours), y)
             != fingerprint.of_points(KEY, as_float(hours.cast(pa.timestamp("ns"))), y))
+
+
+def test_a_holdout_run_carries_its_scores_revision_and_other_runs_do_not():
+    # A reused row keeps the scores of its night: rows scored with an
+    # earlier interval formula must not be reused by a --holdout run.
+    with_holdout = json.loads(fingerprint.options_key(FitConfig(), holdout=3))["options"]
+    assert with_holdout["holdout_scores"] == fingerprint.HOLDOUT_SCORES
+    assert "holdout_scores" not in json.loads(KEY)["options"]
