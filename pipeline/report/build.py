@@ -85,6 +85,7 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
         null_ids=_null_ids(run.manifest),
         histograms_png=histograms_png(hists) if hists else None,
         cards=cards, warnings=_warnings(run), time_units=spec.time_units,
+        transform=transform,
         reused=tally.reused, warm_started=tally.warm_started, moves=moves,
         moves_png=histograms_png(moves.histograms) if moves and moves.histograms else None,
         choice=kernel_choice(tally, run.manifest, histograms_png(margins) if margins else None),
@@ -144,12 +145,16 @@ def _centre(series: Series, row: dict) -> Optional[float]:
     return fitted_centre(held_out_split(series, held_out).fitted) if held_out else None
 
 
-def title(row: dict) -> str:
+def title(row: dict, transform: str = scales.NONE) -> str:
     """The fitted parameters, then the fit's diagnostics: two lines, three
-    for a sum of kernels (one line for its components)."""
+    for a sum of kernels (one line for its components). Under a
+    --transform the kernel names the scale its parameters are of
+    ("rbf of log(y)"), as the parts' labels do."""
     head = [plain_id(row["series_id"]), str(row.get("kernel"))]
     if row["status"] != OK:
         return " · ".join(head + [f"{row['status']}, {row['n_points']} finite points"])
+    if transform != scales.NONE:
+        head[1] += f" of {scales.SCALE_NAMES.get(transform, f'{transform}(y)')}"
     head.append(f"mean {_mean(row)}")
     components = row.get("components") or []
     if len(components) == 1:
@@ -220,7 +225,7 @@ def _card(pick: Pick, series: Optional[Series], spec: InputSpec,
             note = f"cannot draw the posterior: {err}"
     else:
         note = f"{row['status']}: {row.get('error') or '(no message)'}"
-    png = series_png(series.t, series.y, curve, title(row), dates=dates, note=note,
+    png = series_png(series.t, series.y, curve, title(row, transform), dates=dates, note=note,
                      forecast=forecast, parts=parts, holdout=holdout)
     return Card(pick.series_id, pick.reasons, row["status"], png, None)
 

@@ -11,6 +11,7 @@ from gpcore.result import OK
 # A plot's title and its image's alt text cut an id as a log line does
 # (shown_id); the card's heading shows it whole, escaped alike (one_line).
 from pipeline.io.errors import one_line, shown_id
+from pipeline.io import scales
 from pipeline.io.inputs import AS_GIVEN, DAYS
 from pipeline.report.nightly import Moves
 from pipeline.report.summary import Reason
@@ -108,6 +109,8 @@ class Page:
     reasons_left_out: tuple[int, int] = (0, 0)
     # Input rows with a null id (the manifest's counts): no series, not fitted.
     null_ids: int = 0
+    # The run's --transform: its parameters are of that scale (scales.SCALE_NAMES).
+    transform: str = scales.NONE
 
 
 def render(page: Page) -> str:
@@ -168,7 +171,8 @@ def render(page: Page) -> str:
                    "rbf+periodic fits). Time-like parameters "
                    f"(length_scale, period) in {e(_units(page.time_units))}; the periodic "
                    "kernel's length_scale is unitless; the linear kernel's amplitude is a "
-                   "slope, in units of y per unit of t, and it has no length_scale.</p>")
+                   "slope, in units of y per unit of t, and it has no length_scale."
+                   f"{_fitted_scale(page.transform)}</p>")
         out.append(_img(page.histograms_png, "histograms of the fitted parameters"))
     else:
         out.append("<p>No series was fitted.</p>")
@@ -198,6 +202,16 @@ def render(page: Page) -> str:
             out.append(_img(card.png, f"series {plain_id(card.series_id)}"))
     out += ["</body>", "</html>", ""]
     return "\n".join(out)
+
+
+def _fitted_scale(transform: str) -> str:
+    """What the parameters are of under a --transform (README, "Positive
+    data"); "" without one."""
+    if transform == scales.NONE:
+        return ""
+    name = html.escape(scales.SCALE_NAMES.get(transform, f"{transform}(y)"))  # a newer release's
+    return (f" Fitted on {name} (--transform {html.escape(transform)}): mean, the amplitudes, "
+            f"noise_variance and nll per point are those of {name}, not of y.")
 
 
 def _against_previous(page: Page) -> list[str]:

@@ -182,6 +182,23 @@ def test_under_log_the_line_is_a_median_and_the_parts_add_up_on_the_log_scale():
     np.testing.assert_allclose(sum(p.mean for p in parts), mean - 10.0, rtol=1e-9, atol=1e-9)
 
 
+def test_under_log_the_title_names_the_scale_its_parameters_are_of():
+    """--transform log fits log(y): a row's mean, amplitudes and
+    noise_variance are of log(y) (README, "Positive data"), but the title
+    read "rbf+periodic · mean 10" as if of y, beside a median drawn on y's
+    scale. The kernel now names the scale, as the parts' labels do."""
+    from pipeline.io import scales
+
+    row = seasonal_row()
+    head = title(row, scales.LOG).split("\n")[0]
+    assert head.startswith("season-0 · rbf+periodic of log(y) · mean 10 ·")
+    assert title(row, scales.LOG1P).split("\n")[0].startswith(
+        "season-0 · rbf+periodic of log(1 + y) · mean 10 ·")
+    assert title(row).startswith("season-0 · rbf+periodic · mean 10 ·")  # untransformed
+    skipped = params_row("b", status="skipped", n_points=2, error="few")
+    assert title(skipped, scales.LOG) == "b · rbf · skipped, 2 finite points"  # nothing fitted
+
+
 def _title_reaches_the_right_edge(png: bytes) -> bool:
     """Whether dark (text) pixels touch the image's last 6 columns above
     the axes, where the title is: a title line drawn past the edge."""

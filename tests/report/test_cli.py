@@ -329,6 +329,34 @@ def test_nested_input_with_dates_and_periodic_params(tmp_path):
         decode_png(image["src"])
 
 
+def test_under_a_transform_the_parameters_section_names_their_scale(tmp_path):
+    """A run under --transform log1p (its manifest's options) fitted
+    log(1 + y): the histograms of mean, the amplitudes and noise_variance
+    are of that scale, which the page did not say; a run without one says
+    nothing of it."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = np.arange(12.0)
+    pq.write_table(pa.table({"series_id": ["a"] * 12, "t": t, "y": 2.0 + np.sin(t)}),
+                   tmp_path / "in.parquet")
+    rows = [params_row("a", n_points=12)]
+    out = tmp_path / "r.html"
+    for transform, said in (("log1p", "log(1 + y)"), ("none", None)):
+        params = write_params(tmp_path / transform, rows,
+                              manifest={"options": {"transform": transform}})
+        assert run(["--input", str(tmp_path / "in.parquet"), "--params", str(params),
+                    "--out", str(out)]) == 0
+        text = " ".join(" ".join(parse_page(out).text).split())
+        section = text[text.index("Fitted parameters"):text.index("Series Dots")]
+        if said:
+            assert (f"Fitted on {said} (--transform {transform}): mean, the amplitudes, "
+                    f"noise_variance and nll per point are those of {said}, not of y.") in section
+        else:
+            assert "Fitted on" not in section and "--transform" not in section
+
+
 def test_the_choice_counts_series_whose_periodic_candidate_the_screen_left_out(tmp_path):
     """A gpfit run under auto: series on a regular grid without a cycle fit
     rbf alone (no bic_margin); the table still counts every ok series by
