@@ -17,10 +17,11 @@ from pipeline.report import params as params_io
 from pipeline.report.sample import Sampler
 from pipeline.report.summary import Tally
 
-# Plots a page holds at most (--random + --worst): each is about 26 KB of
-# the page and 0.3 s of drawing, so 1,000 are a 26 MB page in about five
-# minutes; --random 1000000000 plotted every series of the run, hours and
-# gigabytes for a 50,000-series run, held in memory until written.
+# Plots a page holds at most (--series ids, --random and --worst): each is
+# about 26 KB of the page and 0.3 s of drawing, so 1,000 are a 26 MB page in
+# about five minutes; --random 1000000000 plotted every series of the run,
+# hours and gigabytes for a 50,000-series run, held in memory until written,
+# and 2,000 --series ids (a list through xargs) a 52 MB page.
 MAX_PLOTS = 1000
 
 
@@ -56,12 +57,13 @@ def scan(options: ReportOptions,
     Raises:
       UsageError (incl. InputError): the input or the params cannot be used,
         a --series is not in the params, --random, --worst or --seed is
-        negative, or --random and --worst ask for more than MAX_PLOTS plots.
+        negative, or --series, --random and --worst ask for more than
+        MAX_PLOTS plots.
     """
     if options.random < 0 or options.worst < 0:
         raise UsageError(f"--random and --worst must be >= 0; got {options.random} "
                          f"and {options.worst}")
-    _check_plots(options.random, options.worst)
+    _check_plots(options.random, options.worst, len(set(map(str, options.series))))
     if options.seed < 0:  # as numpy's generators, which drew the sample before
         raise UsageError(f"--seed must be >= 0; got {options.seed}")
     spec = inspect(options.input, options.columns)
@@ -79,11 +81,19 @@ def scan(options: ReportOptions,
     return Scan(options, spec, run, tally, sampler)
 
 
-def _check_plots(random: int, worst: int) -> None:
-    """Refuses --random and --worst (each >= 0) past MAX_PLOTS together,
-    naming the larger and how far to lower it."""
-    if random + worst <= MAX_PLOTS:
+def _check_plots(random: int, worst: int, named: int = 0) -> None:
+    """Refuses --random and --worst (each >= 0) and `named` distinct
+    --series ids past MAX_PLOTS together, saying how far to lower them (a
+    series picked twice is drawn once: the bound is the most drawn)."""
+    if random + worst + named <= MAX_PLOTS:
         return
+    if named:
+        advice = (f"give --random and --worst together at most {MAX_PLOTS - named:,}"
+                  if named < MAX_PLOTS else
+                  f"give at most {MAX_PLOTS:,} --series ids, and --random 0 --worst 0")
+        raise UsageError(f"--series ({named:,} ids), --random {random} and --worst {worst} ask "
+                         f"for more plots than a page holds: at most {MAX_PLOTS:,} together "
+                         "(each plot is about 26 KB of the page and 0.3 s to draw); " + advice)
     flag, given, other = ("--random", random, worst) if random >= worst else (
         "--worst", worst, random)
     raise UsageError(f"{flag} {given} asks for more plots than a page holds: --random and "

@@ -210,6 +210,18 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
      "the page and 0.3 s to draw); give --random 997 or fewer"),
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--random", "600", "--worst", "700"], "give --worst 400 or fewer"),
+    # Named series were not counted: 2,000 --series (an id list through xargs)
+    # drew a page of about 52 MB, past what a browser opens, in ten minutes.
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html")]
+     + [f"--series=s{i:04d}" for i in range(995)] + ["--series", "s0001"],
+     "--series (995 ids), --random 6 and --worst 3 ask for more plots than a page holds: "
+     "at most 1,000 together (each plot is about 26 KB of the page and 0.3 s to draw); give "
+     "--random and --worst together at most 5"),
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
+                   "--random", "0", "--worst", "0"] + [f"--series=s{i:04d}" for i in range(1001)],
+     "--series (1,001 ids), --random 0 and --worst 0 ask for more plots than a page holds: "
+     "at most 1,000 together (each plot is about 26 KB of the page and 0.3 s to draw); give "
+     "at most 1,000 --series ids, and --random 0 --worst 0"),
     # numpy's generator refused it after the params were read: a traceback, exit 1.
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / "o.html"),
                    "--seed", "-5"], "--seed must be >= 0; got -5"),
