@@ -201,7 +201,8 @@ def kernel_choice(tally: Tally, manifest: Optional[dict], margins_png: Optional[
     candidates = given.split(",") if given else list(FitConfig.candidates)
     names = list(dict.fromkeys([*candidates, *sorted(tally.ok_kernels)]))
     return Choice([(k, tally.ok_kernels[k], tally.close_calls[k]) for k in names],
-                  sum(tally.ok_kernels.values()), CLOSE_CALL, margins_png)
+                  sum(tally.ok_kernels.values()), CLOSE_CALL, margins_png,
+                  tally.negative_margins)
 
 
 def _card(pick: Pick, series: Optional[Series], spec: InputSpec,

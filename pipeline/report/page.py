@@ -7,6 +7,7 @@ import html
 import struct
 from typing import Optional, Sequence
 
+from gpcore.config import PERIODIC_MARGIN
 from gpcore.result import OK
 # A plot's title and its image's alt text cut an id as a log line does
 # (shown_id); the card's heading shows it whole, escaped alike (one_line).
@@ -61,12 +62,14 @@ class Choice:
       total: "ok" series, each counted by the kernel it holds.
       close_call: the margin below which a choice is weak evidence.
       margins_png: histogram of bic_margin, or None.
+      negative: series with a negative bic_margin (among the close calls).
     """
 
     counts: Sequence[tuple[str, int, int]]
     total: int
     close_call: float
     margins_png: Optional[bytes]
+    negative: int = 0
 
 
 @dataclasses.dataclass
@@ -253,9 +256,14 @@ def _against_previous(page: Page) -> list[str]:
 def _choice(choice: Choice) -> list[str]:
     """The kernel-choice section: series per candidate, and the margins."""
     out = ["<h2>Kernel choice (--kernel auto)</h2>",
-           '<p class="meta">Each fitted series keeps the candidate with the lowest BIC; '
-           "bic_margin is the runner-up's BIC minus the chosen one's. A margin below "
-           f"{choice.close_call:g} is weak evidence: either kernel would do. A series whose "
+           '<p class="meta">Each fitted series keeps the candidate with the lowest BIC, but '
+           f"a periodic candidate only where its BIC is more than {PERIODIC_MARGIN:g} below "
+           "the best other candidate's (gpfit's guard against cycles read into noise). "
+           "bic_margin is the runner-up's BIC minus the chosen one's: negative "
+           f"({choice.negative:,} series here) where a periodic candidate had the lower BIC "
+           f"by {PERIODIC_MARGIN:g} or less. A margin below "
+           f"{choice.close_call:g} (a negative one too) is weak evidence: either kernel would "
+           "do. A series whose "
            "periodic candidates the screen left out (no repeated cycle) chose among the "
            "others, alone with one candidate: it has no bic_margin.</p>",
            "<table><tr><th>candidate</th><th>series</th><th>share</th>"

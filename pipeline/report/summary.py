@@ -201,6 +201,9 @@ class Tally:
         self.ok_kernels = collections.Counter()  # "ok" rows by kernel
         self.chosen = collections.Counter()  # "ok" rows with a bic_margin, by kernel
         self.close_calls = collections.Counter()  # of those, margin below CLOSE_CALL
+        # Of those, a negative margin: a periodic candidate had the lower BIC
+        # but not by PERIODIC_MARGIN (gpcore.choice.choose_fit).
+        self.negative_margins = 0
         self._order: dict[str, tuple] = {}  # component label -> sort key
         self._reasons: dict[tuple[str, str], list] = {}
         # The backtest's totals, as the job's manifest sums them (one
@@ -229,6 +232,7 @@ class Tally:
         self.ok_kernels.update(kernels.tolist())
         self.chosen.update(kernels[chose].tolist())
         self.close_calls.update(kernels[chose & (margin < CLOSE_CALL)].tolist())
+        self.negative_margins += int(np.sum(chose & (margin < 0)))
         if HOLDOUT_MASE in good.schema.names:  # shards before --holdout lack it
             for row in good.select(list(HOLDOUT)).to_pylist():
                 holdout_totals.add(self._holdout, row)

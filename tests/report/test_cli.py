@@ -369,6 +369,38 @@ def test_under_a_transform_the_parameters_section_names_their_scale(tmp_path):
             assert "Fitted on" not in section and "--transform" not in section
 
 
+def test_the_choice_says_a_periodic_candidate_must_win_by_the_margin(tmp_path):
+    """Under auto a periodic candidate is kept only where its BIC is more
+    than 6 below the best other one's; else the other is kept with a
+    negative bic_margin (README, bic_margin). The page said every series
+    keeps the lowest BIC, and drew negative margins unexplained; it now
+    gives the rule and how many series hold a negative margin (counted
+    among those below 2)."""
+    import numpy as np
+    import pyarrow as pa
+
+    t = np.arange(12.0)
+    pq.write_table(pa.table({"series_id": np.repeat(["a", "b", "c"], 12), "t": np.tile(t, 3),
+                             "y": np.tile(np.sin(t), 3)}), tmp_path / "in.parquet")
+    rows = [params_row("a", bic=10.0, bic_margin=-3.5), params_row("c", bic=10.0, bic_margin=0.5),
+            params_row("b", kernel="rbf+periodic", bic=10.0, bic_margin=9.0, components=[
+                {"kernel": "rbf", "amplitude": 1.0, "length_scale": 2.0, "period": None},
+                {"kernel": "periodic", "amplitude": 1.0, "length_scale": 1.0, "period": 6.0}])]
+    params = write_params(tmp_path / "out", rows, manifest={
+        "options": {"kernel": "auto", "candidates": "rbf,rbf+periodic"}})
+    out = tmp_path / "auto.html"
+    assert run(["--input", str(tmp_path / "in.parquet"), "--params", str(params), "--out",
+                str(out), "--random", "0", "--worst", "0"]) == 0
+    text = " ".join(" ".join(parse_page(out).text).split())
+    choice = text[text.index("Kernel choice"):text.index("Most common reasons")]
+    assert "keeps the candidate with the lowest BIC;" not in choice
+    assert ("a periodic candidate only where its BIC is more than 6 below the best other "
+            "candidate's") in choice
+    assert "negative (1 series here) where a periodic candidate had the lower BIC by 6 or less" \
+        in choice
+    assert "rbf 2 66.7% 2 rbf+periodic 1 33.3% 0 total 3" in choice
+
+
 def test_the_choice_counts_series_whose_periodic_candidate_the_screen_left_out(tmp_path):
     """A gpfit run under auto: series on a regular grid without a cycle fit
     rbf alone (no bic_margin); the table still counts every ok series by
