@@ -243,10 +243,23 @@ def _warnings(run: params_io.ParamsRun) -> list[str]:
         return [f"No {SUCCESS_MARKER} in {run.folder}: that run did not finish (or is still "
                 "running). This report shows the shards present, which may be incomplete "
                 "or stale."]
+    found = []
     if run.manifest_name == FAILED_MARKER:
-        return [f"That run wrote {FAILED_MARKER}: more series failed than its "
-                "--max_failure_fraction allowed."]
-    return []
+        found.append(f"That run wrote {FAILED_MARKER}: more series failed than its "
+                     "--max_failure_fraction allowed.")
+    if run.unlisted:
+        found.append(f"{len(run.unlisted)} shard(s) its {run.manifest_name} does not list were "
+                     f"left out, as not this run's ({_names(run.unlisted)}): remove them from "
+                     f"{run.folder}.")
+    if run.missing:
+        found.append(f"{len(run.missing)} shard(s) its {run.manifest_name} lists are missing "
+                     f"({_names(run.missing)}): a copy cut short? Their series are not counted "
+                     "here; copy the whole folder again.")
+    return found
+
+
+def _names(names) -> str:
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
 
 
 def _parameters(component: dict, sep: str = ", ") -> str:

@@ -30,6 +30,10 @@ class ParamsRun:
       manifest_name: "_SUCCESS.json", "_FAILED.json" or None if neither is
         there (the run did not finish, or is still running).
       manifest: its parsed content, or None.
+      unlisted: shards found that the manifest's output_files does not
+        list (a stray copy), left out of `files`; missing: listed shards
+        not found (a copy cut short). Both names, sorted; empty where the
+        manifest lists none.
     """
 
     folder: str
@@ -37,6 +41,8 @@ class ParamsRun:
     rows: int
     manifest_name: Optional[str]
     manifest: Optional[dict]
+    unlisted: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
 
 
 # (name, content) of a run's manifest: read_manifest's answer.
@@ -61,9 +67,25 @@ def locate(folder: str, manifest_of: Optional[Callable[[], Manifest]] = None) ->
                          f"0.4.0 and earlier wrote them) in {folder!r}; "
                          + (f"it holds {stopped}: {RUN_AGAIN}" if stopped else
                             "pass the folder that gpfit --output wrote"))
-    rows = map_files(shards.checked_rows, files)
     name, content = manifest_of() if manifest_of else read_manifest(folder)
-    return ParamsRun(folder, tuple(files), sum(rows), name, content)
+    files, unlisted, missing = listed_shards(files, (content or {}).get("output_files"))
+    rows = map_files(shards.checked_rows, files)
+    return ParamsRun(folder, tuple(files), sum(rows), name, content, unlisted, missing)
+
+
+def listed_shards(paths: Sequence[str], listed) -> tuple[list[str], tuple[str, ...],
+                                                          tuple[str, ...]]:
+    """(the paths the manifest lists, the names of those it does not, the
+    names it lists that are not among paths); listed: its output_files
+    (names relative to the folder; all paths where it lists none, as in a
+    manifest edited by hand). A stray shard's series would count twice,
+    as --previous_output refuses it (pipeline/io/previous.py)."""
+    if not isinstance(listed, list) or not listed:
+        return list(paths), (), ()
+    names = {str(name).rsplit("/", 1)[-1] for name in listed}
+    kept = [path for path in paths if path.rsplit("/", 1)[-1] in names]
+    found = {path.rsplit("/", 1)[-1] for path in paths}
+    return kept, tuple(sorted(found - names)), tuple(sorted(names - found))
 
 
 def iter_batches(run: ParamsRun, columns: Sequence[str] = COLUMNS,

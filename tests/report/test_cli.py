@@ -369,6 +369,41 @@ def test_under_a_transform_the_parameters_section_names_their_scale(tmp_path):
             assert "Fitted on" not in section and "--transform" not in section
 
 
+def test_only_the_shards_the_manifest_lists_are_counted(fitted_run, tmp_path, capsys):
+    """A stray copy of a shard (a copy of one night over another, with
+    another shard count) counted its series twice: 28 series on the page of
+    a 14-series run. The report now reads the shards the manifest's
+    output_files lists, as --previous_output does, and the page names the
+    ones it left out; a listed shard that is missing is said too."""
+    import json
+    import shutil
+
+    params = tmp_path / "night"
+    shutil.copytree(fitted_run.params, params)
+    listed = sorted(f"params/{p.name}" for p in (params / "params").iterdir())
+    manifest = json.loads((params / "_SUCCESS.json").read_text())
+    (params / "_SUCCESS.json").write_text(json.dumps({**manifest, "output_files": listed}))
+    shutil.copy(params / listed[0], params / "params" / "part-00000-of-00003.parquet")
+    out = tmp_path / "r.html"
+    args = ["--input", fitted_run.data, "--params", str(params), "--out", str(out),
+            "--random", "0", "--worst", "0"]
+    assert run(args) == 0, capsys.readouterr().err
+    text = " ".join(" ".join(parse_page(out).text).split())
+    rows = len(fitted_run.rows)
+    assert f"total {rows}" in text
+    assert ("1 shard(s) its _SUCCESS.json does not list were left out, as not this run's "
+            "(part-00000-of-00003.parquet)") in text
+    assert f"wrote {out}" in capsys.readouterr().err
+
+    (params / listed[1]).unlink()  # a copy cut short
+    assert run(args) == 0, capsys.readouterr().err
+    text = " ".join(" ".join(parse_page(out).text).split())
+    left = pq.ParquetFile(params / listed[0]).metadata.num_rows
+    assert f"total {left}" in text
+    assert ("1 shard(s) its _SUCCESS.json lists are missing (part-00001-of-00002.parquet): "
+            "a copy cut short? Their series are not counted here") in text
+
+
 def test_the_choice_says_a_periodic_candidate_must_win_by_the_margin(tmp_path):
     """Under auto a periodic candidate is kept only where its BIC is more
     than 6 below the best other one's; else the other is kept with a
