@@ -1,7 +1,8 @@
 """`gpfit-report`: an HTML page showing the fits of a gpfit run.
 
 Exit codes: 0 written; 2 bad invocation, unusable input, params or
-predictions, an --out that cannot be written or a --params folder a gpfit
+predictions, an --out that cannot be written or names the run's data (a
+Parquet file, a file of the --params folder) or a --params folder a gpfit
 run is writing, said in one line on stderr before anything is written.
 """
 from __future__ import annotations
@@ -34,7 +35,8 @@ def parser() -> argparse.ArgumentParser:
                     "status, common failure reasons, histograms of the fitted parameters, "
                     "and plots of sampled series with their posterior mean and ±2σ bands.",
         epilog="Exit codes: 0 written; 2 bad invocation, unusable input, params or "
-               "predictions, an --out that cannot be written, or a --params folder a gpfit "
+               "predictions, an --out that cannot be written or names the run's data (a "
+               "Parquet file, a file of the --params folder), or a --params folder a gpfit "
                "run is writing; said in one line before anything is written.",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30,
                                                             width=100))
@@ -105,6 +107,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
             series=args.series, random=args.random, worst=args.worst, seed=args.seed)
         _check_matplotlib()
         _check_out(args.out)
+        _check_not_data(args.out, args.params)
         scanned = scan(options, manifest_of)
         if not local:  # asked once its listing answered (offline, each ask waits 120 s)
             _check_not_written(args.params, manifest_of)
@@ -329,6 +332,31 @@ def _check_out(out: str) -> None:
             raise UsageError(f"cannot write --out: {long_name}; give a shorter one")
         if os.path.isdir(parent):
             _try_writing(out)
+
+
+def _check_not_data(out: str, params: str) -> None:
+    """Refuses an --out that names a file of the run's output folder (a
+    shard, the manifest, the lock: outputs.is_ours) or, locally, an
+    existing Parquet file (the input): the page was written over it, exit
+    0, the data lost to a mistyped or tab-completed name. An earlier page
+    (or any other file) at --out is replaced, as before."""
+    from pipeline.io.outputs import is_local, is_ours, lies_inside, relative, resolved
+    if lies_inside(out, params):
+        name = relative(resolved(out), resolved(params))
+        if is_ours(name):
+            raise UsageError(f"--out {out!r} is {name!r} of the gpfit output folder {params!r}, "
+                             "which the page would replace; give the page a name of its own, "
+                             "e.g. report.html beside that folder")
+    if is_local(out) and os.path.isfile(out):
+        try:
+            with open(out, "rb") as f:
+                parquet = f.read(4) == b"PAR1"  # every Parquet file starts so
+        except OSError:
+            return  # unreadable: not read as data by anyone here either
+        if parquet:
+            raise UsageError(f"--out {out!r} is a Parquet file, which the page would replace "
+                             "(the run's input?); give the page a name of its own, e.g. "
+                             "report.html")
 
 
 def _try_writing(out: str) -> None:

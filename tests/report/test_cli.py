@@ -243,6 +243,36 @@ def test_bad_input_exits_2_with_one_line(fitted_run, tmp_path, capsys, make_args
     assert not (tmp_path / "o.html").exists()
 
 
+def test_an_out_naming_the_runs_data_is_refused_and_the_data_kept(fitted_run, tmp_path, capsys):
+    """--out naming the input file, a params shard or the manifest (a
+    mistyped or tab-completed name) had the page written over it: exit 0,
+    the run's data replaced by HTML. Each is refused, exit 2, before the
+    params are read, and the file is left as it was; an earlier page at
+    --out is still replaced."""
+    import shutil
+
+    data, params = tmp_path / "data", tmp_path / "night"
+    shutil.copytree(fitted_run.data, data)
+    shutil.copytree(fitted_run.params, params)
+    shard = sorted((params / "params").iterdir())[0]
+    for out, said in (
+            (data / "part-00000.parquet", "is a Parquet file, which the page would replace"),
+            (shard, f"is {'params/' + shard.name!r} of the gpfit output folder"),
+            (params / "_SUCCESS.json", "is '_SUCCESS.json' of the gpfit output folder")):
+        before = out.read_bytes()
+        assert run(["--input", str(data), "--params", str(params), "--out", str(out),
+                    "--random", "1", "--worst", "0"]) == 2
+        err = capsys.readouterr().err
+        assert f"gpfit-report: error: --out {str(out)!r} {said}" in err, err
+        assert "give the page a name of its own" in err
+        assert out.read_bytes() == before
+    page = params / "report.html"
+    page.write_text("an earlier page")
+    assert run(["--input", str(data), "--params", str(params), "--out", str(page), "--random",
+                "0", "--worst", "0"]) == 0
+    assert page.read_text().startswith("<!DOCTYPE html>")
+
+
 def test_a_path_with_a_newline_or_an_escape_is_named_on_one_line(fitted_run, tmp_path, capsys):
     """'wrote <out>' printed the page's path raw: a folder named with a
     newline made two lines, an ANSI escape reached the terminal, and a
