@@ -78,7 +78,8 @@ class Backtest:
 
     Attributes:
       totals: {series, points, mase_mean, mase_median, coverage_95}, the
-        manifest's holdout totals (MASE may be None: no series had a scale).
+        manifest's holdout totals (MASE may be None: no series had a scale),
+        and mase_series: the series the MASE is over.
       mase_png: histogram of holdout_mase, or None.
     """
 
@@ -295,6 +296,11 @@ def _backtest(backtest: Backtest) -> list[str]:
            f"<tr><td class=n>{t['series']:,}</td><td class=n>{t['points']:,}</td>"
            f"<td class=n>{said(t['mase_mean'])}</td><td class=n>{said(t['mase_median'])}</td>"
            f"<td class=n>{said(t['coverage_95'])}</td></tr></table>"]
+    without = t["series"] - t.get("mase_series", t["series"])
+    if without:  # else the MASE columns read as over every series scored
+        out.append(f'<p class="meta">MASE over {t["mase_series"]:,} of the {t["series"]:,} '
+                   f"series: the other {without:,} have none (an in-sample naive error of 0, "
+                   "a constant fitted part, or a MASE that is not a finite number).</p>")
     if backtest.mase_png:
         out.append(_img(backtest.mase_png, "histogram of holdout_mase"))
     return out

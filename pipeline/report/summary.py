@@ -271,9 +271,11 @@ class Tally:
 
     def holdout(self) -> Optional[dict]:
         """With --holdout: {series, points, mase_mean, mase_median (within
-        2 %), coverage_95 (over all held-out points)}, as in the manifest;
-        None when no series has a backtest."""
-        return holdout_totals.extract(self._holdout)
+        2 %), coverage_95 (over all held-out points)}, as in the manifest,
+        and mase_series: the series of them with a MASE, which the mean and
+        median are over; None when no series has a backtest."""
+        found = holdout_totals.extract(self._holdout)
+        return found and {**found, "mase_series": self._holdout["mase_n"]}
 
     def quantity_names(self) -> list[str]:
         """Every quantity seen, in page order: mean, the kernels' parameters

@@ -574,6 +574,36 @@ def test_a_backtested_run_shows_its_scores_as_the_manifest_sums_them(tmp_path):
     assert "Backtest" not in " ".join(parse_page(out).text)
 
 
+def test_the_backtest_says_over_how_many_series_its_mase_is(tmp_path):
+    """A series whose fitted part is constant (zero sales) has a MASE scale
+    of 0 and a null holdout_mase, but is scored for coverage: the table gave
+    "3 series" beside a MASE mean and median over 2, unsaid. The page now
+    says how many series the MASE is over, and why the others have none;
+    where every scored series has one it says nothing more."""
+    import numpy as np
+    import pyarrow as pa
+
+    t = np.arange(10.0)
+    pq.write_table(pa.table({"series_id": np.repeat(["a", "b", "c"], 10), "t": np.tile(t, 3),
+                             "y": np.tile(np.sin(t), 3)}), tmp_path / "in.parquet")
+    scored = dict(holdout_points=2, holdout_coverage_95=1.0)
+    rows = [params_row("a", holdout_mase=0.8, holdout_scale=0.5, **scored),
+            params_row("b", holdout_mase=1.2, holdout_scale=0.5, **scored),
+            params_row("c", holdout_mase=None, holdout_scale=0.0, **scored)]
+    out = tmp_path / "r.html"
+    for given, said in ((rows, "MASE over 2 of the 3 series: the other 1 have none (an "
+                               "in-sample naive error of 0, a constant fitted part, or a "
+                               "MASE that is not a finite number)."),
+                        (rows[:2], None)):
+        params = write_params(tmp_path / str(len(given)), given)
+        assert run(["--input", str(tmp_path / "in.parquet"), "--params", str(params),
+                    "--out", str(out), "--random", "0", "--worst", "0"]) == 0
+        text = " ".join(" ".join(parse_page(out).text).split())
+        table = text[text.index("Backtest (--holdout)"):text.index("Most common reasons")]
+        assert f"{len(given)} {2 * len(given)} 1 1 1" in table
+        assert (said in table) if said else ("MASE over" not in table)
+
+
 def test_gs_params_without_the_gcp_extra_says_to_install_it(tmp_path):
     """A plain `pip install gpfit[report]` has no gs:// file system: --params
     on gs:// read as a folder without a manifest, and the advice was to give
