@@ -322,16 +322,27 @@ def _check_out(out: str) -> None:
             raise UsageError(f"--out {out!r} is a folder; give a file name, e.g. "
                              f"{os.path.join(out, 'report.html')}")
         parent = os.path.dirname(os.path.abspath(out))
-        if os.path.exists(parent) and not os.path.isdir(parent):
-            raise UsageError(f"cannot write {out!r}: {parent!r} is not a folder")
-        if os.path.isdir(parent) and not os.access(parent, os.W_OK):
-            raise UsageError(f"cannot write {out!r}: folder {parent!r} is not writable")
+        # The folders the page's write makes (files.write_whole) are made
+        # in the nearest one that exists: a read-only place, or a file on
+        # the way, was found only after the plots.
+        there = _nearest_existing(parent)
+        if not os.path.isdir(there):
+            raise UsageError(f"cannot write {out!r}: {there!r} is not a folder")
+        if not os.access(there, os.W_OK):
+            raise UsageError(f"cannot write {out!r}: folder {there!r} is not writable")
         from pipeline.io.files import too_long
         long_name = too_long(out)
         if long_name:
             raise UsageError(f"cannot write --out: {long_name}; give a shorter one")
-        if os.path.isdir(parent):
-            _try_writing(out)
+        _try_writing(out, there, made=there != parent)
+
+
+def _nearest_existing(folder: str) -> str:
+    """folder (absolute), or the nearest folder above it that exists (or a
+    file in its place)."""
+    while not os.path.lexists(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    return folder
 
 
 def _check_not_data(out: str, params: str) -> None:
@@ -359,17 +370,20 @@ def _check_not_data(out: str, params: str) -> None:
                              "report.html")
 
 
-def _try_writing(out: str) -> None:
-    """Makes and removes a file of a fresh name beside the page: a read-only
-    file system, or a folder that takes no new file (root passes
+def _try_writing(out: str, folder: str, made: bool = False) -> None:
+    """Makes and removes a file of a fresh name in `folder`, the page's or,
+    where that is to be made (`made`), the nearest one above it: a
+    read-only file system, or a folder that takes no new file (root passes
     os.access), is said now, not after the plots."""
     import tempfile
     try:
-        with tempfile.TemporaryFile(dir=os.path.dirname(os.path.abspath(out))):
+        with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as err:
-        raise UsageError(f"cannot write {out!r}: {err.strerror or err}; give an --out in a "
-                         "folder you can write") from err
+        where = f"no folder can be made in {folder!r} ({err.strerror or err})" if made \
+            else (err.strerror or str(err))
+        raise UsageError(f"cannot write {out!r}: {where}; give an --out in a folder you can "
+                         "write") from err
 
 
 def _write(out: str, text: str) -> int:

@@ -197,6 +197,13 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
     # /proc takes no new file, whoever asks (root included): a read-only place.
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", "/proc/gpfit-report.html"],
      "cannot write '/proc/gpfit-report.html'"),
+    # A folder to be made in a read-only place, or below a file: found only
+    # after the plots, where README says "tried before the work".
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out", "/proc/gpfit-new/o.html"],
+     "cannot write '/proc/gpfit-new/o.html': no folder can be made in '/proc'"),
+    (lambda r, t: ["--input", r.data, "--params", r.params, "--out",
+                   f"{r.params}/_SUCCESS.json/new/o.html"],
+     "/_SUCCESS.json/new/o.html': '{params}/_SUCCESS.json' is not a folder"),
     # Refused only after the plots, on ENAMETOOLONG, where README says "tried before the work".
     (lambda r, t: ["--input", r.data, "--params", r.params, "--out", str(t / ("o" * 251 + ".html"))],
      "cannot write --out: the name oooooooooooooooooooooooooooooooooooooooo... is 256 bytes, "
