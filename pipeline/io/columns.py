@@ -50,10 +50,20 @@ def is_id(type_: pa.DataType) -> bool:
     if pa.types.is_nested(type_) or pa.types.is_null(type_):
         return False
     try:
-        as_codes(pa.array([], type_))
+        as_codes(_empty(type_))
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
         return False
     return True
+
+
+def _empty(type_: pa.DataType) -> pa.Array:
+    """An empty array of type_. A dictionary's is built from its parts:
+    pa.array([], type_) has no converter for a dictionary of dates or
+    timestamps (pandas' category of dates), which is_id then refused."""
+    if pa.types.is_dictionary(type_):
+        return pa.DictionaryArray.from_arrays(pa.array([], type_.index_type),
+                                              pa.array([], type_.value_type))
+    return pa.array([], type_)
 
 
 def unknown_zone(type_: pa.DataType) -> Optional[str]:

@@ -338,6 +338,24 @@ def test_bool_ids_are_false_and_true_from_pandas_arrow_and_the_command(tmp_path)
     assert sorted(gpfit.fit_frame(table).column("series_id").to_pylist()) == command
 
 
+def test_category_ids_of_dates_are_read_as_their_dates():
+    """Ids of dates kept as pandas' category dtype arrive as a dictionary
+    of timestamps: fit_frame refused them ("has type dictionary<values=
+    timestamp[ns], ...>; expected strings or integers"), though its id
+    check takes any type Arrow can group and Arrow groups these: an empty
+    dictionary array of them could not be built from a Python list. The
+    same dates as plain timestamps, as their Parquet file holds them, are
+    the reference."""
+    dates = _small_frame()
+    dates["series_id"] = pd.to_datetime(dates["series_id"].map({"a": "2024-01-01",
+                                                                  "b": "2024-01-02"}))
+    want = rows_of(gpfit.fit_frame(dates))
+    assert [row["status"] for row in want] == ["ok", "ok"]
+    categories = dates.assign(series_id=dates["series_id"].astype("category"))
+    assert_same_rows(rows_of(gpfit.fit_frame(categories)), want)
+    assert_same_rows(gpfit.fit_frame(pa.Table.from_pandas(categories)).to_pylist(), want)
+
+
 @pytest.mark.parametrize("kwargs, words", [
     ({"max_rows": 0}, "max_rows= (0) must be >= max_points= (4096, rbf's default)"),
     ({"max_rows": 10, "max_points": 20}, "max_rows= (10) must be >= max_points= (20)"),
