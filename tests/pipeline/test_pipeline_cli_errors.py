@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv  # noqa: F401  (pa.csv)
 import pyarrow.parquet as pq
 import pytest
 
@@ -698,6 +699,35 @@ def test_foreign_files_in_output_folder_are_never_deleted(tmp_path):
     assert run.code == 2
     assert "holds 'thesis.tex', which gpfit did not write" in run.stderr
     assert os.listdir(tmp_path / "out") == ["thesis.tex"]
+
+
+def test_a_file_named_alone_that_is_not_parquet_is_not_told_to_use_a_glob(tmp_path,
+                                                                         monkeypatch):
+    """A CSV given as --input itself was told "give --input a glob of the
+    Parquet files alone, e.g. '/*.parquet'": the root's files, from the
+    name's empty folder. Converting it is what helps; a glob only helps
+    where --input names a folder or a glob that caught the file."""
+    pa.csv.write_csv(_good_table(), tmp_path / "data.csv")
+    monkeypatch.chdir(tmp_path)
+    run = gpfit("data.csv", "out")
+    assert_usage_error(run, "data.csv is not a Parquet file (")
+    assert run.stderr.strip().endswith(
+        "); gpfit reads Parquet alone: convert it to Parquet and give --input the Parquet "
+        "file"), run.stderr
+
+
+def test_a_glob_in_the_current_folder_that_caught_other_files_is_told_a_local_glob(
+        tmp_path, monkeypatch):
+    """The advice's glob was '/*.parquet' (the root) for a file of the
+    current folder; it is the current folder's '*.parquet'."""
+    _write(tmp_path / "a.parquet", _good_table())
+    (tmp_path / "notes.txt").write_text("hello")
+    monkeypatch.chdir(tmp_path)
+    run = gpfit("*", "out")
+    assert_usage_error(run, "notes.txt is not a Parquet file (")
+    assert run.stderr.strip().endswith(
+        "; remove it from the input or convert it to Parquet, or give --input a glob of the "
+        "Parquet files alone, e.g. '*.parquet'"), run.stderr
 
 
 def test_output_inside_input_is_refused(tmp_path):
