@@ -238,8 +238,30 @@ def _as_table(data, columns: inputs.Columns) -> tuple[pa.Table, bool]:
     if pandas is not None and isinstance(data, pandas.DataFrame):  # subclasses too
         return _from_pandas(data, columns), True
     raise InputError(f"fit_frame takes a pandas DataFrame or a pyarrow Table; got "
-                     f"{type(data).__name__} (a Spark or Dask frame: call it per group or "
-                     "partition, as docs/design.md's recipes show)")
+                     f"{_type_name(data)}{_conversion(data)}")
+
+
+# Frames of libraries that hold an Arrow table a step away (by class name
+# in their top package) -> the call that gives it.
+_TO_ARROW = {("polars", "DataFrame"): "data.to_arrow()",
+             ("polars", "LazyFrame"): "data.collect().to_arrow()"}
+
+
+def _type_name(data) -> str:
+    """The type of `data` with its top package ("polars.DataFrame"): a bare
+    "DataFrame" reads as pandas'."""
+    package = type(data).__module__.split(".")[0]
+    return type(data).__qualname__ if package == "builtins" else f"{package}.{type(data).__qualname__}"
+
+
+def _conversion(data) -> str:
+    """What to do with `data`: its conversion to Arrow where it is one call,
+    else the recipes of the engines that call fit_frame per group."""
+    to_arrow = _TO_ARROW.get((type(data).__module__.split(".")[0], type(data).__name__))
+    if to_arrow:
+        return f": pass {to_arrow}"
+    return (" (a Spark or Dask frame: call it per group or partition, as docs/design.md's "
+            "recipes show)")
 
 
 def _from_pandas(frame, columns: inputs.Columns) -> pa.Table:

@@ -429,6 +429,25 @@ def test_something_other_than_a_frame_is_refused_with_the_recipe(make):
         gpfit.fit_frame(make(_small_frame()))
 
 
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_polars_frame_is_told_the_conversion_that_works(lazy):
+    """A polars DataFrame was refused as "got DataFrame (a Spark or Dask
+    frame: call it per group or partition ...)": a name the pandas one
+    shares and advice for other engines. The advice given is followed
+    here: the same rows as the pandas frame's."""
+    pl = pytest.importorskip("polars")
+    frame = _small_frame()
+    data = pl.from_pandas(frame).lazy() if lazy else pl.from_pandas(frame)
+    name, advice = (("LazyFrame", "data.collect().to_arrow()") if lazy
+                    else ("DataFrame", "data.to_arrow()"))
+    with pytest.raises(InputError) as refused:
+        gpfit.fit_frame(data)
+    assert str(refused.value) == ("fit_frame takes a pandas DataFrame or a pyarrow Table; got "
+                                  f"polars.{name}: pass {advice}")
+    followed = data.collect().to_arrow() if lazy else data.to_arrow()
+    assert_same_rows(gpfit.fit_frame(followed).to_pylist(), rows_of(gpfit.fit_frame(frame)))
+
+
 class _FrameOfMine(pd.DataFrame):
     """A DataFrame subclass defined outside pandas (as geopandas' are)."""
 
