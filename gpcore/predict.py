@@ -83,8 +83,8 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
       amplitude of the stationary parts; a linear part, whose centre the
       data set, is left out).
     Raises:
-      ValueError: params are missing, not finite or out of range, or the
-        series' t and y differ in length.
+      ValueError: params are missing, not finite or out of range; series
+        is no Series, or its t and y differ in length.
     """
     found = prediction(series, params, t_new, centre)
     return found.mean, found.sd_observation if include_noise else found.sd
@@ -171,6 +171,9 @@ def _jittered(attempt: Callable, what: str):
 
 def _observed(series: Series, t_new) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(t [n], y [n], t_new [m]): the finite points, checked."""
+    if not all(hasattr(series, name) for name in ("series_id", "t", "y")):  # any such object
+        raise ValueError(f"series must be a gpcore.Series; got a {type(series).__name__}: give "
+                         "Series(series_id, t, y)")
     t = _numbers(series.t, "t", TIME_ADVICE, f"series {series.series_id!r}: ")
     y = _numbers(series.y, "y", VALUE_ADVICE, f"series {series.series_id!r}: ")
     if t.shape != y.shape:

@@ -204,6 +204,22 @@ def test_params_that_are_no_mapping_are_named(rng, params):
         predict(make_series(rng), params, np.zeros(2))
 
 
+@pytest.mark.parametrize("series", [
+    lambda t, y: (t, y),  # the arrays themselves
+    lambda t, y: {"series_id": "s", "t": t, "y": y},
+    lambda t, y: None,
+])
+def test_a_series_that_is_no_series_is_named(rng, series):
+    """The arrays (or a dict of them) given for series raised
+    AttributeError: 'tuple' object has no attribute 't', naming neither
+    the argument nor what it takes (GPFitter.fit names both)."""
+    t, y = make_series(rng).t, make_series(rng).y
+    with pytest.raises(ValueError, match=r"^series must be a gpcore\.Series; got a "
+                                         r"(tuple|dict|NoneType): give Series\(series_id, t, "
+                                         r"y\)$"):
+        predict(series(t, y), make_params("rbf"), np.zeros(2))
+
+
 def test_params_may_name_their_kernel_by_value(rng):
     """Kernels are values (docs/design.md, "Kernels are values"): params
     built by hand with kernel=RBF() or RBF() + Periodic() predict as with
