@@ -179,17 +179,18 @@ def _observed(series: Series, t_new) -> tuple[np.ndarray, np.ndarray, np.ndarray
     if t.shape != y.shape:
         raise ValueError(f"series {series.series_id!r}: t has {t.size} values but y has "
                          f"{y.size}; give one time per value")
-    t_new = _numbers(t_new, "t_new", "give times as numbers in the units of series.t")
+    t_new = _numbers(t_new, "t_new", "give times as numbers in the units of series.t",
+                     vector="the times to predict at as a vector [m]")
     if not np.all(np.isfinite(t_new)):
         raise ValueError("t_new must be finite; it holds NaN or inf")
     finite = np.isfinite(t) & np.isfinite(y)
     return t[finite], y[finite], t_new
 
 
-def _numbers(values, name: str, advice: str, where: str = "") -> np.ndarray:
+def _numbers(values, name: str, advice: str, where: str = "", **vector: str) -> np.ndarray:
     """values as a float64 vector, by the fit's rule (gpcore.series.numbers);
     ValueError naming them otherwise."""
-    array, problem = numbers(values, name, advice)
+    array, problem = numbers(values, name, advice, **vector)
     if problem:
         raise ValueError(where + problem)
     return array

@@ -226,16 +226,17 @@ def _short_span(span: float, biggest_t: float) -> str:
             "1970-01-01)")
 
 
-def numbers(values, name: str, advice: str) -> tuple[Optional[np.ndarray], Optional[str]]:
+def numbers(values, name: str, advice: str, vector: str = "a vector [n], one Series per series"
+            ) -> tuple[Optional[np.ndarray], Optional[str]]:
     """values as a float64 vector, or the reason they are not numbers (the
     fit's and predict's one rule: datetime64 is refused, not read as counts
-    of its unit since 1970)."""
+    of its unit since 1970); `vector` says what to give where values have
+    two dimensions (a series' t or y by default)."""
     if values is None:  # not NaN: np.asarray would make it one
         return None, f"{name} is not numeric (None); {advice}"
     array = np.asarray(values)
     if sum(size > 1 for size in array.shape) > 1:  # several series' rows, flattened into one
-        return None, (f"{name} has shape {array.shape}; give a vector [n], one Series per "
-                      "series (a row or a column will do)")
+        return None, f"{name} has shape {array.shape}; give {vector} (a row or a column will do)"
     if array.dtype.kind not in "biuf":  # datetime64, strings, objects: no silent guess
         try:
             array = array.astype(np.float64) if array.dtype.kind == "O" else None

@@ -220,6 +220,17 @@ def test_a_series_that_is_no_series_is_named(rng, series):
         predict(series(t, y), make_params("rbf"), np.zeros(2))
 
 
+def test_times_to_predict_at_of_two_dimensions_are_told_to_be_a_vector(rng):
+    """t_new of shape (2, 3) was told "give a vector [n], one Series per
+    series": advice for a series' own t and y, not the times to predict at."""
+    with pytest.raises(ValueError, match=r"^t_new has shape \(2, 3\); give the times to "
+                                         r"predict at as a vector \[m\] \(a row or a column "
+                                         r"will do\)$"):
+        predict(make_series(rng), make_params("rbf"), np.zeros((2, 3)))
+    mean, _ = predict(make_series(rng), make_params("rbf"), np.zeros((1, 3)))  # a row will do
+    assert mean.shape == (3,)
+
+
 def test_params_may_name_their_kernel_by_value(rng):
     """Kernels are values (docs/design.md, "Kernels are values"): params
     built by hand with kernel=RBF() or RBF() + Periodic() predict as with
