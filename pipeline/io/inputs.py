@@ -111,7 +111,10 @@ def inspect(pattern: str, columns: Columns, max_footers: Optional[int] = None) -
     everything = resolve(pattern)
     check_read_once(everything)
     files = sample(everything, max_footers)
-    footers = map_files(lambda f: check_footer(f[0], f[1], columns, f[0] == pattern), files)
+    # Folders where a glob of *.parquet would find data: advice for a file beside them.
+    beside = {posixpath.dirname(path) for path, _ in everything if path.endswith(".parquet")}
+    footers = map_files(lambda f: check_footer(f[0], f[1], columns, f[0] == pattern,
+                                               posixpath.dirname(f[0]) in beside), files)
     # The reference: the first file with rows and a kind of time (a t of
     # nulls alone has none, a file of no rows no layout either: check_agrees).
     at = next((i for i, footer in enumerate(footers) if footer.rows and footer.time_units),
@@ -219,14 +222,14 @@ def read_ranges(group_rows: list[int]) -> tuple[tuple[int, int], ...]:
     return tuple(ranges)
 
 
-def _not_parquet(path: str, err: Exception, named: bool) -> InputError:
-    """`named`: --input is this file itself, so a glob beside it would name
-    other files, not its data."""
+def _not_parquet(path: str, err: Exception, named: bool, beside: bool) -> InputError:
+    """`named`: --input is this file itself; `beside`: Parquet files lie
+    in its folder, so a glob of them would leave it out and find data."""
     if named:
         advice = "gpfit reads Parquet alone: convert it to Parquet and give --input the Parquet file"
     else:
         advice = "remove it from the input or convert it to Parquet"
-        if not path.endswith(".parquet"):  # a README.txt beside the data: name the data alone
+        if beside and not path.endswith(".parquet"):  # a README.txt beside the data
             # A file of the current folder: its "*.parquet", not the root's "/*.parquet".
             glob = posixpath.join(posixpath.dirname(path), "*.parquet")
             advice += f", or give --input a glob of the Parquet files alone, e.g. '{glob}'"
@@ -283,8 +286,9 @@ def _footer_alone(size: int, metadata: pq.FileMetaData) -> bool:
     return size <= metadata.serialized_size + FOOTER_FRAME
 
 
-def check_footer(path: str, size: int, columns: Columns, named: bool = False) -> Footer:
-    """Reads and checks one footer; `named`: --input names this file itself.
+def check_footer(path: str, size: int, columns: Columns, named: bool = False,
+                 beside: bool = True) -> Footer:
+    """Reads and checks one footer; `named`, `beside`: as _not_parquet's.
 
     Raises:
       InputError: the file is empty, not Parquet, encrypted, of a schema
@@ -304,7 +308,7 @@ def check_footer(path: str, size: int, columns: Columns, named: bool = False) ->
     except OSError as err:
         if err.errno not in (errno.EMFILE, errno.ENFILE):
             raise (_encrypted(path) if _has_encrypted_footer(path, size)
-                   else _not_parquet(path, err, named)) from err
+                   else _not_parquet(path, err, named, beside)) from err
         # Under `ulimit -n 9` a good file was called "not a Parquet file"
         # (docs/design.md, "The fitter", A lock released without descriptors).
         raise InputError(f"{path} cannot be opened: this process has no file descriptor left "
@@ -313,7 +317,7 @@ def check_footer(path: str, size: int, columns: Columns, named: bool = False) ->
     except pa.ArrowNotImplementedError as err:
         raise _unreadable_schema(path, err) from err
     except (pa.ArrowException, ValueError) as err:
-        raise _not_parquet(path, err, named) from err
+        raise _not_parquet(path, err, named, beside) from err
     if metadata.num_row_groups and metadata.num_columns and _footer_alone(size, metadata) and \
             metadata.row_group(0).column(0).file_path not in ("", posixpath.basename(path)):
         # Its row groups are in the files it names: each read failed (exit 3).

@@ -730,6 +730,20 @@ def test_a_glob_in_the_current_folder_that_caught_other_files_is_told_a_local_gl
         "Parquet files alone, e.g. '*.parquet'"), run.stderr
 
 
+def test_a_folder_of_csv_alone_is_not_told_a_glob_that_matches_nothing(tmp_path):
+    """A folder holding a CSV export and no Parquet file was told to "give
+    --input a glob of the Parquet files alone, e.g. '<folder>/*.parquet'",
+    which then matched no file; converting is what helps."""
+    os.makedirs(tmp_path / "export")
+    pa.csv.write_csv(_good_table(), tmp_path / "export" / "data.csv")
+    run = gpfit(str(tmp_path / "export"), str(tmp_path / "out"))
+    assert_usage_error(run, "data.csv is not a Parquet file (")
+    assert run.stderr.strip().endswith("); remove it from the input or convert it to Parquet"), \
+        run.stderr
+    followed = gpfit(str(tmp_path / "export" / "*.parquet"), str(tmp_path / "out"))
+    assert_usage_error(followed, "no file matches")  # what the glob advice led to
+
+
 def test_output_inside_input_is_refused(tmp_path):
     os.makedirs(tmp_path / "data")
     input_ = _write(tmp_path / "data" / "a.parquet", _good_table())
