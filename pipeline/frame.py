@@ -198,6 +198,13 @@ def fit_config(kernel: str = "rbf", candidates: Union[str, Sequence[str], None] 
                                        else candidates)
     if batch_size is not None:
         settings["batch_size"] = batch_size
+    if "candidates" in settings:
+        try:  # the candidates alone, as the command checks --candidates
+            FitConfig(kernel=AUTO, candidates=settings["candidates"])
+        except ValueError as err:  # how to write them, as the command says
+            raise ValueError(f"candidates={candidates!r}: {err}; give at least 2 kernels, a "
+                             "sequence or separated by commas with no spaces, e.g. "
+                             "'rbf,rbf+periodic'") from err
     config = FitConfig(**settings)  # its own ValueError for a kernel it does not know
     return dataclasses.replace(config, **search_settings(search, config.kernel))
 

@@ -217,6 +217,12 @@ def test_the_empty_result_has_the_dtypes_of_any_other_as_dasks_meta_must():
     # candidates would go unused, every series fitted with rbf.
     (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}),
      {"candidates": "rbf,rbf+periodic"}, ("candidates= is for kernel='auto'", "'rbf'")),
+    # The command said how to write them; fit_frame named ' matern12' alone.
+    (pd.DataFrame({"series_id": ["a"], "t": [1.0], "y": [1.0]}),
+     {"kernel": "auto", "candidates": "rbf, matern12"},
+     ("candidates='rbf, matern12': candidate kernel ' matern12' is not known",
+      "give at least 2 kernels, a sequence or separated by commas with no spaces, e.g. "
+      "'rbf,rbf+periodic'")),
 ])
 def test_bad_input_or_options_are_refused_naming_them(frame, kwargs, words):
     with pytest.raises((InputError, ValueError)) as err:
