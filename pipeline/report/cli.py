@@ -153,7 +153,8 @@ def _from_manifest(args, manifest_of) -> dict:
       UsageError: no --input and no manifest, or one whose input is redacted.
     """
     from pipeline.io.redaction import REDACTED
-    from pipeline.report.params import RUN_AGAIN, stopped_run
+    from pipeline.io import shards
+    from pipeline.report.params import RUN_AGAIN, no_shards, stopped_run
 
     given = {"input": args.input, **{k: getattr(args, k) for k in _DEFAULT_COLUMNS}}
     if all(v is not None for v in given.values()):
@@ -170,6 +171,9 @@ def _from_manifest(args, manifest_of) -> dict:
         pattern = (found.get("input") or {}).get("pattern")
         if not pattern or REDACTED in str(pattern):
             stopped = "" if pattern else stopped_run(args.params)
+            if not (pattern or stopped or shards.list_shards(args.params)):
+                # No manifest, lock nor shard: not a gpfit output; --input would not help.
+                raise no_shards(args.params)
             why = ("its manifest's input is redacted" if pattern else
                    "it holds no readable manifest (_SUCCESS.json or _FAILED.json)"
                    + (f", only {stopped}: {RUN_AGAIN} for a whole run's page, or" if stopped

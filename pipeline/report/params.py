@@ -61,12 +61,7 @@ def locate(folder: str, manifest_of: Optional[Callable[[], Manifest]] = None) ->
         raise InputError("no params folder given; pass --params, the --output folder of gpfit")
     files = shards.list_shards(folder)
     if not files:
-        stopped = stopped_run(folder)
-        raise InputError(f"no {PARAMS_PREFIX}/part-*{PARAMS_SUFFIX} files (nor "
-                         f"{PARAMS_PREFIX}-*{PARAMS_SUFFIX} beside the manifest, as gpfit "
-                         f"0.4.0 and earlier wrote them) in {folder!r}; "
-                         + (f"it holds {stopped}: {RUN_AGAIN}" if stopped else
-                            "pass the folder that gpfit --output wrote"))
+        raise no_shards(folder)
     name, content = manifest_of() if manifest_of else read_manifest(folder)
     files, unlisted, missing = listed_shards(files, (content or {}).get("output_files"))
     rows = map_files(shards.checked_rows, files)
@@ -86,6 +81,16 @@ def listed_shards(paths: Sequence[str], listed) -> tuple[list[str], tuple[str, .
     kept = [path for path in paths if path.rsplit("/", 1)[-1] in names]
     found = {path.rsplit("/", 1)[-1] for path in paths}
     return kept, tuple(sorted(found - names)), tuple(sorted(names - found))
+
+
+def no_shards(folder: str) -> InputError:
+    """The refusal of a folder that holds no params shards."""
+    stopped = stopped_run(folder)
+    return InputError(f"no {PARAMS_PREFIX}/part-*{PARAMS_SUFFIX} files (nor "
+                      f"{PARAMS_PREFIX}-*{PARAMS_SUFFIX} beside the manifest, as gpfit "
+                      f"0.4.0 and earlier wrote them) in {folder!r}; "
+                      + (f"it holds {stopped}: {RUN_AGAIN}" if stopped else
+                         "pass the folder that gpfit --output wrote"))
 
 
 def iter_batches(run: ParamsRun, columns: Sequence[str] = COLUMNS,

@@ -188,6 +188,12 @@ def test_the_input_and_columns_come_from_the_runs_manifest_when_not_given(fitted
                    "--out", str(t / "o.html")], "no file or folder"),
     (lambda r, t: ["--input", r.data, "--params", str(t),
                    "--out", str(t / "o.html")], "no params/part-*.parquet files"),
+    # A folder gpfit did not write, without --input: it was told "--input is
+    # needed ... give the run's --input pattern", and with --input then
+    # learnt that it was not a gpfit output folder.
+    (lambda r, t: ["--params", str(t), "--out", str(t / "o.html")],
+     "no params/part-*.parquet files (nor params-*.parquet beside the manifest, as gpfit 0.4.0 "
+     "and earlier wrote them) in '{tmp}'; pass the folder that gpfit --output wrote"),
     # A Delta table's folder: every version's rows were read, as by gpfit.
     (lambda r, t: ["--input", str(delta_table(t / "sales")), "--params", r.params,
                    "--out", str(t / "o.html")], "sales is a Delta Lake table (_delta_log/)"),
@@ -246,7 +252,8 @@ def test_bad_input_exits_2_with_one_line(fitted_run, tmp_path, capsys, make_args
     assert run(make_args(fitted_run, tmp_path)) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("gpfit-report: error: ") and "\n" not in err, err
-    assert message.replace("{params}", str(fitted_run.params)) in err
+    assert message.replace("{params}", str(fitted_run.params)).replace("{tmp}",
+                                                                        str(tmp_path)) in err
     assert not (tmp_path / "o.html").exists()
 
 
