@@ -6,6 +6,7 @@ also serve as Dataflow (Flex Template) parameters.
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import math
 from typing import Optional
@@ -206,8 +207,23 @@ def parse_options(argv: list[str]) -> PipelineOptions:
         cls._add_argparse_args(parser)  # pylint: disable=protected-access
     _, unknown = parser.parse_known_args(argv)
     if unknown:
-        raise UsageError(f"unrecognised arguments: {' '.join(unknown)}; see gpfit --help")
+        options = list(parser._option_string_actions)  # pylint: disable=protected-access
+        raise UsageError(f"unrecognised arguments: {' '.join(unknown)}; "
+                         f"{_meant(unknown, options)}")
     return PipelineOptions(argv)
+
+
+def _meant(unknown: list[str], options: list[str]) -> str:
+    """The advice for unknown arguments: the option the first misspelt one
+    (--kernal, --predict_step=3) most likely means, gpfit's or Beam's, then
+    --help."""
+    for argument in unknown:
+        name = argument.split("=", 1)[0]
+        close = difflib.get_close_matches(name, options, n=1, cutoff=0.8) \
+            if name.startswith("-") else []
+        if close:
+            return f"for {name}, did you mean {close[0]}? See gpfit --help"
+    return "see gpfit --help"
 
 
 def check_text(argv: list[str]) -> None:

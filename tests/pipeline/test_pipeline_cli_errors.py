@@ -366,7 +366,13 @@ def test_a_time_in_a_struct_column_says_to_write_it_as_a_column(tmp_path, time_c
 
 
 @pytest.mark.parametrize("extra, expected", [
-    (["--kernal", "rbf"], "unrecognised arguments: --kernal rbf"),
+    # A misspelt option was refused without the one meant.
+    (["--kernal", "rbf"], "unrecognised arguments: --kernal rbf; for --kernal, did you mean "
+                          "--kernel? See gpfit --help"),
+    (["--predict_step=3", "--timeseries_column", "t"],
+     "unrecognised arguments: --predict_step=3 --timeseries_column t; for --predict_step, did "
+     "you mean --predict_steps? See gpfit --help"),
+    (["--runer", "DirectRunner"], "for --runer, did you mean --runner?"),  # Beam's own
     (["--kernel", "cubic"], "--kernel must be one of rbf, matern12, matern32, matern52, periodic, "
                             "linear, or a sum"),
     (["--kernel", "auto", "--candidates", "rbf,cubic"], "candidate kernel 'cubic' is not known"),
