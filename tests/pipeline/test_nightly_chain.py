@@ -6,7 +6,7 @@ points, search, restarts, column names); gpfit runs against the previous
 night's output, and a cold run of the same input and options is the
 reference (nightly_checks.py says what each night must hold).
 
-GPFIT_CHAIN_SEEDS=1,2,3 GPFIT_CHAIN_NIGHTS=8 run longer chains.
+GPFIT_CHAIN_SEEDS=1,2,3 GPFIT_CHAIN_NIGHTS=8 GPFIT_CHAIN_SERIES=30 run longer chains.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from nightly_chain import (TIME_TYPES, Options, drift, first_set, mutate, new_se
                            write_night)
 from nightly_checks import Night, check_manifest, check_predictions, check_rows
 
-SEEDS = [int(s) for s in os.environ.get("GPFIT_CHAIN_SEEDS", "7").split(",")]
+SEEDS = [int(s) for s in os.environ.get("GPFIT_CHAIN_SEEDS", "2").split(",")]
 NIGHTS = int(os.environ.get("GPFIT_CHAIN_NIGHTS", "3"))
 SERIES = int(os.environ.get("GPFIT_CHAIN_SERIES", "8"))
 RUN = ("--batch_size", "8")
