@@ -332,8 +332,10 @@ def _check_out(out: str) -> None:
         there = _nearest_existing(parent)
         if not os.path.isdir(there):
             raise UsageError(f"cannot write {out!r}: {there!r} is not a folder")
-        if not os.access(there, os.W_OK):
-            raise UsageError(f"cannot write {out!r}: folder {there!r} is not writable")
+        if not os.access(there, os.W_OK):  # root passes it: _try_writing then says the same
+            raise UsageError(f"cannot write {out!r}: "
+                             + (f"no folder can be made in {there!r} (not writable)"
+                                if there != parent else f"folder {there!r} is not writable"))
         from pipeline.io.files import too_long
         long_name = too_long(out)
         if long_name:

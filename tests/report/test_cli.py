@@ -257,6 +257,27 @@ def test_bad_input_exits_2_with_one_line(fitted_run, tmp_path, capsys, make_args
     assert not (tmp_path / "o.html").exists()
 
 
+def test_an_out_folder_to_be_made_where_none_can_be_is_said_alike_for_any_user(
+        fitted_run, tmp_path, capsys, monkeypatch):
+    """An --out whose folder is to be made in a place this user cannot
+    write is said as "no folder can be made in ..." whoever runs it: a user
+    but root was told "folder '/proc' is not writable" (os.access), root
+    "no folder can be made in '/proc'" (the trial file), so the test of
+    the latter passed as root alone. os.access is made to answer as for a
+    user who is not root."""
+    import os
+
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: (
+        False if mode & os.W_OK and os.path.abspath(path) == "/proc"
+        else access(path, mode, **kw)))
+    assert run(["--input", fitted_run.data, "--params", fitted_run.params, "--out",
+                "/proc/gpfit-new/o.html"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("gpfit-report: error: cannot write '/proc/gpfit-new/o.html': no folder can "
+                   "be made in '/proc' (not writable)"), err
+
+
 def test_an_out_naming_the_runs_data_is_refused_and_the_data_kept(fitted_run, tmp_path, capsys):
     """--out naming the input file, a params shard or the manifest (a
     mistyped or tab-completed name) had the page written over it: exit 0,
