@@ -24,7 +24,7 @@ from pipeline.report import params as params_io
 from pipeline.report.data import read_series
 from pipeline.io import rows, scales
 from pipeline.io.schema import FORECAST, HOLDOUT
-from pipeline.report.nightly import compare, read_predictions
+from pipeline.report.nightly import compare, listed_predictions, read_predictions
 from pipeline.report.page import Backtest, Card, Choice, Page, plain_id, render
 from pipeline.report.plots import Curve, Part, histograms_png, series_png
 from pipeline.report.sample import Pick
@@ -61,8 +61,10 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
     log(f"plotting {len(picks)} series")
     data = read_series(spec, [p.series_id for p in picks])
     ids, dates = [p.series_id for p in picks], spec.time_units == DAYS
-    forecasts = read_predictions(run.folder, ids, dates, FORECAST)
-    held = read_predictions(run.folder, ids, dates, HOLDOUT)
+    # The predictions shards the manifest lists, as the params' (a stray copy's rows left out).
+    predictions = listed_predictions(run.folder, (run.manifest or {}).get("prediction_files"))
+    forecasts = read_predictions(run.folder, ids, dates, FORECAST, predictions[0])
+    held = read_predictions(run.folder, ids, dates, HOLDOUT, predictions[0])
     transform = ((run.manifest or {}).get("options") or {}).get("transform") or scales.NONE
     if transform != scales.NONE:  # the predictions' mean is the median there
         forecasts, held = ({sid: dataclasses.replace(curve, centre=MEDIAN)
@@ -84,7 +86,7 @@ def build(scanned: Scan, log: Callable[[str], None] = lambda message: None) -> R
         reasons=tally.reasons(TOP_REASONS), reasons_left_out=tally.left_out(TOP_REASONS),
         null_ids=_null_ids(run.manifest),
         histograms_png=histograms_png(hists) if hists else None,
-        cards=cards, warnings=_warnings(run), time_units=spec.time_units,
+        cards=cards, warnings=_warnings(run, *predictions[1:]), time_units=spec.time_units,
         transform=transform,
         reused=tally.reused, warm_started=tally.warm_started, moves=moves,
         moves_png=histograms_png(moves.histograms) if moves and moves.histograms else None,
@@ -238,7 +240,8 @@ def _null_ids(manifest: Optional[dict]) -> int:
     return found if isinstance(found, int) and not isinstance(found, bool) else 0
 
 
-def _warnings(run: params_io.ParamsRun) -> list[str]:
+def _warnings(run: params_io.ParamsRun, unlisted_predictions: tuple[str, ...] = (),
+              missing_predictions: tuple[str, ...] = ()) -> list[str]:
     if run.manifest_name is None:
         return [f"No {SUCCESS_MARKER} in {run.folder}: that run did not finish (or is still "
                 "running). This report shows the shards present, which may be incomplete "
@@ -255,6 +258,14 @@ def _warnings(run: params_io.ParamsRun) -> list[str]:
         found.append(f"{len(run.missing)} shard(s) its {run.manifest_name} lists are missing "
                      f"({_names(run.missing)}): a copy cut short? Their series are not counted "
                      "here; copy the whole folder again.")
+    if unlisted_predictions:
+        found.append(f"{len(unlisted_predictions)} predictions shard(s) its {run.manifest_name} "
+                     f"does not list were left out of the plots, as not this run's "
+                     f"({_names(unlisted_predictions)}): remove them from {run.folder}.")
+    if missing_predictions:
+        found.append(f"{len(missing_predictions)} predictions shard(s) its {run.manifest_name} "
+                     f"lists are missing ({_names(missing_predictions)}): a copy cut short? "
+                     "Their series are drawn without the run's forecasts.")
     return found
 
 

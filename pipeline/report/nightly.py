@@ -132,15 +132,27 @@ def compare(run: params_io.ParamsRun, previous: str, top: int = 10) -> Moves:
                  moved[:top])
 
 
-def read_predictions(folder: str, ids: Sequence[str], dates: bool, kind: str = FORECAST
-                     ) -> dict[str, Curve]:
+def listed_predictions(folder: str, listed) -> tuple[list[str], tuple[str, ...],
+                                                     tuple[str, ...]]:
+    """(the predictions shards of the folder its manifest lists, the names
+    of those found that it does not, the names it lists that are missing),
+    as params.listed_shards for the params; listed: the manifest's
+    prediction_files (every shard found where it lists none: an older
+    manifest, or none). A stray copy of a shard had its series' rows drawn
+    twice, another night's forecast interleaved with the run's."""
+    return params_io.listed_shards(shards.list_shards(folder, PREDICTIONS_PREFIX), listed)
+
+
+def read_predictions(folder: str, ids: Sequence[str], dates: bool, kind: str = FORECAST,
+                     names: Optional[Sequence[str]] = None) -> dict[str, Curve]:
     """The rows of one kind (FORECAST, HOLDOUT) of these series in the run's
-    predictions shards, as Curves in the units the plots use (days for
+    predictions shards (`names`, listed_predictions'; default every one in
+    the folder), as Curves in the units the plots use (days for
     dates), with a band per interval level the run wrote (lower_L,
     upper_L; widest first; none in older runs' shards: the plot then draws
     +-2 sd) and, for held-out rows, their values. Empty when the run wrote
     no predictions."""
-    names = shards.list_shards(folder, PREDICTIONS_PREFIX)
+    names = shards.list_shards(folder, PREDICTIONS_PREFIX) if names is None else list(names)
     if not names or not ids:
         return {}
     wanted = [("series_id", "in", list(ids)), ("kind", "=", kind)]

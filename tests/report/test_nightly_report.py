@@ -274,3 +274,43 @@ def test_the_cap_on_compared_series_stops_reading_this_runs_shards(tmp_path, mon
     moves = compare(params_io.locate(str(tmp_path / "out2")), str(tmp_path / "out1"))
     assert moves.capped and moves.compared == 4
     assert sum(read) <= 6, read  # two shards of 3 rows, not all four
+
+
+def test_a_stray_predictions_shard_is_left_out_of_the_plots(chain, tmp_path, capsys):
+    """The manifest lists its predictions shards (prediction_files) as its
+    params shards, but the report read every one in predictions/: a stray
+    copy of another night's shard had its rows drawn with the run's, two
+    forecasts interleaved in one curve, without a word. Only the listed
+    shards are read now, and the page names the ones left out."""
+    import shutil
+
+    import pyarrow.compute as pc
+
+    from pipeline.report.nightly import listed_predictions, read_predictions
+
+    root, _ = chain
+    params = tmp_path / "out2"
+    shutil.copytree(root / "out2", params)
+    (listed,) = sorted((params / "predictions").iterdir())
+    table = pq.read_table(listed)
+    other = pa.Table.from_arrays([pc.add(c, 10.0) if n == "mean" else c
+                                  for n, c in zip(table.column_names, table.columns)],
+                                 schema=table.schema)  # another night's forecast
+    pq.write_table(other, params / "predictions" / "part-00000-of-00003.parquet")
+
+    kept, unlisted, missing = listed_predictions(str(params), params_io.read_manifest(
+        str(params))[1]["prediction_files"])
+    assert [p.rsplit("/", 1)[-1] for p in kept] == [listed.name]
+    assert (unlisted, missing) == (("part-00000-of-00003.parquet",), ())
+    curve = read_predictions(str(params), ["s1"], dates=False, names=kept)["s1"]
+    want = table.filter(pc.and_(pc.equal(table["series_id"], "s1"),
+                                pc.equal(table["kind"], "forecast")))
+    np.testing.assert_array_equal(curve.mean, want["mean"].to_numpy())
+
+    out = tmp_path / "report.html"
+    assert run(["--input", str(root / "in2"), "--params", str(params), "--out", str(out),
+                "--series", "s1", "--random", "0", "--worst", "0"]) == 0, \
+        capsys.readouterr().err
+    text = " ".join(" ".join(parse_page(out).text).split())
+    assert ("1 predictions shard(s) its _SUCCESS.json does not list were left out of the "
+            "plots, as not this run's (part-00000-of-00003.parquet)") in text
