@@ -259,7 +259,7 @@ def _choice(choice: Choice) -> list[str]:
     out = ["<h2>Kernel choice (--kernel auto)</h2>",
            '<p class="meta">Each fitted series keeps the candidate with the lowest BIC, but '
            f"a periodic candidate only where its BIC is more than {PERIODIC_MARGIN:g} below "
-           "the best other candidate's (gpfit's guard against cycles read into noise). "
+           "every non-periodic candidate's (gpfit's guard against cycles read into noise). "
            "bic_margin is the runner-up's BIC minus the chosen one's: negative "
            f"({choice.negative:,} series here) where a periodic candidate had the lower BIC "
            f"by {PERIODIC_MARGIN:g} or less. A margin below "

@@ -471,7 +471,7 @@ def test_only_the_shards_the_manifest_lists_are_counted(fitted_run, tmp_path, ca
 
 def test_the_choice_says_a_periodic_candidate_must_win_by_the_margin(tmp_path):
     """Under auto a periodic candidate is kept only where its BIC is more
-    than 6 below the best other one's; else the other is kept with a
+    than 6 below every non-periodic one's; else the other is kept with a
     negative bic_margin (README, bic_margin). The page said every series
     keeps the lowest BIC, and drew negative margins unexplained; it now
     gives the rule and how many series hold a negative margin (counted
@@ -494,8 +494,8 @@ def test_the_choice_says_a_periodic_candidate_must_win_by_the_margin(tmp_path):
     text = " ".join(" ".join(parse_page(out).text).split())
     choice = text[text.index("Kernel choice"):text.index("Most common reasons")]
     assert "keeps the candidate with the lowest BIC;" not in choice
-    assert ("a periodic candidate only where its BIC is more than 6 below the best other "
-            "candidate's") in choice
+    assert ("a periodic candidate only where its BIC is more than 6 below every "
+            "non-periodic candidate's") in choice
     assert "negative (1 series here) where a periodic candidate had the lower BIC by 6 or less" \
         in choice
     assert "rbf 2 66.7% 2 rbf+periodic 1 33.3% 0 total 3" in choice
@@ -607,6 +607,25 @@ def test_a_backtested_run_shows_its_scores_as_the_manifest_sums_them(tmp_path):
     assert run(["--params", str(tmp_path / "plain"), "--out", str(out), "--random", "0",
                 "--worst", "0"]) == 0
     assert "Backtest" not in " ".join(parse_page(out).text)
+
+
+def test_the_choice_states_the_periodic_guard_as_gpcore_applies_it():
+    """The page said a periodic candidate is kept only where its BIC is
+    more than 6 below "the best other candidate's", but gpcore.choice
+    holds it to the non-periodic ones alone: among rbf (BIC 100),
+    rbf+periodic (90) and matern52+periodic (89.5) the last is kept by
+    0.5. The page now says "every non-periodic candidate's"."""
+    from gpcore.choice import choose_fit
+    from gpcore.result import OK, FitResult
+    from pipeline.report.page import Choice, _choice
+
+    fits = [FitResult("s", OK, k, 30, bic=b) for k, b in (
+        ("rbf", 100.0), ("rbf+periodic", 90.0), ("matern52+periodic", 89.5))]
+    kept = choose_fit(fits)
+    assert (kept.kernel, kept.bic_margin) == ("matern52+periodic", 0.5)
+    said = " ".join(_choice(Choice([("rbf", 0, 0)], 1, 2.0, None))[1].split())
+    assert "BIC is more than 6 below every non-periodic candidate's" in said
+    assert "best other" not in said
 
 
 def test_the_backtest_says_over_how_many_series_its_mase_is(tmp_path):
