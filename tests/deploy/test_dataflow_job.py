@@ -486,3 +486,23 @@ def test_a_dry_run_without_a_temp_location_is_refused_at_once(dry_run_module, ca
         return
     last = _refused(dry_run_module, capsys, ["--dry_run=True"])
     assert "--temp_location" in last and "default bucket" in last, last
+
+
+def test_the_readmes_dataflow_example_is_a_job_gpfit_builds(dry_run_module, capsys):
+    """README's example of Beam options after gpfit's (`--runner
+    DataflowRunner --project P --region R --temp_location gs://...`) named
+    no worker image and staged nothing, which gpfit refuses (exit 2: the
+    workers would run Beam's own SDK image, without gpfit). Its options,
+    placeholders filled in, build the job offline."""
+    from pipeline import cli
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    example = re.search(r"follow gpfit's own, e\.g\. `(--runner DataflowRunner[^`]*)`", readme)
+    temp = f"gs://{BUCKET}/dataflow/temp"
+    filled = {"P": PROJECT, "R": REGION, "gs://B/temp": temp, "gs://...": temp,
+              "IMAGE": IMAGE}
+    argv = [filled.get(word, word) for word in example.group(1).split()]
+    with dry_run_module.no_network():
+        code = cli.run([f"--input={INPUT}", f"--output={OUTPUT}", *argv, "--dry_run=True",
+                        "--no_auth"])
+    assert code == 0, capsys.readouterr().err
