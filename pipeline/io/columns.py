@@ -119,22 +119,27 @@ def as_micros(days: np.ndarray) -> np.ndarray:
     product each round, and an ulp of days is 0.3 us from 2011 and 0.6 us
     from 2059, so times at any microsecond from 2042, and some whole
     seconds from 2090, came back off the input's. The candidates are the
-    integers within 2 us of that product that as_float makes into `days`
-    in some unit; the coarsest (a whole day, second, ms, us; last, as ns),
-    then the nearest, is taken. In 1880-2059 only the input's own instant
-    is a candidate; in 1790-2149 a us time within 1 us of a whole ms can
-    have that ms as one too (about 1 in 100,000), which is taken; outside
-    them an ulp is 1.3 us and neighbouring microseconds give the same days,
-    of which the roundest is written (whole seconds and ms come back
-    exactly until 2262; ns, which float64 resolves to 256 ns or coarser,
-    the nearest us or one next to it).
+    integers within 2 us of that product, and the whole day, second and ms
+    nearest it, that as_float makes into `days` in some unit; the coarsest
+    (a whole day, second, ms, us; last, as ns), then the nearest, is taken.
+    In 1880-2059 only the input's own instant is a candidate; in 1790-2149
+    a us time within 1 us of a whole ms can have that ms as one too (about
+    1 in 100,000), which is taken; outside them an ulp is 1.3 us (40 us by
+    9999) and neighbouring microseconds give the same days, of which the
+    roundest is written (whole seconds and ms come back exactly in any
+    year: the ±2 us alone missed a third of hourly times before 1100 and
+    after 2700; ns, which float64 resolves to 256 ns or coarser, the
+    nearest us or one next to it).
     """
     days = np.asarray(days, dtype=np.float64)
     product = np.round(days * MICROSECONDS_PER_DAY)
     usable = np.isfinite(product) & (np.abs(product) < 2.0**62)
-    nearest = np.where(usable, product, 0.0).astype(np.int64)
-    # [5, n] candidates, nearest first: argmax takes the first of equal ranks.
-    micros = nearest + np.array([0, -1, 1, -2, 2], dtype=np.int64)[:, None]
+    product = np.where(usable, product, 0.0)
+    nearest = product.astype(np.int64)
+    # [8, n] candidates, nearest first: argmax takes the first of equal ranks.
+    micros = np.vstack([nearest + np.array([0, -1, 1, -2, 2], dtype=np.int64)[:, None]]
+                       + [np.round(product / length).astype(np.int64)[None] * length
+                          for length, _ in _UNITS[:3]])
     best = np.argmax(_rank(micros, days), axis=0)
     return np.where(usable, np.take_along_axis(micros, best[None], axis=0)[0], nearest)
 

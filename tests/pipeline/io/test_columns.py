@@ -52,12 +52,16 @@ def test_the_same_instants_in_another_unit_are_days_at_most_one_step_apart():
 
 @pytest.mark.parametrize("unit,start,grain", [
     ("us", 1900, 1), ("us", 2045, 1), ("ms", 1800, 1), ("s", 1800, 1), ("s", 2130, 1),
-    ("us", 2200, 10**6), ("ms", 2251, 10**3), ("s", 2251, 1), ("ns", 2060, 10**6)])
+    ("us", 2200, 10**6), ("ms", 2251, 10**3), ("s", 2251, 1), ("ns", 2060, 10**6),
+    # Hourly and whole seconds and ms far from 1970, where an ulp of days is
+    # 2-40 us: a third of them came back 4-32 us off, and forecasts with them.
+    ("us", 1000, 3_600_000_000), ("s", 3000, 3600), ("s", 9000, 1), ("ms", 5000, 1),
+    ("s", 1, 60)])
 def test_as_micros_gives_back_the_instants_as_float_read(unit, start, grain):
     """as_micros(as_float(t)) is t in microseconds, as Arrow casts it, for
     20,000 times from `start` on (ten years, at multiples of `grain` units):
     any time of 1880-2059 in us, of 1790-2149 in s and ms; whole ms and
-    seconds until 2262; dates always. round(days * 86,400e6) was off for
+    seconds of any year; dates always. round(days * 86,400e6) was off for
     up to a third of them (2 % of the us of 2045-2055)."""
     rng = np.random.default_rng(start)
     first = (np.datetime64(f"{start}-01-01", unit) - np.datetime64("1970-01-01", unit)).astype(
