@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gpcore import FitConfig, Series
+from gpcore.calibration import forecast
 from pipeline.io import fingerprint
 
 REPO = Path(__file__).resolve().parents[3]
@@ -145,9 +146,29 @@ def test_t_retyped_keeps_the_fingerprint_where_design_md_says_and_a_unit_does_no
             != fingerprint.of_points(KEY, as_float(hours.cast(pa.timestamp("ns"))), y))
 
 
+# The --holdout scores' 95 % interval (lower, upper) on one fixed series
+# and parameters, as each revision of its formula gives it: a change of
+# gpcore.calibration that moves it must bump fingerprint.HOLDOUT_SCORES and
+# add its line here, so that reused rows are rescored (revision 1, the
+# fitted Q / n: lower -1.5303 -2.1107 -2.4974, upper 0.0624 1.0830 1.9764).
+SCORED_INTERVALS = {2: ([-1.57862833671923, -2.2075647330286596, -2.6330891793814923],
+                        [0.110672830844736, 1.1799126868318732, 2.1121361120670126])}
+
+
 def test_a_holdout_run_carries_its_scores_revision_and_other_runs_do_not():
     # A reused row keeps the scores of its night: rows scored with an
     # earlier interval formula must not be reused by a --holdout run.
     with_holdout = json.loads(fingerprint.options_key(FitConfig(), holdout=3))["options"]
     assert with_holdout["holdout_scores"] == fingerprint.HOLDOUT_SCORES
     assert "holdout_scores" not in json.loads(KEY)["options"]
+
+
+def test_the_scores_interval_is_its_revisions():
+    t = np.arange(12.0)
+    y = np.sin(t / 2) + 0.1 * np.cos(3 * t)
+    params = {"kernel": "rbf", "mean": 0.0, "amplitude": 1.0, "length_scale": 2.0,
+              "noise_variance": 0.01}
+    found = forecast(Series("a", t[:9], y[:9]), params, t[9:], horizon=3)
+    lower, upper = SCORED_INTERVALS[fingerprint.HOLDOUT_SCORES]
+    # 1e-9: BLAS round-off of 9-point solves is ~1e-14; revisions differ by 3e-2.
+    np.testing.assert_allclose(found.interval(0.95), (lower, upper), rtol=1e-9, atol=1e-12)
