@@ -73,6 +73,17 @@ def write_nested_dates(path: str, series: dict) -> str:
 gpfit = gpfit_here
 
 
+def forecast_steps(tmp_path, steps: int):
+    """(the input, the predictions) as pandas frames of gpfit run on
+    tmp_path/in into tmp_path/out with --kernel rbf --predict_steps steps;
+    the run must succeed."""
+    import pandas as pd  # as the user reads them back
+    run = gpfit(str(tmp_path / "in"), str(tmp_path / "out"), "--kernel", "rbf",
+                "--predict_steps", str(steps))
+    assert run.code == 0, run.stderr
+    return pd.read_parquet(tmp_path / "in"), pd.read_parquet(tmp_path / "out" / "predictions")
+
+
 # Options shared by the end-to-end runs: small batches, so that one fitter
 # serves many batches.
 RUN_OPTIONS = ("--kernel", "rbf", "--batch_size", "4")

@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline_data import gpfit
+from pipeline_data import forecast_steps, gpfit
 
 
 def test_calendar_series_are_forecast_on_the_days_the_readme_says(tmp_path):
@@ -81,11 +81,7 @@ def test_steps_of_hourly_timestamps_land_on_the_hour_before_1790_and_after_2149(
         y = np.sin(np.arange(48) / 6.0) + 0.1 * rng.standard_normal(48)
         pq.write_table(pa.table({"series_id": [sid] * 48, "t": pa.array(times), "y": y}),
                        str(tmp_path / "in" / f"{sid}.parquet"))
-    run = gpfit(str(tmp_path / "in"), str(tmp_path / "out"), "--kernel", "rbf",
-                "--predict_steps", str(steps))
-    assert run.code == 0, run.stderr
-    given = pd.read_parquet(tmp_path / "in")
-    forecast = pd.read_parquet(tmp_path / "out" / "predictions")
+    given, forecast = forecast_steps(tmp_path, steps)
     for sid in ("1700", "2200"):
         last = pd.Timestamp(given[given.series_id == sid].t.max(), tz="UTC")
         want = last + pd.Timedelta(hours=1) * np.arange(1, steps + 1)

@@ -20,7 +20,7 @@ from gpcore import Series
 from gpcore.series import clean
 from pipeline import grid
 from pipeline.fitted_scale import said_in_y
-from pipeline_data import gpfit, write_long
+from pipeline_data import forecast_steps, gpfit, write_long
 
 STEPS, HOLDOUT, LEVELS = 6, 5, (80.0, 95.0)
 
@@ -603,11 +603,7 @@ def test_steps_of_sub_daily_timestamps_land_on_the_data_clock(tmp_path):
         pq.write_table(pa.table({"series_id": [sid] * 64, "y": y,
                                  "t": pa.array(times.as_unit(unit))}),
                        str(tmp_path / "in" / f"{sid}.parquet"))
-    run = gpfit(str(tmp_path / "in"), str(tmp_path / "out"), "--kernel", "rbf",
-                "--predict_steps", str(steps))
-    assert run.code == 0, run.stderr
-    given = pd.read_parquet(tmp_path / "in")
-    forecast = pd.read_parquet(tmp_path / "out" / "predictions")
+    given, forecast = forecast_steps(tmp_path, steps)
     for sid, freq in (("hourly", "1h"), ("quarter", "15min"), ("seconds", "1s")):
         got = forecast[forecast.series_id == sid].t
         last = given[given.series_id == sid].t.max()
