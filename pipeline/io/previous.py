@@ -146,11 +146,7 @@ def _check_listed(folder: str, paths: list[str], listed) -> None:
     (`listed`, names relative to folder; unchecked where absent): a copy
     cut short lacks some, and their series were fitted without a word; a
     stray copy of a shard gave its series twice, one taken at random."""
-    if not isinstance(listed, list) or not listed:
-        return
-    names = {str(name).rsplit("/", 1)[-1] for name in listed}
-    found = {path.rsplit("/", 1)[-1] for path in paths}
-    missing, extra = sorted(names - found), sorted(found - names)
+    _, extra, missing = shards.against_listed(paths, listed)
     if missing:
         raise Unusable(f"--previous_output {folder} lacks {len(missing)} shard(s) its "
                        f"{SUCCESS_MARKER} lists ({', '.join(missing[:3])}): a copy cut short?",

@@ -45,6 +45,22 @@ def list_shards(folder: str, prefix: str = "params") -> list[str]:
     return sorted(found)
 
 
+def against_listed(paths: Sequence[str], listed) -> tuple[list[str], tuple[str, ...],
+                                                          tuple[str, ...]]:
+    """(the shard paths [k] a manifest lists, the names of those found it
+    does not list, the names it lists that are not found), both sorted;
+    listed: its output_files or prediction_files (names relative to the
+    folder). Where it lists none (an older or hand-edited manifest) every
+    path is kept and nothing is said: a stray copy of a shard gives its
+    series twice, a copy cut short lacks some."""
+    if not isinstance(listed, list) or not listed:
+        return list(paths), (), ()
+    names = {str(name).rsplit("/", 1)[-1] for name in listed}
+    kept = [path for path in paths if path.rsplit("/", 1)[-1] in names]
+    found = {path.rsplit("/", 1)[-1] for path in paths}
+    return kept, tuple(sorted(found - names)), tuple(sorted(names - found))
+
+
 def _check_listable(folder: str) -> None:
     try:
         os.listdir(folder)

@@ -136,11 +136,11 @@ def listed_predictions(folder: str, listed) -> tuple[list[str], tuple[str, ...],
                                                      tuple[str, ...]]:
     """(the predictions shards of the folder its manifest lists, the names
     of those found that it does not, the names it lists that are missing),
-    as params.listed_shards for the params; listed: the manifest's
+    as the params' (shards.against_listed); listed: the manifest's
     prediction_files (every shard found where it lists none: an older
     manifest, or none). A stray copy of a shard had its series' rows drawn
     twice, another night's forecast interleaved with the run's."""
-    return params_io.listed_shards(shards.list_shards(folder, PREDICTIONS_PREFIX), listed)
+    return shards.against_listed(shards.list_shards(folder, PREDICTIONS_PREFIX), listed)
 
 
 def read_predictions(folder: str, ids: Sequence[str], dates: bool, kind: str = FORECAST,

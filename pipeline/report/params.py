@@ -63,24 +63,9 @@ def locate(folder: str, manifest_of: Optional[Callable[[], Manifest]] = None) ->
     if not files:
         raise no_shards(folder)
     name, content = manifest_of() if manifest_of else read_manifest(folder)
-    files, unlisted, missing = listed_shards(files, (content or {}).get("output_files"))
+    files, unlisted, missing = shards.against_listed(files, (content or {}).get("output_files"))
     rows = map_files(shards.checked_rows, files)
     return ParamsRun(folder, tuple(files), sum(rows), name, content, unlisted, missing)
-
-
-def listed_shards(paths: Sequence[str], listed) -> tuple[list[str], tuple[str, ...],
-                                                          tuple[str, ...]]:
-    """(the paths the manifest lists, the names of those it does not, the
-    names it lists that are not among paths); listed: its output_files
-    (names relative to the folder; all paths where it lists none, as in a
-    manifest edited by hand). A stray shard's series would count twice,
-    as --previous_output refuses it (pipeline/io/previous.py)."""
-    if not isinstance(listed, list) or not listed:
-        return list(paths), (), ()
-    names = {str(name).rsplit("/", 1)[-1] for name in listed}
-    kept = [path for path in paths if path.rsplit("/", 1)[-1] in names]
-    found = {path.rsplit("/", 1)[-1] for path in paths}
-    return kept, tuple(sorted(found - names)), tuple(sorted(names - found))
 
 
 def no_shards(folder: str) -> InputError:
