@@ -81,11 +81,6 @@ class Plan:
     holdout: int = 0
 
 
-def forecast_times(t_last: float, horizon: float, points: int) -> np.ndarray:
-    """[points] times evenly spaced in (t_last, t_last + horizon]."""
-    return grid.horizon_times(t_last, horizon, points)
-
-
 @dataclasses.dataclass(frozen=True)
 class Posterior:
     """One series' predictions, and what the manifest counts of them."""

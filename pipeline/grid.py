@@ -71,16 +71,6 @@ def step_offsets(step: float, steps: int) -> np.ndarray:
     return step * np.arange(1, steps + 1, dtype=np.float64)
 
 
-def horizon_times(t_last: float, horizon: float, points: int) -> np.ndarray:
-    """[points] times evenly spaced in (t_last, t_last + horizon]."""
-    return t_last + horizon_offsets(horizon, points)
-
-
-def step_times(t_last: float, step: float, steps: int) -> np.ndarray:
-    """[steps] times t_last + step, ..., t_last + steps * step."""
-    return t_last + step_offsets(step, steps)
-
-
 def written_micros(t_last: float, offsets: np.ndarray) -> np.ndarray:
     """Forecast times t_last + offsets [k] (days since 1970) as the
     predictions write them for dates: [k] int64 us since 1970, t_last's

@@ -32,9 +32,9 @@ def test_random_times_and_single_times_have_no_step():
     assert grid.median_step(rng.uniform(size=0)) == (None, grid.FEW_TIMES)
 
 
-def test_step_and_horizon_times_and_the_coarse_rule():
-    np.testing.assert_allclose(grid.step_times(10.0, 0.5, 3), [10.5, 11.0, 11.5])
-    np.testing.assert_allclose(grid.horizon_times(10.0, 6.0, 3), [12.0, 14.0, 16.0])
+def test_step_and_horizon_offsets_and_the_coarse_rule():
+    np.testing.assert_allclose(10.0 + grid.step_offsets(0.5, 3), [10.5, 11.0, 11.5])
+    np.testing.assert_allclose(10.0 + grid.horizon_offsets(6.0, 3), [12.0, 14.0, 16.0])
     assert grid.coarse(0.3, [1.0]) and not grid.coarse(0.25, [1.0])
     assert not grid.coarse(100.0, []) and not grid.coarse(100.0, [None])
 
