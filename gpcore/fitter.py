@@ -27,7 +27,7 @@ from gpcore.config import (AUTO, MARKOV_ABOVE, MARKOV_KERNELS, FitConfig, check_
                            is_markov)
 from gpcore.likelihood import bic
 from gpcore.result import FAILED, OK, SKIPPED, FitResult, first_line, last_line, report_own
-from gpcore.search import Search
+from gpcore.search import GIVEN_RANK, WARM_RANK, Search
 from gpcore.series import OVER_MAX_POINTS, CleanSeries, Series, clean, listed
 from gpcore.traced import Traced
 
@@ -118,7 +118,7 @@ class GPFitter(tf.Module):
             tf.TensorSpec([None, rows, n_params - 1], DTYPE),         # kernel grid rows [B, ...]
             tf.TensorSpec([None, columns], DTYPE),                    # noise grid columns [B, ...]
             tf.TensorSpec([None], tf.int32),                          # series of each member [C]
-            tf.TensorSpec([None], tf.int32),                          # restart rank [C]; -1: warm
+            tf.TensorSpec([None], tf.int32),                          # restart rank [C]; < 0: given, warm
             batch,                                                    # warm start [C, P]
         ], cache_parts=trace_cache.parts(self.config, type(self), self.search_type))
 
@@ -273,11 +273,12 @@ class GPFitter(tf.Module):
         # start for each series that has one.
         gridded = [(r, b) for r in range(restarts) for b in range(len(batch))
                    if r == 0 or not given[b]]
-        placed = [(b, g) for b, mine in enumerate(given) for g in mine] + [
-            (b, w) for b, w in enumerate(warm) if w is not None]
+        handed = [(b, g) for b, mine in enumerate(given) for g in mine]
+        placed = handed + [(b, w) for b, w in enumerate(warm) if w is not None]
         warmed = [b for b, _ in placed]
         group = np.r_[[b for _, b in gridded], warmed].astype(np.int32)
-        rank = np.r_[[r for r, _ in gridded], np.full(len(warmed), -1)].astype(np.int32)
+        rank = np.r_[[r for r, _ in gridded], np.full(len(handed), GIVEN_RANK),
+                     np.full(len(placed) - len(handed), WARM_RANK)].astype(np.int32)
         data = _StandardisedBatch(batch, group)
         grids = [starts.search_grid(kernel, t, y) for t, y in zip(data.t_std, data.y_standard)]
         lower, upper = (np.stack(side)[group] for side in

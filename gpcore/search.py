@@ -29,6 +29,13 @@ DTYPE = tf.float64
 # have reached its basin: they stop rather than finish it again.
 MERGE_WITHIN = 0.1
 
+# A member's rank where it starts from given parameters rather than its
+# grid: another fit's (GIVEN_RANK: GPFitter.fit's starts_from) or this
+# series' previous fit (WARM_RANK: Series.warm_start), which runs apart
+# from the cold members (docs/design.md, "Warm starts").
+GIVEN_RANK = -1
+WARM_RANK = -2
+
 # The midpoint of a series' observed span, in standardised times.
 CENTRE = 0.5
 
@@ -71,7 +78,8 @@ class Search:
 
         Members 0..B-1 are the B series' first starts (rank 0); member c
         fits series group[c] from the rank[c]-th best point of its grid, or
-        from warm[c] where rank[c] is -1 (a previous fit's parameters).
+        from warm[c] where rank[c] is negative (GIVEN_RANK: another fit's
+        parameters; WARM_RANK: a previous fit's).
         Restarts of one series that reach the basin of a better start stop
         there.
         """
@@ -107,12 +115,22 @@ class Search:
         if self.kernel.has_length_axis:
             probes = functools.partial(self.probe_restarts, feature, pieces, y, mask, lower,
                                        upper, group)
-        elif self.kernel.has_period:
-            probes = functools.partial(self.period_restarts, feature, y, mask, lower, upper,
-                                       group)
+        runs_with = group  # members that merge, stop behind and are probed together
+        if not self.kernel.has_length_axis and self.kernel.has_period:
+            # A warm member runs as a series of its own, its data repeated:
+            # probed round its own optimum, never merged into or stopped
+            # behind by the cold members, nor they by it, so that these fit
+            # as a cold run does and the warm start only adds its optima
+            # (docs/design.md, "Warm starts").
+            runs_with, probed = _warm_apart(group, rank, series)
+            data = tf.cond(tf.size(probed) > series,
+                           lambda: tf.nest.map_structure(lambda v: tf.gather(v, probed),
+                                                         (feature, y, mask)),
+                           lambda: (feature, y, mask))
+            probes = functools.partial(self.period_restarts, *data, lower, upper, runs_with)
         result = newton.minimize(evaluate, position, lower, upper,
                                  self.config.max_iterations, self.config.tolerance,
-                                 groups=group, merge_within=MERGE_WITHIN, active=active,
+                                 groups=runs_with, merge_within=MERGE_WITHIN, active=active,
                                  restart=probes, eigen_floor=_eigen_floor(self.kernel),
                                  restart_rounds=starts.PERIOD_PROBE_ROUNDS
                                  if self.kernel.has_period else starts.PROBE_ROUNDS,
@@ -289,7 +307,8 @@ class Search:
         other parameters of a fraction's basin, and Newton from it found
         optima tens of nats lower that the probe's own value did not show
         (docs/design.md, "Sums of kernels"). Returns (again [C] bool, start
-        [C, P]); arguments as `probe_restarts`'."""
+        [C, P]); arguments as `probe_restarts`', but that a warm member
+        (`members`) is a series of its own here."""
         series = tf.shape(y)[0]
         n_members = tf.shape(group)[0]
         lowest, best = _series_best(value, group, series)                          # [B] each
@@ -578,6 +597,16 @@ def _eigen_floor(kernel) -> float:
     the floor they were measured with."""
     return newton.RIDGE_EIGEN_FLOOR if _has_ridge(kernel) else newton.EIGEN_FLOOR
 
+
+
+def _warm_apart(group, rank, series):
+    """(groups [C] int32: each member's series, warm members (WARM_RANK)
+    numbered series, series + 1, ... instead; probed [B + W] int32: the
+    series each of those groups fits)."""
+    warm = tf.cast(tf.where(tf.equal(rank, WARM_RANK))[:, 0], tf.int32)  # [W]
+    apart = series + tf.range(tf.size(warm))
+    groups = tf.tensor_scatter_nd_update(group, warm[:, None], apart)
+    return groups, tf.concat([tf.range(series), tf.gather(group, warm)], axis=0)
 
 
 def _other_members(best, group):

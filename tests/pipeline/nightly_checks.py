@@ -15,11 +15,8 @@ from nightly_chain import Options
 # (nats): the fitter keeps the best of the warm start and its usual starts
 # (docs/design.md, "Reuse"), so it ends at or below the cold fit's optimum
 # but for Newton's tolerance (1e-4) and the float32 Hessian's round-off; a
-# warm start may end lower. Sums break this today, and a longer chain that
-# fits rbf+periodic can fail here: their probe rounds start from a series'
-# best member, which the warm start can be (40 rbf+periodic series with 3
-# points appended, warm-started from their first fits: 4 ended 0.01-2.8
-# nats above their cold fits; rbf and matern52: none).
+# warm start may end lower. A sum's warm start runs apart from its cold
+# starts for this (docs/design.md, "Warm starts").
 NLL_SLACK = 0.01
 # Columns a reused row copies from the previous night's row (all but these).
 NOT_COPIED = ("reused", "warm_started")
