@@ -213,6 +213,16 @@ def without_views(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArr
     return array
 
 
+def missing_ids(ids: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """[n] bool: whether each id is missing, null or a float's NaN (a
+    dictionary's value too). Polars, Spark and Arrow write a missing float
+    id as NaN, pandas' writer as null: both are rows without a series
+    (docs/design.md, "Contracts"), where NaN's rows were one series "nan"."""
+    if pa.types.is_dictionary(ids.type) and pa.types.is_floating(ids.type.value_type):
+        ids = pc.cast(ids, ids.type.value_type)
+    return pc.is_null(ids, nan_is_null=True)
+
+
 def list_lengths(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """[rows] int64 length of each list; a null list has length 0."""
     lengths = pc.fill_null(pc.list_value_length(array), 0)

@@ -3,7 +3,7 @@ DataFrame API (pipeline/frame.py) share, so that both give the same series
 and the same rows for the same data.
 
   split:        a table (long or nested layout) -> (id, Chunk) per series in
-                it; null ids dropped and counted
+                it; null and NaN ids dropped and counted
   merge:        one id's chunks -> Series, points sorted by (t, y)
   first_problem: the one reason of a series with several bad chunks
   too_many_rows, skipped_row: a series refused unassembled
@@ -36,17 +36,19 @@ Chunk = tuple[np.ndarray, np.ndarray, Optional[str]]
 
 def split(table: pa.Table, columns: Columns) -> tuple[int, Iterator[tuple[str, Chunk]]]:
     """A table with the id, time and value columns -> (rows with a null id,
-    (series id, Chunk) per series in it).
+    a float's NaN counted as one (columns.missing_ids), (series id, Chunk)
+    per series in it).
 
     Long layout: rows grouped by id (one chunk per id). Nested layout: one
     chunk per row; a row whose t and y lists differ in length carries the
-    problem. Rows with a null id are dropped.
+    problem. Rows with a null or NaN id are dropped.
     """
     ids = col.without_views(table.column(columns.id))
-    null_ids = ids.null_count
+    missing = col.missing_ids(ids)
+    null_ids = pc.sum(missing).as_py() or 0
     if null_ids:
         at = table.schema.get_field_index(columns.id)
-        table = table.set_column(at, columns.id, ids).filter(pc.is_valid(ids))
+        table = table.set_column(at, columns.id, ids).filter(pc.invert(missing))
     if table.num_rows == 0:
         return null_ids, iter(())
     ids = table.column(columns.id)

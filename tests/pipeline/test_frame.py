@@ -344,6 +344,32 @@ def test_bool_ids_are_false_and_true_from_pandas_arrow_and_the_command(tmp_path)
     assert sorted(gpfit.fit_frame(table).column("series_id").to_pylist()) == command
 
 
+def test_nan_float_ids_are_missing_ids_from_pandas_arrow_and_the_command(tmp_path):
+    """A float id of NaN is a missing id, as a null one is: pandas' own
+    Parquet writer makes it null, but polars, Spark and Arrow keep NaN as a
+    value, and the command fitted every such row, of whatever series, as
+    one series "nan" (here 6 rows of two series), which fit_frame of the
+    pandas frame left out."""
+    from gpfit_runs import gpfit_here, read_rows
+
+    frame = _small_frame().assign(series_id=np.repeat([1.0, 2.0], 8))
+    frame.loc[[2, 5, 9, 12], "series_id"] = np.nan
+    frame.loc[[0, 8], "series_id"] = [np.nan, np.nan]
+    table = pa.table({"series_id": pa.array(frame["series_id"].to_numpy(), from_pandas=False),
+                      "t": frame["t"], "y": frame["y"]})
+    assert pa.compute.is_nan(table.column("series_id")).to_pylist().count(True) == 6
+    os.makedirs(in_folder(tmp_path, "in"))
+    pq.write_table(table, os.path.join(in_folder(tmp_path, "in"), "part.parquet"))
+    run = gpfit_here(in_folder(tmp_path, "in"), in_folder(tmp_path, "out"), "--kernel", "rbf")
+    assert run.code == 0, run.stderr
+    command = sorted(row["series_id"] for row in read_rows(in_folder(tmp_path, "out")))
+    assert command == ["1", "2"]
+    assert run.manifest["counts"]["null_ids"] == 6
+    assert "6 rows with a null id" in run.stdout + run.stderr
+    assert sorted(gpfit.fit_frame(frame)["series_id"]) == command
+    assert sorted(gpfit.fit_frame(table).column("series_id").to_pylist()) == command
+
+
 def test_category_ids_of_dates_are_read_as_their_dates():
     """Ids of dates kept as pandas' category dtype arrive as a dictionary
     of timestamps: fit_frame refused them ("has type dictionary<values=

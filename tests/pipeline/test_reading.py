@@ -6,6 +6,7 @@ from __future__ import annotations
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from apache_beam.metrics.metric import MetricsFilter
@@ -234,6 +235,27 @@ def test_view_ids_with_a_null_read_as_plain_ids_do(tmp_path, id_type, layout):
                        [(i, c[0].tolist(), c[1].tolist()) for i, c in chunks])
     assert found["view"] == found["plain"]
     assert found["view"][1] == ids.count(None) and len(found["view"][2]) >= 2
+
+
+@pytest.mark.parametrize("layout", ["long", "nested"])
+def test_nan_float_ids_are_counted_with_the_null_ids(tmp_path, layout):
+    # Polars and Spark write a missing float id as NaN, not null: its rows
+    # were one series "nan", where pandas' writer makes them null ids.
+    ids = [1.0, float("nan"), 2.0, None, float("nan"), 1.0]
+    t, y = [1.0, 1.0, 1.0, 1.0, 2.0, 2.0], [10.0, 0.0, 20.0, 0.0, 0.0, 11.0]
+    if layout == "nested":
+        ids, t, y = ids[:3], [t[:2], t[2:4], t[4:]], [y[:2], y[2:4], y[4:]]
+    pq.write_table(pa.table({"series_id": pa.array(ids, pa.float64(), from_pandas=False),
+                             "t": t, "y": y}), tmp_path / "p.parquet")
+    table = pa.concat_tables(inputs.read_row_groups(str(tmp_path / "p.parquet"), range(1),
+                                                    Columns())[0])
+    assert pc.is_nan(table.column("series_id")).to_pylist().count(True) >= 1
+    null_ids, chunks = conversion.split(table, Columns())
+    found = {i: c[0].tolist() for i, c in chunks}
+    if layout == "long":
+        assert (null_ids, found) == (3, {"1": [1.0, 2.0], "2": [1.0]})
+    else:
+        assert (null_ids, found) == (1, {"1": [1.0, 1.0], "2": [2.0, 2.0]})
 
 
 def test_a_file_of_no_rows_agrees_with_any_kind_of_time_and_layout(tmp_path):
