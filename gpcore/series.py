@@ -132,7 +132,11 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
     finite = np.isfinite(y) & np.isfinite(t)
     n = int(finite.sum())
     if n < min_points:
-        return None, n, (f"too few finite points: {n} (of {y.size}); at least "
+        # Missing times named: a time column of nulls (a failed parse) was
+        # said only as too few points, beside values all present.
+        timeless = int(y.size - np.isfinite(t).sum())
+        of = f"of {y.size}" + (f"; {timeless} without a finite time" if timeless else "")
+        return None, n, (f"too few finite points: {n} ({of}); at least "
                          f"{min_points} are needed to fit a GP")
     t, y = t[finite], y[finite]
     span, biggest_t = float(np.ptp(t)), float(np.max(np.abs(t)))

@@ -16,7 +16,13 @@ def test_sorts_and_drops_missing_points_keeping_repeated_times():
 
 @pytest.mark.parametrize("t, y, words", [
     (np.arange(3.0), np.ones(4), "t has 3 values but y has 4"),
-    (np.arange(4.0), np.array([1.0, np.nan, np.nan, 2.0]), "too few finite points: 2"),
+    (np.arange(4.0), np.array([1.0, np.nan, np.nan, 2.0]), "too few finite points: 2 (of 4); "),
+    # Missing times said so: a time column of nulls (a failed parse) read
+    # as "too few finite points: 0 (of 4)" beside values all present.
+    (np.full(4, np.nan), np.arange(4.0), "too few finite points: 0 (of 4; 4 without a finite "
+     "time); "),
+    (np.array([0.0, np.inf, np.nan, 3.0]), np.array([1.0, 2.0, 3.0, np.nan]),
+     "too few finite points: 1 (of 4; 2 without a finite time); "),
     (np.arange(20.0), np.arange(20.0), "more than max_points=10"),
     (np.full(5, 7.0), np.arange(5.0), "all observation times are equal"),
     (1e15 + np.arange(5.0), np.arange(5.0), "subtract an offset"),
