@@ -204,8 +204,15 @@ def split(series: Series, k: int) -> Split:
 
 
 def equal_values(n: int, value: float) -> str:
-    """The reason of a series whose n finite values all equal `value`."""
-    return f"all {n} values are equal ({value:g}); nothing to fit"
+    """The reason of a series whose n finite values all equal `value`.
+    Past 2^53 float64 holds no longer every integer: int64 values of 2^62
+    +- 100, read as float64, are one value, and "all equal" alone named
+    values the input does not hold."""
+    if abs(value) < 2.0**53:
+        return f"all {n} values are equal ({value:g}); nothing to fit"
+    return (f"all {n} values are equal ({value:g} as float64, which resolves only steps of "
+            f"{np.spacing(abs(value)):g} there); nothing to fit: if they differ by less, "
+            "give y from an offset (e.g. less the series' first value)")
 
 
 def _equal_times(t: float) -> str:

@@ -26,7 +26,12 @@ def test_sorts_and_drops_missing_points_keeping_repeated_times():
     (np.arange(20.0), np.arange(20.0), "more than max_points=10"),
     (np.full(5, 7.0), np.arange(5.0), "all observation times are equal"),
     (1e15 + np.arange(5.0), np.arange(5.0), "subtract an offset"),
-    (np.arange(5.0), np.full(5, 2.5), "all 5 values are equal"),
+    (np.arange(5.0), np.full(5, 2.5), "all 5 values are equal (2.5); nothing to fit"),
+    # int64 values of 2^62 +- 100 are one float64: "all equal" alone named
+    # values the file does not hold.
+    (np.arange(5.0), np.full(5, 2.0**62), "all 5 values are equal (4.61169e+18 as float64, "
+     "which resolves only steps of 1024 there); nothing to fit: if they differ by less, give "
+     "y from an offset (e.g. less the series' first value)"),
     (np.arange(5.0), 1e200 * np.arange(5.0), "rescale the series"),
     # One missing-value code among ordinary values: named, and what to do.
     (np.arange(5.0), np.array([0.3, 1.2, 9.9e300, 0.7, 1.1]),
