@@ -174,13 +174,26 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
         check_gcs_reached(output)
     files = [path for path in existing_files(output)
              if posixpath.basename(path) not in BROWSER_FILES]
-    for path in files:
-        name = relative(path, output)
+    names = [relative(path, output) for path in files]
+    for name in names:
         if not is_ours(name):
-            raise UsageError(
-                f"output folder {output} holds {name!r}, which gpfit did not write; "
-                "give an empty folder or a previous gpfit output folder")
+            raise UsageError(_foreign(output, name, previous=any(n in MARKERS for n in names)))
     return [path for path in files if posixpath.basename(path) != LOCK_NAME]
+
+
+def _foreign(output: str, name: str, previous: bool) -> str:
+    """Why a folder holding `name` (relative to it), which gpfit did not
+    write, is refused. In a previous run's folder (it holds a manifest) the
+    file is most likely the user's own beside the run's, a gpfit-report page
+    above all: it is to be moved out, not the folder changed
+    (docs/design.md, "Output folder")."""
+    if not previous:
+        return (f"output folder {output} holds {name!r}, which gpfit did not write; "
+                "give an empty folder or a previous gpfit output folder")
+    beside = posixpath.join(posixpath.dirname(output.rstrip("/")), posixpath.basename(name))
+    return (f"output folder {output}, a previous gpfit run's, holds {name!r}, which gpfit did "
+            f"not write and does not delete; move it out of the folder (e.g. to {beside!r}: "
+            "a gpfit-report --out belongs beside the folder too), then run again")
 
 
 def check_gcs_reached(output: str) -> None:

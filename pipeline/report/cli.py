@@ -1,15 +1,17 @@
 """`gpfit-report`: an HTML page showing the fits of a gpfit run.
 
 Exit codes: 0 written; 2 bad invocation, unusable input, params or
-predictions, an --out that cannot be written or names the run's data (a
-Parquet file, a file of the --params folder) or a --params folder a gpfit
-run is writing, said in one line on stderr before anything is written.
+predictions, an --out that cannot be written, names the run's data (a
+Parquet file, a file of the --params folder) or lies in a gpfit output
+folder (whose next run would refuse it), or a --params folder a gpfit run
+is writing, said in one line on stderr before anything is written.
 """
 from __future__ import annotations
 
 import argparse
 import functools
 import os
+import posixpath
 import sys
 from typing import Optional, Sequence
 
@@ -35,9 +37,10 @@ def parser() -> argparse.ArgumentParser:
                     "status, common failure reasons, histograms of the fitted parameters, "
                     "and plots of sampled series with their posterior mean and ±2σ bands.",
         epilog="Exit codes: 0 written; 2 bad invocation, unusable input, params or "
-               "predictions, an --out that cannot be written or names the run's data (a "
-               "Parquet file, a file of the --params folder), or a --params folder a gpfit "
-               "run is writing; said in one line before anything is written.",
+               "predictions, an --out that cannot be written, names the run's data (a "
+               "Parquet file, a file of the --params folder) or lies in a gpfit output "
+               "folder, or a --params folder a gpfit run is writing; said in one line "
+               "before anything is written.",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30,
                                                             width=100))
 
@@ -108,6 +111,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         _check_matplotlib()
         _check_out(args.out)
         _check_not_data(args.out, args.params)
+        _check_not_in_output(args.out, args.params, manifest_of)
         scanned = scan(options, manifest_of)
         if not local:  # asked once its listing answered (offline, each ask waits 120 s)
             _check_not_written(args.params, manifest_of)
@@ -374,6 +378,48 @@ def _check_not_data(out: str, params: str) -> None:
             raise UsageError(f"--out {out!r} is a Parquet file, which the page would replace "
                              "(the run's input?); give the page a name of its own, e.g. "
                              "report.html")
+
+
+def _check_not_in_output(out: str, params: str, manifest_of) -> None:
+    """Refuses an --out inside a gpfit output folder: --params, or locally
+    any folder above --out that holds a manifest or a lock. The page was
+    written, exit 0, and the next gpfit run into the folder refused it for a
+    file it did not write (exit 2), as it must: it deletes only its own
+    (docs/design.md, "Output folder"). manifest_of: params.read_manifest's
+    answer."""
+    folder = _output_holding(out, params, manifest_of)
+    if folder is None:
+        return
+    name = posixpath.basename(folder)
+    beside = (folder if name not in ("", ".", "..") else os.path.abspath(folder)) + ".html"
+    raise UsageError(f"--out {out!r} lies in the gpfit output folder {folder!r}, whose next "
+                     "run refuses a file gpfit did not write; write the page beside that "
+                     f"folder, e.g. {beside!r}")
+
+
+def _output_holding(out: str, params: str, manifest_of) -> Optional[str]:
+    """The gpfit output folder --out lies in: --params as given where it
+    holds a manifest, else, locally, the nearest folder above --out with a
+    manifest or a lock (relative where --out is); None where it lies in
+    none. On gs:// only --params is asked: each question is a request."""
+    from pipeline.io.lock import LOCK_NAME
+    from pipeline.io.outputs import MARKERS, is_local, lies_inside
+    if lies_inside(out, params):
+        try:
+            if manifest_of()[0] is not None:
+                return params.rstrip("/") or params
+        except OSError:
+            pass  # the storage did not answer: the scan says why
+    if not is_local(out):
+        return None
+    folder = os.path.dirname(os.path.abspath(out))
+    while True:
+        if any(os.path.isfile(os.path.join(folder, name)) for name in (*MARKERS, LOCK_NAME)):
+            return folder if os.path.isabs(out) else os.path.relpath(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 def _try_writing(out: str, folder: str, made: bool = False) -> None:

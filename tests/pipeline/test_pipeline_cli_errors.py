@@ -707,6 +707,27 @@ def test_foreign_files_in_output_folder_are_never_deleted(tmp_path):
     assert os.listdir(tmp_path / "out") == ["thesis.tex"]
 
 
+def test_a_page_left_in_a_previous_runs_folder_is_named_with_what_to_do(tmp_path):
+    """A gpfit-report page put inside last night's output folder (by hand,
+    or by a release that let --out go there) refused the next run with
+    "give an empty folder or a previous gpfit output folder": it was one.
+    The refusal names the file, says gpfit keeps it, and says to move it
+    beside the folder; the page is left as it was."""
+    from gpfit_runs import contents
+    input_, out = _write(tmp_path / "in.parquet", _good_table()), str(tmp_path / "out")
+    assert gpfit(input_, out).code == 0
+    (tmp_path / "out" / "report.html").write_text("<html>last night</html>")
+    before = contents(out)
+    run = gpfit(input_, out)
+    assert run.code == 2
+    assert run.stderr.strip() == (
+        f"gpfit: error: output folder {out}, a previous gpfit run's, holds 'report.html', "
+        "which gpfit did not write and does not delete; move it out of the folder (e.g. to "
+        f"{str(tmp_path / 'report.html')!r}: a gpfit-report --out belongs beside the folder "
+        "too), then run again"), run.stderr
+    assert contents(out) == before
+
+
 def test_a_file_named_alone_that_is_not_parquet_is_not_told_to_use_a_glob(tmp_path,
                                                                          monkeypatch):
     """A CSV given as --input itself was told "give --input a glob of the

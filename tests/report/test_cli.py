@@ -301,11 +301,42 @@ def test_an_out_naming_the_runs_data_is_refused_and_the_data_kept(fitted_run, tm
         assert f"gpfit-report: error: --out {str(out)!r} {said}" in err, err
         assert "give the page a name of its own" in err
         assert out.read_bytes() == before
-    page = params / "report.html"
+    page = tmp_path / "night.html"
     page.write_text("an earlier page")
     assert run(["--input", str(data), "--params", str(params), "--out", str(page), "--random",
                 "0", "--worst", "0"]) == 0
     assert page.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_page_inside_a_gpfit_output_folder_is_refused_so_the_next_run_goes_on(tmp_path,
+                                                                                 capsys):
+    """--out night/report.html (a natural place) was written, exit 0, and
+    the next night's gpfit --output night refused the folder, exit 2, for a
+    file it did not write: the nightly run stopped. A page inside the
+    --params folder, its params/ folder, or another run's folder is refused
+    before anything is read, saying where to write it instead; beside the
+    folder it is written, and the next run into the folder goes on."""
+    from gpfit_runs import files_in, gpfit_here, write_long_parquet
+
+    write_long_parquet(tmp_path / "in")
+    night = str(tmp_path / "night")
+    options = ("--kernel", "rbf", "--batch_size", "4")
+    assert gpfit_here(str(tmp_path / "in"), night, *options).code == 0
+    before = files_in(night)
+    other = write_params(tmp_path / "other", [params_row("s01")])  # another run's folder
+    for out in (f"{night}/report.html", f"{night}/params/report.html",
+                f"{night}/pages/report.html", f"{other}/report.html"):
+        assert run(["--params", night, "--out", out, "--random", "1", "--worst", "0"]) == 2
+        err = capsys.readouterr().err.strip()
+        folder = night if out.startswith(night) else str(other)
+        assert err == (f"gpfit-report: error: --out {out!r} lies in the gpfit output folder "
+                       f"{folder!r}, whose next run refuses a file gpfit did not write; write "
+                       f"the page beside that folder, e.g. {folder + '.html'!r}"), err
+        assert files_in(night) == before and not os.path.exists(out)
+    beside = f"{night}.html"
+    assert run(["--params", night, "--out", beside, "--random", "1", "--worst", "0"]) == 0, \
+        capsys.readouterr().err
+    assert gpfit_here(str(tmp_path / "in"), night, *options).code == 0
 
 
 def test_a_path_with_a_newline_or_an_escape_is_named_on_one_line(fitted_run, tmp_path, capsys):
