@@ -141,7 +141,9 @@ class FitConfig:
         is parsed once, in __post_init__; `kernel_name` is the string.
       candidates: the names of the kernels "auto" chooses from (a tuple, or
         one comma-separated string, as the command's --candidates; Kernels
-        given, such as RBF() + Periodic(), are kept as their names).
+        given, such as RBF() + Periodic(), are kept as their names). Any
+        but the default (CANDIDATES) with another kernel is refused: that
+        kernel is fitted alone (docs/design.md, "Kernel choice").
       restarts: most Newton starts per series, run as batch members; None
         (the default): `default_restarts(kernel)`; under "auto", each
         candidate's own, AUTO_BASIN_RESTARTS for a single kernel with a
@@ -228,6 +230,12 @@ class FitConfig:
             except ValueError:
                 raise ValueError(f"kernel must be {SYNTAX}, or {AUTO}; "
                                  f"got {self.kernel!r}") from None
+        if self.kernel != AUTO and self.candidates != CANDIDATES:
+            # Another kernel fits itself alone: candidates given with it were
+            # ignored without a word, and believed compared.
+            raise ValueError(f"candidates={self.candidates!r} are compared only under "
+                             f"kernel={AUTO!r}; got kernel={self.kernel.name!r}, which is fitted "
+                             f"alone. Give kernel={AUTO!r}, or leave candidates out")
         if self.kernel != AUTO:
             sums = len(components(self.kernel)) > 1
             if self.jumps is None:
@@ -556,7 +564,7 @@ def fitted_configs(config: FitConfig) -> tuple[FitConfig, ...]:
     # fits the same (docs/design.md, "The fitter", Restarts past a
     # candidate's grid).
     return tuple(dataclasses.replace(
-        config, kernel=k,
+        config, kernel=k, candidates=CANDIDATES,  # a lone kernel's: it chooses none
         restarts=AUTO_BASIN_RESTARTS if config.restarts is None and k.has_length_axis
         and len(components(k)) == 1 else config.restarts and min(config.restarts,
                                                                  most_restarts(k)[0]),

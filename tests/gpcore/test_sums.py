@@ -180,6 +180,28 @@ def test_bad_kernel_names_say_what_is_accepted(config, message):
         FitConfig(**config)
 
 
+def test_candidates_without_kernel_auto_are_refused_naming_both():
+    """candidates= with another kernel was silently ignored: the fitter
+    fitted the kernel alone, and its user believed the candidates were
+    compared. Refused, naming both; the default candidates (what every
+    config carries unless told otherwise) pass, and auto's own candidates'
+    configs (fitted_configs) build as before."""
+    from gpcore.config import CANDIDATES
+    from gpcore.kernels import RBF
+    for kernel, candidates in (("rbf", ("rbf", "rbf+periodic")), (RBF(), "matern52,matern12"),
+                               ("matern52+periodic", CANDIDATES[::-1])):
+        name = kernel if isinstance(kernel, str) else kernel.name
+        with pytest.raises(ValueError) as refused:
+            FitConfig(kernel=kernel, candidates=candidates)
+        given = tuple(candidates.split(",")) if isinstance(candidates, str) else candidates
+        assert str(refused.value) == (
+            f"candidates={given!r} are compared only under kernel='auto'; got kernel={name!r}, "
+            "which is fitted alone. Give kernel='auto', or leave candidates out"), refused.value
+    assert GPFitter(FitConfig(kernel="rbf", candidates=CANDIDATES)).config.kernel_name == "rbf"
+    auto = FitConfig(kernel="auto", candidates=("rbf", "rbf+periodic"))
+    assert [c.kernel_name for c in fitted_configs(auto)] == ["rbf", "rbf+periodic"]
+
+
 def test_candidates_may_be_given_as_the_commands_comma_separated_string():
     assert (FitConfig(kernel="auto", candidates="rbf,rbf+periodic").candidates
             == FitConfig(kernel="auto", candidates=("rbf", "rbf+periodic")).candidates)
