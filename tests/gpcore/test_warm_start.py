@@ -6,6 +6,7 @@ import pytest
 
 import gp_reference as ref
 from gpcore import FitConfig, Series
+from warm_starts import appended_nights  # benchmarks/, on the path by conftest.py
 
 
 @pytest.fixture(scope="module")
@@ -92,34 +93,13 @@ def test_a_row_of_the_output_read_by_pandas_warm_starts(fitter, nights):
     np.testing.assert_allclose(by_row.nll, by_params.nll, rtol=1e-9)
 
 
-def _appended_nights(seed: int, count: int):
-    """Smooth series of 8-200 whole days, some with a weekly or monthly
-    cycle, and each with 1-3 points appended at another level: a night
-    that can move a sum's fit to another basin (a nightly chain's data)."""
-    rng = np.random.default_rng(seed)
-    nights = []
-    for i in range(count):
-        n = int(rng.integers(8, 201))
-        days = np.sort(rng.choice(2 * n + 20, size=n, replace=False)).astype(np.float64)
-        y = 10.0 + rng.uniform(0.5, 2.0) * np.sin(days / rng.uniform(5.0, 40.0))
-        if rng.random() < 0.3:
-            y += rng.uniform(1.0, 3.0) * np.sin(2 * np.pi * days / rng.choice([7.0, 30.0]))
-        y += 0.1 * rng.standard_normal(n)
-        if rng.random() < 0.2:
-            y[rng.integers(n)] = np.nan
-        k = int(rng.integers(1, 4))
-        t2 = np.append(days, days.max() + np.arange(1.0, k + 1))
-        y2 = np.append(y, 10.0 + rng.standard_normal(k))
-        nights.append((Series(f"s{i}", days, y), Series(f"s{i}", t2, y2)))
-    return nights
-
-
 def test_a_warm_start_at_another_basin_leaves_the_cold_search_as_it_was(fitter):
-    # Three series whose warm-started fits ended 4.3, 5.5 and 8.3 nats
-    # above their cold fits while a sum's probe rounds went round the
-    # series' best member, the warm start, instead of the cold starts'
-    # best (docs/design.md, "Warm starts").
-    chosen = [_appended_nights(0, 9)[i] for i in (3, 6, 8)]
+    # Three series of benchmarks/warm_starts.py (seed 0) whose
+    # warm-started fits ended 4.3, 5.5 and 8.3 nats above their cold fits
+    # while a sum's probe rounds went round the series' best member, the
+    # warm start, instead of the cold starts' best (docs/design.md, "Warm
+    # starts").
+    chosen = [appended_nights(0, 9)[i] for i in (3, 6, 8)]
     previous = fitter.fit([first for first, _ in chosen])
     cold = fitter.fit([second for _, second in chosen])
     warm = fitter.fit([dataclasses.replace(second, warm_start=p.params)
