@@ -425,7 +425,7 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
     # (docs/design.md, "Contracts").
     if not (pa.types.is_null(col.decoded(id_type)) or col.is_id(id_type)):
         raise InputError(f"id column {columns.id!r} in {path} has type {id_type}; expected "
-                         "strings or integers: write it as one of those (a UUID or JSON id as "
+                         "strings or integers: write it as one of those (a JSON id as "
                          f"its text, e.g. CAST(\"{columns.id}\" AS VARCHAR) in DuckDB), or name "
                          f"another with {option.format('id_column')}")
     zone = col.unknown_zone(id_type)

@@ -110,15 +110,16 @@ def id_filter(name: str, id_type: pa.DataType, ids: list[str]) -> Optional[ds.Ex
     bytes), so that Parquet statistics can skip row groups; otherwise (other
     types) by casting the column to string, as gpfit names series. Bytes
     that are not UTF-8 fail that cast, so other bytes types (fixed size,
-    dictionary, views) are read unfiltered (None), and so is string_view,
-    which Arrow cannot filter.
+    dictionary, views) are read unfiltered (None), and so are string_view
+    and UUIDs, which Arrow cannot filter (UUIDs are named by their text:
+    columns.as_str).
     """
     field = ds.field(name)
     if pa.types.is_string(id_type) or pa.types.is_large_string(id_type):
         return field.isin(pa.array(ids, id_type))
     if pa.types.is_binary(id_type) or pa.types.is_large_binary(id_type):
         return field.isin(pa.array([b for text in ids for b in id_bytes(text)], id_type))
-    if col.is_bytes(id_type) or pa.types.is_string_view(id_type) or (
+    if col.is_bytes(id_type) or col.is_uuid(id_type) or pa.types.is_string_view(id_type) or (
             pa.types.is_dictionary(id_type) and col.is_bytes(id_type.value_type)):
         return None
     if pa.types.is_integer(id_type):

@@ -104,24 +104,24 @@ def half_float_ids(tmp):
                                               "has type halffloat; expected strings or integers")
 
 
-def uuid_ids(tmp):
-    table = _good_table().set_column(0, "series_id", pa.array([b"0123456789abcdef"] * 5,
-                                                              pa.uuid()))
-    return _write(tmp / "u.parquet", table), "has type extension<arrow.uuid>; expected strings"
+def json_ids(tmp):
+    table = _good_table().set_column(0, "series_id", pa.array(['{"k": 1}'] * 5, pa.json_()))
+    return _write(tmp / "j.parquet", table), "has type extension<arrow.json>; expected strings"
 
 
-def duckdb_uuid_ids(tmp):
-    # DuckDB writes its UUID type as Parquet's UUID, which Arrow reads as
-    # arrow.uuid and cannot group: the refusal said what was expected, not
-    # what to do, as the refusals of times and values do.
+def duckdb_json_ids(tmp):
+    # DuckDB writes its JSON type as Parquet's JSON, which Arrow reads as
+    # arrow.json and cannot group: the refusal said what was expected, not
+    # what to do, as the refusals of times and values do. (Its UUID type,
+    # arrow.uuid, is an id: tests/pipeline/test_uuid_ids.py.)
     import duckdb
     path = tmp / "keys.parquet"
     duckdb.connect().execute(
-        "COPY (SELECT ('6f1c0a5e-0000-4000-8000-00000000000' || (i % 2))::UUID AS series_id, "
+        "COPY (SELECT json_object('k', i % 2) AS series_id, "
         f"i AS t, i * 1.5 AS y FROM range(6) r(i)) TO '{path}' (FORMAT parquet)")
     return str(path), (
-        f"id column 'series_id' in {path} has type extension<arrow.uuid>; expected strings or "
-        "integers: write it as one of those (a UUID or JSON id as its text, e.g. "
+        f"id column 'series_id' in {path} has type extension<arrow.json>; expected strings or "
+        "integers: write it as one of those (a JSON id as its text, e.g. "
         'CAST("series_id" AS VARCHAR) in DuckDB), or name another with --id_column')
 
 
@@ -294,7 +294,7 @@ def a_glob_in_a_folder_named_with_brackets(tmp):
 @pytest.mark.parametrize("make_input", [
     a_glob_in_a_folder_named_with_brackets, a_file_named_in_latin1, a_file_named_with_a_newline, no_match, no_such_path, no_such_folder, empty_folder, missing_column, not_parquet,
     one_bad_file_among_good, empty_file, string_values, string_times, half_nested, no_rows,
-    mixed_time_kinds, half_float_ids, uuid_ids, duckdb_uuid_ids, unknown_scheme,
+    mixed_time_kinds, half_float_ids, json_ids, duckdb_json_ids, unknown_scheme,
     ids_in_a_zone_the_tz_database_lacks,
     unavailable_scheme,
     a_link_beside_its_file, a_hard_link_beside_its_file, a_dask_metadata_summary,

@@ -92,6 +92,20 @@ def test_bytes_ids_that_are_not_utf8_are_read_as_gpfit_names_them(tmp_path):
             ["ab\\xffcd"], ids.type
 
 
+def test_uuid_ids_are_read_as_gpfit_names_them(tmp_path):
+    """Arrow's UUID type, as DuckDB writes it, is named by its canonical
+    text (columns.as_str); a cast of the column to string fails (Invalid
+    UTF8 payload)."""
+    import uuid
+    ids = [uuid.UUID(int=7), uuid.UUID(int=8), None, uuid.UUID(int=7)]
+    pq.write_table(pa.table({"series_id": pa.array([i and i.bytes for i in ids], pa.uuid()),
+                             "t": [0.0, 1.0, 2.0, 3.0], "y": [1.0, 2.0, 3.0, 4.0]}),
+                   tmp_path / "u.parquet")
+    found = read_series(inspect(str(tmp_path), Columns()), [str(ids[0]), "x"])
+    assert list(found) == [str(ids[0])]
+    np.testing.assert_array_equal(found[str(ids[0])].t, [0.0, 3.0])
+
+
 def test_view_ids_are_read_as_plain_ids(tmp_path):
     """Arrow keeps string_view and binary_view through Parquet (polars'
     to_arrow(compat_level=newest), written with pyarrow), which gpfit fits;

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import uuid
 
 import numpy as np
 import pyarrow as pa
@@ -88,13 +89,27 @@ def test_ids_become_strings():
                       pa.array(["a", "b", "é"]).dictionary_encode()]),
     pa.chunked_array([[b"\xff", b"a", b"\\xff"], [b"a", b"\xff", b"z"]], pa.binary_view()),
     pa.chunked_array([[dt.date(2020, 1, 3), dt.date(2020, 1, 1)]] * 3),
-], ids=["string", "int", "dictionary", "bytes", "date"])
+    pa.chunked_array([[b"\x6f" * 16, b"\x00" * 16], [b"\x00" * 16, b"\xff" * 16]], pa.uuid()),
+], ids=["string", "int", "dictionary", "bytes", "date", "uuid"])
 def test_id_codes_name_each_row_as_as_str_does(ids):
     """Codes into the distinct ids, hashed by Arrow: each row's name is the
     string as_str gives that row (bytes that are not UTF-8 included)."""
     codes, names = columns.as_codes(ids)
     assert names[codes].tolist() == columns.as_str(ids).tolist()
     assert len(set(codes.tolist())) == len(names)
+
+
+def test_uuid_ids_are_their_canonical_text():
+    """Arrow's UUID type (Parquet's UUID: DuckDB's, Spark's, pandas' uuid
+    objects) is an id; as its 36-character lowercase text, so that the same
+    ids given as text name the same series (docs/design.md, "Contracts")."""
+    values = [uuid.UUID("6F1C0A5E-0000-4000-8000-00000000000A"), uuid.UUID(int=0)]
+    ids = pa.array([v.bytes for v in values], pa.uuid())
+    assert columns.is_id(pa.uuid())
+    assert columns.as_str(ids).tolist() == ["6f1c0a5e-0000-4000-8000-00000000000a",
+                                            "00000000-0000-0000-0000-000000000000"]
+    # Other extension types stay refused: Arrow cannot group them.
+    assert not columns.is_id(pa.json_())
 
 
 @pytest.mark.parametrize("type_,zone", [
