@@ -435,11 +435,14 @@ def _dense_matrices(k: Kernel, restarts: int) -> int:
 PROC_ROOT, CGROUP_ROOT = "/proc", "/sys/fs/cgroup"
 
 
-def machine_memory() -> int:
+def machine_memory() -> Optional[int]:
     """This machine's memory in bytes (os.sysconf), or the lowest memory
     limit of this process's cgroup or a parent of it where that is lower:
     cgroup v2's memory.max, v1's memory/memory.limit_in_bytes (a container
-    under Docker or Kubernetes on either; a systemd unit's MemoryMax)."""
+    under Docker or Kubernetes on either; a systemd unit's MemoryMax).
+    None where os.sysconf is not (Windows): unknown, not checked."""
+    if not hasattr(os, "sysconf"):
+        return None
     most = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     for limit in _cgroup_limits():
         try:
@@ -519,6 +522,8 @@ def check_dense_memory(max_points: int, k: Kernel, restarts: int,
         that fit, and what else to lower.
     """
     memory = machine_memory() if memory is None else memory
+    if memory is None:  # unknown (Windows: docs/design.md, "Runners and quiet runs")
+        return
     need = fitters * batch_bytes(k, restarts, max_points, batch_size)
     if need <= memory:
         return

@@ -114,7 +114,15 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 def folder() -> Optional[str]:
     """The cache folder, or None when turned off, or when there is no
     user's cache folder to default to: HOME empty or relative (said once a
-    process). A relative XDG_CACHE_HOME is ignored, as the XDG spec says."""
+    process), or on a platform without POSIX file owners (Windows), where
+    _trusted_folder cannot tell who could plant a graph. A relative
+    XDG_CACHE_HOME is ignored, as the XDG spec says."""
+    if not hasattr(os, "geteuid"):
+        if "owners" not in _WARNED:
+            _WARNED.add("owners")
+            _LOG.info("gpfit: no trace cache: this platform has no POSIX file owners to "
+                      "check the folder by, so traces are not kept between processes")
+        return None
     chosen = os.environ.get(ENV)
     if chosen is not None:
         return None if chosen.strip().lower() in (OFF, "") else os.path.expanduser(chosen)

@@ -295,7 +295,7 @@ def _worker_end(code: int) -> str:
     if code >= 0:
         return (f"exit code {code}: out of memory, or unable to start or to reach the runner "
                 "on localhost; see the system log, or --log_level debug for its errors")
-    if -code == signal.SIGKILL:
+    if -code == getattr(signal, "SIGKILL", None):  # POSIX only
         return "killed (SIGKILL: the OOM killer or kill -9); see the system log"
     try:
         name = signal.Signals(-code).name

@@ -18,11 +18,11 @@ thread counts a user may set instead, are gpcore/threads.py's.
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import functools
 import logging
 import os
-import resource
 import shlex
 import signal
 import threading
@@ -38,6 +38,11 @@ from gpcore.threads import INTER_OP_ENV, INTRA_OP_ENV  # noqa: F401  (re-exporte
 from pipeline import fitters
 from pipeline.io.errors import UsageError, first_line
 from pipeline.io.lock import process_stat
+
+try:  # POSIX only: Windows has no ulimit (docs/design.md, "Runners and quiet runs")
+    import resource
+except ImportError:
+    resource = None
 from pipeline.options import GPFitOptions, names_runner
 
 _LOG = logging.getLogger(__name__)
@@ -391,7 +396,10 @@ def _stop_job(why: str) -> None:
         first = len(_WORKER_EXITS) == 1
     # Only to a handler of the command's: SIGTERM's default would kill the process.
     if first and callable(signal.getsignal(signal.SIGTERM)):
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+        if hasattr(signal, "pthread_kill"):
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+        else:  # POSIX's; elsewhere the handler runs once the main thread runs Python
+            _thread.interrupt_main(signal.SIGTERM)
 
 
 # ---- a local worker process that is stopped ------------------------------------------
@@ -514,7 +522,7 @@ def check_open_files(options: PipelineOptions) -> None:
       UsageError: the soft limit below open_files_needed.
     """
     workers = processes_per_machine(options)
-    if not is_local(options) or workers == 1:
+    if not is_local(options) or workers == 1 or resource is None:
         return
     needed = open_files_needed(workers)
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]

@@ -74,8 +74,10 @@ def with_value(option: str, flag: str, value) -> str:
 def descriptor_limit() -> str:
     """This process's open-files limit in words, for messages that say to
     raise it: "ulimit -n is N", or "ulimit -n is unlimited"."""
-    import resource
-
+    try:
+        import resource
+    except ImportError:  # Windows: no ulimit (docs/design.md, "Runners and quiet runs")
+        return "this platform's open-files limit"
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     return "ulimit -n is unlimited" if soft == resource.RLIM_INFINITY else f"ulimit -n is {soft}"
 

@@ -42,7 +42,11 @@ def write_whole(path: str, temporary: str, data: bytes, mime_type: str) -> None:
         FileSystems.rename([temporary], [path])
         return
     os.makedirs(os.path.dirname(temporary) or ".", exist_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    # O_NOFOLLOW and O_CLOEXEC are POSIX's; elsewhere O_EXCL alone still
+    # refuses a name that exists, a planted link included (docs/design.md,
+    # "Runners and quiet runs").
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
     try:
         fd = os.open(temporary, flags, 0o666)
     except FileExistsError:
@@ -132,7 +136,7 @@ def too_long(path: str, inside: int = 0) -> Optional[str]:
     for name, default in (("PC_NAME_MAX", 255), ("PC_PATH_MAX", 4096)):
         try:
             limits.append(os.pathconf(parent, name))
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):  # AttributeError: no pathconf (Windows)
             limits.append(default)
     most, longest = limits
     for name in absolute.split(os.sep):

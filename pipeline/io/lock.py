@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -395,6 +396,11 @@ def _ended_here(held: dict) -> bool:
     """A local run on this host whose process is gone (killed, crashed), or
     whose pid another process has since taken."""
     if not held.get("local") or held.get("host") != socket.gethostname():
+        return False
+    if sys.platform == "win32":
+        # os.kill(pid, 0) is no probe there: it ends process pid
+        # (TerminateProcess). Not certain, as a lock of another host
+        # (docs/design.md, "Runners and quiet runs").
         return False
     try:
         pid = int(held.get("pid", 0))

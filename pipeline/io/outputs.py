@@ -279,7 +279,9 @@ def check_writable(output: str, files: list[str], tables: tuple[str, ...] = (PAR
                 if os.path.isdir(path)}
     for folder in sorted(folders):
         if os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK):
-            code = errno.EROFS if os.statvfs(folder).f_flag & os.ST_RDONLY else errno.EACCES
+            # statvfs is POSIX's: elsewhere a read-only mount is said as EACCES.
+            read_only = hasattr(os, "statvfs") and os.statvfs(folder).f_flag & os.ST_RDONLY
+            code = errno.EROFS if read_only else errno.EACCES
             raise OSError(code, os.strerror(code), folder)
 
 
