@@ -23,12 +23,12 @@ from apache_beam.runners.runner import PipelineRunner
 from gpcore.batching import SECONDS_PER_CALL
 from gpcore.config import FitConfig, at_search, check_memory
 from pipeline import dataflow, portable, runtime
-from pipeline.io import files, inputs, lock, manifest, outputs, previous
+from pipeline.io import files, fingerprint, inputs, lock, manifest, outputs, previous
 from pipeline.io.errors import (NO_ANSWER, InputError, UsageError, first_line, listing_failure,
                                 storage_error)
 from pipeline.io.inputs import Columns, InputSpec
 from pipeline.options import (MAX_ROWS, GPFitOptions, check, check_max_rows, check_restarts,
-                              kernel_settings, levels, recorded)
+                              kernel_settings, levels, option_names, recorded)
 
 _LOG = logging.getLogger("gpfit")
 
@@ -263,12 +263,58 @@ def nightly_plan(gp: GPFitOptions, check_paths: bool, spec: InputSpec
             folder, note = None, f"every series fitted cold: {err.reason}"
             _LOG.warning("gpfit: %s", note)
         else:
-            kernel, upgraded = found.kernel, previous.version_note(found)
-            if upgraded:  # said once, here: the job's counts say only "0 reused"
-                _LOG.info("gpfit: %s", upgraded)
+            kernel = found.kernel
+            # Said once, here: the job's counts say only "0 reused". Another
+            # release's options are not read: its version says it all.
+            refitted = (previous.version_note(found) or previous.options_note(
+                found, changed_fit_options(found.options, gp)))
+            if refitted:
+                _LOG.info("gpfit: %s", refitted)
     return Nightly(folder, kernel, gp.predict_horizon, gp.predict_points,
                    bool(gp.predict_observed), spec.time_units == inputs.DAYS,
                    gp.predict_steps, levels(gp), gp.transform, gp.holdout), note
+
+
+def changed_fit_options(then: Optional[dict], gp: GPFitOptions
+                        ) -> list[tuple[str, object, object]]:
+    """gpfit's options whose change since a previous run changes every
+    series' fingerprint, as (option, then, now) in --help's order; [] where
+    none does or the options `then` (its manifest's) do not make a config.
+
+    The fingerprint decides (fingerprint.options_key; docs/design.md,
+    "Reuse"): an option counts where tonight's value alone, put into the
+    previous run's options, changes their key (or makes no config, as
+    --candidates without --kernel auto): batch size, predictions and paths
+    never do.
+    """
+    names = [name for name in option_names() if then and name in then]
+    if not names:
+        return []
+    now = {name: getattr(gp, name) for name in names}
+    try:
+        before = _fingerprint_key(then)
+        if before == _fingerprint_key(now):
+            return []
+    except UsageError:  # not this release's options: nothing to tell
+        return []
+    changed = []
+    for name in names:
+        if then[name] == now[name]:
+            continue
+        try:
+            counts = _fingerprint_key({**then, name: now[name]}) != before
+        except UsageError:
+            counts = True
+        if counts:
+            changed.append((name, then[name], now[name]))
+    return changed
+
+
+def _fingerprint_key(values: dict) -> bytes:
+    """fingerprint.options_key of gpfit's options `values` ({name: value})."""
+    gp = PipelineOptions(flags=[], **{name: values[name] for name in option_names()
+                                      if name in values}).view_as(GPFitOptions)
+    return fingerprint.options_key(fit_config(gp), gp.transform, gp.holdout)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -55,6 +55,8 @@ class PreviousRun:
       rows: rows over all shards (one per series it wrote).
       version: the gpfit release that wrote it (its manifest's
         gpfit_version), or None: one before 0.16.1 recorded none.
+      options: gpfit's options it ran with (its manifest's, as
+        pipeline.options.recorded wrote them), or None where it has none.
     """
 
     folder: str
@@ -62,6 +64,7 @@ class PreviousRun:
     shards: tuple[str, ...]
     rows: int
     version: Optional[str] = None
+    options: Optional[dict] = None
 
 
 def check(folder: str, output: str) -> PreviousRun:
@@ -102,9 +105,10 @@ def check(folder: str, output: str) -> PreviousRun:
         raise Unusable(f"--previous_output: {err}", f"give a gpfit output folder, {_ADVICE}"
                        ) from err
     _check_listed(folder, paths, found.get("output_files"))
-    version = found.get("gpfit_version")
+    version, options = found.get("gpfit_version"), found.get("options")
     return PreviousRun(folder, str(found.get("kernel")), tuple(paths), sum(rows),
-                       None if version is None else str(version))
+                       None if version is None else str(version),
+                       options if isinstance(options, dict) else None)
 
 
 def version_note(run: PreviousRun) -> Optional[str]:
@@ -120,6 +124,25 @@ def version_note(run: PreviousRun) -> Optional[str]:
             f"{VERSION}: a series' fingerprint holds the gpfit version, so tonight every "
             "series is fitted again once (warm-started from its previous parameters where "
             "they are ok and of this kernel); the next night reuses them")
+
+
+def options_note(run: PreviousRun, changed: list[tuple[str, object, object]]) -> Optional[str]:
+    """Why no series of `run` is reused, where fit options changed since:
+    `changed` lists them as (option, then, now), None meaning its default;
+    None where it is empty. A fingerprint hashes the fit options
+    (fingerprint.options_key): as after an upgrade (version_note), the
+    counts alone said only "0 reused"."""
+    if not changed:
+        return None
+    said = ", ".join(f"--{name} {_shown(then)} -> {_shown(now)}" for name, then, now in changed)
+    return (f"--previous_output {run.folder} was fitted with other fit options ({said}): a "
+            "series' fingerprint holds the fit options, so tonight every series is fitted "
+            "again once (warm-started from its previous parameters where they are ok and of "
+            "this kernel); the next night with these options reuses them")
+
+
+def _shown(value) -> str:
+    return "default" if value is None else str(value)
 
 
 def check_gcs_reached(folder: str) -> None:

@@ -534,3 +534,47 @@ def test_a_previous_output_of_this_version_says_nothing_of_versions(tmp_path, in
     assert any("file(s)" in r.getMessage() for r in caplog.records)  # info lines were caught
     assert not [r for r in caplog.records if "fitted again" in r.getMessage()]
     assert run.manifest["reuse"]["reused"] == len(cold.rows())
+
+
+@pytest.mark.parametrize("tonight,changed,warm", [
+    (("--transform", "log1p"), "--transform none -> log1p", True),
+    (("--search", "quick"), "--search thorough -> quick", True),
+    (("--kernel", "matern52", "--restarts", "1"),
+     "--kernel rbf -> matern52, --restarts default -> 1", False),
+])
+def test_a_previous_output_of_other_fit_options_says_which_changed(tmp_path, inputs, cold,
+                                                                   tonight, changed, warm,
+                                                                   caplog):
+    # A night whose fit options changed reused nothing, and the log said only
+    # "0 reused, 3 warm-started, 7 fitted": the options are hashed into every
+    # fingerprint (fingerprint.options_key). The launcher now says which
+    # changed, as it says a version's change, in their flags' spelling.
+    with caplog.at_level("INFO", logger="gpfit"):
+        run = gpfit(inputs[0], str(tmp_path / "out"), *RUN_OPTIONS, *tonight,
+                    "--previous_output", cold.output)
+    assert run.code == 0, run.stderr
+    lines = [r.getMessage() for r in caplog.records if "fitted again" in r.getMessage()]
+    assert lines == [f"gpfit: --previous_output {cold.output} was fitted with other fit "
+                     f"options ({changed}): a series' fingerprint holds the fit options, so "
+                     "tonight every series is fitted again once (warm-started from its "
+                     "previous parameters where they are ok and of this kernel); the next "
+                     "night with these options reuses them"], lines
+    # Every series is fitted; each ok one of this kernel warm-started
+    # (log1p skips the series with a value at or below -1 before).
+    ok = {r["series_id"] for r in cold.rows() if r["status"] == "ok"}
+    fitted = {r["series_id"] for r in run.rows() if r["status"] != "skipped"}
+    assert run.manifest["reuse"]["reused"] == 0
+    assert run.manifest["reuse"]["warm_starts_offered"] == (len(ok & fitted) if warm else 0)
+
+
+def test_options_that_change_no_fit_say_nothing_of_options(tmp_path, inputs, cold, caplog):
+    # Only the options in the fingerprint count: how the work is cut, the
+    # predictions asked for and the log's level change no row's fit.
+    with caplog.at_level("INFO", logger="gpfit"):
+        run = gpfit(inputs[0], str(tmp_path / "out"), "--kernel", "rbf", "--batch_size", "2",
+                    "--max_rows", "5000", "--num_shards", "2", "--predict_steps", "2",
+                    "--search", "thorough", "--previous_output", cold.output)
+    assert run.code == 0, run.stderr
+    assert any("file(s)" in r.getMessage() for r in caplog.records)  # info lines were caught
+    assert not [r for r in caplog.records if "fitted again" in r.getMessage()]
+    assert run.manifest["reuse"]["reused"] == len(cold.rows())
