@@ -4,12 +4,12 @@ cold and warm-started from the night before.
     python benchmarks/warm_starts.py [--kernels rbf+periodic,...] [--count N]
         [--seed S]
 
-Each of N series (`appended_nights`: 8-200 whole days, smooth, some with a
-weekly or monthly cycle, then 1-3 points appended at another level, as
-tests/pipeline/nightly_chain.py's nights change a series) is fitted on its
-first night; its second night is then fitted cold and warm-started from
-that fit, by one GPFitter per kernel (the command's fitter, its default
-settings). A warm start runs beside the usual starts and the best is kept
+Each of N series (`appended_nights`: tests/pipeline/nightly_chain.py's new
+series, 8-200 whole days, smooth, some with a weekly or monthly cycle, then
+1-3 days appended at another level, as the chain's nights append them) is
+fitted on its first night; its second night is then fitted cold and
+warm-started from that fit, by one GPFitter per kernel (the command's
+fitter, its default settings). A warm start runs beside the usual starts and the best is kept
 (docs/design.md, "Warm starts"), so warm - cold should never be above
 Newton's tolerance; below it is a basin the cold search missed. Prints a
 table per kernel: series above cold by > 0.01 and > 1 nat, below by
@@ -26,24 +26,27 @@ ABOVE = 0.01  # nats: a warm fit above its cold one by more than Newton's tolera
 
 
 def appended_nights(seed: int, count: int) -> list[tuple]:
-    """[(first night, second night)] Series pairs, ids s0, s1, ..."""
+    """[(first night, second night)] Series pairs, ids s0, s1, ...: each a
+    nightly chain's new series (tests/pipeline/nightly_chain.py), then its
+    points with 1-3 days appended at 10 + N(0, 1), as the chain's nights
+    append them."""
+    import os
+    import sys
+
     from gpcore import Series
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "tests", "pipeline"))
+    from nightly_chain import new_series
 
     rng = np.random.default_rng(seed)
     nights = []
     for i in range(count):
-        n = int(rng.integers(8, 201))
-        days = np.sort(rng.choice(2 * n + 20, size=n, replace=False)).astype(np.float64)
-        y = 10.0 + rng.uniform(0.5, 2.0) * np.sin(days / rng.uniform(5.0, 40.0))
-        if rng.random() < 0.3:
-            y += rng.uniform(1.0, 3.0) * np.sin(2 * np.pi * days / rng.choice([7.0, 30.0]))
-        y += 0.1 * rng.standard_normal(n)
-        if rng.random() < 0.2:
-            y[rng.integers(n)] = np.nan
+        t, y = new_series(rng)
         k = int(rng.integers(1, 4))
-        t2 = np.append(days, days.max() + np.arange(1.0, k + 1))
+        t2 = np.append(t, t.max() + np.arange(1.0, k + 1))
         y2 = np.append(y, 10.0 + rng.standard_normal(k))
-        nights.append((Series(f"s{i}", days, y), Series(f"s{i}", t2, y2)))
+        nights.append((Series(f"s{i}", t, y), Series(f"s{i}", t2, y2)))
     return nights
 
 
