@@ -83,7 +83,12 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def run(args) -> dict:
-    folder = tempfile.mkdtemp(prefix="gpfit-memory-")
+    with tempfile.TemporaryDirectory(prefix="gpfit-memory-") as folder:
+        return measure(args, folder)
+
+
+def measure(args, folder: str) -> dict:
+    """run's measurement, its input and output in `folder`."""
     write_input(os.path.join(folder, "series.parquet"), args.series, args.points, args.cycle)
     output = os.path.join(folder, "out")
     command = [sys.executable, "-m", "pipeline", "--input",
