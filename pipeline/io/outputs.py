@@ -190,7 +190,12 @@ def _foreign(output: str, name: str, previous: bool) -> str:
     if not previous:
         return (f"output folder {output} holds {name!r}, which gpfit did not write; "
                 "give an empty folder or a previous gpfit output folder")
-    beside = posixpath.join(posixpath.dirname(output.rstrip("/")), posixpath.basename(name))
+    folder = output.rstrip("/") or output
+    if is_local(output):  # the dirname of ".", "out/." or "sub/.." lies in the folder
+        folder = os.path.normpath(folder)
+        if os.path.basename(folder) in (".", ".."):
+            folder = os.path.abspath(folder)
+    beside = posixpath.join(posixpath.dirname(folder), posixpath.basename(name))
     return (f"output folder {output}, a previous gpfit run's, holds {name!r}, which gpfit did "
             f"not write and does not delete; move it out of the folder (e.g. to {beside!r}: "
             "a gpfit-report --out belongs beside the folder too), then run again")

@@ -728,6 +728,23 @@ def test_a_page_left_in_a_previous_runs_folder_is_named_with_what_to_do(tmp_path
     assert contents(out) == before
 
 
+@pytest.mark.parametrize("given", [".", "./", "out/.", "sub/.."])
+def test_a_page_left_in_the_working_folder_run_into_is_told_a_place_outside(tmp_path,
+                                                                           monkeypatch, given):
+    """--output . (or out/., sub/..) named the place beside the folder as
+    its dirname, "": the refusal told the user to move report.html to
+    'report.html', where it was. The place is beside the folder itself."""
+    input_, out = _write(tmp_path / "in.parquet", _good_table()), tmp_path / "out"
+    assert gpfit(input_, str(out)).code == 0
+    (out / "report.html").write_text("<html>last night</html>")
+    (out / "sub").mkdir()
+    monkeypatch.chdir(tmp_path if given.startswith("out") else out)
+    run = gpfit(input_, given)
+    assert run.code == 2
+    beside = re.search(r"move it out of the folder \(e\.g\. to '([^']+)'", run.stderr)
+    assert beside and os.path.abspath(beside[1]) == str(tmp_path / "report.html"), run.stderr
+
+
 def test_a_file_named_alone_that_is_not_parquet_is_not_told_to_use_a_glob(tmp_path,
                                                                          monkeypatch):
     """A CSV given as --input itself was told "give --input a glob of the
