@@ -321,24 +321,30 @@ def test_ids_in_a_time_zone_the_tz_database_lacks_are_refused_naming_it():
         gpfit.fit_frame(table)
 
 
+def _command_ids(tmp_path, table: pa.Table) -> tuple:
+    """(the run, its series ids sorted): the command fitting `table`,
+    written as one Parquet file, with rbf."""
+    from gpfit_runs import gpfit_here, read_rows
+
+    os.makedirs(in_folder(tmp_path, "in"))
+    pq.write_table(table, os.path.join(in_folder(tmp_path, "in"), "part.parquet"))
+    run = gpfit_here(in_folder(tmp_path, "in"), in_folder(tmp_path, "out"), "--kernel", "rbf")
+    assert run.code == 0, run.stderr
+    return run, sorted(row["series_id"] for row in read_rows(in_folder(tmp_path, "out")))
+
+
 def test_bool_ids_are_false_and_true_from_pandas_arrow_and_the_command(tmp_path):
     """Bool ids are Arrow's strings "false" and "true" (not Python's
     "False"), as the command writes them from a Parquet bool column: one
     series gets one id however it is fitted, and a later run's warm starts
     (matched by id) find it. The README's id column says so."""
-    from gpfit_runs import gpfit_here, read_rows
-
     n = 8
     frame = pd.DataFrame({"series_id": [False] * n + [True] * n,
                           "t": np.r_[np.arange(n), np.arange(n)].astype(float),
                           "y": np.r_[np.sin(np.arange(n)), np.cos(np.arange(n))]})
     table = pa.Table.from_pandas(frame, preserve_index=False)
     assert table.schema.field("series_id").type == pa.bool_()
-    os.makedirs(in_folder(tmp_path, "in"))
-    pq.write_table(table, os.path.join(in_folder(tmp_path, "in"), "part.parquet"))
-    run = gpfit_here(in_folder(tmp_path, "in"), in_folder(tmp_path, "out"), "--kernel", "rbf")
-    assert run.code == 0, run.stderr
-    command = sorted(row["series_id"] for row in read_rows(in_folder(tmp_path, "out")))
+    _, command = _command_ids(tmp_path, table)
     assert command == ["false", "true"]
     assert sorted(gpfit.fit_frame(frame)["series_id"]) == command
     assert sorted(gpfit.fit_frame(table).column("series_id").to_pylist()) == command
@@ -350,19 +356,13 @@ def test_nan_float_ids_are_missing_ids_from_pandas_arrow_and_the_command(tmp_pat
     value, and the command fitted every such row, of whatever series, as
     one series "nan" (here 6 rows of two series), which fit_frame of the
     pandas frame left out."""
-    from gpfit_runs import gpfit_here, read_rows
-
     frame = _small_frame().assign(series_id=np.repeat([1.0, 2.0], 8))
     frame.loc[[2, 5, 9, 12], "series_id"] = np.nan
     frame.loc[[0, 8], "series_id"] = [np.nan, np.nan]
     table = pa.table({"series_id": pa.array(frame["series_id"].to_numpy(), from_pandas=False),
                       "t": frame["t"], "y": frame["y"]})
     assert pa.compute.is_nan(table.column("series_id")).to_pylist().count(True) == 6
-    os.makedirs(in_folder(tmp_path, "in"))
-    pq.write_table(table, os.path.join(in_folder(tmp_path, "in"), "part.parquet"))
-    run = gpfit_here(in_folder(tmp_path, "in"), in_folder(tmp_path, "out"), "--kernel", "rbf")
-    assert run.code == 0, run.stderr
-    command = sorted(row["series_id"] for row in read_rows(in_folder(tmp_path, "out")))
+    run, command = _command_ids(tmp_path, table)
     assert command == ["1", "2"]
     assert run.manifest["counts"]["null_ids"] == 6
     assert "6 rows with a null id" in run.stdout + run.stderr
