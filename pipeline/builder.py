@@ -283,31 +283,38 @@ def changed_fit_options(then: Optional[dict], gp: GPFitOptions
 
     The fingerprint decides (fingerprint.options_key; docs/design.md,
     "Reuse"): an option counts where tonight's value alone, put into the
-    previous run's options, changes their key (or makes no config, as
-    --candidates without --kernel auto): batch size, predictions and paths
-    never do.
+    previous run's options, or the previous value alone, put into
+    tonight's, changes their key, or where neither makes a config (as
+    --candidates beside another --kernel): batch size, predictions and paths
+    never do, nor --max_rows, which alone makes no config beside the other
+    night's --max_points.
     """
     names = [name for name in option_names() if then and name in then]
     if not names:
         return []
     now = {name: getattr(gp, name) for name in names}
     try:
-        before = _fingerprint_key(then)
-        if before == _fingerprint_key(now):
-            return []
+        before, after = _fingerprint_key(then), _fingerprint_key(now)
     except UsageError:  # not this release's options: nothing to tell
+        return []
+    if before == after:
         return []
     changed = []
     for name in names:
         if then[name] == now[name]:
             continue
-        try:
-            counts = _fingerprint_key({**then, name: now[name]}) != before
-        except UsageError:
-            counts = True
-        if counts:
+        keys = (_key_or_none({**then, name: now[name]}), _key_or_none({**now, name: then[name]}))
+        if keys == (None, None) or keys[0] not in (None, before) or keys[1] not in (None, after):
             changed.append((name, then[name], now[name]))
     return changed
+
+
+def _key_or_none(values: dict) -> Optional[bytes]:
+    """_fingerprint_key, or None where the options make no config."""
+    try:
+        return _fingerprint_key(values)
+    except UsageError:
+        return None
 
 
 def _fingerprint_key(values: dict) -> bytes:

@@ -578,3 +578,29 @@ def test_options_that_change_no_fit_say_nothing_of_options(tmp_path, inputs, col
     assert any("file(s)" in r.getMessage() for r in caplog.records)  # info lines were caught
     assert not [r for r in caplog.records if "fitted again" in r.getMessage()]
     assert run.manifest["reuse"]["reused"] == len(cold.rows())
+
+
+@pytest.mark.parametrize("then,tonight,changed", [
+    # --max_rows is in no fingerprint; put alone into the previous options
+    # it fell below matern52's default --max_points and made no config,
+    # and was named as a fit option changed.
+    (("--kernel", "matern52", "--max_rows", "2000000"), ("--kernel", "rbf", "--max_rows", "5000"),
+     [("kernel", "matern52", "rbf")]),
+    (("--max_points", "50000", "--max_rows", "100000"), ("--max_points", "8000", "--max_rows",
+                                                         "10000"),
+     [("max_points", 50000, 8000)]),
+    # --candidates beside rbf makes no config either way, and counts.
+    (("--kernel", "rbf"), ("--kernel", "auto", "--candidates", "rbf,matern52"),
+     [("kernel", "rbf", "auto"), ("candidates", None, "rbf,matern52")]),
+])
+def test_only_options_in_the_fingerprint_are_named_as_changed(then, tonight, changed):
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipeline.builder import changed_fit_options
+    from pipeline.options import GPFitOptions, recorded
+
+    def given(flags):
+        return PipelineOptions(["--input", "in", "--output", "out", *flags])
+
+    manifest = json.loads(json.dumps(recorded(given(then))))  # as the manifest holds them
+    assert changed_fit_options(manifest, given(tonight).view_as(GPFitOptions)) == changed
