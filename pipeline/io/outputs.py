@@ -195,10 +195,13 @@ def _foreign(output: str, name: str, previous: bool) -> str:
         folder = os.path.normpath(folder)
         if os.path.basename(folder) in (".", ".."):
             folder = os.path.abspath(folder)
-    beside = posixpath.join(posixpath.dirname(folder), posixpath.basename(name))
+    parent = posixpath.dirname(folder)
+    # A bucket's root or "/" has no folder beside it ("gs:" is no folder).
+    place = ("" if parent in (folder, "gs:") else
+             f" (e.g. to {posixpath.join(parent, posixpath.basename(name))!r}: "
+             "a gpfit-report --out belongs beside the folder too)")
     return (f"output folder {output}, a previous gpfit run's, holds {name!r}, which gpfit did "
-            f"not write and does not delete; move it out of the folder (e.g. to {beside!r}: "
-            "a gpfit-report --out belongs beside the folder too), then run again")
+            f"not write and does not delete; move it out of the folder{place}, then run again")
 
 
 def check_gcs_reached(output: str) -> None:

@@ -12,6 +12,7 @@ import argparse
 import functools
 import os
 import posixpath
+import re
 import sys
 from typing import Optional, Sequence
 
@@ -391,10 +392,13 @@ def _check_not_in_output(out: str, params: str, manifest_of) -> None:
     if folder is None:
         return
     name = posixpath.basename(folder)
-    beside = (folder if name not in ("", ".", "..") else os.path.abspath(folder)) + ".html"
+    beside = (folder if name not in ("", ".", "..") else os.path.abspath(folder)).rstrip("/")
+    # A bucket's root or "/" has no name to put a page beside ("gs://b.html" is a bucket).
+    root = not beside or re.fullmatch(r"gs://[^/]*", beside)
     raise UsageError(f"--out {out!r} lies in the gpfit output folder {folder!r}, whose next "
-                     "run refuses a file gpfit did not write; write the page beside that "
-                     f"folder, e.g. {beside!r}")
+                     "run refuses a file gpfit did not write; write the page "
+                     + ("outside that folder" if root else f"beside that folder, e.g. "
+                                                           f"{beside + '.html'!r}"))
 
 
 def _output_holding(out: str, params: str, manifest_of) -> Optional[str]:

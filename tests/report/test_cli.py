@@ -934,3 +934,16 @@ def test_a_read_only_home_gives_a_quiet_report_and_a_users_mplconfigdir_is_kept(
     done = as_a_user_without_access(*args, "--out", str(tmp_path / "r2.html"))
     assert done.returncode == 0, done.stderr
     assert any(p.name.startswith("fontlist") for p in mine.iterdir())
+
+
+@pytest.mark.parametrize("params", ["gs://bucket", "gs://bucket/", "/"])
+def test_a_page_in_a_root_run_folder_is_told_no_bucket_for_a_place(params):
+    """A run into a bucket's root (or "/") was told to write the page to
+    'gs://bucket.html', a bucket's name, or '/.html', inside the folder."""
+    from pipeline.io.errors import UsageError
+    from pipeline.report.cli import _check_not_in_output
+    with pytest.raises(UsageError) as refused:
+        _check_not_in_output(params.rstrip("/") + "/report.html", params,
+                             lambda: ({"gpfit_version": "0.16.5"}, None))
+    said = str(refused.value)
+    assert said.endswith("write the page outside that folder"), said

@@ -196,3 +196,13 @@ def test_finders_ds_store_is_neither_refused_nor_deleted(tmp_path):
     outputs.clear_output(str(out), files)
     assert (out / ".DS_Store").read_text() == "old"
     assert os.listdir(out / "params") == [".DS_Store"]
+
+
+@pytest.mark.parametrize("output", ["gs://bucket", "gs://bucket/", "/"])
+def test_a_file_in_a_root_run_folder_is_not_told_to_move_into_it(output):
+    """A bucket's root (or the file system's) has no folder beside it: the
+    refusal named 'gs:/report.html' (not a gs:// path) and '/report.html'
+    (the file itself). It says to move the file out, naming no place."""
+    said = outputs._foreign(output, "report.html", previous=True)
+    assert "report.html" in said and "move it out of the folder" in said
+    assert "e.g. to" not in said, said
