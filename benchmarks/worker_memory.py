@@ -61,10 +61,10 @@ def tree_rss(root: psutil.Process) -> tuple[int, int]:
 
 
 def estimate_mb(kernel: str) -> dict:
-    from gpcore.config import FitConfig, dense_bytes, fitted_configs
+    from gpcore.config import FitConfig, dense_bytes, fitted_starts
 
-    return {str(c.kernel.name): round(dense_bytes(c.kernel, c.restarts, c.max_points) / 2**20)
-            for c in fitted_configs(FitConfig(kernel=kernel))}
+    return {str(c.kernel.name): round(dense_bytes(c.kernel, starts, c.max_points) / 2**20)
+            for c, starts in fitted_starts(FitConfig(kernel=kernel))}
 
 
 def stop(process: subprocess.Popen) -> None:

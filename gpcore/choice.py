@@ -26,7 +26,8 @@ import numpy as np
 
 from gpcore.config import (AUTO, PERIODIC_MARGIN, SCREEN_FALSE_ALARM, SCREEN_MIN_CYCLES,
                            SCREEN_INDEX_SHARE, SCREEN_OVERSAMPLE, SCREEN_REGULAR,
-                           FitConfig, checked, fitted_configs, is_started, smooth_part)
+                           FitConfig, check_memory, checked, fitted_configs, is_started,
+                           smooth_part)
 from gpcore.batching import finite_points, padded_length, summed_work
 from gpcore.fitter import GPFitter
 from gpcore.kernels import LINEAR, PERIOD_BOUNDS, SUM, kernel as kernel_named
@@ -68,6 +69,10 @@ class KernelChoice:
         if config.kernel != AUTO:
             raise ValueError(f"KernelChoice needs kernel {AUTO!r}; got {config.kernel_name!r}")
         self.config = config
+        # Here, not only in each candidate's GPFitter: a started candidate's
+        # config alone does not say that it runs its given starts
+        # (config.fitted_starts).
+        check_memory(config)  # this machine's, where the fit runs
         candidates = fitted_configs(config)
         # A periodic candidate whose smooth part is a candidate too starts
         # from that fit (`periodic_starts`), without the jumps

@@ -489,10 +489,11 @@ def check_memory(config: FitConfig, memory: Optional[int] = None, fitters: int =
     one copied by dataclasses.replace, is not checked) and would let
     `fitters` fitting side by side on this machine (each with its compiled
     batch: `batch_bytes`) need more than `memory` (None: this machine's),
-    under auto each candidate's (`check_dense_memory`). Asked where the fit
+    under auto each candidate's with its starts (`fitted_starts`,
+    `check_dense_memory`). Asked where the fit
     runs (a GPFitter's build, a local run's launch), not by FitConfig: a
     Dataflow launcher's memory says nothing of its workers'."""
-    for each in fitted_configs(config):
+    for each, starts in fitted_starts(config):
         # One at or below the default asks no more than the default run,
         # which goes on unchecked: refusing it refused a run that lowered
         # its bound (rbf's 4,000, a Markov kernel's 200,000). A batch of
@@ -500,8 +501,24 @@ def check_memory(config: FitConfig, memory: Optional[int] = None, fitters: int =
         # at the default's points.
         if (dense_points(each.kernel, each.max_points)
                 > dense_points(each.kernel, default_max_points(each.kernel))):
-            check_dense_memory(each.max_points, each.kernel, each.restarts, memory,
+            check_dense_memory(each.max_points, each.kernel, starts, memory,
                                each.batch_size, fitters)
+
+
+def fitted_starts(config: FitConfig) -> tuple[tuple[FitConfig, int], ...]:
+    """(config, starts) of each GPFitter a fitter for config runs
+    (`fitted_configs`): the most Newton starts a series of it runs as batch
+    members. Its restarts, but for auto's candidate started from its
+    smooth part's fit (`is_started`): the grid's best point and one start
+    per period multiple (gpcore/choice.py's START_MULTIPLES), whatever its
+    restarts (docs/design.md, "The fitter", Memory per series)."""
+    from gpcore.choice import START_MULTIPLES  # it imports this module
+
+    if config.kernel != AUTO:
+        return ((config, config.restarts),)
+    return tuple((each, max(each.restarts, 1 + len(START_MULTIPLES))
+                  if is_started(each.kernel, config.candidates) else each.restarts)
+                 for each in fitted_configs(config))
 
 
 def dense_points(k: Kernel, max_points: int) -> int:

@@ -322,16 +322,18 @@ def test_restarts_past_the_start_grid_are_refused_by_the_config(kernel, most, wh
             FitConfig(kernel=kernel, restarts=restarts)
 
 
-@pytest.mark.parametrize("kernel, named", [("rbf", "rbf"), ("rbf+periodic", "rbf+periodic"),
-                                           ("auto", "matern52+periodic")])
-def test_a_max_points_whose_dense_fit_outgrows_the_machine_is_refused(kernel, named):
+# auto's matern52+periodic, started from matern52's fit, runs 4 starts a
+# series whatever its 3 restarts (config.fitted_starts).
+@pytest.mark.parametrize("kernel, named, starts", [
+    ("rbf", "rbf", 3), ("rbf+periodic", "rbf+periodic", 3), ("auto", "matern52+periodic", 4)])
+def test_a_max_points_whose_dense_fit_outgrows_the_machine_is_refused(kernel, named, starts):
     """max_points=100000 on a dense kernel let one series' fit ask for
     terabytes (~7 N x N float64 matrices a start): the process aborted
     with std::bad_alloc under a memory limit, or the OOM killer took it."""
-    need = dense_bytes(kernel_named(named), 3, 100_000) / 2**30
+    need = dense_bytes(kernel_named(named), starts, 100_000) / 2**30
     with pytest.raises(ValueError, match=rf"^max_points \(100000\) would let one series' "
                                          rf"{re.escape(named)} fit need about {need:,.1f} GiB "
-                                         r"\(3 start\(s\): ~\d+ 100000 x 100000 float64 "
+                                         rf"\({starts} start\(s\): ~\d+ 100000 x 100000 float64 "
                                          r"matrices a series\), more than this machine's "
                                          r"[\d.]+ GiB; "
                                          r"give max_points \d+ or less"):
@@ -393,6 +395,34 @@ def test_the_dense_memory_bound_names_the_most_points_that_fit():
     # The defaults are not refused, nor asked to fit this machine.
     check_memory(FitConfig(kernel="rbf+periodic"), memory)
     check_memory(FitConfig(kernel="rbf", max_points=4096), memory)
+
+
+def test_the_memory_bound_counts_the_given_starts_of_autos_started_candidate():
+    """auto's matern52+periodic, started from matern52's fit, runs the grid's
+    best point and a start at each of the screen's period multiples
+    (gpcore/choice.py's periodic_starts): 4 members a series, where the
+    bound counted its 3 restarts, 64 N x N matrices. Measured 83 over the
+    process's own at 2,048 points, 85 at 3,000 and 82 at 4,096 with
+        python benchmarks/worker_memory.py --kernel auto --points 2048 \\
+            --series 1 --cycle 50 --limit_s 300
+    (benchmarks/RESULTS.md, "Memory at the default `--max_points`"): a
+    machine one matrix short of the measured 2,048-point peak is refused."""
+    rng = np.random.default_rng(3)
+    t = np.arange(300.0)
+    choice = build_fitter(FitConfig(kernel="auto"))
+    fitted = choice.fit([Series("cycled", t, rng.standard_normal(300)
+                                + 2 * np.sin(2 * np.pi * t / 50))])
+    assert fitted[0].kernel == "matern52+periodic"
+    started = choice.fitters[-1]
+    members = started.work["members"] // started.work["series"]
+    assert (started.config.kernel.name, started.config.restarts, members) == (
+        "matern52+periodic", 3, 4)
+    n = padded_length(5000)
+    with pytest.raises(ValueError, match=r"^max_points \(5000\) would let one series' "
+                                         r"matern52\+periodic fit need about .* \(4 start\(s\): "
+                                         r"~(\d+) 5000 x 5000") as refused:
+        check_memory(FitConfig(kernel="auto", max_points=5000), memory=82 * n * n * 8)
+    assert int(re.search(r"~(\d+) 5000", str(refused.value)).group(1)) >= 83
 
 
 # Measures, in a fresh process, the peak RSS a warmed fitter (kernel
