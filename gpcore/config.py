@@ -118,14 +118,16 @@ MARKOV_KERNELS = ("matern12", "matern32", "matern52")
 # a sum's SUM_DENSE_START_MATRICES: peak RSS less the warmed fitter's over
 # N^2 x 8 bytes, on white noise (rough: every start runs), was 11.0 for rbf
 # and 12.4 for matern52 at 1,000 points with one start, 21.7 for rbf and
-# 26.3 for matern52 (1,500 points) with 3, 63 for rbf+periodic's 3 at 1,000
-# (docs/design.md, "The fitter", Memory per series). A max_points given
+# 26.3 for matern52 (1,500 points) with 3, 63 for rbf+periodic's 3 at 1,000;
+# a sum's start 21, the most a worker process held (linear+rbf+periodic's
+# 3 starts 69 at 2,048 points, auto's started matern52+periodic's 4 85 at
+# 3,000: docs/design.md, "The fitter", Memory per series). A max_points given
 # whose fits would need more than the fitting machine's memory is refused
 # where the fit runs (`check_memory`): the fit aborted (std::bad_alloc) or
 # was killed by the OOM killer, with no word of why.
 DENSE_SERIES_MATRICES = 7
 DENSE_START_MATRICES = 7
-SUM_DENSE_START_MATRICES = 19
+SUM_DENSE_START_MATRICES = 21
 # The most FitConfig.max_iterations: the graph's step counts are int32.
 INT32_MAX = 2**31 - 1
 
