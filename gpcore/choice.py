@@ -26,8 +26,8 @@ import numpy as np
 
 from gpcore.config import (AUTO, PERIODIC_MARGIN, SCREEN_FALSE_ALARM, SCREEN_MIN_CYCLES,
                            SCREEN_INDEX_SHARE, SCREEN_OVERSAMPLE, SCREEN_REGULAR,
-                           FitConfig, check_memory, checked, fitted_configs, is_started,
-                           smooth_part)
+                           START_MULTIPLES, FitConfig, check_memory, checked, fitted_configs,
+                           is_started, smooth_part)
 from gpcore.batching import finite_points, padded_length, summed_work
 from gpcore.fitter import GPFitter
 from gpcore.kernels import LINEAR, PERIOD_BOUNDS, SUM, kernel as kernel_named
@@ -37,12 +37,11 @@ from gpcore.starts import even_periodogram, periodogram_peaks
 
 # auto's periodic candidate starts from its smooth part's fit
 # (`periodic_starts`) and its own grid's best point, instead of the grid's
-# restarts (docs/design.md, "Kernel choice"): a periodic component at these multiples of the screen's
-# peak period (within the periods' upper bound), of this length scale: a
-# sharp shape's (0.15-0.25 fitted on the tune split's monthly series); from
-# 1.0, qgas stayed 152 nats above its grid fit, the smooth part's fitted
-# noise holding the cycle.
-START_MULTIPLES = (1, 2, 3)
+# restarts (docs/design.md, "Kernel choice"): a periodic component at
+# config.START_MULTIPLES of the screen's peak period (within the periods'
+# upper bound), of this length scale: a sharp shape's (0.15-0.25 fitted on
+# the tune split's monthly series); from 1.0, qgas stayed 152 nats above
+# its grid fit, the smooth part's fitted noise holding the cycle.
 START_PERIODIC_LENGTH = 0.3
 # The periodic candidate fits its screened series in groups of similar
 # length (`length_groups`): on the tune split's 20 screened series one

@@ -47,6 +47,11 @@ SEARCHES = (THOROUGH, BALANCED, QUICK)
 SCREEN_MIN_CYCLES = 3.0
 SCREEN_FALSE_ALARM = 0.01
 PERIODIC_MARGIN = 6.0
+# Multiples of the screen's peak period that auto's periodic candidate,
+# started from its smooth part's fit, starts from, one start each beside
+# its grid's best point (gpcore/choice.py, `periodic_starts`): here, where
+# the memory check counts its starts without importing the fitter.
+START_MULTIPLES = (1, 2, 3)
 SCREEN_OVERSAMPLE = 4  # periodogram frequencies per 1 / span
 SCREEN_REGULAR = 1.25  # most ratio of a series' longest to shortest step the screen judges (months: 31 / 28)
 # Less regular series are judged at their index where their steps are whole
@@ -512,10 +517,8 @@ def fitted_starts(config: FitConfig) -> tuple[tuple[FitConfig, int], ...]:
     (`fitted_configs`): the most Newton starts a series of it runs as batch
     members. Its restarts, but for auto's candidate started from its
     smooth part's fit (`is_started`): the grid's best point and one start
-    per period multiple (gpcore/choice.py's START_MULTIPLES), whatever its
+    per period multiple (START_MULTIPLES), whatever its
     restarts (docs/design.md, "The fitter", Memory per series)."""
-    from gpcore.choice import START_MULTIPLES  # it imports this module
-
     if config.kernel != AUTO:
         return ((config, config.restarts),)
     return tuple((each, max(each.restarts, 1 + len(START_MULTIPLES))
