@@ -181,6 +181,20 @@ def check_output(output: str, input_files: tuple[str, ...], input_pattern: str =
     return [path for path in files if posixpath.basename(path) != LOCK_NAME]
 
 
+def named_folder(folder: str) -> str | None:
+    """`folder` as a path whose last name is the folder's own, so that a
+    place beside it is its dirname joined with a name: local ones
+    normalised, "." and ".." (whose dirname lies inside) made absolute;
+    None for a bucket's root or "/", which have no place beside them."""
+    named = folder.rstrip("/") or folder
+    if is_local(folder):
+        named = os.path.normpath(named)
+        if os.path.basename(named) in (".", ".."):
+            named = os.path.abspath(named)
+    parent = posixpath.dirname(named)
+    return None if parent in (named, "gs:") else named  # "gs:" is no folder
+
+
 def _foreign(output: str, name: str, previous: bool) -> str:
     """Why a folder holding `name` (relative to it), which gpfit did not
     write, is refused. In a previous run's folder (it holds a manifest) the
@@ -190,15 +204,9 @@ def _foreign(output: str, name: str, previous: bool) -> str:
     if not previous:
         return (f"output folder {output} holds {name!r}, which gpfit did not write; "
                 "give an empty folder or a previous gpfit output folder")
-    folder = output.rstrip("/") or output
-    if is_local(output):  # the dirname of ".", "out/." or "sub/.." lies in the folder
-        folder = os.path.normpath(folder)
-        if os.path.basename(folder) in (".", ".."):
-            folder = os.path.abspath(folder)
-    parent = posixpath.dirname(folder)
-    # A bucket's root or "/" has no folder beside it ("gs:" is no folder).
-    place = ("" if parent in (folder, "gs:") else
-             f" (e.g. to {posixpath.join(parent, posixpath.basename(name))!r}: "
+    named = named_folder(output)
+    place = ("" if named is None else
+             f" (e.g. to {posixpath.join(posixpath.dirname(named), posixpath.basename(name))!r}: "
              "a gpfit-report --out belongs beside the folder too)")
     return (f"output folder {output}, a previous gpfit run's, holds {name!r}, which gpfit did "
             f"not write and does not delete; move it out of the folder{place}, then run again")

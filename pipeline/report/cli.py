@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import posixpath
-import re
 import sys
 from typing import Optional, Sequence
 
@@ -391,14 +389,12 @@ def _check_not_in_output(out: str, params: str, manifest_of) -> None:
     folder = _output_holding(out, params, manifest_of)
     if folder is None:
         return
-    name = posixpath.basename(folder)
-    beside = (folder if name not in ("", ".", "..") else os.path.abspath(folder)).rstrip("/")
-    # A bucket's root or "/" has no name to put a page beside ("gs://b.html" is a bucket).
-    root = not beside or re.fullmatch(r"gs://[^/]*", beside)
+    from pipeline.io.outputs import named_folder
+    named = named_folder(folder)  # None: a bucket's root or "/" ("gs://b.html" is a bucket)
     raise UsageError(f"--out {out!r} lies in the gpfit output folder {folder!r}, whose next "
                      "run refuses a file gpfit did not write; write the page "
-                     + ("outside that folder" if root else f"beside that folder, e.g. "
-                                                           f"{beside + '.html'!r}"))
+                     + ("outside that folder" if named is None else f"beside that folder, e.g. "
+                                                                    f"{named + '.html'!r}"))
 
 
 def _output_holding(out: str, params: str, manifest_of) -> Optional[str]:
