@@ -5,6 +5,7 @@ import concurrent.futures
 import os
 from typing import Callable, Iterable, Optional, TypeVar
 
+import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
@@ -26,6 +27,27 @@ def open_file(path: str):
     """The file at path, opened for binary reading as it is (never
     decompressed by its name)."""
     return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def open_for_scan(path: str):
+    """The file at path, opened for Arrow's dataset reads (`pq.read_table`):
+    a local file as Arrow's own, elsewhere as open_file opens it.
+
+    Arrow's scan threads drop their last hold on the file after read_table
+    returns; releasing a Python file takes the GIL, and at interpreter exit
+    that ended the process with SIGABRT ("terminate called without an
+    active exception") after its work was done (docs/design.md, "Arrow's
+    reads at exit"). Arrow's own file is released without Python.
+    """
+    if FileSystems.get_scheme(path) is not None:
+        return open_file(path)
+    try:
+        return pa.OSFile(path)
+    except OSError as err:
+        if err.errno is None:
+            raise
+        # As open() says it ("Permission denied"), not as Arrow's longer text.
+        raise type(err)(err.errno, os.strerror(err.errno), path) from None
 
 
 def write_whole(path: str, temporary: str, data: bytes, mime_type: str) -> None:

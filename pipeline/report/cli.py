@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import argparse
 import functools
+import logging
 import os
+import shutil
 import sys
 from typing import Optional, Sequence
 
 from pipeline.io import streams
 from pipeline.io.errors import (UsageError, named_arguments, one_line, read_in_another_encoding,
                                 undecodable)
+
+# Folders made for this process alone (a temporary MPLCONFIGDIR), removed
+# as the command leaves.
+_MADE_FOLDERS: list[str] = []
 
 USAGE = ("gpfit-report --input PATTERN --params DIR --out report.html "
          "[--series ID ...] [--random N] [--worst N] [--seed S] [column options]")
@@ -139,9 +145,17 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def main() -> None:
+    """The console script: run, then leave at once, as gpfit does. The page
+    is written and closed by then; Python's finalisation would only tear
+    down modules, and releasing the Python files that Arrow's scan threads
+    still held then aborted the process (docs/design.md, "Arrow's reads at
+    exit")."""
     code = run()
+    for folder in _MADE_FOLDERS:
+        shutil.rmtree(folder, ignore_errors=True)
+    logging.shutdown()
     streams.flushed()  # a stream that cannot be written loses its lines, not the exit code
-    sys.exit(code)
+    os._exit(code)
 
 
 _DEFAULT_COLUMNS = {"id_column": "series_id", "time_column": "t", "value_column": "y"}
@@ -304,10 +318,10 @@ def _writable_matplotlib_folder() -> None:
     if all(_writable_folder(folder) for folder in folders):
         return
     import atexit
-    import shutil
     import tempfile
     temporary = tempfile.mkdtemp(prefix="gpfit-report-matplotlib-")
-    atexit.register(shutil.rmtree, temporary, ignore_errors=True)
+    _MADE_FOLDERS.append(temporary)  # main removes it before os._exit
+    atexit.register(shutil.rmtree, temporary, ignore_errors=True)  # run() called in a process
     os.environ["MPLCONFIGDIR"] = temporary
 
 

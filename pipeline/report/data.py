@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from gpcore.series import Series
 from pipeline.io import columns as col
 from pipeline.io.errors import UsageError, first_line
-from pipeline.io.files import map_files, open_file
+from pipeline.io.files import map_files, open_for_scan
 from pipeline.io.inputs import NESTED, InputSpec
 
 # A Parquet file ends with its footer's length (4 bytes, little-endian) and PAR1.
@@ -56,7 +56,7 @@ def _read_file(path: str, spec: InputSpec, ids: list[str]
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """-> (ids [k] str, t [k], y [k]): the wanted observations of one file."""
     names = spec.columns
-    with open_file(path) as f:
+    with open_for_scan(path) as f:
         parquet = pq.ParquetFile(f)
         id_type = parquet.schema_arrow.field(names.id).type
         # Arrow's filter on a column encrypted behind a plaintext footer

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from gpcore.result import OK
 from pipeline.io import shards
 from pipeline.io.errors import InputError, first_line
-from pipeline.io.files import map_files, open_file
+from pipeline.io.files import map_files, open_for_scan
 from pipeline.io.outputs import PREDICTIONS_PREFIX
 from pipeline.io.schema import FORECAST, HOLDOUT, MICROSECONDS_PER_DAY, named
 from pipeline.report import params as params_io
@@ -161,7 +161,7 @@ def read_predictions(folder: str, ids: Sequence[str], dates: bool, kind: str = F
         # A shard that is not Parquet (cut short by a copy, emptied) is
         # refused as a params shard is (shards.checked_rows), not a traceback.
         try:
-            with open_file(path) as f:
+            with open_for_scan(path) as f:
                 return pq.read_table(f, filters=wanted)
         except PermissionError as err:
             raise InputError(f"{path} cannot be read: {err.strerror}; make it readable by "
