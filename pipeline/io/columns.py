@@ -110,6 +110,14 @@ def unknown_zone(type_: pa.DataType) -> Optional[str]:
     return None
 
 
+# Parquet has no timestamp unit of seconds: Arrow writes seconds as ms, and
+# the command reads them so. x s * (1/86,400) and 1000 x ms * (1/86,400,000)
+# round to days one float64 step apart for a third of hourly times, so
+# seconds are read as those ms, and fit_frame's timestamps in seconds give the
+# days, and fingerprints, of their Parquet file (docs/design.md, "DataFrame API").
+_AS_STORED = {"s": "ms"}
+
+
 def as_float(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Numbers, dates or timestamps -> [n] float64; null -> NaN.
 
@@ -120,8 +128,10 @@ def as_float(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
         array = pc.cast(array, array.type.value_type)
     type_ = array.type
     if pa.types.is_timestamp(type_):
-        scale = DAYS_PER_UNIT[type_.unit]
+        scale = DAYS_PER_UNIT[_AS_STORED.get(type_.unit, type_.unit)]
         array = pc.cast(array, pa.int64())
+        if type_.unit in _AS_STORED:  # exact: x * 1000 below 2**53 is an integer float64 holds
+            array = pc.multiply(pc.cast(array, pa.float64()), 1000.0)
     elif pa.types.is_date32(type_):
         scale = 1.0
         array = pc.cast(array, pa.int32())

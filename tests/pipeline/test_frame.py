@@ -546,3 +546,30 @@ def test_the_spark_schema_quotes_the_names_spark_reads_no_other_way():
 def test_the_version_is_the_packages():
     from pipeline.io.fingerprint import VERSION
     assert gpfit.__version__ == VERSION
+
+
+def _command_rows(tmp_path, frame: pd.DataFrame, *flags: str) -> list[dict]:
+    """The command's rows for `frame` as pandas writes it (to_parquet, one
+    file), with rbf and `flags`, sorted by id."""
+    from gpfit_runs import gpfit_here
+
+    os.makedirs(in_folder(tmp_path, "in"))
+    frame.to_parquet(os.path.join(in_folder(tmp_path, "in"), "part.parquet"))
+    run = gpfit_here(in_folder(tmp_path, "in"), in_folder(tmp_path, "out"), "--kernel", "rbf",
+                     *flags)
+    assert run.code == 0, run.stderr
+    return run.rows()
+
+
+def test_timestamps_in_seconds_give_the_fingerprints_of_their_parquet_file(tmp_path):
+    """numpy's hourly datetime64 become pandas' datetime64[s], which Parquet
+    stores as ms (it has no unit of seconds), so the command reads ms; an
+    instant read as s * (1/86,400) days and as ms * (1/86,400,000) can be
+    one float64 step apart, and fit_frame's fingerprints of such a frame
+    were not the command's (here both series': 3 of 8 times differ)."""
+    hours = np.arange(np.datetime64("2024-03-01T00"), np.datetime64("2024-03-01T08"))
+    frame = _small_frame().assign(t=np.tile(hours, 2))
+    assert frame["t"].dtype == "datetime64[s]"
+    got = rows_of(gpfit.fit_frame(frame))
+    assert [row["status"] for row in got] == ["ok", "ok"]
+    assert_same_rows(got, _command_rows(tmp_path, frame))
