@@ -112,9 +112,10 @@ def unknown_zone(type_: pa.DataType) -> Optional[str]:
 
 # Parquet has no timestamp unit of seconds: Arrow writes seconds as ms, and
 # the command reads them so. x s * (1/86,400) and 1000 x ms * (1/86,400,000)
-# round to days one float64 step apart for a third of hourly times, so
-# seconds are read as those ms, and fit_frame's timestamps in seconds give the
-# days, and fingerprints, of their Parquet file (docs/design.md, "DataFrame API").
+# round to days one float64 step apart for a third of hourly times, and ids
+# are written "00:00:00" and "00:00:00.000", so seconds are read as those ms,
+# and fit_frame's timestamps in seconds give the days, fingerprints and ids
+# of their Parquet file (docs/design.md, "DataFrame API").
 _AS_STORED = {"s": "ms"}
 
 
@@ -216,6 +217,10 @@ def as_str(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if is_bytes(array.type):
         return np.asarray([value.decode("utf-8", "backslashreplace")
                            for value in array.to_pylist()], dtype=object)
+    if pa.types.is_timestamp(array.type) and array.type.unit in _AS_STORED:
+        # Named as their Parquet file names them ("... 00:00:00.000"):
+        # fit_frame's seconds and the command's ms are one series.
+        array = pc.cast(array, pa.timestamp(_AS_STORED[array.type.unit], array.type.tz))
     if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
         array = pc.cast(array, pa.string())
     return np.asarray(array.to_pylist(), dtype=object)

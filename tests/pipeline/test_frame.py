@@ -573,3 +573,20 @@ def test_timestamps_in_seconds_give_the_fingerprints_of_their_parquet_file(tmp_p
     got = rows_of(gpfit.fit_frame(frame))
     assert [row["status"] for row in got] == ["ok", "ok"]
     assert_same_rows(got, _command_rows(tmp_path, frame))
+
+
+@pytest.mark.parametrize("zone", [None, "Europe/Berlin"])
+def test_timestamp_ids_in_seconds_are_named_as_their_parquet_file_names_them(tmp_path, zone):
+    """Timestamp ids in seconds (a day's datetime64 in pandas) are stored as
+    ms in Parquet, which the command writes "2024-03-01 00:00:00.000";
+    fit_frame wrote the frame's "2024-03-01 00:00:00", so one series had
+    two names and a later run's warm starts, matched by id, missed it."""
+    days = pd.Series(np.arange(np.datetime64("2024-03-01"), np.datetime64("2024-03-03")))
+    days = days.dt.tz_localize(zone) if zone else days
+    frame = _small_frame().assign(series_id=np.repeat(days.to_numpy(), 8))
+    assert str(frame["series_id"].dtype).startswith("datetime64[s")
+    want = _command_rows(tmp_path, frame)
+    assert want[0]["series_id"].startswith("2024-03-01 00:00:00.000"), want[0]["series_id"]
+    assert_same_rows(rows_of(gpfit.fit_frame(frame)), want)
+    categories = frame.assign(series_id=frame["series_id"].astype("category"))
+    assert_same_rows(rows_of(gpfit.fit_frame(categories)), want)
