@@ -271,6 +271,15 @@ def _conversion(data) -> str:
             "recipes show)")
 
 
+# What pa.array raises for a column it cannot convert: Arrow's errors, and
+# Python's own where a converter of Arrow's calls int() on an object, for
+# 128-bit ints (uuid4().int ids: OverflowError) or np.datetime64 day scalars
+# kept as objects (TypeError), which named neither column nor conversion
+# (docs/design.md, "DataFrame API").
+_UNCONVERTIBLE = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError,
+                  OverflowError)
+
+
 def _from_pandas(frame, columns: inputs.Columns) -> pa.Table:
     """The id, time and value columns of a pandas frame as an Arrow table.
 
@@ -286,7 +295,7 @@ def _from_pandas(frame, columns: inputs.Columns) -> pa.Table:
     for name in (columns.id, columns.time, columns.value):
         try:  # as Table.from_pandas converts each column
             arrays[name] = pa.array(frame.iloc[:, names.index(name)], from_pandas=True)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as err:
+        except _UNCONVERTIBLE as err:
             said = err.args[0] if err.args else err
             raise InputError(
                 f"column {name!r} of the frame holds values Arrow cannot read as one type "

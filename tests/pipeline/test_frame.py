@@ -590,3 +590,31 @@ def test_timestamp_ids_in_seconds_are_named_as_their_parquet_file_names_them(tmp
     assert_same_rows(rows_of(gpfit.fit_frame(frame)), want)
     categories = frame.assign(series_id=frame["series_id"].astype("category"))
     assert_same_rows(rows_of(gpfit.fit_frame(categories)), want)
+
+
+@pytest.mark.parametrize("column, values, words, convert", [
+    # uuid.uuid4().int ids: 128-bit Python ints (OverflowError "Python int
+    # too large to convert to C long").
+    ("series_id", [2**100 + 1] * 8 + [2**100 + 2] * 8, ".astype(str) for ids",
+     lambda column: column.astype(str)),
+    # np.datetime64 day scalars kept as objects (TypeError "int() argument
+    # must be ... not 'datetime.date'").
+    ("t", [np.datetime64("2024-03-01", "D") + np.timedelta64(i % 8, "D") for i in range(16)],
+     "pd.to_datetime for times", pd.to_datetime),
+])
+def test_objects_arrow_cannot_convert_are_refused_naming_the_column(tmp_path, column, values,
+                                                                   words, convert):
+    """Python objects Arrow fails on with Python's own error, not Arrow's,
+    ended fit_frame with that error alone, naming neither column nor
+    conversion (to_parquet fails alike, so the command never sees them);
+    they are refused as other unconvertible columns are, and the advised
+    conversion gives the command's rows."""
+    frame = _small_frame().assign(**{column: pd.Series(values, dtype=object)})
+    with pytest.raises((TypeError, OverflowError)):
+        frame.to_parquet(in_folder(tmp_path, "as_is.parquet"))
+    with pytest.raises(InputError) as err:
+        gpfit.fit_frame(frame)
+    assert f"column {column!r} of the frame" in str(err.value) and words in str(err.value), \
+        str(err.value)
+    converted = frame.assign(**{column: convert(frame[column])})
+    assert_same_rows(rows_of(gpfit.fit_frame(converted)), _command_rows(tmp_path, converted))
