@@ -293,19 +293,40 @@ def _from_pandas(frame, columns: inputs.Columns) -> pa.Table:
     inputs.check_names("the table", names, columns, option="{}=")
     arrays = {}
     for name in (columns.id, columns.time, columns.value):
-        try:  # as Table.from_pandas converts each column
-            arrays[name] = pa.array(frame.iloc[:, names.index(name)], from_pandas=True)
-        except _UNCONVERTIBLE as err:
-            said = err.args[0] if err.args else err
-            raise InputError(
-                f"column {name!r} of the frame holds values Arrow cannot read as one type "
-                f"({first_line(str(said))}); convert it first: .astype(str) for ids, "
-                "pd.to_numeric or pd.to_datetime for times and values") from err
+        arrays[name] = _as_arrow(frame.iloc[:, names.index(name)], name,
+                                 ids=name == columns.id)
     if pa.types.is_null(arrays[columns.id].type):
         # An object column without a value (no rows, or every id missing)
         # has no Arrow type: no id, no series, as null ids in the job.
         arrays[columns.id] = arrays[columns.id].cast(pa.string())
     return pa.table(arrays)
+
+
+def _as_arrow(column, name: str, ids: bool) -> pa.Array:
+    """One role column of a pandas frame (a Series of n rows; `ids`: the id
+    column) as an Arrow array of n values, or InputError naming it and the
+    conversion to make."""
+    try:  # as Table.from_pandas converts each column
+        return pa.array(column, from_pandas=True)
+    except UnicodeEncodeError as err:
+        if not ids:  # times or values as text: refused as text whatever it holds
+            raise InputError(f"column {name!r} of the frame holds text, and text that is not "
+                             f"UTF-8 ({first_line(str(err))}); convert it first: "
+                             "pd.to_numeric or pd.to_datetime") from err
+        # Lone surrogates (os.fsdecode's of names that are not UTF-8):
+        # Arrow's strings are UTF-8, its bytes ids are written with \xNN
+        # escapes (columns.as_str).
+        raise InputError(
+            f"column {name!r} of the frame holds text that is not UTF-8 "
+            f"({first_line(str(err))}); give such ids as bytes, e.g. "
+            ".map(lambda s: s.encode('utf-8', 'surrogateescape')), which are named "
+            "with \\xNN escapes") from err
+    except _UNCONVERTIBLE as err:
+        said = err.args[0] if err.args else err
+        raise InputError(
+            f"column {name!r} of the frame holds values Arrow cannot read as one type "
+            f"({first_line(str(said))}); convert it first: .astype(str) for ids, "
+            "pd.to_numeric or pd.to_datetime for times and values") from err
 
 
 def _check_index(frame, names: list[str], columns: inputs.Columns) -> None:

@@ -618,3 +618,24 @@ def test_objects_arrow_cannot_convert_are_refused_naming_the_column(tmp_path, co
         str(err.value)
     converted = frame.assign(**{column: convert(frame[column])})
     assert_same_rows(rows_of(gpfit.fit_frame(converted)), _command_rows(tmp_path, converted))
+
+
+def test_ids_of_text_that_is_not_utf8_are_refused_saying_to_give_them_as_bytes(tmp_path):
+    """Ids with lone surrogates (os.fsdecode's of file names that are not
+    UTF-8) ended fit_frame with a bare UnicodeEncodeError naming no column
+    (to_parquet fails alike). They are refused naming the column and the
+    encoding to make: as bytes the ids are those the command names with
+    \\xNN escapes, on the same frame's Parquet file."""
+    frame = _small_frame().assign(series_id=pd.Series(["a\udcff"] * 8 + ["b"] * 8,
+                                                      dtype=object))
+    with pytest.raises(UnicodeEncodeError):
+        frame.to_parquet(in_folder(tmp_path, "as_is.parquet"))
+    with pytest.raises(InputError, match=re.escape(
+            "column 'series_id' of the frame holds text that is not UTF-8")) as err:
+        gpfit.fit_frame(frame)
+    assert "s.encode('utf-8', 'surrogateescape')" in str(err.value), str(err.value)
+    encoded = frame.assign(series_id=frame["series_id"].map(
+        lambda s: s.encode("utf-8", "surrogateescape")))
+    want = _command_rows(tmp_path, encoded)
+    assert [row["series_id"] for row in want] == ["a\\xff", "b"]
+    assert_same_rows(rows_of(gpfit.fit_frame(encoded)), want)
