@@ -248,10 +248,27 @@ def _as_table(data, columns: inputs.Columns) -> tuple[pa.Table, bool]:
                      f"{_type_name(data)}{_conversion(data)}")
 
 
-# Frames of libraries that hold an Arrow table a step away (by class name
-# in their top package) -> the call that gives it.
+# Data a step away from a table fit_frame takes (by class name in its top
+# package) -> the call that makes it: polars' frames, a dict of columns, a
+# numpy record array, a pyarrow Dataset (docs/design.md, "DataFrame API").
 _TO_ARROW = {("polars", "DataFrame"): "data.to_arrow()",
-             ("polars", "LazyFrame"): "data.collect().to_arrow()"}
+             ("polars", "LazyFrame"): "data.collect().to_arrow()",
+             ("builtins", "dict"): "pandas.DataFrame(data)",
+             ("numpy", "recarray"): "pandas.DataFrame(data)",
+             **{("pyarrow", name): "data.to_table()"
+                for name in ("Dataset", "FileSystemDataset", "InMemoryDataset",
+                             "UnionDataset")}}
+
+# pandas' other objects -> what to pass instead.
+_PANDAS_OTHERS = {
+    ("pandas", "Series"): (": a Series is one column; pass the DataFrame that holds the id, "
+                           "time and value columns"),
+    ("pandas", "DataFrameGroupBy"): (": call it on each group, with the id column selected, "
+                                     "as in groupby(id)[[id, t, y]].apply(gpfit.fit_frame)")}
+
+# Packages of the engines whose frames fit_frame is called inside, per group
+# or partition, by the recipes; only their frames are told so.
+_ENGINES = ("pyspark", "dask", "ray", "modin")
 
 
 def _type_name(data) -> str:
@@ -262,13 +279,20 @@ def _type_name(data) -> str:
 
 
 def _conversion(data) -> str:
-    """What to do with `data`: its conversion to Arrow where it is one call,
-    else the recipes of the engines that call fit_frame per group."""
-    to_arrow = _TO_ARROW.get((type(data).__module__.split(".")[0], type(data).__name__))
+    """What to do with `data`: the call that makes a table of it, else the
+    recipes where it is an engine's frame (a dict or a Dataset was told it
+    was "a Spark or Dask frame"), else nothing."""
+    package = type(data).__module__.split(".")[0]
+    to_arrow = _TO_ARROW.get((package, type(data).__name__))
     if to_arrow:
         return f": pass {to_arrow}"
-    return (" (a Spark or Dask frame: call it per group or partition, as docs/design.md's "
-            "recipes show)")
+    said = _PANDAS_OTHERS.get((package, type(data).__name__))
+    if said:
+        return said
+    if package in _ENGINES:
+        return (" (a Spark or Dask frame: call it per group or partition, as docs/design.md's "
+                "recipes show)")
+    return ""
 
 
 # What pa.array raises for a column it cannot convert: Arrow's errors, and

@@ -639,3 +639,36 @@ def test_ids_of_text_that_is_not_utf8_are_refused_saying_to_give_them_as_bytes(t
     want = _command_rows(tmp_path, encoded)
     assert [row["series_id"] for row in want] == ["a\\xff", "b"]
     assert_same_rows(rows_of(gpfit.fit_frame(encoded)), want)
+
+
+@pytest.mark.parametrize("make, advice", [
+    (lambda frame: frame.to_dict("list"), "pandas.DataFrame(data)"),
+    (lambda frame: frame.to_records(index=False), "pandas.DataFrame(data)"),
+    (lambda frame: __import__("pyarrow.dataset").dataset.dataset(pa.table(frame)),
+     "data.to_table()"),
+])
+def test_data_a_call_makes_a_frame_of_is_told_that_call_not_an_engines_recipe(tmp_path, make,
+                                                                             advice):
+    """A dict of columns, a numpy record array or a pyarrow Dataset was
+    told it was "a Spark or Dask frame: call it per group or partition",
+    advice for other engines; the conversion named is followed here and
+    gives the command's rows for the same frame's Parquet file."""
+    frame = _small_frame()
+    data = make(frame)
+    with pytest.raises(InputError) as refused:
+        gpfit.fit_frame(data)
+    assert str(refused.value).endswith(f": pass {advice}"), str(refused.value)
+    assert "Spark" not in str(refused.value)
+    followed = pd.DataFrame(data) if advice.startswith("pandas") else data.to_table()
+    assert_same_rows(rows_of(gpfit.fit_frame(followed)), _command_rows(tmp_path, frame))
+
+
+def test_pandas_other_objects_are_told_what_to_pass_instead():
+    """A Series and a groupby were told they were "a Spark or Dask frame"."""
+    with pytest.raises(InputError, match=r"got pandas\.Series: a Series is one column; pass "
+                                         r"the DataFrame that holds the id, time and value"):
+        gpfit.fit_frame(_small_frame()["y"])
+    with pytest.raises(InputError, match=re.escape(
+            "got pandas.DataFrameGroupBy: call it on each group, with the id column selected, "
+            "as in groupby(id)[[id, t, y]].apply(gpfit.fit_frame)")):
+        gpfit.fit_frame(_small_frame().groupby("series_id"))
