@@ -361,6 +361,20 @@ def _check_index(frame, names: list[str], columns: inputs.Columns) -> None:
         if name not in names and name in index:
             raise InputError(f"{name!r} is in the frame's index, not among its columns "
                              f"({', '.join(names)}); pass data.reset_index()")
+    _check_times_in_index(frame.index, names, columns.time)
+
+
+def _check_times_in_index(index, names: list[str], time: str) -> None:
+    """Refuses a frame without its time column whose unnamed index holds
+    times (a DatetimeIndex: a time series' usual shape), saying how to make
+    it the column: "no column 't'" alone left the times unmentioned."""
+    if time in names or index.nlevels != 1 or index.name is not None:
+        return
+    if not sys.modules["pandas"].api.types.is_datetime64_any_dtype(index.dtype):  # tz too
+        return
+    raise InputError(f"the frame has no column {time!r} but its index holds times "
+                     f"({index.dtype}): pass data.rename_axis({time!r}).reset_index(), or name "
+                     "another column with time_column=")
 
 
 def _check_grouped(names: list[str], columns: inputs.Columns) -> None:

@@ -672,3 +672,22 @@ def test_pandas_other_objects_are_told_what_to_pass_instead():
             "got pandas.DataFrameGroupBy: call it on each group, with the id column selected, "
             "as in groupby(id)[[id, t, y]].apply(gpfit.fit_frame)")):
         gpfit.fit_frame(_small_frame().groupby("series_id"))
+
+
+def test_times_in_an_unnamed_index_are_refused_saying_how_to_make_them_the_column(tmp_path):
+    """A time series' usual shape, times in an unnamed DatetimeIndex, was
+    refused as "no column 't' (its columns: series_id, y)", the times
+    unmentioned (the command, on its to_parquet file, finds them as
+    __index_level_0__). The refusal names the index and the call; made,
+    it gives the command's rows for the frame it makes."""
+    frame = _small_frame()
+    indexed = frame.drop(columns="t").set_axis(
+        pd.DatetimeIndex((pd.Timestamp("2024-03-01")
+                          + pd.to_timedelta(frame["t"], unit="D")).to_numpy()))
+    assert indexed.index.name is None
+    with pytest.raises(InputError, match=re.escape(
+            "the frame has no column 't' but its index holds times (datetime64[us]): pass "
+            "data.rename_axis('t').reset_index(), or name another column with time_column=")):
+        gpfit.fit_frame(indexed)
+    made = indexed.rename_axis("t").reset_index()
+    assert_same_rows(rows_of(gpfit.fit_frame(made)), _command_rows(tmp_path, made))
