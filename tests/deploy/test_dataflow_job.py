@@ -358,6 +358,40 @@ def test_the_setup_files_build_says_nothing_below_debug(dry_run_module, capfd, l
     assert ("* Building sdist..." in err) == (level == "debug"), err
 
 
+@pytest.mark.parametrize("command", [["-m", "build", "--no-isolation", "--sdist"],
+                                     ["setup.py", "sdist"]], ids=["build", "setup.py"])
+def test_a_launchs_sdist_build_waits_for_another_in_the_same_folder(tmp_path, monkeypatch,
+                                                                    command):
+    """Beam builds --setup_file's sdist in the setup file's folder, where
+    setuptools writes and then removes its release tree: two launches from
+    one checkout at once (two pytest-xdist workers' dry runs) removed each
+    other's, and one failed, "No such file or directory:
+    'gpfit-0.16.5/pipeline/io/matching.py'" (in 5 of 5 tries of two builds
+    at once). A build now waits while another holds the folder; other
+    commands do not (docs/design.md, "One sdist build a folder at a time")."""
+    import sys
+    import threading
+
+    from apache_beam.utils import processes
+
+    from pipeline import sdist_build
+
+    ran = []
+    monkeypatch.setattr(processes, "check_output",
+                        lambda args, **kwargs: ran.append(args[1]) or b"")
+    monkeypatch.chdir(tmp_path)  # Beam builds in the setup file's folder
+    with sdist_build.quiet(False):
+        build = threading.Thread(target=processes.check_output,
+                                 args=([sys.executable, *command, "--outdir", "dist"],))
+        with sdist_build.folder_locked(str(tmp_path)):  # another launch's build
+            processes.check_output([sys.executable, "-m", "pip", "--version"])
+            build.start()
+            build.join(0.5)
+            assert build.is_alive() and ran == ["-m"]  # pip ran; the build waits
+        build.join(30)
+    assert not build.is_alive() and ran == ["-m", command[0]]
+
+
 # --- what gpfit refuses before any work ----------------------------------------
 
 def _refused(dry_run_module, capsys, argv: list[str]) -> str:

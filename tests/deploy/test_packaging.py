@@ -19,9 +19,14 @@ from deploy_helpers import (REPO, canonical, check_gpfit_sdist, fresh_venv, pip_
 @pytest.fixture(scope="module")
 def sdist(tmp_path_factory):
     """`python setup.py sdist`, as Beam's stager runs it when `build` is absent."""
+    from pipeline.sdist_build import folder_locked
+
     dist = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--dist-dir", str(dist)],
-                          cwd=REPO, capture_output=True, text=True)
+    # It writes in the checkout, as a dry run's build does on the other
+    # worker: the same lock (docs/design.md, "One sdist build a folder at a time").
+    with folder_locked(str(REPO)):
+        done = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--dist-dir",
+                               str(dist)], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     # Beam's stager passes the build's stderr through on every Dataflow
     # launch: MANIFEST.in's prunes of folders nothing adds printed 3 lines.
