@@ -265,10 +265,12 @@ def _take_over(output: str, now: Callable[[], float]) -> None:
 
 
 def _create_local(output: str, content: dict, now: Callable[[], float]) -> None:
-    """Creates the lock exclusively and writes it; on a failed write, removes
-    it again (a half lock would refuse the next run for a minute)."""
+    """Creates the lock exclusively and writes it; on a failed or stopped
+    write, removes it again (a half lock would refuse the next run for a
+    minute)."""
     os.makedirs(output, exist_ok=True)
     path = path_of(output)
+    data = json.dumps(content).encode("utf-8")  # before the create: the unwritten lock's time
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
@@ -276,11 +278,13 @@ def _create_local(output: str, content: dict, now: Callable[[], float]) -> None:
         raise FolderBusy(f"output folder {output} was locked by another gpfit run just now; "
                          "wait for it to finish or give another --output") from None
     try:
-        data = json.dumps(content).encode("utf-8")
         while data:
             data = data[os.write(fd, data):]
         os.fsync(fd)  # a full disk answers here at the latest
-    except OSError:
+    except BaseException:
+        # A stop too (SIGTERM raises cli.Stopped here, no OSError): the empty
+        # lock it left refused the next run for a minute (docs/design.md,
+        # "The fitter", A stop while the lock is written).
         os.close(fd)
         os.unlink(path)
         raise
