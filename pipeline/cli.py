@@ -174,9 +174,8 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
     if not dry_run:
         portable.check_workers_start(options)  # bounded: Beam would wait for them for ever
         cleared = [] if cleared is None else cleared
-        cleared.append(_CLEARING)  # from the first deletion on, the earlier run is gone
         try:
-            _prepare_output(built)
+            _prepare_output(built, cleared)
         except OSError as err:  # BeamIOError is one too
             refused = storage_error(err, output)
             if refused is None:
@@ -442,8 +441,9 @@ def _is_dry_run(options) -> bool:
     return True
 
 
-def _prepare_output(built: builder.Built) -> None:
-    """Clears the previous run's files (no stale shard or manifest survives).
+def _prepare_output(built: builder.Built, cleared: list) -> None:
+    """Clears the previous run's files (no stale shard or manifest survives);
+    `cleared` gets _CLEARING just before the first deletion.
 
     Raises:
       OSError: the storage refused (errors.storage_error says which).
@@ -454,6 +454,10 @@ def _prepare_output(built: builder.Built) -> None:
     # (its shards beside this run's, every series twice), or had deleted
     # ones it held (docs/design.md, "Output folder").
     files = outputs.check_output(built.gp.output, built.spec.files)
+    # From the first deletion on, the earlier run is gone; a stop during the
+    # listing above leaves it whole, and says so (docs/design.md, "The
+    # fitter", A stop before the clearing).
+    cleared.append(_CLEARING)
     outputs.clear_output(built.gp.output, files, built.tables)
     spec = built.spec
     if not spec.inspected:  # a build that did not read the input has nothing to say of it

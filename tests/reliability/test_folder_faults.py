@@ -16,13 +16,15 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
-from gpfit_runs import as_legacy_layout, contents
-from reliability_runs import (HOSTILE_IDS, OPTIONS, SECRETS, Running, error_lines, files_in,
-                              gpfit_here, gpfit_subprocess, kill_all, snapshot, wait_for)
+from gpfit_runs import Run, as_legacy_layout, contents
+from reliability_runs import (ENV, HOSTILE_IDS, OPTIONS, REPO, SECRETS, Running, error_lines,
+                              files_in, gpfit_here, gpfit_subprocess, kill_all, snapshot,
+                              wait_for)
 
 SUCCESS = "_SUCCESS.json"
 
@@ -303,6 +305,37 @@ def test_a_stopped_run_releases_the_folder_at_once(hostile_input, clean, tmp_pat
     assert "_RUNNING.json" not in left and SUCCESS not in left, left
     assert not any(name.startswith("beam-temp-") for name in left), left
     rerun_is_clean(hostile_input, output, clean)
+
+
+def test_a_stop_before_the_clearing_says_the_folder_was_left_as_it_was(hostile_input, clean,
+                                                                       tmp_path):
+    """SIGTERM as the run lists the output folder under its lock, before it
+    deletes anything: it said "no _SUCCESS.json was written, ... (its files
+    are replaced)" beside the earlier run's _SUCCESS.json and shards, left
+    whole. The signal is sent at that step by a hook on outputs.check_output
+    (its second call: the first, at launch, is before the lock); the run is
+    gpfit's CLI in a process of its own."""
+    output = str(tmp_path / "out")
+    shutil.copytree(clean[0].output, output)
+    before = contents(output)
+    script = (
+        "import os, signal, sys\n"
+        "from pipeline import cli\n"
+        "from pipeline.io import outputs\n"
+        "listed = outputs.check_output\n"
+        "def stopped_at_the_listing(output, *args, **kwargs):\n"
+        "    if os.path.exists(os.path.join(output, '_RUNNING.json')):  # under the lock\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)  # raises Stopped before the listing\n"
+        "    return listed(output, *args, **kwargs)\n"
+        "outputs.check_output = stopped_at_the_listing\n"
+        f"sys.exit(cli.run(['--input', {hostile_input!r}, '--output', {output!r}, "
+        f"*{OPTIONS!r}]))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=ENV, cwd=REPO, timeout=300, check=False)
+    stopped = Run(done.returncode, done.stdout, done.stderr, output)
+    one_line(stopped, 128 + signal.SIGTERM, "stopped by SIGTERM before any work",
+             "was left as it was")
+    assert contents(output) == before
 
 
 def test_a_stopped_run_on_beams_in_process_runner_releases_the_folder(hostile_input, tmp_path):
