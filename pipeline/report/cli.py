@@ -4,7 +4,8 @@ Exit codes: 0 written; 2 bad invocation, unusable input, params or
 predictions, an --out that cannot be written, names the run's data (a
 Parquet file, a file of the --params folder) or lies in a gpfit output
 folder (whose next run would refuse it), or a --params folder a gpfit run
-is writing, said in one line on stderr before anything is written.
+is writing, said in one line on stderr before anything is written; 128 + N
+stopped by signal N (SIGINT 130, SIGTERM 143), the page not written.
 """
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ import functools
 import logging
 import os
 import shutil
+import signal
 import sys
+import threading
 from typing import Optional, Sequence
 
 from pipeline.io import streams
-from pipeline.io.errors import (UsageError, named_arguments, one_line, read_in_another_encoding,
+from pipeline.io.errors import (SIGNAL_BASE, UsageError, named_arguments, one_line, read_in_another_encoding,
                                 undecodable)
 
 # Folders made for this process alone (a temporary MPLCONFIGDIR), removed
@@ -69,8 +72,57 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class _Stopped(BaseException):
+    """SIGTERM or SIGINT, raised in the main thread: the page's write unwinds
+    and removes its temporary file (files.write_whole), --out as it was."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 def run(argv: Optional[Sequence[str]] = None) -> int:
-    """Runs gpfit-report with these arguments; returns the exit code."""
+    """Runs gpfit-report with these arguments; returns the exit code (128 +
+    N where stopped by signal N, in one line: docs/design.md, "The fitter",
+    A stop while the report writes its page)."""
+    handlers = _stop_on_signals()
+    try:
+        return _run(argv)
+    except _Stopped as stop:
+        _say(f"error: stopped by {signal.Signals(stop.signum).name}; the page was not "
+             f"written, {_out_in(argv)} is as it was")
+        return SIGNAL_BASE + stop.signum
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+def _stop_on_signals() -> dict:
+    """Makes SIGTERM and SIGINT raise _Stopped in the main thread (a second
+    one while unwinding: the default action); -> the handlers to restore.
+    SIGTERM's default left the page's temporary file beside --out, and
+    Ctrl-C printed a KeyboardInterrupt traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def stop(signum, _frame):
+        for each in _STOP_SIGNALS:
+            signal.signal(each, signal.SIG_DFL)
+        raise _Stopped(signum)
+
+    return {signum: signal.signal(signum, stop) for signum in _STOP_SIGNALS}
+
+
+def _out_in(argv: Optional[Sequence[str]]) -> str:
+    """--out as given in argv, or "--out" where it cannot be told."""
+    given = dict(named_arguments(list(sys.argv[1:] if argv is None else argv)))
+    return given.get("--out") or "--out"
+
+
+def _run(argv: Optional[Sequence[str]]) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     streams.opened()  # a closed stdout or stderr: before anything opens a file
     for flag, value in named_arguments(argv):

@@ -947,3 +947,37 @@ def test_a_page_in_a_root_run_folder_is_told_no_bucket_for_a_place(params):
                              lambda: ({"gpfit_version": "0.16.5"}, None))
     said = str(refused.value)
     assert said.endswith("write the page outside that folder"), said
+
+
+@pytest.mark.parametrize("signum", [15, 2])  # SIGTERM (a scheduler's timeout), SIGINT (Ctrl-C)
+def test_a_stop_while_the_page_is_written_leaves_the_earlier_page_and_one_line(fitted_run,
+                                                                               tmp_path, signum):
+    """A stop as the page is renamed into place: SIGTERM ended the process
+    at once, its temporary page left beside --out; Ctrl-C printed a
+    KeyboardInterrupt traceback (43 lines, from TensorFlow's import when it
+    came earlier). The signal is sent at that step by a hook on os.replace;
+    the command runs in a process of its own."""
+    out = tmp_path / "report.html"
+    out.write_text("<html>the earlier night's page</html>\n")
+    script = (
+        "import os, signal, sys\n"
+        "from pipeline.report.cli import run\n"
+        "replace = os.replace\n"
+        "def stopped_at_the_rename(source, target):\n"
+        f"    os.kill(os.getpid(), {signum})  # raises before the rename\n"
+        "    return replace(source, target)\n"
+        "os.replace = stopped_at_the_rename\n"
+        f"sys.exit(run(['--input', {fitted_run.data!r}, '--params', {fitted_run.params!r}, "
+        f"'--out', {str(out)!r}, '--random', '0', '--worst', '0']))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
+                              os.path.dirname(os.path.abspath(__file__))))),
+                          timeout=300, check=False)
+    assert done.returncode == 128 + signum, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    name = "SIGTERM" if signum == 15 else "SIGINT"
+    assert done.stderr.splitlines()[-1] == (
+        f"gpfit-report: error: stopped by {name}; the page was not written, "
+        f"{out} is as it was"), done.stderr
+    assert out.read_text() == "<html>the earlier night's page</html>\n"
+    assert os.listdir(tmp_path) == ["report.html"]
