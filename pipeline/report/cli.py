@@ -20,8 +20,8 @@ import threading
 from typing import Optional, Sequence
 
 from pipeline.io import streams
-from pipeline.io.errors import (SIGNAL_BASE, UsageError, named_arguments, one_line, read_in_another_encoding,
-                                undecodable)
+from pipeline.io.errors import (SIGNAL_BASE, UsageError, named_arguments, one_line,
+                                read_in_another_encoding, undecodable)
 
 # Folders made for this process alone (a temporary MPLCONFIGDIR), removed
 # as the command leaves.
