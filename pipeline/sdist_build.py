@@ -31,18 +31,21 @@ except ImportError:  # not POSIX: builds are not serialised
     fcntl = None
 
 
+def _runs(args: tuple, *words: str) -> bool:
+    """Whether check_output's arguments run the interpreter with these first words."""
+    command = args[0] if args else None
+    return isinstance(command, (list, tuple)) and [str(a) for a in command[1:3]] == list(words)
+
+
 def _is_build(args: tuple) -> bool:
     """Whether check_output's arguments run `python -m build`."""
-    command = args[0] if args else None
-    return isinstance(command, (list, tuple)) and [str(a) for a in command[1:3]] == ["-m", "build"]
+    return _runs(args, "-m", "build")
 
 
 def _is_sdist(args: tuple) -> bool:
     """Whether check_output's arguments build an sdist: `python -m build`,
     or Beam's fallback `python setup.py sdist`."""
-    command = args[0] if args else None
-    return _is_build(args) or (isinstance(command, (list, tuple))
-                               and [str(a) for a in command[1:3]] == ["setup.py", "sdist"])
+    return _is_build(args) or _runs(args, "setup.py", "sdist")
 
 
 @contextlib.contextmanager
