@@ -23,8 +23,6 @@ fix; tracebacks only with --log_level debug.
 """
 from __future__ import annotations
 
-import os
-
 # Before numpy/TensorFlow load (here and in worker processes, which inherit
 # the environment): gpfit's process settings, one BLAS thread among them
 # (gpcore/threads.py; it imports nothing heavy, nor does `gpcore`).
@@ -408,10 +406,7 @@ def main() -> None:
     every file closed by then; Python's own finalisation of TensorFlow's and
     Beam's modules would add seconds to every command and do nothing gpfit
     needs (docs/design.md, "Start-up")."""
-    code = run()
-    logging.shutdown()
-    streams.flushed()  # a stream that cannot be written loses its lines, not the exit code
-    os._exit(code)
+    streams.leave(run())
 
 
 def _is_dry_run(options) -> bool:

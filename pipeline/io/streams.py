@@ -11,8 +11,10 @@ beside a _SUCCESS.json, and gpfit-report wrote no page.
 from __future__ import annotations
 
 import io
+import logging
 import os
 import sys
+from typing import NoReturn
 
 _STANDARD = (0, 1, 2)
 
@@ -58,6 +60,18 @@ def flushed() -> None:
             stream.flush()
         except (OSError, ValueError, AttributeError):
             silenced(stream)
+
+
+def leave(code: int) -> NoReturn:
+    """Ends a command's process with code once logging and the streams are
+    flushed, without Python's finalisation: the work is done and every file
+    closed by then, and tearing down TensorFlow's and Beam's modules only
+    adds seconds (docs/design.md, "Start-up"), or aborts where Arrow's scan
+    threads still hold a Python file (docs/design.md, "Arrow's reads at
+    exit")."""
+    logging.shutdown()
+    flushed()  # a stream that cannot be written loses its lines, not the exit code
+    os._exit(code)
 
 
 def silenced(stream) -> None:

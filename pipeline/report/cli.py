@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import logging
 import os
 import shutil
 import signal
@@ -205,9 +204,7 @@ def main() -> None:
     code = run()
     for folder in _MADE_FOLDERS:
         shutil.rmtree(folder, ignore_errors=True)
-    logging.shutdown()
-    streams.flushed()  # a stream that cannot be written loses its lines, not the exit code
-    os._exit(code)
+    streams.leave(code)
 
 
 _DEFAULT_COLUMNS = {"id_column": "series_id", "time_column": "t", "value_column": "y"}

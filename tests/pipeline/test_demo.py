@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import os
+import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -85,3 +87,24 @@ def test_options_either_run_refuses_are_refused_before_any_work(tmp_path, monkey
     err = capsys.readouterr().err.strip()
     assert err.startswith(words) and "\n" not in err, err
     assert os.listdir(tmp_path) == []
+
+
+def test_the_demo_as_a_process_leaves_with_its_code_and_every_line(tmp_path):
+    """`make run`'s process, python -m pipeline.demo, whole: it leaves as
+    gpfit does, without Python's finalisation (docs/design.md, "Start-up"),
+    so its exit code must still be the demo's and its last table, printed
+    to a pipe and so buffered, must arrive whole."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("PYTHONUNBUFFERED", None)  # a pipe's stdout is then buffered, as a scheduler's is
+    refused = subprocess.run([sys.executable, "-m", "pipeline.demo", "--kernel", "linear"],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and refused.stderr.startswith("demo: error: "), refused.stderr
+    assert os.listdir(tmp_path) == []
+    ran = subprocess.run([sys.executable, "-m", "pipeline.demo"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr
+    last = ran.stdout.splitlines()[-2:]
+    assert last[0].startswith("kernels chosen: ") and last[1] == f"output: {demo.SEASONAL_OUTPUT}/", \
+        ran.stdout[-300:]
+    for output in (demo.OUTPUT, demo.SEASONAL_OUTPUT):
+        assert os.path.exists(tmp_path / output / "_SUCCESS.json")
