@@ -1,4 +1,7 @@
 """gpcore.predict against a numpy reference and tfd.GaussianProcessRegressionModel."""
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -10,6 +13,7 @@ from gpcore.result import FitResult
 from gpcore.series import Series
 
 tfd = tfp.distributions
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 KERNELS = ("rbf", "matern12", "matern32", "matern52", "periodic", "linear")
 
@@ -312,6 +316,41 @@ def test_the_package_export_is_callable_as_predict(rng):
     for call in (exported, gpcore.predict):
         np.testing.assert_array_equal(call(series, p, t_new, include_noise=True), expected)
     assert exported.component_means is not None  # still the module too
+
+
+def readme_python(first_import: str) -> str:
+    """README.md's ```python block that starts with this import line."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    (block,) = [b for b in blocks if b.startswith(first_import)]
+    return block
+
+
+def test_the_readmes_gpcore_examples_run_as_written(rng):
+    """README's examples of the numerical core, copied as a reader copies
+    them (fit, calibrated forecast, posterior), and its inline call for a
+    linear part's centre under --holdout, which once passed fitted_centre
+    two arguments it does not take. The README leaves the data to the
+    reader: t, y, t2, y2, t_future, t_new; series and result are its
+    first fit."""
+    t, t2 = np.sort(rng.uniform(0.0, 100.0, 60)), np.sort(rng.uniform(0.0, 50.0, 40))
+    space = {"t": t, "y": np.sin(t / 5.0) + 0.1 * rng.standard_normal(60),
+             "t2": t2, "y2": np.cos(t2 / 3.0) + 0.1 * rng.standard_normal(40),
+             "t_future": np.linspace(100.0, 110.0, 5)}
+    exec(readme_python("from gpcore import FitConfig"), space)  # pylint: disable=exec-used
+    assert [row["status"] for row in space["rows"]] == ["ok", "ok"]
+    exec(readme_python("from gpcore.calibration import forecast"), space)  # pylint: disable=exec-used
+    assert np.all(space["lo"] < space["f"].mean) and np.all(space["f"].mean < space["hi"])
+    space.update(series=space["Series"]("a", t, space["y"]), result=space["results"][0],
+                 t_new=space["t_future"])
+    exec(readme_python("from gpcore.predict import predict"), space)  # pylint: disable=exec-used
+    assert space["mean"].shape == space["std"].shape == (5,)
+    # The centre a fit under --holdout 6 had: the midpoint of the first 54 points.
+    (call,) = re.findall(r"`centre=(fitted_centre\(.*?\))`", README.read_text(), re.S)
+    from gpcore.predict import fitted_centre
+    from gpcore.series import split
+    centre = eval(call, {"fitted_centre": fitted_centre, "split": split,  # pylint: disable=eval-used
+                         "series": space["series"], "row": {"holdout_points": 6.0}})
+    assert centre == pytest.approx(0.5 * (t[0] + t[53]), rel=1e-12)
 
 
 @pytest.mark.parametrize("where", ["t_new", "t"])
