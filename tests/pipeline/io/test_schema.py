@@ -1,7 +1,10 @@
 """The parameters table's one list of columns (pipeline.io.schema.COLUMNS)
 and what is read from it."""
 import dataclasses
+import re
+from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import gpcore
@@ -62,3 +65,43 @@ def test_a_levels_columns_name_it_as_given():
 
     assert [level_name(level) for level in (80.0, 95.0, 99.5)] == ["80", "95", "99.5"]
     assert interval_columns((80.0, 99.5)) == ["lower_80", "upper_80", "lower_99.5", "upper_99.5"]
+
+
+def readme_column_tables() -> list[list[tuple[str, str]]]:
+    """README.md's "| column | type | meaning" tables, in order: [(name, type)]."""
+    text = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    tables = []
+    for table in re.findall(r"^\| column \| type \| meaning[^\n]*\n\|[-|]+\|\n((?:\|[^\n]*\n)+)",
+                            text, re.M):
+        tables.append([(m.group(1), m.group(2).strip())
+                       for m in re.finditer(r"^\| `([^`]+)`[^|]* \| ([^|]*) \|", table, re.M)])
+    return tables
+
+
+def test_the_readmes_column_tables_are_the_tables_written():
+    # A reader's map of the files: every column the shards hold, in their
+    # order, each of its type (predictions: the levels' pair stands for
+    # every level's; t is a number or a timestamp as the input's t is).
+    from pipeline.io.schema import predictions_schema
+
+    params, predictions = readme_column_tables()
+    scalar = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(),
+              "bool": pa.bool_()}
+    assert [name for name, _ in params] == OUTPUT_SCHEMA.names
+    for name, written in params:
+        field = OUTPUT_SCHEMA.field(name)
+        if name == "components":
+            assert written.startswith("list of struct") and pa.types.is_list(field.type)
+        else:
+            assert scalar[written] == field.type, (name, written, field.type)
+    numbers, dates = predictions_schema(dates=False), predictions_schema(dates=True)
+    names = [name for name, _ in predictions]
+    assert names == [n.replace("_95", "_L") for n in numbers.names if n != "upper_95"] \
+        and "lower_L" in names
+    for name, written in predictions:
+        if name == "t":
+            assert written == "float64 or timestamp"
+            assert (numbers.field("t").type, pa.types.is_timestamp(dates.field("t").type)) \
+                == (pa.float64(), True)
+        else:
+            assert scalar[written] == numbers.field(name.replace("_L", "_95")).type, name
