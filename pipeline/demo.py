@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gpcore.result import OK
-from pipeline import cli
+from pipeline import cli, logs
 from pipeline.io import streams
 from pipeline.io.errors import EXIT_USAGE
 from pipeline.io.outputs import SUCCESS_MARKER, table_folder
@@ -262,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
         if "--version" not in argv or {"-h", "--help"} & set(argv):
             print(f"{USAGE}\n\n{__doc__.strip()}\n\ngpfit's options:")
         return cli.run(argv)
+    # gpfit's log lines as the command prints them: refusal() parses the
+    # options with Beam's PipelineOptions, whose constructor calls
+    # logging.basicConfig() and so would set Python's default format first.
+    logs.configure_logs(logs.log_level_in(argv))
     refused = refusal(argv)
     if refused is not None:
         print(f"demo: error: {refused}", file=sys.stderr)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import csv
 import os
-import subprocess
-import sys
+import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from gpfit_runs import command_in
 from pipeline import demo
 from pipeline_data import gpfit
 
@@ -89,22 +89,32 @@ def test_options_either_run_refuses_are_refused_before_any_work(tmp_path, monkey
     assert os.listdir(tmp_path) == []
 
 
-def test_the_demo_as_a_process_leaves_with_its_code_and_every_line(tmp_path):
-    """`make run`'s process, python -m pipeline.demo, whole: it leaves as
-    gpfit does, without Python's finalisation (docs/design.md, "Start-up"),
-    so its exit code must still be the demo's and its last table, printed
-    to a pipe and so buffered, must arrive whole."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    env.pop("PYTHONUNBUFFERED", None)  # a pipe's stdout is then buffered, as a scheduler's is
-    refused = subprocess.run([sys.executable, "-m", "pipeline.demo", "--kernel", "linear"],
-                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+def test_the_demo_as_a_process_leaves_with_its_code_lines_and_gpfits_log_format(
+        tmp_path, monkeypatch):
+    """`make run`'s process, python -m pipeline.demo, on 4 + 2 generated
+    series. It leaves as gpfit does, without Python's finalisation
+    (docs/design.md, "Start-up"), so its exit code must still be the demo's
+    and its last table, printed to a pipe and so buffered, must arrive
+    whole. And it printed gpfit's lines in Python's default format
+    (`INFO:pipeline.fitters:gpfit: ...`), not gpfit's (`<time> INFO gpfit:
+    ...`): the demo's check of its options parsed them with Beam's
+    PipelineOptions, whose constructor calls logging.basicConfig(), before
+    gpfit set its own."""
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # a pipe's stdout is buffered
+    refused = command_in("", "-m", "pipeline.demo", "--kernel", "linear", cwd=str(tmp_path))
     assert refused.returncode == 2 and refused.stderr.startswith("demo: error: "), refused.stderr
     assert os.listdir(tmp_path) == []
-    ran = subprocess.run([sys.executable, "-m", "pipeline.demo"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert ran.returncode == 0, ran.stderr
-    last = ran.stdout.splitlines()[-2:]
+    demo.generate(str(tmp_path / demo.DATA), n_series=4)
+    demo.generate_seasonal(str(tmp_path / demo.DATA), n_series=2)
+    done = command_in("", "-m", "pipeline.demo", cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    last = done.stdout.splitlines()[-2:]
     assert last[0].startswith("kernels chosen: ") and last[1] == f"output: {demo.SEASONAL_OUTPUT}/", \
-        ran.stdout[-300:]
+        done.stdout[-300:]
     for output in (demo.OUTPUT, demo.SEASONAL_OUTPUT):
         assert os.path.exists(tmp_path / output / "_SUCCESS.json")
+    logged = [line for line in done.stderr.splitlines() if re.search(r"\bgpfit: ", line)
+              and not line.startswith("gpfit: ")]  # the result lines are printed as they are
+    assert logged, done.stderr[-2000:]
+    gpfits = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING) gpfit: ")
+    assert [line for line in logged if not gpfits.match(line)] == []
