@@ -1,6 +1,7 @@
 """The README's table of options is gpfit's parser: the same options, in the
 same order, each with the default the parser gives it (or, where the
-parser leaves it to the kernel, the defaults gpcore's config holds)."""
+parser leaves it to the kernel, the defaults gpcore's config holds); and
+the README's gpfit and gpfit-report command lines are options they take."""
 from __future__ import annotations
 
 import argparse
@@ -66,3 +67,32 @@ def test_the_defaults_left_to_the_kernel_are_gpcores():
     assert restarts.startswith(f"{BASIN_RESTARTS} for `rbf` and the Matérns "
                                f"({AUTO_BASIN_RESTARTS} under `auto`)"), restarts
     assert restarts.endswith(f"{SUM_RESTARTS} for a sum"), restarts
+
+
+def readme_commands(command: str) -> list[list[str]]:
+    """The argv of each `command ...` line of README.md's code blocks
+    (continuations joined, comments cut), but --help and --version."""
+    import shlex
+
+    text = README.read_text()
+    lines = [line for block in re.findall(r"```[^\n]*\n(.*?)```", text, re.S)
+             for line in re.sub(r"\\\n\s*", " ", block).splitlines()]
+    found = [shlex.split(line.split(" #")[0])[1:] for line in lines
+             if re.match(rf"(\.venv/bin/)?{re.escape(command)} ", line)]
+    return [argv for argv in found if not {"--help", "--version"} & set(argv)]
+
+
+def test_the_readmes_command_lines_are_valid_options():
+    # The usage lines a reader copies first: every option in them is one
+    # the parsers take, with a value they accept (no file is opened).
+    from pipeline.options import check, parse_options
+    from pipeline.report.cli import parser as report_parser
+
+    commands = readme_commands("gpfit")
+    assert len(commands) >= 5
+    for argv in commands:
+        check(parse_options(argv).view_as(GPFitOptions))
+    (report,) = readme_commands("gpfit-report")
+    given = report_parser().parse_args(report)
+    assert (given.params, given.series, given.worst, given.random) == (
+        "demo/output", ["demo-0001"], 3, 6)
