@@ -120,7 +120,7 @@ class GPFitOptions(PipelineOptions):
             "none, log or log1p: fit on log(y) or log(1 + y) (default %(default)s)",
             choices=TRANSFORMS, default=NONE)
         add("--holdout", "K",
-            "backtest: fit less each series' last K points, score them (default %(default)s)",
+            "backtest: hold out each series' last K points, score them (default %(default)s)",
             type=int, default=0)
         add("--log_level", "LEVEL",
             "debug (adds tracebacks), info, warning or error (default %(default)s)",
