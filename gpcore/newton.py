@@ -49,6 +49,12 @@ EIGEN_FLOOR = 1e-6  # smallest |eigenvalue| used in a step, relative to the larg
 # converged in under 20 (docs/design.md, "Sums of kernels").
 RIDGE_EIGEN_FLOOR = 1e-12
 DEFINITE = 1e-10    # smallest eigenvalue, relative, for "positive definite"
+# How near a bound a coordinate counts as at it for the reported at_bound:
+# Newton's steps leave a coordinate the gradient pushes out of its box
+# 1e-15 to 3e-11 inside it by round-off, where _held's exact test, which
+# the steps keep, said it was free (docs/design.md, "Sums of kernels", *At
+# a bound by round-off*).
+AT_BOUND_WITHIN = 1e-9
 
 
 class NewtonResult(NamedTuple):
@@ -57,7 +63,7 @@ class NewtonResult(NamedTuple):
     value: tf.Tensor
     aux: dict           # the objective's extra outputs at `position`
     status: tf.Tensor   # int32: CONVERGED, MAX_ITERATIONS, STALLED, FAILED, MERGED, UNUSED, BEHIND or SLOW
-    at_bound: tf.Tensor  # bool: some coordinate is held at a bound
+    at_bound: tf.Tensor  # bool: some coordinate is held at a bound (within AT_BOUND_WITHIN)
     iterations: tf.Tensor
     evaluations: tf.Tensor  # scalar: member evaluations (value, gradient, Hessian)
 
@@ -225,7 +231,7 @@ def minimize(evaluate: Callable, initial_position: tf.Tensor, lower: tf.Tensor,
     if restart is not None:
         state = _better_of_two(state)
     status = tf.where(tf.equal(state["status"], RUNNING), MAX_ITERATIONS, state["status"])
-    held = _held(state["x"], state["g"], lower, upper)
+    held = _held(state["x"], state["g"], lower + AT_BOUND_WITHIN, upper - AT_BOUND_WITHIN)
     return NewtonResult(position=state["x"], value=state["f"], aux=state["aux"],
                         status=status, at_bound=tf.reduce_any(held, axis=-1),
                         iterations=state["iterations"], evaluations=state["evaluations"])

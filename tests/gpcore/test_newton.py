@@ -78,6 +78,24 @@ def test_a_member_alone_gives_the_same_result_as_in_a_batch():
         assert int(alone.iterations[0]) == int(together.iterations[c])
 
 
+def test_a_coordinate_a_hair_inside_its_bound_pushed_outward_is_at_bound():
+    # f = -x0 + x1^2 / 2: the gradient pushes x0 up past its bound at 1.
+    # Member 0 sits 1e-12 inside it (where a sum's Newton steps left a
+    # variance ratio: docs/design.md, "Sums of kernels", *At a bound by
+    # round-off*), member 1 1e-3 inside, member 2 on it, member 3 on the
+    # lower bound with the gradient pushing inward.
+    def evaluate(x, members):
+        m = tf.shape(x)[0]
+        g = tf.stack([-tf.ones([m], x.dtype), x[:, 1]], -1)
+        h = tf.tile(tf.constant([[[0.0, 0.0], [0.0, 1.0]]], x.dtype), [m, 1, 1])
+        return -x[:, 0] + 0.5 * x[:, 1] ** 2, g, h, {}
+    x0 = np.array([[1.0 - 1e-12, 0.0], [1.0 - 1e-3, 0.0], [1.0, 0.0], [-1.0, 0.0]])
+    box = np.ones_like(x0)
+    result = newton.minimize(evaluate, tf.constant(x0), tf.constant(-box), tf.constant(box),
+                             0, 1e-10)
+    assert list(result.at_bound.numpy()) == [True, False, True, False]
+
+
 def test_stops_say_why():
     x0 = np.array([[-1.2, 1.0], [np.nan, 0.0]])
     box = np.full_like(x0, 10.0)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import gp_reference as ref
-from gpcore import FitConfig, GPFitter, KernelChoice, Series, build_fitter, starts
+from gpcore import FitConfig, GPFitter, KernelChoice, Series, build_fitter, kernels, starts
 from gpcore.choice import periodic_starts
 from gpcore.config import fitted_configs
 from gpcore.predict import predict
@@ -129,6 +129,23 @@ def test_periods_stay_within_half_the_span_and_a_fit_held_there_says_at_bound(fi
     # Within the bounds the true period is found, not flagged.
     for s, fit, cycles in zip(series[1:], fits[1:], (2.5, 6.0)):
         assert fit.components[-1]["period"] == pytest.approx(30.0 / cycles, rel=0.03)
+
+
+def test_a_variance_ratio_a_hair_inside_its_bound_says_at_bound(fitter_for):
+    # A seasonal series with one spike 1e4 above it: the periodic part
+    # takes the spike, its variance ratio to the rbf's wants past 1e6 and
+    # ends 1e-14 inside that bound (round-off of Newton's steps), which
+    # said at_bound False (docs/design.md, "Sums of kernels", *At a bound
+    # by round-off*).
+    rng = np.random.default_rng(11)
+    n = int(rng.integers(30, 80))
+    t, y, _ = ref.seasonal(rng, n)
+    y[rng.integers(n)] += rng.choice([1e4, 1e6, -1e5])
+    fit = fitter_for(FitConfig(kernel="rbf+periodic")).fit([Series("spike", t, y)])[0]
+    rbf, periodic = fit.components
+    ratio = (periodic["amplitude"] / rbf["amplitude"]) ** 2
+    assert ratio == pytest.approx(kernels.VARIANCE_RATIO_BOUNDS[1], rel=1e-9)
+    assert fit.at_bound
 
 
 def test_auto_picks_by_bic_and_reports_the_margin(seasonal_series):
