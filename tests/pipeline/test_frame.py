@@ -2,6 +2,7 @@
 the output schema, one fitter per configuration, clear errors."""
 from __future__ import annotations
 
+import datetime
 import multiprocessing
 import os
 import re
@@ -691,3 +692,33 @@ def test_times_in_an_unnamed_index_are_refused_saying_how_to_make_them_the_colum
         gpfit.fit_frame(indexed)
     made = indexed.rename_axis("t").reset_index()
     assert_same_rows(rows_of(gpfit.fit_frame(made)), _command_rows(tmp_path, made))
+
+
+@pytest.mark.parametrize("column, values", [
+    # Hourly readings where the day's first was kept as a date.
+    ("t", ([datetime.date(2024, 3, 1)]
+           + [datetime.datetime(2024, 3, 1, hour) for hour in range(1, 8)]) * 2),
+    ("series_id", [datetime.date(2024, 3, 1)] * 8 + [datetime.datetime(2024, 3, 1, 12)] * 8),
+])
+def test_dates_and_datetimes_in_one_object_column_are_refused_not_read_as_dates(
+        tmp_path, column, values):
+    """An object column of datetime.date and datetime.datetime values, a
+    date first, is read by Arrow as dates (date32), each datetime's time
+    of day dropped: the hours of a day became one time (every series
+    skipped, "all observation times are equal"), ids at noon and midnight
+    one series. to_parquet writes the same dates, so the command cannot
+    see the loss; fit_frame refuses the column naming pd.to_datetime,
+    which keeps every instant and gives the command's rows on its file."""
+    frame = _small_frame().assign(**{column: pd.Series(values, dtype=object)})
+    frame.to_parquet(in_folder(tmp_path, "as_is.parquet"))
+    assert pq.read_schema(in_folder(tmp_path, "as_is.parquet")).field(column).type == \
+        pa.date32()  # the writer's loss, which the refusal warns of
+    with pytest.raises(InputError, match=re.escape(
+            f"column {column!r} of the frame holds datetime.datetime values among "
+            "datetime.date ones")) as err:
+        gpfit.fit_frame(frame)
+    assert f"pd.to_datetime(data[{column!r}])" in str(err.value), str(err.value)
+    converted = frame.assign(**{column: pd.to_datetime(frame[column])})
+    want = _command_rows(tmp_path, converted)
+    assert [row["status"] for row in want] == ["ok", "ok"], want
+    assert_same_rows(rows_of(gpfit.fit_frame(converted)), want)
