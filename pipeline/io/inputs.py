@@ -463,10 +463,12 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
 
 def _time_advice(type_: pa.DataType, name: str) -> str:
     """How to make times of a refused type, of the column `name`, into ones
-    gpfit takes: text (pandas' object strings arrive as large_string),
-    durations (pandas' Timedelta), pandas' Period (an extension type), times
-    of day, and a struct holding a date or timestamp (Spark's window)."""
-    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+    gpfit takes: text (pandas' object strings arrive as large_string,
+    polars' and pandas' ArrowDtype ones may as string_view), durations
+    (pandas' Timedelta), pandas' Period (an extension type), times of day,
+    and a struct holding a date or timestamp (Spark's window)."""
+    if (pa.types.is_string(type_) or pa.types.is_large_string(type_)
+            or pa.types.is_string_view(type_)):
         return ": parse the text into timestamps first (e.g. pandas.to_datetime)"
     if pa.types.is_duration(type_):
         return (": give durations as numbers of one unit (e.g. days, t / pd.Timedelta(days=1)) "

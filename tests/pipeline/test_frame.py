@@ -722,3 +722,25 @@ def test_dates_and_datetimes_in_one_object_column_are_refused_not_read_as_dates(
     want = _command_rows(tmp_path, converted)
     assert [row["status"] for row in want] == ["ok", "ok"], want
     assert_same_rows(rows_of(gpfit.fit_frame(converted)), want)
+
+
+def test_text_times_as_string_views_are_told_to_parse_them_on_both_paths(tmp_path):
+    """Times as text in Arrow's string_view (polars' to_arrow at its newest
+    compat level, pandas' ArrowDtype(pa.string_view()); Parquet keeps the
+    view) were refused without the advice text in string or large_string
+    gets ("has type string_view; expected numbers, dates or timestamps
+    (or name another ...)"), by fit_frame and by the command on the same
+    frame's to_parquet file."""
+    from gpfit_runs import gpfit_here
+
+    hours = pd.Timestamp("2024-03-01") + pd.to_timedelta(_small_frame()["t"], unit="h")
+    frame = _small_frame().assign(
+        t=hours.dt.strftime("%Y-%m-%dT%H:%M:%SZ").astype(pd.ArrowDtype(pa.string_view())))
+    advice = ("has type string_view; expected numbers, dates or timestamps: parse the text "
+              "into timestamps first (e.g. pandas.to_datetime)")
+    with pytest.raises(InputError, match=re.escape(advice)):
+        gpfit.fit_frame(frame)
+    os.makedirs(in_folder(tmp_path, "in"))
+    frame.to_parquet(os.path.join(in_folder(tmp_path, "in"), "part.parquet"))
+    run = gpfit_here(in_folder(tmp_path, "in"), in_folder(tmp_path, "out"))
+    assert run.code == 2 and advice in run.stderr, run.stderr
