@@ -382,21 +382,36 @@ def _check_index(frame, names: list[str], columns: inputs.Columns) -> None:
     for name in (columns.id, columns.time, columns.value):
         if name not in names and name in index:
             raise InputError(f"{name!r} is in the frame's index, not among its columns "
-                             f"({', '.join(names)}); pass data.reset_index()")
+                             f"({', '.join(names)}); pass data{_as_timestamps(frame.index)}"
+                             ".reset_index()")
     _check_times_in_index(frame.index, names, columns.time)
 
 
 def _check_times_in_index(index, names: list[str], time: str) -> None:
     """Refuses a frame without its time column whose unnamed index holds
-    times (a DatetimeIndex: a time series' usual shape), saying how to make
-    it the column: "no column 't'" alone left the times unmentioned."""
+    times (a DatetimeIndex: a time series' usual shape) or periods (a
+    PeriodIndex), saying how to make it the column: "no column 't'" alone
+    left the times unmentioned."""
     if time in names or index.nlevels != 1 or index.name is not None:
         return
-    if not sys.modules["pandas"].api.types.is_datetime64_any_dtype(index.dtype):  # tz too
+    if _as_timestamps(index):
+        held = "periods"
+    elif sys.modules["pandas"].api.types.is_datetime64_any_dtype(index.dtype):  # tz too
+        held = "times"
+    else:
         return
-    raise InputError(f"the frame has no column {time!r} but its index holds times "
-                     f"({index.dtype}): pass data.rename_axis({time!r}).reset_index(), or name "
-                     "another column with time_column=")
+    raise InputError(f"the frame has no column {time!r} but its index holds {held} "
+                     f"({index.dtype}): pass data{_as_timestamps(index)}.rename_axis({time!r})"
+                     ".reset_index(), or name another column with time_column=")
+
+
+def _as_timestamps(index) -> str:
+    """The call that makes an index of periods (a PeriodIndex: monthly data,
+    resample("M")) timestamps, each period's start, before reset_index():
+    periods are refused as times (docs/design.md, "DataFrame API"); else
+    nothing."""
+    pandas = sys.modules["pandas"]
+    return ".to_timestamp()" if isinstance(index, pandas.PeriodIndex) else ""
 
 
 def _check_grouped(names: list[str], columns: inputs.Columns) -> None:

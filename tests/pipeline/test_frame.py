@@ -744,3 +744,31 @@ def test_text_times_as_string_views_are_told_to_parse_them_on_both_paths(tmp_pat
     frame.to_parquet(os.path.join(in_folder(tmp_path, "in"), "part.parquet"))
     run = gpfit_here(in_folder(tmp_path, "in"), in_folder(tmp_path, "out"))
     assert run.code == 2 and advice in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("name, advice", [
+    # It was "the table has no column 't' (its columns: series_id, y);
+    # name the right one with time_column=", the index unmentioned.
+    (None, "the frame has no column 't' but its index holds periods (period[M]): pass "
+           "data.to_timestamp().rename_axis('t').reset_index(), or name another column with "
+           "time_column="),
+    # It was "pass data.reset_index()", after which the periods were
+    # refused as periods.
+    ("t", "'t' is in the frame's index, not among its columns (series_id, y); pass "
+          "data.to_timestamp().reset_index()"),
+])
+def test_periods_in_the_index_are_refused_saying_how_to_make_them_timestamps(tmp_path, name,
+                                                                           advice):
+    """Monthly data in a PeriodIndex (resample("M"), read_csv of months);
+    the advised call gives the command's rows for the frame it makes (each
+    period's start)."""
+    frame = _small_frame()
+    months = pd.PeriodIndex(pd.period_range("2024-01", periods=8, freq="M").tolist() * 2,
+                            name=name)
+    indexed = frame.drop(columns="t").set_axis(months)
+    with pytest.raises(InputError, match=re.escape(advice)):
+        gpfit.fit_frame(indexed)
+    made = (indexed.to_timestamp().rename_axis("t").reset_index() if name is None
+            else indexed.to_timestamp().reset_index())
+    assert str(made["t"].dtype).startswith("datetime64")
+    assert_same_rows(rows_of(gpfit.fit_frame(made)), _command_rows(tmp_path, made))
