@@ -1,7 +1,8 @@
 """Column names: each of the id, time and value columns once in a file, and
 when one is missing, the column the user most likely meant (one in
 another case, with spaces around it, in another Unicode normalisation, a
-struct's field, or a Hive folder name), named in the refusal."""
+struct's field, a pandas MultiIndex's levels, or a Hive folder name), named
+in the refusal (docs/design.md, "Contracts")."""
 from __future__ import annotations
 
 import re
@@ -78,6 +79,13 @@ def _missing(path: str, name: str, names: list[str], option: str,
         return (f"it is the field {field!r} of the struct column {struct!r}, and gpfit reads "
                 f"columns, not their fields: write it as a column of its own "
                 f"{as_a_column(struct, field)} and give that name to {option}")
+    level = next((other for other in names if _is_levels_of(other, name)), None)
+    if level:
+        # pandas names a column of a MultiIndex by its tuple, in the frame
+        # and in its to_parquet file alike.
+        return (f"its column {level!r} is a pandas MultiIndex's, named by its levels: flatten "
+                f"the columns first (e.g. data.droplevel(0, axis=1)), or give that name to "
+                f"{option}")
     partition = re.search(rf"^(.*)/({re.escape(name)}=[^/]*)/", path)
     if partition:
         # Hive partitioning (pyarrow's partition_cols, Spark's partitionBy)
@@ -87,6 +95,12 @@ def _missing(path: str, name: str, names: list[str], option: str,
                 f"(pyarrow.dataset.dataset({partition.group(1)!r}, partitioning='hive') reads "
                 "them with it)")
     return f"name the right one with {option}"
+
+
+def _is_levels_of(column: str, name: str) -> bool:
+    """Whether `column` is how pandas names a MultiIndex column whose last
+    level is `name` (str of the tuple: "('k', 'series_id')")."""
+    return column.startswith("(") and column.endswith(f", {name!r})")
 
 
 def _struct_field(name: str, schema: Optional[pa.Schema]) -> Optional[tuple[str, str]]:

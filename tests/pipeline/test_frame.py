@@ -772,3 +772,27 @@ def test_periods_in_the_index_are_refused_saying_how_to_make_them_timestamps(tmp
             else indexed.to_timestamp().reset_index())
     assert str(made["t"].dtype).startswith("datetime64")
     assert_same_rows(rows_of(gpfit.fit_frame(made)), _command_rows(tmp_path, made))
+
+
+def test_multiindex_columns_are_told_to_flatten_them_on_both_paths(tmp_path):
+    """A frame with two levels of column labels (an aggregation's
+    agg({"y": ["mean"]}), a pivot stacked back) names its columns as
+    tuples, "('k', 'series_id')", in the frame and in its to_parquet file:
+    both were told "no column 'series_id' ...; name the right one with
+    ...", the name given. Both say the column is a MultiIndex's and how
+    to flatten it; flattened, the frame gives the command's rows."""
+    from gpfit_runs import gpfit_here
+
+    frame = _small_frame()
+    levels = frame.set_axis(pd.MultiIndex.from_product([["k"], frame.columns]), axis=1)
+    advice = ("its column \"('k', 'series_id')\" is a pandas MultiIndex's, named by its "
+              "levels: flatten the columns first (e.g. data.droplevel(0, axis=1)), or give "
+              "that name to {}")
+    with pytest.raises(InputError, match=re.escape(advice.format("id_column="))):
+        gpfit.fit_frame(levels)
+    os.makedirs(in_folder(tmp_path, "levels"))
+    levels.to_parquet(os.path.join(in_folder(tmp_path, "levels"), "part.parquet"))
+    run = gpfit_here(in_folder(tmp_path, "levels"), in_folder(tmp_path, "refused"))
+    assert run.code == 2 and advice.format("--id_column") in run.stderr, run.stderr
+    flat = levels.droplevel(0, axis=1)
+    assert_same_rows(rows_of(gpfit.fit_frame(flat)), _command_rows(tmp_path, flat))
