@@ -139,6 +139,14 @@ def as_float(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     elif pa.types.is_date64(type_):
         scale = DAYS_PER_UNIT["ms"]
         array = pc.cast(array, pa.int64())
+    elif pa.types.is_decimal(type_):
+        # Arrow's cast scales the unscaled integer by a power of ten in
+        # float64, up to 2 steps off the decimal's value (Decimal("0.3") of
+        # decimal128(38, 18) read as 0.30000000000000004): its text parses
+        # to the float64 nearest it, as the same numbers given as float64
+        # (docs/design.md, "Contracts").
+        scale = None
+        array = pc.cast(array, pa.string())
     else:
         scale = None
     # Unsafe: rounding big integers (epoch nanoseconds) to float64 is the point.

@@ -3,6 +3,7 @@ the output schema, one fitter per configuration, clear errors."""
 from __future__ import annotations
 
 import datetime
+import decimal
 import multiprocessing
 import os
 import re
@@ -796,3 +797,24 @@ def test_multiindex_columns_are_told_to_flatten_them_on_both_paths(tmp_path):
     assert run.code == 2 and advice.format("--id_column") in run.stderr, run.stderr
     flat = levels.droplevel(0, axis=1)
     assert_same_rows(rows_of(gpfit.fit_frame(flat)), _command_rows(tmp_path, flat))
+
+
+def test_decimal_values_give_the_rows_of_the_same_numbers_as_floats(tmp_path):
+    """A Spark or DuckDB export's DECIMAL(38, 18) values were read a float64
+    step or two off the numbers they hold, on both paths, so the command on
+    the decimal file and fit_frame of the same numbers as float64 gave
+    other fingerprints (the series' points differ). Decimals are read as
+    their nearest float64 now (columns.as_float)."""
+    from gpfit_runs import gpfit_here
+
+    frame = _small_frame().assign(y=np.round(_small_frame()["y"], 1))  # 0.3, -0.7, ...
+    exact = pa.array([decimal.Decimal(f"{v:.1f}") for v in frame["y"]], pa.decimal128(38, 18))
+    table = pa.table(frame).set_column(2, "y", exact)
+    os.makedirs(in_folder(tmp_path, "in"))
+    pq.write_table(table, os.path.join(in_folder(tmp_path, "in"), "part.parquet"))
+    run = gpfit_here(in_folder(tmp_path, "in"), in_folder(tmp_path, "out"), "--kernel", "rbf")
+    assert run.code == 0, run.stderr
+    as_floats = rows_of(gpfit.fit_frame(frame))
+    assert [row["status"] for row in as_floats] == ["ok", "ok"]
+    assert_same_rows(run.rows(), as_floats)
+    assert_same_rows(rows_of(gpfit.fit_frame(table)), as_floats)

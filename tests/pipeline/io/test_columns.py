@@ -35,6 +35,25 @@ def test_numbers_keep_their_units_and_null_is_nan():
     assert np.isnan(columns.as_float(pa.chunked_array([[None, 1.0]]))[0])
 
 
+@pytest.mark.parametrize("type_", [pa.decimal128(38, 18), pa.decimal128(10, 4),
+                                   pa.decimal256(76, 40)])
+def test_decimals_become_the_float64_nearest_them(type_):
+    """Decimals (Spark's DecimalType(38, 18), DuckDB's DECIMAL) as the
+    float64 nearest their value, as Python's float(Decimal) rounds it: the
+    reference, correctly rounded. Arrow's cast to float64 was up to 2 steps
+    off it, for 1 % to 30 % of values (Decimal("0.3") of decimal128(38, 18)
+    read as 0.30000000000000004), so the same numbers as float64 gave
+    other fingerprints."""
+    rng = np.random.default_rng(5)
+    digits = min(type_.scale, 15)
+    values = [decimal.Decimal(f"{v:.{digits}f}") for v in rng.standard_normal(2000) * 100]
+    values += [decimal.Decimal("0.3"), decimal.Decimal("-0.3"), None]
+    got = columns.as_float(pa.array(values, type_))
+    want = np.array([float(v) for v in values[:-1]])
+    np.testing.assert_array_equal(got[:-1], want)
+    assert np.isnan(got[-1])
+
+
 def test_the_same_instants_in_another_unit_are_days_at_most_one_step_apart():
     """What the README says of units of t: hourly times of 2024 as s and ms
     are the same days (seconds are read as the ms Parquet stores them as,
