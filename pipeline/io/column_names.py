@@ -1,8 +1,8 @@
 """Column names: each of the id, time and value columns once in a file, and
 when one is missing, the column the user most likely meant (one in
 another case, with spaces around it, in another Unicode normalisation, a
-struct's field, a pandas MultiIndex's levels, or a Hive folder name), named
-in the refusal (docs/design.md, "Contracts")."""
+struct's field, a pandas MultiIndex's levels, a Hive folder name, or a
+pandas index), named in the refusal (docs/design.md, "Contracts")."""
 from __future__ import annotations
 
 import re
@@ -94,7 +94,17 @@ def _missing(path: str, name: str, names: list[str], option: str,
                 "gpfit does not read: write the files with the column in them "
                 f"(pyarrow.dataset.dataset({partition.group(1)!r}, partitioning='hive') reads "
                 "them with it)")
+    index = next((other for other in names if _UNNAMED_INDEX.fullmatch(other)), None)
+    if index:
+        # A time series' usual frame keeps its times in an unnamed index.
+        return (f"its column {index!r} is a pandas frame's unnamed index, as to_parquet "
+                f"writes it: if it holds this column, give that name to {option}, or name the "
+                f"index before writing (data.rename_axis({name!r}))")
     return f"name the right one with {option}"
+
+
+# How pandas' to_parquet names an unnamed index level (a DatetimeIndex).
+_UNNAMED_INDEX = re.compile(r"__index_level_\d+__")
 
 
 def _is_levels_of(column: str, name: str) -> bool:

@@ -818,3 +818,29 @@ def test_decimal_values_give_the_rows_of_the_same_numbers_as_floats(tmp_path):
     assert [row["status"] for row in as_floats] == ["ok", "ok"]
     assert_same_rows(run.rows(), as_floats)
     assert_same_rows(rows_of(gpfit.fit_frame(table)), as_floats)
+
+
+def test_the_command_names_an_unnamed_index_written_by_to_parquet(tmp_path):
+    """A frame with its times in an unnamed DatetimeIndex, written with
+    to_parquet, holds them as __index_level_0__: the command said "has no
+    column 't' (its columns: series_id, y, __index_level_0__); name the
+    right one with --time_column", the index unmentioned. It says what the
+    column is; given that name, it gives fit_frame's rows for the frame
+    whose index is named t."""
+    from gpfit_runs import gpfit_here
+
+    frame = _small_frame()
+    indexed = frame.drop(columns="t").set_axis(
+        pd.DatetimeIndex((pd.Timestamp("2024-03-01")
+                          + pd.to_timedelta(frame["t"], unit="h")).to_numpy()))
+    os.makedirs(in_folder(tmp_path, "in"))
+    indexed.to_parquet(os.path.join(in_folder(tmp_path, "in"), "part.parquet"))
+    refused = gpfit_here(in_folder(tmp_path, "in"), in_folder(tmp_path, "refused"))
+    assert refused.code == 2 and (
+        "its column '__index_level_0__' is a pandas frame's unnamed index, as to_parquet "
+        "writes it: if it holds this column, give that name to --time_column, or name the "
+        "index before writing (data.rename_axis('t'))") in refused.stderr, refused.stderr
+    run = gpfit_here(in_folder(tmp_path, "in"), in_folder(tmp_path, "out"), "--kernel", "rbf",
+                     "--time_column", "__index_level_0__")
+    assert run.code == 0, run.stderr
+    assert_same_rows(run.rows(), rows_of(gpfit.fit_frame(indexed.rename_axis("t").reset_index())))
