@@ -461,18 +461,28 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
     return layout, DAYS if col.is_calendar(time_type) else AS_GIVEN
 
 
+# How Arrow reads Parquet's INTERVAL logical type (months, days, ms).
+_PARQUET_INTERVAL = pa.binary(12)
+
+
 def _time_advice(type_: pa.DataType, name: str) -> str:
     """How to make times of a refused type, of the column `name`, into ones
     gpfit takes: text (pandas' object strings arrive as large_string,
     polars' and pandas' ArrowDtype ones may as string_view), durations
-    (pandas' Timedelta), pandas' Period (an extension type), times of day,
-    and a struct holding a date or timestamp (Spark's window)."""
+    (pandas' Timedelta), intervals (DuckDB's), pandas' Period (an extension
+    type), times of day, and a struct holding a date or timestamp (Spark's
+    window)."""
     if (pa.types.is_string(type_) or pa.types.is_large_string(type_)
             or pa.types.is_string_view(type_)):
         return ": parse the text into timestamps first (e.g. pandas.to_datetime)"
     if pa.types.is_duration(type_):
         return (": give durations as numbers of one unit (e.g. days, t / pd.Timedelta(days=1)) "
                 "or as timestamps")
+    if pa.types.is_interval(type_) or type_ == _PARQUET_INTERVAL:
+        said = "" if pa.types.is_interval(type_) else \
+            "Parquet's INTERVAL (DuckDB's) is read as 12 bytes: "
+        return (f": {said}give intervals as numbers of one unit (e.g. days, epoch(t) / 86400 in "
+                "DuckDB) or as timestamps")
     if "period" in str(type_):
         return ": give periods as timestamps (e.g. .dt.to_timestamp())"
     if pa.types.is_time(type_):

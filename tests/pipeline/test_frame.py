@@ -844,3 +844,36 @@ def test_the_command_names_an_unnamed_index_written_by_to_parquet(tmp_path):
                      "--time_column", "__index_level_0__")
     assert run.code == 0, run.stderr
     assert_same_rows(run.rows(), rows_of(gpfit.fit_frame(indexed.rename_axis("t").reset_index())))
+
+
+def test_intervals_as_times_are_told_to_give_numbers_on_both_paths(tmp_path):
+    """DuckDB's INTERVAL (time since an event) reaches fit_frame as Arrow's
+    month_day_nano_interval and the command, through Parquet's INTERVAL, as
+    fixed_size_binary[12]: both were refused naming the type alone, where a
+    duration is told to give numbers of one unit. Both say so now, with
+    DuckDB's call, which, followed, gives the command's rows."""
+    import duckdb
+
+    from gpfit_runs import gpfit_here
+
+    def query(t: str) -> str:
+        return (f"SELECT CASE WHEN i < 8 THEN 'a' ELSE 'b' END AS series_id, {t} AS t, "
+                "sin(i) AS y FROM range(16) r(i)")
+    elapsed = "(i % 8) * INTERVAL 36 HOUR"
+    connection = duckdb.connect()
+    advice = ("give intervals as numbers of one unit (e.g. days, epoch(t) / 86400 in DuckDB) "
+              "or as timestamps")
+    with pytest.raises(InputError, match=re.escape(
+            f"has type month_day_nano_interval; expected numbers, dates or timestamps: "
+            f"{advice}")):
+        gpfit.fit_frame(connection.sql(query(elapsed)).to_arrow_table())
+    os.makedirs(in_folder(tmp_path, "intervals"))
+    path = os.path.join(in_folder(tmp_path, "intervals"), "part.parquet")
+    connection.execute(f"COPY ({query(elapsed)}) TO '{path}' (FORMAT parquet)")
+    run = gpfit_here(in_folder(tmp_path, "intervals"), in_folder(tmp_path, "refused"))
+    assert run.code == 2 and (
+        "has type fixed_size_binary[12]; expected numbers, dates or timestamps: Parquet's "
+        f"INTERVAL (DuckDB's) is read as 12 bytes: {advice}") in run.stderr, run.stderr
+    days = connection.sql(query(f"epoch({elapsed}) / 86400")).to_arrow_table()
+    assert days.column("t").to_pylist()[:3] == [0.0, 1.5, 3.0]
+    assert_same_rows(rows_of(gpfit.fit_frame(days)), _command_rows(tmp_path, days.to_pandas()))
