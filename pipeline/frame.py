@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import itertools
 import numbers
 import re
 import sys
@@ -48,6 +49,7 @@ if beam_import.refusal() is not None:
 
 from pipeline import fitters, frame_tables  # noqa: E402  (after the check above)
 from pipeline.fitted_scale import said_in_y
+from pipeline.io import columns as col
 from pipeline.io import conversion, fingerprint, inputs, scales
 from pipeline.io.errors import InputError, first_line
 from pipeline.io.schema import OUTPUT_SCHEMA
@@ -352,27 +354,35 @@ def _as_arrow(column, name: str, ids: bool) -> pa.Array:
             f"column {name!r} of the frame holds values Arrow cannot read as one type "
             f"({first_line(str(said))}); convert it first: .astype(str) for ids, "
             "pd.to_numeric or pd.to_datetime for times and values") from err
-    if pa.types.is_date(array.type) and _holds_datetimes(column):
+    if _holds_datetimes(column, array.type):
+        convert = (f"data[{name!r}].map(lambda ts: pd.to_datetime(ts).to_numpy(), "
+                   "na_action='ignore')" if col.is_list(array.type)
+                   else f"pd.to_datetime(data[{name!r}])")
         raise InputError(
             f"column {name!r} of the frame holds datetime.datetime values among datetime.date "
             "ones, which Arrow (and to_parquet) read as dates, dropping their time of day; "
-            f"convert it first: pd.to_datetime(data[{name!r}]), which keeps every instant "
-            "(a date as its midnight; utc=True for times in several zones)")
+            f"convert it first: {convert}, which keeps every instant (a date as its midnight; "
+            "utc=True for times in several zones)")
     return array
 
 
-def _holds_datetimes(column) -> bool:
-    """Whether an object column Arrow read as dates holds a
-    datetime.datetime (pd.Timestamp too, not NaT): with a date first Arrow
-    makes the whole column dates, and distinct instants one day
-    (docs/design.md, "DataFrame API")."""
-    if column.dtype != object:
+def _holds_datetimes(column, type_: pa.DataType) -> bool:
+    """Whether an object column Arrow read as dates (`type_`), or lists of
+    them (the nested layout), holds a datetime.datetime (pd.Timestamp too,
+    not NaT): with a date first Arrow makes the whole column dates, and
+    distinct instants one day (docs/design.md, "DataFrame API")."""
+    nested = col.is_list(type_)
+    if column.dtype != object or not pa.types.is_date(type_.value_type if nested else type_):
         return False
+    values = column.to_numpy()
+    if nested:  # lists, tuples or arrays; a missing list is None or NaN
+        values = itertools.chain.from_iterable(
+            value for value in values if isinstance(value, (list, tuple, np.ndarray)))
     missing = type(sys.modules["pandas"].NaT)  # a datetime.datetime too
     # The distinct types, not each value: 0.08 s a million rows (as long as
     # Arrow's conversion), where isinstance of each value took 0.8 s.
     return any(issubclass(kind, datetime.datetime) and kind is not missing
-               for kind in set(map(type, column.to_numpy())))
+               for kind in set(map(type, values)))
 
 
 def _check_index(frame, names: list[str], columns: inputs.Columns) -> None:

@@ -877,3 +877,29 @@ def test_intervals_as_times_are_told_to_give_numbers_on_both_paths(tmp_path):
     days = connection.sql(query(f"epoch({elapsed}) / 86400")).to_arrow_table()
     assert days.column("t").to_pylist()[:3] == [0.0, 1.5, 3.0]
     assert_same_rows(rows_of(gpfit.fit_frame(days)), _command_rows(tmp_path, days.to_pandas()))
+
+
+def test_lists_of_dates_and_datetimes_are_refused_not_read_as_dates(tmp_path):
+    """The nested layout's lists of times hit the same loss: a list column
+    of datetime.date and datetime.datetime values, a date first, is read
+    as lists of dates (list<date32>), by fit_frame and in the to_parquet
+    file, each time of day dropped (both series skipped, "all observation
+    times are equal"). fit_frame refuses it; the conversion it names gives
+    the command's rows on the converted frame's file."""
+    day = datetime.date(2024, 3, 1)
+    times = [day] + [datetime.datetime(2024, 3, 1, hour) for hour in range(1, 8)]
+    frame = pd.DataFrame({"series_id": ["a", "b"], "t": pd.Series([times, times], dtype=object),
+                          "y": [np.sin(np.arange(8.0)), np.cos(np.arange(8.0))]})
+    frame.to_parquet(in_folder(tmp_path, "as_is.parquet"))
+    assert pq.read_schema(in_folder(tmp_path, "as_is.parquet")).field("t").type == \
+        pa.list_(pa.field("element", pa.date32()))
+    convert = "data['t'].map(lambda ts: pd.to_datetime(ts).to_numpy(), na_action='ignore')"
+    with pytest.raises(InputError, match=re.escape(
+            "column 't' of the frame holds datetime.datetime values among datetime.date "
+            "ones")) as err:
+        gpfit.fit_frame(frame)
+    assert f"convert it first: {convert}," in str(err.value), str(err.value)
+    converted = frame.assign(t=eval(convert, {"data": frame, "pd": pd}))
+    want = _command_rows(tmp_path, converted)
+    assert [row["status"] for row in want] == ["ok", "ok"], want
+    assert_same_rows(rows_of(gpfit.fit_frame(converted)), want)
