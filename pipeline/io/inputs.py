@@ -453,12 +453,29 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
             f"dates or timestamps{_time_advice(time_type, columns.time)} (or name another "
             f"with {option.format('time_column')})")
     if not col.is_number(value_type):
+        advice = _value_advice(value_type)
         raise InputError(
             f"value column {columns.value!r} in {path} has type {value_type}; expected "
-            f"numbers (convert it, or name another with {option.format('value_column')})")
+            f"numbers{': ' + advice if advice else ''} ({'or' if advice else 'convert it, or'} "
+            f"name another with {option.format('value_column')})")
     if pa.types.is_null(time_type):
         return layout, None
     return layout, DAYS if col.is_calendar(time_type) else AS_GIVEN
+
+
+def _value_advice(type_: pa.DataType) -> str:
+    """How to make values of a refused type numbers, where one call does:
+    text (numbers written as text) and bools (yes/no readings); else ""."""
+    if _is_text(type_):
+        return "parse the text into numbers first (e.g. pandas.to_numeric)"
+    if pa.types.is_boolean(type_):
+        return "give true and false as numbers first (e.g. .astype(float): 1.0 and 0.0)"
+    return ""
+
+
+def _is_text(type_: pa.DataType) -> bool:
+    return (pa.types.is_string(type_) or pa.types.is_large_string(type_)
+            or pa.types.is_string_view(type_))
 
 
 # How Arrow reads Parquet's INTERVAL logical type (months, days, ms).
@@ -472,8 +489,7 @@ def _time_advice(type_: pa.DataType, name: str) -> str:
     (pandas' Timedelta), intervals (DuckDB's), pandas' Period (an extension
     type), times of day, and a struct holding a date or timestamp (Spark's
     window)."""
-    if (pa.types.is_string(type_) or pa.types.is_large_string(type_)
-            or pa.types.is_string_view(type_)):
+    if _is_text(type_):
         return ": parse the text into timestamps first (e.g. pandas.to_datetime)"
     if pa.types.is_duration(type_):
         return (": give durations as numbers of one unit (e.g. days, t / pd.Timedelta(days=1)) "

@@ -903,3 +903,33 @@ def test_lists_of_dates_and_datetimes_are_refused_not_read_as_dates(tmp_path):
     want = _command_rows(tmp_path, converted)
     assert [row["status"] for row in want] == ["ok", "ok"], want
     assert_same_rows(rows_of(gpfit.fit_frame(converted)), want)
+
+
+@pytest.mark.parametrize("values, advice", [
+    # Yes/no readings (a sensor's state, an event flag).
+    (np.tile([True, False, True, True, False, False, True, False], 2),
+     "has type bool; expected numbers: give true and false as numbers first "
+     "(e.g. .astype(float): 1.0 and 0.0)"),
+    (np.round(np.linspace(0.0, 1.0, 16), 2).astype(str),
+     "has type large_string; expected numbers: parse the text into numbers first (e.g. "
+     "pandas.to_numeric)"),
+])
+def test_values_of_bools_or_text_are_told_the_conversion_on_both_paths(tmp_path, values,
+                                                                       advice):
+    """y of bools or of numbers as text was refused "expected numbers
+    (convert it, or name another with ...)", no conversion named, where t
+    of text is told to parse it; by fit_frame and by the command on the
+    frame's to_parquet file. Both name it; followed, it gives the command's
+    rows."""
+    from gpfit_runs import gpfit_here
+
+    frame = _small_frame().assign(y=values)
+    with pytest.raises(InputError, match=re.escape(advice)):
+        gpfit.fit_frame(frame)
+    os.makedirs(in_folder(tmp_path, "as_is"))
+    frame.to_parquet(os.path.join(in_folder(tmp_path, "as_is"), "part.parquet"))
+    run = gpfit_here(in_folder(tmp_path, "as_is"), in_folder(tmp_path, "refused"))
+    assert run.code == 2 and advice in run.stderr, run.stderr
+    followed = frame.assign(y=frame["y"].astype(float) if values.dtype == bool
+                            else pd.to_numeric(frame["y"]))
+    assert_same_rows(rows_of(gpfit.fit_frame(followed)), _command_rows(tmp_path, followed))
