@@ -367,12 +367,17 @@ def _as_arrow(column, name: str, ids: bool) -> pa.Array:
 
 
 def _holds_datetimes(column, type_: pa.DataType) -> bool:
-    """Whether an object column Arrow read as dates (`type_`), or lists of
-    them (the nested layout), holds a datetime.datetime (pd.Timestamp too,
-    not NaT): with a date first Arrow makes the whole column dates, and
-    distinct instants one day (docs/design.md, "DataFrame API")."""
+    """Whether an object column Arrow read as dates (`type_`), lists of them
+    (the nested layout) or categories of them, holds a datetime.datetime
+    (pd.Timestamp too, not NaT): with a date first Arrow makes the whole
+    column dates, and distinct instants one day (docs/design.md, "DataFrame
+    API")."""
     nested = col.is_list(type_)
-    if column.dtype != object or not pa.types.is_date(type_.value_type if nested else type_):
+    if not pa.types.is_date(col.decoded(type_.value_type if nested else type_)):
+        return False
+    if isinstance(column.dtype, sys.modules["pandas"].CategoricalDtype):
+        column = column.cat.categories
+    if column.dtype != object:
         return False
     values = column.to_numpy()
     if nested:  # lists, tuples or arrays; a missing list is None or NaN

@@ -933,3 +933,26 @@ def test_values_of_bools_or_text_are_told_the_conversion_on_both_paths(tmp_path,
     followed = frame.assign(y=frame["y"].astype(float) if values.dtype == bool
                             else pd.to_numeric(frame["y"]))
     assert_same_rows(rows_of(gpfit.fit_frame(followed)), _command_rows(tmp_path, followed))
+
+
+@pytest.mark.parametrize("column", ["t", "series_id"])
+def test_categories_of_dates_and_datetimes_are_refused_not_read_as_dates(tmp_path, column):
+    """pandas' category dtype of the same objects (a long frame's repeated
+    times or ids kept as categories) is a dictionary of dates to Arrow,
+    its datetimes' times of day dropped: distinct categories became one
+    date. Refused as the object column is; converted, it gives the
+    command's rows."""
+    values = {"t": ([datetime.date(2024, 3, 1)]
+                    + [datetime.datetime(2024, 3, 1, hour) for hour in range(1, 8)]) * 2,
+              "series_id": ([datetime.date(2024, 3, 1)] * 8
+                            + [datetime.datetime(2024, 3, 1, 12)] * 8)}[column]
+    frame = _small_frame().assign(**{column: pd.Series(values, dtype=object).astype("category")})
+    with pytest.raises(InputError, match=re.escape(
+            f"column {column!r} of the frame holds datetime.datetime values among "
+            f"datetime.date ones")) as err:
+        gpfit.fit_frame(frame)
+    assert f"pd.to_datetime(data[{column!r}])" in str(err.value), str(err.value)
+    converted = frame.assign(**{column: pd.to_datetime(frame[column])})
+    want = _command_rows(tmp_path, converted)
+    assert [row["status"] for row in want] == ["ok", "ok"], want
+    assert_same_rows(rows_of(gpfit.fit_frame(converted)), want)
