@@ -16,7 +16,7 @@ Setup (once per gpfit release; docs/scheduling.md):
   - the same release's sdist, Flex entry point and dependency lock copied to
     the Composer bucket's data/ folder, which Composer mounts at
     /home/airflow/gcs/data:
-      gcloud storage cp dist/gpfit-0.16.5.tar.gz deploy/flex-template/main.py \
+      gcloud storage cp dist/gpfit-0.16.6.tar.gz deploy/flex-template/main.py \
           requirements/lock.txt gs://COMPOSER_BUCKET/data/gpfit/
 Needs apache-airflow-providers-apache-beam and -google (in Cloud Composer).
 """
@@ -31,7 +31,7 @@ from airflow.providers.google.cloud.sensors.gcs import GCSObjectExistenceSensor
 PROJECT = "my-project"
 REGION = "europe-west4"
 BUCKET = "my-bucket"
-GPFIT_VERSION = "0.16.5"
+GPFIT_VERSION = "0.16.6"
 GPFIT_IMAGE = f"{REGION}-docker.pkg.dev/{PROJECT}/gpfit/gpfit:{GPFIT_VERSION}"
 GPFIT_FILES = "/home/airflow/gcs/data/gpfit"  # gs://COMPOSER_BUCKET/data/gpfit/
 

@@ -27,7 +27,7 @@ from airflow.providers.google.cloud.sensors.gcs import GCSObjectExistenceSensor
 PROJECT = "my-project"
 REGION = "europe-west4"
 BUCKET = "my-bucket"
-GPFIT_VERSION = "0.16.5"
+GPFIT_VERSION = "0.16.6"
 TEMPLATE = f"gs://{BUCKET}/templates/gpfit-{GPFIT_VERSION}.json"
 GPFIT_IMAGE = f"{REGION}-docker.pkg.dev/{PROJECT}/gpfit/gpfit:{GPFIT_VERSION}"
 

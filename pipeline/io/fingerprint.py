@@ -36,7 +36,7 @@ from gpcore.config import AUTO, FitConfig
 from gpcore.series import Series
 
 # gpfit's release; pyproject.toml's version (a test keeps them equal).
-VERSION = "0.16.5"
+VERSION = "0.16.6"
 
 # The revision of the --holdout scores' formula (backtest.scores over
 # gpcore.calibration's interval): 2 since the interval's scale is the
