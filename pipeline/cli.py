@@ -34,7 +34,6 @@ import logging  # noqa: E402  (after the environment above)
 import re  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
-import threading  # noqa: E402
 import time  # noqa: E402
 
 from pipeline.io import beam_import, streams  # noqa: E402
@@ -58,7 +57,7 @@ if beam_import.refusal() is not None:
 # configured the root logger before gpfit does (logs.configure_logs).
 with threads.collection_paused("apache_beam"), beam_import.quietly():
     from pipeline import builder, fitters, logs, portable, runtime, sdist_build
-    from pipeline.io import inputs, lock, manifest, outputs
+    from pipeline.io import inputs, lock, manifest, outputs, stops
     from pipeline.io.errors import (EXIT_OK, EXIT_PIPELINE_FAILED, EXIT_STORAGE,
                                     EXIT_TOO_MANY_FAILED, SIGNAL_BASE, UsageError,
                                     first_line, last_line, lost_worker, one_line, storage_error,
@@ -70,25 +69,12 @@ with threads.collection_paused("apache_beam"), beam_import.quietly():
 _LOG = logging.getLogger("gpfit")
 
 _NAMED_AT_MOST = 10  # unreadable files named in gpfit's last lines
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _CLEARING, _CLEARED = "clearing", "cleared"  # how far a run got with its output folder
 _SIGNALLED: list[int] = []  # the stop signal received, for a Stopped that Beam wrapped
 # How Beam's local runner says a worker process ended (runtime.WorkerExited).
 _EXIT_CODE = re.compile(r"Worker subprocess exited with return code (-?\d+)")
 # How runtime.watch_frozen says a worker process was stopped too long.
 _FROZEN = re.compile(r"worker process (\d+) " + re.escape(runtime.FROZEN) + r" for (\d+) s")
-
-
-class Stopped(BaseException):
-    """Raised in the main thread by SIGTERM or SIGINT: unwinds the run so that
-    it releases what it holds (a BaseException, so that no `except
-    Exception` on the way swallows it)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-        self.name = signal.Signals(signum).name
-        self.said = False  # its line is printed
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -106,7 +92,7 @@ def run(argv: list[str] | None = None) -> int:
     handlers = _stop_on_signals()
     try:
         return _run(argv, started_at, started)
-    except Stopped as stop:
+    except stops.Stopped as stop:
         if not stop.said:
             _say(f"gpfit: error: stopped by {stop.name} before any work; nothing was written")
         return SIGNAL_BASE + stop.signum
@@ -117,8 +103,7 @@ def run(argv: list[str] | None = None) -> int:
              "report it")
         return EXIT_PIPELINE_FAILED
     finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+        stops.restore(handlers)
 
 
 def _run(argv: list[str], started_at: float, started: float) -> int:
@@ -141,7 +126,7 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
             return _launch(options, built, dry_run, output, started, cleared)
     except UsageError as err:
         return _refused(err)
-    except Stopped as stop:
+    except stops.Stopped as stop:
         finished = _finished(output) if _CLEARED in cleared else None
         if finished is not None:  # the stop came after the job's manifest: the run is done
             stop.said = True
@@ -193,8 +178,7 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
         # So would one that is stopped (frozen), under multi_processing.
         frozen_after_s = (runtime.FROZEN_AFTER_S if runtime.runs_worker_processes(options)
                           else None)
-        with (runtime.worker_exits_watched(threading.current_thread() is threading.main_thread(),
-                                           frozen_after_s),
+        with (runtime.worker_exits_watched(stops.in_main_thread(), frozen_after_s),
               sdist_build.quiet(_LOG.isEnabledFor(logging.DEBUG))):
             result = built.pipeline.run()
         # A dry run or a template (a Flex launch, --template_location): Beam
@@ -207,7 +191,7 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
         name, found = manifest.read(output)
     except Exception as err:  # pylint: disable=broad-except
         if _SIGNALLED:  # Beam caught Stopped inside a step and failed the job with it
-            raise Stopped(_SIGNALLED[0]) from err
+            raise stops.Stopped(_SIGNALLED[0]) from err
         _joined(warming)
         return _failed(err, output)
     # Stopped (a signal) goes on at once: the warm-up's daemon thread ends with the process.
@@ -338,9 +322,9 @@ def _full_text(err: BaseException) -> str:
 
 
 def _stop_on_signals() -> dict:
-    """Makes SIGTERM and SIGINT raise Stopped in the main thread; returns the
-    handlers to restore. Elsewhere (a thread) signals are left alone."""
-    if threading.current_thread() is not threading.main_thread():
+    """Makes SIGTERM and SIGINT raise Stopped in the main thread (pipeline/io/stops.py);
+    returns the handlers to restore. Elsewhere (a thread) signals are left alone."""
+    if not stops.in_main_thread():
         return {}
 
     _SIGNALLED.clear()
@@ -353,12 +337,11 @@ def _stop_on_signals() -> dict:
             runtime.end_workers_after()  # one still starting among them
             raise exited
         _SIGNALLED.append(signum)
-        for each in _STOP_SIGNALS:  # a second signal while unwinding: default action
-            signal.signal(each, signal.SIG_DFL)
-        runtime.end_workers_after()  # one still starting would hold the unwinding for ever
-        raise Stopped(signum)
+        # A second signal while unwinding: default action; a worker still
+        # starting would hold the unwinding for ever.
+        stops.stop(signum, before=runtime.end_workers_after)
 
-    return {signum: signal.signal(signum, stop) for signum in _STOP_SIGNALS}
+    return stops.handle(stop)
 
 
 def _finished(output: str):
@@ -371,7 +354,7 @@ def _finished(output: str):
     return None if name is None else (name, found)
 
 
-def _say_stopped(stop: Stopped, output: str, local: bool, cleared: bool = True) -> None:
+def _say_stopped(stop: stops.Stopped, output: str, local: bool, cleared: bool = True) -> None:
     stop.said = True
     if not cleared:  # the lock was taken and released; the earlier run's files are as they were
         _say(f"gpfit: error: stopped by {stop.name} before any work; the output folder "

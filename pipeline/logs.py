@@ -152,8 +152,9 @@ class _OneLine(logging.Filter):
 class _QuietStop(logging.Filter):
     """Below debug, once the run is stopping (STOPPING), Beam's records are
     dropped: they say the bundle the stop cut short failed ("ERROR
-    pipeline.cli.Stopped: 15 [while running 'FitSeries/...']"), which read as
-    a crash beside gpfit's one "stopped by SIGTERM" line."""
+    pipeline.io.stops.Stopped: 15 [while running 'FitSeries/...']"), which
+    read as a crash beside gpfit's one "stopped by SIGTERM" line. Told by
+    the flag and the logger, not by the exception's name."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not (STOPPING.is_set() and record.name.startswith("apache_beam"))

@@ -216,7 +216,7 @@ def runner(options: PipelineOptions) -> PipelineRunner:
 
 
 # ---- a stopped run's worker processes ----------------------------------------------
-# A stopped launcher (SIGTERM, Ctrl-C: cli.Stopped) unwinds through Beam's
+# A stopped launcher (SIGTERM, Ctrl-C: stops.Stopped) unwinds through Beam's
 # runner, which waits for each local worker process (multi_processing) to
 # end. One that is connected ends as its control stream closes, at once; one
 # still starting (importing Beam) never connects and never ends, and the

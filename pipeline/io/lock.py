@@ -282,7 +282,7 @@ def _create_local(output: str, content: dict, now: Callable[[], float]) -> None:
             data = data[os.write(fd, data):]
         os.fsync(fd)  # a full disk answers here at the latest
     except BaseException:
-        # A stop too (SIGTERM raises cli.Stopped here, no OSError): the empty
+        # A stop too (SIGTERM raises stops.Stopped here, no OSError): the empty
         # lock it left refused the next run for a minute (docs/design.md,
         # "The fitter", A stop while the lock is written).
         os.close(fd)

@@ -13,12 +13,10 @@ import argparse
 import functools
 import os
 import shutil
-import signal
 import sys
-import threading
 from typing import Optional, Sequence
 
-from pipeline.io import streams
+from pipeline.io import stops, streams
 from pipeline.io.errors import (SIGNAL_BASE, UsageError, named_arguments, one_line,
                                 read_in_another_encoding, undecodable)
 
@@ -71,58 +69,32 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
-class _Stopped(BaseException):
-    """SIGTERM or SIGINT, raised in the main thread: the page's write unwinds
-    and removes its temporary file (files.write_whole), --out as it was."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
 def run(argv: Optional[Sequence[str]] = None) -> int:
     """Runs gpfit-report with these arguments; returns the exit code (128 +
     N where stopped by signal N, in one line: docs/design.md, "The fitter",
     A stop while the report writes its page)."""
-    handlers = _stop_on_signals()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # SIGTERM's default left the page's temporary file beside --out, and
+    # Ctrl-C printed a KeyboardInterrupt traceback: either raises Stopped,
+    # and the page's write (files.write_whole) removes that file as it
+    # unwinds; a second one while unwinding takes the default action.
+    handlers = stops.handle(lambda signum, _frame: stops.stop(signum))
     try:
         return _run(argv)
-    except _Stopped as stop:
-        _say(f"error: stopped by {signal.Signals(stop.signum).name}; the page was not "
-             f"written, {_out_in(argv)} is as it was")
+    except stops.Stopped as stop:
+        _say(f"error: stopped by {stop.name}; the page was not written, {_out_in(argv)} is "
+             "as it was")
         return SIGNAL_BASE + stop.signum
     finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+        stops.restore(handlers)
 
 
-def _stop_on_signals() -> dict:
-    """Makes SIGTERM and SIGINT raise _Stopped in the main thread (a second
-    one while unwinding: the default action); -> the handlers to restore.
-    SIGTERM's default left the page's temporary file beside --out, and
-    Ctrl-C printed a KeyboardInterrupt traceback."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-
-    def stop(signum, _frame):
-        for each in _STOP_SIGNALS:
-            signal.signal(each, signal.SIG_DFL)
-        raise _Stopped(signum)
-
-    return {signum: signal.signal(signum, stop) for signum in _STOP_SIGNALS}
-
-
-def _out_in(argv: Optional[Sequence[str]]) -> str:
+def _out_in(argv: list[str]) -> str:
     """--out as given in argv, or "--out" where it cannot be told."""
-    given = dict(named_arguments(list(sys.argv[1:] if argv is None else argv)))
-    return given.get("--out") or "--out"
+    return dict(named_arguments(argv)).get("--out") or "--out"
 
 
-def _run(argv: Optional[Sequence[str]]) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def _run(argv: list[str]) -> int:
     streams.opened()  # a closed stdout or stderr: before anything opens a file
     for flag, value in named_arguments(argv):
         wrong = read_in_another_encoding(value)

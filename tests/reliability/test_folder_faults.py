@@ -297,7 +297,7 @@ def test_a_stopped_run_releases_the_folder_at_once(hostile_input, clean, tmp_pat
     assert f"pid {running.process.pid}" in second.stderr
     one_line(stopped, 128 + signum, f"stopped by {signal.Signals(signum).name}",
              "run again into")
-    # Beam's log of the bundle the stop cut short ("ERROR pipeline.cli.Stopped:
+    # Beam's log of the bundle the stop cut short ("ERROR pipeline.io.stops.Stopped:
     # 15 [while running 'FitSeries/...']") read as a crash beside that line.
     assert not [line for line in stopped.stderr.splitlines() if " ERROR " in line], \
         stopped.stderr
