@@ -53,7 +53,7 @@ class Built:
 
 
 def build_from_options(options: PipelineOptions, check_paths: bool = True,
-                       started_at: Optional[float] = None) -> Built:
+                       started_at: Optional[float] = None, make_folders: bool = True) -> Built:
     """gpfit's pipeline for parsed options (pipeline.options.parse_options).
 
     Args:
@@ -66,6 +66,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
         and the output folder is not looked at.
       started_at: when the run started, in seconds since the epoch (default:
         now); the manifest reports it and the wall time from it.
+      make_folders: as build's; `gpfit` makes them under its lock.
 
     Raises:
       UsageError: a bad option (gpfit's, or the local runner's
@@ -117,7 +118,7 @@ def build_from_options(options: PipelineOptions, check_paths: bool = True,
         previous_output=nightly.previous, previous_note=note, predict=nightly.predict_record)
     pipeline = _pipeline(options, runner)
     build(pipeline, spec, config, gp.output, runtime.processes_per_machine(options), record,
-          Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards), nightly)
+          Sizes(gp.seconds_per_fit_call, gp.max_rows, gp.num_shards), nightly, make_folders)
     return Built(pipeline, gp, spec, run_id, nightly.tables)
 
 
@@ -342,7 +343,7 @@ class Sizes:
 def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: str,
           processes_per_machine: Optional[int],
           record: Optional[manifest.RunRecord] = None, sizes: Sizes = Sizes(),
-          nightly: Nightly = Nightly()) -> None:
+          nightly: Nightly = Nightly(), make_folders: bool = True) -> None:
     """Adds gpfit's steps to `pipeline`.
 
     Args:
@@ -355,6 +356,11 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
         spec, the kernel, no options, started now, max_failure_fraction 1.
       sizes: fit calls, the cap on a series' rows, output shards.
       nightly: the previous output to compare against, the predictions.
+      make_folders: make a local output's folders now (Beam's local rename
+        needs the tables'). `gpfit` makes them as it clears the folder,
+        under its lock (outputs.clear_output): made at the build, before
+        the lock, a stop or refusal of a run into a new folder left them
+        (docs/design.md, "Output folder").
     """
     # The transforms load TensorFlow (gpcore's fitter): only once the cheap
     # checks have passed.
@@ -372,10 +378,11 @@ def build(pipeline: beam.Pipeline, spec: InputSpec, config: FitConfig, output: s
     if record is None:
         record = manifest.run_record(spec, output, config.kernel_name, 1.0, {}, time.time(),
                                      predict=nightly.predict_record)
-    try:
-        outputs.make_table_folders(output, nightly.tables)  # local: Beam renames shards into them
-    except OSError as err:  # a folder the storage will not make: exit 5, not a crash
-        raise storage_error(err, output) or err
+    if make_folders:
+        try:
+            outputs.make_table_folders(output, nightly.tables)  # local: Beam renames into them
+        except OSError as err:  # a folder the storage will not make: exit 5, not a crash
+            raise storage_error(err, output) or err
     key = fingerprint.options_key(config, nightly.transform, nightly.holdout)
     read = pipeline | "ReadSeries" >> ReadSeries(spec, config.kernel_name, sizes.max_rows, key)
     series, extra, unfittable = read.series, {}, [read.unfittable]

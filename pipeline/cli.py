@@ -112,14 +112,16 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
         options = parse_options(argv)
         runtime.check_thread_counts(options)  # read by every worker, once the job runs
         dry_run = _is_dry_run(options)
+        # The folders are made under the lock (_prepare_output), not here.
         built = builder.build_from_options(options, check_paths=not dry_run,
-                                           started_at=started_at)
+                                           started_at=started_at, make_folders=False)
     except UsageError as err:
         return _refused(err)
     output = built.gp.output
     if dry_run:
         return _launch(options, built, dry_run, output, started)
     local, keep_lock, cleared = runtime.ends_here(options), False, []
+    made = outputs.missing_folders(output)  # the lock's creation makes them
     try:
         lock.acquire(output, built.run_id, built.gp.break_lock, local)
         with lock.Heartbeat(output, built.run_id):
@@ -147,6 +149,9 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
         # removes it too, after its manifest, should this process be gone.
         if not keep_lock:
             lock.release(output, built.run_id)
+            # A run stopped or refused in a folder it made leaves none
+            # (docs/design.md, "Output folder").
+            outputs.remove_empty(made)
 
 
 def _launch(options, built: builder.Built, dry_run: bool, output: str, started: float,

@@ -322,6 +322,28 @@ def remove_empty_folders(output: str) -> None:
             os.rmdir(path)
 
 
+def missing_folders(output: str) -> list[str]:
+    """The local folders that making output would make: output and those
+    above it that do not exist, deepest first; [] on gs://."""
+    if not is_local(output):
+        return []
+    missing, path = [], os.path.abspath(output)
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
+    return missing
+
+
+def remove_empty(folders: list[str]) -> None:
+    """Removes these folders (missing_folders': a run made them), deepest
+    first, while each is empty: never a file, nor a folder with one."""
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except OSError:  # not empty (a shard, the next run's lock), or gone
+            return
+
+
 def deletion_order(files: list[str]) -> tuple[list[str], list[str]]:
     """(the manifests among files, the rest): what clear_output deletes first."""
     markers = [path for path in files if posixpath.basename(path) in MARKERS]

@@ -208,7 +208,7 @@ def test_a_job_that_ends_without_a_manifest_exits_3(tmp_path, monkeypatch, capsy
     from pipeline.options import GPFitOptions
     from pipeline.runtime import local_runner
 
-    def build_nothing(options, check_paths=True, started_at=None):
+    def build_nothing(options, check_paths=True, started_at=None, make_folders=True):
         pipeline = beam.Pipeline(runner=local_runner(options), options=options)
         _ = pipeline | beam.Create([1])  # a job that writes no manifest
         return builder.Built(pipeline, options.view_as(GPFitOptions),

@@ -307,6 +307,56 @@ def test_a_stopped_run_releases_the_folder_at_once(hostile_input, clean, tmp_pat
     rerun_is_clean(hostile_input, output, clean)
 
 
+def stopped_at(step: str, when: str, input_: str, output: str) -> Run:
+    """gpfit's CLI in a process of its own, sent SIGTERM just `when` ("before"
+    or "after") its `step` ("module.function", called through the module) runs."""
+    module, name = step.rsplit(".", 1)
+    script = (
+        "import importlib, os, signal, sys\n"
+        "from pipeline import cli\n"
+        f"module = importlib.import_module({module!r})\n"
+        f"step = getattr(module, {name!r})\n"
+        "def stopped(*args, **kwargs):\n"
+        f"    if {when!r} == 'before':\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    done = step(*args, **kwargs)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return done\n"
+        f"setattr(module, {name!r}, stopped)\n"
+        f"sys.exit(cli.run(['--input', {input_!r}, '--output', {output!r}, *{OPTIONS!r}]))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=ENV, cwd=REPO, timeout=300, check=False)
+    return Run(done.returncode, done.stdout, done.stderr, output)
+
+
+@pytest.mark.parametrize("step, when, said", [
+    ("pipeline.io.lock.acquire", "before", "before any work"),
+    ("pipeline.io.outputs.make_table_folders", "after", "before the run finished")])
+def test_a_stop_of_a_run_into_a_new_folder_leaves_no_folder(hostile_input, tmp_path, step,
+                                                            when, said):
+    """SIGTERM early in a run into a new folder (night/out, night/ new too):
+    it left out/ with empty params/ and predictions/, which looked like an
+    output, though it said "nothing was written" or "left as it was"
+    (building the job made them, before the lock). The run now makes them
+    under its lock and removes the folders it made, where empty."""
+    output = str(tmp_path / "night" / "out")
+    stopped = stopped_at(step, when, hostile_input, output)
+    one_line(stopped, 128 + signal.SIGTERM, "stopped by SIGTERM", said)
+    assert os.listdir(tmp_path) == [], os.listdir(tmp_path)
+
+
+def test_a_stop_of_a_run_into_a_users_empty_folder_leaves_that_folder(hostile_input,
+                                                                      tmp_path):
+    """The folders a stopped run removes are those it made: a user's empty
+    --output folder stays, empty."""
+    output = tmp_path / "out"
+    output.mkdir()
+    stopped = stopped_at("pipeline.io.outputs.make_table_folders", "after", hostile_input,
+                         str(output))
+    one_line(stopped, 128 + signal.SIGTERM, "stopped by SIGTERM before the run finished")
+    assert os.listdir(tmp_path) == ["out"] and os.listdir(output) == []
+
+
 def test_a_stop_before_the_clearing_says_the_folder_was_left_as_it_was(hostile_input, clean,
                                                                        tmp_path):
     """SIGTERM as the run lists the output folder under its lock, before it
