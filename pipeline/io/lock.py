@@ -43,6 +43,7 @@ from typing import Callable, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.io import stops
 from pipeline.io.errors import FolderBusy, StorageError, storage_error
 from pipeline.io.files import open_file, write_whole
 from pipeline.io.outputs import LOCK_NAME, TEMPORARY_SUFFIX
@@ -271,24 +272,26 @@ def _create_local(output: str, content: dict, now: Callable[[], float]) -> None:
     os.makedirs(output, exist_ok=True)
     path = path_of(output)
     data = json.dumps(content).encode("utf-8")  # before the create: the unwritten lock's time
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        check(output, False, now)  # names the winner
-        raise FolderBusy(f"output folder {output} was locked by another gpfit run just now; "
-                         "wait for it to finish or give another --output") from None
-    try:
-        while data:
-            data = data[os.write(fd, data):]
-        os.fsync(fd)  # a full disk answers here at the latest
-    except BaseException:
-        # A stop too (SIGTERM raises stops.Stopped here, no OSError): the empty
-        # lock it left refused the next run for a minute (docs/design.md,
-        # "The fitter", A stop while the lock is written).
+    # A stop (SIGTERM, Ctrl-C) waits for the lock to be whole or removed:
+    # one arriving in the open call raised as it returned, before its
+    # descriptor was kept, and the empty lock refused the next run for a
+    # minute (docs/design.md, "The fitter", A stop while the lock is written).
+    with stops.deferred():
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            check(output, False, now)  # names the winner
+            raise FolderBusy(f"output folder {output} was locked by another gpfit run just "
+                             "now; wait for it to finish or give another --output") from None
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)  # a full disk answers here at the latest
+        except BaseException:
+            os.close(fd)
+            os.unlink(path)
+            raise
         os.close(fd)
-        os.unlink(path)
-        raise
-    os.close(fd)
 
 
 def refresh(output: str, run_id: str, now: Callable[[], float] = time.time) -> bool:

@@ -8,9 +8,10 @@ command's handler does is its own (pipeline/cli.py).
 """
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
-from typing import Callable, NoReturn, Optional
+from typing import Callable, Iterator, NoReturn, Optional
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -56,3 +57,29 @@ def stop(signum: int, before: Optional[Callable[[], None]] = None) -> NoReturn:
     if before is not None:
         before()
     raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Holds a stop signal that arrives in the block until the block is
+    done, then hands it to the handler that was set (a SIG_DFL one: raised
+    again, its default action). A signal that arrives during a system call
+    is handled as the call returns, before its result is kept: a file the
+    call created is then left whole or removed by the block, not half made
+    (docs/design.md, "The fitter", A stop while the lock is written).
+    Outside the main thread the block runs as it is."""
+    if not in_main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = handle(lambda signum, _frame: held.append(signum))
+    try:
+        yield
+    finally:
+        restore(previous)
+        if held:
+            handler = previous[held[0]]
+            if callable(handler):
+                handler(held[0], None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(held[0])

@@ -561,6 +561,36 @@ def test_a_lock_left_by_a_local_run_whose_process_is_gone_is_said_when_taken_ove
     assert "whose process is gone" in said[0] and "out of file descriptors" in said[0]
 
 
+def test_a_stop_during_the_locks_open_call_leaves_no_lock(tmp_path):
+    """SIGTERM arriving while the lock's exclusive `open` runs: the file was
+    created, and the handler raised Stopped as the call returned, before
+    its descriptor was kept, so no clause of the write could remove it. The
+    empty lock stayed and the next run was refused, exit 4 ("a lock that
+    cannot be read yet"), for a minute. The signal is sent by a hook on
+    os.open, after the real call creates the lock; the run is gpfit's CLI
+    in a process of its own."""
+    source, output = _input(tmp_path, n_series=3), str(tmp_path / "out")
+    script = (
+        "import os, signal, sys\n"
+        "from pipeline import cli\n"
+        "real_open = os.open\n"
+        "def stopped_in_the_open(path, flags, *args, **kwargs):\n"
+        "    fd = real_open(path, flags, *args, **kwargs)\n"
+        "    if str(path).endswith('_RUNNING.json') and flags & os.O_EXCL:\n"
+        "        os.open = real_open\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)  # handled before open returns\n"
+        "    return fd\n"
+        "os.open = stopped_in_the_open\n"
+        f"sys.exit(cli.run(['--input', {source!r}, '--output', {output!r}, *{RUN_OPTIONS!r}]))\n")
+    stopped = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=REPO), timeout=300)
+    assert stopped.returncode == 128 + 15, stopped.stderr
+    assert "stopped by SIGTERM before any work" in stopped.stderr, stopped.stderr
+    assert not os.path.exists(output), os.listdir(output)
+    rerun = gpfit(source, output, *RUN_OPTIONS)
+    assert rerun.code == 0, rerun.stderr
+
+
 def test_a_stop_while_the_lock_is_written_leaves_no_lock(tmp_path):
     """SIGTERM (a scheduler's timeout) between the lock's creation and its
     write: Stopped passed the write's `except OSError`, the empty lock
