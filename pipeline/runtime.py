@@ -119,15 +119,21 @@ IGNORE_INTERRUPT = "trap '' INT; exec "
 # imports the gpfit the launcher imported, installed or in a checkout.
 # A worker that cannot reach the runner printed some 40 lines of Beam's
 # errors and tracebacks; below --log_level debug it says each in one line
-# (worker_stderr.quiet_local_worker).
+# (worker_stderr.quiet_local_worker). First of all, a worker watches the
+# launcher that started it and leaves once it is gone
+# (pipeline/launcher_watch.py): one still starting outlived a SIGKILL of
+# the launcher by 120 s, waiting for channels to a runner that had died.
 WORKER_MODULE = "apache_beam.runners.worker.sdk_worker_main"
 
 
 def quiet_worker(debug: bool) -> str:
-    """The Python code a local worker process runs (see above)."""
+    """The Python code a local worker process runs (see above); made in the
+    launcher, whose pid it watches."""
     return "\n".join((
         "import logging, runpy, sys",
         'if sys.path[:1] == [""]: sys.path.append(sys.path.pop(0))',
+        "from pipeline import launcher_watch",
+        f"launcher_watch.leave_with({os.getpid()})",
         "held = logging.NullHandler()",
         "logging.getLogger().addHandler(held)",
         "import apache_beam",

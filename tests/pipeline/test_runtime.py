@@ -6,8 +6,10 @@ import io
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -343,6 +345,63 @@ def test_a_worker_process_that_exits_before_it_connects_fails_the_run(tmp_path):
     assert "Traceback" not in done.stderr
     assert not (output / "_RUNNING.json").exists()
     assert not (output / "_SUCCESS.json").exists()
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The Beam worker processes whose parent is pid (from /proc)."""
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                worker = b"sdk_worker_main" in f.read()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid and worker:
+            found.append(int(name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads processes' parents in /proc")
+def test_worker_processes_leave_at_once_when_the_launcher_is_killed(tmp_path):
+    """SIGKILL of a gpfit run under multi_processing as its worker processes
+    start (the OOM killer, kill -9): each outlived the launcher by about
+    120 s, some 230 MB, waiting 60 s for its logging channel and 60 s for
+    its control channel to the runner, which had died with the launcher
+    (measured: 121.4 s). Each now watches its parent and leaves once it is
+    re-parented (pipeline/launcher_watch.py): gone in 0.2-0.3 s."""
+    data = write_long(str(tmp_path / "in"), make_series(n_series=3))
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "--input", data, "--output", str(tmp_path / "out"),
+         "--direct_num_workers", "2", "--direct_running_mode", "multi_processing"],
+        env=dict(os.environ, PYTHONPATH=REPO), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while len(workers) < 2 and time.monotonic() < deadline and launcher.poll() is None:
+            time.sleep(0.05)
+            workers = _workers_of(launcher.pid)
+        assert len(workers) == 2, "the run's two worker processes never started"
+    finally:
+        launcher.kill()
+        launcher.wait()
+    killed = time.monotonic()
+    while any(map(_running, workers)) and time.monotonic() - killed < 10:
+        time.sleep(0.05)
+    left = [pid for pid in workers if _running(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"worker processes {left} outlived the killed launcher by 10 s"
 
 
 # Each worker process reaches the runner's channels on localhost as a worker
