@@ -122,19 +122,21 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
         return _launch(options, built, dry_run, output, started)
     local, keep_lock, cleared = runtime.ends_here(options), False, []
     made = outputs.missing_folders(output)  # the lock's creation makes them
+    code = None  # the run's exit code, once it has one
     try:
         lock.acquire(output, built.run_id, built.gp.break_lock, local)
         with lock.Heartbeat(output, built.run_id):
-            return _launch(options, built, dry_run, output, started, cleared)
+            code = _launch(options, built, dry_run, output, started, cleared)
     except UsageError as err:
-        return _refused(err)
+        code = _refused(err)
     except stops.Stopped as stop:
         finished = _finished(output) if _CLEARED in cleared else None
         if finished is not None:  # the stop came after the job's manifest: the run is done
             stop.said = True
             _warn(f"{stop.name} came after the job had written {finished[0]}; the run is "
                   "complete")
-            return _report(*finished, output, time.monotonic() - started)
+            code = _report(*finished, output, time.monotonic() - started)
+            return code
         _say_stopped(stop, output, local, bool(cleared))
         if local:  # the job ended with this process: nothing else will clean up
             lock.release(output, built.run_id)
@@ -148,10 +150,27 @@ def _run(argv: list[str], started_at: float, started: float) -> int:
         # refresh the lock, and a template may run later or never. The job
         # removes it too, after its manifest, should this process be gone.
         if not keep_lock:
-            lock.release(output, built.run_id)
-            # A run stopped or refused in a folder it made leaves none
-            # (docs/design.md, "Output folder").
+            _release(output, built.run_id, made, code)
+    return code
+
+
+def _release(output: str, run_id: str, made: list[str], code: int | None) -> None:
+    """Releases the lock and removes the folders the run made (`made`:
+    outputs.missing_folders) where empty: a run stopped or refused in a
+    folder it made leaves none (docs/design.md, "Output folder"). A stop
+    meanwhile waits for both; once the run has its exit code (`code`), it
+    is said and the code stands: the stop replaced a run's exit 0 beside
+    its _SUCCESS.json (docs/design.md, "The fitter", A stop as the lock is
+    released)."""
+    try:
+        with stops.deferred():
+            lock.release(output, run_id)
             outputs.remove_empty(made)
+    except stops.Stopped as stop:
+        if code is None:
+            raise
+        stop.said = True
+        _warn(f"{stop.name} came after the run had ended; its result stands")
 
 
 def _launch(options, built: builder.Built, dry_run: bool, output: str, started: float,

@@ -561,6 +561,37 @@ def test_a_lock_left_by_a_local_run_whose_process_is_gone_is_said_when_taken_ove
     assert "whose process is gone" in said[0] and "out of file descriptors" in said[0]
 
 
+def test_a_stop_as_the_launcher_releases_its_lock_after_the_run_keeps_the_runs_result(
+        tmp_path):
+    """SIGTERM as the launcher releases its lock, the job done and its
+    _SUCCESS.json written: the Stopped raised in that last step replaced the
+    run's exit 0, and gpfit said "stopped by SIGTERM before any work;
+    nothing was written" (exit 143) beside the whole result, which a
+    scheduler would run again. The signal is sent by a hook on lock.release
+    as gpfit's own last step calls it (the job releases the lock too)."""
+    source, output = _input(tmp_path, n_series=3), str(tmp_path / "out")
+    script = (
+        "import os, signal, sys\n"
+        "from pipeline import cli\n"
+        "from pipeline.io import lock\n"
+        "release = lock.release\n"
+        "def stopped_at_the_release(*args, **kwargs):\n"
+        "    caller = sys._getframe(1).f_code.co_filename\n"
+        "    if caller.endswith(os.path.join('pipeline', 'cli.py')):  # the launcher's\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return release(*args, **kwargs)\n"
+        "lock.release = stopped_at_the_release\n"
+        f"sys.exit(cli.run(['--input', {source!r}, '--output', {output!r}, *{RUN_OPTIONS!r}]))\n")
+    stopped = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=REPO), timeout=300)
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout.startswith("gpfit: 3 series: 3 ok"), stopped.stdout
+    said = [line for line in stopped.stderr.splitlines() if line.startswith("gpfit: ")]
+    assert said == ["gpfit: warning: SIGTERM came after the run had ended; its result "
+                    "stands"], stopped.stderr
+    assert sorted(os.listdir(output)) == ["_SUCCESS.json", "params"], os.listdir(output)
+
+
 def test_a_stop_during_the_locks_open_call_leaves_no_lock(tmp_path):
     """SIGTERM arriving while the lock's exclusive `open` runs: the file was
     created, and the handler raised Stopped as the call returned, before
