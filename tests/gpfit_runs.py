@@ -133,6 +133,19 @@ def command_in(python_path: str, *args: str, cwd: Optional[str] = None
                           cwd=cwd, timeout=600)
 
 
+def gpfit_with_hook(hook: str, args: list[str], env: Optional[dict] = None,
+                    cwd: Optional[str] = None) -> subprocess.CompletedProcess:
+    """gpfit's CLI with `args`, in a process of its own that first runs
+    `hook` (Python lines; os, signal, sys and pipeline.cli imported): a hook
+    that sends a stop signal at a named step."""
+    script = ("import os, signal, sys\n"
+              "from pipeline import cli\n"
+              f"{hook}"
+              f"sys.exit(cli.run({list(args)!r}))\n")
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=300, check=False)
+
+
 def as_a_user_without_access(*args: str, cwd: Optional[str] = None
                              ) -> subprocess.CompletedProcess:
     """`python *args` in a fresh process that file permissions bind: as

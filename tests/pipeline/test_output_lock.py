@@ -15,6 +15,7 @@ import pytest
 
 from pipeline.io import lock
 from pipeline.io.errors import FolderBusy, UsageError
+from gpfit_runs import gpfit_with_hook
 from pipeline_data import RUN_OPTIONS, gpfit
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -570,9 +571,7 @@ def test_a_stop_as_the_launcher_releases_its_lock_after_the_run_keeps_the_runs_r
     scheduler would run again. The signal is sent by a hook on lock.release
     as gpfit's own last step calls it (the job releases the lock too)."""
     source, output = _input(tmp_path, n_series=3), str(tmp_path / "out")
-    script = (
-        "import os, signal, sys\n"
-        "from pipeline import cli\n"
+    stopped = gpfit_with_hook(
         "from pipeline.io import lock\n"
         "release = lock.release\n"
         "def stopped_at_the_release(*args, **kwargs):\n"
@@ -580,10 +579,9 @@ def test_a_stop_as_the_launcher_releases_its_lock_after_the_run_keeps_the_runs_r
         "    if caller.endswith(os.path.join('pipeline', 'cli.py')):  # the launcher's\n"
         "        os.kill(os.getpid(), signal.SIGTERM)\n"
         "    return release(*args, **kwargs)\n"
-        "lock.release = stopped_at_the_release\n"
-        f"sys.exit(cli.run(['--input', {source!r}, '--output', {output!r}, *{RUN_OPTIONS!r}]))\n")
-    stopped = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                             env=dict(os.environ, PYTHONPATH=REPO), timeout=300)
+        "lock.release = stopped_at_the_release\n",
+        ["--input", source, "--output", output, *RUN_OPTIONS],
+        env=dict(os.environ, PYTHONPATH=REPO))
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout.startswith("gpfit: 3 series: 3 ok"), stopped.stdout
     said = [line for line in stopped.stderr.splitlines() if line.startswith("gpfit: ")]
@@ -601,9 +599,7 @@ def test_a_stop_during_the_locks_open_call_leaves_no_lock(tmp_path):
     os.open, after the real call creates the lock; the run is gpfit's CLI
     in a process of its own."""
     source, output = _input(tmp_path, n_series=3), str(tmp_path / "out")
-    script = (
-        "import os, signal, sys\n"
-        "from pipeline import cli\n"
+    stopped = gpfit_with_hook(
         "real_open = os.open\n"
         "def stopped_in_the_open(path, flags, *args, **kwargs):\n"
         "    fd = real_open(path, flags, *args, **kwargs)\n"
@@ -611,10 +607,9 @@ def test_a_stop_during_the_locks_open_call_leaves_no_lock(tmp_path):
         "        os.open = real_open\n"
         "        os.kill(os.getpid(), signal.SIGTERM)  # handled before open returns\n"
         "    return fd\n"
-        "os.open = stopped_in_the_open\n"
-        f"sys.exit(cli.run(['--input', {source!r}, '--output', {output!r}, *{RUN_OPTIONS!r}]))\n")
-    stopped = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                             env=dict(os.environ, PYTHONPATH=REPO), timeout=300)
+        "os.open = stopped_in_the_open\n",
+        ["--input", source, "--output", output, *RUN_OPTIONS],
+        env=dict(os.environ, PYTHONPATH=REPO))
     assert stopped.returncode == 128 + 15, stopped.stderr
     assert "stopped by SIGTERM before any work" in stopped.stderr, stopped.stderr
     assert not os.path.exists(output), os.listdir(output)
@@ -630,19 +625,16 @@ def test_a_stop_while_the_lock_is_written_leaves_no_lock(tmp_path):
     the folder as it was. The signal is sent at that step by a hook on the
     lock's own write; the run is gpfit's CLI in a process of its own."""
     source, output = _input(tmp_path, n_series=3), str(tmp_path / "out")
-    script = (
-        "import os, signal, sys\n"
-        "from pipeline import cli\n"
+    stopped = gpfit_with_hook(
         "write = os.write\n"
         "def stopped_at_the_lock(fd, data):\n"
         "    if os.readlink(f'/proc/self/fd/{fd}').endswith('_RUNNING.json'):\n"
         "        os.write = write\n"
         "        os.kill(os.getpid(), signal.SIGTERM)  # raises Stopped before the write\n"
         "    return write(fd, data)\n"
-        "os.write = stopped_at_the_lock\n"
-        f"sys.exit(cli.run(['--input', {source!r}, '--output', {output!r}, *{RUN_OPTIONS!r}]))\n")
-    stopped = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                             env=dict(os.environ, PYTHONPATH=REPO), timeout=300)
+        "os.write = stopped_at_the_lock\n",
+        ["--input", source, "--output", output, *RUN_OPTIONS],
+        env=dict(os.environ, PYTHONPATH=REPO))
     assert stopped.returncode == 128 + 15, stopped.stderr
     assert "stopped by SIGTERM before any work" in stopped.stderr, stopped.stderr
     # The folder it made is gone too (docs/design.md, "The fitter", A stop

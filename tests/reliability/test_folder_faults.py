@@ -16,12 +16,11 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from gpfit_runs import Run, as_legacy_layout, contents
+from gpfit_runs import Run, as_legacy_layout, contents, gpfit_with_hook
 from reliability_runs import (ENV, HOSTILE_IDS, OPTIONS, REPO, SECRETS, Running, error_lines,
                               files_in, gpfit_here, gpfit_subprocess, kill_all, snapshot,
                               wait_for)
@@ -311,9 +310,8 @@ def stopped_at(step: str, when: str, input_: str, output: str) -> Run:
     """gpfit's CLI in a process of its own, sent SIGTERM just `when` ("before"
     or "after") its `step` ("module.function", called through the module) runs."""
     module, name = step.rsplit(".", 1)
-    script = (
-        "import importlib, os, signal, sys\n"
-        "from pipeline import cli\n"
+    done = gpfit_with_hook(
+        "import importlib\n"
         f"module = importlib.import_module({module!r})\n"
         f"step = getattr(module, {name!r})\n"
         "def stopped(*args, **kwargs):\n"
@@ -322,10 +320,8 @@ def stopped_at(step: str, when: str, input_: str, output: str) -> Run:
         "    done = step(*args, **kwargs)\n"
         "    os.kill(os.getpid(), signal.SIGTERM)\n"
         "    return done\n"
-        f"setattr(module, {name!r}, stopped)\n"
-        f"sys.exit(cli.run(['--input', {input_!r}, '--output', {output!r}, *{OPTIONS!r}]))\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=ENV, cwd=REPO, timeout=300, check=False)
+        f"setattr(module, {name!r}, stopped)\n",
+        ["--input", input_, "--output", output, *OPTIONS], env=ENV, cwd=REPO)
     return Run(done.returncode, done.stdout, done.stderr, output)
 
 
@@ -368,20 +364,15 @@ def test_a_stop_before_the_clearing_says_the_folder_was_left_as_it_was(hostile_i
     output = str(tmp_path / "out")
     shutil.copytree(clean[0].output, output)
     before = contents(output)
-    script = (
-        "import os, signal, sys\n"
-        "from pipeline import cli\n"
+    done = gpfit_with_hook(
         "from pipeline.io import outputs\n"
         "listed = outputs.check_output\n"
         "def stopped_at_the_listing(output, *args, **kwargs):\n"
         "    if os.path.exists(os.path.join(output, '_RUNNING.json')):  # under the lock\n"
         "        os.kill(os.getpid(), signal.SIGTERM)  # raises Stopped before the listing\n"
         "    return listed(output, *args, **kwargs)\n"
-        "outputs.check_output = stopped_at_the_listing\n"
-        f"sys.exit(cli.run(['--input', {hostile_input!r}, '--output', {output!r}, "
-        f"*{OPTIONS!r}]))\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=ENV, cwd=REPO, timeout=300, check=False)
+        "outputs.check_output = stopped_at_the_listing\n",
+        ["--input", hostile_input, "--output", output, *OPTIONS], env=ENV, cwd=REPO)
     stopped = Run(done.returncode, done.stdout, done.stderr, output)
     one_line(stopped, 128 + signal.SIGTERM, "stopped by SIGTERM before any work",
              "was left as it was")
