@@ -357,14 +357,14 @@ def checked_params(params: Union[Mapping, FitResult]) -> dict:
       ValueError: as predict does for bad params.
     """
     if isinstance(params, FitResult):
-        if params.status != OK:
-            raise ValueError(
-                f"series {params.series_id!r} has status {params.status!r}, not 'ok'; "
-                "only fitted series have parameters to predict with")
+        _refuse_unfitted(params.series_id, params.status, params.error)
         params = params.params
     if not callable(getattr(params, "get", None)):  # a mapping, or a pandas row of the output
         raise ValueError("params must be a FitResult or a mapping as FitResult.params gives "
                          f"it; got a {type(params).__name__}")
+    # A row of params/ says why it has no parameters (docs/design.md,
+    # "Contracts"): its NaN or null mean named neither the series nor that.
+    _refuse_unfitted(params.get("series_id"), params.get("status"), params.get("error"))
     kernel = kernel_named(params.get("kernel"))
     bases = components(kernel)
     out = {"kernel": kernel.name}
@@ -400,6 +400,15 @@ def checked_params(params: Union[Mapping, FitResult]) -> dict:
     if len(bases) == 1:
         out.update({name: out["components"][0][name] for name in COMPONENT_FIELDS[1:]})
     return out
+
+
+def _refuse_unfitted(series_id, status, error) -> None:
+    """ValueError naming the series, its status and its reason where status
+    is a status other than "ok" (None or a reader's NaN: no status given)."""
+    if isinstance(status, str) and status != OK:
+        why = f" ({error})" if isinstance(error, str) and error else ""
+        raise ValueError(f"series {series_id!r} has status {status!r}, not 'ok'{why}; only "
+                         "fitted series have parameters to predict with")
 
 
 def _number(mapping: Mapping, name: str, where: str = "params") -> float:

@@ -529,3 +529,39 @@ def test_predicting_many_series_keeps_no_memory_for_each_noise_variance(rng):
     calls(1000, 3000)
     gc.collect()
     assert sys.getallocatedblocks() - before < 1000
+
+
+def read_back_rows(rows: list[dict], folder) -> dict:
+    """Output rows written to Parquet and read back as README's readers
+    give one row of params/ (docs/design.md, "Contracts"): {reader: [rows]}."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = folder / "part-00000-of-00001.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    frame = pd.read_parquet(path)
+    found = {"pandas": [row for _, row in frame.iterrows()],
+             "pyarrow": pq.read_table(path).to_pylist()}
+    try:
+        import polars as pl
+        found["polars"] = list(pl.read_parquet(path).iter_rows(named=True))
+    except ImportError:  # optional: the readers installed are checked
+        pass
+    return found
+
+
+@pytest.mark.parametrize("status, error", [("skipped", "too few finite points: 2 (of 2)"),
+                                           ("failed", "likelihood not finite")])
+def test_a_row_of_an_unfitted_series_is_refused_naming_it_and_its_status(rng, tmp_path,
+                                                                       status, error):
+    """A skipped or failed row of params/ (NaN or null parameters) was
+    refused "params['mean'] must be finite; got nan" (pandas) or "must be a
+    number; got None" (pyarrow, polars): neither the series nor why it has
+    no parameters, where a FitResult of it names both."""
+    row = FitResult("short", status, "rbf", 2, error=error).to_row()
+    for reader, (read,) in read_back_rows([row], tmp_path).items():
+        with pytest.raises(ValueError, match=rf"^series 'short' has status '{status}', not "
+                                             rf"'ok' \({re.escape(error)}\); only fitted series have "
+                                             "parameters to predict with$"):
+            predict(make_series(rng), read, np.zeros(2))
