@@ -63,7 +63,8 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
     Args:
       series: the observed series; points where t or y is NaN or +-inf are
         dropped, as the fitter drops them.
-      params: a FitResult with status "ok", or a mapping with keys kernel,
+      params: a FitResult with status "ok", a row of params/ (a pandas row,
+        a dict, polars' named row, an itertuples() namedtuple) or a mapping with keys kernel,
         mean, noise_variance (units of y squared) and components (per
         summed kernel: kernel, amplitude (standard deviation, units of y;
         of the slope, y per unit of t, for "linear"), length_scale (units
@@ -359,6 +360,8 @@ def checked_params(params: Union[Mapping, FitResult]) -> dict:
     if isinstance(params, FitResult):
         _refuse_unfitted(params.series_id, params.status, params.error)
         params = params.params
+    if callable(getattr(params, "_asdict", None)):  # a namedtuple: pandas' itertuples() row
+        params = params._asdict()
     if not callable(getattr(params, "get", None)):  # a mapping, or a pandas row of the output
         raise ValueError("params must be a FitResult or a mapping as FitResult.params gives "
                          f"it; got a {type(params).__name__}")

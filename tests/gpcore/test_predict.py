@@ -542,7 +542,8 @@ def read_back_rows(rows: list[dict], folder) -> dict:
     pq.write_table(pa.Table.from_pylist(rows), path)
     frame = pd.read_parquet(path)
     found = {"pandas": [row for _, row in frame.iterrows()],
-             "pyarrow": pq.read_table(path).to_pylist()}
+             "pyarrow": pq.read_table(path).to_pylist(),
+             "itertuples": list(frame.itertuples())}
     try:
         import polars as pl
         found["polars"] = list(pl.read_parquet(path).iter_rows(named=True))
@@ -565,3 +566,24 @@ def test_a_row_of_an_unfitted_series_is_refused_naming_it_and_its_status(rng, tm
                                              rf"'ok' \({re.escape(error)}\); only fitted series have "
                                              "parameters to predict with$"):
             predict(make_series(rng), read, np.zeros(2))
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear+rbf"])
+def test_a_row_from_every_reader_predicts_as_numpy(rng, tmp_path, kernel):
+    """A fitted row as pandas, pyarrow, polars and itertuples give it
+    predicts as the numpy posterior of its parameters (assert_close: the
+    same algebra done two ways). itertuples' namedtuple was refused
+    "params must be a FitResult or a mapping ...; got a Pandas"."""
+    series, t_new = make_series(rng), np.linspace(-5.0, 30.0, 9)
+    parts = [{"kernel": "linear", "amplitude": 0.3, "length_scale": None, "period": None},
+             {"kernel": "rbf", "amplitude": 1.7, "length_scale": 2.5, "period": None}]
+    fitted = FitResult("s", "ok", kernel, 37, mean=3.0, noise_variance=0.09,
+                       components=parts[-len(kernel.split("+")):])
+    ok = np.isfinite(series.y)
+    t, y = series.t[ok], series.y[ok]
+    comps, c = fitted.params["components"], ref.centre(t)
+    cov = ref.components_matrix(comps, t, t, c) + 0.09 * np.eye(t.size)
+    cross = ref.components_matrix(comps, t_new, t, c)
+    expected = 3.0 + cross @ np.linalg.solve(cov, y - 3.0)
+    for reader, (row,) in read_back_rows([fitted.to_row()], tmp_path).items():
+        assert_close(predict(series, row, t_new)[0], expected, scale=3.0)
