@@ -39,6 +39,12 @@ from gpcore.traced import TRACING
 
 DTYPE = tf.float64
 
+# Times a row of gpfit's params/ was fitted on, where they were dates or
+# timestamps: seconds give the prior without a word (README, "See the fits
+# (report)": the paragraph on predict with a row and its points).
+ROW_TIME_ADVICE = (f"{TIME_ADVICE}: days since 1970-01-01 UTC for a row gpfit fitted on dates "
+                   "or timestamps (its length scales and periods are in days)")
+
 # Diagonal jitter, relative to amplitude^2, tried in turn when A is not
 # numerically positive definite (e.g. noise_variance 0 and repeated times).
 # The first is 0: well-posed parameters are used exactly as given.
@@ -175,7 +181,7 @@ def _observed(series: Series, t_new) -> tuple[np.ndarray, np.ndarray, np.ndarray
     if not all(hasattr(series, name) for name in ("series_id", "t", "y")):  # any such object
         raise ValueError(f"series must be a gpcore.Series; got a {type(series).__name__}: give "
                          "Series(series_id, t, y)")
-    t = _numbers(series.t, "t", TIME_ADVICE, f"series {series.series_id!r}: ")
+    t = _numbers(series.t, "t", ROW_TIME_ADVICE, f"series {series.series_id!r}: ")
     y = _numbers(series.y, "y", VALUE_ADVICE, f"series {series.series_id!r}: ")
     if t.shape != y.shape:
         raise ValueError(f"series {series.series_id!r}: t has {t.size} values but y has "

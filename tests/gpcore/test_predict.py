@@ -1,6 +1,5 @@
 """gpcore.predict against a numpy reference and tfd.GaussianProcessRegressionModel."""
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,12 +7,12 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 import gp_reference as ref
+from readme_blocks import README, readme_python
 from gpcore.predict import predict
 from gpcore.result import FitResult
 from gpcore.series import Series
 
 tfd = tfp.distributions
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 KERNELS = ("rbf", "matern12", "matern32", "matern52", "periodic", "linear")
 
@@ -318,13 +317,6 @@ def test_the_package_export_is_callable_as_predict(rng):
     assert exported.component_means is not None  # still the module too
 
 
-def readme_python(first_import: str) -> str:
-    """README.md's ```python block that starts with this import line."""
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    (block,) = [b for b in blocks if b.startswith(first_import)]
-    return block
-
-
 def test_the_readmes_gpcore_examples_run_as_written(rng):
     """README's examples of the numerical core, copied as a reader copies
     them (fit, calibrated forecast, posterior), and its inline call for a
@@ -362,7 +354,8 @@ def test_refuses_timestamps_as_times(rng, where):
     t_new = dates[:3] if where == "t_new" else np.linspace(0.0, 5.0, 3)
     if where == "t":
         series = Series("s", dates, series.y)
-    with pytest.raises(ValueError, match=f"{where} is not numeric \\(dtype datetime64"):
+    advice = "days since 1970-01-01 UTC for a row gpfit fitted on dates" if where == "t" else ""
+    with pytest.raises(ValueError, match=f"{where} is not numeric \\(dtype datetime64.*{advice}"):
         predict(series, p, t_new)
 
 

@@ -736,3 +736,41 @@ def test_a_bundles_forecasts_are_held_joined_not_one_table_per_series():
     assert bundle.num_rows == 10 * count < Forecast.ROWS_PER_TABLE
     assert bundle.column(0).num_chunks == 2 + 88  # 600 = 2 x 256 + 88; was 600
     assert bundle.equals(pa.concat_tables(each))
+
+
+def test_the_readmes_recipe_from_a_row_and_its_input_gives_the_commands_forecast(
+        tmp_path, monkeypatch):
+    """README's example of predict with a row of params/ and the series'
+    points as the user holds them (timestamps, y > 0), run as written on a
+    --transform log run of them: it gives the command's forecast. Without
+    it the two silent mistakes were there to make: times in seconds
+    (pandas' int64 nanoseconds / 1e9) gave the prior far from the data, and
+    y given as read (not log y) a median 2.5 % off, both without a word."""
+    import pandas as pd
+
+    from gpcore.predict import predict
+    from readme_blocks import readme_python
+
+    rng = np.random.default_rng(4)
+    days = np.arange(91.0)  # 2024-01-01 to 03-31, daily: 7 steps give April's first week
+    points = pd.DataFrame({"series_id": "s1", "t": pd.Timestamp("2024-01-01") +
+                           pd.to_timedelta(days, unit="D"),
+                           "y": 10 * np.exp(0.2 * np.sin(days / 6) + 0.05 * rng.standard_normal(91))})
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in").mkdir()
+    points.to_parquet("in/points.parquet")
+    run = gpfit("in", "out", "--kernel", "rbf", "--transform", "log", "--predict_steps", "7")
+    assert run.code == 0, run.stderr
+    space = {}
+    exec(readme_python("import numpy as np\nimport pandas as pd\nfrom gpcore import Series"),
+         space)  # pylint: disable=exec-used
+    command = pd.read_parquet("out/predictions/")
+    # The same posterior from the same float64 parameters and points; t
+    # converted to days two ways differs by round-off (1e-16 of 2e4 days).
+    np.testing.assert_allclose(space["median"], command["mean"], rtol=1e-9)
+    # What the docs now rule out: t in seconds, and y as read.
+    t_points, t_new = space["days"](points.t).to_numpy(), space["days"](command.t).to_numpy()
+    in_seconds = space["Series"]("s1", t_points * 86_400, np.log(points.y))
+    assert np.ptp(predict(in_seconds, space["row"], t_new * 86_400)[0]) < 1e-9  # the prior's mean
+    as_read = space["Series"]("s1", t_points, points.y)
+    assert np.all(np.abs(predict(as_read, space["row"], t_new)[0] / command["mean"] - 1) > 0.04)
