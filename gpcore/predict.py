@@ -114,6 +114,7 @@ def prediction(series: Series, params: Union[Mapping, FitResult], t_new,
         mean = p["mean"] + parts.sum(axis=0)
         # Round-off can make the difference slightly negative far inside the data.
         var = np.maximum(var, 0.0)
+    _refuse_not_finite(t_new, mean=mean, variance=var)
     return Prediction(mean, np.sqrt(var), np.sqrt(var + p["noise_variance"]))
 
 
@@ -137,7 +138,25 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
     # O(n): docs/design.md, "Long series: Markov kernels"
     if takes_markov_path(kernel_named(p["kernel"]), t.size):
         return _markov(p, t, y, t_new, parts=True)
-    return list(_solved(p, t, y, t_new, centre)[0])
+    parts = _solved(p, t, y, t_new, centre)[0]
+    _refuse_not_finite(t_new, mean=parts.sum(axis=0))
+    return list(parts)
+
+
+def _refuse_not_finite(t_new: np.ndarray, **posterior: np.ndarray) -> None:
+    """ValueError naming the first of t_new [m] where a posterior value
+    [m] (the mean, the variance: by name) is not finite: far from the data a linear part's variance
+    amplitude^2 (t - c)^2 passes float64's largest (~1e154 / amplitude from
+    c), and inf - inf gave NaN without a word, where the command's forecast
+    refuses the series (docs/design.md, "Contracts", "A row given to gpcore")."""
+    bad = np.flatnonzero(~np.all([np.isfinite(v) for v in posterior.values()], axis=0))
+    if bad.size:
+        i = int(bad[0])
+        said = ", ".join(f"{name} {v[i]:g}" for name, v in posterior.items())
+        raise ValueError(f"the posterior at t_new[{i}] = {t_new[i]:g} is not finite in float64 "
+                         f"({said}): a linear part's variance, "
+                         "amplitude^2 (t - centre)^2, overflows this far from the data; predict "
+                         "nearer it")
 
 
 def _markov(p: dict, t: np.ndarray, y: np.ndarray, t_new: np.ndarray, parts: bool = False):

@@ -580,3 +580,42 @@ def test_a_row_from_every_reader_predicts_as_numpy(rng, tmp_path, kernel):
     expected = 3.0 + cross @ np.linalg.solve(cov, y - 3.0)
     for reader, (row,) in read_back_rows([fitted.to_row()], tmp_path).items():
         assert_close(predict(series, row, t_new)[0], expected, scale=3.0)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "linear+rbf"])
+@pytest.mark.parametrize("far", [1e200, -1e300, 1.7e308])
+def test_a_posterior_past_float64_far_from_the_data_is_refused_not_nan(rng, kernel, far):
+    """A linear part's prior variance amplitude^2 (t - c)^2 passes float64's
+    largest past ~1e154 / amplitude from its centre: predict gave sd NaN
+    (inf - inf) beside a finite mean, at 1.7e308 a NaN mean too, and
+    component_means and calibration.forecast the same, without a word,
+    where the command's forecast of those times refuses the series (its
+    stddev "not a finite number"); component_means refuses only a mean
+    that is not finite. 1e100 away the posterior is still
+    numpy's (rtol 1e-7: the same algebra done two ways)."""
+    from gpcore.calibration import forecast
+    from gpcore.predict import component_means
+
+    series = make_series(rng)
+    parts = [{"kernel": "linear", "amplitude": 0.3, "length_scale": None, "period": None},
+             {"kernel": "rbf", "amplitude": 1.7, "length_scale": 2.5, "period": None}]
+    params = {"kernel": kernel, "mean": 3.0, "noise_variance": 0.09,
+              "components": parts[:len(kernel.split("+"))]}
+    refused = rf"^the posterior at t_new\[1\] = {re.escape(f'{far:g}')} is not finite in float64"
+    for call in (predict, lambda *a: forecast(*a).sd):
+        with pytest.raises(ValueError, match=refused):
+            call(series, params, np.array([10.0, far]))
+    if far < 1e300:  # the means alone are still finite: the line's extrapolation
+        assert np.all(np.isfinite(component_means(series, params, np.array([10.0, far]))))
+    else:
+        with pytest.raises(ValueError, match=refused):
+            component_means(series, params, np.array([10.0, far]))
+    ok = np.isfinite(series.y)
+    t, y, t_new = series.t[ok], series.y[ok], np.array([1e100])
+    comps, c = params["components"], ref.centre(t)
+    cov = ref.components_matrix(comps, t, t, c) + 0.09 * np.eye(t.size)
+    cross = ref.components_matrix(comps, t_new, t, c)
+    var = ref.components_matrix(comps, t_new, t_new, c)[0] - cross @ np.linalg.solve(cov, cross.T)[:, 0]
+    mean, sd = predict(series, params, t_new)
+    assert_close(mean, 3.0 + cross @ np.linalg.solve(cov, y - 3.0))
+    assert_close(sd, np.sqrt(var))
