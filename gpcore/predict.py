@@ -393,6 +393,11 @@ def checked_params(params: Union[Mapping, FitResult]) -> dict:
     # A row of params/ says why it has no parameters (docs/design.md,
     # "Contracts"): its NaN or null mean named neither the series nor that.
     _refuse_unfitted(params.get("series_id"), params.get("status"), params.get("error"))
+    for name in ("kernel", "mean", "noise_variance"):
+        if name not in params:  # a column left out of a row: "got None" named a value
+            raise ValueError(f"params has no {name!r}; give the row with its parameter columns "
+                             "(kernel, mean, noise_variance, and components or amplitude, "
+                             "length_scale, period)")
     kernel = kernel_named(params.get("kernel"))
     bases = components(kernel)
     out = {"kernel": kernel.name}

@@ -619,3 +619,18 @@ def test_a_posterior_past_float64_far_from_the_data_is_refused_not_nan(rng, kern
     mean, sd = predict(series, params, t_new)
     assert_close(mean, 3.0 + cross @ np.linalg.solve(cov, y - 3.0))
     assert_close(sd, np.sqrt(var))
+
+
+@pytest.mark.parametrize("column", ["kernel", "mean", "noise_variance"])
+def test_a_row_without_a_parameter_column_is_told_it_is_missing(rng, tmp_path, column):
+    """A row of params/ read without one of its parameter columns (a
+    selection of columns, another release's table) was told "params['mean']
+    must be a number; got None", or "kernel must be one of ...; got None":
+    a value, where there is no column."""
+    row = FitResult("s", "ok", "rbf", 37, mean=3.0, noise_variance=0.09, amplitude=1.7,
+                    length_scale=2.5).to_row()
+    del row[column]
+    for reader, (read,) in read_back_rows([row], tmp_path).items():
+        with pytest.raises(ValueError, match=rf"^params has no {column!r}; give the row with "
+                                             "its parameter columns"):
+            predict(make_series(rng), read, np.zeros(2))
