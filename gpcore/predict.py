@@ -34,16 +34,10 @@ from gpcore.batching import past_slow_side
 from gpcore.config import takes_markov_path
 from gpcore.kernels import components, distances, kernel as kernel_named
 from gpcore.result import COMPONENT_FIELDS, OK, FitResult
-from gpcore.series import TIME_ADVICE, VALUE_ADVICE, Series, numbers
+from gpcore.series import Series, numbers, points
 from gpcore.traced import TRACING
 
 DTYPE = tf.float64
-
-# Times a row of gpfit's params/ was fitted on, where they were dates or
-# timestamps: seconds give the prior without a word (README, "See the fits
-# (report)": the paragraph on predict with a row and its points).
-ROW_TIME_ADVICE = (f"{TIME_ADVICE}: days since 1970-01-01 UTC for a row gpfit fitted on dates "
-                   "or timestamps (its length scales and periods are in days)")
 
 # Diagonal jitter, relative to amplitude^2, tried in turn when A is not
 # numerically positive definite (e.g. noise_variance 0 and repeated times).
@@ -200,34 +194,24 @@ def _observed(series: Series, t_new) -> tuple[np.ndarray, np.ndarray, np.ndarray
     if not all(hasattr(series, name) for name in ("series_id", "t", "y")):  # any such object
         raise ValueError(f"series must be a gpcore.Series; got a {type(series).__name__}: give "
                          "Series(series_id, t, y)")
-    t = _numbers(series.t, "t", ROW_TIME_ADVICE, f"series {series.series_id!r}: ")
-    y = _numbers(series.y, "y", VALUE_ADVICE, f"series {series.series_id!r}: ")
-    if t.shape != y.shape:
-        raise ValueError(f"series {series.series_id!r}: t has {t.size} values but y has "
-                         f"{y.size}; give one time per value")
-    t_new = _numbers(t_new, "t_new", "give times as numbers in the units of series.t",
-                     vector="the times to predict at as a vector [m]")
+    t, y = points(series)
+    t_new, problem = numbers(t_new, "t_new", "give times as numbers in the units of series.t",
+                             vector="the times to predict at as a vector [m]")
+    if problem:
+        raise ValueError(problem)
     if not np.all(np.isfinite(t_new)):
         raise ValueError("t_new must be finite; it holds NaN or inf")
     finite = np.isfinite(t) & np.isfinite(y)
     return t[finite], y[finite], t_new
 
 
-def _numbers(values, name: str, advice: str, where: str = "", **vector: str) -> np.ndarray:
-    """values as a float64 vector, by the fit's rule (gpcore.series.numbers);
-    ValueError naming them otherwise."""
-    array, problem = numbers(values, name, advice, **vector)
-    if problem:
-        raise ValueError(where + problem)
-    return array
-
-
 def fitted_centre(series: Series) -> Optional[float]:
     """`linear`'s centre c of parameters fitted on series (under --holdout,
     the part the fit saw: gpcore.series.split's): the midpoint of its
-    finite points (units of t); None where it has none."""
-    t = np.asarray(series.t, dtype=np.float64).reshape(-1)
-    t = t[np.isfinite(t) & np.isfinite(np.asarray(series.y, dtype=np.float64).reshape(-1))]
+    finite points (units of t); None where it has none. Raises as
+    gpcore.series.points."""
+    t, y = points(series)
+    t = t[np.isfinite(t) & np.isfinite(y)]
     return 0.5 * (float(t.min()) + float(t.max())) if t.size else None
 
 

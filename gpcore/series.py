@@ -39,6 +39,11 @@ SPREAD_OUTSIDE = "the values' standard deviation"
 # What to do with times or values that are not numbers (`numbers`).
 TIME_ADVICE = "convert times to numbers, e.g. days since an epoch"
 VALUE_ADVICE = "give numeric values; NaN marks a missing one"
+# The same for the times of a row of gpfit's params/ (predict, split): given
+# in seconds they give the prior without a word (README, "See the fits
+# (report)": the paragraph on predict with a row and its points).
+ROW_TIME_ADVICE = (f"{TIME_ADVICE}: days since 1970-01-01 UTC for a row gpfit fitted on dates "
+                   "or timestamps (its length scales and periods are in days)")
 
 
 @dataclasses.dataclass
@@ -191,9 +196,11 @@ class Split:
 
 
 def split(series: Series, k: int) -> Split:
-    """Cuts off the last k finite points by time (ties: the order given)."""
-    t = np.asarray(series.t, dtype=np.float64)
-    y = np.asarray(series.y, dtype=np.float64)
+    """Cuts off the last k finite points by time (ties: the order given).
+
+    Raises:
+      ValueError: as points."""
+    t, y = points(series)
     order = np.argsort(t, kind="stable")
     t, y = t[order], y[order]
     finite = np.flatnonzero(np.isfinite(t) & np.isfinite(y))
@@ -201,6 +208,24 @@ def split(series: Series, k: int) -> Split:
     keep = np.ones(t.size, bool)
     keep[held] = False
     return Split(dataclasses.replace(series, t=t[keep], y=y[keep]), t[held], y[held])
+
+
+def points(series: Series) -> tuple[np.ndarray, np.ndarray]:
+    """(t [n], y [n]) of a series given to predict or split, float64, every
+    point kept, by the fit's rule (`numbers`).
+
+    Raises:
+      ValueError: naming the series: t or y not numbers (datetime64 told
+        ROW_TIME_ADVICE), of two dimensions, or of different lengths."""
+    where = f"series {series.series_id!r}: "
+    t, problem = numbers(series.t, "t", ROW_TIME_ADVICE)
+    if not problem:
+        y, problem = numbers(series.y, "y", VALUE_ADVICE)
+    if not problem and t.shape != y.shape:
+        problem = f"t has {t.size} values but y has {y.size}; give one time per value"
+    if problem:
+        raise ValueError(where + problem)
+    return t, y
 
 
 def equal_values(n: int, value: float) -> str:

@@ -136,3 +136,24 @@ def test_times_whose_median_spacing_float64_cannot_scale_are_skipped_saying_so()
     assert "rescale t (change its units)" in reason
     fit = build_fitter(FitConfig(kernel="matern52")).fit([series])[0]
     assert (fit.status, fit.error) == ("skipped", reason)
+
+
+@pytest.mark.parametrize("t, y, said", [
+    (np.datetime64("2024-01-01") + np.arange(6).astype("timedelta64[D]"), np.arange(6.0),
+     r"t is not numeric \(dtype datetime64\[D\]\); convert times to numbers, e.g. days since an "
+     r"epoch: days since 1970-01-01 UTC for a row gpfit fitted on dates"),
+    (np.zeros((2, 3)), np.zeros((2, 3)), r"t has shape \(2, 3\); give a vector"),
+    (np.arange(5.0), np.arange(4.0), "t has 5 values but y has 4; give one time per value"),
+])
+def test_the_holdout_cut_and_its_centre_take_times_by_predicts_rule(t, y, said):
+    """split and fitted_centre, README's recipe for the centre of a row
+    fitted under --holdout, read datetime64 times as microseconds (or
+    days) since 1970 without a word, a centre predict's times in days do
+    not share, where predict refuses them; t and y of two dimensions or of
+    other lengths raised a bare IndexError or numpy's broadcast error."""
+    from gpcore.predict import fitted_centre
+    from gpcore.series import split
+
+    for call in (lambda s: split(s, 2), fitted_centre):
+        with pytest.raises(ValueError, match=rf"^series 'a': {said}"):
+            call(Series("a", t, y))
