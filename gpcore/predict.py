@@ -369,6 +369,12 @@ def checked_params(params: Union[Mapping, FitResult]) -> dict:
     if isinstance(params, FitResult):
         _refuse_unfitted(params.series_id, params.status, params.error)
         params = params.params
+    if hasattr(params, "columns") and hasattr(params, "shape"):  # pandas', polars', Arrow's
+        rows = params.shape[0]
+        raise ValueError(f"params must be one row of params/, not a table (a "
+                         f"{type(params).__name__} of {rows} row{'s' * (rows != 1)}): select the "
+                         "series' row, e.g. params[params.series_id == ID].iloc[0] (pandas), "
+                         ".row(0, named=True) (polars)")
     if callable(getattr(params, "_asdict", None)):  # a namedtuple: pandas' itertuples() row
         params = params._asdict()
     if not callable(getattr(params, "get", None)):  # a mapping, or a pandas row of the output

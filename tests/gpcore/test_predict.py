@@ -634,3 +634,30 @@ def test_a_row_without_a_parameter_column_is_told_it_is_missing(rng, tmp_path, c
         with pytest.raises(ValueError, match=rf"^params has no {column!r}; give the row with "
                                              "its parameter columns"):
             predict(make_series(rng), read, np.zeros(2))
+
+
+def test_a_table_given_for_a_row_is_told_to_select_the_row(rng, tmp_path):
+    """params[params.series_id == "s"], the series' row still a one-row
+    table, was refused "kernel must be one of ...; got 0    rbf" and
+    pandas' printing of the column over three lines, naming no table; a
+    polars DataFrame or an Arrow Table "params must be a FitResult or a
+    mapping ...; got a DataFrame", not how to get one row of it."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    row = FitResult("s", "ok", "rbf", 37, mean=3.0, noise_variance=0.09, amplitude=1.7,
+                    length_scale=2.5).to_row()
+    read_back_rows([row, dict(row, series_id="t")], tmp_path)  # writes the file
+    path = tmp_path / "part-00000-of-00001.parquet"
+    frame = pd.read_parquet(path)
+    tables = {"pandas": (frame[frame.series_id == "s"], 1), "pyarrow": (pq.read_table(path), 2)}
+    try:
+        import polars as pl
+        tables["polars"] = (pl.read_parquet(path), 2)
+    except ImportError:  # optional: the readers installed are checked
+        pass
+    for reader, (table, rows) in tables.items():
+        with pytest.raises(ValueError, match=rf"^params must be one row of params/, not a table "
+                                             rf"\(a {type(table).__name__} of {rows} rows?\): "
+                                             r"select the series' row, e\.g\. "):
+            predict(make_series(rng), table, np.zeros(2))
