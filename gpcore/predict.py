@@ -95,7 +95,7 @@ def prediction(series: Series, params: Union[Mapping, FitResult], t_new,
                centre: Optional[float] = None) -> Prediction:
     """predict's posterior with both standard deviations at once (Args,
     Raises: as predict)."""
-    p = checked_params(params)
+    p, centre = checked_params(params), _checked_centre(centre)
     t, y, t_new = _observed(series, t_new)
     # O(n): docs/design.md, "Long series: Markov kernels"
     if takes_markov_path(kernel_named(p["kernel"]), t.size):
@@ -125,7 +125,7 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
     Returns:
       One float64 array [m] per component, in their order, units of y.
     """
-    p = checked_params(params)
+    p, centre = checked_params(params), _checked_centre(centre)
     t, y, t_new = _observed(series, t_new)
     if t.size == 0:
         return [np.zeros_like(t_new) for _ in p["components"]]
@@ -213,6 +213,19 @@ def fitted_centre(series: Series) -> Optional[float]:
     t, y = points(series)
     t = t[np.isfinite(t) & np.isfinite(y)]
     return 0.5 * (float(t.min()) + float(t.max())) if t.size else None
+
+
+def _checked_centre(centre) -> Optional[float]:
+    """predict's `centre` as a float, or None; ValueError naming it where it
+    is no finite number: NaN was said as A not positive definite, text or a
+    timestamp as numpy's error from a subtraction."""
+    if centre is None:
+        return None
+    array = np.asarray(centre)
+    if array.dtype.kind not in "iuf" or array.size != 1 or not np.isfinite(array).all():
+        raise ValueError("centre must be a finite number in the units of t (fitted_centre's) or "
+                         f"None; got {centre!r}")
+    return float(array.reshape(-1)[0])
 
 
 def _centred(t: np.ndarray, t_new: np.ndarray,

@@ -661,3 +661,23 @@ def test_a_table_given_for_a_row_is_told_to_select_the_row(rng, tmp_path):
                                              rf"\(a {type(table).__name__} of {rows} rows?\): "
                                              r"select the series' row, e\.g\. "):
             predict(make_series(rng), table, np.zeros(2))
+
+
+@pytest.mark.parametrize("centre, got", [(float("nan"), "nan"), (float("inf"), "inf"),
+                                         ("4.5", "'4.5'"), (np.datetime64("2024-01-01"), "")])
+def test_a_centre_that_is_no_finite_number_is_named(rng, centre, got):
+    """centre NaN or inf (a midpoint of no points, computed by hand) was
+    told "the covariance of the 37 observed points is not positive
+    definite ...; check noise_variance and amplitude", parameters that are
+    fine; text or a timestamp (the midpoint of timestamps) raised numpy's
+    UFuncTypeError or TypeError from a subtraction, naming nothing."""
+    from gpcore.calibration import forecast
+    from gpcore.predict import component_means
+
+    params = {"kernel": "linear+rbf", "mean": 3.0, "noise_variance": 0.09, "components": [
+        {"kernel": "linear", "amplitude": 0.3, "length_scale": None, "period": None},
+        {"kernel": "rbf", "amplitude": 1.7, "length_scale": 2.5, "period": None}]}
+    for call in (predict, component_means, forecast):
+        with pytest.raises(ValueError, match=rf"^centre must be a finite number in the units of "
+                                             rf"t \(fitted_centre's\) or None; got {got}"):
+            call(make_series(rng), params, np.zeros(2), centre=centre)
