@@ -768,6 +768,9 @@ def test_the_readmes_recipe_from_a_row_and_its_input_gives_the_commands_forecast
     # The same posterior from the same float64 parameters and points; t
     # converted to days two ways differs by round-off (1e-16 of 2e4 days).
     np.testing.assert_allclose(space["median"], command["mean"], rtol=1e-9)
+    from gpcore.calibration import forecast  # its bounds map back as the mean does
+    lo, hi = forecast(space["series"], space["row"], space["days"](command.t).to_numpy()).interval()
+    np.testing.assert_allclose(np.exp([lo, hi]), command[["lower_95", "upper_95"]].T, rtol=1e-9)
     # What the docs now rule out: t in seconds, and y as read.
     t_points, t_new = space["days"](points.t).to_numpy(), space["days"](command.t).to_numpy()
     in_seconds = space["Series"]("s1", t_points * 86_400, np.log(points.y))
