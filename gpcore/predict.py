@@ -63,13 +63,14 @@ def predict(series: Series, params: Union[Mapping, FitResult], t_new,
     Args:
       series: the observed series; points where t or y is NaN or +-inf are
         dropped, as the fitter drops them.
-      params: a FitResult with status "ok", a row of params/ (a pandas row,
-        a dict, polars' named row, an itertuples() namedtuple) or a mapping with keys kernel,
-        mean, noise_variance (units of y squared) and components (per
-        summed kernel: kernel, amplitude (standard deviation, units of y;
-        of the slope, y per unit of t, for "linear"), length_scale (units
-        of t; unitless for "periodic"; none for "linear"), period (units
-        of t; "periodic" only)), as FitResult.params gives them; a single
+      params: a FitResult with status "ok", a row of params/ (a pandas
+        row, a dict, polars' named row, an itertuples() namedtuple) or a
+        mapping with keys kernel, mean, noise_variance (units of y squared)
+        and components (per summed kernel: kernel, amplitude (standard
+        deviation, units of y; of the slope, y per unit of t, for
+        "linear"), length_scale (units of t; unitless for "periodic"; none
+        for "linear"), period (units of t; "periodic" only)), as
+        FitResult.params gives them; a single
         kernel may give amplitude, length_scale and period flat instead.
       t_new: [m] times at which to predict, in the units of series.t.
       include_noise: if True, the standard deviation is that of a new
@@ -139,10 +140,11 @@ def component_means(series: Series, params: Union[Mapping, FitResult],
 
 def _refuse_not_finite(t_new: np.ndarray, **posterior: np.ndarray) -> None:
     """ValueError naming the first of t_new [m] where a posterior value
-    [m] (the mean, the variance: by name) is not finite: far from the data a linear part's variance
-    amplitude^2 (t - c)^2 passes float64's largest (~1e154 / amplitude from
-    c), and inf - inf gave NaN without a word, where the command's forecast
-    refuses the series (docs/design.md, "Contracts", "A row given to gpcore")."""
+    [m] (the mean, the variance: by name) is not finite: far from the data
+    a linear part's variance amplitude^2 (t - c)^2 passes float64's largest
+    (~1e154 / amplitude from c), and inf - inf gave NaN without a word,
+    where the command's forecast refuses the series (docs/design.md,
+    "Contracts", "A row given to gpcore")."""
     bad = np.flatnonzero(~np.all([np.isfinite(v) for v in posterior.values()], axis=0))
     if bad.size:
         i = int(bad[0])
