@@ -205,8 +205,11 @@ def _foreign(output: str, name: str, previous: bool) -> str:
         return (f"output folder {output} holds {name!r}, which gpfit did not write; "
                 "give an empty folder or a previous gpfit output folder")
     named = named_folder(output)
-    place = ("" if named is None else
-             f" (e.g. to {posixpath.join(posixpath.dirname(named), posixpath.basename(name))!r}: "
+    # A folder in the working one (--output out): './report.html', where
+    # 'report.html' alone read as the name the file already has.
+    beside = None if named is None else posixpath.dirname(named) or "."
+    place = ("" if beside is None else
+             f" (e.g. to {posixpath.join(beside, posixpath.basename(name))!r}: "
              "a gpfit-report --out belongs beside the folder too)")
     return (f"output folder {output}, a previous gpfit run's, holds {name!r}, which gpfit did "
             f"not write and does not delete; move it out of the folder{place}, then run again")

@@ -728,12 +728,14 @@ def test_a_page_left_in_a_previous_runs_folder_is_named_with_what_to_do(tmp_path
     assert contents(out) == before
 
 
-@pytest.mark.parametrize("given", [".", "./", "out/.", "sub/.."])
+@pytest.mark.parametrize("given", [".", "./", "out/.", "sub/..", "out"])
 def test_a_page_left_in_the_working_folder_run_into_is_told_a_place_outside(tmp_path,
                                                                            monkeypatch, given):
     """--output . (or out/., sub/..) named the place beside the folder as
     its dirname, "": the refusal told the user to move report.html to
-    'report.html', where it was. The place is beside the folder itself."""
+    'report.html', where it was. The place is beside the folder itself.
+    And --output out, a folder in the working one, was told 'report.html'
+    too, the name the page already has: './report.html' now."""
     input_, out = _write(tmp_path / "in.parquet", _good_table()), tmp_path / "out"
     assert gpfit(input_, str(out)).code == 0
     (out / "report.html").write_text("<html>last night</html>")
@@ -743,6 +745,7 @@ def test_a_page_left_in_the_working_folder_run_into_is_told_a_place_outside(tmp_
     assert run.code == 2
     beside = re.search(r"move it out of the folder \(e\.g\. to '([^']+)'", run.stderr)
     assert beside and os.path.abspath(beside[1]) == str(tmp_path / "report.html"), run.stderr
+    assert "/" in beside[1], beside[1]  # a place, not the page's name alone
 
 
 def test_a_file_named_alone_that_is_not_parquet_is_not_told_to_use_a_glob(tmp_path,
