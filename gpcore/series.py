@@ -122,6 +122,8 @@ def clean(series: Series, min_points: int, max_points: int, linear_above: Option
         warm_start = warm_start.params  # all None, so unused, unless it is fitted
     elif callable(getattr(warm_start, "get", None)) and not isinstance(warm_start, Mapping):
         warm_start = dict(warm_start)  # a pandas row of the output, as predict takes one
+    elif callable(getattr(warm_start, "_asdict", None)):  # pandas' itertuples() row, too
+        warm_start = warm_start._asdict()
     elif warm_start is not None and not isinstance(warm_start, Mapping):
         return None, 0, (f"warm_start must be a mapping as FitResult.params gives it, or "
                          f"a FitResult; got a {type(warm_start).__name__}")

@@ -82,15 +82,20 @@ def test_a_fit_result_warm_starts_as_its_params_and_other_values_are_refused(fit
 
 def test_a_row_of_the_output_read_by_pandas_warm_starts(fitter, nights):
     """A pandas row of the output table (as predict takes it) failed the
-    fit: "The truth value of a Series is ambiguous"."""
+    fit: "The truth value of a Series is ambiguous"; a row of itertuples()
+    (a namedtuple, which predict takes too) was skipped, "warm_start must be
+    a mapping ...; got a Pandas"."""
     pa = pytest.importorskip("pyarrow")
     first, second = nights
     previous = fitter.fit(first[:1])[0]
-    row = pa.Table.from_pylist([previous.to_row()]).to_pandas().iloc[0]
-    by_row, by_params = fitter.fit([dataclasses.replace(second[0], warm_start=row),
-                                    dataclasses.replace(second[0], warm_start=previous.params)])
+    table = pa.Table.from_pylist([previous.to_row()]).to_pandas()
+    by_row, by_tuple, by_params = fitter.fit([
+        dataclasses.replace(second[0], warm_start=table.iloc[0]),
+        dataclasses.replace(second[0], warm_start=next(table.itertuples(index=False))),
+        dataclasses.replace(second[0], warm_start=previous.params)])
     assert by_row.status == "ok" and by_row.warm_started and by_params.warm_started
-    np.testing.assert_allclose(by_row.nll, by_params.nll, rtol=1e-9)
+    assert by_tuple.status == "ok" and by_tuple.warm_started, by_tuple.error
+    np.testing.assert_allclose([by_row.nll, by_tuple.nll], by_params.nll, rtol=1e-9)
 
 
 def test_a_warm_start_at_another_basin_leaves_the_cold_search_as_it_was(fitter):
