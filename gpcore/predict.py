@@ -193,9 +193,6 @@ def _jittered(attempt: Callable, what: str):
 
 def _observed(series: Series, t_new) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(t [n], y [n], t_new [m]): the finite points, checked."""
-    if not all(hasattr(series, name) for name in ("series_id", "t", "y")):  # any such object
-        raise ValueError(f"series must be a gpcore.Series; got a {type(series).__name__}: give "
-                         "Series(series_id, t, y)")
     t, y = points(series)
     t_new, problem = numbers(t_new, "t_new", "give times as numbers in the units of series.t",
                              vector="the times to predict at as a vector [m]")

@@ -201,8 +201,9 @@ def split(series: Series, k: int) -> Split:
     """Cuts off the last k finite points by time (ties: the order given).
 
     Raises:
-      ValueError: as points."""
+      ValueError: as points; k no whole number >= 0."""
     t, y = points(series)
+    k = _count(k)
     order = np.argsort(t, kind="stable")
     t, y = t[order], y[order]
     finite = np.flatnonzero(np.isfinite(t) & np.isfinite(y))
@@ -212,13 +213,28 @@ def split(series: Series, k: int) -> Split:
     return Split(dataclasses.replace(series, t=t[keep], y=y[keep]), t[held], y[held])
 
 
+def _count(k) -> int:
+    """split's k as an int; a whole float is one: `holdout_points` as
+    pandas reads it where the column holds nulls (docs/design.md,
+    "Contracts", A row given to gpcore)."""
+    array = np.asarray(k)
+    if (isinstance(k, (bool, np.bool_)) or array.dtype.kind not in "iuf" or array.shape
+            or not np.isfinite(array) or array < 0 or array != np.floor(array)):
+        raise ValueError(f"k must be a whole number of points >= 0 (holdout_points); got {k!r}")
+    return int(array)
+
+
 def points(series: Series) -> tuple[np.ndarray, np.ndarray]:
     """(t [n], y [n]) of a series given to predict or split, float64, every
     point kept, by the fit's rule (`numbers`).
 
     Raises:
-      ValueError: naming the series: t or y not numbers (datetime64 told
+      ValueError: series no Series (any object with series_id, t and y);
+        naming the series: t or y not numbers (datetime64 told
         ROW_TIME_ADVICE), of two dimensions, or of different lengths."""
+    if not all(hasattr(series, name) for name in ("series_id", "t", "y")):
+        raise ValueError(f"series must be a gpcore.Series; got a {type(series).__name__}: give "
+                         "Series(series_id, t, y)")
     where = f"series {series.series_id!r}: "
     t, problem = numbers(series.t, "t", ROW_TIME_ADVICE)
     if not problem:

@@ -157,3 +157,34 @@ def test_the_holdout_cut_and_its_centre_take_times_by_predicts_rule(t, y, said):
     for call in (lambda s: split(s, 2), fitted_centre):
         with pytest.raises(ValueError, match=rf"^series 'a': {said}"):
             call(Series("a", t, y))
+
+
+@pytest.mark.parametrize("given", [(np.arange(4.0), np.arange(4.0)),
+                                   {"series_id": "a", "t": np.arange(4.0)}])
+def test_the_holdout_cut_and_its_centre_refuse_what_is_not_a_series(given):
+    """A tuple (t, y) or a dict given to split or fitted_centre raised
+    AttributeError ("'tuple' object has no attribute 'series_id'"), where
+    predict says what to give."""
+    from gpcore.predict import fitted_centre
+    from gpcore.series import split
+
+    for call in (lambda s: split(s, 2), fitted_centre):
+        with pytest.raises(ValueError, match=r"^series must be a gpcore\.Series; got a "
+                                             rf"{type(given).__name__}: give Series\("):
+            call(given)
+
+
+def test_the_holdout_cut_takes_a_whole_float_and_refuses_other_counts():
+    """split(series, 5.0), holdout_points as pandas reads an int column
+    holding nulls, raised a bare TypeError (slice indices must be
+    integers); it cuts as 5 does. A count that is no whole number of
+    points >= 0 is refused, naming k."""
+    from gpcore.series import split
+
+    series = Series("a", np.arange(8.0), np.arange(8.0) ** 2)
+    assert split(series, np.float64(5.0)).t_held.tolist() == split(series, 5).t_held.tolist()
+    assert split(series, 5.0).fitted.t.tolist() == [0.0, 1.0, 2.0]
+    for k in (2.5, -1, float("nan"), "5", True, None):
+        with pytest.raises(ValueError, match=r"^k must be a whole number of points >= 0 "
+                                             r"\(holdout_points\); got "):
+            split(series, k)
