@@ -269,7 +269,6 @@ def _create_local(output: str, content: dict, now: Callable[[], float]) -> None:
     """Creates the lock exclusively and writes it; on a failed or stopped
     write, removes it again (a half lock would refuse the next run for a
     minute)."""
-    os.makedirs(output, exist_ok=True)
     path = path_of(output)
     data = json.dumps(content).encode("utf-8")  # before the create: the unwritten lock's time
     # A stop (SIGTERM, Ctrl-C) waits for the lock to be whole or removed:
@@ -278,7 +277,7 @@ def _create_local(output: str, content: dict, now: Callable[[], float]) -> None:
     # minute (docs/design.md, "The fitter", A stop while the lock is written).
     with stops.deferred():
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = _created(output, path)
         except FileExistsError:
             check(output, False, now)  # names the winner
             raise FolderBusy(f"output folder {output} was locked by another gpfit run just "
@@ -292,6 +291,31 @@ def _create_local(output: str, content: dict, now: Callable[[], float]) -> None:
             os.unlink(path)
             raise
         os.close(fd)
+
+
+def _created(output: str, path: str) -> int:
+    """Makes the output folder and creates the lock in it exclusively; -> its
+    descriptor. A run into the same new folder that stopped removes the
+    folders it made while empty: between this makedirs and the create it
+    may remove this one, and the create fails; made again once, where a
+    second removal is said as a busy folder (docs/design.md, "The fitter",
+    A stop of a run into a new folder).
+
+    Raises:
+      FileExistsError: another run's lock is there.
+      FolderBusy: the folder was removed twice as the lock was created."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        os.makedirs(output, exist_ok=True)
+        return os.open(path, flags, 0o644)
+    except FileNotFoundError:  # removed in between: made again, once
+        os.makedirs(output, exist_ok=True)
+    try:
+        return os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        raise FolderBusy(f"output folder {output} was removed twice as this run created its "
+                         "lock in it (another gpfit run into it ending, or a deletion); run "
+                         "again once nothing else writes it") from None
 
 
 def refresh(output: str, run_id: str, now: Callable[[], float] = time.time) -> bool:

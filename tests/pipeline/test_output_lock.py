@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -615,6 +616,47 @@ def test_a_stop_during_the_locks_open_call_leaves_no_lock(tmp_path):
     assert not os.path.exists(output), os.listdir(output)
     rerun = gpfit(source, output, *RUN_OPTIONS)
     assert rerun.code == 0, rerun.stderr
+
+
+def _removed_as_the_lock_is_created(source: str, output: str, times: int):
+    """gpfit's CLI into output (new, in a new folder), in a process of its own
+    where the folders are removed `times` times just before the lock's
+    exclusive create, as a stopped run into the same new folder removes
+    the folders it made (outputs.remove_empty)."""
+    return gpfit_with_hook(
+        "real_open = os.open\n"
+        f"left = [{times}]\n"
+        "def raced(path, flags, *args, **kwargs):\n"
+        "    if str(path).endswith('_RUNNING.json') and flags & os.O_EXCL and left[0]:\n"
+        "        left[0] -= 1\n"
+        "        folder = os.path.dirname(str(path))\n"
+        "        os.rmdir(folder)\n"
+        "        os.rmdir(os.path.dirname(folder))\n"
+        "    return real_open(path, flags, *args, **kwargs)\n"
+        "os.open = raced\n",
+        ["--input", source, "--output", output, *RUN_OPTIONS],
+        env=dict(os.environ, PYTHONPATH=REPO))
+
+
+def test_a_new_folder_removed_as_the_lock_is_created_is_made_again(tmp_path):
+    """A run into a new folder that stops removes the folders it made while
+    empty; a second run into the same folder that had made it, and not yet
+    created its lock, failed to create it: exit 3, "gpfit failed
+    unexpectedly: FileNotFoundError: ... _RUNNING.json". The folder is made
+    again once; removed again, the folder is said to be busy (exit 4)."""
+    source = _input(tmp_path, n_series=3)
+    output = str(tmp_path / "night" / "out")
+    raced = _removed_as_the_lock_is_created(source, output, times=1)
+    assert raced.returncode == 0, raced.stderr
+    assert sorted(os.listdir(output)) == ["_SUCCESS.json", "params"], os.listdir(output)
+    shutil.rmtree(tmp_path / "night")
+    twice = _removed_as_the_lock_is_created(source, output, times=2)
+    assert twice.returncode == 4, twice.stderr
+    said = [line for line in twice.stderr.splitlines() if line.startswith("gpfit: ")]
+    assert said == [f"gpfit: error: output folder {output} was removed twice as this run "
+                    "created its lock in it (another gpfit run into it ending, or a "
+                    "deletion); run again once nothing else writes it"], twice.stderr
+    assert os.listdir(tmp_path) == ["in.parquet"], os.listdir(tmp_path)
 
 
 def test_a_stop_while_the_lock_is_written_leaves_no_lock(tmp_path):
