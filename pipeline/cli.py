@@ -31,6 +31,7 @@ from gpcore import threads
 threads.set_process_env()
 
 import logging  # noqa: E402  (after the environment above)
+import os  # noqa: E402
 import re  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
@@ -217,6 +218,8 @@ def _launch(options, built: builder.Built, dry_run: bool, output: str, started: 
         if _SIGNALLED:  # Beam caught Stopped inside a step and failed the job with it
             raise stops.Stopped(_SIGNALLED[0]) from err
         _joined(warming)
+        if cleared and _CLEARING in cleared:
+            _remove_empty_tables(output)
         return _failed(err, output)
     # Stopped (a signal) goes on at once: the warm-up's daemon thread ends with the process.
     _joined(warming)
@@ -406,6 +409,20 @@ def _remove_temporary(output: str) -> None:
             outputs.remove_empty_folders(output)
     except Exception:  # pylint: disable=broad-except  (best effort: the next run clears them)
         _LOG.debug("gpfit: temporary files left", exc_info=True)
+
+
+def _remove_empty_tables(output: str) -> None:
+    """Removes the empty folders this run made in a local output whose job
+    failed without a manifest (tables', Beam's temporary ones), as a stop
+    does: with them, a new folder looked like an output and was not
+    removed (docs/design.md, "The fitter", A stop of a run into a new
+    folder). A manifest makes the folder a result: it is left whole."""
+    try:
+        if (outputs.is_local(output) and os.path.isdir(output)
+                and manifest.find(output) is None):
+            outputs.remove_empty_folders(output)
+    except Exception:  # pylint: disable=broad-except  (best effort: the next run clears them)
+        _LOG.debug("gpfit: empty folders left", exc_info=True)
 
 
 def main() -> None:

@@ -353,6 +353,38 @@ def test_a_stop_of_a_run_into_a_users_empty_folder_leaves_that_folder(hostile_in
     assert os.listdir(tmp_path) == ["out"] and os.listdir(output) == []
 
 
+def failing_in(step: str, input_: str, output: str) -> Run:
+    """gpfit's CLI in a process of its own whose job fails: `step` (a DoFn's
+    method, "module.Class.method") raises as the job runs it."""
+    module, name, method = step.rsplit(".", 2)
+    done = gpfit_with_hook(
+        "import importlib\n"
+        "def broken(*args, **kwargs):\n"
+        "    raise RuntimeError('a step broke')\n"
+        f"setattr(getattr(importlib.import_module({module!r}), {name!r}), {method!r}, "
+        "broken)\n",
+        ["--input", input_, "--output", output, *OPTIONS], env=ENV, cwd=REPO)
+    return Run(done.returncode, done.stdout, done.stderr, output)
+
+
+def test_a_failed_run_into_a_new_folder_leaves_no_folder(hostile_input, tmp_path):
+    """A job that fails (a step raises) in a run into a new folder, with no
+    manifest written: it left night/out/ with an empty params/,
+    predictions/ and Beam's empty temporary folder, which looked like an
+    output, where a stopped run leaves none. A failed run now removes
+    gpfit's empty folders in a folder it made, then that folder where
+    empty; a user's empty --output folder stays."""
+    output = str(tmp_path / "night" / "out")
+    failed = failing_in("pipeline.transforms.BatchByLength.process", hostile_input, output)
+    one_line(failed, 3, "the pipeline failed: a step broke", "no _SUCCESS.json was written")
+    assert os.listdir(tmp_path) == [], os.listdir(tmp_path)
+    users = tmp_path / "users"
+    users.mkdir()
+    failed = failing_in("pipeline.transforms.BatchByLength.process", hostile_input, str(users))
+    one_line(failed, 3, "the pipeline failed: a step broke")
+    assert os.listdir(tmp_path) == ["users"] and os.listdir(users) == []
+
+
 def test_a_stop_before_the_clearing_says_the_folder_was_left_as_it_was(hostile_input, clean,
                                                                        tmp_path):
     """SIGTERM as the run lists the output folder under its lock, before it
