@@ -695,6 +695,22 @@ def test_times_in_an_unnamed_index_are_refused_saying_how_to_make_them_the_colum
     assert_same_rows(rows_of(gpfit.fit_frame(made)), _command_rows(tmp_path, made))
 
 
+def _refused_then_converted(tmp_path, frame, column: str, convert: str) -> None:
+    """fit_frame refuses `frame`'s object column of datetime.date and
+    datetime.datetime values naming the conversion `convert` (Python, of
+    `data`), and the frame so converted gives the command's rows on its
+    to_parquet file, every instant kept (docs/design.md, "DataFrame API")."""
+    with pytest.raises(InputError, match=re.escape(
+            f"column {column!r} of the frame holds datetime.datetime values among "
+            "datetime.date ones")) as err:
+        gpfit.fit_frame(frame)
+    assert f"convert it first: {convert}," in str(err.value), str(err.value)
+    converted = frame.assign(**{column: eval(convert, {"data": frame, "pd": pd})})
+    want = _command_rows(tmp_path, converted)
+    assert [row["status"] for row in want] == ["ok", "ok"], want
+    assert_same_rows(rows_of(gpfit.fit_frame(converted)), want)
+
+
 @pytest.mark.parametrize("column, values", [
     # Hourly readings where the day's first was kept as a date.
     ("t", ([datetime.date(2024, 3, 1)]
@@ -714,15 +730,7 @@ def test_dates_and_datetimes_in_one_object_column_are_refused_not_read_as_dates(
     frame.to_parquet(in_folder(tmp_path, "as_is.parquet"))
     assert pq.read_schema(in_folder(tmp_path, "as_is.parquet")).field(column).type == \
         pa.date32()  # the writer's loss, which the refusal warns of
-    with pytest.raises(InputError, match=re.escape(
-            f"column {column!r} of the frame holds datetime.datetime values among "
-            "datetime.date ones")) as err:
-        gpfit.fit_frame(frame)
-    assert f"pd.to_datetime(data[{column!r}])" in str(err.value), str(err.value)
-    converted = frame.assign(**{column: pd.to_datetime(frame[column])})
-    want = _command_rows(tmp_path, converted)
-    assert [row["status"] for row in want] == ["ok", "ok"], want
-    assert_same_rows(rows_of(gpfit.fit_frame(converted)), want)
+    _refused_then_converted(tmp_path, frame, column, f"pd.to_datetime(data[{column!r}])")
 
 
 def test_text_times_as_string_views_are_told_to_parse_them_on_both_paths(tmp_path):
@@ -894,15 +902,7 @@ def test_lists_of_dates_and_datetimes_are_refused_not_read_as_dates(tmp_path):
     assert pq.read_schema(in_folder(tmp_path, "as_is.parquet")).field("t").type == \
         pa.list_(pa.field("element", pa.date32()))
     convert = "data['t'].map(lambda ts: pd.to_datetime(ts).to_numpy(), na_action='ignore')"
-    with pytest.raises(InputError, match=re.escape(
-            "column 't' of the frame holds datetime.datetime values among datetime.date "
-            "ones")) as err:
-        gpfit.fit_frame(frame)
-    assert f"convert it first: {convert}," in str(err.value), str(err.value)
-    converted = frame.assign(t=eval(convert, {"data": frame, "pd": pd}))
-    want = _command_rows(tmp_path, converted)
-    assert [row["status"] for row in want] == ["ok", "ok"], want
-    assert_same_rows(rows_of(gpfit.fit_frame(converted)), want)
+    _refused_then_converted(tmp_path, frame, "t", convert)
 
 
 @pytest.mark.parametrize("values, advice", [
@@ -947,12 +947,4 @@ def test_categories_of_dates_and_datetimes_are_refused_not_read_as_dates(tmp_pat
               "series_id": ([datetime.date(2024, 3, 1)] * 8
                             + [datetime.datetime(2024, 3, 1, 12)] * 8)}[column]
     frame = _small_frame().assign(**{column: pd.Series(values, dtype=object).astype("category")})
-    with pytest.raises(InputError, match=re.escape(
-            f"column {column!r} of the frame holds datetime.datetime values among "
-            f"datetime.date ones")) as err:
-        gpfit.fit_frame(frame)
-    assert f"pd.to_datetime(data[{column!r}])" in str(err.value), str(err.value)
-    converted = frame.assign(**{column: pd.to_datetime(frame[column])})
-    want = _command_rows(tmp_path, converted)
-    assert [row["status"] for row in want] == ["ok", "ok"], want
-    assert_same_rows(rows_of(gpfit.fit_frame(converted)), want)
+    _refused_then_converted(tmp_path, frame, column, f"pd.to_datetime(data[{column!r}])")

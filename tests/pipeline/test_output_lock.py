@@ -591,6 +591,21 @@ def test_a_stop_as_the_launcher_releases_its_lock_after_the_run_keeps_the_runs_r
     assert sorted(os.listdir(output)) == ["_SUCCESS.json", "params"], os.listdir(output)
 
 
+def _stopped_leaves_no_lock_nor_folder(tmp_path, hook: str) -> None:
+    """gpfit's CLI into a new folder with `hook` sending SIGTERM as the lock
+    is made: it says it stopped before any work (exit 143), leaves neither
+    the lock nor the folder it made (docs/design.md, "The fitter", A stop
+    of a run into a new folder), and the next run is not refused."""
+    source, output = _input(tmp_path, n_series=3), str(tmp_path / "out")
+    stopped = gpfit_with_hook(hook, ["--input", source, "--output", output, *RUN_OPTIONS],
+                              env=dict(os.environ, PYTHONPATH=REPO))
+    assert stopped.returncode == 128 + 15, stopped.stderr
+    assert "stopped by SIGTERM before any work" in stopped.stderr, stopped.stderr
+    assert not os.path.exists(output), os.listdir(output)
+    rerun = gpfit(source, output, *RUN_OPTIONS)
+    assert rerun.code == 0, rerun.stderr
+
+
 def test_a_stop_during_the_locks_open_call_leaves_no_lock(tmp_path):
     """SIGTERM arriving while the lock's exclusive `open` runs: the file was
     created, and the handler raised Stopped as the call returned, before
@@ -599,8 +614,8 @@ def test_a_stop_during_the_locks_open_call_leaves_no_lock(tmp_path):
     cannot be read yet"), for a minute. The signal is sent by a hook on
     os.open, after the real call creates the lock; the run is gpfit's CLI
     in a process of its own."""
-    source, output = _input(tmp_path, n_series=3), str(tmp_path / "out")
-    stopped = gpfit_with_hook(
+    _stopped_leaves_no_lock_nor_folder(
+        tmp_path,
         "real_open = os.open\n"
         "def stopped_in_the_open(path, flags, *args, **kwargs):\n"
         "    fd = real_open(path, flags, *args, **kwargs)\n"
@@ -608,14 +623,7 @@ def test_a_stop_during_the_locks_open_call_leaves_no_lock(tmp_path):
         "        os.open = real_open\n"
         "        os.kill(os.getpid(), signal.SIGTERM)  # handled before open returns\n"
         "    return fd\n"
-        "os.open = stopped_in_the_open\n",
-        ["--input", source, "--output", output, *RUN_OPTIONS],
-        env=dict(os.environ, PYTHONPATH=REPO))
-    assert stopped.returncode == 128 + 15, stopped.stderr
-    assert "stopped by SIGTERM before any work" in stopped.stderr, stopped.stderr
-    assert not os.path.exists(output), os.listdir(output)
-    rerun = gpfit(source, output, *RUN_OPTIONS)
-    assert rerun.code == 0, rerun.stderr
+        "os.open = stopped_in_the_open\n")
 
 
 def _removed_as_the_lock_is_created(source: str, output: str, times: int):
@@ -666,21 +674,12 @@ def test_a_stop_while_the_lock_is_written_leaves_no_lock(tmp_path):
     was refused (exit 4) for a minute, though the stopped run said it left
     the folder as it was. The signal is sent at that step by a hook on the
     lock's own write; the run is gpfit's CLI in a process of its own."""
-    source, output = _input(tmp_path, n_series=3), str(tmp_path / "out")
-    stopped = gpfit_with_hook(
+    _stopped_leaves_no_lock_nor_folder(
+        tmp_path,
         "write = os.write\n"
         "def stopped_at_the_lock(fd, data):\n"
         "    if os.readlink(f'/proc/self/fd/{fd}').endswith('_RUNNING.json'):\n"
         "        os.write = write\n"
         "        os.kill(os.getpid(), signal.SIGTERM)  # raises Stopped before the write\n"
         "    return write(fd, data)\n"
-        "os.write = stopped_at_the_lock\n",
-        ["--input", source, "--output", output, *RUN_OPTIONS],
-        env=dict(os.environ, PYTHONPATH=REPO))
-    assert stopped.returncode == 128 + 15, stopped.stderr
-    assert "stopped by SIGTERM before any work" in stopped.stderr, stopped.stderr
-    # The folder it made is gone too (docs/design.md, "The fitter", A stop
-    # of a run into a new folder).
-    assert not os.path.exists(output), os.listdir(output)
-    rerun = gpfit(source, output, *RUN_OPTIONS)
-    assert rerun.code == 0, rerun.stderr
+        "os.write = stopped_at_the_lock\n")
