@@ -305,7 +305,8 @@ def _unusable(folder: str) -> dict[str, UnusableInput]:
                              "y": ["1.5", "2.0", "n/a"]}), os.path.join(path, "strings.parquet"))
     cases.append(UnusableInput("string_value_column", path,
                                "value column 'y' in " + os.path.join(path, "strings.parquet"),
-                               "convert it, or name another with --value_column"))
+                               "parse the text into numbers first (e.g. pandas.to_numeric) (or "
+                               "name another with --value_column"))
 
     path = case_folder("missing_column")
     pq.write_table(_good_table().rename_columns(["series_id", "time", "y"]),
