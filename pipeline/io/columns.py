@@ -260,6 +260,11 @@ def is_bytes(type_: pa.DataType) -> bool:
             or pa.types.is_fixed_size_binary(type_) or pa.types.is_binary_view(type_))
 
 
+def is_text(type_: pa.DataType) -> bool:
+    return (pa.types.is_string(type_) or pa.types.is_large_string(type_)
+            or pa.types.is_string_view(type_))
+
+
 def without_views(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """string_view and binary_view as large_string and large_binary, the
     same values: Arrow keeps views through Parquet (polars' to_arrow()

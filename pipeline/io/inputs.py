@@ -466,16 +466,11 @@ def check_schema(path: str, schema: pa.Schema, columns: Columns,
 def _value_advice(type_: pa.DataType) -> str:
     """How to make values of a refused type numbers, where one call does:
     text (numbers written as text) and bools (yes/no readings); else ""."""
-    if _is_text(type_):
+    if col.is_text(type_):
         return "parse the text into numbers first (e.g. pandas.to_numeric)"
     if pa.types.is_boolean(type_):
         return "give true and false as numbers first (e.g. .astype(float): 1.0 and 0.0)"
     return ""
-
-
-def _is_text(type_: pa.DataType) -> bool:
-    return (pa.types.is_string(type_) or pa.types.is_large_string(type_)
-            or pa.types.is_string_view(type_))
 
 
 # How Arrow reads Parquet's INTERVAL logical type (months, days, ms).
@@ -489,7 +484,7 @@ def _time_advice(type_: pa.DataType, name: str) -> str:
     (pandas' Timedelta), intervals (DuckDB's), pandas' Period (an extension
     type), times of day, and a struct holding a date or timestamp (Spark's
     window)."""
-    if _is_text(type_):
+    if col.is_text(type_):
         return ": parse the text into timestamps first (e.g. pandas.to_datetime)"
     if pa.types.is_duration(type_):
         return (": give durations as numbers of one unit (e.g. days, t / pd.Timedelta(days=1)) "

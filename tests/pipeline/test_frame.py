@@ -695,6 +695,17 @@ def test_times_in_an_unnamed_index_are_refused_saying_how_to_make_them_the_colum
     assert_same_rows(rows_of(gpfit.fit_frame(made)), _command_rows(tmp_path, made))
 
 
+def _command_refuses(tmp_path, frame: pd.DataFrame, said: str) -> None:
+    """The command on `frame` as pandas writes it (to_parquet, one file)
+    exits 2 saying `said`."""
+    from gpfit_runs import gpfit_here
+
+    os.makedirs(in_folder(tmp_path, "refused_in"))
+    frame.to_parquet(os.path.join(in_folder(tmp_path, "refused_in"), "part.parquet"))
+    run = gpfit_here(in_folder(tmp_path, "refused_in"), in_folder(tmp_path, "refused"))
+    assert run.code == 2 and said in run.stderr, run.stderr
+
+
 def _refused_then_converted(tmp_path, frame, column: str, convert: str) -> None:
     """fit_frame refuses `frame`'s object column of datetime.date and
     datetime.datetime values naming the conversion `convert` (Python, of
@@ -740,7 +751,6 @@ def test_text_times_as_string_views_are_told_to_parse_them_on_both_paths(tmp_pat
     gets ("has type string_view; expected numbers, dates or timestamps
     (or name another ...)"), by fit_frame and by the command on the same
     frame's to_parquet file."""
-    from gpfit_runs import gpfit_here
 
     hours = pd.Timestamp("2024-03-01") + pd.to_timedelta(_small_frame()["t"], unit="h")
     frame = _small_frame().assign(
@@ -749,10 +759,7 @@ def test_text_times_as_string_views_are_told_to_parse_them_on_both_paths(tmp_pat
               "into timestamps first (e.g. pandas.to_datetime)")
     with pytest.raises(InputError, match=re.escape(advice)):
         gpfit.fit_frame(frame)
-    os.makedirs(in_folder(tmp_path, "in"))
-    frame.to_parquet(os.path.join(in_folder(tmp_path, "in"), "part.parquet"))
-    run = gpfit_here(in_folder(tmp_path, "in"), in_folder(tmp_path, "out"))
-    assert run.code == 2 and advice in run.stderr, run.stderr
+    _command_refuses(tmp_path, frame, advice)
 
 
 @pytest.mark.parametrize("name, advice", [
@@ -790,7 +797,6 @@ def test_multiindex_columns_are_told_to_flatten_them_on_both_paths(tmp_path):
     both were told "no column 'series_id' ...; name the right one with
     ...", the name given. Both say the column is a MultiIndex's and how
     to flatten it; flattened, the frame gives the command's rows."""
-    from gpfit_runs import gpfit_here
 
     frame = _small_frame()
     levels = frame.set_axis(pd.MultiIndex.from_product([["k"], frame.columns]), axis=1)
@@ -799,10 +805,7 @@ def test_multiindex_columns_are_told_to_flatten_them_on_both_paths(tmp_path):
               "that name to {}")
     with pytest.raises(InputError, match=re.escape(advice.format("id_column="))):
         gpfit.fit_frame(levels)
-    os.makedirs(in_folder(tmp_path, "levels"))
-    levels.to_parquet(os.path.join(in_folder(tmp_path, "levels"), "part.parquet"))
-    run = gpfit_here(in_folder(tmp_path, "levels"), in_folder(tmp_path, "refused"))
-    assert run.code == 2 and advice.format("--id_column") in run.stderr, run.stderr
+    _command_refuses(tmp_path, levels, advice.format("--id_column"))
     flat = levels.droplevel(0, axis=1)
     assert_same_rows(rows_of(gpfit.fit_frame(flat)), _command_rows(tmp_path, flat))
 
@@ -921,15 +924,11 @@ def test_values_of_bools_or_text_are_told_the_conversion_on_both_paths(tmp_path,
     of text is told to parse it; by fit_frame and by the command on the
     frame's to_parquet file. Both name it; followed, it gives the command's
     rows."""
-    from gpfit_runs import gpfit_here
 
     frame = _small_frame().assign(y=values)
     with pytest.raises(InputError, match=re.escape(advice)):
         gpfit.fit_frame(frame)
-    os.makedirs(in_folder(tmp_path, "as_is"))
-    frame.to_parquet(os.path.join(in_folder(tmp_path, "as_is"), "part.parquet"))
-    run = gpfit_here(in_folder(tmp_path, "as_is"), in_folder(tmp_path, "refused"))
-    assert run.code == 2 and advice in run.stderr, run.stderr
+    _command_refuses(tmp_path, frame, advice)
     followed = frame.assign(y=frame["y"].astype(float) if values.dtype == bool
                             else pd.to_numeric(frame["y"]))
     assert_same_rows(rows_of(gpfit.fit_frame(followed)), _command_rows(tmp_path, followed))
